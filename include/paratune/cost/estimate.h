@@ -1,0 +1,92 @@
+// The analytic cost model of one training iteration: compute, communication and memory.
+//
+// `estimate()` is a pure function of the specs and a Calibration; it sits in the planner's inner
+// loop, so it allocates only the per-stage vectors and loops over stages, never over layers.
+// Every formula is written next to the code that computes it (src/cost/estimate.cc) with its
+// source; the README's "Cost model" section is the overview.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "paratune/cost/calibration.h"
+#include "paratune/spec/hardware.h"
+#include "paratune/spec/model.h"
+#include "paratune/spec/parallel.h"
+#include "paratune/spec/training.h"
+
+namespace paratune {
+
+// Where the iteration's time goes. The parts add up to iteration_time_s. Communication entries are
+// the *exposed* part (not hidden behind compute).
+struct TimeBreakdown {
+  double compute_s = 0;      // bottleneck stage: m micro-batches of forward + backward (+ recompute)
+  double bubble_s = 0;       // pipeline fill and drain
+  double tp_comm_s = 0;      // tensor-parallel all-reduce / reduce-scatter + all-gather
+  double cp_comm_s = 0;      // context-parallel ring exchange of K/V
+  double ep_comm_s = 0;      // expert-parallel all-to-all (dispatch + combine)
+  double pp_comm_s = 0;      // pipeline point-to-point sends on the critical path
+  double dp_comm_s = 0;      // gradient reduction (+ ZeRO-1/2 parameter all-gather)
+  double zero3_comm_s = 0;   // ZeRO-3 per-layer parameter gathers and gradient reduce-scatters
+  double optimizer_s = 0;    // optimizer step (memory-bound)
+  double overhead_s = 0;     // fixed per-iteration overhead
+};
+
+struct MemoryBreakdown {
+  double weights_bytes = 0;
+  double grads_bytes = 0;
+  double optimizer_bytes = 0;
+  double activations_bytes = 0;
+  double other_bytes = 0;  // CUDA context, communication buffers, fragmentation, logits
+  [[nodiscard]] double total_bytes() const {
+    return weights_bytes + grads_bytes + optimizer_bytes + activations_bytes + other_bytes;
+  }
+};
+
+// One pipeline stage, per micro-batch (times) and at its peak (memory).
+struct StageEstimate {
+  int layers = 0;
+  int recomputed_layers = 0;  // fully recomputed layers (recompute=full)
+  double forward_s = 0;       // one micro-batch, incl. exposed TP/CP/EP/ZeRO-3 communication
+  double backward_s = 0;      // one micro-batch, incl. recompute and exposed communication
+  double compute_s = 0;       // forward_s + backward_s without the communication part
+  double in_flight_microbatches = 0;  // activations held at the peak (1F1B: p - stage)
+  double params = 0;          // parameters held by one GPU of this stage (before ZeRO sharding)
+  MemoryBreakdown memory;
+};
+
+struct Estimate {
+  ParallelConfig config;  // resolved (stage_layers, op, schedule filled in)
+  int num_microbatches = 0;
+  double iteration_time_s = 0;
+  double tokens_per_s = 0;
+  double model_flops = 0;     // per iteration, all GPUs: 3 x forward (no recompute)
+  double hardware_flops = 0;  // model_flops + recompute
+  double mfu = 0;             // model_flops / (time x GPUs x peak)
+  double hfu = 0;             // hardware_flops / (time x GPUs x peak)
+  double tflops_per_gpu = 0;  // model FLOP/s per GPU / 1e12
+  TimeBreakdown breakdown;
+  std::vector<StageEstimate> stages;
+  double peak_memory_bytes = 0;
+  double memory_limit_bytes = 0;  // GPU memory x (1 - margin)
+  bool fits = true;
+  std::string reason;  // why it does not fit (empty when it fits)
+};
+
+struct EstimateOptions {
+  double memory_margin = 0.05;  // fraction of GPU memory kept free when judging `fits`
+};
+
+// Throws Error when the configuration is invalid for the specs (see spec/parallel.h `resolve`).
+Estimate estimate(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                  const ParallelConfig& config, const Calibration& calibration = default_calibration(),
+                  const EstimateOptions& options = {});
+
+// Activation bytes of one transformer layer for one micro-batch on one GPU (Korthikanti et al.
+// 2022, "Reducing Activation Recomputation in Large Transformer Models", Sec. 4, generalised to
+// GQA, gated MLPs, MoE, MLA and flash attention). With MHA, a 4h GeLU MLP, dropout, no flash
+// attention and sequence parallelism this is exactly s·b·h/t·(34 + 5·a·s/h).
+double layer_activation_bytes(const ModelSpec& model, const TrainingSpec& training, const ParallelConfig& config,
+                              bool moe_layer);
+
+}  // namespace paratune

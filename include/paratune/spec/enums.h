@@ -1,0 +1,94 @@
+// Every enum in paratune's specs, each with exactly one name table used for parsing, printing and
+// `--help`. An unknown name gets an Error listing the valid ones.
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "paratune/spec/error.h"
+
+namespace paratune {
+
+enum class Precision { kBF16, kFP16, kFP8 };
+enum class Optimizer { kAdamW, kAdam, kSGD };
+enum class NormKind { kLayerNorm, kRMSNorm };
+enum class PositionEmbedding { kRotary, kLearned, kNone };
+enum class RecomputeMode { kNone, kSelective, kFull };
+enum class Schedule { kOneFOneB, kInterleaved1F1B, kGPipe };
+enum class GradSync { kInBackward, kShifted, kOverlapped };
+
+template <typename E>
+struct EnumNames;  // specialised below: `static constexpr std::array<std::pair<E, const char*>, N> kTable`
+
+template <>
+struct EnumNames<Precision> {
+  static constexpr std::string_view kWhat = "precision";
+  static constexpr std::array<std::pair<Precision, const char*>, 3> kTable{
+      {{Precision::kBF16, "bf16"}, {Precision::kFP16, "fp16"}, {Precision::kFP8, "fp8"}}};
+};
+template <>
+struct EnumNames<Optimizer> {
+  static constexpr std::string_view kWhat = "optimizer";
+  static constexpr std::array<std::pair<Optimizer, const char*>, 3> kTable{
+      {{Optimizer::kAdamW, "adamw"}, {Optimizer::kAdam, "adam"}, {Optimizer::kSGD, "sgd"}}};
+};
+template <>
+struct EnumNames<NormKind> {
+  static constexpr std::string_view kWhat = "norm";
+  static constexpr std::array<std::pair<NormKind, const char*>, 2> kTable{
+      {{NormKind::kLayerNorm, "layernorm"}, {NormKind::kRMSNorm, "rmsnorm"}}};
+};
+template <>
+struct EnumNames<PositionEmbedding> {
+  static constexpr std::string_view kWhat = "position_embedding";
+  static constexpr std::array<std::pair<PositionEmbedding, const char*>, 3> kTable{
+      {{PositionEmbedding::kRotary, "rope"},
+       {PositionEmbedding::kLearned, "learned"},
+       {PositionEmbedding::kNone, "none"}}};
+};
+template <>
+struct EnumNames<RecomputeMode> {
+  static constexpr std::string_view kWhat = "recompute";
+  static constexpr std::array<std::pair<RecomputeMode, const char*>, 3> kTable{
+      {{RecomputeMode::kNone, "none"}, {RecomputeMode::kSelective, "selective"}, {RecomputeMode::kFull, "full"}}};
+};
+template <>
+struct EnumNames<Schedule> {
+  static constexpr std::string_view kWhat = "schedule";
+  static constexpr std::array<std::pair<Schedule, const char*>, 3> kTable{
+      {{Schedule::kOneFOneB, "1f1b"}, {Schedule::kInterleaved1F1B, "interleaved-1f1b"}, {Schedule::kGPipe, "gpipe"}}};
+};
+template <>
+struct EnumNames<GradSync> {
+  static constexpr std::string_view kWhat = "grad_sync";
+  static constexpr std::array<std::pair<GradSync, const char*>, 3> kTable{
+      {{GradSync::kInBackward, "in-backward"}, {GradSync::kShifted, "shifted"}, {GradSync::kOverlapped, "overlapped"}}};
+};
+
+template <typename E>
+std::string to_string(E value) {
+  for (const auto& [v, name] : EnumNames<E>::kTable)
+    if (v == value) return name;
+  return "?";
+}
+
+template <typename E>
+std::vector<std::string> enum_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : EnumNames<E>::kTable) names.emplace_back(entry.second);
+  return names;
+}
+
+// Parses a name from the table; throws Error naming the valid ones otherwise.
+template <typename E>
+E parse_enum(std::string_view name) {
+  for (const auto& [v, n] : EnumNames<E>::kTable)
+    if (name == n) return v;
+  const auto names = enum_names<E>();
+  throw Error(unknown_name_message(EnumNames<E>::kWhat, name, names));
+}
+
+}  // namespace paratune

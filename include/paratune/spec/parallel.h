@@ -1,0 +1,66 @@
+// ParallelConfig: how one training iteration is spread over the GPUs.
+//
+// Rank order follows Megatron-LM: tp innermost, then cp, ep (inside the data-parallel dimension),
+// dp, and pp outermost. With G GPUs per node, a group of consecutive ranks of size <= G stays in
+// one node; the cost model uses this to decide which collectives cross the network.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "paratune/spec/enums.h"
+#include "paratune/spec/hardware.h"
+#include "paratune/spec/model.h"
+#include "paratune/spec/training.h"
+
+namespace paratune {
+
+struct ParallelConfig {
+  int dp = 1;   // data-parallel replicas (includes the expert-parallel ranks, as in Megatron)
+  int tp = 1;   // tensor-parallel degree
+  int pp = 1;   // pipeline stages
+  int vpp = 1;  // virtual stages (model chunks) per pipeline rank, interleaved 1F1B when > 1
+  int cp = 1;   // context-parallel degree (sequence split across ranks for attention)
+  int ep = 1;   // expert-parallel degree, a divisor of dp * cp (experts split over ep ranks)
+  int etp = 0;  // expert tensor-parallel degree; 0 = same as tp
+  int mbs = 1;  // micro-batch size, sequences
+  bool sequence_parallel = false;  // Megatron SP: norms/dropout split over tp, RS+AG instead of AR
+  int zero = 0;  // ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters
+  int op = 0;    // optimizer-sharding degree, divides dp; 0 = dp (op < dp: hybrid sharding)
+  RecomputeMode recompute = RecomputeMode::kNone;
+  // With recompute=full: layers per stage that are fully recomputed; -1 = all layers of the stage.
+  int recompute_layers = -1;
+  std::vector<int> stage_layers;  // decoder layers per pipeline stage; empty = as even as possible
+  Schedule schedule = Schedule::kOneFOneB;
+  GradSync grad_sync = GradSync::kOverlapped;
+  bool overlap_grad_reduce = true;   // DP gradient reduce overlapped with backward
+  bool overlap_param_gather = true;  // ZeRO param all-gather overlapped with forward
+  bool tp_comm_overlap = false;      // TP collectives overlapped with GEMMs (Megatron TE userbuffers)
+  bool overlap_p2p = true;           // PP sends/receives overlapped with compute
+
+  [[nodiscard]] int num_gpus() const { return dp * tp * pp * cp; }
+  [[nodiscard]] int expert_tp() const { return etp > 0 ? etp : tp; }
+  [[nodiscard]] int optimizer_shard_degree() const { return zero > 0 ? (op > 0 ? op : dp) : 1; }
+  [[nodiscard]] int num_microbatches(const TrainingSpec& training) const {
+    return training.global_batch / (mbs * dp);
+  }
+};
+
+// Parses "dp=8,tp=8,pp=4,mbs=1,zero=1,recompute=selective,vpp=2,stage_layers=10/12/12/10".
+// Unknown keys are rejected with a suggestion. Keys not given keep their defaults in `base`.
+ParallelConfig parse_parallel_config(std::string_view text, ParallelConfig base = {});
+
+// Canonical "key=value,..." rendering (round-trips through parse_parallel_config).
+std::string to_string(const ParallelConfig& config);
+
+// Checks that the configuration is possible for this model, cluster and batch, filling in derived
+// defaults (stage_layers when empty, schedule when vpp > 1, op when 0). Throws Error with the rule
+// broken, e.g. "tp=3 does not divide num_attention_heads=64".
+ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, const ClusterSpec& cluster,
+                       const TrainingSpec& training);
+
+// Even split of `layers` over `stages` (earlier stages get the remainder), e.g. 10 over 4 = 3,3,2,2.
+std::vector<int> even_stage_layers(int layers, int stages);
+
+}  // namespace paratune

@@ -1,0 +1,21 @@
+// TrainingSpec: what is trained, independent of how it is parallelised.
+#pragma once
+
+#include "paratune/spec/enums.h"
+
+namespace paratune {
+
+struct TrainingSpec {
+  int seq_len = 0;       // tokens per sequence
+  int global_batch = 0;  // sequences per iteration (all data-parallel replicas, all micro-batches)
+  Precision precision = Precision::kBF16;
+  Optimizer optimizer = Optimizer::kAdamW;
+  bool flash_attention = true;  // fused attention: no s^2 activations, causal blocks skipped
+  // Megatron-LM keeps gradients in an FP32 buffer (main_grad) and reduces them in FP32; FSDP with a
+  // bf16 reduce dtype does not. Affects gradient memory and DP traffic.
+  bool fp32_grad_accumulation = true;
+};
+
+void validate(const TrainingSpec& training);
+
+}  // namespace paratune

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs every Debian package paratune needs to build, test and benchmark.
+# Idempotent: packages already present are left as they are. Run as root.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config
+  libeigen3-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev libnlopt-cxx-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update
+  apt-get install -y --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all packages present"
+fi

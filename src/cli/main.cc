@@ -1,0 +1,199 @@
+// The paratune program: parse flags, call the library, print, choose the exit code.
+// Exit codes: 0 success, 2 bad input (paratune::Error), 1 any other failure.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "paratune/calib/published_runs.h"
+#include "paratune/cost/estimate.h"
+#include "paratune/report/estimate_report.h"
+#include "paratune/spec/io.h"
+#include "paratune/spec/presets.h"
+#include "paratune/spec/units.h"
+
+namespace {
+
+using namespace paratune;
+
+struct SetupFlags {
+  std::string model;
+  std::string cluster;
+  int seq_len = 0;
+  int global_batch = 0;
+  std::string precision = "bf16";
+  std::string optimizer = "adamw";
+  bool no_flash_attention = false;
+  std::string calibration;
+  double memory_margin = 0.05;
+};
+
+void add_setup_flags(CLI::App* app, SetupFlags& f) {
+  app->add_option("--model", f.model, "model preset name, model-spec file (YAML/JSON) or HF config.json")->required();
+  app->add_option("--cluster", f.cluster, "cluster: PRESET:NODES (dgx-h100:16), GPUxCOUNT (h100x128) or a file")
+      ->required();
+  app->add_option("--seq-len", f.seq_len, "tokens per sequence")->required();
+  app->add_option("--global-batch", f.global_batch, "sequences per iteration")->required();
+  app->add_option("--precision", f.precision, "bf16 | fp16 | fp8")->capture_default_str();
+  app->add_option("--optimizer", f.optimizer, "adamw | adam | sgd")->capture_default_str();
+  app->add_flag("--no-flash-attention", f.no_flash_attention, "model unfused attention (s^2 scores in memory)");
+  app->add_option("--calibration", f.calibration, "calibration JSON (default: the shipped fitted calibration)");
+  app->add_option("--memory-margin", f.memory_margin, "fraction of GPU memory kept free when judging fit")
+      ->capture_default_str();
+}
+
+TrainingSpec training_from(const SetupFlags& f) {
+  TrainingSpec t;
+  t.seq_len = f.seq_len;
+  t.global_batch = f.global_batch;
+  try {
+    t.precision = parse_enum<Precision>(f.precision);
+    t.optimizer = parse_enum<Optimizer>(f.optimizer);
+  } catch (const Error& e) {
+    throw e.with_context("--precision/--optimizer");
+  }
+  t.flash_attention = !f.no_flash_attention;
+  validate(t);
+  return t;
+}
+
+Calibration calibration_from(const SetupFlags& f) {
+  return f.calibration.empty() ? default_calibration() : load_calibration(f.calibration);
+}
+
+void write_json(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
+
+int run_presets(bool json) {
+  if (json) {
+    nlohmann::json j{{"models", model_preset_names()}, {"gpus", nlohmann::json::array()}, {"clusters", nlohmann::json::array()}};
+    for (const auto& g : gpu_presets()) j["gpus"].push_back(to_json(g));
+    for (const auto& c : cluster_presets()) {
+      auto n = to_json(c.node);
+      n["source"] = c.source;
+      j["clusters"].push_back(n);
+    }
+    write_json(j);
+    return 0;
+  }
+  std::cout << "models:\n";
+  for (const auto& p : model_presets())
+    std::cout << fmt::format("  {:<16} {:>8} total {:>8} active\n", p.spec.name,
+                             units::format_count(p.published_total_params),
+                             units::format_count(p.published_active_params));
+  std::cout << "\ngpus:\n";
+  for (const auto& g : gpu_presets())
+    std::cout << fmt::format("  {:<12} {:>9}  bf16 {:>6.1f}  fp16 {:>6.1f}  fp8 {:>6.1f} TFLOP/s  HBM {}\n", g.name,
+                             units::format_bytes(g.memory_bytes), g.peak_bf16_flops_per_s / 1e12,
+                             g.peak_fp16_flops_per_s / 1e12, g.peak_fp8_flops_per_s / 1e12,
+                             units::format_bandwidth(g.hbm_bandwidth_bytes_per_s));
+  std::cout << "\nclusters (per node; use NAME:NODES):\n";
+  for (const auto& c : cluster_presets())
+    std::cout << fmt::format("  {:<22} {} x {:<10} intra {:>10}  inter {:>10}  ({})\n", c.node.name,
+                             c.node.gpus_per_node, c.node.gpu.name,
+                             units::format_bandwidth(c.node.intra_node_bandwidth_bytes_per_s),
+                             units::format_bandwidth(c.node.inter_node_bandwidth_bytes_per_s), c.source);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"paratune: plan, simulate and tune parallel training of large neural networks"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "paratune 0.1.0");
+
+  bool json = false;
+  auto* presets = app.add_subcommand("presets", "list model, GPU and cluster presets");
+  presets->add_flag("--json", json, "machine-readable output");
+
+  std::string model_arg;
+  int model_seq_len = 4096;
+  auto* model_cmd = app.add_subcommand("model", "parameters and FLOPs per token of a model");
+  model_cmd->add_option("model", model_arg, "preset name or model file")->required();
+  model_cmd->add_option("--seq-len", model_seq_len, "sequence length for attention FLOPs")->capture_default_str();
+  model_cmd->add_flag("--json", json, "machine-readable output");
+
+  SetupFlags setup;
+  std::string config_text;
+  auto* estimate_cmd = app.add_subcommand("estimate", "predict time, MFU and memory of one configuration");
+  add_setup_flags(estimate_cmd, setup);
+  estimate_cmd->add_option("--config", config_text, "e.g. \"dp=8,tp=8,pp=4,mbs=1,zero=1,recompute=selective,vpp=2\"")
+      ->required();
+  estimate_cmd->add_flag("--json", json, "machine-readable output");
+
+  std::string runs_path, calibration_in, calibration_out;
+  auto* validate_cmd = app.add_subcommand("validate", "compare predictions with published training runs");
+  validate_cmd->add_option("--runs", runs_path, "CSV with the columns of published_runs.csv")->required();
+  validate_cmd->add_option("--calibration", calibration_in, "calibration JSON (default: shipped)");
+  validate_cmd->add_flag("--json", json, "machine-readable output");
+
+  auto* calibrate_cmd = app.add_subcommand("calibrate", "fit the calibration coefficients to published runs");
+  calibrate_cmd->add_option("--runs", runs_path, "CSV with the columns of published_runs.csv")->required();
+  calibrate_cmd->add_option("--output,-o", calibration_out, "where to write the fitted calibration JSON")->required();
+  calibrate_cmd->add_option("--calibration", calibration_in, "starting point (default: shipped)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+
+  try {
+    if (*presets) return run_presets(json);
+    if (*model_cmd) {
+      const ModelSpec model = load_model(model_arg);
+      if (json) write_json(model_summary_json(model, model_seq_len));
+      else std::cout << format_model_summary(model, model_seq_len);
+      return 0;
+    }
+    if (*estimate_cmd) {
+      const ModelSpec model = load_model(setup.model);
+      const ClusterSpec cluster = load_cluster(setup.cluster);
+      const TrainingSpec training = training_from(setup);
+      ParallelConfig config;
+      try {
+        config = parse_parallel_config(config_text);
+      } catch (const Error& e) {
+        throw e.with_context("--config");
+      }
+      Estimate result;
+      try {
+        result = estimate(model, cluster, training, config, calibration_from(setup), EstimateOptions{setup.memory_margin});
+      } catch (const Error& e) {
+        throw e.with_context("--config");
+      }
+      if (json) write_json(to_json(result));
+      else std::cout << format_estimate(result, model, cluster, training);
+      return 0;
+    }
+    const Calibration start = calibration_in.empty() ? default_calibration() : load_calibration(calibration_in);
+    if (*validate_cmd) {
+      const auto runs = read_published_runs(runs_path);
+      const ValidationReport report = validate_runs(runs, start);
+      if (json) write_json(to_json(report));
+      else std::cout << format_validation(report);
+      return 0;
+    }
+    if (*calibrate_cmd) {
+      const auto runs = read_published_runs(runs_path);
+      const CalibrationFit fit = fit_calibration(runs, start);
+      std::ofstream out(calibration_out);
+      if (!out) throw Error(fmt::format("{}: cannot write file", calibration_out));
+      out << to_json(fit.calibration).dump(2) << "\n";
+      std::cout << fmt::format("fitted {} coefficients on {} rows in {} evaluations\n", fit.parameters_fitted,
+                               fit.rows_used, fit.evaluations);
+      std::cout << fmt::format("mean |error| {:.2f}% -> {:.2f}%, max {:.2f}% -> {:.2f}%\n", fit.before.mean_abs_pct_error,
+                               fit.after.mean_abs_pct_error, fit.before.max_abs_pct_error, fit.after.max_abs_pct_error);
+      std::cout << "wrote " << calibration_out << "\n";
+      return 0;
+    }
+  } catch (const Error& e) {
+    std::cerr << "paratune: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "paratune: internal error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

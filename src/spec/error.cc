@@ -1,0 +1,61 @@
+#include "paratune/spec/error.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace paratune {
+
+Error Error::with_context(std::string_view context) const {
+  return Error(std::string(context) + ": " + what());
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  std::iota(row.begin(), row.end(), 0);
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      const std::size_t substitution = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, substitution});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string closest_match(std::string_view name, std::span<const std::string> candidates) {
+  std::string best;
+  std::size_t best_distance = std::string::npos;
+  for (const auto& candidate : candidates) {
+    const std::size_t d = edit_distance(name, candidate);
+    if (d < best_distance) {
+      best_distance = d;
+      best = candidate;
+    }
+  }
+  // A suggestion is only useful when it is plausibly a typo: at most a third of the name differs.
+  const std::size_t limit = std::max<std::size_t>(2, name.size() / 3);
+  return best_distance <= limit ? best : std::string();
+}
+
+std::string join(std::span<const std::string> names, std::string_view separator) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i) out += separator;
+    out += names[i];
+  }
+  return out;
+}
+
+std::string unknown_name_message(std::string_view what, std::string_view name,
+                                 std::span<const std::string> valid) {
+  std::string message = "unknown " + std::string(what) + " '" + std::string(name) + "'";
+  const std::string suggestion = closest_match(name, valid);
+  if (!suggestion.empty()) message += " (did you mean '" + suggestion + "'?)";
+  message += "; valid: " + join(valid);
+  return message;
+}
+
+}  // namespace paratune

@@ -1,0 +1,209 @@
+#include "paratune/spec/parallel.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <numeric>
+
+namespace paratune {
+namespace {
+
+const std::vector<std::string>& config_keys() {
+  static const std::vector<std::string> keys{
+      "dp",        "tp",        "pp",        "vpp",   "cp",           "ep",
+      "etp",       "mbs",       "sp",        "zero",  "op",           "recompute",
+      "recompute_layers", "stage_layers", "schedule", "grad_sync", "overlap_grad_reduce",
+      "overlap_param_gather", "tp_comm_overlap", "overlap_p2p"};
+  return keys;
+}
+
+int parse_int(std::string_view key, std::string_view value) {
+  int out = 0;
+  const auto* end = value.data() + value.size();
+  const auto [ptr, ec] = std::from_chars(value.data(), end, out);
+  if (ec != std::errc() || ptr != end)
+    throw Error(fmt::format("{}: '{}' is not an integer", key, value));
+  return out;
+}
+
+bool parse_bool(std::string_view key, std::string_view value) {
+  if (value == "true" || value == "1" || value == "on" || value == "yes") return true;
+  if (value == "false" || value == "0" || value == "off" || value == "no") return false;
+  throw Error(fmt::format("{}: '{}' is not a boolean (true/false)", key, value));
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+std::vector<int> parse_int_list(std::string_view key, std::string_view value) {
+  std::vector<int> out;
+  std::size_t start = 0;
+  while (start <= value.size()) {
+    std::size_t end = value.find_first_of("/:", start);
+    if (end == std::string_view::npos) end = value.size();
+    out.push_back(parse_int(key, trim(value.substr(start, end - start))));
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<int> even_stage_layers(int layers, int stages) {
+  std::vector<int> out(static_cast<std::size_t>(stages), layers / stages);
+  for (int i = 0; i < layers % stages; ++i) ++out[static_cast<std::size_t>(i)];
+  return out;
+}
+
+ParallelConfig parse_parallel_config(std::string_view text, ParallelConfig c) {
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view item = trim(text.substr(start, end - start));
+    start = end + 1;
+    if (item.empty()) continue;
+    const std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos)
+      throw Error(fmt::format("config: '{}' is not key=value", item));
+    const std::string key(trim(item.substr(0, eq)));
+    const std::string_view value = trim(item.substr(eq + 1));
+    if (key == "dp") c.dp = parse_int(key, value);
+    else if (key == "tp") c.tp = parse_int(key, value);
+    else if (key == "pp") c.pp = parse_int(key, value);
+    else if (key == "vpp") c.vpp = parse_int(key, value);
+    else if (key == "cp") c.cp = parse_int(key, value);
+    else if (key == "ep") c.ep = parse_int(key, value);
+    else if (key == "etp") c.etp = parse_int(key, value);
+    else if (key == "mbs") c.mbs = parse_int(key, value);
+    else if (key == "sp" || key == "sequence_parallel") c.sequence_parallel = parse_bool(key, value);
+    else if (key == "zero") c.zero = parse_int(key, value);
+    else if (key == "op") c.op = parse_int(key, value);
+    else if (key == "recompute") c.recompute = parse_enum<RecomputeMode>(value);
+    else if (key == "recompute_layers") c.recompute_layers = parse_int(key, value);
+    else if (key == "stage_layers") c.stage_layers = parse_int_list(key, value);
+    else if (key == "schedule") c.schedule = parse_enum<Schedule>(value);
+    else if (key == "grad_sync") c.grad_sync = parse_enum<GradSync>(value);
+    else if (key == "overlap_grad_reduce") c.overlap_grad_reduce = parse_bool(key, value);
+    else if (key == "overlap_param_gather") c.overlap_param_gather = parse_bool(key, value);
+    else if (key == "tp_comm_overlap") c.tp_comm_overlap = parse_bool(key, value);
+    else if (key == "overlap_p2p") c.overlap_p2p = parse_bool(key, value);
+    else throw Error("config: " + unknown_name_message("key", key, config_keys()));
+  }
+  return c;
+}
+
+std::string to_string(const ParallelConfig& c) {
+  std::string out = fmt::format("dp={},tp={},pp={},vpp={},cp={},ep={},etp={},mbs={},sp={},zero={},op={},recompute={}",
+                                c.dp, c.tp, c.pp, c.vpp, c.cp, c.ep, c.expert_tp(), c.mbs,
+                                c.sequence_parallel, c.zero, c.op, to_string(c.recompute));
+  if (c.recompute == RecomputeMode::kFull && c.recompute_layers >= 0)
+    out += fmt::format(",recompute_layers={}", c.recompute_layers);
+  if (!c.stage_layers.empty()) out += ",stage_layers=" + fmt::format("{}", fmt::join(c.stage_layers, "/"));
+  out += fmt::format(",schedule={},grad_sync={}", to_string(c.schedule), to_string(c.grad_sync));
+  return out;
+}
+
+ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, const ClusterSpec& cluster,
+                       const TrainingSpec& training) {
+  ParallelConfig c = config;
+  auto positive = [](std::string_view key, int value) {
+    if (value < 1) throw Error(fmt::format("{}={} must be >= 1", key, value));
+  };
+  positive("dp", c.dp);
+  positive("tp", c.tp);
+  positive("pp", c.pp);
+  positive("vpp", c.vpp);
+  positive("cp", c.cp);
+  positive("ep", c.ep);
+  positive("mbs", c.mbs);
+  if (c.etp < 0) throw Error(fmt::format("etp={} must be >= 0 (0 = same as tp)", c.etp));
+
+  if (c.num_gpus() != cluster.num_gpus())
+    throw Error(fmt::format("dp*tp*pp*cp = {}*{}*{}*{} = {} must equal the cluster's GPU count {} ({} nodes x {})",
+                            c.dp, c.tp, c.pp, c.cp, c.num_gpus(), cluster.num_gpus(), cluster.nodes,
+                            cluster.gpus_per_node));
+  if (model.num_attention_heads % c.tp != 0)
+    throw Error(fmt::format("tp={} does not divide num_attention_heads={}", c.tp, model.num_attention_heads));
+  if (!model.mla && model.kv_heads() % c.tp != 0 && c.tp % model.kv_heads() != 0)
+    throw Error(fmt::format("tp={} and num_kv_heads={}: one must divide the other", c.tp, model.kv_heads()));
+  if (model.ffn_hidden_size % c.tp != 0)
+    throw Error(fmt::format("tp={} does not divide ffn_hidden_size={}", c.tp, model.ffn_hidden_size));
+  if (c.sequence_parallel && c.tp == 1) c.sequence_parallel = false;  // SP is a no-op without TP
+  if (training.seq_len % (c.cp * (c.cp > 1 ? 2 : 1)) != 0)
+    throw Error(fmt::format("cp={} requires seq_len={} divisible by 2*cp (load-balanced causal split)", c.cp,
+                            training.seq_len));
+  if (c.sequence_parallel && (training.seq_len / c.cp) % c.tp != 0)
+    throw Error(fmt::format("sequence parallelism needs seq_len/cp={} divisible by tp={}", training.seq_len / c.cp, c.tp));
+
+  if (model.moe) {
+    if (model.moe->num_experts % c.ep != 0)
+      throw Error(fmt::format("ep={} does not divide moe.num_experts={}", c.ep, model.moe->num_experts));
+    if ((c.dp * c.cp) % c.ep != 0)
+      throw Error(fmt::format("ep={} must divide dp*cp={} (expert-parallel ranks come from the data-parallel ones)",
+                              c.ep, c.dp * c.cp));
+    if (model.moe->expert_ffn_hidden_size % c.expert_tp() != 0)
+      throw Error(fmt::format("etp={} does not divide moe.expert_ffn_hidden_size={}", c.expert_tp(),
+                              model.moe->expert_ffn_hidden_size));
+  } else {
+    if (c.ep != 1) throw Error(fmt::format("ep={} requires an MoE model; '{}' is dense", c.ep, model.name));
+  }
+
+  if (training.global_batch % c.dp != 0)
+    throw Error(fmt::format("global_batch={} is not divisible by dp={}", training.global_batch, c.dp));
+  if (training.global_batch % (c.dp * c.mbs) != 0)
+    throw Error(fmt::format("global_batch={} does not split into whole micro-batches: dp*mbs = {}*{} = {} must divide it",
+                            training.global_batch, c.dp, c.mbs, c.dp * c.mbs));
+  const int microbatches = c.num_microbatches(training);
+
+  if (c.zero < 0 || c.zero > 3) throw Error(fmt::format("zero={} must be 0, 1, 2 or 3", c.zero));
+  if (c.op < 0) throw Error(fmt::format("op={} must be >= 0", c.op));
+  if (c.zero == 0 && c.op > 1) throw Error(fmt::format("op={} requires zero >= 1 (optimizer sharding)", c.op));
+  if (c.zero > 0) {
+    if (c.op == 0) c.op = c.dp;
+    if (c.dp % c.op != 0) throw Error(fmt::format("op={} does not divide dp={}", c.op, c.dp));
+  } else {
+    c.op = 1;
+  }
+
+  if (c.pp > model.num_layers)
+    throw Error(fmt::format("pp={} exceeds num_layers={}", c.pp, model.num_layers));
+  if (c.vpp > 1) {
+    if (c.pp == 1) throw Error(fmt::format("vpp={} requires pp > 1", c.vpp));
+    if (c.schedule == Schedule::kOneFOneB) c.schedule = Schedule::kInterleaved1F1B;
+    if (c.schedule != Schedule::kInterleaved1F1B)
+      throw Error(fmt::format("vpp={} requires schedule=interleaved-1f1b, got {}", c.vpp, to_string(c.schedule)));
+    if (microbatches % c.pp != 0)
+      throw Error(fmt::format("interleaved 1F1B needs the number of micro-batches ({}) to be a multiple of pp={}",
+                              microbatches, c.pp));
+  } else if (c.schedule == Schedule::kInterleaved1F1B) {
+    throw Error("schedule=interleaved-1f1b requires vpp > 1");
+  }
+
+  if (c.stage_layers.empty()) {
+    if (model.num_layers % (c.pp * c.vpp) != 0 && c.vpp > 1)
+      throw Error(fmt::format("num_layers={} is not divisible by pp*vpp={} (interleaving needs equal chunks)",
+                              model.num_layers, c.pp * c.vpp));
+    c.stage_layers = even_stage_layers(model.num_layers, c.pp);
+  } else {
+    if (static_cast<int>(c.stage_layers.size()) != c.pp)
+      throw Error(fmt::format("stage_layers has {} entries but pp={}", c.stage_layers.size(), c.pp));
+    const int total = std::accumulate(c.stage_layers.begin(), c.stage_layers.end(), 0);
+    if (total != model.num_layers)
+      throw Error(fmt::format("stage_layers add up to {} but the model has num_layers={}", total, model.num_layers));
+    for (std::size_t i = 0; i < c.stage_layers.size(); ++i) {
+      if (c.stage_layers[i] < 1)
+        throw Error(fmt::format("stage_layers[{}]={} must be >= 1", i, c.stage_layers[i]));
+      if (c.stage_layers[i] % c.vpp != 0)
+        throw Error(fmt::format("stage_layers[{}]={} is not divisible by vpp={}", i, c.stage_layers[i], c.vpp));
+    }
+  }
+  if (c.recompute != RecomputeMode::kFull && c.recompute_layers >= 0 && config.recompute_layers >= 0)
+    throw Error(fmt::format("recompute_layers={} requires recompute=full", c.recompute_layers));
+  return c;
+}
+
+}  // namespace paratune

@@ -1,0 +1,91 @@
+// Validation of the plain spec structs: one function per struct, each naming field, value and rule.
+#include <fmt/format.h>
+
+#include "paratune/spec/hardware.h"
+#include "paratune/spec/model.h"
+#include "paratune/spec/training.h"
+
+namespace paratune {
+namespace {
+
+void require_positive(std::string_view field, double value) {
+  if (!(value > 0)) throw Error(fmt::format("{}: {} must be > 0", field, value));
+}
+
+}  // namespace
+
+int ModelSpec::num_moe_layers() const {
+  if (!moe) return 0;
+  int count = 0;
+  for (int layer = 0; layer < num_layers; ++layer) count += is_moe_layer(layer) ? 1 : 0;
+  return count;
+}
+
+void validate(const ModelSpec& m) {
+  require_positive("num_layers", m.num_layers);
+  require_positive("hidden_size", m.hidden_size);
+  require_positive("num_attention_heads", m.num_attention_heads);
+  require_positive("vocab_size", m.vocab_size);
+  require_positive("ffn_hidden_size", m.ffn_hidden_size);
+  if (m.num_kv_heads < 0) throw Error(fmt::format("num_kv_heads: {} must be >= 1", m.num_kv_heads));
+  if (m.num_attention_heads % m.kv_heads() != 0)
+    throw Error(fmt::format("num_kv_heads: {} must divide num_attention_heads {}", m.kv_heads(),
+                            m.num_attention_heads));
+  if (m.head_dim == 0 && m.hidden_size % m.num_attention_heads != 0)
+    throw Error(fmt::format("num_attention_heads: {} does not divide hidden_size {} (set head_dim explicitly)",
+                            m.num_attention_heads, m.hidden_size));
+  if (m.position_embedding == PositionEmbedding::kLearned && m.max_position_embeddings <= 0)
+    throw Error("max_position_embeddings: must be > 0 with learned position embeddings");
+  if (m.moe) {
+    const auto& e = *m.moe;
+    require_positive("moe.num_experts", e.num_experts);
+    require_positive("moe.expert_ffn_hidden_size", e.expert_ffn_hidden_size);
+    if (e.top_k < 1 || e.top_k > e.num_experts)
+      throw Error(fmt::format("moe.top_k: {} must be between 1 and moe.num_experts {}", e.top_k, e.num_experts));
+    if (e.num_shared_experts < 0) throw Error(fmt::format("moe.num_shared_experts: {} must be >= 0", e.num_shared_experts));
+    if (e.first_dense_layers < 0 || e.first_dense_layers > m.num_layers)
+      throw Error(fmt::format("moe.first_dense_layers: {} must be between 0 and num_layers {}", e.first_dense_layers,
+                              m.num_layers));
+    if (e.layer_freq < 1) throw Error(fmt::format("moe.layer_freq: {} must be >= 1", e.layer_freq));
+  }
+  if (m.mla) {
+    require_positive("mla.kv_lora_rank", m.mla->kv_lora_rank);
+    require_positive("mla.qk_nope_head_dim", m.mla->qk_nope_head_dim);
+    require_positive("mla.v_head_dim", m.mla->v_head_dim);
+    if (m.mla->q_lora_rank < 0 || m.mla->qk_rope_head_dim < 0)
+      throw Error("mla: q_lora_rank and qk_rope_head_dim must be >= 0");
+  }
+}
+
+double GpuSpec::peak_flops_per_s(Precision precision) const {
+  const double peak = precision == Precision::kBF16   ? peak_bf16_flops_per_s
+                      : precision == Precision::kFP16 ? peak_fp16_flops_per_s
+                                                      : peak_fp8_flops_per_s;
+  if (peak <= 0)
+    throw Error(fmt::format("precision: {} is not supported by GPU '{}' (no {} tensor cores)", to_string(precision),
+                            name, to_string(precision)));
+  return peak;
+}
+
+void validate(const GpuSpec& g) {
+  require_positive("gpu.memory", g.memory_bytes);
+  require_positive("gpu.hbm_bandwidth", g.hbm_bandwidth_bytes_per_s);
+  if (g.peak_bf16_flops_per_s <= 0 && g.peak_fp16_flops_per_s <= 0)
+    throw Error("gpu: needs at least one of peak_bf16_tflops, peak_fp16_tflops > 0");
+}
+
+void validate(const ClusterSpec& c) {
+  validate(c.gpu);
+  require_positive("nodes", c.nodes);
+  require_positive("gpus_per_node", c.gpus_per_node);
+  require_positive("intra_node_bandwidth", c.intra_node_bandwidth_bytes_per_s);
+  if (c.nodes > 1) require_positive("inter_node_bandwidth", c.inter_node_bandwidth_bytes_per_s);
+  if (c.intra_node_latency_s < 0 || c.inter_node_latency_s < 0) throw Error("latency: must be >= 0");
+}
+
+void validate(const TrainingSpec& t) {
+  require_positive("seq_len", t.seq_len);
+  require_positive("global_batch", t.global_batch);
+}
+
+}  // namespace paratune
