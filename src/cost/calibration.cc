@@ -15,8 +15,29 @@ const std::vector<std::string> kKeys{
     "comm_buffer_bytes", "fragmentation"};
 
 Calibration make_default() {
+  // Fitted by `paratune calibrate --runs ../shared/calibration/published_runs.csv -o
+  // data/calibration.json` (README, "Calibration"); a test checks this equals that file.
   Calibration c;
-  // Fitted by `paratune calibrate --runs ../shared/calibration/published_runs.csv` (README).
+  c.attention_efficiency = 0.2821250393908455;
+  c.comm_buffer_bytes = 536870912.0;
+  c.cuda_context_bytes = 1073741824.0;
+  c.dp_overlap = 0.8912881626964566;
+  c.fragmentation = 0.1;
+  c.gemm_efficiency_by_gpu["a100-40gb"] = 0.7334768817790731;
+  c.gemm_efficiency_by_gpu["a100-80gb"] = 0.7334768817790731;
+  c.gemm_efficiency_by_gpu["h100-sxm"] = 0.6038309373562462;
+  c.gemm_efficiency_by_gpu["h200"] = 0.6038309373562462;
+  c.gemm_efficiency_by_gpu["h800"] = 0.6038309373562462;
+  c.gemm_efficiency_by_gpu["v100-32gb"] = 0.8504415304858186;
+  c.gemm_efficiency_max = 0.8;
+  c.gemm_half_efficiency_dim = 59.59661627576487;
+  c.hbm_efficiency = 0.7190985115211885;
+  c.inter_node_bandwidth_efficiency = 0.7815787395912488;
+  c.intra_node_bandwidth_efficiency = 0.7556086279224822;
+  c.iteration_overhead_s = 0.005;
+  c.layer_overhead_s = 2.0469403819538223e-05;
+  c.p2p_overlap = 1.0;
+  c.tp_overlap = 0.6;
   return c;
 }
 

@@ -107,7 +107,14 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
   const double causal_factor = (m.causal && flash) ? 0.5 : 1.0;
   const double attention_flops = 2 * tokens * seq * (qk_dim + v_dim) * heads_local * causal_factor;
   double attention_s = attention_flops / d.attention_flops_per_s;
-  if (!flash) attention_s += tokens * seq * heads_local * (m.dropout ? 12 : 8) / d.hbm_bytes_per_s;
+  if (!flash) {
+    // Unfused: two batched GEMMs per head, (seq x seq x head_dim), at the GEMM rate, plus the
+    // scores' round trips through HBM.
+    const double f = (seq / (seq + d.half_dim)) * (seq / (seq + d.half_dim)) *
+                     (qk_dim / (qk_dim + d.half_dim));
+    attention_s = attention_flops / (d.peak_flops_per_s * d.gemm_efficiency_max * f) +
+                  tokens * seq * heads_local * (m.dropout ? 12 : 8) / d.hbm_bytes_per_s;
+  }
   L.attention_forward_s = attention_s;
   // Flash backward runs 5 matmuls against the forward's 2 (recomputes the scores): 2.5x.
   const double attention_backward_s = attention_s * (flash ? 2.5 : 2.0);
@@ -394,8 +401,9 @@ Estimate estimate(const ModelSpec& model, const ClusterSpec& cluster, const Trai
     double zero3_s = 0;
     double dp_exposed = 0;
     if (p.zero == 3) {
-      const double gather = all_gather_s(dense_params * 2, dense_shard_group, c.fabric) +
-                            all_gather_s(expert_params * 2, expert_shard_group, c.fabric);
+      const double gather_bytes = training.fp32_param_gather ? 4 : 2;
+      const double gather = all_gather_s(dense_params * gather_bytes, dense_shard_group, c.fabric) +
+                            all_gather_s(expert_params * gather_bytes, expert_shard_group, c.fabric);
       const double scatter = reduce_scatter_s(dense_params * grad_bytes, dense_shard_group, c.fabric) +
                              reduce_scatter_s(expert_params * grad_bytes, expert_shard_group, c.fabric);
       const double hide = p.overlap_param_gather ? cal.dp_overlap : 0;

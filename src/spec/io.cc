@@ -459,7 +459,8 @@ json to_json(const TrainingSpec& t) {
           {"precision", to_string(t.precision)},
           {"optimizer", to_string(t.optimizer)},
           {"flash_attention", t.flash_attention},
-          {"fp32_grad_accumulation", t.fp32_grad_accumulation}};
+          {"fp32_grad_accumulation", t.fp32_grad_accumulation},
+          {"fp32_param_gather", t.fp32_param_gather}};
 }
 
 json to_json(const ParallelConfig& c) {

@@ -14,6 +14,9 @@ struct TrainingSpec {
   // Megatron-LM keeps gradients in an FP32 buffer (main_grad) and reduces them in FP32; FSDP with a
   // bf16 reduce dtype does not. Affects gradient memory and DP traffic.
   bool fp32_grad_accumulation = true;
+  // ZeRO-3/FSDP gathers parameters in fp32 (FSDP keeping fp32 parameters, e.g. Composer's
+  // MixedPrecision DEFAULT) instead of bf16.
+  bool fp32_param_gather = false;
 };
 
 void validate(const TrainingSpec& training);
