@@ -72,7 +72,9 @@ const std::vector<std::string> kGpuKeys{"name", "memory", "peak_bf16_tflops", "p
 // Fills the "0 means derived" fields so every later stage sees complete numbers.
 ModelSpec normalize(ModelSpec m) {
   if (m.num_kv_heads <= 0) m.num_kv_heads = m.num_attention_heads;
-  if (m.head_dim <= 0 && m.num_attention_heads > 0) m.head_dim = m.hidden_size / m.num_attention_heads;
+  // head_dim stays 0 when heads do not divide hidden, so validate() reports it.
+  if (m.head_dim <= 0 && m.num_attention_heads > 0 && m.hidden_size % m.num_attention_heads == 0)
+    m.head_dim = m.hidden_size / m.num_attention_heads;
   if (m.ffn_hidden_size <= 0) m.ffn_hidden_size = 4 * m.hidden_size;
   if (m.bias) m.qkv_bias = true;
   return m;

@@ -1,0 +1,131 @@
+#include "paratune/cost/estimate.h"
+
+#include <gtest/gtest.h>
+
+#include "../test_util.h"
+#include "paratune/spec/parallel.h"
+
+namespace paratune {
+namespace {
+
+using testing::ModelBuilder;
+
+// Korthikanti et al. 2022, Eq. (2)-(4), with dropout, MHA, 4h GeLU MLP and unfused attention.
+TEST(ActivationMemory, MatchesKorthikantiWithTensorParallelOnly) {
+  const ModelSpec m = ModelBuilder().hidden(1024).heads(16).dropout(true).build();
+  TrainingSpec t = testing::training(2048, 8);
+  t.flash_attention = false;
+  ParallelConfig p;
+  p.mbs = 2;
+  for (int tp : {1, 2, 4, 8}) {
+    p.tp = tp;
+    const double s = 2048, b = 2, h = 1024, a = 16;
+    // s·b·h·(10 + 24/t + 5·a·s/(h·t))
+    const double expected = s * b * h * (10 + 24.0 / tp + 5 * a * s / (h * tp));
+    EXPECT_DOUBLE_EQ(layer_activation_bytes(m, t, p, false), expected) << "tp=" << tp;
+  }
+}
+
+TEST(ActivationMemory, MatchesKorthikantiWithSequenceParallel) {
+  const ModelSpec m = ModelBuilder().hidden(1024).heads(16).dropout(true).build();
+  TrainingSpec t = testing::training(2048, 8);
+  t.flash_attention = false;
+  ParallelConfig p;
+  p.mbs = 1;
+  p.tp = 8;
+  p.sequence_parallel = true;
+  const double s = 2048, b = 1, h = 1024, a = 16;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, t, p, false), s * b * h / 8 * (34 + 5 * a * s / h));
+  // Selective recompute drops the 5as/h term (Korthikanti Sec. 5).
+  p.recompute = RecomputeMode::kSelective;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, t, p, false), s * b * h / 8 * 34);
+}
+
+TEST(ActivationMemory, FlashAttentionKeepsNoScores) {
+  const ModelSpec m = ModelBuilder().hidden(1024).heads(16).dropout(true).build();
+  const TrainingSpec t = testing::training(4096, 8);
+  ParallelConfig p;
+  const double with_flash = layer_activation_bytes(m, t, p, false);
+  // 34·sbh plus the fp32 log-sum-exp per head and token.
+  EXPECT_DOUBLE_EQ(with_flash, 4096.0 * 1024 * 34 + 4.0 * 4096 * 16);
+}
+
+ClusterSpec one_node(int gpus) {
+  ClusterSpec c = testing::dgx_h100(1);
+  c.gpus_per_node = gpus;
+  return c;
+}
+
+TEST(Estimate, OneFOneBInFlightMicrobatchesPerStage) {
+  const ModelSpec m = ModelBuilder().layers(8).build();
+  const Estimate e = estimate(m, one_node(4), testing::training(512, 16), parse_parallel_config("pp=4,mbs=1"));
+  ASSERT_EQ(e.stages.size(), 4u);
+  for (int s = 0; s < 4; ++s) EXPECT_DOUBLE_EQ(e.stages[s].in_flight_microbatches, 4 - s);
+  const Estimate g =
+      estimate(m, one_node(4), testing::training(512, 16), parse_parallel_config("pp=4,mbs=1,schedule=gpipe"));
+  EXPECT_DOUBLE_EQ(g.stages[3].in_flight_microbatches, 16);
+}
+
+TEST(Estimate, BreakdownAddsUpToIterationTime) {
+  const ModelSpec m = find_model_preset("llama3.1-70b").spec;
+  const Estimate e = estimate(m, testing::dgx_h100(8), testing::training(8192, 128),
+                              parse_parallel_config("dp=2,tp=8,pp=4,vpp=5,mbs=1,zero=1,sp=true,recompute=full"));
+  const TimeBreakdown& b = e.breakdown;
+  const double sum = b.compute_s + b.bubble_s + b.tp_comm_s + b.cp_comm_s + b.ep_comm_s + b.pp_comm_s + b.dp_comm_s +
+                     b.zero3_comm_s + b.optimizer_s + b.overhead_s;
+  EXPECT_NEAR(sum, e.iteration_time_s, 1e-9 * e.iteration_time_s);
+  EXPECT_GT(e.mfu, 0.2);
+  EXPECT_LT(e.mfu, 0.8);
+  EXPECT_GT(e.hfu, e.mfu);  // full recompute adds a forward
+  EXPECT_TRUE(e.fits) << e.reason;
+}
+
+TEST(Estimate, InterleavingShrinksTheBubble) {
+  const ModelSpec m = find_model_preset("llama3.1-70b").spec;
+  const auto run = [&](const char* config) {
+    return estimate(m, testing::dgx_h100(8), testing::training(4096, 64), parse_parallel_config(config));
+  };
+  const Estimate plain = run("dp=2,tp=8,pp=4,mbs=1,zero=1,sp=true,recompute=full");
+  const Estimate interleaved = run("dp=2,tp=8,pp=4,vpp=5,mbs=1,zero=1,sp=true,recompute=full");
+  EXPECT_NEAR(interleaved.breakdown.bubble_s * 5, plain.breakdown.bubble_s, 0.05 * plain.breakdown.bubble_s);
+}
+
+TEST(Estimate, SmallerMicrobatchAndWiderTpLoseGemmEfficiency) {
+  const ModelSpec m = find_model_preset("llama3-8b").spec;
+  const auto mfu = [&](const char* config) {
+    return estimate(m, testing::dgx_h100(1), testing::training(2048, 64), parse_parallel_config(config)).mfu;
+  };
+  EXPECT_GT(mfu("dp=8,mbs=4,zero=1"), mfu("dp=8,mbs=1,zero=1"));
+  EXPECT_GT(mfu("dp=4,tp=2,mbs=1,zero=1,sp=true"), mfu("dp=1,tp=8,mbs=1,zero=1,sp=true"));
+}
+
+TEST(Estimate, ZeroShardsOptimizerStates) {
+  const ModelSpec m = find_model_preset("llama3-8b").spec;
+  const auto mem = [&](const char* config) {
+    return estimate(m, testing::dgx_h100(1), testing::training(2048, 64), parse_parallel_config(config)).stages[0].memory;
+  };
+  const MemoryBreakdown z0 = mem("dp=8,zero=0"), z1 = mem("dp=8,zero=1"), z3 = mem("dp=8,zero=3");
+  EXPECT_NEAR(z1.optimizer_bytes * 8, z0.optimizer_bytes, 1e-6 * z0.optimizer_bytes);
+  EXPECT_DOUBLE_EQ(z1.grads_bytes, z0.grads_bytes);
+  EXPECT_LT(z3.weights_bytes, z0.weights_bytes / 4);
+}
+
+TEST(Estimate, ReportsWhyItDoesNotFit) {
+  const ModelSpec m = find_model_preset("llama3.1-405b").spec;
+  const Estimate e = estimate(m, testing::dgx_h100(1), testing::training(8192, 8), parse_parallel_config("tp=8"));
+  EXPECT_FALSE(e.fits);
+  EXPECT_NE(e.reason.find("stage 0 needs"), std::string::npos) << e.reason;
+}
+
+TEST(Estimate, MoeExpertParallelAddsAllToAll) {
+  const ModelSpec m = find_model_preset("mixtral-8x7b").spec;
+  const Estimate e = estimate(m, testing::dgx_h100(2), testing::training(4096, 64),
+                              parse_parallel_config("dp=8,tp=2,ep=8,zero=1,sp=true,recompute=full"));
+  EXPECT_GT(e.breakdown.ep_comm_s, 0);
+  const Estimate no_ep = estimate(m, testing::dgx_h100(2), testing::training(4096, 64),
+                                  parse_parallel_config("dp=8,tp=2,ep=1,zero=1,sp=true,recompute=full"));
+  EXPECT_LT(e.stages[0].memory.weights_bytes, no_ep.stages[0].memory.weights_bytes);
+}
+
+}  // namespace
+}  // namespace paratune

@@ -1,0 +1,152 @@
+#include "paratune/spec/io.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "../test_util.h"
+#include "paratune/cost/model_stats.h"
+
+namespace paratune {
+namespace {
+
+using testing::write_temp;
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ModelFile, YamlModelSpecLoads) {
+  const auto path = write_temp("tiny.yaml", R"(name: tiny
+num_layers: 4
+hidden_size: 256
+num_attention_heads: 8
+num_kv_heads: 2
+ffn_hidden_size: 704
+gated_mlp: true
+vocab_size: 32000
+norm: rmsnorm
+moe:
+  num_experts: 8
+  top_k: 2
+  expert_ffn_hidden_size: 512
+)");
+  const ModelSpec m = load_model(path);
+  EXPECT_EQ(m.name, "tiny");
+  EXPECT_EQ(m.kv_heads(), 2);
+  EXPECT_EQ(m.head_size(), 32);
+  ASSERT_TRUE(m.moe.has_value());
+  EXPECT_EQ(m.moe->top_k, 2);
+}
+
+TEST(ModelFile, UnknownKeyNamesFileAndSuggests) {
+  const auto path = write_temp("typo.yaml", "num_layers: 4\nhidden_size: 256\nnum_attention_heads: 8\nvocab_size: 10\nnum_kv_head: 2\n");
+  const std::string e = error_of([&] { load_model(path); });
+  EXPECT_NE(e.find("typo.yaml"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown key 'num_kv_head' (did you mean 'num_kv_heads'?)"), std::string::npos) << e;
+}
+
+TEST(ModelFile, BadYamlAndBadValues) {
+  const auto bad = write_temp("bad.yaml", "num_layers: [4\nhidden_size: 2\n");
+  EXPECT_NE(error_of([&] { load_model(bad); }).find("invalid YAML at line"), std::string::npos);
+  const auto wrong_type = write_temp("wrong.yaml", "num_layers: four\nhidden_size: 256\nnum_attention_heads: 8\nvocab_size: 10\n");
+  EXPECT_NE(error_of([&] { load_model(wrong_type); }).find("num_layers: \"four\" is not an integer"), std::string::npos);
+  const auto heads = write_temp("heads.json", R"({"num_layers": 2, "hidden_size": 250, "num_attention_heads": 8, "vocab_size": 10})");
+  EXPECT_NE(error_of([&] { load_model(heads); }).find("does not divide hidden_size 250"), std::string::npos);
+}
+
+TEST(ModelFile, UnknownPresetListsValidNames) {
+  const std::string e = error_of([] { load_model("llama3.1-404b"); });
+  EXPECT_NE(e.find("did you mean 'llama3.1-405b'"), std::string::npos) << e;
+  EXPECT_NE(e.find("mixtral-8x22b"), std::string::npos) << e;
+}
+
+TEST(HuggingFace, MixtralConfigMatchesPreset) {
+  const auto path = write_temp("mixtral_config.json", R"({
+    "architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "hidden_size": 6144,
+    "intermediate_size": 16384, "num_attention_heads": 48, "num_hidden_layers": 56, "num_key_value_heads": 8,
+    "num_local_experts": 8, "num_experts_per_tok": 2, "vocab_size": 32768, "tie_word_embeddings": false,
+    "rms_norm_eps": 1e-05, "torch_dtype": "bfloat16"})");
+  const ModelSpec m = load_model(path);
+  EXPECT_DOUBLE_EQ(count_parameters(m).total, count_parameters(find_model_preset("mixtral-8x22b").spec).total);
+}
+
+TEST(HuggingFace, DeepSeekV3ConfigMatchesPreset) {
+  const auto path = write_temp("dsv3_config.json", R"({
+    "model_type": "deepseek_v3", "hidden_size": 7168, "intermediate_size": 18432, "moe_intermediate_size": 2048,
+    "num_attention_heads": 128, "num_key_value_heads": 128, "num_hidden_layers": 61, "n_routed_experts": 256,
+    "n_shared_experts": 1, "num_experts_per_tok": 8, "first_k_dense_replace": 3, "moe_layer_freq": 1,
+    "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
+    "vocab_size": 129280, "tie_word_embeddings": false})");
+  const ModelSpec m = load_model(path);
+  EXPECT_DOUBLE_EQ(count_parameters(m).total, count_parameters(find_model_preset("deepseek-v3").spec).total);
+}
+
+TEST(HuggingFace, Gpt2AndBertAndQwenMoe) {
+  const auto gpt2 = write_temp("gpt2_config.json",
+                               R"({"model_type": "gpt2", "n_layer": 12, "n_embd": 768, "n_head": 12, "n_positions": 1024, "vocab_size": 50257})");
+  EXPECT_NEAR(count_parameters(load_model(gpt2)).total, 124.44e6, 0.1e6);
+  const auto bert = write_temp("bert_config.json", R"({"model_type": "bert", "num_hidden_layers": 12, "hidden_size": 768,
+      "num_attention_heads": 12, "intermediate_size": 3072, "vocab_size": 30522, "max_position_embeddings": 512, "type_vocab_size": 2})");
+  EXPECT_FALSE(load_model(bert).causal);
+  const auto qwen = write_temp("qwen3moe_config.json", R"({"model_type": "qwen3_moe", "num_hidden_layers": 48, "hidden_size": 2048,
+      "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 6144, "moe_intermediate_size": 768,
+      "num_experts": 128, "num_experts_per_tok": 8, "vocab_size": 151936, "tie_word_embeddings": false})");
+  EXPECT_NEAR(count_parameters(load_model(qwen)).total, 30.5e9, 0.01 * 30.5e9);
+}
+
+TEST(HuggingFace, UnsupportedModelTypeListsSupported) {
+  const auto path = write_temp("t5_config.json", R"({"model_type": "t5", "d_model": 512})");
+  const std::string e = error_of([&] { load_model(path); });
+  EXPECT_NE(e.find("model_type: 't5' is not supported; supported: llama, mistral"), std::string::npos) << e;
+}
+
+TEST(Cluster, PresetNodesAndShorthand) {
+  const ClusterSpec a = load_cluster("dgx-h100:16");
+  EXPECT_EQ(a.num_gpus(), 128);
+  EXPECT_EQ(a.gpu.name, "h100-sxm");
+  const ClusterSpec b = load_cluster("h100x128");
+  EXPECT_EQ(b.num_gpus(), 128);
+  EXPECT_DOUBLE_EQ(b.inter_node_bandwidth_bytes_per_s, a.inter_node_bandwidth_bytes_per_s);
+  EXPECT_EQ(load_cluster("a100-40gbx4").gpus_per_node, 4);
+  EXPECT_NE(error_of([] { load_cluster("dgx-h10:2"); }).find("did you mean 'dgx-h100'"), std::string::npos);
+  EXPECT_NE(error_of([] { load_cluster("h100x12"); }).find("not a whole number of 8-GPU nodes"), std::string::npos);
+}
+
+TEST(Cluster, FileWithUnitsAndInlineGpu) {
+  const auto path = write_temp("cluster.yaml", R"(gpu:
+  name: my-gpu
+  memory: 48GiB
+  peak_bf16_tflops: 200
+  hbm_bandwidth: 1.5TB/s
+nodes: 4
+gpus_per_node: 4
+intra_node_bandwidth: 100GB/s
+inter_node_bandwidth: 200Gbps
+intra_node_latency: 3us
+inter_node_latency: 10us
+)");
+  const ClusterSpec c = load_cluster(path);
+  EXPECT_EQ(c.num_gpus(), 16);
+  EXPECT_DOUBLE_EQ(c.gpu.memory_bytes, 48.0 * 1024 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(c.inter_node_bandwidth_bytes_per_s, 25e9);
+  EXPECT_DOUBLE_EQ(c.intra_node_latency_s, 3e-6);
+  const auto bad = write_temp("cluster_bad.yaml", "gpu: h100-sxm\nnodes: 2\nintra_node_bandwith: 1GB/s\n");
+  EXPECT_NE(error_of([&] { load_cluster(bad); }).find("did you mean 'intra_node_bandwidth'"), std::string::npos);
+  const auto bad_unit = write_temp("cluster_unit.yaml", "gpu: h100-sxm\nnodes: 2\nintra_node_bandwidth: 1 parsec\n");
+  EXPECT_NE(error_of([&] { load_cluster(bad_unit); }).find("intra_node_bandwidth: '1 parsec': unknown unit"), std::string::npos);
+}
+
+TEST(Gpu, UnsupportedPrecisionIsAnError) {
+  EXPECT_THROW(find_gpu_preset("a100-80gb").peak_flops_per_s(Precision::kFP8), Error);
+  EXPECT_THROW(find_gpu_preset("v100-32gb").peak_flops_per_s(Precision::kBF16), Error);
+  EXPECT_DOUBLE_EQ(find_gpu_preset("h100-sxm").peak_flops_per_s(Precision::kFP8), 1978.9e12);
+}
+
+}  // namespace
+}  // namespace paratune

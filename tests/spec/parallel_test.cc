@@ -1,0 +1,69 @@
+#include "paratune/spec/parallel.h"
+
+#include <gtest/gtest.h>
+
+#include "../test_util.h"
+
+namespace paratune {
+namespace {
+
+std::string resolve_error(const char* config, const ModelSpec& model, int nodes, int seq, int batch) {
+  try {
+    resolve(parse_parallel_config(config), model, testing::dgx_h100(nodes), testing::training(seq, batch));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ParallelConfig, ParsesAndRoundTrips) {
+  const ParallelConfig c = parse_parallel_config("dp=8,tp=8,pp=4,mbs=1,zero=1,recompute=selective,vpp=2");
+  EXPECT_EQ(c.dp, 8);
+  EXPECT_EQ(c.vpp, 2);
+  EXPECT_EQ(c.recompute, RecomputeMode::kSelective);
+  const ParallelConfig again = parse_parallel_config(to_string(c));
+  EXPECT_EQ(to_string(again), to_string(c));
+}
+
+TEST(ParallelConfig, UnknownKeySuggestsClosest) {
+  try {
+    parse_parallel_config("dp=8,tpp=2");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean 'tp'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ParallelConfig, PreciseErrorsForInvalidCombinations) {
+  const ModelSpec llama = find_model_preset("llama3-70b").spec;  // 64 heads, 8 kv heads, 80 layers
+  EXPECT_NE(resolve_error("dp=2,tp=3,pp=1", llama, 1, 4096, 64).find("must equal the cluster's GPU count 8"),
+            std::string::npos);
+  EXPECT_NE(resolve_error("dp=1,tp=8,pp=1,cp=1", find_model_preset("gpt2-xl").spec, 1, 1024, 8)
+                .find("tp=8 does not divide num_attention_heads=25"),
+            std::string::npos);
+  EXPECT_NE(resolve_error("dp=8,mbs=3", llama, 1, 4096, 64).find("does not split into whole micro-batches"),
+            std::string::npos);
+  EXPECT_NE(resolve_error("dp=7,tp=1", llama, 1, 4096, 63).find("GPU count"), std::string::npos);
+  EXPECT_NE(resolve_error("dp=8,ep=2", llama, 1, 4096, 64).find("requires an MoE model"), std::string::npos);
+  EXPECT_NE(resolve_error("dp=4,cp=2", llama, 1, 4095, 64).find("cp=2 requires seq_len=4095"), std::string::npos);
+  EXPECT_NE(resolve_error("dp=8,zero=1,op=3", llama, 1, 4096, 64).find("op=3 does not divide dp=8"), std::string::npos);
+  EXPECT_NE(resolve_error("dp=1,tp=8,pp=1,stage_layers=40/40", llama, 1, 4096, 64).find("stage_layers has 2 entries"),
+            std::string::npos);
+  EXPECT_NE(resolve_error("dp=4,pp=2,stage_layers=30/40", llama, 1, 4096, 64).find("add up to 70"), std::string::npos);
+  const ModelSpec mixtral = find_model_preset("mixtral-8x7b").spec;
+  EXPECT_NE(resolve_error("dp=8,ep=3", mixtral, 1, 4096, 64).find("ep=3 does not divide moe.num_experts=8"),
+            std::string::npos);
+}
+
+TEST(ParallelConfig, ResolveFillsDerivedFields) {
+  const ModelSpec llama = find_model_preset("llama3-70b").spec;
+  const ParallelConfig c = resolve(parse_parallel_config("dp=2,tp=2,pp=2,vpp=2,zero=1"), llama,
+                                   testing::dgx_h100(1), testing::training(4096, 64));
+  EXPECT_EQ(c.schedule, Schedule::kInterleaved1F1B);
+  EXPECT_EQ(c.op, 2);
+  EXPECT_EQ(c.stage_layers, (std::vector<int>{40, 40}));
+  EXPECT_EQ(even_stage_layers(10, 4), (std::vector<int>{3, 3, 2, 2}));
+}
+
+}  // namespace
+}  // namespace paratune
