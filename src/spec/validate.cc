@@ -15,10 +15,10 @@ void require_positive(std::string_view field, double value) {
 }  // namespace
 
 int ModelSpec::num_moe_layers() const {
-  if (!moe) return 0;
-  int count = 0;
-  for (int layer = 0; layer < num_layers; ++layer) count += is_moe_layer(layer) ? 1 : 0;
-  return count;
+  // Closed form (no loop: this sits in the cost model's hot path): layers first_dense_layers,
+  // first_dense_layers + layer_freq, ... below num_layers.
+  if (!moe || num_layers <= moe->first_dense_layers) return 0;
+  return (num_layers - moe->first_dense_layers + moe->layer_freq - 1) / moe->layer_freq;
 }
 
 void validate(const ModelSpec& m) {
