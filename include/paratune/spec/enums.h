@@ -17,7 +17,7 @@ enum class Optimizer { kAdamW, kAdam, kSGD };
 enum class NormKind { kLayerNorm, kRMSNorm };
 enum class PositionEmbedding { kRotary, kLearned, kNone };
 enum class RecomputeMode { kNone, kSelective, kFull };
-enum class Schedule { kOneFOneB, kInterleaved1F1B, kGPipe };
+enum class Schedule { kOneFOneB, kInterleaved1F1B, kGPipe, kZeroBubbleH1 };
 enum class GradSync { kInBackward, kShifted, kOverlapped };
 
 template <typename E>
@@ -58,8 +58,10 @@ struct EnumNames<RecomputeMode> {
 template <>
 struct EnumNames<Schedule> {
   static constexpr std::string_view kWhat = "schedule";
-  static constexpr std::array<std::pair<Schedule, const char*>, 3> kTable{
-      {{Schedule::kOneFOneB, "1f1b"}, {Schedule::kInterleaved1F1B, "interleaved-1f1b"}, {Schedule::kGPipe, "gpipe"}}};
+  static constexpr std::array<std::pair<Schedule, const char*>, 4> kTable{{{Schedule::kOneFOneB, "1f1b"},
+                                                                           {Schedule::kInterleaved1F1B, "interleaved-1f1b"},
+                                                                           {Schedule::kGPipe, "gpipe"},
+                                                                           {Schedule::kZeroBubbleH1, "zb-h1"}}};
 };
 template <>
 struct EnumNames<GradSync> {

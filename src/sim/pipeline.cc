@@ -1,0 +1,466 @@
+// The replay engine. Reading order: validation, the per-run state, executing one operation (with
+// the transfer it produces), the update phase, and the driver loop that visits ranks.
+#include "paratune/sim/pipeline.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+
+#include "paratune/spec/error.h"
+
+namespace paratune::sim {
+
+const char* to_string(EventKind kind) {
+  switch (kind) {
+    case EventKind::kForward: return "F";
+    case EventKind::kBackward: return "B";
+    case EventKind::kBackwardInput: return "B(input)";
+    case EventKind::kBackwardWeight: return "W";
+    case EventKind::kSendForward: return "send activation";
+    case EventKind::kSendBackward: return "send gradient";
+    case EventKind::kGradSync: return "grad sync";
+    case EventKind::kOptimizer: return "optimizer";
+    case EventKind::kParamGather: return "param gather";
+    case EventKind::kOverhead: return "overhead";
+  }
+  return "?";
+}
+
+void validate(const PipelineProblem& problem) {
+  if (problem.stages.empty()) throw Error("pipeline problem: stages is empty (need at least one rank)");
+  if (problem.microbatches < 1)
+    throw Error(fmt::format("pipeline problem: microbatches={} must be >= 1", problem.microbatches));
+  if (!(problem.overlap_window >= 0 && problem.overlap_window <= 1))
+    throw Error(fmt::format("pipeline problem: overlap_window={} must be in [0, 1]", problem.overlap_window));
+  if (!(problem.iteration_overhead_s >= 0))
+    throw Error(fmt::format("pipeline problem: iteration_overhead_s={} must be >= 0", problem.iteration_overhead_s));
+  const std::size_t v = problem.stages.front().chunks.size();
+  auto non_negative = [](double value, int stage, const char* field) {
+    if (!(value >= 0) || !std::isfinite(value))
+      throw Error(fmt::format("pipeline problem: stages[{}].{}={} must be a finite number >= 0", stage, field, value));
+  };
+  for (int r = 0; r < problem.ranks(); ++r) {
+    const StageCost& s = problem.stages[r];
+    if (s.chunks.size() != v || v == 0)
+      throw Error(fmt::format("pipeline problem: stages[{}] has {} chunks, stages[0] has {} (must be equal, >= 1)", r,
+                              s.chunks.size(), v));
+    non_negative(s.static_memory_bytes, r, "static_memory_bytes");
+    non_negative(s.memory_capacity_bytes, r, "memory_capacity_bytes");
+    non_negative(s.optimizer_s, r, "optimizer_s");
+    non_negative(s.param_gather_s, r, "param_gather_s");
+    non_negative(s.p2p_next_s, r, "p2p_next_s");
+    for (const ChunkCost& c : s.chunks) {
+      non_negative(c.forward_s, r, "chunks[].forward_s");
+      non_negative(c.backward_input_s, r, "chunks[].backward_input_s");
+      non_negative(c.backward_weight_s, r, "chunks[].backward_weight_s");
+      non_negative(c.activation_bytes, r, "chunks[].activation_bytes");
+      non_negative(c.recompute_bytes, r, "chunks[].recompute_bytes");
+      non_negative(c.grad_sync_s, r, "chunks[].grad_sync_s");
+      if (c.grad_sync_buckets < 1)
+        throw Error(fmt::format("pipeline problem: stages[{}].chunks[].grad_sync_buckets={} must be >= 1", r,
+                                c.grad_sync_buckets));
+    }
+  }
+}
+
+namespace {
+
+constexpr double kNotYet = -1;  // "this output has not been produced yet" (all real times are >= 0)
+
+// What one rank's streams look like while the replay runs.
+struct RankState {
+  std::size_t next_op = 0;
+  bool waiting = false;       // blocked on an input another rank has not produced yet
+  double compute_free = 0;    // when the compute stream is next free
+  int last_compute = -1;      // event index of the last compute-lane event
+  double sync_free = 0;       // when the gradient-reduction stream is next free
+  int last_sync = -1;
+  double activations = 0;     // activation bytes held now
+  double idle = 0;            // compute-stream idle so far
+  double idle_at_last_pass = 0;  // ... up to the start of its last pass
+};
+
+class Replay {
+ public:
+  Replay(const PipelineProblem& problem, const SimulationOptions& options)
+      : pb_(problem),
+        record_(options.record),
+        p_(problem.ranks()),
+        v_(problem.chunks()),
+        m_(problem.microbatches),
+        schedule_(schedule_for(problem.schedule)) {
+    schedule_.check(PipelineShape{p_, v_, m_});
+    schedule_.build(PipelineShape{p_, v_, m_}, ops_);
+    const std::size_t slots = static_cast<std::size_t>(p_) * v_ * m_;
+    forward_arrival_.assign(slots, kNotYet);
+    backward_arrival_.assign(slots, kNotYet);
+    forward_done_.assign(slots, kNotYet);
+    input_grad_done_.assign(slots, kNotYet);
+    if (record_) {
+      forward_arrival_event_.assign(slots, -1);
+      backward_arrival_event_.assign(slots, -1);
+      forward_done_event_.assign(slots, -1);
+      input_grad_done_event_.assign(slots, -1);
+    }
+    ranks_.assign(p_, RankState{});
+    forward_link_free_.assign(p_, 0);
+    backward_link_free_.assign(p_, 0);
+    forward_link_last_.assign(p_, -1);
+    backward_link_last_.assign(p_, -1);
+    result_.stages.assign(p_, StageResult{});
+    pre_update_free_.assign(p_, 0);
+    // The op after which a chunk's gradients are complete: its last backward (W when split).
+    last_grad_op_.assign(p_, std::vector<std::size_t>(v_, 0));
+    const OpKind grad_kind = schedule_.splits_backward() ? OpKind::kBackwardWeight : OpKind::kBackward;
+    for (int r = 0; r < p_; ++r)
+      for (std::size_t i = 0; i < ops_[r].size(); ++i)
+        if (ops_[r][i].kind == grad_kind) last_grad_op_[r][ops_[r][i].chunk] = i;
+    if (record_) {
+      std::size_t events = 0;
+      for (const auto& list : ops_) events += 2 * list.size();
+      result_.events.reserve(events + 8 * static_cast<std::size_t>(p_));
+    }
+  }
+
+  SimulationResult run() {
+    std::vector<int> work;
+    work.reserve(p_);
+    for (int r = p_ - 1; r >= 0; --r) work.push_back(r);
+    while (!work.empty()) {
+      const int r = work.back();
+      work.pop_back();
+      advance(r, work);
+    }
+    for (int r = 0; r < p_; ++r)
+      if (ranks_[r].next_op != ops_[r].size()) {
+        const ScheduleOp& op = ops_[r][ranks_[r].next_op];
+        throw Error(fmt::format("schedule {} deadlocks: rank {} waits forever at {} of micro-batch {} chunk {}",
+                                to_string(pb_.schedule), r, to_string(event_kind(op.kind)), op.microbatch, op.chunk));
+      }
+    update_phase();
+    return std::move(result_);
+  }
+
+ private:
+  static EventKind event_kind(OpKind kind) {
+    switch (kind) {
+      case OpKind::kForward: return EventKind::kForward;
+      case OpKind::kBackward: return EventKind::kBackward;
+      case OpKind::kBackwardInput: return EventKind::kBackwardInput;
+      case OpKind::kBackwardWeight: return EventKind::kBackwardWeight;
+    }
+    return EventKind::kForward;
+  }
+  [[nodiscard]] std::size_t slot(int virtual_stage, int microbatch) const {
+    return static_cast<std::size_t>(virtual_stage) * m_ + microbatch;
+  }
+  [[nodiscard]] int rank_of(int virtual_stage) const { return virtual_stage % p_; }
+
+  int add_event(EventKind kind, Lane lane, int stage, int peer, int mb, int chunk, double start, double end,
+                int cause) {
+    ++result_.event_count;
+    if (!record_) return -1;
+    result_.events.push_back(Event{kind, lane, stage, peer, mb, chunk, start, end, cause});
+    return static_cast<int>(result_.events.size()) - 1;
+  }
+
+  // Appends an event to rank r's compute stream at `start` (>= compute_free), recording the idle
+  // gap before it with the memory free during the gap.
+  int add_compute(int r, EventKind kind, int mb, int chunk, double start, double duration, int cause) {
+    RankState& rs = ranks_[r];
+    StageResult& out = result_.stages[r];
+    if (start > rs.compute_free) rs.idle += start - rs.compute_free;
+    if (record_ && start > rs.compute_free) {
+      const StageCost& s = pb_.stages[r];
+      out.idle_intervals.push_back(
+          {rs.compute_free, start, std::max(0.0, s.memory_capacity_bytes - s.static_memory_bytes - rs.activations)});
+    }
+    const int id = add_event(kind, Lane::kCompute, r, -1, mb, chunk, start, start + duration, cause);
+    rs.compute_free = start + duration;
+    rs.last_compute = id;
+    out.busy_s += duration;
+    return id;
+  }
+
+  void change_activations(int r, double delta, double time) {
+    RankState& rs = ranks_[r];
+    rs.activations += delta;
+    StageResult& out = result_.stages[r];
+    out.peak_activation_bytes = std::max(out.peak_activation_bytes, rs.activations);
+    if (record_) out.activation_timeline.push_back({time, rs.activations});
+  }
+
+  // Sends the output of (virtual stage, micro-batch) from rank r to the rank of `to_stage` over the
+  // directed link, FIFO behind earlier transfers on it. Returns when it arrives.
+  void send(int r, int to_stage, int mb, bool forward_direction, double ready, int cause) {
+    const int q = rank_of(to_stage);
+    double& arrival = forward_direction ? forward_arrival_[slot(to_stage - 1, mb)]
+                                        : backward_arrival_[slot(to_stage + 1, mb)];
+    int* arrival_event = record_ ? (forward_direction ? &forward_arrival_event_[slot(to_stage - 1, mb)]
+                                                      : &backward_arrival_event_[slot(to_stage + 1, mb)])
+                                 : nullptr;
+    if (q == r) {  // same rank (a single-rank pipeline with chunks): nothing to send
+      arrival = ready;
+      if (arrival_event) *arrival_event = cause;
+      return;
+    }
+    // Link r -> r+1 for forward sends is indexed r; link r+1 -> r for backward sends is indexed r.
+    const int link = forward_direction ? r : q;
+    double& link_free = forward_direction ? forward_link_free_[link] : backward_link_free_[link];
+    int& link_last = forward_direction ? forward_link_last_[link] : backward_link_last_[link];
+    const double start = std::max(ready, link_free);
+    const double end = start + pb_.stages[link].p2p_next_s;
+    const int id = add_event(forward_direction ? EventKind::kSendForward : EventKind::kSendBackward, Lane::kP2P, r, q,
+                             mb, to_stage / p_, start, end, start > ready ? link_last : cause);
+    link_free = end;
+    link_last = id;
+    arrival = end;
+    if (arrival_event) *arrival_event = id;
+    if (pb_.blocking_p2p) {  // the sender's compute stream waits for the transfer
+      RankState& rs = ranks_[r];
+      result_.stages[r].busy_s += end - rs.compute_free;
+      result_.stages[r].blocking_comm_s += end - rs.compute_free;
+      rs.compute_free = end;
+    }
+    if (ranks_[q].waiting) wake(q);
+  }
+
+  void wake(int q) {
+    ranks_[q].waiting = false;
+    woken_->push_back(q);
+  }
+
+  // Runs rank r's operations until one needs an input that does not exist yet.
+  void advance(int r, std::vector<int>& work) {
+    woken_ = &work;
+    RankState& rs = ranks_[r];
+    const std::vector<ScheduleOp>& list = ops_[r];
+    const int last_stage = p_ * v_ - 1;
+    while (rs.next_op < list.size()) {
+      const ScheduleOp& op = list[rs.next_op];
+      const int vs = op.chunk * p_ + r;
+      const std::size_t here = slot(vs, op.microbatch);
+      // The input this operation waits for, and the event that produced it.
+      double input = 0;
+      int input_event = -1;
+      switch (op.kind) {
+        case OpKind::kForward:
+          if (vs > 0) {
+            input = forward_arrival_[slot(vs - 1, op.microbatch)];
+            if (record_) input_event = forward_arrival_event_[slot(vs - 1, op.microbatch)];
+          }
+          break;
+        case OpKind::kBackward:
+        case OpKind::kBackwardInput:
+          assert(forward_done_[here] != kNotYet && "schedule runs a backward before its forward");
+          if (vs < last_stage) {
+            input = backward_arrival_[slot(vs + 1, op.microbatch)];
+            if (record_) input_event = backward_arrival_event_[slot(vs + 1, op.microbatch)];
+          } else {
+            input = forward_done_[here];
+            if (record_) input_event = forward_done_event_[here];
+          }
+          break;
+        case OpKind::kBackwardWeight:
+          input = input_grad_done_[here];
+          if (record_) input_event = input_grad_done_event_[here];
+          break;
+      }
+      if (input == kNotYet) {
+        rs.waiting = true;
+        return;
+      }
+      const double start = std::max(rs.compute_free, input);
+      const int cause = input > rs.compute_free ? input_event : rs.last_compute;
+      execute(r, op, vs, here, start, cause);
+      ++rs.next_op;
+    }
+  }
+
+  void execute(int r, const ScheduleOp& op, int vs, std::size_t here, double start, int cause) {
+    const ChunkCost& cost = pb_.stages[r].chunks[op.chunk];
+    StageResult& out = result_.stages[r];
+    const bool split = schedule_.splits_backward();
+    double duration = 0;
+    switch (op.kind) {
+      case OpKind::kForward: duration = cost.forward_s; break;
+      case OpKind::kBackward: duration = cost.backward_input_s + cost.backward_weight_s; break;
+      case OpKind::kBackwardInput: duration = cost.backward_input_s; break;
+      case OpKind::kBackwardWeight: duration = cost.backward_weight_s; break;
+    }
+    // Activations: a forward allocates its chunk's activations when it starts; a backward that
+    // recomputes holds the recomputed working set while it runs; the activations are freed when
+    // the backward (its W pass when split) ends.
+    if (op.kind == OpKind::kForward) change_activations(r, cost.activation_bytes, start);
+    const bool recomputes = op.kind == OpKind::kBackward || op.kind == OpKind::kBackwardInput;
+    if (recomputes && cost.recompute_bytes > 0) change_activations(r, cost.recompute_bytes, start);
+    const int id = add_compute(r, event_kind(op.kind), op.microbatch, op.chunk, start, duration, cause);
+    ranks_[r].idle_at_last_pass = ranks_[r].idle;
+    const double end = start + duration;
+    out.compute_s += duration;
+    out.compute_end_s = end;
+    if (recomputes && cost.recompute_bytes > 0) change_activations(r, -cost.recompute_bytes, end);
+    const bool frees = op.kind == OpKind::kBackwardWeight || (op.kind == OpKind::kBackward && !split);
+    if (frees) change_activations(r, -cost.activation_bytes, end);
+
+    const bool grads_complete = rank_op_index(r) == last_grad_op_[r][op.chunk];
+    if (grads_complete) reduce_chunk_gradients(r, op.chunk, start, end, id);
+
+    const int last_stage = p_ * v_ - 1;
+    switch (op.kind) {
+      case OpKind::kForward:
+        forward_done_[here] = end;
+        if (record_) forward_done_event_[here] = id;
+        if (vs < last_stage) send(r, vs + 1, op.microbatch, true, end, id);
+        break;
+      case OpKind::kBackward:
+      case OpKind::kBackwardInput: {
+        input_grad_done_[here] = end;
+        if (record_) input_grad_done_event_[here] = id;
+        // An in-backward reduction holds the compute stream before the gradient can leave.
+        const double ready = ranks_[r].compute_free;
+        if (vs > 0) send(r, vs - 1, op.microbatch, false, ready, ranks_[r].last_compute);
+        break;
+      }
+      case OpKind::kBackwardWeight: break;
+    }
+  }
+
+  [[nodiscard]] std::size_t rank_op_index(int r) const { return ranks_[r].next_op; }
+
+  // Data-parallel reduction of one chunk's gradients, right after the pass that completes them.
+  void reduce_chunk_gradients(int r, int chunk, double pass_start, double pass_end, int pass_event) {
+    const ChunkCost& cost = pb_.stages[r].chunks[chunk];
+    RankState& rs = ranks_[r];
+    switch (pb_.grad_sync) {
+      case GradSync::kInBackward: {
+        // On the compute stream, before anything else (including the send of the input gradient).
+        if (cost.grad_sync_s <= 0) return;
+        const int id = add_event(EventKind::kGradSync, Lane::kCompute, r, -1, -1, chunk, pass_end,
+                                 pass_end + cost.grad_sync_s, pass_event);
+        rs.compute_free = pass_end + cost.grad_sync_s;
+        rs.last_compute = id;
+        result_.stages[r].busy_s += cost.grad_sync_s;
+        result_.stages[r].blocking_comm_s += cost.grad_sync_s;
+        break;
+      }
+      case GradSync::kOverlapped: {
+        // Buckets fill as the pass produces gradients: bucket j of n is ready at
+        // end - window * duration * (1 - (j + 1) / n); the reduction stream runs them in order.
+        const int n = cost.grad_sync_buckets;
+        const double duration = pass_end - pass_start;
+        for (int j = 0; j < n; ++j) {
+          const double ready = pass_end - pb_.overlap_window * duration * (1.0 - static_cast<double>(j + 1) / n);
+          const double start = std::max(ready, rs.sync_free);
+          const double end = start + cost.grad_sync_s / n;
+          rs.last_sync = add_event(EventKind::kGradSync, Lane::kGradSync, r, -1, -1, chunk, start, end,
+                                   start > ready ? rs.last_sync : pass_event);
+          rs.sync_free = end;
+        }
+        break;
+      }
+      case GradSync::kShifted: break;  // in the update phase
+    }
+  }
+
+  void update_phase() {
+    double latest_end = 0;
+    for (int r = 0; r < p_; ++r) {
+      const StageCost& s = pb_.stages[r];
+      RankState& rs = ranks_[r];
+      StageResult& out = result_.stages[r];
+      result_.pipeline_time_s = std::max(result_.pipeline_time_s, out.compute_end_s);
+      if (pb_.grad_sync == GradSync::kShifted) {
+        double total = 0;
+        for (const ChunkCost& c : s.chunks) total += c.grad_sync_s;
+        if (total > 0) {
+          const double start = std::max(rs.compute_free, rs.sync_free);
+          rs.last_sync = add_event(EventKind::kGradSync, Lane::kGradSync, r, -1, -1, -1, start, start + total,
+                                   rs.last_compute);
+          rs.sync_free = start + total;
+        }
+      }
+      pre_update_free_[r] = rs.compute_free;
+      const bool sync_later = rs.sync_free > rs.compute_free;
+      const double update_start = std::max(rs.compute_free, rs.sync_free);
+      out.update_start_s = update_start;
+      int last = rs.last_compute;
+      if (s.optimizer_s > 0)
+        last = add_compute(r, EventKind::kOptimizer, -1, -1, update_start, s.optimizer_s,
+                           sync_later ? rs.last_sync : rs.last_compute);
+      double end = update_start + s.optimizer_s;
+      if (s.param_gather_s > 0) {
+        // Exposed parameter all-gather: nothing else runs on the rank until the parameters are back.
+        const int id = add_event(EventKind::kParamGather, Lane::kGradSync, r, -1, -1, -1, end, end + s.param_gather_s, last);
+        rs.last_sync = id;
+        out.busy_s += s.param_gather_s;
+        out.blocking_comm_s += s.param_gather_s;
+        rs.compute_free = end + s.param_gather_s;
+        end += s.param_gather_s;
+      }
+      out.end_s = end;
+      latest_end = std::max(latest_end, end);
+    }
+    // Critical path: back from the event that ends last, through the event that released each one.
+    if (record_) {
+      int tail = -1;
+      for (int i = 0; i < static_cast<int>(result_.events.size()); ++i)
+        if (tail < 0 || result_.events[i].end_s > result_.events[tail].end_s) tail = i;
+      for (int i = tail; i >= 0; i = result_.events[i].cause) result_.critical_path.push_back(i);
+      std::reverse(result_.critical_path.begin(), result_.critical_path.end());
+    }
+    result_.iteration_time_s = latest_end + pb_.iteration_overhead_s;
+    double bubble = 0, compute = 0;
+    for (int r = 0; r < p_; ++r) {
+      StageResult& out = result_.stages[r];
+      RankState& rs = ranks_[r];
+      if (pb_.iteration_overhead_s > 0) add_compute(r, EventKind::kOverhead, -1, -1, latest_end, pb_.iteration_overhead_s, -1);
+      else if (record_ && rs.compute_free < latest_end) {
+        const StageCost& s = pb_.stages[r];
+        out.idle_intervals.push_back({rs.compute_free, latest_end,
+                                      std::max(0.0, s.memory_capacity_bytes - s.static_memory_bytes - rs.activations)});
+      }
+      out.idle_s = result_.iteration_time_s - out.busy_s;
+      out.peak_memory_bytes = pb_.stages[r].static_memory_bytes + out.peak_activation_bytes;
+      // Bubble: compute-stream idle before the flush T_f = pipeline_time_s. Up to the rank's last
+      // pass it is the idle accumulated so far; after it the stream is busy in
+      // [last pass end, pre-update free] (blocking reductions) and [update start, end].
+      const double flush = result_.pipeline_time_s;
+      const double after_busy = std::max(0.0, std::min(pre_update_free_[r], flush) - out.compute_end_s) +
+                                std::max(0.0, std::min(out.end_s, flush) - out.update_start_s);
+      out.bubble_s = rs.idle_at_last_pass + (flush - out.compute_end_s) - after_busy;
+      bubble += out.bubble_s;
+      compute += out.compute_s;
+    }
+    result_.bubble_fraction = compute > 0 ? bubble / compute : 0;
+  }
+
+  const PipelineProblem& pb_;
+  const bool record_;
+  const int p_, v_, m_;
+  const PipelineSchedule& schedule_;
+  std::vector<std::vector<ScheduleOp>> ops_;
+  std::vector<std::vector<std::size_t>> last_grad_op_;
+  // Per (virtual stage, micro-batch): when the forward output reached the next virtual stage, the
+  // backward output reached the previous one, the forward finished, the input gradient finished.
+  std::vector<double> forward_arrival_, backward_arrival_, forward_done_, input_grad_done_;
+  std::vector<int> forward_arrival_event_, backward_arrival_event_, forward_done_event_, input_grad_done_event_;
+  std::vector<RankState> ranks_;
+  std::vector<double> forward_link_free_, backward_link_free_;
+  std::vector<int> forward_link_last_, backward_link_last_;
+  std::vector<double> pre_update_free_;  // compute stream free after the last pass and its blocking work
+  std::vector<int>* woken_ = nullptr;
+  SimulationResult result_;
+};
+
+}  // namespace
+
+SimulationResult simulate(const PipelineProblem& problem, const SimulationOptions& options) {
+  validate(problem);
+  return Replay(problem, options).run();
+}
+
+}  // namespace paratune::sim
