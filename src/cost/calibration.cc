@@ -11,32 +11,31 @@ namespace {
 const std::vector<std::string> kKeys{
     "gemm_efficiency_max", "gemm_efficiency_by_gpu", "gemm_half_efficiency_dim", "attention_efficiency",
     "hbm_efficiency", "layer_overhead_s", "iteration_overhead_s", "intra_node_bandwidth_efficiency",
-    "inter_node_bandwidth_efficiency", "tp_overlap", "dp_overlap", "p2p_overlap", "cuda_context_bytes",
+    "inter_node_bandwidth_efficiency", "tp_overlap", "dp_overlap", "cuda_context_bytes",
     "comm_buffer_bytes", "fragmentation"};
 
 Calibration make_default() {
   // Fitted by `paratune calibrate --runs ../shared/calibration/published_runs.csv -o
   // data/calibration.json` (README, "Calibration"); a test checks this equals that file.
   Calibration c;
-  c.attention_efficiency = 0.2821250393908455;
+  c.attention_efficiency = 0.2813544388213262;
   c.comm_buffer_bytes = 536870912.0;
   c.cuda_context_bytes = 1073741824.0;
-  c.dp_overlap = 0.8912881626964566;
+  c.dp_overlap = 0.8776683159773717;
   c.fragmentation = 0.1;
-  c.gemm_efficiency_by_gpu["a100-40gb"] = 0.7334768817790731;
-  c.gemm_efficiency_by_gpu["a100-80gb"] = 0.7334768817790731;
-  c.gemm_efficiency_by_gpu["h100-sxm"] = 0.6038309373562462;
-  c.gemm_efficiency_by_gpu["h200"] = 0.6038309373562462;
-  c.gemm_efficiency_by_gpu["h800"] = 0.6038309373562462;
-  c.gemm_efficiency_by_gpu["v100-32gb"] = 0.8504415304858186;
+  c.gemm_efficiency_by_gpu["a100-40gb"] = 0.7259499263930691;
+  c.gemm_efficiency_by_gpu["a100-80gb"] = 0.7259499263930691;
+  c.gemm_efficiency_by_gpu["h100-sxm"] = 0.5959697700845995;
+  c.gemm_efficiency_by_gpu["h200"] = 0.5959697700845995;
+  c.gemm_efficiency_by_gpu["h800"] = 0.5959697700845995;
+  c.gemm_efficiency_by_gpu["v100-32gb"] = 0.8984455500230987;
   c.gemm_efficiency_max = 0.8;
-  c.gemm_half_efficiency_dim = 59.59661627576487;
-  c.hbm_efficiency = 0.7190985115211885;
-  c.inter_node_bandwidth_efficiency = 0.7815787395912488;
-  c.intra_node_bandwidth_efficiency = 0.7556086279224822;
+  c.gemm_half_efficiency_dim = 43.55863893429991;
+  c.hbm_efficiency = 0.7708967421985041;
+  c.inter_node_bandwidth_efficiency = 0.785133619264766;
+  c.intra_node_bandwidth_efficiency = 0.7351460621785962;
   c.iteration_overhead_s = 0.005;
-  c.layer_overhead_s = 2.0469403819538223e-05;
-  c.p2p_overlap = 1.0;
+  c.layer_overhead_s = 1.788517541232501e-05;
   c.tp_overlap = 0.6;
   return c;
 }
@@ -60,7 +59,6 @@ nlohmann::json to_json(const Calibration& c) {
           {"inter_node_bandwidth_efficiency", c.inter_node_bandwidth_efficiency},
           {"tp_overlap", c.tp_overlap},
           {"dp_overlap", c.dp_overlap},
-          {"p2p_overlap", c.p2p_overlap},
           {"cuda_context_bytes", c.cuda_context_bytes},
           {"comm_buffer_bytes", c.comm_buffer_bytes},
           {"fragmentation", c.fragmentation}};
@@ -87,7 +85,6 @@ Calibration calibration_from_json(const nlohmann::json& doc, const std::string& 
   c.inter_node_bandwidth_efficiency = r.get_double("inter_node_bandwidth_efficiency", c.inter_node_bandwidth_efficiency);
   c.tp_overlap = r.get_double("tp_overlap", c.tp_overlap);
   c.dp_overlap = r.get_double("dp_overlap", c.dp_overlap);
-  c.p2p_overlap = r.get_double("p2p_overlap", c.p2p_overlap);
   c.cuda_context_bytes = r.get_double("cuda_context_bytes", c.cuda_context_bytes);
   c.comm_buffer_bytes = r.get_double("comm_buffer_bytes", c.comm_buffer_bytes);
   c.fragmentation = r.get_double("fragmentation", c.fragmentation);
@@ -124,7 +121,6 @@ void validate(const Calibration& c) {
   fraction("inter_node_bandwidth_efficiency", c.inter_node_bandwidth_efficiency);
   unit_interval("tp_overlap", c.tp_overlap);
   unit_interval("dp_overlap", c.dp_overlap);
-  unit_interval("p2p_overlap", c.p2p_overlap);
   non_negative("cuda_context_bytes", c.cuda_context_bytes);
   non_negative("comm_buffer_bytes", c.comm_buffer_bytes);
   non_negative("fragmentation", c.fragmentation);

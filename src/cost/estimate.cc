@@ -40,6 +40,7 @@ double gemm_s(const Device& d, double m, double n, double k) {
 struct LayerCost {
   double forward_compute_s = 0;
   double backward_compute_s = 0;
+  double weight_grad_s = 0;          // the part of backward_compute_s that computes weight gradients
   double selective_recompute_s = 0;  // core-attention forward re-run (recompute=selective)
   double forward_flops = 0;          // executed on this GPU, forward
   double attention_forward_s = 0;
@@ -167,6 +168,9 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
   L.forward_compute_s = attention_gemm_s + attention_s + mlp_s + elementwise_s + overhead;
   // Backward: input-gradient and weight-gradient GEMMs (2x forward), attention 2-2.5x.
   L.backward_compute_s = 2 * (attention_gemm_s + mlp_s + elementwise_s + overhead) + attention_backward_s;
+  // Of which the weight-gradient GEMMs (dW = X^T dY, one per forward GEMM) are the W pass of a
+  // zero-bubble schedule; the input gradients, attention and element-wise backward are its B pass.
+  L.weight_grad_s = attention_gemm_s + mlp_s;
   L.selective_recompute_s = attention_s;
   L.forward_flops = attention_gemm_flops + attention_flops + mlp_flops;
 
@@ -213,17 +217,6 @@ int moe_layers_below(const ModelSpec& m, int end) {
   if (!m.moe || end <= m.moe->first_dense_layers) return 0;
   const int span = end - m.moe->first_dense_layers;
   return (span + m.moe->layer_freq - 1) / m.moe->layer_freq;
-}
-
-// Micro-batches whose activations a stage holds at its peak.
-double in_flight(const ParallelConfig& p, int stage, int microbatches) {
-  if (p.pp == 1) return 1;
-  if (p.schedule == Schedule::kGPipe) return microbatches;
-  if (p.vpp == 1) return std::min(microbatches, p.pp - stage);  // 1F1B: stage i holds p - i
-  // Interleaved 1F1B (Megatron-LM schedules.py): rank r runs 2(p-r-1) + (v-1)p warm-up chunk
-  // forwards, then one more before its first backward; a chunk is 1/v of the stage.
-  const int chunks = std::min(microbatches * p.vpp, 2 * (p.pp - stage - 1) + (p.vpp - 1) * p.pp + 1);
-  return static_cast<double>(chunks) / p.vpp;
 }
 
 }  // namespace
@@ -279,9 +272,39 @@ double layer_activation_bytes(const ModelSpec& m, const TrainingSpec& training, 
   return replicated / sp_div + sharded;
 }
 
-Estimate estimate(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
-                  const ParallelConfig& requested, const Calibration& cal, const EstimateOptions& options) {
+namespace {
+
+// Megatron-LM's gradient bucket: max(40M, 1M x dp) parameters (DistributedDataParallelConfig).
+double grad_bucket_params(const ParallelConfig& p) { return std::max(40e6, 1e6 * p.dp); }
+
+// One model chunk (a pipeline rank's share of layers, 1/v of it with interleaving) for one
+// micro-batch: compute, exposed communication, parameters and activation memory.
+struct ChunkPart {
+  double forward_s = 0, backward_s = 0, weight_grad_s = 0;  // compute
+  double recompute_s = 0, recompute_comm_s = 0, recompute_flops = 0;
+  double tp_forward_s = 0, tp_backward_s = 0, cp_forward_s = 0, cp_backward_s = 0, ep_forward_s = 0,
+         ep_backward_s = 0;
+  double dense_params = 0, expert_params = 0;  // on one GPU, TP/EP-sharded, before ZeRO
+  double kept_bytes = 0;                       // activations kept from forward to backward
+  double recompute_bytes = 0;                  // working set of the layer being recomputed
+  int layers = 0, recomputed_layers = 0;
+};
+
+// Everything estimate() and pipeline_problem() share.
+struct Analysis {
   Estimate out;
+  sim::PipelineProblem problem;
+  // Per rank, per micro-batch: exposed TP (incl. recompute), CP, EP and ZeRO-3 communication.
+  std::vector<double> stage_tp, stage_cp, stage_ep, stage_z3;
+  std::vector<double> kept_per_microbatch, recompute_bytes;  // per rank
+  double hardware_extra_flops = 0;
+  double fragmentation = 0;
+};
+
+Analysis analyse(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                 const ParallelConfig& requested, const Calibration& cal, const EstimateOptions& options) {
+  Analysis a;
+  Estimate& out = a.out;
   out.config = resolve(requested, model, cluster, training);
   const ParallelConfig& p = out.config;
   const GpuSpec& gpu = cluster.gpu;
@@ -331,75 +354,146 @@ Estimate estimate(const ModelSpec& model, const ClusterSpec& cluster, const Trai
       place_group(p.zero > 0 ? static_cast<int>(expert_dp / expert_shard) : expert_dp,
                   p.tp * p.ep * static_cast<int>(expert_shard), cluster.gpus_per_node);
 
-  // Pipeline P2P: one activation (or its gradient) per micro-batch per stage boundary.
-  const GroupPlacement pp_group = place_group(p.pp, p.tp * p.cp * p.dp, cluster.gpus_per_node);
+  // Pipeline P2P: one activation (or its gradient) per micro-batch per stage boundary. Rank r holds
+  // GPUs [r·S, (r+1)·S), S = tp·cp·dp; a boundary inside one node uses NVLink, else the network.
+  const int rank_gpus = p.tp * p.cp * p.dp;
   const double p2p_bytes = c.tokens * h * kActivationBytes / sp_div;
-  const double p2p_one_s = p.pp > 1 ? p2p_s(p2p_bytes, link_for(pp_group, c.fabric)) : 0;
+  auto boundary_p2p_s = [&](int r) {
+    const int gpn = cluster.gpus_per_node;
+    const bool wrap = r == p.pp - 1;
+    const bool same_node = wrap ? p.pp * rank_gpus <= gpn
+                                : (r * rank_gpus) / gpn == ((r + 2) * rank_gpus - 1) / gpn;
+    return p2p_s(p2p_bytes, same_node ? c.fabric.intra : c.fabric.inter);
+  };
 
-  out.stages.resize(static_cast<std::size_t>(p.pp));
-  double hardware_extra_flops = 0;
-  double dp_exposed_max = 0, optimizer_max = 0;
-  double sum_stage_s = 0, max_stage_s = -1;
-  int bottleneck = 0;
-  std::vector<double> stage_tp(p.pp), stage_cp(p.pp), stage_ep(p.pp), stage_z3(p.pp);
-  int first_layer = 0;
-  for (int s = 0; s < p.pp; ++s) {
-    StageEstimate& st = out.stages[static_cast<std::size_t>(s)];
-    st.layers = p.stage_layers[static_cast<std::size_t>(s)];
-    const int n_moe = moe_layers_below(model, first_layer + st.layers) - moe_layers_below(model, first_layer);
-    const int n_dense = st.layers - n_moe;
-    first_layer += st.layers;
-    const bool first = s == 0, last = s == p.pp - 1;
-    st.recomputed_layers = p.recompute != RecomputeMode::kFull ? 0
-                           : p.recompute_layers < 0        ? st.layers
-                                                           : std::min(p.recompute_layers, st.layers);
+  // --- Pipeline problem ------------------------------------------------------------------------------
+  sim::PipelineProblem& pb = a.problem;
+  pb.microbatches = m;
+  pb.schedule = p.schedule;
+  // Without overlap-grad-reduce Megatron reduces all gradients after the flush (finalize_model_grads):
+  // that is the shifted placement.
+  pb.grad_sync = (p.grad_sync == GradSync::kOverlapped && !p.overlap_grad_reduce) ? GradSync::kShifted : p.grad_sync;
+  pb.overlap_window = cal.dp_overlap;
+  pb.blocking_p2p = !p.overlap_p2p;
+  pb.iteration_overhead_s = cal.iteration_overhead_s;
+  pb.stages.resize(static_cast<std::size_t>(p.pp));
+
+  const int v = p.vpp;
+  const int virtual_stages = p.pp * v;
+  // First decoder layer of each virtual stage (chunk c of rank r is virtual stage c·p + r).
+  std::vector<int> first_layer_of(static_cast<std::size_t>(virtual_stages) + 1, 0);
+  for (int k = 0; k < virtual_stages; ++k)
+    first_layer_of[k + 1] = first_layer_of[k] + p.stage_layers[static_cast<std::size_t>(k % p.pp)] / v;
+
+  auto chunk_part = [&](int rank, int chunk, int recomputed) {
+    ChunkPart part;
+    const int k = chunk * p.pp + rank;
+    const int first_layer = first_layer_of[k];
+    part.layers = first_layer_of[k + 1] - first_layer;
+    part.recomputed_layers = recomputed;
+    const int n_moe = moe_layers_below(model, first_layer + part.layers) - moe_layers_below(model, first_layer);
+    const int n_dense = part.layers - n_moe;
     // Recomputed layers are taken from the dense ones first (they are the cheaper kind to redo).
-    const int rc_dense = std::min(st.recomputed_layers, n_dense);
-    const int rc_moe = st.recomputed_layers - rc_dense;
-
+    const int rc_dense = std::min(recomputed, n_dense);
+    const int rc_moe = recomputed - rc_dense;
     auto sum = [&](double LayerCost::*field) { return n_dense * dense.*field + n_moe * moe.*field; };
-    double fwd = sum(&LayerCost::forward_compute_s);
-    double bwd = sum(&LayerCost::backward_compute_s);
+    part.forward_s = sum(&LayerCost::forward_compute_s);
+    part.backward_s = sum(&LayerCost::backward_compute_s);
+    part.weight_grad_s = sum(&LayerCost::weight_grad_s);
     // Full recompute re-runs the forward (and its TP/CP/EP communication) before the backward.
-    double recompute_s = rc_dense * (dense.forward_compute_s) + rc_moe * moe.forward_compute_s;
-    double recompute_comm_s = rc_dense * (dense.tp_forward_s + dense.cp_forward_s + dense.ep_forward_s) +
-                              rc_moe * (moe.tp_forward_s + moe.cp_forward_s + moe.ep_forward_s);
-    double recompute_flops = rc_dense * dense.forward_flops + rc_moe * moe.forward_flops;
+    part.recompute_s = rc_dense * dense.forward_compute_s + rc_moe * moe.forward_compute_s;
+    part.recompute_comm_s = rc_dense * (dense.tp_forward_s + dense.cp_forward_s + dense.ep_forward_s) +
+                            rc_moe * (moe.tp_forward_s + moe.cp_forward_s + moe.ep_forward_s);
+    part.recompute_flops = rc_dense * dense.forward_flops + rc_moe * moe.forward_flops;
     if (p.recompute == RecomputeMode::kSelective) {
-      recompute_s += sum(&LayerCost::selective_recompute_s);
-      recompute_flops += d.attention_flops_per_s * sum(&LayerCost::selective_recompute_s);  // attention re-run
+      part.recompute_s += sum(&LayerCost::selective_recompute_s);
+      part.recompute_flops += d.attention_flops_per_s * sum(&LayerCost::selective_recompute_s);
     }
-    // Embedding on the first stage (a lookup: memory-bound); output layer and loss on the last:
-    // logits GEMM (tokens x V/t x h) and a fused softmax cross-entropy over fp32 logits.
+    // Embedding on the first virtual stage (a lookup: memory-bound; its gradient is a weight
+    // gradient); output layer and loss on the last: logits GEMM (tokens x V/t x h) and a fused
+    // softmax cross-entropy over fp32 logits.
+    const bool first = k == 0, last = k == virtual_stages - 1;
     if (first) {
-      fwd += kActivationBytes * c.tokens * h / d.hbm_bytes_per_s;
-      bwd += 3 * kActivationBytes * c.tokens * h / d.hbm_bytes_per_s;
+      part.forward_s += kActivationBytes * c.tokens * h / d.hbm_bytes_per_s;
+      part.backward_s += 3 * kActivationBytes * c.tokens * h / d.hbm_bytes_per_s;
+      part.weight_grad_s += 3 * kActivationBytes * c.tokens * h / d.hbm_bytes_per_s;
     }
     if (last) {
       const double head = gemm_s(d, c.tokens, vocab_local, h);
       const double loss = c.tokens * vocab_local * (kActivationBytes + 4 + 4) / d.hbm_bytes_per_s;
-      fwd += head + loss;
-      bwd += 2 * head + loss;
+      part.forward_s += head + loss;
+      part.backward_s += 2 * head + loss;
+      part.weight_grad_s += head;
     }
-    const double tp_s = sum(&LayerCost::tp_forward_s) + sum(&LayerCost::tp_backward_s);
-    const double cp_s = sum(&LayerCost::cp_forward_s) + sum(&LayerCost::cp_backward_s);
-    const double ep_s = sum(&LayerCost::ep_forward_s) + sum(&LayerCost::ep_backward_s);
-
-    // Parameters held by one GPU of this stage (TP/EP-sharded, before ZeRO).
-    double dense_params = sum(&LayerCost::params_dense);
-    const double expert_params = sum(&LayerCost::params_expert);
-    if (first) dense_params += counts.embedding / t;
+    part.tp_forward_s = sum(&LayerCost::tp_forward_s);
+    part.tp_backward_s = sum(&LayerCost::tp_backward_s);
+    part.cp_forward_s = sum(&LayerCost::cp_forward_s);
+    part.cp_backward_s = sum(&LayerCost::cp_backward_s);
+    part.ep_forward_s = sum(&LayerCost::ep_forward_s);
+    part.ep_backward_s = sum(&LayerCost::ep_backward_s);
+    part.dense_params = sum(&LayerCost::params_dense);
+    part.expert_params = sum(&LayerCost::params_expert);
+    if (first) part.dense_params += counts.embedding / t;
     if (last) {
-      dense_params += (counts.output_layer + h) / t;
-      if (model.tie_embeddings && p.pp > 1) dense_params += static_cast<double>(model.vocab_size) * h / t;
+      part.dense_params += (counts.output_layer + h) / t;
+      if (model.tie_embeddings && p.pp > 1) part.dense_params += static_cast<double>(model.vocab_size) * h / t;
     }
+    // Full recompute keeps only each recomputed layer's input; the others keep everything. The
+    // layer being recomputed holds its full activations while its backward runs.
+    part.kept_bytes = (n_dense - rc_dense) * dense.activation_bytes + (n_moe - rc_moe) * moe.activation_bytes +
+                      rc_dense * dense.input_bytes + rc_moe * moe.input_bytes +
+                      (first ? kActivationBytes * c.tokens * h / sp_div : 0);
+    if (recomputed > 0)
+      part.recompute_bytes = std::max(rc_dense > 0 ? dense.activation_bytes : 0, rc_moe > 0 ? moe.activation_bytes : 0);
+    return part;
+  };
+
+  out.stages.resize(static_cast<std::size_t>(p.pp));
+  a.stage_tp.assign(p.pp, 0);
+  a.stage_cp.assign(p.pp, 0);
+  a.stage_ep.assign(p.pp, 0);
+  a.stage_z3.assign(p.pp, 0);
+  a.kept_per_microbatch.assign(p.pp, 0);
+  a.recompute_bytes.assign(p.pp, 0);
+  std::vector<ChunkPart> parts(static_cast<std::size_t>(v));
+  for (int s = 0; s < p.pp; ++s) {
+    StageEstimate& st = out.stages[static_cast<std::size_t>(s)];
+    sim::StageCost& sc = pb.stages[static_cast<std::size_t>(s)];
+    st.layers = p.stage_layers[static_cast<std::size_t>(s)];
+    st.recomputed_layers = p.recompute != RecomputeMode::kFull ? 0
+                           : p.recompute_layers < 0        ? st.layers
+                                                           : std::min(p.recompute_layers, st.layers);
+    // Rank totals over its chunks (recomputed layers spread over the chunks, earlier chunks first).
+    ChunkPart total;
+    for (int ch = 0; ch < v; ++ch) {
+      const int recomputed = st.recomputed_layers / v + (ch < st.recomputed_layers % v ? 1 : 0);
+      parts[ch] = chunk_part(s, ch, recomputed);
+      const ChunkPart& q = parts[ch];
+      total.forward_s += q.forward_s;
+      total.backward_s += q.backward_s;
+      total.recompute_s += q.recompute_s;
+      total.recompute_comm_s += q.recompute_comm_s;
+      total.recompute_flops += q.recompute_flops;
+      total.tp_forward_s += q.tp_forward_s;
+      total.tp_backward_s += q.tp_backward_s;
+      total.cp_forward_s += q.cp_forward_s;
+      total.cp_backward_s += q.cp_backward_s;
+      total.ep_forward_s += q.ep_forward_s;
+      total.ep_backward_s += q.ep_backward_s;
+      total.dense_params += q.dense_params;
+      total.expert_params += q.expert_params;
+      total.kept_bytes += q.kept_bytes;
+      total.recompute_bytes = std::max(total.recompute_bytes, q.recompute_bytes);
+    }
+    const double fwd = total.forward_s, bwd = total.backward_s;
+    const double dense_params = total.dense_params, expert_params = total.expert_params;
     st.params = dense_params + expert_params;
 
     // --- ZeRO-3: gather each layer's parameters forward and backward, reduce-scatter its
     // gradients, every micro-batch (FSDP FULL_SHARD; Zhao et al. 2023). Prefetch hides it behind
     // the layer's compute; the first layer's gather is always exposed.
-    double zero3_s = 0;
-    double dp_exposed = 0;
+    double zero3_forward_s = 0, zero3_backward_s = 0;
+    double grad_sync = 0, param_gather = 0;
     if (p.zero == 3) {
       const double gather_bytes = training.fp32_param_gather ? 4 : 2;
       const double gather = all_gather_s(dense_params * gather_bytes, dense_shard_group, c.fabric) +
@@ -408,116 +502,149 @@ Estimate estimate(const ModelSpec& model, const ClusterSpec& cluster, const Trai
                              reduce_scatter_s(expert_params * grad_bytes, expert_shard_group, c.fabric);
       const double hide = p.overlap_param_gather ? cal.dp_overlap : 0;
       const double first_gather = gather / std::max(1, st.layers);
-      zero3_s = std::max(first_gather, gather - hide * fwd) + std::max(first_gather, gather + scatter - hide * bwd);
+      zero3_forward_s = std::max(first_gather, gather - hide * fwd);
+      zero3_backward_s = std::max(first_gather, gather + scatter - hide * bwd);
       // Across replicas (op < dp, hybrid sharding): one all-reduce of the gradient shard.
-      dp_exposed = all_reduce_s(dense_params * grad_bytes / dense_shard, dense_replica_group, c.fabric) +
-                   all_reduce_s(expert_params * grad_bytes / expert_shard, expert_replica_group, c.fabric);
-    } else {
+      grad_sync = all_reduce_s(dense_params * grad_bytes / dense_shard, dense_replica_group, c.fabric) +
+                  all_reduce_s(expert_params * grad_bytes / expert_shard, expert_replica_group, c.fabric);
+    } else if (p.zero == 0) {
       // --- Data-parallel gradient synchronisation once per iteration ------------------------------
-      // ZeRO-0: all-reduce the gradients over dp x cp. ZeRO-1/2 (Rajbhandari et al. 2020; Megatron
-      // distributed optimizer): reduce-scatter over the shard group, all-reduce the shard across
-      // replicas, all-gather the updated bf16 parameters.
-      double grad_sync = 0, param_gather = 0;
-      if (p.zero == 0) {
-        grad_sync = all_reduce_s(dense_params * grad_bytes, dense_replica_group, c.fabric) +
-                    all_reduce_s(expert_params * grad_bytes, expert_replica_group, c.fabric);
-      } else {
-        grad_sync = reduce_scatter_s(dense_params * grad_bytes, dense_shard_group, c.fabric) +
-                    all_reduce_s(dense_params * grad_bytes / dense_shard, dense_replica_group, c.fabric) +
-                    reduce_scatter_s(expert_params * grad_bytes, expert_shard_group, c.fabric) +
-                    all_reduce_s(expert_params * grad_bytes / expert_shard, expert_replica_group, c.fabric);
-        param_gather = all_gather_s(dense_params * 2, dense_shard_group, c.fabric) +
-                       all_gather_s(expert_params * 2, expert_shard_group, c.fabric);
-      }
-      // Overlap: Megatron launches bucketed reductions during the last micro-batch's backward
-      // (overlap-grad-reduce) and the parameter gathers during the next forward
-      // (overlap-param-gather). grad_sync=in-backward blocks the stage; shifted runs after the flush.
-      const bool overlap_grads = p.overlap_grad_reduce && p.grad_sync == GradSync::kOverlapped;
-      dp_exposed = overlap_grads ? std::max(0.0, grad_sync - cal.dp_overlap * bwd) : grad_sync;
-      dp_exposed += p.overlap_param_gather ? std::max(0.0, param_gather - cal.dp_overlap * fwd) : param_gather;
+      // ZeRO-0: all-reduce the gradients over dp x cp.
+      grad_sync = all_reduce_s(dense_params * grad_bytes, dense_replica_group, c.fabric) +
+                  all_reduce_s(expert_params * grad_bytes, expert_replica_group, c.fabric);
+    } else {
+      // ZeRO-1/2 (Rajbhandari et al. 2020; Megatron distributed optimizer): reduce-scatter over the
+      // shard group, all-reduce the shard across replicas, all-gather the updated bf16 parameters.
+      grad_sync = reduce_scatter_s(dense_params * grad_bytes, dense_shard_group, c.fabric) +
+                  all_reduce_s(dense_params * grad_bytes / dense_shard, dense_replica_group, c.fabric) +
+                  reduce_scatter_s(expert_params * grad_bytes, expert_shard_group, c.fabric) +
+                  all_reduce_s(expert_params * grad_bytes / expert_shard, expert_replica_group, c.fabric);
+      param_gather = all_gather_s(dense_params * 2, dense_shard_group, c.fabric) +
+                     all_gather_s(expert_params * 2, expert_shard_group, c.fabric);
     }
-    dp_exposed_max = std::max(dp_exposed_max, dp_exposed);
+    // The parameter all-gather overlaps the next iteration's forward (overlap-param-gather); what
+    // is left is exposed after the optimizer step.
+    sc.param_gather_s = p.overlap_param_gather ? std::max(0.0, param_gather - cal.dp_overlap * fwd) : param_gather;
     const double owned_params = dense_params / dense_shard + expert_params / expert_shard;
-    optimizer_max = std::max(optimizer_max, owned_params * optimizer_traffic / d.hbm_bytes_per_s);
+    sc.optimizer_s = owned_params * optimizer_traffic / d.hbm_bytes_per_s;
+    sc.p2p_next_s = p.pp > 1 ? boundary_p2p_s(s) : 0;
+    sc.memory_capacity_bytes = gpu.memory_bytes;
 
-    st.compute_s = fwd + bwd + recompute_s;
-    st.forward_s = fwd + sum(&LayerCost::tp_forward_s) + sum(&LayerCost::cp_forward_s) + sum(&LayerCost::ep_forward_s) +
-                   zero3_s / 2;
-    st.backward_s = st.compute_s + tp_s + cp_s + ep_s + recompute_comm_s + zero3_s - st.forward_s;
-    const double stage_s = st.forward_s + st.backward_s;
-    stage_tp[s] = tp_s + recompute_comm_s;
-    stage_cp[s] = cp_s;
-    stage_ep[s] = ep_s;
-    stage_z3[s] = zero3_s;
-    sum_stage_s += stage_s;
-    if (stage_s > max_stage_s) {
-      max_stage_s = stage_s;
-      bottleneck = s;
+    // Chunk costs for the replay: communication and ZeRO-3 traffic go with the pass that waits for
+    // them; the gradient reduction is split by each chunk's share of the parameters.
+    sc.chunks.resize(static_cast<std::size_t>(v));
+    for (int ch = 0; ch < v; ++ch) {
+      const ChunkPart& q = parts[ch];
+      const double layer_share = st.layers > 0 ? static_cast<double>(q.layers) / st.layers : 1.0 / v;
+      const double chunk_params = q.dense_params + q.expert_params;
+      sim::ChunkCost& cc = sc.chunks[static_cast<std::size_t>(ch)];
+      cc.forward_s = q.forward_s + q.tp_forward_s + q.cp_forward_s + q.ep_forward_s + layer_share * zero3_forward_s;
+      cc.backward_weight_s = q.weight_grad_s;
+      cc.backward_input_s = q.backward_s - q.weight_grad_s + q.recompute_s + q.tp_backward_s + q.cp_backward_s +
+                            q.ep_backward_s + q.recompute_comm_s + layer_share * zero3_backward_s;
+      cc.activation_bytes = q.kept_bytes;
+      cc.recompute_bytes = q.recompute_bytes;
+      cc.grad_sync_s = st.params > 0 ? grad_sync * chunk_params / st.params : grad_sync / v;
+      cc.grad_sync_buckets = std::max(1, static_cast<int>(std::ceil(chunk_params / grad_bucket_params(p))));
     }
-    hardware_extra_flops += recompute_flops * m * (static_cast<double>(p.dp) * p.tp * p.cp);
 
-    // --- Memory ----------------------------------------------------------------------------------
+    st.compute_s = fwd + bwd + total.recompute_s;
+    const double tp_s = total.tp_forward_s + total.tp_backward_s;
+    const double cp_s = total.cp_forward_s + total.cp_backward_s;
+    const double ep_s = total.ep_forward_s + total.ep_backward_s;
+    st.forward_s = fwd + total.tp_forward_s + total.cp_forward_s + total.ep_forward_s + zero3_forward_s;
+    st.backward_s = st.compute_s + tp_s + cp_s + ep_s + total.recompute_comm_s + zero3_forward_s + zero3_backward_s -
+                    st.forward_s;
+    a.stage_tp[s] = tp_s + total.recompute_comm_s;
+    a.stage_cp[s] = cp_s;
+    a.stage_ep[s] = ep_s;
+    a.stage_z3[s] = zero3_forward_s + zero3_backward_s;
+    a.hardware_extra_flops += total.recompute_flops * m * (static_cast<double>(p.dp) * p.tp * p.cp);
+    a.kept_per_microbatch[s] = total.kept_bytes;
+    a.recompute_bytes[s] = total.recompute_bytes;
+
+    // --- Memory without activations (the replay supplies those) --------------------------------------
     MemoryBreakdown& mem = st.memory;
-    const double params = dense_params + expert_params;
-    const double sharded_params = dense_params / dense_shard + expert_params / expert_shard;
-    mem.weights_bytes = weight_bytes * (p.zero == 3 ? sharded_params : params);
+    const double sharded_params = owned_params;
+    mem.weights_bytes = weight_bytes * (p.zero == 3 ? sharded_params : st.params);
     if (p.zero == 3) {  // two layers' gathered parameters (current + prefetched)
       const double layer_params = std::max(dense.params_dense + dense.params_expert, moe.params_dense + moe.params_expert);
       mem.weights_bytes += 2 * 2 * layer_params;
     }
-    mem.grads_bytes = grad_bytes * (p.zero >= 2 ? sharded_params : params);
-    mem.optimizer_bytes = optimizer_bytes * (p.zero >= 1 ? sharded_params : params);
-    st.in_flight_microbatches = in_flight(p, s, m);
-    // Full recompute keeps only each recomputed layer's input; the others keep everything.
-    const double kept_per_mb = (n_dense - rc_dense) * dense.activation_bytes + (n_moe - rc_moe) * moe.activation_bytes +
-                               rc_dense * dense.input_bytes + rc_moe * moe.input_bytes +
-                               (first ? kActivationBytes * c.tokens * h / sp_div : 0);
-    double activations = st.in_flight_microbatches * kept_per_mb;
-    if (st.recomputed_layers > 0)  // the layer being recomputed holds its full activations once
-      activations += std::max(rc_dense > 0 ? dense.activation_bytes : 0, rc_moe > 0 ? moe.activation_bytes : 0);
-    mem.activations_bytes = activations;
+    mem.grads_bytes = grad_bytes * (p.zero >= 2 ? sharded_params : st.params);
+    mem.optimizer_bytes = optimizer_bytes * (p.zero >= 1 ? sharded_params : st.params);
     // fp32 logits and their gradient on the last stage: tokens x V/t x (2 + 4) bytes.
-    const double logits = last ? c.tokens * vocab_local * 6 : 0;
-    mem.other_bytes = cal.cuda_context_bytes + cal.comm_buffer_bytes + cal.fragmentation * activations + logits;
+    const double logits = s == p.pp - 1 ? c.tokens * vocab_local * 6 : 0;
+    mem.other_bytes = cal.cuda_context_bytes + cal.comm_buffer_bytes + logits;
+    // Fragmentation grows with the activations: count it with them in the replay's peak.
+    sc.static_memory_bytes = mem.weights_bytes + mem.grads_bytes + mem.optimizer_bytes + mem.other_bytes;
+  }
+  // Activation memory includes the allocator's fragmentation on top (Calibration::fragmentation).
+  for (auto& sc : pb.stages)
+    for (auto& cc : sc.chunks) {
+      cc.activation_bytes *= 1 + cal.fragmentation;
+      cc.recompute_bytes *= 1 + cal.fragmentation;
+    }
+  a.fragmentation = cal.fragmentation;
+  out.memory_limit_bytes = gpu.memory_bytes * (1 - options.memory_margin);
+  return a;
+}
+
+// Fills the estimate from the replay: time, breakdown, activation memory, throughput, fit.
+Estimate finish(Analysis&& a, const sim::SimulationResult& replay, const ModelSpec& model, const ClusterSpec& cluster,
+                const TrainingSpec& training, const EstimateOptions& options) {
+  Estimate out = std::move(a.out);
+  const ParallelConfig& p = out.config;
+  const int m = out.num_microbatches;
+  out.iteration_time_s = replay.iteration_time_s;
+  out.bubble_fraction = replay.bubble_fraction;
+
+  // Activations per rank: the replay's peak, split back into the activations proper and the
+  // allocator fragmentation on top of them.
+  for (int s = 0; s < p.pp; ++s) {
+    StageEstimate& st = out.stages[static_cast<std::size_t>(s)];
+    const double peak = replay.stages[static_cast<std::size_t>(s)].peak_activation_bytes / (1 + a.fragmentation);
+    st.memory.activations_bytes = peak;
+    st.memory.other_bytes += a.fragmentation * peak;
+    st.in_flight_microbatches =
+        a.kept_per_microbatch[s] > 0 ? (peak - a.recompute_bytes[s]) / a.kept_per_microbatch[s] : 0;
   }
 
-  // --- Pipeline -----------------------------------------------------------------------------------
-  // 1F1B / GPipe with per-micro-batch stage times t_i: T = (m - 1)·max t_i + Σ t_i, which is
-  // (m + p - 1)·t for equal stages (Narayanan et al. 2021, Sec. 2.2). Interleaving with v chunks
-  // shrinks the fill and drain v-fold: T = m·max t_i + (Σ t_i - max t_i)/v, i.e. (m + (p-1)/v)·t.
-  const double v = p.vpp;
-  const double pipeline_s = m * max_stage_s + (sum_stage_s - max_stage_s) / v;
-  const StageEstimate& b = out.stages[static_cast<std::size_t>(bottleneck)];
+  // --- Breakdown, on the bottleneck rank (most work per micro-batch) ------------------------------
+  // Its timeline is: passes (compute + exposed TP/CP/EP/ZeRO-3), blocking sends, idle before the
+  // flush (bubble, incl. waiting on P2P), gradient reduction exposed after its last pass (incl.
+  // waiting for slower ranks' updates), its optimizer step and the fixed overhead.
+  int b = 0;
+  for (int s = 1; s < p.pp; ++s)
+    if (out.stages[s].forward_s + out.stages[s].backward_s > out.stages[b].forward_s + out.stages[b].backward_s) b = s;
+  const StageEstimate& bs = out.stages[static_cast<std::size_t>(b)];
+  const sim::StageResult& rs = replay.stages[static_cast<std::size_t>(b)];
   TimeBreakdown& br = out.breakdown;
-  br.compute_s = m * b.compute_s;
-  br.tp_comm_s = m * stage_tp[bottleneck];
-  br.cp_comm_s = m * stage_cp[bottleneck];
-  br.ep_comm_s = m * stage_ep[bottleneck];
-  br.zero3_comm_s = m * stage_z3[bottleneck];
-  br.bubble_s = pipeline_s - m * max_stage_s;
-  // P2P on the critical path: the fill and drain hop through p·v - 1 boundaries each way; in the
-  // steady state the transfers overlap with compute unless overlap_p2p is off.
-  if (p.pp > 1) {
-    const double steady_exposed = p.overlap_p2p ? 1 - cal.p2p_overlap : 1.0;
-    br.pp_comm_s = 2 * (p.pp * v - 1) * p2p_one_s + steady_exposed * 2 * m * v * p2p_one_s;
-  }
-  br.dp_comm_s = dp_exposed_max;
-  br.optimizer_s = optimizer_max;
-  br.overhead_s = cal.iteration_overhead_s;
-  out.iteration_time_s = pipeline_s + br.pp_comm_s + br.dp_comm_s + br.optimizer_s + br.overhead_s;
+  br.compute_s = m * bs.compute_s;
+  br.tp_comm_s = m * a.stage_tp[b];
+  br.cp_comm_s = m * a.stage_cp[b];
+  br.ep_comm_s = m * a.stage_ep[b];
+  br.zero3_comm_s = m * a.stage_z3[b];
+  br.bubble_s = rs.bubble_s;
+  br.pp_comm_s = rs.blocking_p2p_s;
+  br.optimizer_s = a.problem.stages[static_cast<std::size_t>(b)].optimizer_s;
+  br.overhead_s = a.problem.iteration_overhead_s;
+  br.dp_comm_s = out.iteration_time_s - (br.compute_s + br.tp_comm_s + br.cp_comm_s + br.ep_comm_s + br.zero3_comm_s +
+                                         br.bubble_s + br.pp_comm_s + br.optimizer_s + br.overhead_s);
 
   // --- Throughput ------------------------------------------------------------------------------------
+  const GpuSpec& gpu = cluster.gpu;
+  const double peak = gpu.peak_flops_per_s(training.precision);
   const double tokens = static_cast<double>(training.global_batch) * training.seq_len;
   const double n_gpus = cluster.num_gpus();
   out.tokens_per_s = tokens / out.iteration_time_s;
   out.model_flops = training_flops_per_token(model, training.seq_len) * tokens;
-  out.hardware_flops = out.model_flops + hardware_extra_flops;
+  out.hardware_flops = out.model_flops + a.hardware_extra_flops;
   out.mfu = out.model_flops / (out.iteration_time_s * n_gpus * peak);
   out.hfu = out.hardware_flops / (out.iteration_time_s * n_gpus * peak);
   out.tflops_per_gpu = out.model_flops / (out.iteration_time_s * n_gpus) / 1e12;
 
   // --- Fit -----------------------------------------------------------------------------------------
-  out.memory_limit_bytes = gpu.memory_bytes * (1 - options.memory_margin);
   int worst = 0;
   for (int s = 0; s < p.pp; ++s) {
     const double total = out.stages[static_cast<std::size_t>(s)].memory.total_bytes();
@@ -538,6 +665,21 @@ Estimate estimate(const ModelSpec& model, const ClusterSpec& cluster, const Trai
         units::format_bytes(w.activations_bytes), units::format_bytes(w.other_bytes));
   }
   return out;
+}
+
+}  // namespace
+
+sim::PipelineProblem pipeline_problem(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                                      const ParallelConfig& config, const Calibration& calibration,
+                                      const EstimateOptions& options) {
+  return analyse(model, cluster, training, config, calibration, options).problem;
+}
+
+Estimate estimate(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                  const ParallelConfig& config, const Calibration& calibration, const EstimateOptions& options) {
+  Analysis a = analyse(model, cluster, training, config, calibration, options);
+  const sim::SimulationResult replay = sim::simulate(a.problem, sim::SimulationOptions{.record = false});
+  return finish(std::move(a), replay, model, cluster, training, options);
 }
 
 }  // namespace paratune

@@ -40,6 +40,7 @@ nlohmann::json to_json(const Estimate& e) {
   nlohmann::json j{{"config", to_json(e.config)},
                    {"num_microbatches", e.num_microbatches},
                    {"iteration_time_s", e.iteration_time_s},
+                   {"bubble_fraction", e.bubble_fraction},
                    {"tokens_per_s", e.tokens_per_s},
                    {"mfu", e.mfu},
                    {"hfu", e.hfu},

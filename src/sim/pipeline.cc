@@ -223,6 +223,7 @@ class Replay {
       RankState& rs = ranks_[r];
       result_.stages[r].busy_s += end - rs.compute_free;
       result_.stages[r].blocking_comm_s += end - rs.compute_free;
+      result_.stages[r].blocking_p2p_s += end - rs.compute_free;
       rs.compute_free = end;
     }
     if (ranks_[q].waiting) wake(q);

@@ -36,7 +36,6 @@ struct Calibration {
   double inter_node_bandwidth_efficiency = 0.80;  // achieved / datasheet NIC bandwidth
   double tp_overlap = 0.6;   // fraction of TP communication hidden when tp_comm_overlap is on
   double dp_overlap = 0.9;   // fraction of the overlap window (backward/forward compute) usable by DP comm
-  double p2p_overlap = 1.0;  // fraction of steady-state P2P hidden when overlap_p2p is on
 
   // --- Memory -----------------------------------------------------------------------------------
   double cuda_context_bytes = 1.0 * 1024 * 1024 * 1024;  // CUDA context, cuBLAS/NCCL workspaces

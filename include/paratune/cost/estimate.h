@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "paratune/cost/calibration.h"
+#include "paratune/sim/pipeline.h"
 #include "paratune/spec/hardware.h"
 #include "paratune/spec/model.h"
 #include "paratune/spec/parallel.h"
@@ -21,12 +22,15 @@ namespace paratune {
 // the *exposed* part (not hidden behind compute).
 struct TimeBreakdown {
   double compute_s = 0;      // bottleneck stage: m micro-batches of forward + backward (+ recompute)
-  double bubble_s = 0;       // pipeline fill and drain
+  double bubble_s = 0;       // idle before the pipeline flush on the bottleneck stage (fill, drain,
+                             // waiting for P2P transfers)
   double tp_comm_s = 0;      // tensor-parallel all-reduce / reduce-scatter + all-gather
   double cp_comm_s = 0;      // context-parallel ring exchange of K/V
   double ep_comm_s = 0;      // expert-parallel all-to-all (dispatch + combine)
-  double pp_comm_s = 0;      // pipeline point-to-point sends on the critical path
-  double dp_comm_s = 0;      // gradient reduction (+ ZeRO-1/2 parameter all-gather)
+  double pp_comm_s = 0;      // blocking pipeline sends (overlap_p2p off); overlapped ones that delay
+                             // a stage show up as bubble
+  double dp_comm_s = 0;      // gradient reduction (+ ZeRO-1/2 parameter all-gather) exposed after the
+                             // bottleneck stage's last pass, incl. waiting for slower stages' updates
   double zero3_comm_s = 0;   // ZeRO-3 per-layer parameter gathers and gradient reduce-scatters
   double optimizer_s = 0;    // optimizer step (memory-bound)
   double overhead_s = 0;     // fixed per-iteration overhead
@@ -50,7 +54,8 @@ struct StageEstimate {
   double forward_s = 0;       // one micro-batch, incl. exposed TP/CP/EP/ZeRO-3 communication
   double backward_s = 0;      // one micro-batch, incl. recompute and exposed communication
   double compute_s = 0;       // forward_s + backward_s without the communication part
-  double in_flight_microbatches = 0;  // activations held at the peak (1F1B: p - stage)
+  double in_flight_microbatches = 0;  // micro-batches' activations held at the peak (1F1B: p - stage),
+                                      // from the pipeline replay
   double params = 0;          // parameters held by one GPU of this stage (before ZeRO sharding)
   MemoryBreakdown memory;
 };
@@ -59,6 +64,7 @@ struct Estimate {
   ParallelConfig config;  // resolved (stage_layers, op, schedule filled in)
   int num_microbatches = 0;
   double iteration_time_s = 0;
+  double bubble_fraction = 0;  // pipeline idle / busy before the flush, all stages (sim::SimulationResult)
   double tokens_per_s = 0;
   double model_flops = 0;     // per iteration, all GPUs: 3 x forward (no recompute)
   double hardware_flops = 0;  // model_flops + recompute
@@ -78,9 +84,20 @@ struct EstimateOptions {
 };
 
 // Throws Error when the configuration is invalid for the specs (see spec/parallel.h `resolve`).
+// The pipeline part (fill, drain, P2P, where gradient reduction runs, peak activations) comes from
+// replaying the schedule with sim::simulate on pipeline_problem(...), so `estimate` and
+// `simulate` always agree.
 Estimate estimate(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
                   const ParallelConfig& config, const Calibration& calibration = default_calibration(),
                   const EstimateOptions& options = {});
+
+// What each pipeline rank's operations cost for this configuration, ready for sim::simulate:
+// per chunk forward / B / W times, activation bytes, gradient reduction; per rank optimizer step,
+// exposed parameter gather, P2P link time and static memory.
+sim::PipelineProblem pipeline_problem(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                                      const ParallelConfig& config,
+                                      const Calibration& calibration = default_calibration(),
+                                      const EstimateOptions& options = {});
 
 // Activation bytes of one transformer layer for one micro-batch on one GPU (Korthikanti et al.
 // 2022, "Reducing Activation Recomputation in Large Transformer Models", Sec. 4, generalised to

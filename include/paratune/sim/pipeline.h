@@ -122,7 +122,9 @@ struct StageResult {
   double compute_s = 0;         // forward and backward passes only
   double idle_s = 0;            // iteration_time_s - busy_s
   double bubble_s = 0;          // idle time before the pipeline flush (pipeline_time_s)
-  double blocking_comm_s = 0;   // compute stream held by in-backward reductions or blocking sends
+  double blocking_comm_s = 0;   // compute stream held by in-backward reductions, blocking sends,
+                                // exposed parameter gathers
+  double blocking_p2p_s = 0;    // ... of which blocking sends (blocking_p2p)
   double compute_end_s = 0;     // end of the rank's last pass
   double update_start_s = 0;    // when its optimizer step starts (all its gradients reduced)
   double end_s = 0;             // end of its optimizer step and parameter gather
