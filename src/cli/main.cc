@@ -9,6 +9,7 @@
 #include "paratune/calib/published_runs.h"
 #include "paratune/cost/estimate.h"
 #include "paratune/report/estimate_report.h"
+#include "paratune/report/sim_report.h"
 #include "paratune/spec/io.h"
 #include "paratune/spec/presets.h"
 #include "paratune/spec/units.h"
@@ -63,6 +64,113 @@ Calibration calibration_from(const SetupFlags& f) {
 }
 
 void write_json(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
+
+void write_file(const std::string& path, const std::string& content) {
+  std::ofstream out(path);
+  out << content;
+  out.close();
+  if (!out) throw Error(fmt::format("{}: cannot write file", path));
+}
+
+ParallelConfig config_from(const std::string& text) {
+  try {
+    return parse_parallel_config(text);
+  } catch (const Error& e) {
+    throw e.with_context("--config");
+  }
+}
+
+struct SimulateFlags {
+  std::string config;
+  std::string schedule;
+  std::string grad_sync;
+  std::string stage_mesh;
+  std::string trace_path;
+  std::string svg_path;
+  bool compare_grad_sync = false;
+};
+
+// `paratune simulate`: replay one iteration of the configuration's pipeline schedule.
+int run_simulate(const SetupFlags& setup, const SimulateFlags& f, bool json) {
+  const ModelSpec model = load_model(setup.model);
+  const ClusterSpec cluster = load_cluster(setup.cluster);
+  const TrainingSpec training = training_from(setup);
+  ParallelConfig config = config_from(f.config);
+  try {
+    if (!f.schedule.empty()) config.schedule = parse_enum<Schedule>(f.schedule);
+    if (!f.grad_sync.empty()) config.grad_sync = parse_enum<GradSync>(f.grad_sync);
+  } catch (const Error& e) {
+    throw e.with_context("--schedule/--grad-sync");
+  }
+  const Calibration calibration = calibration_from(setup);
+  const EstimateOptions options{setup.memory_margin};
+  std::vector<StageMesh> meshes;
+  if (!f.stage_mesh.empty()) {
+    try {
+      meshes = parse_stage_meshes(f.stage_mesh);
+    } catch (const Error& e) {
+      throw e.with_context("--stage-mesh");
+    }
+  }
+  auto problem_for = [&](const ParallelConfig& c) {
+    try {
+      return meshes.empty() ? pipeline_problem(model, cluster, training, c, calibration, options)
+                            : pipeline_problem_with_stage_meshes(model, cluster, training, c, meshes, calibration, options);
+    } catch (const Error& e) {
+      throw e.with_context(meshes.empty() ? "--config" : "--config/--stage-mesh");
+    }
+  };
+  const sim::PipelineProblem problem = problem_for(config);
+  if (meshes.empty()) config = resolve(config, model, cluster, training);  // shown with derived defaults
+  const sim::SimulationResult result = sim::simulate(problem);
+  const double tokens = static_cast<double>(training.global_batch) * training.seq_len;
+
+  // Comm-Shift: the same configuration with each gradient-sync placement.
+  nlohmann::json comparison = nlohmann::json::array();
+  std::string comparison_text;
+  if (f.compare_grad_sync) {
+    double in_backward_s = 0;
+    comparison_text = "\ngradient-sync placement (same configuration):\n";
+    for (GradSync g : {GradSync::kInBackward, GradSync::kShifted, GradSync::kOverlapped}) {
+      ParallelConfig c = config;
+      c.grad_sync = g;
+      c.overlap_grad_reduce = true;
+      const double t = sim::simulate(problem_for(c), sim::SimulationOptions{.record = false}).iteration_time_s;
+      if (g == GradSync::kInBackward) in_backward_s = t;
+      const double gain = in_backward_s / t - 1;
+      comparison.push_back({{"grad_sync", to_string(g)}, {"iteration_time_s", t}, {"tokens_per_s", tokens / t},
+                            {"speedup_over_in_backward", gain}});
+      comparison_text += fmt::format("  {:<12} {:>11}  {:>12.0f} tokens/s  {:+.2f}% vs in-backward\n", to_string(g),
+                                     units::format_duration(t), tokens / t, 100 * gain);
+    }
+  }
+
+  if (!f.trace_path.empty()) write_file(f.trace_path, chrome_trace(result, problem).dump() + "\n");
+  if (!f.svg_path.empty())
+    write_file(f.svg_path,
+               svg_timeline(result, problem,
+                            fmt::format("{} on {} ({} x {}), seq {}, global batch {}", model.name, cluster.name,
+                                        cluster.num_gpus(), cluster.gpu.name, training.seq_len, training.global_batch),
+                            to_string(config) + (meshes.empty() ? "" : ", stage meshes " + f.stage_mesh)));
+  if (json) {
+    nlohmann::json j = to_json(result, problem);
+    j["config"] = to_json(config);
+    j["tokens_per_s"] = tokens / result.iteration_time_s;
+    if (!meshes.empty()) j["stage_mesh"] = f.stage_mesh;
+    if (f.compare_grad_sync) j["grad_sync_comparison"] = comparison;
+    write_json(j);
+    return 0;
+  }
+  std::cout << fmt::format("paratune simulate: {} on {} ({} x {}), seq {}, global batch {}\n", model.name,
+                           cluster.name, cluster.num_gpus(), cluster.gpu.name, training.seq_len, training.global_batch);
+  std::cout << fmt::format("config: {}{}\n", to_string(config),
+                           meshes.empty() ? "" : " with stage meshes " + f.stage_mesh);
+  std::cout << fmt::format("tokens/s         {:.0f}\n", tokens / result.iteration_time_s);
+  std::cout << format_simulation(result, problem) << comparison_text;
+  if (!f.trace_path.empty()) std::cout << "wrote " << f.trace_path << " (Chrome trace: open in ui.perfetto.dev)\n";
+  if (!f.svg_path.empty()) std::cout << "wrote " << f.svg_path << "\n";
+  return 0;
+}
 
 int run_presets(bool json) {
   if (json) {
@@ -122,6 +230,21 @@ int main(int argc, char** argv) {
       ->required();
   estimate_cmd->add_flag("--json", json, "machine-readable output");
 
+  SetupFlags sim_setup;
+  SimulateFlags sim_flags;
+  auto* simulate_cmd = app.add_subcommand("simulate", "replay one iteration's pipeline schedule event by event");
+  add_setup_flags(simulate_cmd, sim_setup);
+  simulate_cmd->add_option("--config", sim_flags.config, "e.g. \"dp=8,tp=1,pp=4,mbs=2\"")->required();
+  simulate_cmd->add_option("--schedule", sim_flags.schedule, "1f1b | interleaved-1f1b | gpipe | zb-h1 (overrides --config)");
+  simulate_cmd->add_option("--grad-sync", sim_flags.grad_sync, "in-backward | shifted | overlapped (overrides --config)");
+  simulate_cmd->add_flag("--compare-grad-sync", sim_flags.compare_grad_sync,
+                         "also replay with each gradient-sync placement (Comm-Shift gain)");
+  simulate_cmd->add_option("--stage-mesh", sim_flags.stage_mesh,
+                           "per-stage DPxTP meshes, e.g. 8x1,4x2,4x2,4x2 (Alpa-style; micro-batch = dp*mbs of --config)");
+  simulate_cmd->add_option("--trace", sim_flags.trace_path, "write a Chrome trace-event JSON (Perfetto, chrome://tracing)");
+  simulate_cmd->add_option("--svg", sim_flags.svg_path, "write an SVG timeline");
+  simulate_cmd->add_flag("--json", json, "machine-readable output");
+
   std::string runs_path, calibration_in, calibration_out;
   auto* validate_cmd = app.add_subcommand("validate", "compare predictions with published training runs");
   validate_cmd->add_option("--runs", runs_path, "CSV with the columns of published_runs.csv")->required();
@@ -151,12 +274,7 @@ int main(int argc, char** argv) {
       const ModelSpec model = load_model(setup.model);
       const ClusterSpec cluster = load_cluster(setup.cluster);
       const TrainingSpec training = training_from(setup);
-      ParallelConfig config;
-      try {
-        config = parse_parallel_config(config_text);
-      } catch (const Error& e) {
-        throw e.with_context("--config");
-      }
+      const ParallelConfig config = config_from(config_text);
       Estimate result;
       try {
         result = estimate(model, cluster, training, config, calibration_from(setup), EstimateOptions{setup.memory_margin});
@@ -167,6 +285,7 @@ int main(int argc, char** argv) {
       else std::cout << format_estimate(result, model, cluster, training);
       return 0;
     }
+    if (*simulate_cmd) return run_simulate(sim_setup, sim_flags, json);
     const Calibration start = calibration_in.empty() ? default_calibration() : load_calibration(calibration_in);
     if (*validate_cmd) {
       const auto runs = read_published_runs(runs_path);

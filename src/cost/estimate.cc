@@ -675,6 +675,49 @@ sim::PipelineProblem pipeline_problem(const ModelSpec& model, const ClusterSpec&
   return analyse(model, cluster, training, config, calibration, options).problem;
 }
 
+sim::PipelineProblem pipeline_problem_with_stage_meshes(const ModelSpec& model, const ClusterSpec& cluster,
+                                                        const TrainingSpec& training, const ParallelConfig& config,
+                                                        const std::vector<StageMesh>& meshes,
+                                                        const Calibration& calibration, const EstimateOptions& options) {
+  if (static_cast<int>(meshes.size()) != config.pp)
+    throw Error(fmt::format("{} stage meshes given but pp={}", meshes.size(), config.pp));
+  int gpus = 0;
+  for (const StageMesh& mesh : meshes) gpus += mesh.dp * mesh.tp;
+  if (gpus != cluster.num_gpus())
+    throw Error(fmt::format("the stage meshes use {} GPUs but the cluster has {}", gpus, cluster.num_gpus()));
+  const int microbatch_sequences = config.dp * config.mbs;
+  sim::PipelineProblem problem;
+  for (int i = 0; i < config.pp; ++i) {
+    const StageMesh& mesh = meshes[static_cast<std::size_t>(i)];
+    auto fail = [&](const std::string& rule) {
+      return Error(fmt::format("stage mesh {} ({}x{}): {}", i, mesh.dp, mesh.tp, rule));
+    };
+    if (microbatch_sequences % mesh.dp != 0)
+      throw fail(fmt::format("dp={} does not divide the micro-batch of dp*mbs = {} sequences", mesh.dp,
+                             microbatch_sequences));
+    ParallelConfig stage_config = config;
+    stage_config.dp = mesh.dp;
+    stage_config.tp = mesh.tp;
+    stage_config.mbs = microbatch_sequences / mesh.dp;
+    stage_config.op = 0;
+    // The stage is costed as if the whole pipeline ran on meshes like its own.
+    ClusterSpec stage_cluster = cluster;
+    const int stage_gpus = config.pp * mesh.dp * mesh.tp;
+    if (stage_gpus % cluster.gpus_per_node != 0)
+      throw fail(fmt::format("pp x dp x tp = {} GPUs do not fill whole {}-GPU nodes", stage_gpus, cluster.gpus_per_node));
+    stage_cluster.nodes = stage_gpus / cluster.gpus_per_node;
+    sim::PipelineProblem stage_problem;
+    try {
+      stage_problem = pipeline_problem(model, stage_cluster, training, stage_config, calibration, options);
+    } catch (const Error& e) {
+      throw e.with_context(fmt::format("stage mesh {} ({}x{})", i, mesh.dp, mesh.tp));
+    }
+    if (i == 0) problem = stage_problem;
+    else problem.stages[static_cast<std::size_t>(i)] = stage_problem.stages[static_cast<std::size_t>(i)];
+  }
+  return problem;
+}
+
 Estimate estimate(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
                   const ParallelConfig& config, const Calibration& calibration, const EstimateOptions& options) {
   Analysis a = analyse(model, cluster, training, config, calibration, options);

@@ -361,7 +361,14 @@ ClusterSpec load_cluster(std::string_view text) {
       throw Error(fmt::format("--cluster '{}': {} '{}' is not a positive integer", arg, what, digits));
     return value;
   };
-  if (const auto colon = arg.find(':'); colon != std::string::npos) {  // PRESET:NODES
+  if (const auto colon = arg.rfind(':'); colon != std::string::npos) {  // PRESET:NODES or FILE:NODES
+    const std::string head = arg.substr(0, colon);
+    if (std::filesystem::exists(head)) {
+      ClusterSpec c = cluster_from_json(read_document(head), head);
+      c.nodes = parse_count(std::string_view(arg).substr(colon + 1), "node count");
+      c.name += fmt::format(":{}", c.nodes);
+      return c;
+    }
     ClusterSpec c = find_cluster_preset(arg.substr(0, colon)).node;
     c.nodes = parse_count(std::string_view(arg).substr(colon + 1), "node count");
     c.name = arg;

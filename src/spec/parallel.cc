@@ -107,6 +107,29 @@ std::string to_string(const ParallelConfig& c) {
   return out;
 }
 
+std::vector<StageMesh> parse_stage_meshes(std::string_view text) {
+  std::vector<StageMesh> meshes;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', begin), text.size());
+    std::string item(text.substr(begin, comma - begin));
+    std::erase_if(item, [](char c) { return c == ' ' || c == '(' || c == ')'; });
+    const std::size_t x = item.find('x');
+    StageMesh mesh;
+    auto number = [&](std::string_view digits, int& out) {
+      const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+      return ec == std::errc() && ptr == digits.data() + digits.size() && out >= 1;
+    };
+    if (x == std::string::npos || !number(std::string_view(item).substr(0, x), mesh.dp) ||
+        !number(std::string_view(item).substr(x + 1), mesh.tp))
+      throw Error(fmt::format("stage mesh {} '{}' must be DPxTP with positive integers, e.g. 4x2 (in '{}')",
+                              meshes.size(), item, text));
+    meshes.push_back(mesh);
+    begin = comma + 1;
+  }
+  return meshes;
+}
+
 ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, const ClusterSpec& cluster,
                        const TrainingSpec& training) {
   ParallelConfig c = config;

@@ -99,6 +99,17 @@ sim::PipelineProblem pipeline_problem(const ModelSpec& model, const ClusterSpec&
                                       const Calibration& calibration = default_calibration(),
                                       const EstimateOptions& options = {});
 
+// The same with a device mesh of its own per stage (Alpa-style, e.g. the Comm-Shift poster's GPT-J-6B
+// on (8x1),(4x2),(4x2),(4x2)). `config` gives pp, the micro-batch (config.dp x config.mbs sequences)
+// and every other axis; stage i is costed as `config` with dp = dp_i, tp = tp_i and
+// mbs = config.dp * config.mbs / dp_i on its own dp_i * tp_i GPUs, whose count must fill whole
+// nodes. Not modelled: re-sharding activations between stages whose meshes differ.
+sim::PipelineProblem pipeline_problem_with_stage_meshes(const ModelSpec& model, const ClusterSpec& cluster,
+                                                        const TrainingSpec& training, const ParallelConfig& config,
+                                                        const std::vector<StageMesh>& meshes,
+                                                        const Calibration& calibration = default_calibration(),
+                                                        const EstimateOptions& options = {});
+
 // Activation bytes of one transformer layer for one micro-batch on one GPU (Korthikanti et al.
 // 2022, "Reducing Activation Recomputation in Large Transformer Models", Sec. 4, generalised to
 // GQA, gated MLPs, MoE, MLA and flash attention). With MHA, a 4h GeLU MLP, dropout, no flash

@@ -60,6 +60,14 @@ std::string to_string(const ParallelConfig& config);
 ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, const ClusterSpec& cluster,
                        const TrainingSpec& training);
 
+// Alpa-style per-stage device mesh: a pipeline stage that runs on dp x tp GPUs of its own.
+struct StageMesh {
+  int dp = 1;
+  int tp = 1;
+};
+// "8x1,4x2,4x2,4x2" (dp x tp per stage, as the Comm-Shift poster writes Alpa's meshes).
+std::vector<StageMesh> parse_stage_meshes(std::string_view text);
+
 // Even split of `layers` over `stages` (earlier stages get the remainder), e.g. 10 over 4 = 3,3,2,2.
 std::vector<int> even_stage_layers(int layers, int stages);
 

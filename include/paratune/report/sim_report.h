@@ -1,0 +1,34 @@
+// Rendering a pipeline replay (sim::SimulationResult) for machines (JSON, Chrome trace) and people
+// (text summary, SVG timeline).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "paratune/sim/pipeline.h"
+
+namespace paratune {
+
+// {"iteration_time_s", "pipeline_time_s", "bubble_fraction", "event_count", "schedule", "grad_sync",
+//  "microbatches", "stages": [{"stage", "busy_s", "idle_s", "bubble_s", "compute_s",
+//  "blocking_comm_s", "compute_end_s", "end_s", "peak_activation_bytes", "peak_memory_bytes",
+//  "idle_intervals": [{"start_s", "end_s", "duration_s", "free_memory_bytes"}]}],
+//  "critical_path": {"events", "seconds_by_kind": {...}, "stages": [...]}}
+nlohmann::json to_json(const sim::SimulationResult& result, const sim::PipelineProblem& problem);
+
+// Chrome trace-event format (the JSON object form: {"traceEvents": [...]}) for Perfetto and
+// chrome://tracing: one process per pipeline stage ("stage r"), threads "compute", "p2p" and
+// "grad sync"; complete events ("ph": "X", microseconds) named like "F mb3" or "B mb3 c1"; a counter
+// track "activations" per stage in GiB; and the critical path as flow arrows.
+nlohmann::json chrome_trace(const sim::SimulationResult& result, const sim::PipelineProblem& problem);
+
+// A self-contained SVG timeline: one row per stage (compute stream, with a thin communication strip
+// under it), passes coloured by kind, idle time shaded, a legend and a time axis.
+std::string svg_timeline(const sim::SimulationResult& result, const sim::PipelineProblem& problem,
+                         const std::string& title, const std::string& subtitle = "");
+
+// Text summary: per-stage table, bubbles, critical path.
+std::string format_simulation(const sim::SimulationResult& result, const sim::PipelineProblem& problem);
+
+}  // namespace paratune
