@@ -106,10 +106,8 @@ class Replay {
       input_grad_done_event_.assign(slots, -1);
     }
     ranks_.assign(p_, RankState{});
-    forward_link_free_.assign(p_, 0);
-    backward_link_free_.assign(p_, 0);
-    forward_link_last_.assign(p_, -1);
-    backward_link_last_.assign(p_, -1);
+    link_free_.assign(static_cast<std::size_t>(p_) * p_, 0);
+    link_last_.assign(static_cast<std::size_t>(p_) * p_, -1);
     result_.stages.assign(p_, StageResult{});
     pre_update_free_.assign(p_, 0);
     // The op after which a chunk's gradients are complete: its last backward (W when split).
@@ -207,12 +205,14 @@ class Replay {
       if (arrival_event) *arrival_event = cause;
       return;
     }
-    // Link r -> r+1 for forward sends is indexed r; link r+1 -> r for backward sends is indexed r.
-    const int link = forward_direction ? r : q;
-    double& link_free = forward_direction ? forward_link_free_[link] : backward_link_free_[link];
-    int& link_last = forward_direction ? forward_link_last_[link] : backward_link_last_[link];
+    // Directed link r -> q, shared by activations and gradients that travel the same way (with two
+    // ranks and interleaving, rank 0 sends both to rank 1). Boundary b joins ranks b and b+1 mod p.
+    const std::size_t link = static_cast<std::size_t>(r) * p_ + q;
+    double& link_free = link_free_[link];
+    int& link_last = link_last_[link];
+    const int boundary = forward_direction ? r : q;
     const double start = std::max(ready, link_free);
-    const double end = start + pb_.stages[link].p2p_next_s;
+    const double end = start + pb_.stages[boundary].p2p_next_s;
     const int id = add_event(forward_direction ? EventKind::kSendForward : EventKind::kSendBackward, Lane::kP2P, r, q,
                              mb, to_stage / p_, start, end, start > ready ? link_last : cause);
     link_free = end;
@@ -450,8 +450,8 @@ class Replay {
   std::vector<double> forward_arrival_, backward_arrival_, forward_done_, input_grad_done_;
   std::vector<int> forward_arrival_event_, backward_arrival_event_, forward_done_event_, input_grad_done_event_;
   std::vector<RankState> ranks_;
-  std::vector<double> forward_link_free_, backward_link_free_;
-  std::vector<int> forward_link_last_, backward_link_last_;
+  std::vector<double> link_free_;  // per directed link sender * p + receiver: when it is next free
+  std::vector<int> link_last_;     // ... and the transfer that last used it
   std::vector<double> pre_update_free_;  // compute stream free after the last pass and its blocking work
   std::vector<int>* woken_ = nullptr;
   SimulationResult result_;

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <fstream>
 #include <string>
 
 namespace {
@@ -81,6 +82,57 @@ TEST(Cli, ValidateJson) {
     EXPECT_TRUE(j["rows"][0].contains(key)) << key;
   EXPECT_TRUE(j.contains("mean_abs_pct_error"));
   EXPECT_TRUE(j.contains("skipped"));
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Cli, SimulateJsonTraceAndSvg) {
+  const std::string dir = ::testing::TempDir();
+  const Result r = run("simulate --model gpt2 --cluster dgx-h100:1 --seq-len 1024 --global-batch 32 "
+                       "--config dp=2,pp=4,mbs=2 --schedule zb-h1 --compare-grad-sync --json --trace " + dir +
+                       "/t.json --svg " + dir + "/t.svg");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  for (const char* key : {"iteration_time_s", "bubble_fraction", "stages", "tokens_per_s", "grad_sync_comparison"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["schedule"], "zb-h1");
+  EXPECT_EQ(j["grad_sync_comparison"].size(), 3u);
+  for (const char* key : {"busy_s", "idle_s", "peak_activation_bytes", "idle_intervals"})
+    EXPECT_TRUE(j["stages"][0].contains(key)) << key;
+  std::ifstream trace(dir + "/t.json");
+  EXPECT_TRUE(nlohmann::json::parse(trace).contains("traceEvents"));
+  std::ifstream svg(dir + "/t.svg");
+  std::string head(4, ' ');
+  svg.read(head.data(), 4);
+  EXPECT_EQ(head, "<svg");
+}
+
+TEST(Cli, SimulateAgreesWithEstimate) {
+  const std::string setup = "--model llama3.1-70b --cluster dgx-h100:8 --seq-len 4096 --global-batch 64 "
+                            "--config dp=2,tp=8,pp=4,mbs=1,zero=1,sp=true,recompute=full,stage_layers=18/21/21/20 --json";
+  const Result s = run("simulate " + setup), e = run("estimate " + setup);
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(s.output)["iteration_time_s"].get<double>(),
+                   nlohmann::json::parse(e.output)["iteration_time_s"].get<double>());
+}
+
+TEST(Cli, SimulateBadInputExitsTwo) {
+  const std::string setup = "simulate --model gpt2 --cluster dgx-h100:1 --seq-len 1024 --global-batch 32 --config dp=2,pp=4 ";
+  Result r = run(setup + "--grad-sync sideways");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown grad_sync 'sideways'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("in-backward"), std::string::npos) << r.output;
+  r = run(setup + "--stage-mesh 2x1,2x1,2x1,2y1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--stage-mesh"), std::string::npos) << r.output;
+  r = run(setup + "--schedule zb-h1 --config dp=2,pp=4,vpp=3");
+  EXPECT_EQ(r.exit_code, 2);
+  r = run(setup + "--svg /nonexistent-dir/x.svg");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("/nonexistent-dir/x.svg: cannot write file"), std::string::npos) << r.output;
 }
 
 }  // namespace

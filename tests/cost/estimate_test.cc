@@ -133,3 +133,68 @@ TEST(Estimate, MoeExpertParallelAddsAllToAll) {
 
 }  // namespace
 }  // namespace paratune
+
+namespace paratune {
+namespace {
+
+// `estimate` runs the same replay as `simulate`: equal time, equal activation peaks, for every
+// schedule, uneven stages and each gradient-sync placement.
+TEST(EstimateAndSimulate, AlwaysAgree) {
+  const ModelSpec m = find_model_preset("llama3.1-70b").spec;
+  const ClusterSpec cluster = testing::dgx_h100(8);
+  const TrainingSpec t = testing::training(4096, 64);
+  for (const char* config :
+       {"dp=2,tp=8,pp=4,mbs=1,zero=1,sp=true,recompute=full", "dp=2,tp=8,pp=4,vpp=5,mbs=1,zero=1,sp=true,recompute=full",
+        "dp=2,tp=8,pp=4,mbs=1,zero=1,sp=true,recompute=full,stage_layers=18/21/21/20,schedule=zb-h1",
+        "dp=2,tp=8,pp=4,mbs=1,zero=1,sp=true,recompute=full,stage_layers=18/21/21/20,schedule=gpipe",
+        "dp=4,tp=8,pp=2,mbs=1,zero=0,sp=true,recompute=full,grad_sync=in-backward",
+        "dp=4,tp=8,pp=2,mbs=1,zero=0,sp=true,recompute=full,grad_sync=shifted"}) {
+    const ParallelConfig c = parse_parallel_config(config);
+    const Estimate e = estimate(m, cluster, t, c);
+    const sim::SimulationResult r = sim::simulate(pipeline_problem(m, cluster, t, c));
+    EXPECT_DOUBLE_EQ(e.iteration_time_s, r.iteration_time_s) << config;
+    EXPECT_DOUBLE_EQ(e.bubble_fraction, r.bubble_fraction) << config;
+    for (std::size_t s = 0; s < e.stages.size(); ++s)
+      EXPECT_NEAR(e.stages[s].memory.activations_bytes * (1 + default_calibration().fragmentation),
+                  r.stages[s].peak_activation_bytes, 1e-6 * r.stages[s].peak_activation_bytes)
+          << config << " stage " << s;
+  }
+}
+
+TEST(EstimateAndSimulate, CommShiftOrdersThePlacements) {
+  // Reducing inside the backward is never faster than after the flush, which is never faster than
+  // overlapping it with the backward.
+  const ModelSpec m = find_model_preset("gpt-j-6b").spec;
+  ClusterSpec cluster = testing::dgx_h100(4);
+  cluster.gpus_per_node = 4;
+  cluster.nodes = 8;
+  auto time = [&](const char* sync) {
+    return estimate(m, cluster, testing::training(2048, 64),
+                    parse_parallel_config(std::string("dp=8,pp=4,mbs=2,grad_sync=") + sync))
+        .iteration_time_s;
+  };
+  EXPECT_GT(time("in-backward"), time("shifted"));
+  EXPECT_GE(time("shifted"), time("overlapped"));
+}
+
+TEST(EstimateAndSimulate, StageMeshesCostEachStageOnItsOwnMesh) {
+  const ModelSpec m = find_model_preset("gpt-j-6b").spec;
+  ClusterSpec cluster = testing::dgx_h100(8);
+  cluster.gpus_per_node = 4;
+  const TrainingSpec t = testing::training(2048, 64);
+  const ParallelConfig c = parse_parallel_config("dp=8,tp=1,pp=4,mbs=2");
+  const auto meshes = parse_stage_meshes("(8x1),(4x2),(4x2),(4x2)");
+  const sim::PipelineProblem mixed = pipeline_problem_with_stage_meshes(m, cluster, t, c, meshes);
+  const sim::PipelineProblem plain = pipeline_problem(m, cluster, t, c);
+  ASSERT_EQ(mixed.ranks(), 4);
+  EXPECT_EQ(mixed.microbatches, plain.microbatches);
+  EXPECT_DOUBLE_EQ(mixed.stages[0].chunks[0].forward_s, plain.stages[0].chunks[0].forward_s);  // same 8x1 mesh
+  // 4x2: half the weights per GPU (TP) and twice the sequences per GPU: a different cost.
+  EXPECT_NE(mixed.stages[1].chunks[0].grad_sync_s, plain.stages[1].chunks[0].grad_sync_s);
+  EXPECT_THROW(pipeline_problem_with_stage_meshes(m, cluster, t, c, parse_stage_meshes("8x1,8x1,8x1")), Error);
+  EXPECT_THROW(pipeline_problem_with_stage_meshes(m, cluster, t, c, parse_stage_meshes("8x1,4x2,4x2,2x2")), Error);
+  EXPECT_THROW(parse_stage_meshes("8x1,4y2"), Error);
+}
+
+}  // namespace
+}  // namespace paratune
