@@ -1,4 +1,4 @@
-// Speed of one cost-model estimate (target: <= 2 us for a dense model on one core).
+// Speed of one cost-model estimate, pipeline replay included (README "Cost model", Speed).
 #include <benchmark/benchmark.h>
 
 #include "paratune/cost/estimate.h"

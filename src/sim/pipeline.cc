@@ -124,13 +124,14 @@ class Replay {
   }
 
   SimulationResult run() {
-    std::vector<int> work;
-    work.reserve(p_);
-    for (int r = p_ - 1; r >= 0; --r) work.push_back(r);
-    while (!work.empty()) {
-      const int r = work.back();
-      work.pop_back();
-      advance(r, work);
+    // Ranks with work they may be able to do; a rank blocked on a missing input leaves the list
+    // until the transfer that brings the input wakes it.
+    runnable_.reserve(p_);
+    for (int r = p_ - 1; r >= 0; --r) runnable_.push_back(r);
+    while (!runnable_.empty()) {
+      const int r = runnable_.back();
+      runnable_.pop_back();
+      advance(r);
     }
     for (int r = 0; r < p_; ++r)
       if (ranks_[r].next_op != ops_[r].size()) {
@@ -226,17 +227,14 @@ class Replay {
       result_.stages[r].blocking_p2p_s += end - rs.compute_free;
       rs.compute_free = end;
     }
-    if (ranks_[q].waiting) wake(q);
-  }
-
-  void wake(int q) {
-    ranks_[q].waiting = false;
-    woken_->push_back(q);
+    if (ranks_[q].waiting) {  // the receiver was blocked on (possibly) this input
+      ranks_[q].waiting = false;
+      runnable_.push_back(q);
+    }
   }
 
   // Runs rank r's operations until one needs an input that does not exist yet.
-  void advance(int r, std::vector<int>& work) {
-    woken_ = &work;
+  void advance(int r) {
     RankState& rs = ranks_[r];
     const std::vector<ScheduleOp>& list = ops_[r];
     const int last_stage = p_ * v_ - 1;
@@ -307,7 +305,7 @@ class Replay {
     const bool frees = op.kind == OpKind::kBackwardWeight || (op.kind == OpKind::kBackward && !split);
     if (frees) change_activations(r, -cost.activation_bytes, end);
 
-    const bool grads_complete = rank_op_index(r) == last_grad_op_[r][op.chunk];
+    const bool grads_complete = ranks_[r].next_op == last_grad_op_[r][op.chunk];  // op is ops_[r][next_op]
     if (grads_complete) reduce_chunk_gradients(r, op.chunk, start, end, id);
 
     const int last_stage = p_ * v_ - 1;
@@ -329,8 +327,6 @@ class Replay {
       case OpKind::kBackwardWeight: break;
     }
   }
-
-  [[nodiscard]] std::size_t rank_op_index(int r) const { return ranks_[r].next_op; }
 
   // Data-parallel reduction of one chunk's gradients, right after the pass that completes them.
   void reduce_chunk_gradients(int r, int chunk, double pass_start, double pass_end, int pass_event) {
@@ -453,7 +449,7 @@ class Replay {
   std::vector<double> link_free_;  // per directed link sender * p + receiver: when it is next free
   std::vector<int> link_last_;     // ... and the transfer that last used it
   std::vector<double> pre_update_free_;  // compute stream free after the last pass and its blocking work
-  std::vector<int>* woken_ = nullptr;
+  std::vector<int> runnable_;
   SimulationResult result_;
 };
 
