@@ -460,9 +460,10 @@ Analysis analyse(const ModelSpec& model, const ClusterSpec& cluster, const Train
     StageEstimate& st = out.stages[static_cast<std::size_t>(s)];
     sim::StageCost& sc = pb.stages[static_cast<std::size_t>(s)];
     st.layers = p.stage_layers[static_cast<std::size_t>(s)];
-    st.recomputed_layers = p.recompute != RecomputeMode::kFull ? 0
-                           : p.recompute_layers < 0        ? st.layers
-                                                           : std::min(p.recompute_layers, st.layers);
+    st.recomputed_layers = p.recompute != RecomputeMode::kFull       ? 0
+                           : !p.stage_recompute_layers.empty()       ? p.stage_recompute_layers[static_cast<std::size_t>(s)]
+                           : p.recompute_layers < 0                  ? st.layers
+                                                                     : std::min(p.recompute_layers, st.layers);
     // Rank totals over its chunks (recomputed layers spread over the chunks, earlier chunks first).
     ChunkPart total;
     for (int ch = 0; ch < v; ++ch) {

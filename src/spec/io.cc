@@ -486,6 +486,7 @@ json to_json(const ParallelConfig& c) {
           {"op", c.op},
           {"recompute", to_string(c.recompute)},
           {"recompute_layers", c.recompute_layers},
+          {"stage_recompute_layers", c.stage_recompute_layers},
           {"stage_layers", c.stage_layers},
           {"schedule", to_string(c.schedule)},
           {"grad_sync", to_string(c.grad_sync)},

@@ -83,7 +83,16 @@ ParallelConfig parse_parallel_config(std::string_view text, ParallelConfig c) {
     else if (key == "zero") c.zero = parse_int(key, value);
     else if (key == "op") c.op = parse_int(key, value);
     else if (key == "recompute") c.recompute = parse_enum<RecomputeMode>(value);
-    else if (key == "recompute_layers") c.recompute_layers = parse_int(key, value);
+    else if (key == "recompute_layers") {
+      // One count for every stage ("4"), or one per stage ("2/4/4/0").
+      if (value.find('/') != std::string_view::npos) {
+        c.stage_recompute_layers = parse_int_list(key, value);
+        c.recompute_layers = -1;
+      } else {
+        c.recompute_layers = parse_int(key, value);
+        c.stage_recompute_layers.clear();
+      }
+    }
     else if (key == "stage_layers") c.stage_layers = parse_int_list(key, value);
     else if (key == "schedule") c.schedule = parse_enum<Schedule>(value);
     else if (key == "grad_sync") c.grad_sync = parse_enum<GradSync>(value);
@@ -100,7 +109,9 @@ std::string to_string(const ParallelConfig& c) {
   std::string out = fmt::format("dp={},tp={},pp={},vpp={},cp={},ep={},etp={},mbs={},sp={},zero={},op={},recompute={}",
                                 c.dp, c.tp, c.pp, c.vpp, c.cp, c.ep, c.expert_tp(), c.mbs,
                                 c.sequence_parallel, c.zero, c.op, to_string(c.recompute));
-  if (c.recompute == RecomputeMode::kFull && c.recompute_layers >= 0)
+  if (c.recompute == RecomputeMode::kFull && !c.stage_recompute_layers.empty())
+    out += ",recompute_layers=" + fmt::format("{}", fmt::join(c.stage_recompute_layers, "/"));
+  else if (c.recompute == RecomputeMode::kFull && c.recompute_layers >= 0)
     out += fmt::format(",recompute_layers={}", c.recompute_layers);
   if (!c.stage_layers.empty()) out += ",stage_layers=" + fmt::format("{}", fmt::join(c.stage_layers, "/"));
   out += fmt::format(",schedule={},grad_sync={}", to_string(c.schedule), to_string(c.grad_sync));
@@ -226,6 +237,15 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
   }
   if (c.recompute != RecomputeMode::kFull && c.recompute_layers >= 0 && config.recompute_layers >= 0)
     throw Error(fmt::format("recompute_layers={} requires recompute=full", c.recompute_layers));
+  if (!c.stage_recompute_layers.empty()) {
+    if (c.recompute != RecomputeMode::kFull) throw Error("per-stage recompute_layers requires recompute=full");
+    if (static_cast<int>(c.stage_recompute_layers.size()) != c.pp)
+      throw Error(fmt::format("recompute_layers has {} entries but pp={}", c.stage_recompute_layers.size(), c.pp));
+    for (std::size_t i = 0; i < c.stage_recompute_layers.size(); ++i)
+      if (c.stage_recompute_layers[i] < 0 || c.stage_recompute_layers[i] > c.stage_layers[i])
+        throw Error(fmt::format("recompute_layers[{}]={} must be between 0 and the stage's {} layers", i,
+                                c.stage_recompute_layers[i], c.stage_layers[i]));
+  }
   return c;
 }
 

@@ -198,3 +198,27 @@ TEST(EstimateAndSimulate, StageMeshesCostEachStageOnItsOwnMesh) {
 
 }  // namespace
 }  // namespace paratune
+
+namespace paratune {
+namespace {
+
+TEST(Estimate, PerStageRecomputeChangesOnlyThatStage) {
+  const ModelSpec m = find_model_preset("llama3.1-70b").spec;
+  const auto run = [&](const char* config) {
+    return estimate(m, testing::dgx_h100(8), testing::training(4096, 64), parse_parallel_config(config));
+  };
+  const Estimate all = run("dp=2,tp=8,pp=4,mbs=1,zero=1,sp=true,recompute=full");
+  const Estimate mixed = run("dp=2,tp=8,pp=4,mbs=1,zero=1,sp=true,recompute=full,recompute_layers=20/20/20/0");
+  EXPECT_EQ(mixed.stages[3].recomputed_layers, 0);
+  EXPECT_EQ(mixed.stages[0].recomputed_layers, 20);
+  EXPECT_DOUBLE_EQ(mixed.stages[0].memory.activations_bytes, all.stages[0].memory.activations_bytes);
+  EXPECT_GT(mixed.stages[3].memory.activations_bytes, 2 * all.stages[3].memory.activations_bytes);
+  EXPECT_LT(mixed.stages[3].backward_s, all.stages[3].backward_s);
+  EXPECT_EQ(parse_parallel_config(to_string(mixed.config)).stage_recompute_layers, (std::vector<int>{20, 20, 20, 0}));
+  EXPECT_THROW(run("dp=2,tp=8,pp=4,mbs=1,recompute=full,recompute_layers=20/20/20"), Error);
+  EXPECT_THROW(run("dp=2,tp=8,pp=4,mbs=1,recompute=full,recompute_layers=20/20/20/21"), Error);
+  EXPECT_THROW(run("dp=2,tp=8,pp=4,mbs=1,recompute=selective,recompute_layers=1/1/1/1"), Error);
+}
+
+}  // namespace
+}  // namespace paratune

@@ -31,6 +31,9 @@ struct ParallelConfig {
   RecomputeMode recompute = RecomputeMode::kNone;
   // With recompute=full: layers per stage that are fully recomputed; -1 = all layers of the stage.
   int recompute_layers = -1;
+  // With recompute=full: fully recomputed layers of each stage (overrides recompute_layers);
+  // "recompute_layers=2/4/4/0" in the config text.
+  std::vector<int> stage_recompute_layers;
   std::vector<int> stage_layers;  // decoder layers per pipeline stage; empty = as even as possible
   Schedule schedule = Schedule::kOneFOneB;
   GradSync grad_sync = GradSync::kOverlapped;
