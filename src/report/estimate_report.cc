@@ -80,8 +80,12 @@ std::string format_estimate(const Estimate& e, const ModelSpec& model, const Clu
   out += fmt::format("micro-batches per iteration: {}\n\n", e.num_microbatches);
   out += fmt::format("iteration time   {}\n", format_duration(e.iteration_time_s));
   out += fmt::format("tokens/s         {:.0f} ({:.0f} per GPU)\n", e.tokens_per_s, e.tokens_per_s / cluster.num_gpus());
-  out += fmt::format("MFU / HFU        {:.1f}% / {:.1f}%   ({:.1f} model TFLOP/s per GPU)\n\n", 100 * e.mfu,
+  out += fmt::format("MFU / HFU        {:.1f}% / {:.1f}%   ({:.1f} model TFLOP/s per GPU)\n", 100 * e.mfu,
                      100 * e.hfu, e.tflops_per_gpu);
+  if (c.pp > 1)
+    out += fmt::format("pipeline bubble  {:.1f}% of compute, all stages (replayed: see `paratune simulate`)\n",
+                       100 * e.bubble_fraction);
+  out += "\n";
   const TimeBreakdown& b = e.breakdown;
   out += "time breakdown (exposed)\n";
   auto line = [&](const char* name, double s) {
