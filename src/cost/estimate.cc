@@ -543,8 +543,9 @@ Analysis analyse(const ModelSpec& model, const ClusterSpec& cluster, const Train
       cc.backward_weight_s = q.weight_grad_s;
       cc.backward_input_s = q.backward_s - q.weight_grad_s + q.recompute_s + q.tp_backward_s + q.cp_backward_s +
                             q.ep_backward_s + q.recompute_comm_s + layer_share * zero3_backward_s;
-      cc.activation_bytes = q.kept_bytes;
-      cc.recompute_bytes = q.recompute_bytes;
+      // The allocator's fragmentation comes on top of the activations (Calibration::fragmentation).
+      cc.activation_bytes = q.kept_bytes * (1 + cal.fragmentation);
+      cc.recompute_bytes = q.recompute_bytes * (1 + cal.fragmentation);
       cc.grad_sync_s = st.params > 0 ? grad_sync * chunk_params / st.params : grad_sync / v;
       cc.grad_sync_buckets = std::max(1, static_cast<int>(std::ceil(chunk_params / grad_bucket_params(p))));
     }
@@ -554,8 +555,8 @@ Analysis analyse(const ModelSpec& model, const ClusterSpec& cluster, const Train
     const double cp_s = total.cp_forward_s + total.cp_backward_s;
     const double ep_s = total.ep_forward_s + total.ep_backward_s;
     st.forward_s = fwd + total.tp_forward_s + total.cp_forward_s + total.ep_forward_s + zero3_forward_s;
-    st.backward_s = st.compute_s + tp_s + cp_s + ep_s + total.recompute_comm_s + zero3_forward_s + zero3_backward_s -
-                    st.forward_s;
+    st.backward_s = bwd + total.recompute_s + total.tp_backward_s + total.cp_backward_s + total.ep_backward_s +
+                    total.recompute_comm_s + zero3_backward_s;
     a.stage_tp[s] = tp_s + total.recompute_comm_s;
     a.stage_cp[s] = cp_s;
     a.stage_ep[s] = ep_s;
@@ -577,15 +578,8 @@ Analysis analyse(const ModelSpec& model, const ClusterSpec& cluster, const Train
     // fp32 logits and their gradient on the last stage: tokens x V/t x (2 + 4) bytes.
     const double logits = s == p.pp - 1 ? c.tokens * vocab_local * 6 : 0;
     mem.other_bytes = cal.cuda_context_bytes + cal.comm_buffer_bytes + logits;
-    // Fragmentation grows with the activations: count it with them in the replay's peak.
     sc.static_memory_bytes = mem.weights_bytes + mem.grads_bytes + mem.optimizer_bytes + mem.other_bytes;
   }
-  // Activation memory includes the allocator's fragmentation on top (Calibration::fragmentation).
-  for (auto& sc : pb.stages)
-    for (auto& cc : sc.chunks) {
-      cc.activation_bytes *= 1 + cal.fragmentation;
-      cc.recompute_bytes *= 1 + cal.fragmentation;
-    }
   a.fragmentation = cal.fragmentation;
   out.memory_limit_bytes = gpu.memory_bytes * (1 - options.memory_margin);
   return a;

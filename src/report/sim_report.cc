@@ -33,6 +33,16 @@ std::string event_name(const Event& e, int chunks) {
   return name;
 }
 
+// Seconds on the critical path by event kind ("F", "B", "send gradient", ...).
+std::map<std::string, double> critical_seconds_by_kind(const sim::SimulationResult& r) {
+  std::map<std::string, double> by_kind;
+  for (int i : r.critical_path) {
+    const Event& e = r.events[static_cast<std::size_t>(i)];
+    by_kind[to_string(e.kind)] += e.end_s - e.start_s;
+  }
+  return by_kind;
+}
+
 std::vector<bool> critical_mask(const sim::SimulationResult& r) {
   std::vector<bool> mask(r.events.size(), false);
   for (int i : r.critical_path) mask[static_cast<std::size_t>(i)] = true;
@@ -106,12 +116,10 @@ nlohmann::json to_json(const sim::SimulationResult& r, const sim::PipelineProble
                       {"peak_memory_bytes", s.peak_memory_bytes},
                       {"idle_intervals", idle}});
   }
-  std::map<std::string, double> by_kind;
-  std::vector<int> path_stages;
+  std::vector<int> path_stages;  // stages the path visits, in order
   for (int i : r.critical_path) {
-    const Event& e = r.events[static_cast<std::size_t>(i)];
-    by_kind[to_string(e.kind)] += e.end_s - e.start_s;
-    if (path_stages.empty() || path_stages.back() != e.stage) path_stages.push_back(e.stage);
+    const int stage = r.events[static_cast<std::size_t>(i)].stage;
+    if (path_stages.empty() || path_stages.back() != stage) path_stages.push_back(stage);
   }
   return {{"iteration_time_s", r.iteration_time_s},
           {"pipeline_time_s", r.pipeline_time_s},
@@ -122,7 +130,9 @@ nlohmann::json to_json(const sim::SimulationResult& r, const sim::PipelineProble
           {"microbatches", problem.microbatches},
           {"stages", stages},
           {"critical_path",
-           {{"events", r.critical_path.size()}, {"seconds_by_kind", by_kind}, {"stages", path_stages}}}};
+           {{"events", r.critical_path.size()},
+            {"seconds_by_kind", critical_seconds_by_kind(r)},
+            {"stages", path_stages}}}};
 }
 
 nlohmann::json chrome_trace(const sim::SimulationResult& r, const sim::PipelineProblem& problem) {
@@ -290,13 +300,8 @@ std::string format_simulation(const sim::SimulationResult& r, const sim::Pipelin
                        format_bytes(s.peak_memory_bytes), s.idle_intervals.size());
   }
   if (!r.critical_path.empty()) {
-    std::map<std::string, double> by_kind;
-    for (int i : r.critical_path) {
-      const Event& e = r.events[static_cast<std::size_t>(i)];
-      by_kind[to_string(e.kind)] += e.end_s - e.start_s;
-    }
     out += fmt::format("\ncritical path: {} events;", r.critical_path.size());
-    for (const auto& [kind, seconds] : by_kind) out += fmt::format(" {} {},", kind, format_duration(seconds));
+    for (const auto& [kind, seconds] : critical_seconds_by_kind(r)) out += fmt::format(" {} {},", kind, format_duration(seconds));
     out.back() = '\n';
   }
   // The largest bubbles: where trials or other work could be packed.

@@ -171,17 +171,22 @@ class Replay {
   int add_compute(int r, EventKind kind, int mb, int chunk, double start, double duration, int cause) {
     RankState& rs = ranks_[r];
     StageResult& out = result_.stages[r];
-    if (start > rs.compute_free) rs.idle += start - rs.compute_free;
-    if (record_ && start > rs.compute_free) {
-      const StageCost& s = pb_.stages[r];
-      out.idle_intervals.push_back(
-          {rs.compute_free, start, std::max(0.0, s.memory_capacity_bytes - s.static_memory_bytes - rs.activations)});
+    if (start > rs.compute_free) {
+      rs.idle += start - rs.compute_free;
+      if (record_) out.idle_intervals.push_back({rs.compute_free, start, free_memory(r)});
     }
     const int id = add_event(kind, Lane::kCompute, r, -1, mb, chunk, start, start + duration, cause);
     rs.compute_free = start + duration;
     rs.last_compute = id;
     out.busy_s += duration;
     return id;
+  }
+
+  // Memory free on rank r now (activations change only when a pass starts or ends, so this holds
+  // through an idle interval).
+  [[nodiscard]] double free_memory(int r) const {
+    const StageCost& s = pb_.stages[r];
+    return std::max(0.0, s.memory_capacity_bytes - s.static_memory_bytes - ranks_[r].activations);
   }
 
   void change_activations(int r, double delta, double time) {
@@ -415,11 +420,8 @@ class Replay {
       StageResult& out = result_.stages[r];
       RankState& rs = ranks_[r];
       if (pb_.iteration_overhead_s > 0) add_compute(r, EventKind::kOverhead, -1, -1, latest_end, pb_.iteration_overhead_s, -1);
-      else if (record_ && rs.compute_free < latest_end) {
-        const StageCost& s = pb_.stages[r];
-        out.idle_intervals.push_back({rs.compute_free, latest_end,
-                                      std::max(0.0, s.memory_capacity_bytes - s.static_memory_bytes - rs.activations)});
-      }
+      else if (record_ && rs.compute_free < latest_end)
+        out.idle_intervals.push_back({rs.compute_free, latest_end, free_memory(r)});
       out.idle_s = result_.iteration_time_s - out.busy_s;
       out.peak_memory_bytes = pb_.stages[r].static_memory_bytes + out.peak_activation_bytes;
       // Bubble: compute-stream idle before the flush T_f = pipeline_time_s. Up to the rank's last

@@ -10,6 +10,12 @@ namespace {
 
 using testing::ModelBuilder;
 
+// Llama-3.1-70B on 8 DGX H100, seq 4096, global batch 64.
+Estimate llama70b_on_64_gpus(const char* config) {
+  return estimate(find_model_preset("llama3.1-70b").spec, testing::dgx_h100(8), testing::training(4096, 64),
+                  parse_parallel_config(config));
+}
+
 // Korthikanti et al. 2022, Eq. (2)-(4), with dropout, MHA, 4h GeLU MLP and unfused attention.
 TEST(ActivationMemory, MatchesKorthikantiWithTensorParallelOnly) {
   const ModelSpec m = ModelBuilder().hidden(1024).heads(16).dropout(true).build();
@@ -81,12 +87,8 @@ TEST(Estimate, BreakdownAddsUpToIterationTime) {
 }
 
 TEST(Estimate, InterleavingShrinksTheBubble) {
-  const ModelSpec m = find_model_preset("llama3.1-70b").spec;
-  const auto run = [&](const char* config) {
-    return estimate(m, testing::dgx_h100(8), testing::training(4096, 64), parse_parallel_config(config));
-  };
-  const Estimate plain = run("dp=2,tp=8,pp=4,mbs=1,zero=1,sp=true,recompute=full");
-  const Estimate interleaved = run("dp=2,tp=8,pp=4,vpp=5,mbs=1,zero=1,sp=true,recompute=full");
+  const Estimate plain = llama70b_on_64_gpus("dp=2,tp=8,pp=4,mbs=1,zero=1,sp=true,recompute=full");
+  const Estimate interleaved = llama70b_on_64_gpus("dp=2,tp=8,pp=4,vpp=5,mbs=1,zero=1,sp=true,recompute=full");
   // Fill and drain shrink v-fold; P2P waits do not (there are v times more hops), so "about 5x".
   EXPECT_LT(interleaved.breakdown.bubble_s * 4, plain.breakdown.bubble_s);
   // Summed over all stages less so: the last chunk carries the 128k-vocabulary LM head, and with
@@ -131,11 +133,6 @@ TEST(Estimate, MoeExpertParallelAddsAllToAll) {
   EXPECT_LT(e.stages[0].memory.weights_bytes, no_ep.stages[0].memory.weights_bytes);
 }
 
-}  // namespace
-}  // namespace paratune
-
-namespace paratune {
-namespace {
 
 // `estimate` runs the same replay as `simulate`: equal time, equal activation peaks, for every
 // schedule, uneven stages and each gradient-sync placement.
@@ -196,28 +193,19 @@ TEST(EstimateAndSimulate, StageMeshesCostEachStageOnItsOwnMesh) {
   EXPECT_THROW(parse_stage_meshes("8x1,4y2"), Error);
 }
 
-}  // namespace
-}  // namespace paratune
-
-namespace paratune {
-namespace {
 
 TEST(Estimate, PerStageRecomputeChangesOnlyThatStage) {
-  const ModelSpec m = find_model_preset("llama3.1-70b").spec;
-  const auto run = [&](const char* config) {
-    return estimate(m, testing::dgx_h100(8), testing::training(4096, 64), parse_parallel_config(config));
-  };
-  const Estimate all = run("dp=2,tp=8,pp=4,mbs=1,zero=1,sp=true,recompute=full");
-  const Estimate mixed = run("dp=2,tp=8,pp=4,mbs=1,zero=1,sp=true,recompute=full,recompute_layers=20/20/20/0");
+  const Estimate all = llama70b_on_64_gpus("dp=2,tp=8,pp=4,mbs=1,zero=1,sp=true,recompute=full");
+  const Estimate mixed = llama70b_on_64_gpus("dp=2,tp=8,pp=4,mbs=1,zero=1,sp=true,recompute=full,recompute_layers=20/20/20/0");
   EXPECT_EQ(mixed.stages[3].recomputed_layers, 0);
   EXPECT_EQ(mixed.stages[0].recomputed_layers, 20);
   EXPECT_DOUBLE_EQ(mixed.stages[0].memory.activations_bytes, all.stages[0].memory.activations_bytes);
   EXPECT_GT(mixed.stages[3].memory.activations_bytes, 2 * all.stages[3].memory.activations_bytes);
   EXPECT_LT(mixed.stages[3].backward_s, all.stages[3].backward_s);
   EXPECT_EQ(parse_parallel_config(to_string(mixed.config)).stage_recompute_layers, (std::vector<int>{20, 20, 20, 0}));
-  EXPECT_THROW(run("dp=2,tp=8,pp=4,mbs=1,recompute=full,recompute_layers=20/20/20"), Error);
-  EXPECT_THROW(run("dp=2,tp=8,pp=4,mbs=1,recompute=full,recompute_layers=20/20/20/21"), Error);
-  EXPECT_THROW(run("dp=2,tp=8,pp=4,mbs=1,recompute=selective,recompute_layers=1/1/1/1"), Error);
+  EXPECT_THROW(llama70b_on_64_gpus("dp=2,tp=8,pp=4,mbs=1,recompute=full,recompute_layers=20/20/20"), Error);
+  EXPECT_THROW(llama70b_on_64_gpus("dp=2,tp=8,pp=4,mbs=1,recompute=full,recompute_layers=20/20/20/21"), Error);
+  EXPECT_THROW(llama70b_on_64_gpus("dp=2,tp=8,pp=4,mbs=1,recompute=selective,recompute_layers=1/1/1/1"), Error);
 }
 
 }  // namespace

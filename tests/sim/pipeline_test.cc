@@ -217,14 +217,12 @@ TEST(Replay, RandomProblemsRespectEveryDependency) {
         }
       }
     // Streams and links run one thing at a time.
-    std::map<std::tuple<int, int, int>, double> lane_free;  // (stage or link, lane, direction)
+    std::map<std::pair<int, int>, double> lane_free;  // (stage, lane): when it is next free
     for (const Event& e : r.events) {
-      if (e.lane == Lane::kGradSync && e.kind == EventKind::kGradSync && pb.grad_sync != GradSync::kOverlapped &&
-          pb.grad_sync != GradSync::kShifted)
+      if (e.lane == Lane::kGradSync && e.kind == EventKind::kGradSync && pb.grad_sync == GradSync::kInBackward)
         ADD_FAILURE() << "reduction off the compute stream with in-backward";
-      const std::tuple<int, int, int> key =
-          e.lane == Lane::kP2P ? std::make_tuple(e.stage, 1, e.peer) : std::make_tuple(e.stage, static_cast<int>(e.lane), -1);
-      if (e.lane == Lane::kP2P) continue;  // links checked below in issue order
+      if (e.lane == Lane::kP2P) continue;  // links checked below
+      const std::pair<int, int> key{e.stage, static_cast<int>(e.lane)};
       EXPECT_GE(e.start_s + eps, lane_free[key]) << "overlap on stage " << e.stage << " lane " << static_cast<int>(e.lane);
       lane_free[key] = std::max(lane_free[key], e.end_s);
       EXPECT_LE(e.end_s, r.iteration_time_s + eps);
