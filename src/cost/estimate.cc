@@ -288,111 +288,153 @@ struct ChunkPart {
   double kept_bytes = 0;                       // activations kept from forward to backward
   double recompute_bytes = 0;                  // working set of the layer being recomputed
   int layers = 0, recomputed_layers = 0;
+
+  // A rank's total over its chunks (the recompute working set is one layer's, not a sum).
+  ChunkPart& operator+=(const ChunkPart& q) {
+    forward_s += q.forward_s;
+    backward_s += q.backward_s;
+    weight_grad_s += q.weight_grad_s;
+    recompute_s += q.recompute_s;
+    recompute_comm_s += q.recompute_comm_s;
+    recompute_flops += q.recompute_flops;
+    tp_forward_s += q.tp_forward_s;
+    tp_backward_s += q.tp_backward_s;
+    cp_forward_s += q.cp_forward_s;
+    cp_backward_s += q.cp_backward_s;
+    ep_forward_s += q.ep_forward_s;
+    ep_backward_s += q.ep_backward_s;
+    dense_params += q.dense_params;
+    expert_params += q.expert_params;
+    kept_bytes += q.kept_bytes;
+    recompute_bytes = std::max(recompute_bytes, q.recompute_bytes);
+    layers += q.layers;
+    recomputed_layers += q.recomputed_layers;
+    return *this;
+  }
+  // Passes of one micro-batch incl. exposed TP/CP/EP communication (ZeRO-3 traffic comes on top).
+  [[nodiscard]] double forward_with_comm_s() const { return forward_s + tp_forward_s + cp_forward_s + ep_forward_s; }
+  [[nodiscard]] double backward_with_comm_s() const {
+    return backward_s + recompute_s + tp_backward_s + cp_backward_s + ep_backward_s + recompute_comm_s;
+  }
 };
 
-// Everything estimate() and pipeline_problem() share.
-struct Analysis {
-  Estimate out;
-  sim::PipelineProblem problem;
-  // Per rank, per micro-batch: exposed TP (incl. recompute), CP, EP and ZeRO-3 communication.
-  std::vector<double> stage_tp, stage_cp, stage_ep, stage_z3;
-  std::vector<double> kept_per_microbatch, recompute_bytes;  // per rank
-  double hardware_extra_flops = 0;
-  double fragmentation = 0;
+// Bytes per parameter held and moved, by precision and optimizer.
+struct ParamBytes {
+  double grad;             // fp32 main_grad (Megatron) or bf16
+  double weight;           // bf16 (+ fp8 copy)
+  double optimizer;        // fp32 master (+ momentum) (+ variance)
+  double optimizer_traffic;  // read + written by one optimizer step
 };
 
-Analysis analyse(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
-                 const ParallelConfig& requested, const Calibration& cal, const EstimateOptions& options) {
-  Analysis a;
-  Estimate& out = a.out;
-  out.config = resolve(requested, model, cluster, training);
-  const ParallelConfig& p = out.config;
-  const GpuSpec& gpu = cluster.gpu;
-  const double peak = gpu.peak_flops_per_s(training.precision);
-  const Context c{model,
-                  cluster,
-                  training,
-                  p,
-                  cal,
-                  Device{peak, cal.gemm_efficiency_for(gpu.name), cal.gemm_half_efficiency_dim,
-                         peak * cal.attention_efficiency, gpu.hbm_bandwidth_bytes_per_s * cal.hbm_efficiency},
-                  Fabric{Link{cluster.intra_node_bandwidth_bytes_per_s * cal.intra_node_bandwidth_efficiency,
-                              cluster.intra_node_latency_s},
-                         Link{cluster.inter_node_bandwidth_bytes_per_s * cal.inter_node_bandwidth_efficiency,
-                              cluster.inter_node_latency_s}},
-                  static_cast<double>(p.mbs) * training.seq_len / p.cp};
-  const int m = p.num_microbatches(training);
-  out.num_microbatches = m;
-  const Device& d = c.device;
+ParamBytes param_bytes(const TrainingSpec& training) {
+  return ParamBytes{
+      .grad = training.fp32_grad_accumulation ? 4.0 : 2.0,
+      .weight = training.precision == Precision::kFP8 ? 3.0 : 2.0,
+      .optimizer = training.optimizer == Optimizer::kSGD ? 8.0 : 12.0,
+      // Adam reads+writes master, m, v (24), reads the fp32 grad (4), writes the bf16 weight (2);
+      // SGD with momentum: 16 + 4 + 2.
+      .optimizer_traffic = training.optimizer == Optimizer::kSGD ? 22.0 : 30.0};
+}
 
-  const LayerCost dense = layer_cost(c, false);
-  LayerCost moe;
-  if (model.moe) moe = layer_cost(c, true);
+// Optimizer-state sharding: dense parameters over op x cp ranks (cp ranks hold the same weights),
+// expert parameters over their share of the expert-data-parallel group.
+struct ShardDegrees {
+  int expert_dp;
+  double dense;
+  double expert;
+};
 
-  const double t = p.tp;
-  const double sp_div = p.sequence_parallel ? t : 1;
-  const double h = model.hidden_size;
-  const double vocab_local = static_cast<double>(model.vocab_size) / t;
-  const ParamCounts counts = count_parameters(model);
-  const double grad_bytes = training.fp32_grad_accumulation ? 4 : 2;
-  const double weight_bytes = training.precision == Precision::kFP8 ? 3 : 2;  // bf16 + fp8 copy
-  const double optimizer_bytes = training.optimizer == Optimizer::kSGD ? 8 : 12;  // fp32 master (+m) (+v)
-  // Optimizer step, bytes per locally owned parameter: Adam reads+writes master, m, v (24), reads
-  // the fp32 grad (4), writes the bf16 weight (2); SGD with momentum: 16 + 4 + 2.
-  const double optimizer_traffic = training.optimizer == Optimizer::kSGD ? 22 : 30;
-
-  // Optimizer-state sharding: dense parameters over op x cp ranks (cp ranks hold the same weights),
-  // expert parameters over their share of the expert-data-parallel group.
+ShardDegrees shard_degrees(const ParallelConfig& p) {
   const int expert_dp = p.dp * p.cp / p.ep;
-  const double dense_shard = p.zero > 0 ? static_cast<double>(p.op) * p.cp : 1;
-  const double expert_shard = p.zero > 0 ? std::max(1.0, static_cast<double>(expert_dp) * p.op / p.dp) : 1;
-  const GroupPlacement dense_shard_group = place_group(static_cast<int>(dense_shard), p.tp, cluster.gpus_per_node);
-  const GroupPlacement dense_replica_group =
-      place_group(p.zero > 0 ? p.dp / p.op : p.dp * p.cp, p.tp * static_cast<int>(dense_shard), cluster.gpus_per_node);
-  const GroupPlacement expert_shard_group = place_group(static_cast<int>(expert_shard), p.tp * p.ep, cluster.gpus_per_node);
-  const GroupPlacement expert_replica_group =
-      place_group(p.zero > 0 ? static_cast<int>(expert_dp / expert_shard) : expert_dp,
-                  p.tp * p.ep * static_cast<int>(expert_shard), cluster.gpus_per_node);
+  return ShardDegrees{expert_dp, p.zero > 0 ? static_cast<double>(p.op) * p.cp : 1,
+                      p.zero > 0 ? std::max(1.0, static_cast<double>(expert_dp) * p.op / p.dp) : 1};
+}
 
-  // Pipeline P2P: one activation (or its gradient) per micro-batch per stage boundary. Rank r holds
-  // GPUs [r·S, (r+1)·S), S = tp·cp·dp; a boundary inside one node uses NVLink, else the network.
-  const int rank_gpus = p.tp * p.cp * p.dp;
-  const double p2p_bytes = c.tokens * h * kActivationBytes / sp_div;
-  auto boundary_p2p_s = [&](int r) {
+// A rank's memory without activations: weights, gradients and optimizer state of its parameters
+// under ZeRO sharding (Rajbhandari et al. 2020), the fixed buffers and the last stage's logits.
+MemoryBreakdown static_memory(const ParallelConfig& p, const ParamBytes& bytes, const ShardDegrees& shards,
+                              const Calibration& cal, double dense_params, double expert_params,
+                              double largest_layer_params, double logits_bytes) {
+  MemoryBreakdown mem;
+  const double params = dense_params + expert_params;
+  const double sharded_params = dense_params / shards.dense + expert_params / shards.expert;
+  mem.weights_bytes = bytes.weight * (p.zero == 3 ? sharded_params : params);
+  if (p.zero == 3) mem.weights_bytes += 2 * 2 * largest_layer_params;  // two layers gathered (current + prefetched)
+  mem.grads_bytes = bytes.grad * (p.zero >= 2 ? sharded_params : params);
+  mem.optimizer_bytes = bytes.optimizer * (p.zero >= 1 ? sharded_params : params);
+  mem.other_bytes = cal.cuda_context_bytes + cal.comm_buffer_bytes + logits_bytes;
+  return mem;
+}
+
+// A pipeline rank as estimate() needs it: the replay's input and the report's per-stage figures.
+struct RankCost {
+  sim::StageCost sim;
+  StageEstimate estimate;  // memory without activations
+  double tp_s = 0, cp_s = 0, ep_s = 0, zero3_s = 0;  // exposed per micro-batch
+  double kept_bytes = 0, recompute_bytes = 0, recompute_flops = 0;
+};
+
+}  // namespace
+
+// Everything about one configuration that does not depend on which layers a stage holds.
+struct StageCostModel::Impl {
+  ParallelConfig config;  // resolved
+  EstimateOptions options;
+  Context c;
+  int microbatches = 0;
+  LayerCost dense, moe;
+  ParamCounts counts;
+  ParamBytes bytes;
+  ShardDegrees shards;
+  GroupPlacement dense_shard_group, dense_replica_group, expert_shard_group, expert_replica_group;
+  double sp_div = 1, vocab_local = 0;
+
+  Impl(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training, const ParallelConfig& requested,
+       const Calibration& cal, const EstimateOptions& opts)
+      : config(resolve(requested, model, cluster, training)),
+        options(opts),
+        c{model,
+          cluster,
+          training,
+          config,
+          cal,
+          Device{cluster.gpu.peak_flops_per_s(training.precision), cal.gemm_efficiency_for(cluster.gpu.name),
+                 cal.gemm_half_efficiency_dim, cluster.gpu.peak_flops_per_s(training.precision) * cal.attention_efficiency,
+                 cluster.gpu.hbm_bandwidth_bytes_per_s * cal.hbm_efficiency},
+          Fabric{Link{cluster.intra_node_bandwidth_bytes_per_s * cal.intra_node_bandwidth_efficiency,
+                      cluster.intra_node_latency_s},
+                 Link{cluster.inter_node_bandwidth_bytes_per_s * cal.inter_node_bandwidth_efficiency,
+                      cluster.inter_node_latency_s}},
+          static_cast<double>(config.mbs) * training.seq_len / config.cp},
+        microbatches(config.num_microbatches(training)),
+        dense(layer_cost(c, false)),
+        counts(count_parameters(model)),
+        bytes(param_bytes(training)),
+        shards(shard_degrees(config)) {
+    if (model.moe) moe = layer_cost(c, true);
+    const ParallelConfig& p = config;
     const int gpn = cluster.gpus_per_node;
-    const bool wrap = r == p.pp - 1;
-    const bool same_node = wrap ? p.pp * rank_gpus <= gpn
-                                : (r * rank_gpus) / gpn == ((r + 2) * rank_gpus - 1) / gpn;
-    return p2p_s(p2p_bytes, same_node ? c.fabric.intra : c.fabric.inter);
-  };
+    dense_shard_group = place_group(static_cast<int>(shards.dense), p.tp, gpn);
+    dense_replica_group = place_group(p.zero > 0 ? p.dp / p.op : p.dp * p.cp, p.tp * static_cast<int>(shards.dense), gpn);
+    expert_shard_group = place_group(static_cast<int>(shards.expert), p.tp * p.ep, gpn);
+    expert_replica_group = place_group(p.zero > 0 ? static_cast<int>(shards.expert_dp / shards.expert) : shards.expert_dp,
+                                       p.tp * p.ep * static_cast<int>(shards.expert), gpn);
+    sp_div = p.sequence_parallel ? p.tp : 1;
+    vocab_local = static_cast<double>(model.vocab_size) / p.tp;
+  }
 
-  // --- Pipeline problem ------------------------------------------------------------------------------
-  sim::PipelineProblem& pb = a.problem;
-  pb.microbatches = m;
-  pb.schedule = p.schedule;
-  // Without overlap-grad-reduce Megatron reduces all gradients after the flush (finalize_model_grads):
-  // that is the shifted placement.
-  pb.grad_sync = (p.grad_sync == GradSync::kOverlapped && !p.overlap_grad_reduce) ? GradSync::kShifted : p.grad_sync;
-  pb.overlap_window = cal.dp_overlap;
-  pb.blocking_p2p = !p.overlap_p2p;
-  pb.iteration_overhead_s = cal.iteration_overhead_s;
-  pb.stages.resize(static_cast<std::size_t>(p.pp));
-
-  const int v = p.vpp;
-  const int virtual_stages = p.pp * v;
-  // First decoder layer of each virtual stage (chunk c of rank r is virtual stage c·p + r).
-  std::vector<int> first_layer_of(static_cast<std::size_t>(virtual_stages) + 1, 0);
-  for (int k = 0; k < virtual_stages; ++k)
-    first_layer_of[k + 1] = first_layer_of[k] + p.stage_layers[static_cast<std::size_t>(k % p.pp)] / v;
-
-  auto chunk_part = [&](int rank, int chunk, int recomputed) {
+  // Decoder layers [first_layer, first_layer + layers) as one chunk, `recomputed` of them fully
+  // recomputed; `first`/`last`: the chunk holds the embedding / the output layer and loss.
+  ChunkPart chunk(int first_layer, int layers, int recomputed, bool first, bool last) const {
+    const ModelSpec& model = c.model;
+    const ParallelConfig& p = config;
+    const Device& d = c.device;
+    const double t = p.tp, h = model.hidden_size;
     ChunkPart part;
-    const int k = chunk * p.pp + rank;
-    const int first_layer = first_layer_of[k];
-    part.layers = first_layer_of[k + 1] - first_layer;
+    part.layers = layers;
     part.recomputed_layers = recomputed;
-    const int n_moe = moe_layers_below(model, first_layer + part.layers) - moe_layers_below(model, first_layer);
-    const int n_dense = part.layers - n_moe;
+    const int n_moe = moe_layers_below(model, first_layer + layers) - moe_layers_below(model, first_layer);
+    const int n_dense = layers - n_moe;
     // Recomputed layers are taken from the dense ones first (they are the cheaper kind to redo).
     const int rc_dense = std::min(recomputed, n_dense);
     const int rc_moe = recomputed - rc_dense;
@@ -412,7 +454,6 @@ Analysis analyse(const ModelSpec& model, const ClusterSpec& cluster, const Train
     // Embedding on the first virtual stage (a lookup: memory-bound; its gradient is a weight
     // gradient); output layer and loss on the last: logits GEMM (tokens x V/t x h) and a fused
     // softmax cross-entropy over fp32 logits.
-    const bool first = k == 0, last = k == virtual_stages - 1;
     if (first) {
       part.forward_s += kActivationBytes * c.tokens * h / d.hbm_bytes_per_s;
       part.backward_s += 3 * kActivationBytes * c.tokens * h / d.hbm_bytes_per_s;
@@ -446,7 +487,240 @@ Analysis analyse(const ModelSpec& model, const ClusterSpec& cluster, const Train
     if (recomputed > 0)
       part.recompute_bytes = std::max(rc_dense > 0 ? dense.activation_bytes : 0, rc_moe > 0 ? moe.activation_bytes : 0);
     return part;
+  }
+
+  // Recomputed layers of a rank spread over its v chunks, earlier chunks first.
+  int recomputed_in_chunk(int recomputed, int chunk) const {
+    return recomputed / config.vpp + (chunk < recomputed % config.vpp ? 1 : 0);
+  }
+
+  // ZeRO-3: gather each layer's parameters forward and backward, reduce-scatter its gradients,
+  // every micro-batch (FSDP FULL_SHARD; Zhao et al. 2023). Prefetch hides it behind the layer's
+  // compute; the first layer's gather is always exposed. Returns the exposed {forward, backward}.
+  std::pair<double, double> zero3_exposed_s(const ChunkPart& rank_total) const {
+    if (config.zero != 3) return {0, 0};
+    const double gather_bytes = c.training.fp32_param_gather ? 4 : 2;
+    const double gather = all_gather_s(rank_total.dense_params * gather_bytes, dense_shard_group, c.fabric) +
+                          all_gather_s(rank_total.expert_params * gather_bytes, expert_shard_group, c.fabric);
+    const double scatter = reduce_scatter_s(rank_total.dense_params * bytes.grad, dense_shard_group, c.fabric) +
+                           reduce_scatter_s(rank_total.expert_params * bytes.grad, expert_shard_group, c.fabric);
+    const double hide = config.overlap_param_gather ? c.calibration.dp_overlap : 0;
+    const double first_gather = gather / std::max(1, rank_total.layers);
+    return {std::max(first_gather, gather - hide * rank_total.forward_s),
+            std::max(first_gather, gather + scatter - hide * rank_total.backward_s)};
+  }
+
+  double largest_layer_params() const {
+    return std::max(dense.params_dense + dense.params_expert, moe.params_dense + moe.params_expert);
+  }
+  // fp32 logits and their gradient on the last stage: tokens x V/t x (2 + 4) bytes.
+  double logits_bytes(int rank) const { return rank == config.pp - 1 ? c.tokens * vocab_local * 6 : 0; }
+
+  RankCost rank_cost(int s, const std::vector<ChunkPart>& parts) const;
+};
+
+// Pipeline rank `s` made of `parts` (one per model chunk): its costs per micro-batch, its
+// once-per-iteration data-parallel work and its memory without activations.
+RankCost StageCostModel::Impl::rank_cost(int s, const std::vector<ChunkPart>& parts) const {
+  const ParallelConfig& p = config;
+  const Calibration& cal = c.calibration;
+  const ClusterSpec& cluster = c.cluster;
+  const int v = p.vpp;
+  RankCost out;
+  StageEstimate& st = out.estimate;
+  sim::StageCost& sc = out.sim;
+  ChunkPart total;
+  for (const ChunkPart& q : parts) total += q;
+  st.layers = total.layers;
+  st.recomputed_layers = total.recomputed_layers;
+  const double dense_params = total.dense_params, expert_params = total.expert_params;
+  st.params = dense_params + expert_params;
+
+  const auto [zero3_forward_s, zero3_backward_s] = zero3_exposed_s(total);
+  double grad_sync = 0, param_gather = 0;
+  if (p.zero == 3) {
+    // Across replicas (op < dp, hybrid sharding): one all-reduce of the gradient shard.
+    grad_sync = all_reduce_s(dense_params * bytes.grad / shards.dense, dense_replica_group, c.fabric) +
+                all_reduce_s(expert_params * bytes.grad / shards.expert, expert_replica_group, c.fabric);
+  } else if (p.zero == 0) {
+    // --- Data-parallel gradient synchronisation once per iteration ------------------------------
+    // ZeRO-0: all-reduce the gradients over dp x cp.
+    grad_sync = all_reduce_s(dense_params * bytes.grad, dense_replica_group, c.fabric) +
+                all_reduce_s(expert_params * bytes.grad, expert_replica_group, c.fabric);
+  } else {
+    // ZeRO-1/2 (Rajbhandari et al. 2020; Megatron distributed optimizer): reduce-scatter over the
+    // shard group, all-reduce the shard across replicas, all-gather the updated bf16 parameters.
+    grad_sync = reduce_scatter_s(dense_params * bytes.grad, dense_shard_group, c.fabric) +
+                all_reduce_s(dense_params * bytes.grad / shards.dense, dense_replica_group, c.fabric) +
+                reduce_scatter_s(expert_params * bytes.grad, expert_shard_group, c.fabric) +
+                all_reduce_s(expert_params * bytes.grad / shards.expert, expert_replica_group, c.fabric);
+    param_gather = all_gather_s(dense_params * 2, dense_shard_group, c.fabric) +
+                   all_gather_s(expert_params * 2, expert_shard_group, c.fabric);
+  }
+  // The parameter all-gather overlaps the next iteration's forward (overlap-param-gather); what
+  // is left is exposed after the optimizer step.
+  sc.param_gather_s =
+      p.overlap_param_gather ? std::max(0.0, param_gather - cal.dp_overlap * total.forward_s) : param_gather;
+  const double owned_params = dense_params / shards.dense + expert_params / shards.expert;
+  sc.optimizer_s = owned_params * bytes.optimizer_traffic / c.device.hbm_bytes_per_s;
+  sc.memory_capacity_bytes = cluster.gpu.memory_bytes;
+
+  // Chunk costs for the replay: communication and ZeRO-3 traffic go with the pass that waits for
+  // them; the gradient reduction is split by each chunk's share of the parameters.
+  sc.chunks.resize(static_cast<std::size_t>(v));
+  for (int ch = 0; ch < v; ++ch) {
+    const ChunkPart& q = parts[static_cast<std::size_t>(ch)];
+    const double layer_share = st.layers > 0 ? static_cast<double>(q.layers) / st.layers : 1.0 / v;
+    const double chunk_params = q.dense_params + q.expert_params;
+    sim::ChunkCost& cc = sc.chunks[static_cast<std::size_t>(ch)];
+    cc.forward_s = q.forward_with_comm_s() + layer_share * zero3_forward_s;
+    cc.backward_weight_s = q.weight_grad_s;
+    cc.backward_input_s = q.backward_with_comm_s() - q.weight_grad_s + layer_share * zero3_backward_s;
+    // The allocator's fragmentation comes on top of the activations (Calibration::fragmentation).
+    cc.activation_bytes = q.kept_bytes * (1 + cal.fragmentation);
+    cc.recompute_bytes = q.recompute_bytes * (1 + cal.fragmentation);
+    cc.grad_sync_s = st.params > 0 ? grad_sync * chunk_params / st.params : grad_sync / v;
+    cc.grad_sync_buckets = std::max(1, static_cast<int>(std::ceil(chunk_params / grad_bucket_params(p))));
+  }
+
+  st.compute_s = total.forward_s + total.backward_s + total.recompute_s;
+  st.forward_s = total.forward_with_comm_s() + zero3_forward_s;
+  st.backward_s = total.backward_with_comm_s() + zero3_backward_s;
+  out.tp_s = total.tp_forward_s + total.tp_backward_s + total.recompute_comm_s;
+  out.cp_s = total.cp_forward_s + total.cp_backward_s;
+  out.ep_s = total.ep_forward_s + total.ep_backward_s;
+  out.zero3_s = zero3_forward_s + zero3_backward_s;
+  out.kept_bytes = total.kept_bytes;
+  out.recompute_bytes = total.recompute_bytes;
+  out.recompute_flops = total.recompute_flops;
+
+  st.memory = static_memory(p, bytes, shards, cal, dense_params, expert_params, largest_layer_params(), logits_bytes(s));
+  sc.static_memory_bytes = st.memory.total_bytes();
+  return out;
+}
+
+StageCostModel::StageCostModel(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                               const ParallelConfig& config, const Calibration& calibration,
+                               const EstimateOptions& options)
+    : impl_(std::make_unique<Impl>(model, cluster, training, config, calibration, options)) {}
+
+StageCostModel::~StageCostModel() = default;
+
+const ParallelConfig& StageCostModel::config() const { return impl_->config; }
+int StageCostModel::num_microbatches() const { return impl_->microbatches; }
+double StageCostModel::memory_limit_bytes() const {
+  return impl_->c.cluster.gpu.memory_bytes * (1 - impl_->options.memory_margin);
+}
+
+bool StageCostModel::layers_alike() const {
+  const ModelSpec& m = impl_->c.model;
+  return !m.moe || (m.moe->first_dense_layers == 0 && m.moe->layer_freq == 1);
+}
+
+StageWork StageCostModel::stage_work(int rank, int first_layer, int layers, int recomputed, double in_flight) const {
+  const Impl& im = *impl_;
+  const int v = im.config.vpp;
+  const int chunk_layers = layers / v;
+  ChunkPart total;
+  for (int ch = 0; ch < v; ++ch)
+    total += im.chunk(first_layer + ch * chunk_layers, chunk_layers, im.recomputed_in_chunk(recomputed, ch),
+                      rank == 0 && ch == 0, rank == im.config.pp - 1 && ch == v - 1);
+  const auto [zero3_forward_s, zero3_backward_s] = im.zero3_exposed_s(total);
+  StageWork w;
+  w.time_s = total.forward_with_comm_s() + total.backward_with_comm_s() + zero3_forward_s + zero3_backward_s;
+  const MemoryBreakdown mem = static_memory(im.config, im.bytes, im.shards, im.c.calibration, total.dense_params,
+                                            total.expert_params, im.largest_layer_params(), im.logits_bytes(rank));
+  w.memory_bytes =
+      mem.total_bytes() + (1 + im.c.calibration.fragmentation) * (in_flight * total.kept_bytes + total.recompute_bytes);
+  return w;
+}
+
+PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfig& q) {
+  const StageCostModel::Impl& im = layers.impl();
+  const ParallelConfig& p = im.config;
+  if (q.tp != p.tp || q.cp != p.cp || q.ep != p.ep || q.expert_tp() != p.expert_tp() || q.mbs != p.mbs ||
+      q.sequence_parallel != p.sequence_parallel || q.recompute != p.recompute || q.tp_comm_overlap != p.tp_comm_overlap)
+    throw Error(fmt::format("planning_bounds: candidate '{}' has other layer costs than '{}'", to_string(q), to_string(p)));
+  const ModelSpec& model = im.c.model;
+  const Calibration& cal = im.c.calibration;
+  PlanningBounds b;
+
+  // --- Time ---------------------------------------------------------------------------------------------
+  const ChunkPart whole = im.chunk(0, model.num_layers, 0, true, true);
+  const double work = whole.forward_with_comm_s() + whole.backward_with_comm_s();
+  const double m = q.num_microbatches(im.c.training);
+  const double pp = q.pp;
+  double rho = 1;  // fraction of an earlier rank's per-micro-batch work that fills the pipeline
+  if (q.schedule == Schedule::kInterleaved1F1B) rho = layers.layers_alike() ? 1.0 / q.vpp : 0;
+  if (q.schedule == Schedule::kZeroBubbleH1) rho = 0;
+  const double pipeline = rho > 0 ? work * rho / (1 - std::pow(1 - rho / m, pp)) : m * work / pp;
+  b.iteration_time_s = pipeline + cal.iteration_overhead_s;
+
+  // --- Memory ------------------------------------------------------------------------------------------
+  const double smallest_kept_layer =
+      q.recompute == RecomputeMode::kFull
+          ? std::min(im.dense.input_bytes, model.moe ? im.moe.input_bytes : im.dense.input_bytes)
+          : std::min(im.dense.activation_bytes, model.moe ? im.moe.activation_bytes : im.dense.activation_bytes);
+  const MemoryBreakdown mean = static_memory(q, im.bytes, shard_degrees(q), cal, whole.dense_params / pp,
+                                             whole.expert_params / pp, 0, im.c.tokens * im.vocab_local * 6 / pp);
+  b.memory_bytes = mean.total_bytes() + (1 + cal.fragmentation) * smallest_kept_layer * model.num_layers / pp;
+  return b;
+}
+
+namespace {
+
+// Everything estimate() and pipeline_problem() share.
+struct Analysis {
+  Estimate out;
+  sim::PipelineProblem problem;
+  // Per rank, per micro-batch: exposed TP (incl. recompute), CP, EP and ZeRO-3 communication.
+  std::vector<double> stage_tp, stage_cp, stage_ep, stage_z3;
+  std::vector<double> kept_per_microbatch, recompute_bytes;  // per rank
+  double hardware_extra_flops = 0;
+  double fragmentation = 0;
+};
+
+Analysis analyse(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                 const ParallelConfig& requested, const Calibration& cal, const EstimateOptions& options) {
+  const StageCostModel stage_model(model, cluster, training, requested, cal, options);
+  const StageCostModel::Impl& im = stage_model.impl();
+  Analysis a;
+  Estimate& out = a.out;
+  out.config = im.config;
+  const ParallelConfig& p = out.config;
+  const int m = im.microbatches;
+  out.num_microbatches = m;
+
+  // Pipeline P2P: one activation (or its gradient) per micro-batch per stage boundary. Rank r holds
+  // GPUs [r·S, (r+1)·S), S = tp·cp·dp; a boundary inside one node uses NVLink, else the network.
+  const int rank_gpus = p.tp * p.cp * p.dp;
+  const double p2p_bytes = im.c.tokens * model.hidden_size * kActivationBytes / im.sp_div;
+  auto boundary_p2p_s = [&](int r) {
+    const int gpn = cluster.gpus_per_node;
+    const bool wrap = r == p.pp - 1;
+    const bool same_node = wrap ? p.pp * rank_gpus <= gpn
+                                : (r * rank_gpus) / gpn == ((r + 2) * rank_gpus - 1) / gpn;
+    return p2p_s(p2p_bytes, same_node ? im.c.fabric.intra : im.c.fabric.inter);
   };
+
+  // --- Pipeline problem ------------------------------------------------------------------------------
+  sim::PipelineProblem& pb = a.problem;
+  pb.microbatches = m;
+  pb.schedule = p.schedule;
+  // Without overlap-grad-reduce Megatron reduces all gradients after the flush (finalize_model_grads):
+  // that is the shifted placement.
+  pb.grad_sync = (p.grad_sync == GradSync::kOverlapped && !p.overlap_grad_reduce) ? GradSync::kShifted : p.grad_sync;
+  pb.overlap_window = cal.dp_overlap;
+  pb.blocking_p2p = !p.overlap_p2p;
+  pb.iteration_overhead_s = cal.iteration_overhead_s;
+  pb.stages.resize(static_cast<std::size_t>(p.pp));
+
+  const int v = p.vpp;
+  const int virtual_stages = p.pp * v;
+  // First decoder layer of each virtual stage (chunk c of rank r is virtual stage c·p + r).
+  std::vector<int> first_layer_of(static_cast<std::size_t>(virtual_stages) + 1, 0);
+  for (int k = 0; k < virtual_stages; ++k)
+    first_layer_of[k + 1] = first_layer_of[k] + p.stage_layers[static_cast<std::size_t>(k % p.pp)] / v;
 
   out.stages.resize(static_cast<std::size_t>(p.pp));
   a.stage_tp.assign(p.pp, 0);
@@ -457,131 +731,31 @@ Analysis analyse(const ModelSpec& model, const ClusterSpec& cluster, const Train
   a.recompute_bytes.assign(p.pp, 0);
   std::vector<ChunkPart> parts(static_cast<std::size_t>(v));
   for (int s = 0; s < p.pp; ++s) {
-    StageEstimate& st = out.stages[static_cast<std::size_t>(s)];
-    sim::StageCost& sc = pb.stages[static_cast<std::size_t>(s)];
-    st.layers = p.stage_layers[static_cast<std::size_t>(s)];
-    st.recomputed_layers = p.recompute != RecomputeMode::kFull       ? 0
-                           : !p.stage_recompute_layers.empty()       ? p.stage_recompute_layers[static_cast<std::size_t>(s)]
-                           : p.recompute_layers < 0                  ? st.layers
-                                                                     : std::min(p.recompute_layers, st.layers);
-    // Rank totals over its chunks (recomputed layers spread over the chunks, earlier chunks first).
-    ChunkPart total;
+    const int layers = p.stage_layers[static_cast<std::size_t>(s)];
+    const int recomputed = p.recompute != RecomputeMode::kFull    ? 0
+                           : !p.stage_recompute_layers.empty()    ? p.stage_recompute_layers[static_cast<std::size_t>(s)]
+                           : p.recompute_layers < 0               ? layers
+                                                                  : std::min(p.recompute_layers, layers);
     for (int ch = 0; ch < v; ++ch) {
-      const int recomputed = st.recomputed_layers / v + (ch < st.recomputed_layers % v ? 1 : 0);
-      parts[ch] = chunk_part(s, ch, recomputed);
-      const ChunkPart& q = parts[ch];
-      total.forward_s += q.forward_s;
-      total.backward_s += q.backward_s;
-      total.recompute_s += q.recompute_s;
-      total.recompute_comm_s += q.recompute_comm_s;
-      total.recompute_flops += q.recompute_flops;
-      total.tp_forward_s += q.tp_forward_s;
-      total.tp_backward_s += q.tp_backward_s;
-      total.cp_forward_s += q.cp_forward_s;
-      total.cp_backward_s += q.cp_backward_s;
-      total.ep_forward_s += q.ep_forward_s;
-      total.ep_backward_s += q.ep_backward_s;
-      total.dense_params += q.dense_params;
-      total.expert_params += q.expert_params;
-      total.kept_bytes += q.kept_bytes;
-      total.recompute_bytes = std::max(total.recompute_bytes, q.recompute_bytes);
+      const int k = ch * p.pp + s;
+      parts[static_cast<std::size_t>(ch)] =
+          im.chunk(first_layer_of[k], first_layer_of[k + 1] - first_layer_of[k], im.recomputed_in_chunk(recomputed, ch),
+                   k == 0, k == virtual_stages - 1);
     }
-    const double fwd = total.forward_s, bwd = total.backward_s;
-    const double dense_params = total.dense_params, expert_params = total.expert_params;
-    st.params = dense_params + expert_params;
-
-    // --- ZeRO-3: gather each layer's parameters forward and backward, reduce-scatter its
-    // gradients, every micro-batch (FSDP FULL_SHARD; Zhao et al. 2023). Prefetch hides it behind
-    // the layer's compute; the first layer's gather is always exposed.
-    double zero3_forward_s = 0, zero3_backward_s = 0;
-    double grad_sync = 0, param_gather = 0;
-    if (p.zero == 3) {
-      const double gather_bytes = training.fp32_param_gather ? 4 : 2;
-      const double gather = all_gather_s(dense_params * gather_bytes, dense_shard_group, c.fabric) +
-                            all_gather_s(expert_params * gather_bytes, expert_shard_group, c.fabric);
-      const double scatter = reduce_scatter_s(dense_params * grad_bytes, dense_shard_group, c.fabric) +
-                             reduce_scatter_s(expert_params * grad_bytes, expert_shard_group, c.fabric);
-      const double hide = p.overlap_param_gather ? cal.dp_overlap : 0;
-      const double first_gather = gather / std::max(1, st.layers);
-      zero3_forward_s = std::max(first_gather, gather - hide * fwd);
-      zero3_backward_s = std::max(first_gather, gather + scatter - hide * bwd);
-      // Across replicas (op < dp, hybrid sharding): one all-reduce of the gradient shard.
-      grad_sync = all_reduce_s(dense_params * grad_bytes / dense_shard, dense_replica_group, c.fabric) +
-                  all_reduce_s(expert_params * grad_bytes / expert_shard, expert_replica_group, c.fabric);
-    } else if (p.zero == 0) {
-      // --- Data-parallel gradient synchronisation once per iteration ------------------------------
-      // ZeRO-0: all-reduce the gradients over dp x cp.
-      grad_sync = all_reduce_s(dense_params * grad_bytes, dense_replica_group, c.fabric) +
-                  all_reduce_s(expert_params * grad_bytes, expert_replica_group, c.fabric);
-    } else {
-      // ZeRO-1/2 (Rajbhandari et al. 2020; Megatron distributed optimizer): reduce-scatter over the
-      // shard group, all-reduce the shard across replicas, all-gather the updated bf16 parameters.
-      grad_sync = reduce_scatter_s(dense_params * grad_bytes, dense_shard_group, c.fabric) +
-                  all_reduce_s(dense_params * grad_bytes / dense_shard, dense_replica_group, c.fabric) +
-                  reduce_scatter_s(expert_params * grad_bytes, expert_shard_group, c.fabric) +
-                  all_reduce_s(expert_params * grad_bytes / expert_shard, expert_replica_group, c.fabric);
-      param_gather = all_gather_s(dense_params * 2, dense_shard_group, c.fabric) +
-                     all_gather_s(expert_params * 2, expert_shard_group, c.fabric);
-    }
-    // The parameter all-gather overlaps the next iteration's forward (overlap-param-gather); what
-    // is left is exposed after the optimizer step.
-    sc.param_gather_s = p.overlap_param_gather ? std::max(0.0, param_gather - cal.dp_overlap * fwd) : param_gather;
-    const double owned_params = dense_params / dense_shard + expert_params / expert_shard;
-    sc.optimizer_s = owned_params * optimizer_traffic / d.hbm_bytes_per_s;
-    sc.p2p_next_s = p.pp > 1 ? boundary_p2p_s(s) : 0;
-    sc.memory_capacity_bytes = gpu.memory_bytes;
-
-    // Chunk costs for the replay: communication and ZeRO-3 traffic go with the pass that waits for
-    // them; the gradient reduction is split by each chunk's share of the parameters.
-    sc.chunks.resize(static_cast<std::size_t>(v));
-    for (int ch = 0; ch < v; ++ch) {
-      const ChunkPart& q = parts[ch];
-      const double layer_share = st.layers > 0 ? static_cast<double>(q.layers) / st.layers : 1.0 / v;
-      const double chunk_params = q.dense_params + q.expert_params;
-      sim::ChunkCost& cc = sc.chunks[static_cast<std::size_t>(ch)];
-      cc.forward_s = q.forward_s + q.tp_forward_s + q.cp_forward_s + q.ep_forward_s + layer_share * zero3_forward_s;
-      cc.backward_weight_s = q.weight_grad_s;
-      cc.backward_input_s = q.backward_s - q.weight_grad_s + q.recompute_s + q.tp_backward_s + q.cp_backward_s +
-                            q.ep_backward_s + q.recompute_comm_s + layer_share * zero3_backward_s;
-      // The allocator's fragmentation comes on top of the activations (Calibration::fragmentation).
-      cc.activation_bytes = q.kept_bytes * (1 + cal.fragmentation);
-      cc.recompute_bytes = q.recompute_bytes * (1 + cal.fragmentation);
-      cc.grad_sync_s = st.params > 0 ? grad_sync * chunk_params / st.params : grad_sync / v;
-      cc.grad_sync_buckets = std::max(1, static_cast<int>(std::ceil(chunk_params / grad_bucket_params(p))));
-    }
-
-    st.compute_s = fwd + bwd + total.recompute_s;
-    const double tp_s = total.tp_forward_s + total.tp_backward_s;
-    const double cp_s = total.cp_forward_s + total.cp_backward_s;
-    const double ep_s = total.ep_forward_s + total.ep_backward_s;
-    st.forward_s = fwd + total.tp_forward_s + total.cp_forward_s + total.ep_forward_s + zero3_forward_s;
-    st.backward_s = bwd + total.recompute_s + total.tp_backward_s + total.cp_backward_s + total.ep_backward_s +
-                    total.recompute_comm_s + zero3_backward_s;
-    a.stage_tp[s] = tp_s + total.recompute_comm_s;
-    a.stage_cp[s] = cp_s;
-    a.stage_ep[s] = ep_s;
-    a.stage_z3[s] = zero3_forward_s + zero3_backward_s;
-    a.hardware_extra_flops += total.recompute_flops * m * (static_cast<double>(p.dp) * p.tp * p.cp);
-    a.kept_per_microbatch[s] = total.kept_bytes;
-    a.recompute_bytes[s] = total.recompute_bytes;
-
-    // --- Memory without activations (the replay supplies those) --------------------------------------
-    MemoryBreakdown& mem = st.memory;
-    const double sharded_params = owned_params;
-    mem.weights_bytes = weight_bytes * (p.zero == 3 ? sharded_params : st.params);
-    if (p.zero == 3) {  // two layers' gathered parameters (current + prefetched)
-      const double layer_params = std::max(dense.params_dense + dense.params_expert, moe.params_dense + moe.params_expert);
-      mem.weights_bytes += 2 * 2 * layer_params;
-    }
-    mem.grads_bytes = grad_bytes * (p.zero >= 2 ? sharded_params : st.params);
-    mem.optimizer_bytes = optimizer_bytes * (p.zero >= 1 ? sharded_params : st.params);
-    // fp32 logits and their gradient on the last stage: tokens x V/t x (2 + 4) bytes.
-    const double logits = s == p.pp - 1 ? c.tokens * vocab_local * 6 : 0;
-    mem.other_bytes = cal.cuda_context_bytes + cal.comm_buffer_bytes + logits;
-    sc.static_memory_bytes = mem.weights_bytes + mem.grads_bytes + mem.optimizer_bytes + mem.other_bytes;
+    RankCost rank = im.rank_cost(s, parts);
+    rank.sim.p2p_next_s = p.pp > 1 ? boundary_p2p_s(s) : 0;
+    pb.stages[static_cast<std::size_t>(s)] = std::move(rank.sim);
+    out.stages[static_cast<std::size_t>(s)] = rank.estimate;
+    a.stage_tp[s] = rank.tp_s;
+    a.stage_cp[s] = rank.cp_s;
+    a.stage_ep[s] = rank.ep_s;
+    a.stage_z3[s] = rank.zero3_s;
+    a.hardware_extra_flops += rank.recompute_flops * m * (static_cast<double>(p.dp) * p.tp * p.cp);
+    a.kept_per_microbatch[s] = rank.kept_bytes;
+    a.recompute_bytes[s] = rank.recompute_bytes;
   }
   a.fragmentation = cal.fragmentation;
-  out.memory_limit_bytes = gpu.memory_bytes * (1 - options.memory_margin);
+  out.memory_limit_bytes = stage_model.memory_limit_bytes();
   return a;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "paratune/cost/calibration.h"
+#include "paratune/cost/stage_model.h"
 #include "paratune/sim/pipeline.h"
 #include "paratune/spec/hardware.h"
 #include "paratune/spec/model.h"
@@ -77,10 +78,6 @@ struct Estimate {
   double memory_limit_bytes = 0;  // GPU memory x (1 - margin)
   bool fits = true;
   std::string reason;  // why it does not fit (empty when it fits)
-};
-
-struct EstimateOptions {
-  double memory_margin = 0.05;  // fraction of GPU memory kept free when judging `fits`
 };
 
 // Throws Error when the configuration is invalid for the specs (see spec/parallel.h `resolve`).

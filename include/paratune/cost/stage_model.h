@@ -1,0 +1,86 @@
+// StageCostModel: what one pipeline stage costs as a function of the layers it holds.
+//
+// estimate() builds every stage of a configuration from this model, and the planner (module plan)
+// asks it about stages that do not exist yet: "stage 2 holding layers 30..47 with 6 of them fully
+// recomputed". Both go through the same per-layer costs, so a plan's predicted time is exactly what
+// `paratune estimate` says for it.
+#pragma once
+
+#include <memory>
+
+#include "paratune/cost/calibration.h"
+#include "paratune/spec/hardware.h"
+#include "paratune/spec/model.h"
+#include "paratune/spec/parallel.h"
+#include "paratune/spec/training.h"
+
+namespace paratune {
+
+struct EstimateOptions {
+  double memory_margin = 0.05;  // fraction of GPU memory kept free when judging `fits`
+};
+
+// One pipeline rank, one micro-batch.
+struct StageWork {
+  double time_s = 0;        // forward + backward (+ recompute) passes incl. exposed TP/CP/EP/ZeRO-3
+                            // communication, all of the rank's model chunks
+  double memory_bytes = 0;  // peak: weights, grads, optimizer state, other, and `in_flight`
+                            // micro-batches' activations (+ the working set of a recomputed layer)
+};
+
+// Lower bounds over every stage assignment and per-stage recompute of one configuration (the
+// planner prunes with them; see planning_bounds()).
+struct PlanningBounds {
+  double iteration_time_s = 0;
+  double memory_bytes = 0;  // of the fullest stage
+};
+
+class StageCostModel {
+ public:
+  // Throws Error when the configuration is invalid (see spec/parallel.h `resolve`). The specs and the
+  // calibration are referenced, not copied: they must outlive the model.
+  StageCostModel(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                 const ParallelConfig& config, const Calibration& calibration, const EstimateOptions& options = {});
+  ~StageCostModel();
+  StageCostModel(const StageCostModel&) = delete;
+  StageCostModel& operator=(const StageCostModel&) = delete;
+
+  [[nodiscard]] const ParallelConfig& config() const;  // resolved
+  [[nodiscard]] int num_microbatches() const;
+  [[nodiscard]] double memory_limit_bytes() const;  // GPU memory x (1 - margin)
+
+  // Pipeline rank `rank` holding decoder layers [first_layer, first_layer + layers), `recomputed` of
+  // them fully recomputed (recompute=full), with `in_flight` micro-batches' activations at its peak
+  // (e.g. from a replay: StageEstimate::in_flight_microbatches). With vpp > 1 the layers are split
+  // into vpp equal chunks whose layer kinds (dense/MoE) are counted as if they were consecutive:
+  // exact for models whose layers are all alike.
+  [[nodiscard]] StageWork stage_work(int rank, int first_layer, int layers, int recomputed, double in_flight) const;
+
+  // Whether the layer kinds differ along the model (MoE every k-th layer or dense first layers).
+  [[nodiscard]] bool layers_alike() const;
+
+  struct Impl;
+  [[nodiscard]] const Impl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Lower bounds for `candidate`, using per-layer costs from `layers`, whose configuration must agree
+// with the candidate on every axis that changes a layer's cost (tp, cp, ep, etp, mbs, sequence
+// parallelism, recompute mode, overlap flags); dp, pp, vpp, schedule, ZeRO stage and op may differ,
+// so one model serves every candidate with the same layer shape. Valid for any stage assignment
+// and any per-stage count of fully recomputed layers:
+//   time:   iteration >= max over ranks s of (sum_{j<s} rho·w_j + m·w_s) + overhead, the rank's own m
+//           micro-batches plus the fill it must wait for (1F1B, GPipe: rho = 1, the first forward
+//           and the last backward pass through every earlier rank; interleaved: rho = 1/v, one
+//           chunk; ZB-H1: rho = 0). Minimised over w_s >= 0 with sum w_s = W (the whole model's
+//           work for one micro-batch without full recompute or ZeRO-3 traffic) the terms are equal,
+//           giving W / ((1 - (1 - rho/m)^p) / rho)  (-> m·W/p as rho -> 0).
+//   memory: the fullest stage holds at least the mean: weights/grads/optimizer state of 1/p of the
+//           parameters under the candidate's ZeRO sharding, one micro-batch's activations of L/p
+//           layers in their smallest form (only inputs with recompute=full), the fixed buffers and
+//           1/p of the last stage's logits.
+PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfig& candidate);
+
+}  // namespace paratune
