@@ -1,5 +1,6 @@
 // The paratune program: parse flags, call the library, print, choose the exit code.
-// Exit codes: 0 success, 2 bad input (paratune::Error), 1 any other failure.
+// Exit codes: 0 success, 2 bad input (paratune::Error), 3 `plan` found nothing that fits, 1 any
+// other failure.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -8,7 +9,10 @@
 
 #include "paratune/calib/published_runs.h"
 #include "paratune/cost/estimate.h"
+#include "paratune/plan/planner.h"
 #include "paratune/report/estimate_report.h"
+#include "paratune/report/launch.h"
+#include "paratune/report/plan_report.h"
 #include "paratune/report/sim_report.h"
 #include "paratune/spec/io.h"
 #include "paratune/spec/presets.h"
@@ -172,6 +176,70 @@ int run_simulate(const SetupFlags& setup, const SimulateFlags& f, bool json) {
   return 0;
 }
 
+struct PlanFlags {
+  std::vector<std::string> fix, allow, max;
+  std::string base;
+  std::string emit;
+  int top = 5;
+  int keep = 16;
+  int threads = 1;
+  bool no_baselines = false;
+};
+
+// `paratune plan`: search every axis for the fastest configuration that fits.
+int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
+  const ModelSpec model = load_model(setup.model);
+  const ClusterSpec cluster = load_cluster(setup.cluster);
+  const TrainingSpec training = training_from(setup);
+  plan::PlanOptions options;
+  for (const std::string& text : f.fix) plan::add_constraints(options.space, text, plan::ConstraintKind::kFix, "--fix");
+  for (const std::string& text : f.allow) plan::add_constraints(options.space, text, plan::ConstraintKind::kAllow, "--allow");
+  for (const std::string& text : f.max) plan::add_constraints(options.space, text, plan::ConstraintKind::kMax, "--max");
+  if (!f.base.empty()) {
+    try {
+      options.base = parse_parallel_config(f.base);
+    } catch (const Error& e) {
+      throw e.with_context("--base");
+    }
+  }
+  if (f.top < 1) throw Error(fmt::format("--top {}: must be >= 1", f.top));
+  if (f.keep < 1) throw Error(fmt::format("--keep {}: must be >= 1", f.keep));
+  if (f.threads < 1) throw Error(fmt::format("--threads {}: must be >= 1", f.threads));
+  std::optional<Framework> framework;
+  if (!f.emit.empty()) {
+    try {
+      framework = parse_enum<Framework>(f.emit);
+    } catch (const Error& e) {
+      throw e.with_context("--emit");
+    }
+  }
+  options.top = f.top;
+  options.keep = std::max(f.keep, f.top);
+  options.threads = f.threads;
+  options.estimate.memory_margin = setup.memory_margin;
+  options.baselines = !f.no_baselines;
+  const plan::PlanResult result = plan::plan(model, cluster, training, options, calibration_from(setup));
+
+  std::optional<LaunchSettings> launch;
+  if (framework && !result.plans.empty())
+    launch = launch_settings(*framework, result.plans.front().estimate.config, model, training);
+  if (json) {
+    nlohmann::json j = to_json(result);
+    if (launch) j["launch"] = {{"framework", f.emit}, {"text", launch->text}, {"cannot_express", launch->cannot_express}};
+    write_json(j);
+  } else {
+    std::cout << format_plan(result, model, cluster, training);
+    if (launch) {
+      std::cout << fmt::format("\n{} launch settings for the winner:\n{}", f.emit, launch->text);
+      if (!launch->cannot_express.empty()) {
+        std::cout << fmt::format("\nnot expressible in {}:\n", f.emit);
+        for (const std::string& line : launch->cannot_express) std::cout << "  - " << line << "\n";
+      }
+    }
+  }
+  return result.plans.empty() ? 3 : 0;
+}
+
 int run_presets(bool json) {
   if (json) {
     nlohmann::json j{{"models", model_preset_names()}, {"gpus", nlohmann::json::array()}, {"clusters", nlohmann::json::array()}};
@@ -245,6 +313,22 @@ int main(int argc, char** argv) {
   simulate_cmd->add_option("--svg", sim_flags.svg_path, "write an SVG timeline");
   simulate_cmd->add_flag("--json", json, "machine-readable output");
 
+  SetupFlags plan_setup;
+  PlanFlags plan_flags;
+  auto* plan_cmd = app.add_subcommand("plan", "find the fastest parallel configuration that fits (searches every axis)");
+  add_setup_flags(plan_cmd, plan_setup);
+  plan_cmd->add_option("--fix", plan_flags.fix, "fix axes, e.g. tp=8 or tp=8,pp=4 (repeatable)");
+  plan_cmd->add_option("--allow", plan_flags.allow, "allowed values, e.g. zero=0,1 or schedule=1f1b,zb-h1 (repeatable)");
+  plan_cmd->add_option("--max", plan_flags.max, "upper bounds, e.g. pp=16 or mbs=4 (repeatable; mbs defaults to <= 16)");
+  plan_cmd->add_option("--base", plan_flags.base,
+                       "settings that are not searched, e.g. \"tp_comm_overlap=true,overlap_p2p=false\"");
+  plan_cmd->add_option("--top", plan_flags.top, "plans to rank")->capture_default_str();
+  plan_cmd->add_option("--keep", plan_flags.keep, "level-1 survivors refined first (K)")->capture_default_str();
+  plan_cmd->add_option("--threads", plan_flags.threads, "worker threads (same result for every count)")->capture_default_str();
+  plan_cmd->add_option("--emit", plan_flags.emit, "launch settings for the winner: megatron | torchtitan | deepspeed");
+  plan_cmd->add_flag("--no-baselines", plan_flags.no_baselines, "skip the expert and 3-axis baselines");
+  plan_cmd->add_flag("--json", json, "machine-readable output");
+
   std::string runs_path, calibration_in, calibration_out;
   auto* validate_cmd = app.add_subcommand("validate", "compare predictions with published training runs");
   validate_cmd->add_option("--runs", runs_path, "CSV with the columns of published_runs.csv")->required();
@@ -286,6 +370,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*simulate_cmd) return run_simulate(sim_setup, sim_flags, json);
+    if (*plan_cmd) return run_plan(plan_setup, plan_flags, json);
     const Calibration start = calibration_in.empty() ? default_calibration() : load_calibration(calibration_in);
     if (*validate_cmd) {
       const auto runs = read_published_runs(runs_path);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "paratune/cost/collectives.h"
 #include "paratune/cost/model_stats.h"
@@ -635,6 +636,41 @@ StageWork StageCostModel::stage_work(int rank, int first_layer, int layers, int 
   return w;
 }
 
+namespace {
+
+// min over k_s >= 1 with sum k_s = L / vpp of max_s w_s, w_s = k_s·vpp·layer + [s = 0]·embedding +
+// [s = pp-1]·head: the least bottleneck of any stage assignment when all layers are alike. The
+// optimum equals one of k·vpp·layer (+ embedding or + head); feasibility of a cap C is
+// sum_s floor((C - extra_s) / (vpp·layer)) >= L / vpp, monotone in C, so each family is binary-searched.
+double least_bottleneck_s(const StageCostModel::Impl& im, int pp, int vpp) {
+  auto work = [](const ChunkPart& c) { return c.forward_with_comm_s() + c.backward_with_comm_s(); };
+  const double block = work(im.chunk(0, vpp, 0, false, false));
+  const double embedding = work(im.chunk(0, 0, 0, true, false));
+  const double head = work(im.chunk(0, 0, 0, false, true));
+  const int blocks = im.c.model.num_layers / vpp;
+  if (pp == 1) return blocks * block + embedding + head;
+  auto fits = [&](double cap) {
+    auto most = [&](double extra) { return std::floor((cap - extra) / block + 1e-9); };
+    const double first = most(embedding), middle = most(0), last = most(head);
+    if (first < 1 || last < 1 || (pp > 2 && middle < 1)) return false;
+    return first + last + (pp - 2) * middle >= blocks;
+  };
+  double best = std::numeric_limits<double>::infinity();
+  for (double extra : {0.0, embedding, head}) {
+    int lo = 1, hi = blocks;
+    if (!fits(hi * block + extra)) continue;
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (fits(mid * block + extra)) hi = mid;
+      else lo = mid + 1;
+    }
+    best = std::min(best, lo * block + extra);
+  }
+  return best;
+}
+
+}  // namespace
+
 PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfig& q) {
   const StageCostModel::Impl& im = layers.impl();
   const ParallelConfig& p = im.config;
@@ -653,7 +689,12 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
   double rho = 1;  // fraction of an earlier rank's per-micro-batch work that fills the pipeline
   if (q.schedule == Schedule::kInterleaved1F1B) rho = layers.layers_alike() ? 1.0 / q.vpp : 0;
   if (q.schedule == Schedule::kZeroBubbleH1) rho = 0;
-  const double pipeline = rho > 0 ? work * rho / (1 - std::pow(1 - rho / m, pp)) : m * work / pp;
+  double pipeline = rho > 0 ? work * rho / (1 - std::pow(1 - rho / m, pp)) : m * work / pp;
+  // Whole layers: every rank runs its m micro-batches one after another, so the iteration takes at
+  // least m x the smallest possible bottleneck over assignments of blocks of vpp alike layers (the
+  // embedding on the first rank, the output layer on the last); with few blocks per rank this is
+  // well above the continuous bound.
+  if (layers.layers_alike()) pipeline = std::max(pipeline, m * least_bottleneck_s(im, q.pp, q.vpp));
   b.iteration_time_s = pipeline + cal.iteration_overhead_s;
 
   // --- Memory ------------------------------------------------------------------------------------------

@@ -1,0 +1,81 @@
+// `paratune plan`: the fastest parallel configuration that fits, searched jointly over every axis
+// in two levels (H2O, ../shared/papers/h2o-holistic-hyperparameter-optimization.txt).
+//
+// Level 1 enumerates every candidate of the search space (plan/space.h) with even stages and
+// bounds it from below in O(1) (cost/stage_model.h `planning_bounds`): candidates whose memory
+// bound exceeds the GPU are pruned; the rest are costed with estimate() in increasing order of
+// their time bound until the bound reaches the K-th best time found ("kept"). Level 2 refines
+// each kept candidate: the exact stage assignment and per-stage recompute (plan/stage_assignment.h),
+// timed by the pipeline replay under each gradient-sync placement. Because the time bound holds for
+// every refinement, refining every candidate whose bound is below the N-th best refined time
+// makes the top N exact: the same as refining every candidate of the space (tested).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "paratune/cost/calibration.h"
+#include "paratune/cost/estimate.h"
+#include "paratune/plan/space.h"
+
+namespace paratune::plan {
+
+struct PlanOptions {
+  SearchSpace space;
+  ParallelConfig base;  // flags that are not searched (overlap flags); axes are overwritten
+  int top = 5;          // plans reported (exact top N)
+  int keep = 16;        // level-1 survivors refined first (K)
+  int threads = 1;      // result identical for every count
+  EstimateOptions estimate;
+  bool baselines = true;  // cost the expert and 3-axis baselines too
+  bool advise = true;     // when nothing fits, search variants (more GPUs, FP8, ...) for what would
+};
+
+struct SearchStats {
+  long long candidates_level1 = 0;  // enumerated (valid) level-1 candidates
+  long long pruned_memory = 0;      // memory lower bound above the limit
+  long long pruned_time = 0;        // time lower bound at or above the K-th best level-1 time
+  long long level1_evaluated = 0;   // costed with estimate() (even stages)
+  long long kept = 0;               // refined as level-1 survivors
+  long long level2_evaluated = 0;   // refined in all (survivors + candidates whose bound could still win)
+  double level1_s = 0, level2_s = 0, elapsed_s = 0;  // wall-clock
+};
+
+struct Plan {
+  Estimate estimate;        // config: every axis incl. stage_layers, per-stage recompute, grad_sync
+  double level1_time_s = 0; // the same candidate with even stages (and its level-1 recompute)
+  double lower_bound_s = 0;
+};
+
+struct Baseline {
+  std::string rule;                 // how it was chosen, in words
+  std::optional<Estimate> estimate; // none: no configuration of the rule fits
+};
+
+struct PlanResult {
+  std::vector<Plan> plans;  // fitting, best first, at most `top`
+  Baseline expert, three_axis;
+  SearchStats stats;
+  // When nothing fits: the candidate closest to fitting (smallest peak memory) and what would help.
+  std::optional<Estimate> closest;
+  std::vector<std::string> advice;
+};
+
+PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                const PlanOptions& options, const Calibration& calibration = default_calibration());
+
+// Level 2 for one candidate: the best fitting refinement (stage assignment, per-stage recompute,
+// gradient-sync placement among those the space allows; even stages are one of the choices), or
+// none. Exposed for tests (brute force) and benchmarks.
+std::optional<Estimate> refine(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                               const Candidate& candidate, const PlanOptions& options,
+                               const Calibration& calibration = default_calibration());
+
+// The baselines (rules documented in src/plan/baselines.cc and the README).
+Baseline expert_baseline(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                         const PlanOptions& options, const Calibration& calibration = default_calibration());
+Baseline three_axis_baseline(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                             const PlanOptions& options, const Calibration& calibration = default_calibration());
+
+}  // namespace paratune::plan

@@ -1,0 +1,87 @@
+// The planner's search space: which values each parallelism axis may take, and the candidates of
+// level 1 (every valid combination of them).
+//
+// Users narrow it with `--fix tp=8`, `--max pp=16`, `--allow zero=0,1` (any axis, enum axes by name:
+// `--allow schedule=1f1b,zb-h1`). Everything else is the full valid space: every factorization of
+// the GPU count into dp x tp x pp x cp, ep and etp as the model allows, every ZeRO stage with every
+// optimizer-sharding degree op dividing dp, micro-batch sizes that split the batch into whole
+// micro-batches, sequence parallelism on and off, every schedule, vpp and recompute mode.
+#pragma once
+
+#include <array>
+#include <climits>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "paratune/spec/hardware.h"
+#include "paratune/spec/model.h"
+#include "paratune/spec/parallel.h"
+#include "paratune/spec/training.h"
+
+namespace paratune::plan {
+
+enum class Axis { kDp, kTp, kPp, kCp, kEp, kEtp, kMbs, kVpp, kZero, kOp, kSequenceParallel, kSchedule, kRecompute, kGradSync };
+inline constexpr int kAxisCount = 14;
+// The configuration key of each axis ("sp" for sequence parallelism, as in --config).
+std::string_view axis_name(Axis axis);
+
+struct AxisRule {
+  std::vector<int> allowed;  // empty: any valid value
+  int max = INT_MAX;
+};
+
+// Values are integers: degrees as they are, sp as 0/1, schedule / recompute / grad_sync as their
+// enum value. etp is the effective expert-TP degree (never 0).
+struct SearchSpace {
+  std::array<AxisRule, kAxisCount> rules;
+  int max_mbs = 16;  // default cap on the micro-batch size when --max/--allow/--fix mbs is not given
+
+  [[nodiscard]] bool permits(Axis axis, int value) const;
+  [[nodiscard]] const AxisRule& rule(Axis axis) const { return rules[static_cast<std::size_t>(axis)]; }
+  AxisRule& rule(Axis axis) { return rules[static_cast<std::size_t>(axis)]; }
+};
+
+// "tp=8,pp=4" / "zero=0,1,schedule=1f1b,zb-h1": keys with one or more values each. `flag` names
+// the command-line flag in error messages. kind: --fix (one value per key), --allow, --max.
+enum class ConstraintKind { kFix, kAllow, kMax };
+void add_constraints(SearchSpace& space, std::string_view text, ConstraintKind kind, std::string_view flag);
+
+// A level-1 candidate: every axis but the stage assignment, per-stage recompute and gradient-sync
+// placement (level 2 chooses those). Compact: millions of them are enumerated.
+struct Candidate {
+  std::int16_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 1, etp = 0, mbs = 1, vpp = 1, zero = 0, op = 1;
+  std::int8_t sequence_parallel = 0;
+  Schedule schedule = Schedule::kOneFOneB;
+  RecomputeMode recompute = RecomputeMode::kNone;
+};
+
+// The configuration of a candidate: even stages, all layers recomputed with recompute=full, the
+// flags in `base` (overlap flags, gradient-sync placement) for everything not searched.
+ParallelConfig to_config(const Candidate& candidate, const ParallelConfig& base = {});
+
+// Whether tensor parallelism of degree tp splits the model's heads, KV heads and FFN evenly.
+bool valid_tp(const ModelSpec& model, int tp);
+
+// Positive divisors of n in increasing order.
+std::vector<int> divisors(int n);
+
+// The outer level of the enumeration: the valid (tp, cp, pp) triples (dp follows), each a unit of
+// parallel work for the planner's threads.
+struct MeshShape {
+  int tp, cp, pp, dp;
+};
+std::vector<MeshShape> mesh_shapes(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                                   const SearchSpace& space);
+
+// Every candidate with one mesh shape, in a fixed order, exactly those `resolve` accepts. They come
+// in groups with the same layer shape (ep, etp, mbs, sp, recompute: the axes that change a layer's
+// cost): visit_group(first member) is called before each group's members are passed to
+// visit_member, so the planner builds one cost model per group.
+void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const SearchSpace& space,
+                    const MeshShape& mesh, const std::function<void(const Candidate&)>& visit_group,
+                    const std::function<void(const Candidate&)>& visit_member);
+
+}  // namespace paratune::plan

@@ -1,0 +1,36 @@
+// Level 2 of the planner: which decoder layers each pipeline stage holds and how many of them it
+// recomputes, chosen exactly for a pipeline-time model under each stage's memory limit.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "paratune/cost/stage_model.h"
+
+namespace paratune::plan {
+
+struct StageAssignment {
+  bool feasible = false;         // some assignment fits every stage's memory
+  std::vector<int> stage_layers;  // decoder layers per stage (contiguous, in order)
+  std::vector<int> recomputed;    // fully recomputed layers per stage
+  double objective_s = 0;         // pipeline-time model below, at the optimum
+  double bottleneck_s = 0;        // max_s w_s
+};
+
+// Minimises, over contiguous assignments of the model's layers to the configuration's pp stages
+// (each a multiple of vpp layers, >= vpp) and the number of fully recomputed layers per stage,
+//     J = (m - 1/v) · max_s w_s + (1/v) · sum_s w_s
+// where w_s is stage s's forward + backward (+ recompute) time for one micro-batch
+// (StageCostModel::stage_work). With v = 1 this is the 1F1B time of unequal stages, m micro-batches
+// on the bottleneck plus one pass through all the others; with interleaving the fill and drain
+// shrink to 1/v. Subject to: each stage's peak memory, with `in_flight[s]` micro-batches' activations,
+// within the limit. Recompute is only used where memory needs it (it only adds time), so each
+// (stage, layers) pair has one best recompute count: the smallest that fits.
+//
+// Exact method: for a cap C on max_s w_s, a dynamic programme over (stage, layers placed) finds the
+// least sum_s w_s; J is minimised by trying the caps that occur as stage costs in increasing order,
+// from the smallest feasible one, until (m - 1/v)·C + (least unconstrained sum)/v cannot improve J.
+// `allow_recompute`: recompute=full (per-stage counts are chosen); otherwise every count is 0.
+StageAssignment assign_stages(const StageCostModel& costs, std::span<const double> in_flight, bool allow_recompute);
+
+}  // namespace paratune::plan

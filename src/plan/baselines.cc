@@ -1,0 +1,109 @@
+// The two baselines `paratune plan` reports its speedup against, costed by the same model.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "paratune/cost/model_stats.h"
+#include "paratune/plan/planner.h"
+
+namespace paratune::plan {
+namespace {
+
+std::optional<Estimate> fitting(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                                const ParallelConfig& config, const PlanOptions& options, const Calibration& calibration) {
+  try {
+    Estimate e = estimate(model, cluster, training, config, calibration, options.estimate);
+    if (e.fits) return e;
+  } catch (const Error&) {
+    // Not a valid configuration of this rule for this model (e.g. batch not divisible): skip it.
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+// expert: what a careful engineer takes from the published Megatron-LM / NeMo recipes.
+//   1. tp = GPUs per node for models of 20B parameters or more, else 1; lowered to the largest
+//      divisor of it that the model's heads, KV heads and FFN allow. Sequence parallelism when tp > 1.
+//   2. MoE: ep = the largest divisor of the expert count that divides dp; etp = tp.
+//   3. mbs = 1, distributed optimizer (ZeRO-1 over all of dp), cp = 1, overlap flags on.
+//   4. pp = the smallest divisor of GPUs/tp (pp <= layers, dp dividing the batch) with which the
+//      configuration fits: without recompute if that fits, else with full recompute.
+//   5. pp > 1: interleaved 1F1B with the most model chunks per rank that keep >= 4 layers per
+//      chunk (Llama-3-70B: pp=4, vpp=5, as NeMo), when layers and micro-batches divide evenly;
+//      else 1F1B. Even stages.
+Baseline expert_baseline(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                         const PlanOptions& options, const Calibration& calibration) {
+  Baseline out;
+  out.rule =
+      "tp = GPUs per node for >= 20B parameters (else 1), SP, ep = most experts dividing dp, mbs = 1, "
+      "distributed optimizer, smallest pp that fits (full recompute only if needed), interleaved 1F1B "
+      "with >= 4 layers per chunk when pp > 1";
+  const int gpus = cluster.num_gpus();
+  int tp = count_parameters(model).total >= 20e9 ? cluster.gpus_per_node : 1;
+  while (tp > 1 && (!valid_tp(model, tp) || gpus % tp != 0)) --tp;
+  for (int pp = 1; pp <= std::min(model.num_layers, gpus / tp); ++pp) {
+    if ((gpus / tp) % pp != 0) continue;
+    const int dp = gpus / (tp * pp);
+    if (training.global_batch % dp != 0) continue;
+    ParallelConfig c = options.base;
+    c.dp = dp;
+    c.tp = tp;
+    c.pp = pp;
+    c.sequence_parallel = tp > 1;
+    c.mbs = 1;
+    c.zero = 1;
+    c.op = dp;
+    if (model.moe)
+      for (int ep = model.moe->num_experts; ep >= 1; --ep)
+        if (model.moe->num_experts % ep == 0 && dp % ep == 0) {
+          c.ep = ep;
+          break;
+        }
+    const int microbatches = training.global_batch / dp;
+    if (pp > 1 && model.num_layers % pp == 0 && microbatches % pp == 0) {
+      const int per_rank = model.num_layers / pp;
+      for (int v = per_rank / 4; v > 1; --v)
+        if (per_rank % v == 0) {
+          c.vpp = v;
+          c.schedule = Schedule::kInterleaved1F1B;
+          break;
+        }
+    }
+    for (RecomputeMode rc : {RecomputeMode::kNone, RecomputeMode::kFull}) {
+      c.recompute = rc;
+      if (auto e = fitting(model, cluster, training, c, options, calibration)) {
+        out.estimate = std::move(e);
+        return out;
+      }
+    }
+  }
+  return out;
+}
+
+// 3-axis: a planner that searches dp, tp and pp only (every factorization of the GPUs), with
+// mbs = 1, no optimizer sharding, full recompute, even stages, 1F1B, no sequence/context/expert
+// parallelism; the fastest that fits.
+Baseline three_axis_baseline(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                             const PlanOptions& options, const Calibration& calibration) {
+  Baseline out;
+  out.rule = "best of dp x tp x pp only: mbs = 1, no ZeRO, full recompute, even stages, 1F1B, no SP/CP/EP";
+  const int gpus = cluster.num_gpus();
+  for (int tp = 1; tp <= gpus; ++tp) {
+    if (gpus % tp != 0 || !valid_tp(model, tp)) continue;
+    for (int pp = 1; pp <= std::min(model.num_layers, gpus / tp); ++pp) {
+      if ((gpus / tp) % pp != 0) continue;
+      ParallelConfig c = options.base;
+      c.dp = gpus / (tp * pp);
+      c.tp = tp;
+      c.pp = pp;
+      c.mbs = 1;
+      c.recompute = RecomputeMode::kFull;
+      if (auto e = fitting(model, cluster, training, c, options, calibration))
+        if (!out.estimate || e->iteration_time_s < out.estimate->iteration_time_s) out.estimate = std::move(e);
+    }
+  }
+  return out;
+}
+
+}  // namespace paratune::plan

@@ -1,0 +1,373 @@
+// The two-level search. Reading order: helpers (threads), level 1 (bounds, then estimates in
+// bound order), level 2 (refinement and the exactness sweep), advice when nothing fits, plan().
+#include "paratune/plan/planner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <thread>
+
+#include "paratune/cost/stage_model.h"
+#include "paratune/plan/stage_assignment.h"
+#include "paratune/spec/units.h"
+
+namespace paratune::plan {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+// Candidates costed (level 1) or refined (level 2) between two updates of the pruning threshold.
+// Fixed, not per thread, so the set of candidates evaluated is the same for every thread count.
+constexpr std::size_t kLevel1Batch = 256;
+constexpr std::size_t kLevel2Batch = 32;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// body(i) for every i in [0, n) on up to `threads` threads. Each i writes only its own output slot,
+// so results do not depend on the thread count or on scheduling.
+template <typename Body>
+void parallel_for(std::size_t n, int threads, Body&& body) {
+  const std::size_t workers = std::min<std::size_t>(n, static_cast<std::size_t>(std::max(1, threads)));
+  if (workers <= 1) {
+    for (std::size_t i = 0; i < n; ++i) body(i);
+    return;
+  }
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr failure;
+  std::atomic<bool> failed{false};
+  auto work = [&] {
+    for (std::size_t i = next++; i < n && !failed; i = next++) {
+      try {
+        body(i);
+      } catch (...) {
+        if (!failed.exchange(true)) failure = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < workers; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+// A level-1 candidate that survived the memory bound, with its time bound and its place in the
+// enumeration (the tie-breaker that makes the order total).
+struct Bounded {
+  Candidate candidate;
+  double lower_bound_s = 0;
+  std::uint64_t order = 0;
+};
+
+bool by_bound(const Bounded& a, const Bounded& b) {
+  return a.lower_bound_s != b.lower_bound_s ? a.lower_bound_s < b.lower_bound_s : a.order < b.order;
+}
+
+struct MeshBounds {
+  std::vector<Bounded> survivors;
+  long long seen = 0, pruned_memory = 0;
+  Bounded smallest_memory;  // the candidate with the smallest memory bound (for "nothing fits")
+  double smallest_memory_bytes = kInfinity;
+};
+
+// Level 1, one mesh shape: bound every candidate, drop those that cannot fit.
+MeshBounds bound_mesh(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                      const PlanOptions& options, const Calibration& calibration, const MeshShape& mesh,
+                      std::uint64_t mesh_index) {
+  MeshBounds out;
+  std::unique_ptr<StageCostModel> layers;  // per-layer costs shared by a group of candidates
+  double limit = 0;
+  enumerate_mesh(
+      model, training, options.space, mesh,
+      [&](const Candidate& first) {
+        layers = std::make_unique<StageCostModel>(model, cluster, training, to_config(first, options.base),
+                                                  calibration, options.estimate);
+        limit = layers->memory_limit_bytes();
+      },
+      [&](const Candidate& c) {
+        const PlanningBounds b = planning_bounds(*layers, to_config(c, options.base));
+        const Bounded entry{c, b.iteration_time_s, (mesh_index << 32) | static_cast<std::uint64_t>(out.seen)};
+        ++out.seen;
+        if (b.memory_bytes < out.smallest_memory_bytes) {
+          out.smallest_memory_bytes = b.memory_bytes;
+          out.smallest_memory = entry;
+        }
+        if (b.memory_bytes > limit) {
+          ++out.pruned_memory;
+          return;
+        }
+        out.survivors.push_back(entry);
+      });
+  return out;
+}
+
+Estimate estimate_candidate(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                            const Candidate& c, const PlanOptions& options, const Calibration& calibration) {
+  return estimate(model, cluster, training, to_config(c, options.base), calibration, options.estimate);
+}
+
+std::vector<GradSync> grad_sync_choices(const SearchSpace& space) {
+  std::vector<GradSync> out;
+  for (GradSync g : {GradSync::kOverlapped, GradSync::kShifted, GradSync::kInBackward})
+    if (space.permits(Axis::kGradSync, static_cast<int>(g))) out.push_back(g);
+  return out;
+}
+
+// The exact top N: best refined plan per distinct configuration.
+class TopPlans {
+ public:
+  explicit TopPlans(int n) : n_(static_cast<std::size_t>(std::max(1, n))) {}
+
+  void offer(Plan plan) {
+    const std::string key = to_string(plan.estimate.config);
+    auto it = by_config_.find(key);
+    if (it != by_config_.end() && !better(plan, it->second)) return;
+    by_config_[key] = std::move(plan);
+  }
+  // The N-th best time so far (infinity while fewer than N plans).
+  [[nodiscard]] double threshold() const {
+    if (by_config_.size() < n_) return kInfinity;
+    std::vector<double> times;
+    for (const auto& [key, p] : by_config_) times.push_back(p.estimate.iteration_time_s);
+    std::nth_element(times.begin(), times.begin() + static_cast<long>(n_ - 1), times.end());
+    return times[n_ - 1];
+  }
+  [[nodiscard]] std::vector<Plan> ranked() const {
+    std::vector<Plan> out;
+    for (const auto& [key, p] : by_config_) out.push_back(p);
+    std::sort(out.begin(), out.end(), better);
+    if (out.size() > n_) out.resize(n_);
+    return out;
+  }
+
+ private:
+  static bool better(const Plan& a, const Plan& b) {
+    if (a.estimate.iteration_time_s != b.estimate.iteration_time_s)
+      return a.estimate.iteration_time_s < b.estimate.iteration_time_s;
+    return to_string(a.estimate.config) < to_string(b.estimate.config);
+  }
+  std::size_t n_;
+  std::map<std::string, Plan> by_config_;
+};
+
+}  // namespace
+
+std::optional<Estimate> refine(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                               const Candidate& candidate, const PlanOptions& options, const Calibration& calibration) {
+  std::optional<Estimate> best;
+  auto time_layout = [&](const ParallelConfig& layout) {
+    std::optional<Estimate> first;
+    for (GradSync g : grad_sync_choices(options.space)) {
+      ParallelConfig c = layout;
+      c.grad_sync = g;
+      Estimate e = estimate(model, cluster, training, c, calibration, options.estimate);
+      if (!first) first = e;
+      if (e.fits && (!best || e.iteration_time_s < best->iteration_time_s)) best = std::move(e);
+    }
+    return *first;  // the layout under the first placement, fitting or not
+  };
+  const ParallelConfig config = to_config(candidate, options.base);
+  const Estimate uniform = time_layout(config);
+  if (config.pp == 1 && config.recompute != RecomputeMode::kFull) return best;
+
+  // The exact stage assignment and per-stage recompute, with each stage's activations in flight
+  // as the replay of the even layout found them.
+  std::vector<double> in_flight;
+  for (const StageEstimate& s : uniform.stages) in_flight.push_back(std::max(1.0, s.in_flight_microbatches));
+  const StageCostModel costs(model, cluster, training, config, calibration, options.estimate);
+  const StageAssignment a = assign_stages(costs, in_flight, config.recompute == RecomputeMode::kFull);
+  if (!a.feasible) return best;
+  ParallelConfig assigned = uniform.config;
+  assigned.stage_layers = a.stage_layers;
+  if (config.recompute == RecomputeMode::kFull) {
+    const bool any = std::any_of(a.recomputed.begin(), a.recomputed.end(), [](int r) { return r > 0; });
+    assigned.recompute = any ? RecomputeMode::kFull : RecomputeMode::kNone;
+    if (any) assigned.stage_recompute_layers = a.recomputed;
+  }
+  assigned.grad_sync = uniform.config.grad_sync;
+  if (to_string(assigned) != to_string(uniform.config)) time_layout(assigned);
+  return best;
+}
+
+namespace {
+
+// What would make something fit: the same search with more GPUs, FP8, shorter sequences, no margin.
+std::vector<std::string> advice_when_nothing_fits(const ModelSpec& model, const ClusterSpec& cluster,
+                                                  const TrainingSpec& training, const PlanOptions& options,
+                                                  const Calibration& calibration) {
+  std::vector<std::string> advice;
+  PlanOptions quick = options;
+  quick.baselines = false;
+  quick.advise = false;
+  quick.top = 1;
+  auto best_of = [&](const ClusterSpec& c, const TrainingSpec& t, const PlanOptions& o) -> std::optional<Plan> {
+    PlanResult r = plan(model, c, t, o, calibration);
+    if (r.plans.empty()) return std::nullopt;
+    return r.plans.front();
+  };
+  auto describe = [](const Plan& p) {
+    return fmt::format("{} ({:.3f} s/iteration, MFU {:.1f}%)", to_string(p.estimate.config),
+                       p.estimate.iteration_time_s, 100 * p.estimate.mfu);
+  };
+  for (int factor : {2, 4, 8}) {
+    ClusterSpec bigger = cluster;
+    bigger.nodes *= factor;
+    if (auto p = best_of(bigger, training, quick)) {
+      advice.push_back(fmt::format("{}x the GPUs ({} nodes, {} GPUs): {}", factor, bigger.nodes, bigger.num_gpus(),
+                                   describe(*p)));
+      break;
+    }
+  }
+  if (training.precision != Precision::kFP8) {
+    TrainingSpec fp8 = training;
+    fp8.precision = Precision::kFP8;
+    if (auto p = best_of(cluster, fp8, quick)) advice.push_back("FP8 training: " + describe(*p));
+  }
+  if (training.seq_len % 2 == 0) {
+    TrainingSpec shorter = training;
+    shorter.seq_len /= 2;
+    if (auto p = best_of(cluster, shorter, quick))
+      advice.push_back(fmt::format("sequences of {} tokens instead of {}: {}", shorter.seq_len, training.seq_len,
+                                   describe(*p)));
+  }
+  if (options.estimate.memory_margin > 0) {
+    PlanOptions no_margin = quick;
+    no_margin.estimate.memory_margin = 0;
+    if (auto p = best_of(cluster, training, no_margin))
+      advice.push_back(fmt::format("no memory margin (--memory-margin 0, instead of {}): {}",
+                                   options.estimate.memory_margin, describe(*p)));
+  }
+  if (advice.empty())
+    advice.push_back("none of: 2x/4x/8x the GPUs, FP8, half the sequence length, no memory margin makes a plan fit");
+  return advice;
+}
+
+}  // namespace
+
+PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                const PlanOptions& options, const Calibration& calibration) {
+  const Clock::time_point start = Clock::now();
+  PlanResult result;
+  SearchStats& stats = result.stats;
+
+  // --- Level 1: bounds ---------------------------------------------------------------------------------
+  const std::vector<MeshShape> meshes = mesh_shapes(model, cluster, training, options.space);
+  std::vector<MeshBounds> per_mesh(meshes.size());
+  parallel_for(meshes.size(), options.threads, [&](std::size_t i) {
+    per_mesh[i] = bound_mesh(model, cluster, training, options, calibration, meshes[i], i);
+  });
+  std::vector<Bounded> survivors;
+  std::optional<Bounded> smallest_memory;
+  double smallest_memory_bytes = kInfinity;
+  for (MeshBounds& m : per_mesh) {
+    stats.candidates_level1 += m.seen;
+    stats.pruned_memory += m.pruned_memory;
+    survivors.insert(survivors.end(), m.survivors.begin(), m.survivors.end());
+    if (m.smallest_memory_bytes < smallest_memory_bytes) {
+      smallest_memory_bytes = m.smallest_memory_bytes;
+      smallest_memory = m.smallest_memory;
+    }
+  }
+  per_mesh.clear();
+  std::sort(survivors.begin(), survivors.end(), by_bound);
+
+  // --- Level 1: estimates in bound order until the bound reaches the K-th best time -----------------
+  std::vector<double> level1_time(survivors.size(), kInfinity);  // infinity: not costed or not fitting
+  std::vector<char> costed(survivors.size(), 0);
+  std::vector<double> best_k;  // max-heap of the K best fitting times
+  const std::size_t keep = static_cast<std::size_t>(std::max(1, options.keep));
+  auto kth_best = [&] { return best_k.size() < keep ? kInfinity : best_k.front(); };
+  std::optional<std::size_t> closest;  // smallest peak memory among costed candidates
+  double closest_bytes = kInfinity;
+  for (std::size_t begin = 0; begin < survivors.size() && survivors[begin].lower_bound_s < kth_best();
+       begin += kLevel1Batch) {
+    const double threshold = kth_best();
+    std::vector<std::size_t> batch;
+    for (std::size_t i = begin; i < std::min(survivors.size(), begin + kLevel1Batch); ++i)
+      if (survivors[i].lower_bound_s < threshold) batch.push_back(i);
+    std::vector<double> peak(batch.size());
+    std::vector<char> fits(batch.size());
+    parallel_for(batch.size(), options.threads, [&](std::size_t j) {
+      const Estimate e = estimate_candidate(model, cluster, training, survivors[batch[j]].candidate, options, calibration);
+      level1_time[batch[j]] = e.fits ? e.iteration_time_s : kInfinity;
+      peak[j] = e.peak_memory_bytes;
+      fits[j] = e.fits;
+    });
+    for (std::size_t j = 0; j < batch.size(); ++j) {
+      const std::size_t i = batch[j];
+      costed[i] = 1;
+      ++stats.level1_evaluated;
+      if (peak[j] < closest_bytes) {
+        closest_bytes = peak[j];
+        closest = i;
+      }
+      if (!fits[j]) continue;
+      best_k.push_back(level1_time[i]);
+      std::push_heap(best_k.begin(), best_k.end());
+      if (best_k.size() > keep) {
+        std::pop_heap(best_k.begin(), best_k.end());
+        best_k.pop_back();
+      }
+    }
+  }
+  stats.level1_s = seconds_since(start);
+
+  // --- Level 2: refine the K best, then every candidate whose bound is below the N-th best plan -------
+  const Clock::time_point level2_start = Clock::now();
+  std::vector<std::size_t> order;  // costed candidates, best level-1 time first
+  for (std::size_t i = 0; i < survivors.size(); ++i)
+    if (costed[i] && level1_time[i] < kInfinity) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return level1_time[a] < level1_time[b]; });
+  if (order.size() > keep) order.resize(keep);
+  stats.kept = static_cast<long long>(order.size());
+
+  TopPlans top(options.top);
+  std::vector<char> refined(survivors.size(), 0);
+  auto refine_all = [&](const std::vector<std::size_t>& batch) {
+    std::vector<std::optional<Estimate>> out(batch.size());
+    parallel_for(batch.size(), options.threads, [&](std::size_t j) {
+      out[j] = refine(model, cluster, training, survivors[batch[j]].candidate, options, calibration);
+    });
+    for (std::size_t j = 0; j < batch.size(); ++j) {
+      refined[batch[j]] = 1;
+      ++stats.level2_evaluated;
+      if (out[j])
+        top.offer(Plan{std::move(*out[j]), level1_time[batch[j]], survivors[batch[j]].lower_bound_s});
+    }
+  };
+  refine_all(order);
+  for (std::size_t begin = 0; begin < survivors.size() && survivors[begin].lower_bound_s < top.threshold();) {
+    const double threshold = top.threshold();
+    std::vector<std::size_t> batch;
+    for (; begin < survivors.size() && batch.size() < kLevel2Batch && survivors[begin].lower_bound_s < threshold; ++begin)
+      if (!refined[begin]) batch.push_back(begin);
+    refine_all(batch);
+  }
+  for (std::size_t i = 0; i < survivors.size(); ++i)
+    if (!costed[i] && !refined[i]) ++stats.pruned_time;
+  result.plans = top.ranked();
+  stats.level2_s = seconds_since(level2_start);
+
+  // --- Baselines and, when nothing fits, what would ---------------------------------------------------
+  if (options.baselines) {
+    result.expert = expert_baseline(model, cluster, training, options, calibration);
+    result.three_axis = three_axis_baseline(model, cluster, training, options, calibration);
+  }
+  if (result.plans.empty()) {
+    if (closest) result.closest = estimate_candidate(model, cluster, training, survivors[*closest].candidate, options, calibration);
+    else if (smallest_memory)
+      result.closest = estimate_candidate(model, cluster, training, smallest_memory->candidate, options, calibration);
+    if (options.advise) result.advice = advice_when_nothing_fits(model, cluster, training, options, calibration);
+  }
+  stats.elapsed_s = seconds_since(start);
+  return result;
+}
+
+}  // namespace paratune::plan

@@ -1,0 +1,241 @@
+#include "paratune/plan/space.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "paratune/spec/error.h"
+
+namespace paratune::plan {
+namespace {
+
+constexpr std::array<std::string_view, kAxisCount> kAxisNames{
+    "dp", "tp", "pp", "cp", "ep", "etp", "mbs", "vpp", "zero", "op", "sp", "schedule", "recompute", "grad_sync"};
+
+bool is_enum_axis(Axis axis) {
+  return axis == Axis::kSequenceParallel || axis == Axis::kSchedule || axis == Axis::kRecompute ||
+         axis == Axis::kGradSync;
+}
+
+Axis parse_axis(std::string_view key, std::string_view flag) {
+  for (int i = 0; i < kAxisCount; ++i)
+    if (kAxisNames[static_cast<std::size_t>(i)] == key) return static_cast<Axis>(i);
+  std::vector<std::string> names(kAxisNames.begin(), kAxisNames.end());
+  throw Error(fmt::format("{}: {}", flag, unknown_name_message("axis", key, names)));
+}
+
+int parse_value(Axis axis, std::string_view text, std::string_view flag) {
+  const std::string_view key = axis_name(axis);
+  try {
+    switch (axis) {
+      case Axis::kSequenceParallel:
+        if (text == "true" || text == "1" || text == "on") return 1;
+        if (text == "false" || text == "0" || text == "off") return 0;
+        throw Error(fmt::format("'{}' is not a boolean (true/false)", text));
+      case Axis::kSchedule: return static_cast<int>(parse_enum<Schedule>(text));
+      case Axis::kRecompute: return static_cast<int>(parse_enum<RecomputeMode>(text));
+      case Axis::kGradSync: return static_cast<int>(parse_enum<GradSync>(text));
+      default: break;
+    }
+    int value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size())
+      throw Error(fmt::format("'{}' is not an integer", text));
+    const int lowest = axis == Axis::kZero ? 0 : 1;
+    if (value < lowest) throw Error(fmt::format("{} must be >= {}", value, lowest));
+    if (axis == Axis::kZero && value > 3) throw Error(fmt::format("{} must be 0, 1, 2 or 3", value));
+    return value;
+  } catch (const Error& e) {
+    throw e.with_context(fmt::format("{} {}", flag, key));
+  }
+}
+
+}  // namespace
+
+bool valid_tp(const ModelSpec& model, int tp) {
+  if (model.num_attention_heads % tp != 0 || model.ffn_hidden_size % tp != 0) return false;
+  return model.mla || model.kv_heads() % tp == 0 || tp % model.kv_heads() == 0;
+}
+
+std::string_view axis_name(Axis axis) { return kAxisNames[static_cast<std::size_t>(axis)]; }
+
+bool SearchSpace::permits(Axis axis, int value) const {
+  const AxisRule& r = rule(axis);
+  if (value > r.max) return false;
+  return r.allowed.empty() || std::find(r.allowed.begin(), r.allowed.end(), value) != r.allowed.end();
+}
+
+void add_constraints(SearchSpace& space, std::string_view text, ConstraintKind kind, std::string_view flag) {
+  // Split "a=1,2,b=3" into (a, [1, 2]), (b, [3]).
+  std::vector<std::pair<std::string, std::vector<std::string>>> entries;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t comma = text.find(',', pos);
+    if (comma == std::string_view::npos) comma = text.size();
+    const std::string_view token = text.substr(pos, comma - pos);
+    const std::size_t eq = token.find('=');
+    if (eq != std::string_view::npos) {
+      entries.push_back({std::string(token.substr(0, eq)), {std::string(token.substr(eq + 1))}});
+    } else if (!entries.empty() && !token.empty()) {
+      entries.back().second.emplace_back(token);
+    } else {
+      throw Error(fmt::format("{} '{}': expected KEY=VALUE[,VALUE...], e.g. tp=8 or zero=0,1", flag, text));
+    }
+    pos = comma + 1;
+  }
+  for (const auto& [key, values] : entries) {
+    const Axis axis = parse_axis(key, flag);
+    AxisRule& rule = space.rule(axis);
+    std::vector<int> parsed;
+    for (const std::string& v : values) {
+      if (v.empty()) throw Error(fmt::format("{} {}: empty value", flag, key));
+      parsed.push_back(parse_value(axis, v, flag));
+    }
+    if (kind == ConstraintKind::kMax) {
+      if (is_enum_axis(axis)) throw Error(fmt::format("{} {}: not a numeric axis; use --allow {}=...", flag, key, key));
+      if (parsed.size() != 1) throw Error(fmt::format("{} {}: takes one value, got {}", flag, key, values.size()));
+      rule.max = std::min(rule.max, parsed[0]);
+      continue;
+    }
+    if (kind == ConstraintKind::kFix && parsed.size() != 1)
+      throw Error(fmt::format("{} {}: takes one value, got {} (use --allow for a list)", flag, key, values.size()));
+    if (rule.allowed.empty()) {
+      rule.allowed = parsed;
+    } else {  // both --fix and --allow (or two --allow): the values allowed by both
+      std::vector<int> both;
+      for (int v : parsed)
+        if (std::find(rule.allowed.begin(), rule.allowed.end(), v) != rule.allowed.end()) both.push_back(v);
+      if (both.empty())
+        throw Error(fmt::format("{} {}={}: no value is also allowed by the earlier constraint on {}", flag, key,
+                                fmt::join(values, ","), key));
+      rule.allowed = both;
+    }
+  }
+}
+
+ParallelConfig to_config(const Candidate& c, const ParallelConfig& base) {
+  ParallelConfig p = base;
+  p.dp = c.dp;
+  p.tp = c.tp;
+  p.pp = c.pp;
+  p.cp = c.cp;
+  p.ep = c.ep;
+  p.etp = c.etp;
+  p.mbs = c.mbs;
+  p.vpp = c.vpp;
+  p.zero = c.zero;
+  p.op = c.op;
+  p.sequence_parallel = c.sequence_parallel != 0;
+  p.schedule = c.schedule;
+  p.recompute = c.recompute;
+  p.recompute_layers = -1;
+  p.stage_recompute_layers.clear();
+  p.stage_layers.clear();
+  return p;
+}
+
+std::vector<int> divisors(int n) {
+  std::vector<int> out;
+  for (int d = 1; d <= n; ++d)
+    if (n % d == 0) out.push_back(d);
+  return out;
+}
+
+std::vector<MeshShape> mesh_shapes(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                                   const SearchSpace& space) {
+  const int gpus = cluster.num_gpus();
+  std::vector<MeshShape> shapes;
+  for (int tp : divisors(gpus)) {
+    if (!space.permits(Axis::kTp, tp) || !valid_tp(model, tp)) continue;
+    for (int cp : divisors(gpus / tp)) {
+      // Load-balanced causal context parallelism splits each sequence into 2·cp chunks.
+      if (!space.permits(Axis::kCp, cp) || training.seq_len % (cp * (cp > 1 ? 2 : 1)) != 0) continue;
+      for (int pp : divisors(gpus / (tp * cp))) {
+        const int dp = gpus / (tp * cp * pp);
+        if (!space.permits(Axis::kPp, pp) || pp > model.num_layers) continue;
+        if (!space.permits(Axis::kDp, dp) || training.global_batch % dp != 0) continue;
+        shapes.push_back({tp, cp, pp, dp});
+      }
+    }
+  }
+  return shapes;
+}
+
+void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const SearchSpace& space,
+                    const MeshShape& mesh, const std::function<void(const Candidate&)>& visit_group,
+                    const std::function<void(const Candidate&)>& visit_member) {
+  const auto [tp, cp, pp, dp] = mesh;
+  const bool moe = model.moe.has_value();
+  std::vector<int> eps{1}, etps{0};
+  if (moe) {
+    eps.clear();
+    for (int ep : divisors(model.moe->num_experts))
+      if ((dp * cp) % ep == 0 && space.permits(Axis::kEp, ep)) eps.push_back(ep);
+    etps.clear();
+    for (int etp : divisors(tp))
+      if (model.moe->expert_ffn_hidden_size % etp == 0 && space.permits(Axis::kEtp, etp)) etps.push_back(etp);
+  } else if (!space.permits(Axis::kEp, 1)) {
+    return;
+  }
+  const int mbs_cap = space.rule(Axis::kMbs).max != INT_MAX || !space.rule(Axis::kMbs).allowed.empty()
+                          ? INT_MAX
+                          : space.max_mbs;
+  Candidate c;
+  c.dp = static_cast<std::int16_t>(dp);
+  c.tp = static_cast<std::int16_t>(tp);
+  c.pp = static_cast<std::int16_t>(pp);
+  c.cp = static_cast<std::int16_t>(cp);
+  for (int ep : eps) {
+    c.ep = static_cast<std::int16_t>(ep);
+    for (int etp : etps) {
+      c.etp = static_cast<std::int16_t>(etp);
+      for (int mbs : divisors(training.global_batch / dp)) {
+        if (mbs > mbs_cap || !space.permits(Axis::kMbs, mbs)) continue;
+        c.mbs = static_cast<std::int16_t>(mbs);
+        const int microbatches = training.global_batch / (dp * mbs);
+        for (int sp : {1, 0}) {
+          // Sequence parallelism is a no-op without TP and needs the sequence shard divisible by tp.
+          if (sp == 1 && (tp == 1 || (training.seq_len / cp) % tp != 0)) continue;
+          if (!space.permits(Axis::kSequenceParallel, sp)) continue;
+          c.sequence_parallel = static_cast<std::int8_t>(sp);
+          for (RecomputeMode rc : {RecomputeMode::kNone, RecomputeMode::kSelective, RecomputeMode::kFull}) {
+            if (!space.permits(Axis::kRecompute, static_cast<int>(rc))) continue;
+            c.recompute = rc;
+            bool group_started = false;
+            for (int zero = 0; zero <= 3; ++zero) {
+              if (!space.permits(Axis::kZero, zero)) continue;
+              c.zero = static_cast<std::int16_t>(zero);
+              for (int op : zero == 0 ? std::vector<int>{1} : divisors(dp)) {
+                if (zero > 0 && !space.permits(Axis::kOp, op)) continue;
+                c.op = static_cast<std::int16_t>(op);
+                auto emit = [&](Schedule schedule, int vpp) {
+                  if (!space.permits(Axis::kSchedule, static_cast<int>(schedule)) || !space.permits(Axis::kVpp, vpp))
+                    return;
+                  c.schedule = schedule;
+                  c.vpp = static_cast<std::int16_t>(vpp);
+                  if (!group_started) {
+                    visit_group(c);
+                    group_started = true;
+                  }
+                  visit_member(c);
+                };
+                emit(Schedule::kOneFOneB, 1);
+                if (pp > 1) {  // with one stage these are all the same as 1F1B
+                  emit(Schedule::kZeroBubbleH1, 1);
+                  emit(Schedule::kGPipe, 1);
+                  // Interleaving: equal chunks of whole layers, micro-batches in groups of pp.
+                  if (microbatches % pp == 0)
+                    for (int vpp : divisors(model.num_layers / pp))
+                      if (vpp > 1 && model.num_layers % (pp * vpp) == 0) emit(Schedule::kInterleaved1F1B, vpp);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace paratune::plan

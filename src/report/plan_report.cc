@@ -1,0 +1,191 @@
+#include "paratune/report/plan_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "paratune/report/estimate_report.h"
+#include "paratune/spec/io.h"
+#include "paratune/spec/units.h"
+
+namespace paratune {
+namespace {
+
+using units::format_bytes;
+using units::format_duration;
+
+std::vector<int> recomputed_layers(const Estimate& e) {
+  std::vector<int> out;
+  for (const StageEstimate& s : e.stages) out.push_back(s.recomputed_layers);
+  return out;
+}
+
+nlohmann::json plan_json(const Estimate& e) {
+  nlohmann::json j = to_json(e);
+  nlohmann::json& config = j["config"];
+  config["recompute_layers"] = recomputed_layers(e);  // per stage, whatever the recompute mode
+  config.erase("stage_recompute_layers");
+  config["text"] = to_string(e.config);  // for --config
+  return j;
+}
+
+nlohmann::json baseline_json(const plan::Baseline& b) {
+  nlohmann::json j = b.estimate ? plan_json(*b.estimate) : nlohmann::json{{"fits", false}};
+  j["rule"] = b.rule;
+  return j;
+}
+
+std::string per_stage_memory(const Estimate& e) {
+  std::vector<double> gib;
+  for (const StageEstimate& s : e.stages) gib.push_back(s.memory.total_bytes() / (1024.0 * 1024 * 1024));
+  if (gib.size() <= 4) return fmt::format("{:.1f} GiB", fmt::join(gib, "/"));
+  const auto [lo, hi] = std::minmax_element(gib.begin(), gib.end());
+  return fmt::format("{:.1f}-{:.1f} GiB", *lo, *hi);
+}
+
+// Why `b` lost to `a`: the time components that grew most, and the axes that differ.
+std::string why_slower(const Estimate& a, const Estimate& b) {
+  const TimeBreakdown& x = a.breakdown;
+  const TimeBreakdown& y = b.breakdown;
+  const std::vector<std::pair<const char*, double>> deltas{
+      {"compute (incl. recompute)", y.compute_s - x.compute_s}, {"pipeline bubble", y.bubble_s - x.bubble_s},
+      {"TP communication", y.tp_comm_s - x.tp_comm_s},          {"CP communication", y.cp_comm_s - x.cp_comm_s},
+      {"EP all-to-all", y.ep_comm_s - x.ep_comm_s},             {"PP point-to-point", y.pp_comm_s - x.pp_comm_s},
+      {"DP gradient sync", y.dp_comm_s - x.dp_comm_s},          {"ZeRO-3 gathers", y.zero3_comm_s - x.zero3_comm_s},
+      {"optimizer step", y.optimizer_s - x.optimizer_s}};
+  std::vector<std::pair<const char*, double>> worse;
+  for (const auto& d : deltas)
+    if (d.second > 1e-3 * a.iteration_time_s) worse.push_back(d);
+  std::sort(worse.begin(), worse.end(), [](const auto& l, const auto& r) { return l.second > r.second; });
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < std::min<std::size_t>(2, worse.size()); ++i)
+    parts.push_back(fmt::format("{} +{}", worse[i].first, format_duration(worse[i].second)));
+  std::string out = fmt::format("{:.1f}% slower", 100 * (b.iteration_time_s / a.iteration_time_s - 1));
+  if (!parts.empty()) out += fmt::format(": {}", fmt::join(parts, ", "));
+  return out;
+}
+
+std::string speedup_line(const char* name, const plan::Baseline& b, const Estimate* best) {
+  if (!b.estimate) return fmt::format("  {:<8} no configuration of the rule fits  ({})\n", name, b.rule);
+  const Estimate& e = *b.estimate;
+  std::string out = fmt::format("  {:<8} {}  {}  MFU {:.1f}%", name, compact_config(e.config),
+                                format_duration(e.iteration_time_s), 100 * e.mfu);
+  if (best) out += fmt::format("  -> best plan is {:.2f}x faster", e.iteration_time_s / best->iteration_time_s);
+  return out + "\n";
+}
+
+}  // namespace
+
+std::string compact_config(const ParallelConfig& c) {
+  std::string out = fmt::format("dp={} tp={} pp={}", c.dp, c.tp, c.pp);
+  if (c.vpp > 1) out += fmt::format(" vpp={}", c.vpp);
+  if (c.cp > 1) out += fmt::format(" cp={}", c.cp);
+  if (c.ep > 1) out += fmt::format(" ep={}", c.ep);
+  if (c.etp > 0 && c.etp != c.tp) out += fmt::format(" etp={}", c.etp);
+  out += fmt::format(" mbs={}", c.mbs);
+  if (c.sequence_parallel) out += " sp";
+  if (c.zero > 0) out += c.op == c.dp ? fmt::format(" zero={}", c.zero) : fmt::format(" zero={}/op={}", c.zero, c.op);
+  if (c.recompute == RecomputeMode::kSelective) out += " rc=sel";
+  if (c.recompute == RecomputeMode::kFull)
+    out += !c.stage_recompute_layers.empty() ? fmt::format(" rc={}", fmt::join(c.stage_recompute_layers, "/"))
+                                             : " rc=full";
+  if (c.pp > 1) out += fmt::format(" {}", to_string(c.schedule));
+  if (c.grad_sync != GradSync::kOverlapped) out += fmt::format(" {}", to_string(c.grad_sync));
+  if (c.pp > 1) {
+    const std::vector<int> even = even_stage_layers(static_cast<int>(std::accumulate(c.stage_layers.begin(), c.stage_layers.end(), 0)), c.pp);
+    if (c.stage_layers != even) out += fmt::format(" layers={}", fmt::join(c.stage_layers, "/"));
+  }
+  return out;
+}
+
+nlohmann::json to_json(const plan::PlanResult& r) {
+  nlohmann::json plans = nlohmann::json::array();
+  for (const plan::Plan& p : r.plans) {
+    nlohmann::json j = plan_json(p.estimate);
+    j["level1_time_s"] = p.level1_time_s;
+    j["lower_bound_s"] = p.lower_bound_s;
+    plans.push_back(std::move(j));
+  }
+  const plan::SearchStats& s = r.stats;
+  nlohmann::json j{{"plans", plans},
+                   {"baselines", {{"expert", baseline_json(r.expert)}, {"three_axis", baseline_json(r.three_axis)}}},
+                   {"search",
+                    {{"candidates_level1", s.candidates_level1},
+                     {"pruned", s.pruned_memory + s.pruned_time},
+                     {"pruned_memory", s.pruned_memory},
+                     {"pruned_time", s.pruned_time},
+                     {"level1_evaluated", s.level1_evaluated},
+                     {"kept", s.kept},
+                     {"level2_evaluated", s.level2_evaluated},
+                     {"level1_s", s.level1_s},
+                     {"level2_s", s.level2_s},
+                     {"elapsed_s", s.elapsed_s}}}};
+  if (!r.plans.empty()) {
+    const double best = r.plans.front().estimate.iteration_time_s;
+    if (r.expert.estimate) j["speedup_over_expert"] = r.expert.estimate->iteration_time_s / best;
+    if (r.three_axis.estimate) j["speedup_over_three_axis"] = r.three_axis.estimate->iteration_time_s / best;
+  }
+  if (r.closest) j["closest"] = plan_json(*r.closest);
+  if (!r.advice.empty()) j["advice"] = r.advice;
+  return j;
+}
+
+std::string format_plan(const plan::PlanResult& r, const ModelSpec& model, const ClusterSpec& cluster,
+                        const TrainingSpec& training) {
+  std::string out = fmt::format("paratune plan: {} on {} ({} x {}), seq {}, global batch {}, {}\n", model.name,
+                                cluster.name, cluster.num_gpus(), cluster.gpu.name, training.seq_len,
+                                training.global_batch, to_string(training.precision));
+  const plan::SearchStats& s = r.stats;
+  out += fmt::format(
+      "search: {} level-1 candidates; pruned {} by the memory bound and {} by the time bound; {} costed with even "
+      "stages; {} kept and {} refined in level 2; {:.2f} s\n\n",
+      s.candidates_level1, s.pruned_memory, s.pruned_time, s.level1_evaluated, s.kept, s.level2_evaluated, s.elapsed_s);
+
+  if (r.plans.empty()) {
+    out += "NO CONFIGURATION FITS.\n";
+    if (r.closest)
+      out += fmt::format("closest: {}\n  {}\n", compact_config(r.closest->config), r.closest->reason);
+    if (!r.advice.empty()) {
+      out += "what would fit:\n";
+      for (const std::string& a : r.advice) out += "  - " + a + "\n";
+    }
+  } else {
+    out += fmt::format(" {:>2}  {:<62} {:>10} {:>10} {:>6}  {:<22} {}\n", "#", "configuration", "time", "tokens/s", "MFU",
+                       "peak memory per stage", "fits");
+    for (std::size_t i = 0; i < r.plans.size(); ++i) {
+      const Estimate& e = r.plans[i].estimate;
+      out += fmt::format(" {:>2}  {:<62} {:>10} {:>10.0f} {:>5.1f}%  {:<22} {}\n", i + 1, compact_config(e.config),
+                         format_duration(e.iteration_time_s), e.tokens_per_s, 100 * e.mfu, per_stage_memory(e),
+                         e.fits ? "yes" : "no");
+    }
+  }
+  const Estimate* best = r.plans.empty() ? nullptr : &r.plans.front().estimate;
+  if (r.expert.estimate || r.three_axis.estimate || !r.expert.rule.empty()) {
+    out += "\nbaselines (same cost model):\n";
+    out += speedup_line("expert", r.expert, best);
+    out += speedup_line("3-axis", r.three_axis, best);
+  }
+  if (!best) return out;
+
+  const plan::Plan& winner = r.plans.front();
+  out += fmt::format("\nwinner: {}\n", to_string(best->config));
+  out += fmt::format("  level 1 (even stages{}): {}; level 2: {}\n",
+                     best->config.recompute == RecomputeMode::kFull ? ", every layer recomputed" : "",
+                     format_duration(winner.level1_time_s), format_duration(best->iteration_time_s));
+  // The estimate report from its figures on (its header repeats what is above).
+  const std::string details = format_estimate(*best, model, cluster, training);
+  out += "\n" + details.substr(details.find("iteration time"));
+  if (best->config.pp > 1 || best->config.recompute == RecomputeMode::kFull) {
+    out += "\nstage   layers  recomputed\n";
+    for (std::size_t i = 0; i < best->stages.size(); ++i)
+      out += fmt::format("  {:>3}  {:>7}  {:>10}\n", i, best->stages[i].layers, best->stages[i].recomputed_layers);
+  }
+  if (r.plans.size() > 1) {
+    const Estimate& second = r.plans[1].estimate;
+    out += fmt::format("\nrunner-up: {}\n  {}\n", compact_config(second.config), why_slower(*best, second));
+  }
+  return out;
+}
+
+}  // namespace paratune
