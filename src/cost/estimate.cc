@@ -688,7 +688,18 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
   const double pp = q.pp;
   double rho = 1;  // fraction of an earlier rank's per-micro-batch work that fills the pipeline
   if (q.schedule == Schedule::kInterleaved1F1B) rho = layers.layers_alike() ? 1.0 / q.vpp : 0;
-  if (q.schedule == Schedule::kZeroBubbleH1) rho = 0;
+  if (q.schedule == Schedule::kZeroBubbleH1) {
+    // Only the first forward fills: rho = the smallest forward share of any part's work.
+    auto forward_share = [](const ChunkPart& c) {
+      const double w = c.forward_with_comm_s() + c.backward_with_comm_s();
+      return w > 0 ? c.forward_with_comm_s() / w : 1.0;
+    };
+    rho = std::min({forward_share(im.chunk(0, 1, 0, false, false)), forward_share(im.chunk(0, 0, 0, true, false)),
+                    forward_share(im.chunk(0, 0, 0, false, true))});
+    if (model.moe && !layers.layers_alike())  // the other kind of layer (MoE after dense ones, or dense between)
+      for (int layer : {model.moe->first_dense_layers, model.moe->first_dense_layers + 1})
+        if (layer < model.num_layers) rho = std::min(rho, forward_share(im.chunk(layer, 1, 0, false, false)));
+  }
   double pipeline = rho > 0 ? work * rho / (1 - std::pow(1 - rho / m, pp)) : m * work / pp;
   // Whole layers: every rank runs its m micro-batches one after another, so the iteration takes at
   // least m x the smallest possible bottleneck over assignments of blocks of vpp alike layers (the

@@ -1,0 +1,351 @@
+// The planner: enumeration = what resolve() accepts, bounds below every refinement, the exact stage
+// assignment, the search = brute force over the whole space, constraints, threads, launch settings.
+#include "paratune/plan/planner.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <regex>
+#include <set>
+
+#include "paratune/cost/stage_model.h"
+#include "paratune/plan/stage_assignment.h"
+#include "paratune/report/launch.h"
+#include "paratune/report/plan_report.h"
+#include "paratune/spec/io.h"
+
+namespace paratune::plan {
+namespace {
+
+struct Scenario {
+  ModelSpec model;
+  ClusterSpec cluster;
+  TrainingSpec training;
+};
+
+// Llama-3-8B on one 8-GPU node: memory is tight enough that recompute, ZeRO and pipelining matter.
+Scenario llama8b_on_8() {
+  TrainingSpec t;
+  t.seq_len = 4096;
+  t.global_batch = 16;
+  return {load_model("llama3-8b"), load_cluster("dgx-h100:1"), t};
+}
+
+// A small MoE model (examples/tiny-moe.yaml) on 16 GPUs: ep and etp are searched too.
+Scenario tiny_moe_on_16() {
+  TrainingSpec t;
+  t.seq_len = 2048;
+  t.global_batch = 32;
+  return {load_model(std::string(PARATUNE_SOURCE_DIR) + "/examples/tiny-moe.yaml"), load_cluster("dgx-h100:2"), t};
+}
+
+std::vector<Candidate> all_candidates(const Scenario& s, const SearchSpace& space) {
+  std::vector<Candidate> out;
+  for (const MeshShape& mesh : mesh_shapes(s.model, s.cluster, s.training, space))
+    enumerate_mesh(s.model, s.training, space, mesh, [](const Candidate&) {},
+                   [&](const Candidate& c) { out.push_back(c); });
+  return out;
+}
+
+TEST(Space, EnumerationIsExactlyWhatResolveAccepts) {
+  Scenario s = tiny_moe_on_16();
+  s.cluster = load_cluster("dgx-h100:1");
+  s.training.global_batch = 16;
+  const SearchSpace space;
+  std::set<std::string> enumerated;
+  for (const Candidate& c : all_candidates(s, space)) {
+    const std::string key = to_string(resolve(to_config(c), s.model, s.cluster, s.training));
+    EXPECT_TRUE(enumerated.insert(key).second) << "enumerated twice: " << key;
+  }
+  // Brute force over the cartesian product of every axis value.
+  std::set<std::string> accepted;
+  const int n = s.cluster.num_gpus();
+  for (int tp : divisors(n))
+    for (int cp : divisors(n / tp))
+      for (int pp : divisors(n / (tp * cp))) {
+        const int dp = n / (tp * cp * pp);
+        for (int ep = 1; ep <= 8; ++ep)
+          for (int etp : divisors(tp))
+            for (int mbs = 1; mbs <= 16; ++mbs)
+              for (bool sp : {false, true})
+                for (RecomputeMode rc : {RecomputeMode::kNone, RecomputeMode::kSelective, RecomputeMode::kFull})
+                  for (int zero = 0; zero <= 3; ++zero)
+                    for (int op : zero == 0 ? std::vector<int>{0} : divisors(dp))
+                      for (Schedule sched : {Schedule::kOneFOneB, Schedule::kZeroBubbleH1, Schedule::kGPipe,
+                                             Schedule::kInterleaved1F1B})
+                        for (int vpp = 1; vpp <= s.model.num_layers; ++vpp) {
+                          if ((vpp > 1) != (sched == Schedule::kInterleaved1F1B)) continue;
+                          if (pp == 1 && sched != Schedule::kOneFOneB) continue;  // the same as 1F1B
+                          if (sp && tp == 1) continue;                            // resolve drops it
+                          ParallelConfig p;
+                          p.dp = dp, p.tp = tp, p.pp = pp, p.cp = cp, p.ep = ep, p.etp = etp, p.mbs = mbs;
+                          p.sequence_parallel = sp, p.recompute = rc, p.zero = zero, p.op = op, p.schedule = sched;
+                          p.vpp = vpp;
+                          try {
+                            accepted.insert(to_string(resolve(p, s.model, s.cluster, s.training)));
+                          } catch (const Error&) {
+                          }
+                        }
+      }
+  EXPECT_EQ(enumerated, accepted);
+  EXPECT_GT(accepted.size(), 5000u);
+}
+
+TEST(Space, ConstraintsParseAndRejectBadInput) {
+  SearchSpace space;
+  add_constraints(space, "tp=2,pp=4", ConstraintKind::kFix, "--fix");
+  add_constraints(space, "zero=0,1,schedule=1f1b,zb-h1", ConstraintKind::kAllow, "--allow");
+  add_constraints(space, "mbs=4", ConstraintKind::kMax, "--max");
+  EXPECT_TRUE(space.permits(Axis::kTp, 2));
+  EXPECT_FALSE(space.permits(Axis::kTp, 4));
+  EXPECT_TRUE(space.permits(Axis::kZero, 1));
+  EXPECT_FALSE(space.permits(Axis::kZero, 2));
+  EXPECT_TRUE(space.permits(Axis::kSchedule, static_cast<int>(Schedule::kZeroBubbleH1)));
+  EXPECT_FALSE(space.permits(Axis::kSchedule, static_cast<int>(Schedule::kGPipe)));
+  EXPECT_FALSE(space.permits(Axis::kMbs, 8));
+  auto message = [&](const char* text, ConstraintKind kind) {
+    try {
+      SearchSpace s;
+      add_constraints(s, text, kind, "--fix");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("tpp=2", ConstraintKind::kFix).find("did you mean 'tp'"), std::string::npos);
+  EXPECT_NE(message("tp=two", ConstraintKind::kFix).find("'two' is not an integer"), std::string::npos);
+  EXPECT_NE(message("tp=2,4", ConstraintKind::kFix).find("takes one value"), std::string::npos);
+  EXPECT_NE(message("zero=5", ConstraintKind::kAllow).find("0, 1, 2 or 3"), std::string::npos);
+  EXPECT_NE(message("schedule=1f1b", ConstraintKind::kMax).find("not a numeric axis"), std::string::npos);
+  EXPECT_NE(message("8", ConstraintKind::kFix).find("KEY=VALUE"), std::string::npos);
+}
+
+// The planner's pruning is only exact if the bounds hold for every refinement: any stage layout,
+// any per-stage recompute, any gradient-sync placement.
+TEST(Bounds, HoldForRandomStageLayoutsAndRecompute) {
+  const Scenario s = llama8b_on_8();
+  std::mt19937 rng(7);
+  int checked = 0;
+  for (const Candidate& c : all_candidates(s, SearchSpace{})) {
+    if (rng() % 40 != 0) continue;
+    const ParallelConfig base = to_config(c);
+    const StageCostModel layers(s.model, s.cluster, s.training, base, default_calibration());
+    const PlanningBounds b = planning_bounds(layers, base);
+    ParallelConfig p = layers.config();
+    // A random layout of multiples of vpp layers, and random recompute counts with recompute=full.
+    std::vector<int> blocks(static_cast<std::size_t>(p.pp), 1);
+    for (int extra = s.model.num_layers / p.vpp - p.pp; extra > 0; --extra) ++blocks[rng() % blocks.size()];
+    p.stage_layers.clear();
+    for (int k : blocks) p.stage_layers.push_back(k * p.vpp);
+    if (p.recompute == RecomputeMode::kFull) {
+      p.stage_recompute_layers.clear();
+      for (int n : p.stage_layers) p.stage_recompute_layers.push_back(static_cast<int>(rng() % (n + 1)));
+    }
+    p.grad_sync = static_cast<GradSync>(rng() % 3);
+    const Estimate e = estimate(s.model, s.cluster, s.training, p);
+    EXPECT_LE(b.iteration_time_s, e.iteration_time_s * (1 + 1e-12)) << to_string(p);
+    EXPECT_LE(b.memory_bytes, e.peak_memory_bytes * (1 + 1e-12)) << to_string(p);
+    ++checked;
+  }
+  EXPECT_GT(checked, 100);
+}
+
+// assign_stages against every contiguous layout and every recompute count, on its own objective.
+TEST(StageAssignment, IsExactOnItsObjective) {
+  const Scenario s = llama8b_on_8();
+  for (const char* text : {"dp=2,tp=1,pp=4,mbs=1,recompute=full", "dp=1,tp=2,pp=4,mbs=2,recompute=full",
+                           "dp=2,tp=2,pp=2,vpp=4,mbs=1,recompute=none", "dp=1,tp=1,pp=8,mbs=1,recompute=full"}) {
+    const ParallelConfig config = parse_parallel_config(text);
+    const StageCostModel costs(s.model, s.cluster, s.training, config, default_calibration());
+    const Estimate uniform = estimate(s.model, s.cluster, s.training, config);
+    std::vector<double> in_flight;
+    for (const StageEstimate& st : uniform.stages) in_flight.push_back(std::max(1.0, st.in_flight_microbatches));
+    const bool full = config.recompute == RecomputeMode::kFull;
+    const StageAssignment a = assign_stages(costs, in_flight, full);
+
+    // Brute force: every composition of the layers into pp parts of multiples of vpp, each stage
+    // with the smallest recompute count that fits (scanned linearly).
+    const int pp = config.pp, v = config.vpp, blocks = s.model.num_layers / v;
+    const double m = costs.num_microbatches(), limit = costs.memory_limit_bytes();
+    double best = std::numeric_limits<double>::infinity();
+    std::vector<int> k(static_cast<std::size_t>(pp), 1);
+    std::function<void(int, int)> place = [&](int stage, int left) {
+      if (stage == pp - 1) {
+        k[static_cast<std::size_t>(stage)] = left;
+        double sum = 0, worst = 0;
+        int first = 0;
+        for (int st = 0; st < pp; ++st) {
+          const int layers = k[static_cast<std::size_t>(st)] * v;
+          double t = std::numeric_limits<double>::infinity();
+          for (int r = 0; r <= (full ? layers : 0); ++r) {
+            const StageWork w = costs.stage_work(st, first, layers, r, in_flight[static_cast<std::size_t>(st)]);
+            if (w.memory_bytes <= limit) {
+              t = w.time_s;
+              break;
+            }
+          }
+          sum += t;
+          worst = std::max(worst, t);
+          first += layers;
+        }
+        best = std::min(best, (m - 1.0 / v) * worst + sum / v);
+        return;
+      }
+      for (int n = 1; n <= left - (pp - 1 - stage); ++n) {
+        k[static_cast<std::size_t>(stage)] = n;
+        place(stage + 1, left - n);
+      }
+    };
+    place(0, blocks);
+    ASSERT_TRUE(a.feasible) << text;
+    EXPECT_NEAR(a.objective_s, best, 1e-12 * best) << text;
+    int total = 0;
+    for (std::size_t i = 0; i < a.stage_layers.size(); ++i) {
+      total += a.stage_layers[i];
+      EXPECT_EQ(a.stage_layers[i] % v, 0);
+      EXPECT_LE(a.recomputed[i], a.stage_layers[i]);
+    }
+    EXPECT_EQ(total, s.model.num_layers);
+  }
+}
+
+// The search equals refining every candidate of the space (level 2 everywhere, no pruning).
+void expect_equals_brute_force(const Scenario& s, PlanOptions options) {
+  std::vector<std::pair<double, std::string>> all;
+  for (const Candidate& c : all_candidates(s, options.space))
+    if (auto e = refine(s.model, s.cluster, s.training, c, options))
+      all.emplace_back(e->iteration_time_s, to_string(e->config));
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  ASSERT_FALSE(all.empty());
+  options.baselines = false;
+  const PlanResult r = plan(s.model, s.cluster, s.training, options);
+  ASSERT_FALSE(r.plans.empty());
+  ASSERT_LE(r.plans.size(), all.size());
+  for (std::size_t i = 0; i < r.plans.size(); ++i) {
+    EXPECT_EQ(r.plans[i].estimate.iteration_time_s, all[i].first) << i;
+    EXPECT_EQ(to_string(r.plans[i].estimate.config), all[i].second) << i;
+  }
+  EXPECT_GT(r.stats.pruned_memory + r.stats.pruned_time, 0);
+  EXPECT_EQ(r.stats.candidates_level1, static_cast<long long>(all_candidates(s, options.space).size()));
+}
+
+TEST(Planner, TopPlansEqualBruteForceDense) {
+  PlanOptions options;
+  options.keep = 4;
+  expect_equals_brute_force(llama8b_on_8(), options);
+}
+
+TEST(Planner, TopPlansEqualBruteForceMoe) {
+  PlanOptions options;
+  options.keep = 4;
+  add_constraints(options.space, "mbs=4", ConstraintKind::kMax, "--max");
+  expect_equals_brute_force(tiny_moe_on_16(), options);
+}
+
+TEST(Planner, RespectsConstraints) {
+  const Scenario s = tiny_moe_on_16();
+  PlanOptions options;
+  options.top = 10;
+  add_constraints(options.space, "tp=2", ConstraintKind::kFix, "--fix");
+  add_constraints(options.space, "pp=2", ConstraintKind::kMax, "--max");
+  add_constraints(options.space, "zero=0,1,schedule=1f1b,zb-h1,grad_sync=shifted", ConstraintKind::kAllow, "--allow");
+  const PlanResult r = plan(s.model, s.cluster, s.training, options);
+  ASSERT_FALSE(r.plans.empty());
+  for (const Plan& p : r.plans) {
+    const ParallelConfig& c = p.estimate.config;
+    EXPECT_EQ(c.tp, 2);
+    EXPECT_LE(c.pp, 2);
+    EXPECT_LE(c.zero, 1);
+    EXPECT_TRUE(c.schedule == Schedule::kOneFOneB || c.schedule == Schedule::kZeroBubbleH1);
+    EXPECT_EQ(c.grad_sync, GradSync::kShifted);
+    EXPECT_LE(c.mbs, 16);
+  }
+}
+
+TEST(Planner, SameResultForEveryThreadCount) {
+  const Scenario s = tiny_moe_on_16();
+  PlanOptions options;
+  options.keep = 3;
+  std::string first;
+  for (int threads : {1, 2, 5}) {
+    options.threads = threads;
+    nlohmann::json j = to_json(plan(s.model, s.cluster, s.training, options));
+    for (const char* timing : {"elapsed_s", "level1_s", "level2_s"}) j["search"].erase(timing);
+    if (first.empty()) first = j.dump();
+    else EXPECT_EQ(j.dump(), first) << threads << " threads";
+  }
+}
+
+TEST(Planner, NothingFitsSaysWhatWould) {
+  TrainingSpec t;
+  t.seq_len = 4096;
+  t.global_batch = 8;
+  const PlanResult r = plan(load_model("llama3-8b"), load_cluster("h100x1"), t, PlanOptions{});
+  EXPECT_TRUE(r.plans.empty());
+  ASSERT_TRUE(r.closest.has_value());
+  EXPECT_FALSE(r.closest->fits);
+  ASSERT_FALSE(r.advice.empty());
+  EXPECT_NE(r.advice.front().find("the GPUs"), std::string::npos) << r.advice.front();
+}
+
+TEST(Launch, MegatronArgumentsMatchThePlan) {
+  const Scenario s = llama8b_on_8();
+  const ParallelConfig p = resolve(parse_parallel_config("dp=1,tp=2,pp=4,mbs=1,zero=1,sp=true,recompute=full,"
+                                                         "recompute_layers=3/0/0/0,stage_layers=6/9/9/8"),
+                                   s.model, s.cluster, s.training);
+  const LaunchSettings l = launch_settings(Framework::kMegatron, p, s.model, s.training);
+  auto value = [&](const std::string& flag) {
+    std::smatch match;
+    const std::regex re(flag + " (\\d+)");
+    return std::regex_search(l.text, match, re) ? std::stoi(match[1]) : -1;
+  };
+  EXPECT_EQ(value("--tensor-model-parallel-size"), 2);
+  EXPECT_EQ(value("--pipeline-model-parallel-size"), 4);
+  EXPECT_EQ(value("--micro-batch-size"), 1);
+  EXPECT_EQ(value("--global-batch-size"), 16);
+  const int first = value("--decoder-first-pipeline-num-layers"), last = value("--decoder-last-pipeline-num-layers");
+  EXPECT_EQ(first, 6);
+  EXPECT_EQ(last, 8);
+  // The middle stages share the rest evenly, which must give the plan's 9/9.
+  EXPECT_EQ((s.model.num_layers - first - last) % (p.pp - 2), 0);
+  EXPECT_EQ((s.model.num_layers - first - last) / (p.pp - 2), 9);
+  EXPECT_NE(l.text.find("--sequence-parallel"), std::string::npos);
+  EXPECT_NE(l.text.find("--use-distributed-optimizer"), std::string::npos);
+  EXPECT_EQ(value("--recompute-num-layers"), 3);
+  ASSERT_EQ(l.cannot_express.size(), 1u);  // 3/0/0/0 is not one count for every stage
+  EXPECT_NE(l.cannot_express[0].find("3/0/0/0"), std::string::npos);
+
+  ParallelConfig middle_uneven = p;
+  middle_uneven.stage_layers = {8, 7, 9, 8};
+  middle_uneven.recompute = RecomputeMode::kSelective;
+  middle_uneven.stage_recompute_layers.clear();
+  const LaunchSettings m = launch_settings(Framework::kMegatron, middle_uneven, s.model, s.training);
+  EXPECT_EQ(m.text.find("--decoder-first-pipeline-num-layers"), std::string::npos);
+  ASSERT_EQ(m.cannot_express.size(), 1u);
+  EXPECT_NE(m.cannot_express[0].find("8/7/9/8"), std::string::npos);
+}
+
+TEST(Launch, TorchtitanSplitPointsAndDeepSpeedBatch) {
+  const Scenario s = llama8b_on_8();
+  const ParallelConfig p = resolve(parse_parallel_config("dp=2,tp=2,pp=2,vpp=2,mbs=2,zero=3,op=2,sp=true,"
+                                                         "recompute=selective"),
+                                   s.model, s.cluster, s.training);
+  const LaunchSettings t = launch_settings(Framework::kTorchtitan, p, s.model, s.training);
+  EXPECT_NE(t.text.find("pipeline_parallel_split_points = [\"layers.8\", \"layers.16\", \"layers.24\"]"),
+            std::string::npos)
+      << t.text;
+  EXPECT_NE(t.text.find("pipeline_parallel_schedule = \"Interleaved1F1B\""), std::string::npos);
+  EXPECT_NE(t.text.find("data_parallel_shard_degree = 2"), std::string::npos);
+  const LaunchSettings d = launch_settings(Framework::kDeepSpeed, p, s.model, s.training);
+  const auto j = nlohmann::json::parse(d.text);
+  EXPECT_EQ(j["train_batch_size"], 16);
+  EXPECT_EQ(j["train_micro_batch_size_per_gpu"], 2);
+  EXPECT_EQ(j["gradient_accumulation_steps"], 4);
+  EXPECT_EQ(j["zero_optimization"]["stage"], 3);
+  EXPECT_FALSE(d.cannot_express.empty());  // zero=3 with pp=2, interleaving, selective recompute
+}
+
+}  // namespace
+}  // namespace paratune::plan
