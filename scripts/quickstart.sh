@@ -4,5 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
-./build/paratune estimate --model llama3.1-70b --cluster examples/cluster-h100-64.yaml --seq-len 8192 --global-batch 128 \
-  --config "dp=2,tp=8,pp=4,vpp=5,mbs=1,zero=1,sp=true,recompute=full"
+# The main job: the fastest parallel configuration of Mixtral-8x22B on 128 H100 (the example
+# cluster file with 16 nodes) that fits, with Megatron-LM arguments for it.
+./build/paratune plan --model mixtral-8x22b --cluster examples/cluster-h100-64.yaml:16 --seq-len 4096 \
+  --global-batch 512 --emit megatron

@@ -277,6 +277,7 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
   }
   per_mesh.clear();
   std::sort(survivors.begin(), survivors.end(), by_bound);
+  stats.bounds_s = seconds_since(start);
 
   // --- Level 1: estimates in bound order until the bound reaches the K-th best time -----------------
   std::vector<double> level1_time(survivors.size(), kInfinity);  // infinity: not costed or not fitting

@@ -61,8 +61,19 @@ std::string why_slower(const Estimate& a, const Estimate& b) {
   std::vector<std::string> parts;
   for (std::size_t i = 0; i < std::min<std::size_t>(2, worse.size()); ++i)
     parts.push_back(fmt::format("{} +{}", worse[i].first, format_duration(worse[i].second)));
-  std::string out = fmt::format("{:.1f}% slower", 100 * (b.iteration_time_s / a.iteration_time_s - 1));
+  const double slower = b.iteration_time_s / a.iteration_time_s - 1;
+  std::string out = slower < 5e-4 ? std::string("ties with the winner (within 0.05%)")
+                                  : fmt::format("{:.1f}% slower", 100 * slower);
   if (!parts.empty()) out += fmt::format(": {}", fmt::join(parts, ", "));
+  // The axes where it differs from the winner.
+  const nlohmann::json winner = to_json(a.config), other = to_json(b.config);
+  std::vector<std::string> differs;
+  for (const auto& [key, value] : other.items())
+    if (winner.contains(key) && winner[key] != value)
+      differs.push_back(fmt::format("{} {} instead of {}", key, value.dump(), winner[key].dump()));
+  if (!differs.empty()) out += fmt::format("; differs in: {}", fmt::join(differs, ", "));
+  if (a.peak_memory_bytes > b.peak_memory_bytes)
+    out += fmt::format("; needs {} less memory", format_bytes(a.peak_memory_bytes - b.peak_memory_bytes));
   return out;
 }
 
@@ -118,6 +129,7 @@ nlohmann::json to_json(const plan::PlanResult& r) {
                      {"level1_evaluated", s.level1_evaluated},
                      {"kept", s.kept},
                      {"level2_evaluated", s.level2_evaluated},
+                     {"bounds_s", s.bounds_s},
                      {"level1_s", s.level1_s},
                      {"level2_s", s.level2_s},
                      {"elapsed_s", s.elapsed_s}}}};

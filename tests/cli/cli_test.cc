@@ -135,4 +135,49 @@ TEST(Cli, SimulateBadInputExitsTwo) {
   EXPECT_NE(r.output.find("/nonexistent-dir/x.svg: cannot write file"), std::string::npos) << r.output;
 }
 
+TEST(Cli, PlanJsonHasTheDocumentedFields) {
+  const Result r = run("plan --model llama3-8b --cluster dgx-h100:1 --seq-len 4096 --global-batch 16 --top 3 --json "
+                       "--emit megatron");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(j["plans"].size(), 3u);
+  for (const auto& plan : {j["plans"][0], j["baselines"]["expert"], j["baselines"]["three_axis"]}) {
+    for (const char* key : {"config", "iteration_time_s", "tokens_per_s", "mfu", "peak_memory_bytes",
+                            "memory_bytes_per_stage", "fits"})
+      EXPECT_TRUE(plan.contains(key)) << key;
+    for (const char* key : {"dp", "tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "sequence_parallel", "zero", "op",
+                            "recompute", "recompute_layers", "stage_layers", "schedule", "grad_sync"})
+      EXPECT_TRUE(plan["config"].contains(key)) << key;
+    EXPECT_EQ(plan["config"]["recompute_layers"].size(), plan["config"]["stage_layers"].size());
+  }
+  for (const char* key : {"candidates_level1", "pruned", "level2_evaluated", "elapsed_s"})
+    EXPECT_TRUE(j["search"].contains(key)) << key;
+  EXPECT_LE(j["plans"][0]["iteration_time_s"].get<double>(), j["plans"][1]["iteration_time_s"].get<double>());
+  EXPECT_NE(j["launch"]["text"].get<std::string>().find("--tensor-model-parallel-size"), std::string::npos);
+
+  // The winner's configuration text, given to estimate, predicts the same time.
+  const Result e = run("estimate --model llama3-8b --cluster dgx-h100:1 --seq-len 4096 --global-batch 16 --json "
+                       "--config " + j["plans"][0]["config"]["text"].get<std::string>());
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(e.output)["iteration_time_s"].get<double>(),
+                   j["plans"][0]["iteration_time_s"].get<double>());
+}
+
+TEST(Cli, PlanRejectsBadConstraintsAndSaysWhenNothingFits) {
+  const std::string setup = "plan --model llama3-8b --cluster dgx-h100:1 --seq-len 4096 --global-batch 16 ";
+  Result r = run(setup + "--fix tp=3x");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--fix tp: '3x' is not an integer"), std::string::npos) << r.output;
+  r = run(setup + "--allow shedule=1f1b");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("did you mean 'schedule'"), std::string::npos) << r.output;
+  r = run(setup + "--emit megatorn");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--emit"), std::string::npos) << r.output;
+  r = run("plan --model llama3-8b --cluster h100x1 --seq-len 4096 --global-batch 8");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("NO CONFIGURATION FITS"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("what would fit"), std::string::npos) << r.output;
+}
+
 }  // namespace

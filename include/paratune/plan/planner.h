@@ -39,6 +39,7 @@ struct SearchStats {
   long long level1_evaluated = 0;   // costed with estimate() (even stages)
   long long kept = 0;               // refined as level-1 survivors
   long long level2_evaluated = 0;   // refined in all (survivors + candidates whose bound could still win)
+  double bounds_s = 0;  // enumerating and bounding every level-1 candidate (part of level1_s)
   double level1_s = 0, level2_s = 0, elapsed_s = 0;  // wall-clock
 };
 
