@@ -518,6 +518,11 @@ struct StageCostModel::Impl {
   double logits_bytes(int rank) const { return rank == config.pp - 1 ? c.tokens * vocab_local * 6 : 0; }
 
   RankCost rank_cost(int s, const std::vector<ChunkPart>& parts) const;
+
+  // planning_bounds' per-group ingredients, computed on first use (one model serves one thread).
+  struct BoundBasis;
+  const BoundBasis& bound_basis() const;
+  mutable std::unique_ptr<BoundBasis> basis;
 };
 
 // Pipeline rank `s` made of `parts` (one per model chunk): its costs per micro-batch, its
@@ -636,17 +641,26 @@ StageWork StageCostModel::stage_work(int rank, int first_layer, int layers, int 
   return w;
 }
 
+// What planning_bounds needs of a group's layer costs, computed on its first call.
+struct StageCostModel::Impl::BoundBasis {
+  double whole_work_s;                   // the whole model, one micro-batch, no full recompute, no ZeRO-3
+  double whole_dense_params, whole_expert_params;
+  double embedding_work_s, head_work_s;  // the first / last rank's extra work
+  double smallest_forward_share;         // of any layer, the embedding or the head (ZB-H1 fill)
+};
+
 namespace {
+
+double work_s(const ChunkPart& c) { return c.forward_with_comm_s() + c.backward_with_comm_s(); }
 
 // min over k_s >= 1 with sum k_s = L / vpp of max_s w_s, w_s = k_s·vpp·layer + [s = 0]·embedding +
 // [s = pp-1]·head: the least bottleneck of any stage assignment when all layers are alike. The
 // optimum equals one of k·vpp·layer (+ embedding or + head); feasibility of a cap C is
 // sum_s floor((C - extra_s) / (vpp·layer)) >= L / vpp, monotone in C, so each family is binary-searched.
-double least_bottleneck_s(const StageCostModel::Impl& im, int pp, int vpp) {
-  auto work = [](const ChunkPart& c) { return c.forward_with_comm_s() + c.backward_with_comm_s(); };
-  const double block = work(im.chunk(0, vpp, 0, false, false));
-  const double embedding = work(im.chunk(0, 0, 0, true, false));
-  const double head = work(im.chunk(0, 0, 0, false, true));
+double least_bottleneck_s(const StageCostModel::Impl& im, const StageCostModel::Impl::BoundBasis& basis, int pp,
+                          int vpp) {
+  const double block = work_s(im.chunk(0, vpp, 0, false, false));
+  const double embedding = basis.embedding_work_s, head = basis.head_work_s;
   const int blocks = im.c.model.num_layers / vpp;
   if (pp == 1) return blocks * block + embedding + head;
   auto fits = [&](double cap) {
@@ -671,6 +685,24 @@ double least_bottleneck_s(const StageCostModel::Impl& im, int pp, int vpp) {
 
 }  // namespace
 
+const StageCostModel::Impl::BoundBasis& StageCostModel::Impl::bound_basis() const {
+  if (basis) return *basis;
+  const ModelSpec& model = c.model;
+  const ChunkPart whole = chunk(0, model.num_layers, 0, true, true);
+  const ChunkPart embedding = chunk(0, 0, 0, true, false), head = chunk(0, 0, 0, false, true);
+  auto forward_share = [](const ChunkPart& part) {
+    const double w = work_s(part);
+    return w > 0 ? part.forward_with_comm_s() / w : 1.0;
+  };
+  double share = std::min({forward_share(chunk(0, 1, 0, false, false)), forward_share(embedding), forward_share(head)});
+  if (model.moe)  // the other kind of layer (MoE after dense ones, or dense between)
+    for (int layer : {model.moe->first_dense_layers, model.moe->first_dense_layers + 1})
+      if (layer < model.num_layers) share = std::min(share, forward_share(chunk(layer, 1, 0, false, false)));
+  basis = std::make_unique<BoundBasis>(BoundBasis{work_s(whole), whole.dense_params, whole.expert_params,
+                                                  work_s(embedding), work_s(head), share});
+  return *basis;
+}
+
 PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfig& q) {
   const StageCostModel::Impl& im = layers.impl();
   const ParallelConfig& p = im.config;
@@ -679,33 +711,22 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
     throw Error(fmt::format("planning_bounds: candidate '{}' has other layer costs than '{}'", to_string(q), to_string(p)));
   const ModelSpec& model = im.c.model;
   const Calibration& cal = im.c.calibration;
+  const StageCostModel::Impl::BoundBasis& basis = im.bound_basis();
   PlanningBounds b;
 
   // --- Time ---------------------------------------------------------------------------------------------
-  const ChunkPart whole = im.chunk(0, model.num_layers, 0, true, true);
-  const double work = whole.forward_with_comm_s() + whole.backward_with_comm_s();
   const double m = q.num_microbatches(im.c.training);
   const double pp = q.pp;
   double rho = 1;  // fraction of an earlier rank's per-micro-batch work that fills the pipeline
   if (q.schedule == Schedule::kInterleaved1F1B) rho = layers.layers_alike() ? 1.0 / q.vpp : 0;
-  if (q.schedule == Schedule::kZeroBubbleH1) {
-    // Only the first forward fills: rho = the smallest forward share of any part's work.
-    auto forward_share = [](const ChunkPart& c) {
-      const double w = c.forward_with_comm_s() + c.backward_with_comm_s();
-      return w > 0 ? c.forward_with_comm_s() / w : 1.0;
-    };
-    rho = std::min({forward_share(im.chunk(0, 1, 0, false, false)), forward_share(im.chunk(0, 0, 0, true, false)),
-                    forward_share(im.chunk(0, 0, 0, false, true))});
-    if (model.moe && !layers.layers_alike())  // the other kind of layer (MoE after dense ones, or dense between)
-      for (int layer : {model.moe->first_dense_layers, model.moe->first_dense_layers + 1})
-        if (layer < model.num_layers) rho = std::min(rho, forward_share(im.chunk(layer, 1, 0, false, false)));
-  }
+  if (q.schedule == Schedule::kZeroBubbleH1) rho = basis.smallest_forward_share;  // only the first forward fills
+  const double work = basis.whole_work_s;
   double pipeline = rho > 0 ? work * rho / (1 - std::pow(1 - rho / m, pp)) : m * work / pp;
   // Whole layers: every rank runs its m micro-batches one after another, so the iteration takes at
   // least m x the smallest possible bottleneck over assignments of blocks of vpp alike layers (the
   // embedding on the first rank, the output layer on the last); with few blocks per rank this is
   // well above the continuous bound.
-  if (layers.layers_alike()) pipeline = std::max(pipeline, m * least_bottleneck_s(im, q.pp, q.vpp));
+  if (layers.layers_alike()) pipeline = std::max(pipeline, m * least_bottleneck_s(im, basis, q.pp, q.vpp));
   b.iteration_time_s = pipeline + cal.iteration_overhead_s;
 
   // --- Memory ------------------------------------------------------------------------------------------
@@ -713,8 +734,8 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
       q.recompute == RecomputeMode::kFull
           ? std::min(im.dense.input_bytes, model.moe ? im.moe.input_bytes : im.dense.input_bytes)
           : std::min(im.dense.activation_bytes, model.moe ? im.moe.activation_bytes : im.dense.activation_bytes);
-  const MemoryBreakdown mean = static_memory(q, im.bytes, shard_degrees(q), cal, whole.dense_params / pp,
-                                             whole.expert_params / pp, 0, im.c.tokens * im.vocab_local * 6 / pp);
+  const MemoryBreakdown mean = static_memory(q, im.bytes, shard_degrees(q), cal, basis.whole_dense_params / pp,
+                                             basis.whole_expert_params / pp, 0, im.c.tokens * im.vocab_local * 6 / pp);
   b.memory_bytes = mean.total_bytes() + (1 + cal.fragmentation) * smallest_kept_layer * model.num_layers / pp;
   return b;
 }
@@ -782,12 +803,9 @@ Analysis analyse(const ModelSpec& model, const ClusterSpec& cluster, const Train
   a.kept_per_microbatch.assign(p.pp, 0);
   a.recompute_bytes.assign(p.pp, 0);
   std::vector<ChunkPart> parts(static_cast<std::size_t>(v));
+  const std::vector<int> recomputed_per_stage = recomputed_layers_per_stage(p);
   for (int s = 0; s < p.pp; ++s) {
-    const int layers = p.stage_layers[static_cast<std::size_t>(s)];
-    const int recomputed = p.recompute != RecomputeMode::kFull    ? 0
-                           : !p.stage_recompute_layers.empty()    ? p.stage_recompute_layers[static_cast<std::size_t>(s)]
-                           : p.recompute_layers < 0               ? layers
-                                                                  : std::min(p.recompute_layers, layers);
+    const int recomputed = recomputed_per_stage[static_cast<std::size_t>(s)];
     for (int ch = 0; ch < v; ++ch) {
       const int k = ch * p.pp + s;
       parts[static_cast<std::size_t>(ch)] =

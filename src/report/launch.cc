@@ -13,19 +13,6 @@ bool all_equal(const std::vector<int>& v) { return std::adjacent_find(v.begin(),
 
 std::string join_slash(const std::vector<int>& v) { return fmt::format("{}", fmt::join(v, "/")); }
 
-// Fully recomputed layers per stage (0 everywhere unless recompute=full).
-std::vector<int> recomputed_per_stage(const ParallelConfig& p) {
-  std::vector<int> out(static_cast<std::size_t>(p.pp), 0);
-  if (p.recompute != RecomputeMode::kFull) return out;
-  for (int s = 0; s < p.pp; ++s) {
-    const int layers = p.stage_layers[static_cast<std::size_t>(s)];
-    out[static_cast<std::size_t>(s)] = !p.stage_recompute_layers.empty() ? p.stage_recompute_layers[static_cast<std::size_t>(s)]
-                                       : p.recompute_layers < 0           ? layers
-                                                                          : std::min(p.recompute_layers, layers);
-  }
-  return out;
-}
-
 LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, const ModelSpec& model) {
   LaunchSettings out;
   std::vector<std::string> args;
@@ -61,7 +48,7 @@ LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, c
   if (p.recompute == RecomputeMode::kSelective) {
     arg("--recompute-granularity selective");
   } else if (p.recompute == RecomputeMode::kFull) {
-    const std::vector<int> recomputed = recomputed_per_stage(p);
+    const std::vector<int> recomputed = recomputed_layers_per_stage(p);
     if (recomputed == p.stage_layers) {
       arg("--recompute-granularity full");
       arg("--recompute-method uniform");
@@ -158,7 +145,7 @@ LaunchSettings torchtitan(const ParallelConfig& p, const TrainingSpec& training,
   t += fmt::format("mode = \"{}\"\n", to_string(p.recompute));
   if (p.recompute == RecomputeMode::kSelective) t += "selective_ac_option = \"op\"\n";
   if (p.recompute == RecomputeMode::kFull) {
-    const std::vector<int> recomputed = recomputed_per_stage(p);
+    const std::vector<int> recomputed = recomputed_layers_per_stage(p);
     if (recomputed != p.stage_layers)
       out.cannot_express.push_back(fmt::format(
           "per-stage recompute {}: activation_checkpoint mode=full recomputes every layer", join_slash(recomputed)));
@@ -207,9 +194,9 @@ LaunchSettings deepspeed(const ParallelConfig& p, const TrainingSpec& training, 
         join_slash(p.stage_layers)));
   if (p.recompute == RecomputeMode::kSelective)
     out.cannot_express.push_back("recompute=selective: DeepSpeed checkpoints whole layers (the model code chooses which)");
-  if (p.recompute == RecomputeMode::kFull && recomputed_per_stage(p) != p.stage_layers)
+  if (p.recompute == RecomputeMode::kFull && recomputed_layers_per_stage(p) != p.stage_layers)
     out.cannot_express.push_back(fmt::format("per-stage recompute {}: checkpointed layers are chosen in the model code",
-                                             join_slash(recomputed_per_stage(p))));
+                                             join_slash(recomputed_layers_per_stage(p))));
   if (p.cp > 1)
     out.cannot_express.push_back(fmt::format("cp={}: DeepSpeed has Ulysses sequence parallelism, not ring context parallelism", p.cp));
   if (p.grad_sync != GradSync::kOverlapped)

@@ -52,6 +52,16 @@ std::vector<int> parse_int_list(std::string_view key, std::string_view value) {
 
 }  // namespace
 
+std::vector<int> recomputed_layers_per_stage(const ParallelConfig& p) {
+  std::vector<int> out(p.stage_layers.size(), 0);
+  if (p.recompute != RecomputeMode::kFull) return out;
+  for (std::size_t s = 0; s < out.size(); ++s)
+    out[s] = !p.stage_recompute_layers.empty() ? p.stage_recompute_layers[s]
+             : p.recompute_layers < 0          ? p.stage_layers[s]
+                                               : std::min(p.recompute_layers, p.stage_layers[s]);
+  return out;
+}
+
 std::vector<int> even_stage_layers(int layers, int stages) {
   std::vector<int> out(static_cast<std::size_t>(stages), layers / stages);
   for (int i = 0; i < layers % stages; ++i) ++out[static_cast<std::size_t>(i)];

@@ -81,6 +81,8 @@ class StageCostModel {
 //           parameters under the candidate's ZeRO sharding, one micro-batch's activations of L/p
 //           layers in their smallest form (only inputs with recompute=full), the fixed buffers and
 //           1/p of the last stage's logits.
+// The whole-model sums behind both are computed on the first call and kept in `layers`, so calls
+// on one model must not run concurrently (the planner gives each thread its own models).
 PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfig& candidate);
 
 }  // namespace paratune

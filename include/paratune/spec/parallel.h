@@ -71,6 +71,10 @@ struct StageMesh {
 // "8x1,4x2,4x2,4x2" (dp x tp per stage, as the Comm-Shift poster writes Alpa's meshes).
 std::vector<StageMesh> parse_stage_meshes(std::string_view text);
 
+// Fully recomputed layers of each stage of a resolved configuration: 0 unless recompute=full; then
+// the per-stage list, or recompute_layers (-1 = all) capped at each stage's layers.
+std::vector<int> recomputed_layers_per_stage(const ParallelConfig& resolved);
+
 // Even split of `layers` over `stages` (earlier stages get the remainder), e.g. 10 over 4 = 3,3,2,2.
 std::vector<int> even_stage_layers(int layers, int stages);
 
