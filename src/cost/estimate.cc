@@ -10,6 +10,7 @@
 
 #include "paratune/cost/collectives.h"
 #include "paratune/cost/model_stats.h"
+#include "paratune/sim/schedule.h"
 #include "paratune/spec/units.h"
 
 namespace paratune {
@@ -521,7 +522,7 @@ struct StageCostModel::Impl {
 
   // planning_bounds' per-group ingredients, computed on first use (one model serves one thread).
   struct BoundBasis;
-  const BoundBasis& bound_basis() const;
+  BoundBasis& bound_basis() const;
   mutable std::unique_ptr<BoundBasis> basis;
 };
 
@@ -643,25 +644,56 @@ StageWork StageCostModel::stage_work(int rank, int first_layer, int layers, int 
 
 // What planning_bounds needs of a group's layer costs, computed on its first call.
 struct StageCostModel::Impl::BoundBasis {
-  double whole_work_s;                   // the whole model, one micro-batch, no full recompute, no ZeRO-3
-  double whole_dense_params, whole_expert_params;
-  double embedding_work_s, head_work_s;  // the first / last rank's extra work
-  double smallest_forward_share;         // of any layer, the embedding or the head (ZB-H1 fill)
+  ChunkPart whole;                // the whole model, one micro-batch, no full recompute
+  ChunkPart layer;                // one decoder layer (all alike when layers_alike())
+  ChunkPart embedding, head;      // the first / last rank's extra
+  double smallest_forward_share;  // of any layer, the embedding or the head (ZB-H1 fill)
+  // peak_in_flight() of the last pipeline shape asked for (candidates come grouped by shape).
+  sim::PipelineShape in_flight_shape{0, 0, 0};
+  Schedule in_flight_schedule = Schedule::kOneFOneB;
+  std::vector<int> in_flight;
 };
 
 namespace {
 
 double work_s(const ChunkPart& c) { return c.forward_with_comm_s() + c.backward_with_comm_s(); }
 
-// min over k_s >= 1 with sum k_s = L / vpp of max_s w_s, w_s = k_s·vpp·layer + [s = 0]·embedding +
-// [s = pp-1]·head: the least bottleneck of any stage assignment when all layers are alike. The
-// optimum equals one of k·vpp·layer (+ embedding or + head); feasibility of a cap C is
-// sum_s floor((C - extra_s) / (vpp·layer)) >= L / vpp, monotone in C, so each family is binary-searched.
-double least_bottleneck_s(const StageCostModel::Impl& im, const StageCostModel::Impl::BoundBasis& basis, int pp,
-                          int vpp) {
-  const double block = work_s(im.chunk(0, vpp, 0, false, false));
-  const double embedding = basis.embedding_work_s, head = basis.head_work_s;
-  const int blocks = im.c.model.num_layers / vpp;
+// ZeRO-3's per-micro-batch traffic for a part of the model without the collectives' latency
+// terms: {gather - hide·forward, gather + scatter - hide·backward}. Collective times are
+// latency + bytes/bandwidth, so these are linear in the part (the value for a sum of parts is the
+// sum of the values) and, clamped at 0, below zero3_exposed_s() of any rank holding the part.
+struct Zero3Traffic {
+  const Fabric& fabric;
+  GroupPlacement dense_group, expert_group;
+  double gather_bytes, grad_bytes, hide;
+
+  [[nodiscard]] std::pair<double, double> linear_s(const ChunkPart& part) const {
+    auto bandwidth_s = [&](double (*collective)(double, const GroupPlacement&, const Fabric&), double bytes,
+                           const GroupPlacement& g) { return collective(bytes, g, fabric) - collective(0, g, fabric); };
+    const double gather = bandwidth_s(all_gather_s, part.dense_params * gather_bytes, dense_group) +
+                          bandwidth_s(all_gather_s, part.expert_params * gather_bytes, expert_group);
+    const double scatter = bandwidth_s(reduce_scatter_s, part.dense_params * grad_bytes, dense_group) +
+                           bandwidth_s(reduce_scatter_s, part.expert_params * grad_bytes, expert_group);
+    return {gather - hide * part.forward_s, gather + scatter - hide * part.backward_s};
+  }
+  // At least the exposed traffic of any set of ranks holding the part together.
+  [[nodiscard]] double floor_s(const ChunkPart& part) const {
+    const auto [forward, backward] = linear_s(part);
+    return std::max(0.0, forward) + std::max(0.0, backward);
+  }
+  // What an extra part (embedding, head) adds at least to a rank's exposed traffic, whatever else
+  // the rank holds: max(0, x + e) >= max(0, x) + min(0, e). Not positive.
+  [[nodiscard]] double extra_floor_s(const ChunkPart& part) const {
+    const auto [forward, backward] = linear_s(part);
+    return std::min(0.0, forward) + std::min(0.0, backward);
+  }
+};
+
+// min over k_s >= 1 with sum k_s = blocks of max_s w_s, w_s = k_s·block + [s = 0]·embedding +
+// [s = pp-1]·head: the least bottleneck of any stage assignment of alike blocks of vpp layers. The
+// optimum equals one of k·block (+ embedding or + head); feasibility of a cap C is
+// sum_s floor((C - extra_s) / block) >= blocks, monotone in C, so each family is binary-searched.
+double least_bottleneck_s(double block, double embedding, double head, int blocks, int pp) {
   if (pp == 1) return blocks * block + embedding + head;
   auto fits = [&](double cap) {
     auto most = [&](double extra) { return std::floor((cap - extra) / block + 1e-9); };
@@ -683,12 +715,17 @@ double least_bottleneck_s(const StageCostModel::Impl& im, const StageCostModel::
   return best;
 }
 
+// min over w_s >= 0 with sum w_s = W of max_s (rho·sum_{j<s} w_j + m·w_s): all terms equal, w_s
+// geometric with ratio (1 - rho/m), giving W·rho / (1 - (1 - rho/m)^p), and m·W/p as rho -> 0.
+double pipeline_relaxation_s(double work, double rho, double m, double pp) {
+  return rho > 0 ? work * rho / (1 - std::pow(1 - rho / m, pp)) : m * work / pp;
+}
+
 }  // namespace
 
-const StageCostModel::Impl::BoundBasis& StageCostModel::Impl::bound_basis() const {
+StageCostModel::Impl::BoundBasis& StageCostModel::Impl::bound_basis() const {
   if (basis) return *basis;
   const ModelSpec& model = c.model;
-  const ChunkPart whole = chunk(0, model.num_layers, 0, true, true);
   const ChunkPart embedding = chunk(0, 0, 0, true, false), head = chunk(0, 0, 0, false, true);
   auto forward_share = [](const ChunkPart& part) {
     const double w = work_s(part);
@@ -698,8 +735,8 @@ const StageCostModel::Impl::BoundBasis& StageCostModel::Impl::bound_basis() cons
   if (model.moe)  // the other kind of layer (MoE after dense ones, or dense between)
     for (int layer : {model.moe->first_dense_layers, model.moe->first_dense_layers + 1})
       if (layer < model.num_layers) share = std::min(share, forward_share(chunk(layer, 1, 0, false, false)));
-  basis = std::make_unique<BoundBasis>(BoundBasis{work_s(whole), whole.dense_params, whole.expert_params,
-                                                  work_s(embedding), work_s(head), share});
+  basis = std::make_unique<BoundBasis>(
+      BoundBasis{chunk(0, model.num_layers, 0, true, true), chunk(0, 1, 0, false, false), embedding, head, share});
   return *basis;
 }
 
@@ -711,32 +748,79 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
     throw Error(fmt::format("planning_bounds: candidate '{}' has other layer costs than '{}'", to_string(q), to_string(p)));
   const ModelSpec& model = im.c.model;
   const Calibration& cal = im.c.calibration;
-  const StageCostModel::Impl::BoundBasis& basis = im.bound_basis();
+  StageCostModel::Impl::BoundBasis& basis = im.bound_basis();
+  const ShardDegrees shards = shard_degrees(q);
+  const double m = q.num_microbatches(im.c.training);
+  const double pp = q.pp;
   PlanningBounds b;
 
   // --- Time ---------------------------------------------------------------------------------------------
-  const double m = q.num_microbatches(im.c.training);
-  const double pp = q.pp;
-  double rho = 1;  // fraction of an earlier rank's per-micro-batch work that fills the pipeline
-  if (q.schedule == Schedule::kInterleaved1F1B) rho = layers.layers_alike() ? 1.0 / q.vpp : 0;
-  if (q.schedule == Schedule::kZeroBubbleH1) rho = basis.smallest_forward_share;  // only the first forward fills
-  const double work = basis.whole_work_s;
-  double pipeline = rho > 0 ? work * rho / (1 - std::pow(1 - rho / m, pp)) : m * work / pp;
+  // The candidate's ZeRO-3 traffic (its shard groups, not the group model's).
+  const int gpn = im.c.cluster.gpus_per_node;
+  const Zero3Traffic zero3{im.c.fabric, place_group(static_cast<int>(shards.dense), q.tp, gpn),
+                           place_group(static_cast<int>(shards.expert), q.tp * q.ep, gpn),
+                           im.c.training.fp32_param_gather ? 4.0 : 2.0, im.bytes.grad,
+                           q.overlap_param_gather ? cal.dp_overlap : 0.0};
+  const bool zero3_on = q.zero == 3;
+  const double compute_work = work_s(basis.whole);
+  const double work = compute_work + (zero3_on ? zero3.floor_s(basis.whole) : 0);
+  double pipeline = 0;
+  switch (q.schedule) {
+    case Schedule::kGPipe:
+    case Schedule::kOneFOneB: pipeline = pipeline_relaxation_s(work, 1, m, pp); break;
+    case Schedule::kInterleaved1F1B:  // one chunk, 1/v of a rank's work when the layers are alike
+      pipeline = pipeline_relaxation_s(work, layers.layers_alike() ? 1.0 / q.vpp : 0, m, pp);
+      break;
+    case Schedule::kZeroBubbleH1:
+      // Only the first forward fills, and only its compute share is known.
+      pipeline = std::max(pipeline_relaxation_s(compute_work, basis.smallest_forward_share, m, pp), m * work / pp);
+      break;
+  }
   // Whole layers: every rank runs its m micro-batches one after another, so the iteration takes at
   // least m x the smallest possible bottleneck over assignments of blocks of vpp alike layers (the
   // embedding on the first rank, the output layer on the last); with few blocks per rank this is
   // well above the continuous bound.
-  if (layers.layers_alike()) pipeline = std::max(pipeline, m * least_bottleneck_s(im, basis, q.pp, q.vpp));
+  if (layers.layers_alike()) {
+    double block = q.vpp * work_s(basis.layer), embedding = work_s(basis.embedding), head = work_s(basis.head);
+    if (zero3_on) {
+      block += q.vpp * zero3.floor_s(basis.layer);
+      embedding += zero3.extra_floor_s(basis.embedding);
+      head += zero3.extra_floor_s(basis.head);
+    }
+    pipeline = std::max(pipeline, m * least_bottleneck_s(block, embedding, head, model.num_layers / q.vpp, q.pp));
+  }
   b.iteration_time_s = pipeline + cal.iteration_overhead_s;
 
   // --- Memory ------------------------------------------------------------------------------------------
+  const bool full = q.recompute == RecomputeMode::kFull;
   const double smallest_kept_layer =
-      q.recompute == RecomputeMode::kFull
-          ? std::min(im.dense.input_bytes, model.moe ? im.moe.input_bytes : im.dense.input_bytes)
-          : std::min(im.dense.activation_bytes, model.moe ? im.moe.activation_bytes : im.dense.activation_bytes);
-  const MemoryBreakdown mean = static_memory(q, im.bytes, shard_degrees(q), cal, basis.whole_dense_params / pp,
-                                             basis.whole_expert_params / pp, 0, im.c.tokens * im.vocab_local * 6 / pp);
-  b.memory_bytes = mean.total_bytes() + (1 + cal.fragmentation) * smallest_kept_layer * model.num_layers / pp;
+      full ? std::min(im.dense.input_bytes, model.moe ? im.moe.input_bytes : im.dense.input_bytes)
+           : std::min(im.dense.activation_bytes, model.moe ? im.moe.activation_bytes : im.dense.activation_bytes);
+  const double kept_layer = (1 + cal.fragmentation) * smallest_kept_layer;
+  const double gathered_layer = im.largest_layer_params();  // ZeRO-3: on every rank
+  auto static_bytes = [&](double dense_params, double expert_params, double logits) {
+    return static_memory(q, im.bytes, shards, cal, dense_params, expert_params, gathered_layer, logits).total_bytes();
+  };
+  // (1) At least the mean stage: 1/p of everything, one micro-batch in flight.
+  const double mean = static_bytes(basis.whole.dense_params / pp, basis.whole.expert_params / pp,
+                                   im.c.tokens * im.vocab_local * 6 / pp) +
+                      kept_layer * model.num_layers / pp;
+  // (2) Stage s holds L_s layers and the schedule's in-flight micro-batches e_s of them:
+  // M_s >= fixed + (params + e_s·kept per layer)·L_s. The fullest stage is smallest when all are
+  // equal: M = fixed + L / sum_s 1/(params + e_s·kept).
+  const sim::PipelineShape shape{q.pp, q.vpp, static_cast<int>(m)};
+  if (shape.ranks != basis.in_flight_shape.ranks || shape.chunks != basis.in_flight_shape.chunks ||
+      shape.microbatches != basis.in_flight_shape.microbatches || q.schedule != basis.in_flight_schedule) {
+    basis.in_flight = sim::schedule_for(q.schedule).peak_in_flight(shape);
+    basis.in_flight_shape = shape;
+    basis.in_flight_schedule = q.schedule;
+  }
+  const double fixed = static_bytes(0, 0, 0);
+  double layer_static = static_bytes(im.dense.params_dense, im.dense.params_expert, 0) - fixed;
+  if (model.moe) layer_static = std::min(layer_static, static_bytes(im.moe.params_dense, im.moe.params_expert, 0) - fixed);
+  double inverse_sum = 0;
+  for (int held : basis.in_flight) inverse_sum += 1 / (layer_static + kept_layer * held / q.vpp);
+  b.memory_bytes = std::max(mean, fixed + model.num_layers / inverse_sum);
   return b;
 }
 
@@ -960,6 +1044,16 @@ sim::PipelineProblem pipeline_problem_with_stage_meshes(const ModelSpec& model, 
 Estimate estimate(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
                   const ParallelConfig& config, const Calibration& calibration, const EstimateOptions& options) {
   Analysis a = analyse(model, cluster, training, config, calibration, options);
+  const sim::SimulationResult replay = sim::simulate(a.problem, sim::SimulationOptions{.record = false});
+  return finish(std::move(a), replay, model, cluster, training, options);
+}
+
+std::optional<Estimate> estimate_if_faster(const ModelSpec& model, const ClusterSpec& cluster,
+                                           const TrainingSpec& training, const ParallelConfig& config,
+                                           double faster_than_s, const Calibration& calibration,
+                                           const EstimateOptions& options) {
+  Analysis a = analyse(model, cluster, training, config, calibration, options);
+  if (sim::iteration_time_lower_bound_s(a.problem) >= faster_than_s) return std::nullopt;
   const sim::SimulationResult replay = sim::simulate(a.problem, sim::SimulationOptions{.record = false});
   return finish(std::move(a), replay, model, cluster, training, options);
 }

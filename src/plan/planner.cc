@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "paratune/cost/stage_model.h"
+#include "paratune/sim/schedule.h"
 #include "paratune/plan/stage_assignment.h"
 #include "paratune/spec/units.h"
 
@@ -160,39 +161,47 @@ class TopPlans {
 }  // namespace
 
 std::optional<Estimate> refine(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
-                               const Candidate& candidate, const PlanOptions& options, const Calibration& calibration) {
+                               const Candidate& candidate, const PlanOptions& options, const Calibration& calibration,
+                               double faster_than_s) {
   std::optional<Estimate> best;
+  // One layout under each allowed placement; replays that cannot beat the best so far (or
+  // `faster_than_s`) are skipped on their lower bound.
   auto time_layout = [&](const ParallelConfig& layout) {
-    std::optional<Estimate> first;
     for (GradSync g : grad_sync_choices(options.space)) {
       ParallelConfig c = layout;
       c.grad_sync = g;
-      Estimate e = estimate(model, cluster, training, c, calibration, options.estimate);
-      if (!first) first = e;
-      if (e.fits && (!best || e.iteration_time_s < best->iteration_time_s)) best = std::move(e);
+      const double to_beat = best ? std::min(faster_than_s, best->iteration_time_s) : faster_than_s;
+      std::optional<Estimate> e = estimate_if_faster(model, cluster, training, c, to_beat, calibration, options.estimate);
+      if (e && e->fits && (!best || e->iteration_time_s < best->iteration_time_s)) best = std::move(e);
     }
-    return *first;  // the layout under the first placement, fitting or not
   };
-  const ParallelConfig config = to_config(candidate, options.base);
-  const Estimate uniform = time_layout(config);
-  if (config.pp == 1 && config.recompute != RecomputeMode::kFull) return best;
-
-  // The exact stage assignment and per-stage recompute, with each stage's activations in flight
-  // as the replay of the even layout found them.
-  std::vector<double> in_flight;
-  for (const StageEstimate& s : uniform.stages) in_flight.push_back(std::max(1.0, s.in_flight_microbatches));
-  const StageCostModel costs(model, cluster, training, config, calibration, options.estimate);
-  const StageAssignment a = assign_stages(costs, in_flight, config.recompute == RecomputeMode::kFull);
-  if (!a.feasible) return best;
-  ParallelConfig assigned = uniform.config;
-  assigned.stage_layers = a.stage_layers;
-  if (config.recompute == RecomputeMode::kFull) {
-    const bool any = std::any_of(a.recomputed.begin(), a.recomputed.end(), [](int r) { return r > 0; });
-    assigned.recompute = any ? RecomputeMode::kFull : RecomputeMode::kNone;
-    if (any) assigned.stage_recompute_layers = a.recomputed;
+  const StageCostModel costs(model, cluster, training, to_config(candidate, options.base), calibration,
+                             options.estimate);
+  const ParallelConfig& even = costs.config();  // resolved: even stages
+  const bool full = even.recompute == RecomputeMode::kFull;
+  if (even.pp == 1 && !full) {
+    time_layout(even);
+    return best;
   }
-  assigned.grad_sync = uniform.config.grad_sync;
-  if (to_string(assigned) != to_string(uniform.config)) time_layout(assigned);
+  // The exact stage assignment and per-stage recompute, each rank holding the activations of as
+  // many micro-batches as its schedule keeps in flight.
+  const sim::PipelineShape shape{even.pp, even.vpp, costs.num_microbatches()};
+  std::vector<double> in_flight;
+  for (int held : sim::schedule_for(even.schedule).peak_in_flight(shape))
+    in_flight.push_back(static_cast<double>(held) / even.vpp);
+  const StageAssignment a = assign_stages(costs, in_flight, full);
+  if (a.feasible) {
+    ParallelConfig assigned = even;
+    assigned.stage_layers = a.stage_layers;
+    if (full) {
+      const bool any = std::any_of(a.recomputed.begin(), a.recomputed.end(), [](int r) { return r > 0; });
+      assigned.recompute = any ? RecomputeMode::kFull : RecomputeMode::kNone;
+      if (any) assigned.stage_recompute_layers = a.recomputed;
+    }
+    time_layout(assigned);
+    if (to_string(assigned) == to_string(even)) return best;
+  }
+  time_layout(even);
   return best;
 }
 
@@ -295,16 +304,22 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
       if (survivors[i].lower_bound_s < threshold) batch.push_back(i);
     std::vector<double> peak(batch.size());
     std::vector<char> fits(batch.size());
+    std::vector<char> replayed(batch.size());
     parallel_for(batch.size(), options.threads, [&](std::size_t j) {
-      const Estimate e = estimate_candidate(model, cluster, training, survivors[batch[j]].candidate, options, calibration);
-      level1_time[batch[j]] = e.fits ? e.iteration_time_s : kInfinity;
-      peak[j] = e.peak_memory_bytes;
-      fits[j] = e.fits;
+      const std::optional<Estimate> e =
+          estimate_if_faster(model, cluster, training, to_config(survivors[batch[j]].candidate, options.base),
+                             threshold, calibration, options.estimate);
+      replayed[j] = e.has_value();
+      if (!e) return;  // even stages cannot make the K best
+      level1_time[batch[j]] = e->fits ? e->iteration_time_s : kInfinity;
+      peak[j] = e->peak_memory_bytes;
+      fits[j] = e->fits;
     });
     for (std::size_t j = 0; j < batch.size(); ++j) {
       const std::size_t i = batch[j];
       costed[i] = 1;
       ++stats.level1_evaluated;
+      if (!replayed[j]) continue;
       if (peak[j] < closest_bytes) {
         closest_bytes = peak[j];
         closest = i;
@@ -333,8 +348,9 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
   std::vector<char> refined(survivors.size(), 0);
   auto refine_all = [&](const std::vector<std::size_t>& batch) {
     std::vector<std::optional<Estimate>> out(batch.size());
+    const double threshold = top.threshold();  // fixed for the batch: the same for every thread count
     parallel_for(batch.size(), options.threads, [&](std::size_t j) {
-      out[j] = refine(model, cluster, training, survivors[batch[j]].candidate, options, calibration);
+      out[j] = refine(model, cluster, training, survivors[batch[j]].candidate, options, calibration, threshold);
     });
     for (std::size_t j = 0; j < batch.size(); ++j) {
       refined[batch[j]] = 1;

@@ -462,4 +462,67 @@ SimulationResult simulate(const PipelineProblem& problem, const SimulationOption
   return Replay(problem, options).run();
 }
 
+// Two chains of the replay, for every rank s (see the header):
+//   own:   fill_s + m·work_s + tail_s
+//   drain: fill_s + m·work_s (split backward: forwards and B passes only) + the last micro-batch's
+//          input gradient back through ranks s-1..0 + rank 0's last W (split) + tail_0
+// fill_s: micro-batch 0 through chunk 0 of ranks 0..s-1 and their links (every schedule starts
+// with that forward); tail: what follows a rank's last pass, which completes its chunk 0's
+// gradients in every schedule: that chunk's in-backward reduction, all reductions (shifted) or the
+// overlapped buckets that cannot start before the pass ends, then the optimizer step and exposed
+// parameter gather.
+double iteration_time_lower_bound_s(const PipelineProblem& problem) {
+  validate(problem);
+  const int p = problem.ranks(), v = problem.chunks();
+  const double m = problem.microbatches;
+  const bool split = schedule_for(problem.schedule).splits_backward();
+  auto last_pass_s = [&](const StageCost& s) {
+    const ChunkCost& c = s.chunks.front();
+    return split ? c.backward_weight_s : c.backward_input_s + c.backward_weight_s;
+  };
+  auto tail_s = [&](const StageCost& s) {
+    const ChunkCost& c = s.chunks.front();
+    double sync = 0;
+    switch (problem.grad_sync) {
+      case GradSync::kInBackward: sync = c.grad_sync_s; break;
+      case GradSync::kShifted:
+        for (const ChunkCost& k : s.chunks) sync += k.grad_sync_s;
+        break;
+      case GradSync::kOverlapped: {
+        // Bucket j is ready window·pass·(1 - (j+1)/n) before the pass ends; the first one and all
+        // after it take the whole reduction, the last alone takes 1/n of it.
+        const double n = c.grad_sync_buckets;
+        sync = std::max(c.grad_sync_s / n, c.grad_sync_s - problem.overlap_window * last_pass_s(s) * (1 - 1 / n));
+        break;
+      }
+    }
+    return sync + s.optimizer_s + s.param_gather_s;
+  };
+  const double tail_0 = tail_s(problem.stages.front());
+  double fill = 0, bound = 0;
+  double chain = 0;  // ranks s-1..0: input-gradient passes (with their in-backward reductions) and links
+  for (int r = 0; r < p; ++r) {
+    const StageCost& s = problem.stages[static_cast<std::size_t>(r)];
+    double work = 0, critical_work = 0, earlier_syncs = 0;
+    for (int c = 0; c < v; ++c) {
+      const ChunkCost& k = s.chunks[static_cast<std::size_t>(c)];
+      work += k.forward_s + k.backward_input_s + k.backward_weight_s;
+      critical_work += k.forward_s + k.backward_input_s + (split ? 0 : k.backward_weight_s);
+      if (c > 0 && problem.grad_sync == GradSync::kInBackward) earlier_syncs += k.grad_sync_s;
+    }
+    const ChunkCost& first = s.chunks.front();
+    const double in_backward = problem.grad_sync == GradSync::kInBackward ? first.grad_sync_s : 0;
+    const double own = fill + m * work + earlier_syncs + tail_s(s);
+    double drain = fill + m * critical_work + (split ? 0 : earlier_syncs) + chain + tail_0;
+    if (r > 0 && !split) drain += in_backward;  // before its input gradient leaves
+    if (split) drain += last_pass_s(problem.stages.front());  // rank 0's last W
+    bound = std::max({bound, own, drain});
+    // Rank r as an earlier rank for the ranks after it.
+    fill += first.forward_s + s.p2p_next_s;
+    chain += s.p2p_next_s + (split ? first.backward_input_s : first.backward_input_s + first.backward_weight_s) +
+             (r > 0 && !split ? in_backward : 0);
+  }
+  return bound + problem.iteration_overhead_s;
+}
+
 }  // namespace paratune::sim

@@ -2,6 +2,7 @@
 // simulator supplies the timing. Ranks are 0-based, rank 0 holds the embedding.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <deque>
 
 #include "paratune/sim/schedule.h"
@@ -16,6 +17,20 @@ void PipelineSchedule::check(const PipelineShape& shape) const {
   if (shape.chunks > 1)
     throw Error(fmt::format("schedule {} runs one model chunk per rank; vpp={} needs interleaved-1f1b",
                             to_string(kind()), shape.chunks));
+}
+
+std::vector<int> count_in_flight(const std::vector<std::vector<ScheduleOp>>& ops, bool splits_backward) {
+  std::vector<int> out;
+  for (const std::vector<ScheduleOp>& program : ops) {
+    int held = 0, peak = 0;
+    for (const ScheduleOp& op : program) {
+      if (op.kind == OpKind::kForward) peak = std::max(peak, ++held);
+      const bool frees = op.kind == OpKind::kBackwardWeight || (op.kind == OpKind::kBackward && !splits_backward);
+      if (frees) --held;
+    }
+    out.push_back(peak);
+  }
+  return out;
 }
 
 namespace {
@@ -37,6 +52,9 @@ class GPipe final : public PipelineSchedule {
       for (int mb = 0; mb < s.microbatches; ++mb) list.push_back(backward(mb));
     }
   }
+  std::vector<int> peak_in_flight(const PipelineShape& s) const override {
+    return std::vector<int>(static_cast<std::size_t>(s.ranks), s.microbatches);
+  }
 };
 
 // 1F1B / PipeDream-flush (Narayanan et al. 2021, Sec. 2.2): rank r runs p - r - 1 warm-up forwards,
@@ -57,6 +75,12 @@ class OneFOneB final : public PipelineSchedule {
       }
       for (int k = s.microbatches - warmup; k < s.microbatches; ++k) list.push_back(backward(k));
     }
+  }
+  // The warm-up forwards and the first steady one, before the first backward frees anything.
+  std::vector<int> peak_in_flight(const PipelineShape& s) const override {
+    std::vector<int> out;
+    for (int r = 0; r < s.ranks; ++r) out.push_back(std::min(s.ranks - r, s.microbatches));
+    return out;
   }
 };
 
@@ -86,7 +110,7 @@ class Interleaved1F1B final : public PipelineSchedule {
     for (int r = 0; r < p; ++r) {
       auto& list = ops[r];
       list.reserve(2 * static_cast<std::size_t>(total));
-      const int warmup = s.microbatches == p ? total : std::min(2 * (p - r - 1) + (v - 1) * p, total);
+      const int warmup = warmup_forwards(s, r);
       for (int k = 0; k < warmup; ++k) list.push_back(forward(microbatch_of(k), chunk_of(k, true)));
       for (int k = 0; k < total - warmup; ++k) {
         const int f = k + warmup;
@@ -95,6 +119,18 @@ class Interleaved1F1B final : public PipelineSchedule {
       }
       for (int k = total - warmup; k < total; ++k) list.push_back(backward(microbatch_of(k), chunk_of(k, false)));
     }
+  }
+  std::vector<int> peak_in_flight(const PipelineShape& s) const override {
+    std::vector<int> out;
+    const int total = s.microbatches * s.chunks;
+    for (int r = 0; r < s.ranks; ++r) out.push_back(std::min(warmup_forwards(s, r) + 1, total));
+    return out;
+  }
+
+ private:
+  static int warmup_forwards(const PipelineShape& s, int r) {
+    const int p = s.ranks, v = s.chunks, total = s.microbatches * s.chunks;
+    return s.microbatches == p ? total : std::min(2 * (p - r - 1) + (v - 1) * p, total);
   }
 };
 
@@ -131,6 +167,10 @@ class ZeroBubbleH1 final : public PipelineSchedule {
       for (int k = s.microbatches - warmup; k < s.microbatches; ++k) run_b(k, 0);  // drain: one W per B
       for (int mb : deferred_w) list.push_back({OpKind::kBackwardWeight, mb, 0});
     }
+  }
+  // Rank r's p - r 1F1B micro-batches plus its r deferred W passes, all ranks min(p, m).
+  std::vector<int> peak_in_flight(const PipelineShape& s) const override {
+    return std::vector<int>(static_cast<std::size_t>(s.ranks), std::min(s.ranks, s.microbatches));
   }
 };
 

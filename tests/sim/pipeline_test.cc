@@ -2,6 +2,7 @@
 // gradient-sync placements, memory, determinism, malformed problems.
 #include "paratune/sim/pipeline.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -81,6 +82,30 @@ TEST(Replay, PeakActivationsMatchTheSchedulesInFlightCounts) {
   const SimulationResult inter = simulate(uniform(p, v, m, 1, 2, 0, Schedule::kInterleaved1F1B));
   for (int r = 0; r < p; ++r)
     EXPECT_NEAR(inter.stages[r].peak_activation_bytes, (2.0 * (p - r - 1) + (v - 1) * p + 1) / v, 1e-12) << r;
+}
+
+// Each schedule's closed-form peak_in_flight() = counting its programs = the replay's peak.
+TEST(Replay, EverySchedulesPeakInFlightIsWhatItsProgramsAndTheReplayHold) {
+  for (Schedule schedule : {Schedule::kGPipe, Schedule::kOneFOneB, Schedule::kInterleaved1F1B, Schedule::kZeroBubbleH1})
+    for (int p : {1, 2, 3, 4, 8})
+      for (int v : {1, 2, 3})
+        for (int m : {1, 2, 3, 4, 7, 8, 16, 24}) {
+          const PipelineShape shape{p, v, m};
+          const PipelineSchedule& s = schedule_for(schedule);
+          try {
+            s.check(shape);
+          } catch (const Error&) {
+            continue;
+          }
+          std::vector<std::vector<ScheduleOp>> ops;
+          s.build(shape, ops);
+          const std::vector<int> closed = s.peak_in_flight(shape);
+          const std::string where = fmt::format("{} p={} v={} m={}", to_string(schedule), p, v, m);
+          EXPECT_EQ(closed, count_in_flight(ops, s.splits_backward())) << where;
+          const SimulationResult replay = simulate(uniform(p, v, m, 1, 2, 1, schedule));
+          for (int r = 0; r < p; ++r)
+            EXPECT_NEAR(replay.stages[r].peak_activation_bytes, closed[r] / static_cast<double>(v), 1e-12) << where;
+        }
 }
 
 TEST(Replay, RecomputeWorkingSetAddsToThePeakDuringBackward) {
@@ -266,6 +291,38 @@ TEST(Replay, RandomProblemsRespectEveryDependency) {
       EXPECT_EQ(fast.stages[s].bubble_s, r.stages[s].bubble_s);
     }
   }
+}
+
+// The O(p·v) bound the planner prunes with: never above the replay, and tight where it should be.
+TEST(LowerBound, NeverAboveTheReplayAndExactForEqualStages) {
+  std::mt19937 rng(7);
+  int tight = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    PipelineProblem pb = random_problem(rng);
+    if (trial % 2) pb.blocking_p2p = false;
+    const double bound = iteration_time_lower_bound_s(pb);
+    const double replay = simulate(pb, SimulationOptions{.record = false}).iteration_time_s;
+    ASSERT_LE(bound, replay * (1 + 1e-12)) << "trial " << trial << " " << to_string(pb.schedule) << " p=" << pb.ranks()
+                                           << " v=" << pb.chunks() << " m=" << pb.microbatches << " "
+                                           << to_string(pb.grad_sync);
+    if (bound > 0.999 * replay) ++tight;
+  }
+  EXPECT_GT(tight, 0);
+  // 1F1B and GPipe, equal stages, free communication: (m + p - 1)(t_f + t_b) + overhead.
+  for (Schedule schedule : {Schedule::kOneFOneB, Schedule::kGPipe}) {
+    PipelineProblem pb = uniform(4, 1, 16, 1, 2, 0, schedule);
+    pb.iteration_overhead_s = 0.5;
+    EXPECT_DOUBLE_EQ(iteration_time_lower_bound_s(pb), (16 + 4 - 1) * 3 + 0.5) << to_string(schedule);
+    EXPECT_DOUBLE_EQ(iteration_time_lower_bound_s(pb), simulate(pb).iteration_time_s) << to_string(schedule);
+  }
+  // A shifted reduction and the optimizer step come after rank 0's last backward.
+  PipelineProblem pb = uniform(4, 1, 16, 1, 2, 0, Schedule::kOneFOneB);
+  for (StageCost& s : pb.stages) {
+    s.chunks[0].grad_sync_s = 0.25;
+    s.optimizer_s = 0.125;
+  }
+  EXPECT_DOUBLE_EQ(iteration_time_lower_bound_s(pb), 19 * 3 + 0.25 + 0.125);
+  EXPECT_DOUBLE_EQ(simulate(pb).iteration_time_s, 19 * 3 + 0.25 + 0.125);
 }
 
 TEST(Replay, MalformedProblemsAreRejectedNamingTheField) {

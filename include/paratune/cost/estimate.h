@@ -6,6 +6,7 @@
 // source; the README's "Cost model" section is the overview.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,14 @@ struct Estimate {
 Estimate estimate(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
                   const ParallelConfig& config, const Calibration& calibration = default_calibration(),
                   const EstimateOptions& options = {});
+
+// estimate(), unless the configuration cannot take less than `faster_than_s` per iteration
+// (sim::iteration_time_lower_bound_s of its pipeline problem): then std::nullopt, without the replay.
+// For searches that only need configurations faster than the best so far.
+std::optional<Estimate> estimate_if_faster(const ModelSpec& model, const ClusterSpec& cluster,
+                                           const TrainingSpec& training, const ParallelConfig& config,
+                                           double faster_than_s, const Calibration& calibration = default_calibration(),
+                                           const EstimateOptions& options = {});
 
 // What each pipeline rank's operations cost for this configuration, ready for sim::simulate:
 // per chunk forward / B / W times, activation bytes, gradient reduction; per rank optimizer step,

@@ -11,6 +11,7 @@
 // makes the top N exact: the same as refining every candidate of the space (tested).
 #pragma once
 
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,10 +69,13 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
 
 // Level 2 for one candidate: the best fitting refinement (stage assignment, per-stage recompute,
 // gradient-sync placement among those the space allows; even stages are one of the choices), or
-// none. Exposed for tests (brute force) and benchmarks.
+// none. Refinements that cannot beat `faster_than_s` are not replayed, so the answer is exact
+// whenever it is faster than that (the search passes its N-th best time). Exposed for tests
+// (brute force) and benchmarks.
 std::optional<Estimate> refine(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
                                const Candidate& candidate, const PlanOptions& options,
-                               const Calibration& calibration = default_calibration());
+                               const Calibration& calibration = default_calibration(),
+                               double faster_than_s = std::numeric_limits<double>::infinity());
 
 // The baselines (rules documented in src/plan/baselines.cc and the README).
 Baseline expert_baseline(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,

@@ -154,4 +154,12 @@ struct SimulationResult {
 
 SimulationResult simulate(const PipelineProblem& problem, const SimulationOptions& options = {});
 
+// A lower bound on simulate(problem).iteration_time_s in O(p·v), without replaying: the longest of
+// two dependency chains per rank s, (1) micro-batch 0's forward through ranks 0..s-1, then all of
+// rank s's passes, then its update (reduction tail, optimizer step, parameter gather) and (2) the
+// same up to rank s's last pass, then the last micro-batch's input gradient back through ranks
+// s-1..0 and rank 0's update. Exact for equal stages with free communication under 1F1B and GPipe
+// ((m + p - 1)·(t_f + t_b)). The planner skips replays that this shows cannot win.
+double iteration_time_lower_bound_s(const PipelineProblem& problem);
+
 }  // namespace paratune::sim

@@ -47,7 +47,15 @@ class PipelineSchedule {
   virtual void check(const PipelineShape& shape) const;
   // ops[r] = the program of rank r. Every (kind, micro-batch, chunk) appears exactly once.
   virtual void build(const PipelineShape& shape, std::vector<std::vector<ScheduleOp>>& ops) const = 0;
+  // Per rank, the most (micro-batch, chunk) pairs whose activations it holds at once: a forward
+  // allocates them when it starts, the backward (its W pass when split) frees them when it ends.
+  // It follows from the order alone, so every schedule states it in closed form (O(p), what the
+  // planner's memory bound needs); count_in_flight() below is the reference a test holds it to.
+  [[nodiscard]] virtual std::vector<int> peak_in_flight(const PipelineShape& shape) const = 0;
 };
+
+// peak_in_flight() counted by walking the per-rank programs.
+std::vector<int> count_in_flight(const std::vector<std::vector<ScheduleOp>>& ops, bool splits_backward);
 
 // The implementation for a schedule name; never null.
 const PipelineSchedule& schedule_for(Schedule schedule);
