@@ -499,6 +499,9 @@ struct StageCostModel::Impl {
   // ZeRO-3: gather each layer's parameters forward and backward, reduce-scatter its gradients,
   // every micro-batch (FSDP FULL_SHARD; Zhao et al. 2023). Prefetch hides it behind the layer's
   // compute; the first layer's gather is always exposed. Returns the exposed {forward, backward}.
+  // Neither part falls by more than hide x the compute a layer adds (hide <= 1), so a stage's time
+  // never falls when it holds more layers: the stage assignment relies on that
+  // (plan/stage_assignment.cc).
   std::pair<double, double> zero3_exposed_s(const ChunkPart& rank_total) const {
     if (config.zero != 3) return {0, 0};
     const double gather_bytes = c.training.fp32_param_gather ? 4 : 2;
@@ -507,13 +510,20 @@ struct StageCostModel::Impl {
     const double scatter = reduce_scatter_s(rank_total.dense_params * bytes.grad, dense_shard_group, c.fabric) +
                            reduce_scatter_s(rank_total.expert_params * bytes.grad, expert_shard_group, c.fabric);
     const double hide = config.overlap_param_gather ? c.calibration.dp_overlap : 0;
-    const double first_gather = gather / std::max(1, rank_total.layers);
+    // The first layer's own gather (latency included): nothing runs before it to hide it behind.
+    const LayerCost& largest = model_has_larger_moe_layers() ? moe : dense;
+    const double first_gather = all_gather_s(largest.params_dense * gather_bytes, dense_shard_group, c.fabric) +
+                                all_gather_s(largest.params_expert * gather_bytes, expert_shard_group, c.fabric);
     return {std::max(first_gather, gather - hide * rank_total.forward_s),
             std::max(first_gather, gather + scatter - hide * rank_total.backward_s)};
   }
 
+  bool model_has_larger_moe_layers() const {
+    return c.model.moe && moe.params_dense + moe.params_expert > dense.params_dense + dense.params_expert;
+  }
   double largest_layer_params() const {
-    return std::max(dense.params_dense + dense.params_expert, moe.params_dense + moe.params_expert);
+    const LayerCost& largest = model_has_larger_moe_layers() ? moe : dense;
+    return largest.params_dense + largest.params_expert;
   }
   // fp32 logits and their gradient on the last stage: tokens x V/t x (2 + 4) bytes.
   double logits_bytes(int rank) const { return rank == config.pp - 1 ? c.tokens * vocab_local * 6 : 0; }
@@ -624,6 +634,11 @@ bool StageCostModel::layers_alike() const {
   return !m.moe || (m.moe->first_dense_layers == 0 && m.moe->layer_freq == 1);
 }
 
+double StageCostModel::model_work_s() const {
+  const ChunkPart whole = impl_->chunk(0, impl_->c.model.num_layers, 0, true, true);
+  return whole.forward_with_comm_s() + whole.backward_with_comm_s();
+}
+
 StageWork StageCostModel::stage_work(int rank, int first_layer, int layers, int recomputed, double in_flight) const {
   const Impl& im = *impl_;
   const int v = im.config.vpp;
@@ -646,8 +661,11 @@ StageWork StageCostModel::stage_work(int rank, int first_layer, int layers, int 
 struct StageCostModel::Impl::BoundBasis {
   ChunkPart whole;                // the whole model, one micro-batch, no full recompute
   ChunkPart layer;                // one decoder layer (all alike when layers_alike())
+  ChunkPart layer_recomputed;     // the same, fully recomputed
   ChunkPart embedding, head;      // the first / last rank's extra
-  double smallest_forward_share;  // of any layer, the embedding or the head (ZB-H1 fill)
+  // Of any layer, the embedding or the head: the forward's share of the passes, and the share of
+  // forward and input gradient (B) without the weight gradient (W): what fills a ZB-H1 pipeline.
+  double smallest_forward_share, smallest_critical_share;
   // peak_in_flight() of the last pipeline shape asked for (candidates come grouped by shape).
   sim::PipelineShape in_flight_shape{0, 0, 0};
   Schedule in_flight_schedule = Schedule::kOneFOneB;
@@ -727,16 +745,20 @@ StageCostModel::Impl::BoundBasis& StageCostModel::Impl::bound_basis() const {
   if (basis) return *basis;
   const ModelSpec& model = c.model;
   const ChunkPart embedding = chunk(0, 0, 0, true, false), head = chunk(0, 0, 0, false, true);
-  auto forward_share = [](const ChunkPart& part) {
-    const double w = work_s(part);
-    return w > 0 ? part.forward_with_comm_s() / w : 1.0;
-  };
-  double share = std::min({forward_share(chunk(0, 1, 0, false, false)), forward_share(embedding), forward_share(head)});
+  std::vector<ChunkPart> parts{chunk(0, 1, 0, false, false), embedding, head};
   if (model.moe)  // the other kind of layer (MoE after dense ones, or dense between)
     for (int layer : {model.moe->first_dense_layers, model.moe->first_dense_layers + 1})
-      if (layer < model.num_layers) share = std::min(share, forward_share(chunk(layer, 1, 0, false, false)));
-  basis = std::make_unique<BoundBasis>(
-      BoundBasis{chunk(0, model.num_layers, 0, true, true), chunk(0, 1, 0, false, false), embedding, head, share});
+      if (layer < model.num_layers) parts.push_back(chunk(layer, 1, 0, false, false));
+  double forward_share = 1, critical_share = 1;
+  for (const ChunkPart& part : parts) {
+    const double w = work_s(part);
+    if (w <= 0) continue;
+    forward_share = std::min(forward_share, part.forward_with_comm_s() / w);
+    critical_share = std::min(critical_share, (w - part.weight_grad_s) / w);
+  }
+  basis = std::make_unique<BoundBasis>(BoundBasis{chunk(0, model.num_layers, 0, true, true),
+                                                  chunk(0, 1, 0, false, false), chunk(0, 1, 1, false, false),
+                                                  embedding, head, forward_share, critical_share});
   return *basis;
 }
 
@@ -754,6 +776,60 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
   const double pp = q.pp;
   PlanningBounds b;
 
+  // --- Memory ------------------------------------------------------------------------------------------
+  const bool full = q.recompute == RecomputeMode::kFull;
+  const double smallest_kept_layer =
+      full ? std::min(im.dense.input_bytes, model.moe ? im.moe.input_bytes : im.dense.input_bytes)
+           : std::min(im.dense.activation_bytes, model.moe ? im.moe.activation_bytes : im.dense.activation_bytes);
+  const double fragmented = 1 + cal.fragmentation;
+  const double kept_layer = fragmented * smallest_kept_layer;
+  const double gathered_layer = im.largest_layer_params();  // ZeRO-3: on every rank
+  auto static_bytes = [&](double dense_params, double expert_params, double logits) {
+    return static_memory(q, im.bytes, shards, cal, dense_params, expert_params, gathered_layer, logits).total_bytes();
+  };
+  // (1) At least the mean stage: 1/p of everything, one micro-batch in flight.
+  const double mean = static_bytes(basis.whole.dense_params / pp, basis.whole.expert_params / pp,
+                                   im.c.tokens * im.vocab_local * 6 / pp) +
+                      kept_layer * model.num_layers / pp;
+  // (2) Stage s holds L_s layers and the schedule's in-flight micro-batches e_s of them:
+  // M_s >= fixed + (params + e_s·kept per layer)·L_s = fixed + a_s·L_s. The fullest stage is
+  // smallest when all are equal: M = fixed + L / sum_s 1/a_s.
+  const sim::PipelineShape shape{q.pp, q.vpp, static_cast<int>(m)};
+  if (shape.ranks != basis.in_flight_shape.ranks || shape.chunks != basis.in_flight_shape.chunks ||
+      shape.microbatches != basis.in_flight_shape.microbatches || q.schedule != basis.in_flight_schedule) {
+    basis.in_flight = sim::schedule_for(q.schedule).peak_in_flight(shape);
+    basis.in_flight_shape = shape;
+    basis.in_flight_schedule = q.schedule;
+  }
+  const double fixed = static_bytes(0, 0, 0);
+  double layer_static = static_bytes(im.dense.params_dense, im.dense.params_expert, 0) - fixed;
+  if (model.moe) layer_static = std::min(layer_static, static_bytes(im.moe.params_dense, im.moe.params_expert, 0) - fixed);
+  double inverse_sum = 0;
+  for (int held : basis.in_flight) inverse_sum += 1 / (layer_static + kept_layer * held / q.vpp);
+  b.memory_bytes = std::max(mean, fixed + model.num_layers / inverse_sum);
+
+  // Recompute that memory forces (recompute=full, alike layers): stage s fits its L_s layers'
+  // full activations only up to L_s = (limit - fixed) / a_s; each layer beyond needs
+  // a_s / (e_s·(full - input activations)) layers recomputed. However the layers are spread, at
+  // least (L - sum_s (limit - fixed)/a_s) x min_s of that are recomputed, each re-running its forward.
+  double forced_recompute_s = 0;
+  if (full && layers.layers_alike()) {
+    const double full_layer = fragmented * basis.layer.kept_bytes;
+    const double saved_per_recompute = full_layer - fragmented * basis.layer_recomputed.kept_bytes;
+    const double room = layers.memory_limit_bytes() - fixed;
+    double fitting_layers = 0, recompute_per_layer = std::numeric_limits<double>::infinity();
+    for (int held : basis.in_flight) {
+      const double in_flight = static_cast<double>(held) / q.vpp;
+      const double per_layer = layer_static + in_flight * full_layer;
+      fitting_layers += std::max(0.0, room) / per_layer;
+      if (saved_per_recompute > 0) recompute_per_layer = std::min(recompute_per_layer, per_layer / (in_flight * saved_per_recompute));
+    }
+    const double excess = model.num_layers - fitting_layers;
+    if (excess > 0 && recompute_per_layer < std::numeric_limits<double>::infinity())
+      forced_recompute_s = excess * recompute_per_layer *
+                           (basis.layer_recomputed.recompute_s + basis.layer_recomputed.recompute_comm_s);
+  }
+
   // --- Time ---------------------------------------------------------------------------------------------
   // The candidate's ZeRO-3 traffic (its shard groups, not the group model's).
   const int gpn = im.c.cluster.gpus_per_node;
@@ -763,7 +839,8 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
                            q.overlap_param_gather ? cal.dp_overlap : 0.0};
   const bool zero3_on = q.zero == 3;
   const double compute_work = work_s(basis.whole);
-  const double work = compute_work + (zero3_on ? zero3.floor_s(basis.whole) : 0);
+  // Sum over ranks of the passes: compute, traffic no layout hides, recompute memory forces.
+  const double work = compute_work + (zero3_on ? zero3.floor_s(basis.whole) : 0) + forced_recompute_s;
   double pipeline = 0;
   switch (q.schedule) {
     case Schedule::kGPipe:
@@ -772,8 +849,13 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
       pipeline = pipeline_relaxation_s(work, layers.layers_alike() ? 1.0 / q.vpp : 0, m, pp);
       break;
     case Schedule::kZeroBubbleH1:
-      // Only the first forward fills, and only its compute share is known.
-      pipeline = std::max(pipeline_relaxation_s(compute_work, basis.smallest_forward_share, m, pp), m * work / pp);
+      // Rank s starts after the first forward passed the ranks before it and runs all of its
+      // passes (fill: the forward's compute share). Or: it runs its forwards and B passes, then the
+      // last micro-batch's B passes back through the ranks before it (rho = 1 on forward + B work,
+      // which holds all ZeRO-3 traffic and recompute).
+      pipeline = std::max({pipeline_relaxation_s(compute_work, basis.smallest_forward_share, m, pp), m * work / pp,
+                           pipeline_relaxation_s(basis.smallest_critical_share * compute_work + (work - compute_work),
+                                                 1, m, pp)});
       break;
   }
   // Whole layers: every rank runs its m micro-batches one after another, so the iteration takes at
@@ -790,37 +872,6 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
     pipeline = std::max(pipeline, m * least_bottleneck_s(block, embedding, head, model.num_layers / q.vpp, q.pp));
   }
   b.iteration_time_s = pipeline + cal.iteration_overhead_s;
-
-  // --- Memory ------------------------------------------------------------------------------------------
-  const bool full = q.recompute == RecomputeMode::kFull;
-  const double smallest_kept_layer =
-      full ? std::min(im.dense.input_bytes, model.moe ? im.moe.input_bytes : im.dense.input_bytes)
-           : std::min(im.dense.activation_bytes, model.moe ? im.moe.activation_bytes : im.dense.activation_bytes);
-  const double kept_layer = (1 + cal.fragmentation) * smallest_kept_layer;
-  const double gathered_layer = im.largest_layer_params();  // ZeRO-3: on every rank
-  auto static_bytes = [&](double dense_params, double expert_params, double logits) {
-    return static_memory(q, im.bytes, shards, cal, dense_params, expert_params, gathered_layer, logits).total_bytes();
-  };
-  // (1) At least the mean stage: 1/p of everything, one micro-batch in flight.
-  const double mean = static_bytes(basis.whole.dense_params / pp, basis.whole.expert_params / pp,
-                                   im.c.tokens * im.vocab_local * 6 / pp) +
-                      kept_layer * model.num_layers / pp;
-  // (2) Stage s holds L_s layers and the schedule's in-flight micro-batches e_s of them:
-  // M_s >= fixed + (params + e_s·kept per layer)·L_s. The fullest stage is smallest when all are
-  // equal: M = fixed + L / sum_s 1/(params + e_s·kept).
-  const sim::PipelineShape shape{q.pp, q.vpp, static_cast<int>(m)};
-  if (shape.ranks != basis.in_flight_shape.ranks || shape.chunks != basis.in_flight_shape.chunks ||
-      shape.microbatches != basis.in_flight_shape.microbatches || q.schedule != basis.in_flight_schedule) {
-    basis.in_flight = sim::schedule_for(q.schedule).peak_in_flight(shape);
-    basis.in_flight_shape = shape;
-    basis.in_flight_schedule = q.schedule;
-  }
-  const double fixed = static_bytes(0, 0, 0);
-  double layer_static = static_bytes(im.dense.params_dense, im.dense.params_expert, 0) - fixed;
-  if (model.moe) layer_static = std::min(layer_static, static_bytes(im.moe.params_dense, im.moe.params_expert, 0) - fixed);
-  double inverse_sum = 0;
-  for (int held : basis.in_flight) inverse_sum += 1 / (layer_static + kept_layer * held / q.vpp);
-  b.memory_bytes = std::max(mean, fixed + model.num_layers / inverse_sum);
   return b;
 }
 

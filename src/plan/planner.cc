@@ -24,7 +24,8 @@ using Clock = std::chrono::steady_clock;
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // Candidates costed (level 1) or refined (level 2) between two updates of the pruning threshold.
 // Fixed, not per thread, so the set of candidates evaluated is the same for every thread count.
-constexpr std::size_t kLevel1Batch = 256;
+// Level 1 starts with batches of K (the threshold exists once K candidates fit) and doubles them.
+constexpr std::size_t kLevel1MaxBatch = 256;
 constexpr std::size_t kLevel2Batch = 32;
 
 double seconds_since(Clock::time_point start) {
@@ -189,7 +190,8 @@ std::optional<Estimate> refine(const ModelSpec& model, const ClusterSpec& cluste
   std::vector<double> in_flight;
   for (int held : sim::schedule_for(even.schedule).peak_in_flight(shape))
     in_flight.push_back(static_cast<double>(held) / even.vpp);
-  const StageAssignment a = assign_stages(costs, in_flight, full);
+  const double bottleneck_limit = (faster_than_s - calibration.iteration_overhead_s) / costs.num_microbatches();
+  const StageAssignment a = assign_stages(costs, in_flight, full, bottleneck_limit);
   if (a.feasible) {
     ParallelConfig assigned = even;
     assigned.stage_layers = a.stage_layers;
@@ -296,11 +298,12 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
   auto kth_best = [&] { return best_k.size() < keep ? kInfinity : best_k.front(); };
   std::optional<std::size_t> closest;  // smallest peak memory among costed candidates
   double closest_bytes = kInfinity;
+  std::size_t batch_size = keep;
   for (std::size_t begin = 0; begin < survivors.size() && survivors[begin].lower_bound_s < kth_best();
-       begin += kLevel1Batch) {
+       begin += batch_size, batch_size = std::min(kLevel1MaxBatch, 2 * batch_size)) {
     const double threshold = kth_best();
     std::vector<std::size_t> batch;
-    for (std::size_t i = begin; i < std::min(survivors.size(), begin + kLevel1Batch); ++i)
+    for (std::size_t i = begin; i < std::min(survivors.size(), begin + batch_size); ++i)
       if (survivors[i].lower_bound_s < threshold) batch.push_back(i);
     std::vector<double> peak(batch.size());
     std::vector<char> fits(batch.size());
@@ -348,7 +351,8 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
   std::vector<char> refined(survivors.size(), 0);
   auto refine_all = [&](const std::vector<std::size_t>& batch) {
     std::vector<std::optional<Estimate>> out(batch.size());
-    const double threshold = top.threshold();  // fixed for the batch: the same for every thread count
+    const double threshold = top.threshold();
+  // fixed for the batch: the same for every thread count
     parallel_for(batch.size(), options.threads, [&](std::size_t j) {
       out[j] = refine(model, cluster, training, survivors[batch[j]].candidate, options, calibration, threshold);
     });

@@ -16,8 +16,10 @@ struct StageOption {
   int recomputed = 0;
 };
 
-// The best option of every (rank, first block, blocks) triple, computed on demand. When all layers
-// are alike the first block does not matter and one entry serves every position.
+// The best option of every (rank, first block, blocks) triple, computed on demand. A rank's costs
+// depend on it only through whether it is the first or the last and its activations in flight, so
+// ranks alike in those share entries (all middle ranks under ZB-H1 or GPipe); when all layers are
+// alike the first block does not matter either.
 class StageOptions {
  public:
   StageOptions(const StageCostModel& costs, std::span<const double> in_flight, bool allow_recompute, int blocks)
@@ -27,13 +29,27 @@ class StageOptions {
         blocks_(blocks),
         vpp_(costs.config().vpp),
         alike_(costs.layers_alike()),
-        limit_(costs.memory_limit_bytes()),
-        table_(static_cast<std::size_t>(costs.config().pp) * (alike_ ? 1 : blocks + 1) * (blocks + 1)),
-        known_(table_.size(), false) {}
+        limit_(costs.memory_limit_bytes()) {
+    const int pp = costs.config().pp;
+    std::vector<int> representatives;  // the first rank of each kind
+    for (int r = 0; r < pp; ++r) {
+      auto same_kind = [&](int q) {
+        return (q == 0) == (r == 0) && (q == pp - 1) == (r == pp - 1) &&
+               in_flight[static_cast<std::size_t>(q)] == in_flight[static_cast<std::size_t>(r)];
+      };
+      const auto it = std::find_if(representatives.begin(), representatives.end(), same_kind);
+      kind_of_rank_.push_back(static_cast<int>(it - representatives.begin()));
+      if (it == representatives.end()) representatives.push_back(r);
+    }
+    table_.resize(representatives.size() * (alike_ ? 1 : blocks + 1) * (blocks + 1));
+    known_.assign(table_.size(), false);
+  }
+
+  [[nodiscard]] bool alike() const { return alike_; }
 
   const StageOption& get(int rank, int first, int k) {
-    const std::size_t key =
-        (static_cast<std::size_t>(rank) * (alike_ ? 1 : blocks_ + 1) + (alike_ ? 0 : first)) * (blocks_ + 1) + k;
+    const std::size_t kind = static_cast<std::size_t>(kind_of_rank_[static_cast<std::size_t>(rank)]);
+    const std::size_t key = (kind * (alike_ ? 1 : blocks_ + 1) + (alike_ ? 0 : first)) * (blocks_ + 1) + k;
     if (!known_[key]) {
       table_[key] = compute(rank, alike_ ? 0 : first, k);
       known_[key] = true;
@@ -68,6 +84,7 @@ class StageOptions {
   int blocks_, vpp_;
   bool alike_;
   double limit_;
+  std::vector<int> kind_of_rank_;
   std::vector<StageOption> table_;
   std::vector<bool> known_;
 };
@@ -80,14 +97,18 @@ struct Solution {
 };
 
 // Least sum of stage times with every stage's time <= cap: dynamic programme over
-// best[s][j] = least sum placing blocks [0, j) on stages 0..s.
+// best[s][j] = least sum placing blocks [0, j) on stages 0..s. With alike layers a stage's time
+// never falls as it grows (StageCostModel::layers_alike), so the first size over the cap ends the
+// search over sizes.
 Solution least_sum(StageOptions& options, int pp, int blocks, double cap) {
+  const bool monotone = options.alike();
   const std::size_t width = static_cast<std::size_t>(blocks) + 1;
   std::vector<double> best(static_cast<std::size_t>(pp) * width, kInfinity);
   std::vector<int> choice(best.size(), 0);
   // Stage 0 holds blocks [0, j).
   for (int j = 1; j <= blocks - (pp - 1); ++j) {
     const double t = options.get(0, 0, j).time_s;
+    if (t > cap && monotone) break;
     if (t > cap) continue;
     best[static_cast<std::size_t>(j)] = t;
     choice[static_cast<std::size_t>(j)] = j;
@@ -101,6 +122,7 @@ Solution least_sum(StageOptions& options, int pp, int blocks, double cap) {
         const double before = best[(s - 1) * width + (j - k)];
         if (before == kInfinity) continue;
         const double t = options.get(s, j - k, k).time_s;
+        if (t > cap && monotone) break;
         if (t > cap || before + t >= best[cell]) continue;
         best[cell] = before + t;
         choice[cell] = k;
@@ -122,9 +144,94 @@ Solution least_sum(StageOptions& options, int pp, int blocks, double cap) {
   return out;
 }
 
+// The candidate caps in increasing order. With alike layers each rank's times rise with its size,
+// so the caps are a merge of p increasing sequences, walked lazily: `most[s]` is the most blocks
+// rank s may hold under the current cap. Otherwise every stage cost that can occur, sorted.
+class Caps {
+ public:
+  Caps(StageOptions& options, int pp, int blocks) : options_(options), pp_(pp), blocks_(blocks) {
+    if (options.alike()) {
+      most_.assign(static_cast<std::size_t>(pp), 0);
+      return;
+    }
+    for (int s = 0; s < pp; ++s)
+      for (int first = s; first <= (s == 0 ? 0 : blocks - (pp - s)); ++first)
+        for (int k = 1; first + k <= blocks - (pp - 1 - s); ++k) {
+          if (s == pp - 1 && first + k != blocks) continue;  // the last stage ends the model
+          const double t = options.get(s, first, k).time_s;
+          if (t < kInfinity) sorted_.push_back(t);
+        }
+    std::sort(sorted_.begin(), sorted_.end());
+    sorted_.erase(std::unique(sorted_.begin(), sorted_.end()), sorted_.end());
+  }
+
+  // The smallest cap under which the blocks can be placed at all, or infinity.
+  double smallest_feasible() {
+    if (!options_.alike()) {
+      if (sorted_.empty()) return kInfinity;
+      std::size_t lo = 0, hi = sorted_.size() - 1;
+      if (!least_sum(options_, pp_, blocks_, sorted_[hi]).feasible) return kInfinity;
+      while (lo < hi) {
+        const std::size_t mid = (lo + hi) / 2;
+        if (least_sum(options_, pp_, blocks_, sorted_[mid]).feasible) hi = mid;
+        else lo = mid + 1;
+      }
+      next_ = lo + 1;
+      return sorted_[lo];
+    }
+    // Every rank needs one block; then raise the cap to the next size some rank could take until
+    // the ranks can hold all blocks between them.
+    double cap = 0;
+    for (int s = 0; s < pp_; ++s) cap = std::max(cap, time(s, 1));
+    for (;;) {
+      if (cap == kInfinity) return kInfinity;
+      int held = 0;
+      for (int s = 0; s < pp_; ++s) {
+        int& k = most_[static_cast<std::size_t>(s)];
+        while (k < blocks_ - (pp_ - 1) && time(s, k + 1) <= cap) ++k;
+        held += k;
+      }
+      if (held >= blocks_) return cap;
+      cap = following();
+    }
+  }
+
+  // The next larger cap (after smallest_feasible() or the previous next()), or infinity.
+  double next() {
+    if (!options_.alike()) return next_ < sorted_.size() ? sorted_[next_++] : kInfinity;
+    const double cap = following();
+    if (cap == kInfinity) return cap;
+    for (int s = 0; s < pp_; ++s) {
+      int& k = most_[static_cast<std::size_t>(s)];
+      while (k < blocks_ - (pp_ - 1) && time(s, k + 1) <= cap) ++k;
+    }
+    return cap;
+  }
+
+ private:
+  // Rank s's time with k blocks (alike layers: the position does not matter).
+  double time(int s, int k) { return options_.get(s, 0, k).time_s; }
+  // The smallest time some rank would reach by taking one more block.
+  double following() {
+    double cap = kInfinity;
+    for (int s = 0; s < pp_; ++s) {
+      const int k = most_[static_cast<std::size_t>(s)];
+      if (k < blocks_ - (pp_ - 1)) cap = std::min(cap, time(s, k + 1));
+    }
+    return cap;
+  }
+
+  StageOptions& options_;
+  int pp_, blocks_;
+  std::vector<int> most_;
+  std::vector<double> sorted_;
+  std::size_t next_ = 0;
+};
+
 }  // namespace
 
-StageAssignment assign_stages(const StageCostModel& costs, std::span<const double> in_flight, bool allow_recompute) {
+StageAssignment assign_stages(const StageCostModel& costs, std::span<const double> in_flight, bool allow_recompute,
+                              double bottleneck_limit_s) {
   const ParallelConfig& p = costs.config();
   const int pp = p.pp, v = p.vpp;
   int layers = 0;
@@ -135,34 +242,17 @@ StageAssignment assign_stages(const StageCostModel& costs, std::span<const doubl
   auto objective = [&](const Solution& s) { return (m - 1.0 / v) * s.max_s + s.sum_s / v; };
 
   StageAssignment out;
-  const Solution unconstrained = least_sum(options, pp, blocks, kInfinity);
-  if (!unconstrained.feasible) return out;
-
-  // Every stage cost that can occur, ascending: the candidate caps.
-  std::vector<double> caps;
-  for (int s = 0; s < pp; ++s)
-    for (int first = s; first <= (s == 0 ? 0 : blocks - (pp - s)); ++first)
-      for (int k = 1; first + k <= blocks - (pp - 1 - s); ++k) {
-        if (s == pp - 1 && first + k != blocks) continue;  // the last stage ends the model
-        const double t = options.get(s, first, k).time_s;
-        if (t < kInfinity) caps.push_back(t);
-      }
-  std::sort(caps.begin(), caps.end());
-  caps.erase(std::unique(caps.begin(), caps.end()), caps.end());
-  // The smallest feasible cap (feasibility only grows with the cap).
-  std::size_t lo = 0, hi = caps.size() - 1;
-  while (lo < hi) {
-    const std::size_t mid = (lo + hi) / 2;
-    if (least_sum(options, pp, blocks, caps[mid]).feasible) hi = mid;
-    else lo = mid + 1;
-  }
-  Solution best = least_sum(options, pp, blocks, caps[lo]);
+  Caps caps(options, pp, blocks);
+  const double smallest = caps.smallest_feasible();
+  if (smallest == kInfinity || smallest > bottleneck_limit_s) return out;
+  Solution best = least_sum(options, pp, blocks, smallest);
   double best_objective = objective(best);
-  for (std::size_t i = lo + 1; i < caps.size(); ++i) {
-    // No assignment with bottleneck >= caps[i] can beat the best: its sum is at least the
-    // unconstrained least sum.
-    if ((m - 1.0 / v) * caps[i] + unconstrained.sum_s / v >= best_objective) break;
-    const Solution s = least_sum(options, pp, blocks, caps[i]);
+  // No assignment with bottleneck >= cap can beat the best: the sum of its stage times is at least
+  // the model's work.
+  const double least_total = costs.model_work_s();
+  for (double cap = caps.next(); cap < kInfinity; cap = caps.next()) {
+    if ((m - 1.0 / v) * cap + least_total / v >= best_objective) break;
+    const Solution s = least_sum(options, pp, blocks, cap);
     if (s.feasible && objective(s) < best_objective) {
       best = s;
       best_objective = objective(s);

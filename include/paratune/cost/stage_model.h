@@ -57,7 +57,12 @@ class StageCostModel {
   [[nodiscard]] StageWork stage_work(int rank, int first_layer, int layers, int recomputed, double in_flight) const;
 
   // Whether the layer kinds differ along the model (MoE every k-th layer or dense first layers).
+  // When they do not, stage_work(...).time_s never falls as a stage gets more layers.
   [[nodiscard]] bool layers_alike() const;
+
+  // The whole model's passes for one micro-batch without recompute or ZeRO-3 traffic: every stage
+  // assignment's sum over ranks of stage_work(...).time_s is at least this.
+  [[nodiscard]] double model_work_s() const;
 
   struct Impl;
   [[nodiscard]] const Impl& impl() const { return *impl_; }

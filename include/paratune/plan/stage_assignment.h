@@ -2,6 +2,7 @@
 // recomputes, chosen exactly for a pipeline-time model under each stage's memory limit.
 #pragma once
 
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -31,6 +32,10 @@ struct StageAssignment {
 // least sum_s w_s; J is minimised by trying the caps that occur as stage costs in increasing order,
 // from the smallest feasible one, until (m - 1/v)·C + (least unconstrained sum)/v cannot improve J.
 // `allow_recompute`: recompute=full (per-stage counts are chosen); otherwise every count is 0.
-StageAssignment assign_stages(const StageCostModel& costs, std::span<const double> in_flight, bool allow_recompute);
+// `bottleneck_limit_s`: when every assignment that fits has max_s w_s above it, say infeasible
+// without solving (a search that needs iterations faster than T passes (T - overhead) / m: a rank
+// runs its m micro-batches one after another).
+StageAssignment assign_stages(const StageCostModel& costs, std::span<const double> in_flight, bool allow_recompute,
+                              double bottleneck_limit_s = std::numeric_limits<double>::infinity());
 
 }  // namespace paratune::plan
