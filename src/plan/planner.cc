@@ -351,8 +351,7 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
   std::vector<char> refined(survivors.size(), 0);
   auto refine_all = [&](const std::vector<std::size_t>& batch) {
     std::vector<std::optional<Estimate>> out(batch.size());
-    const double threshold = top.threshold();
-  // fixed for the batch: the same for every thread count
+    const double threshold = top.threshold();  // fixed for the batch: the same for every thread count
     parallel_for(batch.size(), options.threads, [&](std::size_t j) {
       out[j] = refine(model, cluster, training, survivors[batch[j]].candidate, options, calibration, threshold);
     });

@@ -168,8 +168,10 @@ TEST(Bounds, HoldForRandomStageLayoutsAndRecompute) {
 // assign_stages against every contiguous layout and every recompute count, on its own objective.
 TEST(StageAssignment, IsExactOnItsObjective) {
   const Scenario s = llama8b_on_8();
-  for (const char* text : {"dp=2,tp=1,pp=4,mbs=1,recompute=full", "dp=1,tp=2,pp=4,mbs=2,recompute=full",
-                           "dp=2,tp=2,pp=2,vpp=4,mbs=1,recompute=none", "dp=1,tp=1,pp=8,mbs=1,recompute=full"}) {
+  for (const char* text :
+       {"dp=2,tp=1,pp=4,mbs=1,recompute=full", "dp=1,tp=2,pp=4,mbs=2,recompute=full",
+        "dp=2,tp=2,pp=2,vpp=4,mbs=1,recompute=none", "dp=1,tp=1,pp=8,mbs=1,recompute=full",
+        "dp=2,tp=1,pp=4,mbs=1,zero=3,recompute=full,schedule=zb-h1", "dp=1,tp=2,pp=4,mbs=1,recompute=full,schedule=gpipe"}) {
     const ParallelConfig config = parse_parallel_config(text);
     const StageCostModel costs(s.model, s.cluster, s.training, config, default_calibration());
     const Estimate uniform = estimate(s.model, s.cluster, s.training, config);
@@ -221,6 +223,26 @@ TEST(StageAssignment, IsExactOnItsObjective) {
       EXPECT_LE(a.recomputed[i], a.stage_layers[i]);
     }
     EXPECT_EQ(total, s.model.num_layers);
+  }
+}
+
+// With alike layers a stage's time and memory never fall as it holds more layers (the stage
+// assignment's search over sizes stops at the first one over a cap), ZeRO-3 included.
+TEST(StageAssignment, StageCostsGrowWithTheLayersHeld) {
+  const Scenario s = llama8b_on_8();
+  for (const char* text : {"dp=2,tp=1,pp=4,mbs=1,recompute=full", "dp=2,tp=1,pp=4,mbs=1,zero=3,op=2,recompute=full",
+                           "dp=4,tp=1,pp=2,vpp=2,mbs=2,zero=3,recompute=full,schedule=interleaved-1f1b"}) {
+    const StageCostModel costs(s.model, s.cluster, s.training, parse_parallel_config(text), default_calibration());
+    ASSERT_TRUE(costs.layers_alike());
+    const int v = costs.config().vpp;
+    for (int rank : {0, 1, costs.config().pp - 1})
+      for (int recomputed : {0, 2})
+        for (int layers = 2 * v; layers + v <= s.model.num_layers; layers += v) {
+          const StageWork a = costs.stage_work(rank, 0, layers, recomputed, 2);
+          const StageWork b = costs.stage_work(rank, 0, layers + v, recomputed, 2);
+          EXPECT_GE(b.time_s, a.time_s) << text << " rank " << rank << " layers " << layers;
+          EXPECT_GE(b.memory_bytes, a.memory_bytes) << text << " rank " << rank << " layers " << layers;
+        }
   }
 }
 

@@ -74,18 +74,26 @@ class StageCostModel {
 // Lower bounds for `candidate`, using per-layer costs from `layers`, whose configuration must agree
 // with the candidate on every axis that changes a layer's cost (tp, cp, ep, etp, mbs, sequence
 // parallelism, recompute mode, overlap flags); dp, pp, vpp, schedule, ZeRO stage and op may differ,
-// so one model serves every candidate with the same layer shape. Valid for any stage assignment
-// and any per-stage count of fully recomputed layers:
-//   time:   iteration >= max over ranks s of (sum_{j<s} rho·w_j + m·w_s) + overhead, the rank's own m
+// so one model serves every candidate with the same layer shape. Valid for every stage assignment,
+// per-stage count of fully recomputed layers and gradient-sync placement (time: for those that fit):
+//   memory: the fullest stage holds at least (1) the mean stage: 1/p of all weights, gradients and
+//           optimizer state under the candidate's ZeRO sharding, of the last stage's logits, and one
+//           micro-batch's activations of L/p layers in their smallest form; and (2) with stage s
+//           holding L_s layers and its schedule's e_s micro-batches in flight
+//           (sim::PipelineSchedule::peak_in_flight), M_s >= fixed + a_s·L_s, a_s = per-layer state +
+//           e_s x per-layer activations: all equal at best, M = fixed + L / sum_s 1/a_s.
+//   time:   iteration >= max over ranks s of (rho·sum_{j<s} w_j + m·w_s) + overhead, the rank's own m
 //           micro-batches plus the fill it must wait for (1F1B, GPipe: rho = 1, the first forward
 //           and the last backward pass through every earlier rank; interleaved: rho = 1/v, one
-//           chunk; ZB-H1: rho = 0). Minimised over w_s >= 0 with sum w_s = W (the whole model's
-//           work for one micro-batch without full recompute or ZeRO-3 traffic) the terms are equal,
-//           giving W / ((1 - (1 - rho/m)^p) / rho)  (-> m·W/p as rho -> 0).
-//   memory: the fullest stage holds at least the mean: weights/grads/optimizer state of 1/p of the
-//           parameters under the candidate's ZeRO sharding, one micro-batch's activations of L/p
-//           layers in their smallest form (only inputs with recompute=full), the fixed buffers and
-//           1/p of the last stage's logits.
+//           chunk; ZB-H1: the smaller of rho = the forward's share of the work, and rho = 1 over the
+//           forward and input-gradient work only). Minimised over w_s >= 0 with sum w_s = W the
+//           terms are equal: W·rho / (1 - (1 - rho/m)^p) (-> m·W/p as rho -> 0). W, the sum of all
+//           ranks' passes for one micro-batch, is at least the model's compute and TP/CP/EP
+//           communication, plus ZeRO-3 traffic that no prefetch hides (bandwidth terms only, which
+//           add up over ranks), plus the recompute memory forces with recompute=full: stage s
+//           keeps its layers' full activations only up to (limit - fixed)/a_s layers. And, with
+//           alike layers, iteration >= m x the least bottleneck over assignments of whole blocks
+//           of vpp layers.
 // The whole-model sums behind both are computed on the first call and kept in `layers`, so calls
 // on one model must not run concurrently (the planner gives each thread its own models).
 PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfig& candidate);

@@ -8,7 +8,9 @@
 // each kept candidate: the exact stage assignment and per-stage recompute (plan/stage_assignment.h),
 // timed by the pipeline replay under each gradient-sync placement. Because the time bound holds for
 // every refinement, refining every candidate whose bound is below the N-th best refined time
-// makes the top N exact: the same as refining every candidate of the space (tested).
+// makes the top N exact: the same as refining every candidate of the space (tested). Replays that
+// cannot beat the threshold are skipped on an O(p·v) bound of the layout's pipeline
+// (sim::iteration_time_lower_bound_s), which does not change the answer.
 #pragma once
 
 #include <limits>
@@ -37,7 +39,8 @@ struct SearchStats {
   long long candidates_level1 = 0;  // enumerated (valid) level-1 candidates
   long long pruned_memory = 0;      // memory lower bound above the limit
   long long pruned_time = 0;        // time lower bound at or above the K-th best level-1 time
-  long long level1_evaluated = 0;   // costed with estimate() (even stages)
+  long long level1_evaluated = 0;   // costed with even stages (replayed unless their pipeline bound
+                                    // already reaches the K-th best time)
   long long kept = 0;               // refined as level-1 survivors
   long long level2_evaluated = 0;   // refined in all (survivors + candidates whose bound could still win)
   double bounds_s = 0;  // enumerating and bounding every level-1 candidate (part of level1_s)

@@ -30,7 +30,10 @@ struct StageAssignment {
 //
 // Exact method: for a cap C on max_s w_s, a dynamic programme over (stage, layers placed) finds the
 // least sum_s w_s; J is minimised by trying the caps that occur as stage costs in increasing order,
-// from the smallest feasible one, until (m - 1/v)·C + (least unconstrained sum)/v cannot improve J.
+// from the smallest feasible one, until (m - 1/v)·C + (the model's work)/v cannot improve J. With
+// alike layers a stage's cost rises with its size, so each rank's sizes under a cap are a prefix:
+// the caps are walked as a merge of the ranks' increasing costs and the programme stops at the
+// first size over the cap, O(p·B·k) for B blocks and k blocks per stage instead of O(p·B²).
 // `allow_recompute`: recompute=full (per-stage counts are chosen); otherwise every count is 0.
 // `bottleneck_limit_s`: when every assignment that fits has max_s w_s above it, say infeasible
 // without solving (a search that needs iterations faster than T passes (T - overhead) / m: a rank
