@@ -1,0 +1,82 @@
+// What a running trial says about itself: the `@paratune` line protocol, Megatron-LM's log lines,
+// a user regex for anything else, and out-of-memory messages.
+//
+// The protocol (README "Trial protocol"; other programs speak it): a line on stdout or stderr that
+// starts with "@paratune " followed by one JSON object, one of
+//   {"step": 7, "step_time_s": 0.512}              one per training step (step >= 0, time > 0)
+//   {"peak_memory_bytes": 123456789}               may repeat; the maximum counts
+//   {"metric": "loss", "value": 2.31, "step": 7}   any named metric; "step" is optional
+//   {"oom": true}                                  the trial ran out of memory
+// Built in besides: Megatron-LM's "elapsed time per iteration (ms): X" (with "iteration N/" for the
+// step number) and its memory report ("max reserved: X" in MB, else "max allocated"), a
+// `step_time_regex` whose first group is the step time in seconds (a second group, if any, the step
+// number), and the usual out-of-memory messages (CUDA out of memory, OutOfMemoryError,
+// std::bad_alloc, RESOURCE_EXHAUSTED). Once a trial has sent one protocol step, other step sources
+// are ignored so nothing is counted twice. A malformed protocol line (bad JSON, unknown keys, wrong
+// types or values) is counted and otherwise ignored, never fatal.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace paratune::trial {
+
+struct StepReport {
+  std::int64_t step = 0;
+  double step_time_s = 0;
+};
+
+struct MetricReport {
+  std::string name;
+  double value = 0;
+  std::optional<std::int64_t> step;
+};
+
+// What one line carried (at most one kind of report per line).
+struct LineReport {
+  enum class Kind { kNothing, kStep, kPeakMemory, kMetric, kOom, kMalformed } kind = Kind::kNothing;
+  StepReport step;
+  double peak_memory_bytes = 0;
+  MetricReport metric;
+  std::string problem;  // kMalformed: what was wrong
+};
+
+struct ParserOptions {
+  // ECMAScript regex; group 1: step time in seconds, optional group 2: step number. Empty: none.
+  std::string step_time_regex;
+};
+
+// Everything a trial reported so far.
+struct TrialOutput {
+  std::vector<StepReport> steps;
+  std::optional<double> peak_memory_bytes;  // the largest reported
+  std::vector<MetricReport> metrics;
+  bool oom = false;
+  std::string oom_line;               // the first line that said so
+  std::int64_t lines = 0;
+  std::int64_t malformed_lines = 0;
+  std::string first_malformed;        // the first malformed protocol line's problem
+};
+
+class OutputParser {
+ public:
+  // Throws Error if the regex does not compile or has no group.
+  explicit OutputParser(const ParserOptions& options = {});
+
+  // Parses one line (without its newline), adds what it reports to `output()` and returns it.
+  LineReport feed(std::string_view line);
+  [[nodiscard]] const TrialOutput& output() const { return output_; }
+
+ private:
+  LineReport parse_protocol(std::string_view json);
+  std::optional<std::regex> step_regex_;
+  bool protocol_steps_ = false;  // a protocol step was seen: other step sources are ignored
+  std::int64_t implicit_step_ = 0;
+  TrialOutput output_;
+};
+
+}  // namespace paratune::trial

@@ -1,0 +1,176 @@
+#include "paratune/trial/protocol.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "paratune/spec/error.h"
+
+namespace paratune::trial {
+namespace {
+
+constexpr std::string_view kPrefix = "@paratune ";
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// Out-of-memory messages of PyTorch, JAX/XLA and C++ allocators.
+constexpr std::array<std::string_view, 5> kOomMessages{"CUDA out of memory", "OutOfMemoryError", "std::bad_alloc",
+                                                       "RESOURCE_EXHAUSTED", "HIP out of memory"};
+
+// The number that follows `key` in `line` (spaces allowed between), if any.
+std::optional<double> number_after(std::string_view line, std::string_view key) {
+  const std::size_t at = line.find(key);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::size_t pos = at + key.size();
+  while (pos < line.size() && line[pos] == ' ') ++pos;
+  double value = 0;
+  const auto [end, ec] = std::from_chars(line.data() + pos, line.data() + line.size(), value);
+  if (ec != std::errc() || end == line.data() + pos) return std::nullopt;
+  return value;
+}
+
+bool is_integer(const nlohmann::json& v) { return v.is_number_integer() || v.is_number_unsigned(); }
+
+}  // namespace
+
+OutputParser::OutputParser(const ParserOptions& options) {
+  if (options.step_time_regex.empty()) return;
+  try {
+    step_regex_.emplace(options.step_time_regex, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    throw Error(fmt::format("--step-time-regex '{}': not a valid regular expression ({})", options.step_time_regex,
+                            e.what()));
+  }
+  if (step_regex_->mark_count() < 1)
+    throw Error(fmt::format("--step-time-regex '{}': needs a group ( ... ) around the step time in seconds",
+                            options.step_time_regex));
+}
+
+LineReport OutputParser::parse_protocol(std::string_view text) {
+  LineReport r;
+  auto malformed = [&](std::string problem) {
+    r.kind = LineReport::Kind::kMalformed;
+    r.problem = std::move(problem);
+    return r;
+  };
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return malformed("not valid JSON");
+  if (!j.is_object()) return malformed("not a JSON object");
+  auto keys_are = [&](std::initializer_list<std::string_view> allowed) -> std::optional<std::string> {
+    for (const auto& [key, value] : j.items())
+      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) return key;
+    return std::nullopt;
+  };
+  if (j.contains("step_time_s")) {
+    if (auto extra = keys_are({"step", "step_time_s"})) return malformed(fmt::format("unknown key '{}'", *extra));
+    const auto& step = j.contains("step") ? j["step"] : nlohmann::json();
+    const auto& time = j["step_time_s"];
+    if (!is_integer(step) || step.get<std::int64_t>() < 0) return malformed("'step' must be an integer >= 0");
+    if (!time.is_number() || !(time.get<double>() > 0) || !std::isfinite(time.get<double>()))
+      return malformed("'step_time_s' must be a number > 0");
+    r.kind = LineReport::Kind::kStep;
+    r.step = {step.get<std::int64_t>(), time.get<double>()};
+    return r;
+  }
+  if (j.contains("peak_memory_bytes")) {
+    if (auto extra = keys_are({"peak_memory_bytes"})) return malformed(fmt::format("unknown key '{}'", *extra));
+    const auto& bytes = j["peak_memory_bytes"];
+    if (!bytes.is_number() || bytes.get<double>() < 0) return malformed("'peak_memory_bytes' must be a number >= 0");
+    r.kind = LineReport::Kind::kPeakMemory;
+    r.peak_memory_bytes = bytes.get<double>();
+    return r;
+  }
+  if (j.contains("metric")) {
+    if (auto extra = keys_are({"metric", "value", "step"})) return malformed(fmt::format("unknown key '{}'", *extra));
+    if (!j["metric"].is_string() || j["metric"].get<std::string>().empty())
+      return malformed("'metric' must be a non-empty string");
+    if (!j.contains("value") || !j["value"].is_number() || !std::isfinite(j["value"].get<double>()))
+      return malformed("'value' must be a finite number");
+    if (j.contains("step") && (!is_integer(j["step"]) || j["step"].get<std::int64_t>() < 0))
+      return malformed("'step' must be an integer >= 0");
+    r.kind = LineReport::Kind::kMetric;
+    r.metric.name = j["metric"].get<std::string>();
+    r.metric.value = j["value"].get<double>();
+    if (j.contains("step")) r.metric.step = j["step"].get<std::int64_t>();
+    return r;
+  }
+  if (j.contains("oom")) {
+    if (auto extra = keys_are({"oom"})) return malformed(fmt::format("unknown key '{}'", *extra));
+    if (j["oom"] != true) return malformed("'oom' must be true");
+    r.kind = LineReport::Kind::kOom;
+    return r;
+  }
+  return malformed("none of step_time_s, peak_memory_bytes, metric, oom");
+}
+
+LineReport OutputParser::feed(std::string_view line) {
+  ++output_.lines;
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  LineReport r;
+  if (line.starts_with(kPrefix)) {
+    r = parse_protocol(line.substr(kPrefix.size()));
+    if (r.kind == LineReport::Kind::kStep && !protocol_steps_) {
+      protocol_steps_ = true;
+      output_.steps.clear();  // steps from log lines before it would be counted twice
+    }
+  } else if (std::any_of(kOomMessages.begin(), kOomMessages.end(),
+                         [&](std::string_view m) { return line.find(m) != std::string_view::npos; })) {
+    r.kind = LineReport::Kind::kOom;
+  } else if (auto ms = number_after(line, "elapsed time per iteration (ms):"); ms && !protocol_steps_) {
+    // Megatron-LM training log: " iteration       10/     100 | ... | elapsed time per iteration (ms): 1234.5 | ..."
+    if (*ms > 0) {
+      r.kind = LineReport::Kind::kStep;
+      const std::optional<double> iteration = number_after(line, "iteration");
+      r.step = {iteration ? static_cast<std::int64_t>(*iteration) : implicit_step_ + 1, *ms / 1000};
+    }
+  } else if (auto reserved = number_after(line, "max reserved:"); reserved && line.find("memory (MB)") != line.npos) {
+    // Megatron-LM: "[Rank 0] (after 10 iterations) memory (MB) | allocated: ... | max allocated: X |
+    // reserved: ... | max reserved: Y" — what the caching allocator holds is what runs out.
+    r.kind = LineReport::Kind::kPeakMemory;
+    r.peak_memory_bytes = *reserved * kMiB;
+  } else if (auto allocated = number_after(line, "max allocated:"); allocated && line.find("memory (MB)") != line.npos) {
+    r.kind = LineReport::Kind::kPeakMemory;
+    r.peak_memory_bytes = *allocated * kMiB;
+  } else if (step_regex_ && !protocol_steps_) {
+    std::match_results<std::string_view::const_iterator> m;
+    if (std::regex_search(line.begin(), line.end(), m, *step_regex_) && m[1].matched) {
+      double seconds = 0;
+      const std::string text = m[1].str();
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+      if (ec == std::errc() && end == text.data() + text.size() && seconds > 0) {
+        r.kind = LineReport::Kind::kStep;
+        std::int64_t step = implicit_step_ + 1;
+        if (m.size() > 2 && m[2].matched) {
+          const std::string s = m[2].str();
+          std::from_chars(s.data(), s.data() + s.size(), step);
+        }
+        r.step = {step, seconds};
+      }
+    }
+  }
+
+  switch (r.kind) {
+    case LineReport::Kind::kStep:
+      output_.steps.push_back(r.step);
+      implicit_step_ = r.step.step;
+      break;
+    case LineReport::Kind::kPeakMemory:
+      output_.peak_memory_bytes = std::max(output_.peak_memory_bytes.value_or(0), r.peak_memory_bytes);
+      break;
+    case LineReport::Kind::kMetric: output_.metrics.push_back(r.metric); break;
+    case LineReport::Kind::kOom:
+      if (!output_.oom) output_.oom_line = std::string(line.substr(0, 500));
+      output_.oom = true;
+      break;
+    case LineReport::Kind::kMalformed:
+      if (output_.malformed_lines++ == 0) output_.first_malformed = r.problem;
+      break;
+    case LineReport::Kind::kNothing: break;
+  }
+  return r;
+}
+
+}  // namespace paratune::trial

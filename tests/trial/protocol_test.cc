@@ -1,0 +1,118 @@
+// The trial protocol and log parsers: every report kind, Megatron's lines, a user regex, OOM
+// messages, and malformed lines that are counted but never fatal.
+#include "paratune/trial/protocol.h"
+
+#include <gtest/gtest.h>
+
+#include "paratune/spec/error.h"
+
+namespace paratune::trial {
+namespace {
+
+using Kind = LineReport::Kind;
+
+TEST(Protocol, ParsesEveryReportKind) {
+  OutputParser p;
+  EXPECT_EQ(p.feed("starting").kind, Kind::kNothing);
+  LineReport r = p.feed(R"(@paratune {"step": 7, "step_time_s": 0.512})");
+  ASSERT_EQ(r.kind, Kind::kStep);
+  EXPECT_EQ(r.step.step, 7);
+  EXPECT_DOUBLE_EQ(r.step.step_time_s, 0.512);
+  EXPECT_EQ(p.feed(R"(@paratune {"peak_memory_bytes": 1000})").kind, Kind::kPeakMemory);
+  p.feed(R"(@paratune {"peak_memory_bytes": 3000})");
+  p.feed(R"(@paratune {"peak_memory_bytes": 2000})");
+  r = p.feed(R"(@paratune {"metric": "loss", "value": 2.31, "step": 7})");
+  ASSERT_EQ(r.kind, Kind::kMetric);
+  EXPECT_EQ(r.metric.name, "loss");
+  EXPECT_EQ(r.metric.step, 7);
+  p.feed(R"(@paratune {"metric": "lr", "value": 0.001})");
+  EXPECT_EQ(p.feed("@paratune {\"oom\": true}\r").kind, Kind::kOom);
+  const TrialOutput& out = p.output();
+  ASSERT_EQ(out.steps.size(), 1u);
+  EXPECT_EQ(out.peak_memory_bytes, 3000);  // the maximum counts
+  ASSERT_EQ(out.metrics.size(), 2u);
+  EXPECT_FALSE(out.metrics[1].step.has_value());
+  EXPECT_TRUE(out.oom);
+  EXPECT_EQ(out.lines, 8);
+  EXPECT_EQ(out.malformed_lines, 0);
+}
+
+TEST(Protocol, MalformedLinesAreCountedAndIgnored) {
+  OutputParser p;
+  const char* bad[] = {
+      "@paratune {\"step\": 1, \"step_time_s\": 0.5",          // truncated JSON
+      "@paratune [1, 2]",                                      // not an object
+      "@paratune {\"step\": -1, \"step_time_s\": 0.5}",        // negative step
+      "@paratune {\"step\": 1.5, \"step_time_s\": 0.5}",       // fractional step
+      "@paratune {\"step\": 1, \"step_time_s\": 0}",           // zero time
+      "@paratune {\"step\": 1, \"step_time_s\": \"fast\"}",    // wrong type
+      "@paratune {\"step\": 1, \"step_time_s\": 0.5, \"x\": 1}",  // unknown key
+      "@paratune {\"peak_memory_bytes\": -5}",
+      "@paratune {\"metric\": \"\", \"value\": 1}",
+      "@paratune {\"metric\": \"loss\"}",
+      "@paratune {\"oom\": false}",
+      "@paratune {}",
+      "@paratune \x01\x02\xff garbage",
+  };
+  for (const char* line : bad) EXPECT_EQ(p.feed(line).kind, Kind::kMalformed) << line;
+  p.feed(R"(@paratune {"step": 1, "step_time_s": 0.25})");
+  EXPECT_EQ(p.output().malformed_lines, static_cast<std::int64_t>(std::size(bad)));
+  EXPECT_EQ(p.output().first_malformed, "not valid JSON");
+  ASSERT_EQ(p.output().steps.size(), 1u);
+  EXPECT_FALSE(p.output().oom);
+  EXPECT_FALSE(p.output().peak_memory_bytes.has_value());
+}
+
+TEST(Protocol, ReadsMegatronLogLines) {
+  OutputParser p;
+  LineReport r = p.feed(
+      " [2024-05-01 10:00:00] iteration       10/     100 | consumed samples:        10240 | elapsed time per "
+      "iteration (ms): 1234.5 | learning rate: 1.0E-04 | global batch size:  1024 | lm loss: 7.1E+00 |");
+  ASSERT_EQ(r.kind, Kind::kStep);
+  EXPECT_EQ(r.step.step, 10);
+  EXPECT_DOUBLE_EQ(r.step.step_time_s, 1.2345);
+  r = p.feed("[Rank 0] (after 10 iterations) memory (MB) | allocated: 1000.0 | max allocated: 2048.0 | reserved: "
+             "3000.0 | max reserved: 4096.0");
+  ASSERT_EQ(r.kind, Kind::kPeakMemory);
+  EXPECT_DOUBLE_EQ(r.peak_memory_bytes, 4096.0 * 1024 * 1024);
+  r = p.feed("[Rank 0] (after 10 iterations) memory (MB) | allocated: 1000.0 | max allocated: 2048.0");
+  EXPECT_DOUBLE_EQ(r.peak_memory_bytes, 2048.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(*p.output().peak_memory_bytes, 4096.0 * 1024 * 1024);
+}
+
+TEST(Protocol, RecognisesOutOfMemoryMessages) {
+  for (const char* line : {"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+                           "RuntimeError: CUDA out of memory.", "terminate called after throwing 'std::bad_alloc'",
+                           "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory"}) {
+    OutputParser p;
+    EXPECT_EQ(p.feed(line).kind, Kind::kOom) << line;
+    EXPECT_TRUE(p.output().oom);
+    EXPECT_EQ(p.output().oom_line, line);
+  }
+}
+
+TEST(Protocol, UserRegexAndNoDoubleCounting) {
+  OutputParser p(ParserOptions{R"(step (?:\d+) took ([0-9.]+) s)"});
+  EXPECT_EQ(p.feed("step 1 took 0.5 s").kind, Kind::kStep);
+  EXPECT_EQ(p.feed("step 2 took 0.25 s").kind, Kind::kStep);
+  EXPECT_EQ(p.output().steps.back().step, 2);
+  EXPECT_EQ(p.feed("step 3 took fast s").kind, Kind::kNothing);
+  // The first protocol step replaces what the regex found and turns the regex off.
+  p.feed(R"(@paratune {"step": 1, "step_time_s": 0.5})");
+  EXPECT_EQ(p.feed("step 4 took 0.5 s").kind, Kind::kNothing);
+  EXPECT_EQ(p.output().steps.size(), 1u);
+
+  OutputParser numbered(ParserOptions{R"(t=([0-9.]+) at (\d+))"});
+  EXPECT_EQ(numbered.feed("t=0.5 at 42").step.step, 42);
+
+  EXPECT_THROW(OutputParser(ParserOptions{"(unclosed"}), Error);
+  try {
+    OutputParser(ParserOptions{"no group"});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("needs a group"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace paratune::trial
