@@ -1,0 +1,133 @@
+// Running trials: a configuration's command as a real process, its output as measurements.
+//
+// Each trial runs in its own process group (the leader gets SIGKILL if the controller dies, Linux
+// PR_SET_PDEATHSIG) with stdin from /dev/null, stdout and stderr kept in `dir`/stdout.log and
+// stderr.log and parsed line by line (trial/protocol.h). Stopping a trial — early termination,
+// wall-clock timeout, hang (no new step for `hang_s`), interruption of the controller — sends
+// SIGTERM to the whole group, then SIGKILL after `grace_s`; a trial whose leader exits while other
+// processes of its group live on gets the same, so no process of a finished trial is left behind.
+//
+// Backends say how a trial's command runs on one of their slots (module DESIGN: small interfaces for
+// swappable parts). The local backend runs it here, optionally with its own CUDA_VISIBLE_DEVICES per
+// slot; SSH and Slurm backends wrap the same command (`ssh host ...`, `srun ...`) later.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "paratune/trial/measurement.h"
+#include "paratune/trial/protocol.h"
+
+namespace paratune::trial {
+
+// What became of a trial. Names: completed early-stopped oom infeasible failed timeout interrupted.
+enum class TrialStatus { kCompleted, kEarlyStopped, kOom, kInfeasible, kFailed, kTimeout, kInterrupted };
+const char* to_string(TrialStatus status);
+TrialStatus parse_trial_status(std::string_view name);  // throws Error listing the names
+
+struct TrialLimits {
+  double timeout_s = 0;           // wall clock from the start; 0: none
+  double hang_s = 0;              // no new step (or, before the first, no start) for this long; 0: none
+  double grace_s = 10;            // SIGTERM, then SIGKILL after this long
+  double memory_limit_bytes = 0;  // a reported peak above it makes the trial infeasible; 0: none
+};
+
+struct TrialLaunch {
+  std::string id;                   // PARATUNE_TRIAL_ID
+  std::vector<std::string> argv;    // the rendered command
+  std::filesystem::path dir;        // PARATUNE_TRIAL_DIR, created if missing; logs go here
+  std::string params_json = "{}";   // PARATUNE_PARAMS
+  int max_steps = 0;                // PARATUNE_MAX_STEPS (0: not set)
+  TrialLimits limits;
+};
+
+struct TrialResult {
+  std::string id;
+  TrialStatus status = TrialStatus::kFailed;
+  std::string reason;         // one line: why it ended so (empty when completed)
+  int exit_code = -1;         // the leader's exit code, -1 if killed by a signal
+  int exit_signal = 0;        // the signal that killed the leader, 0 if it exited
+  int process_group = 0;      // its process group id (gone by the time the result exists)
+  double started_unix_s = 0, ended_unix_s = 0;
+  TrialOutput output;
+  ThroughputEstimate throughput;  // from output.steps
+  std::filesystem::path stdout_path, stderr_path;
+};
+
+// A running trial as a progress display sees it.
+struct RunningTrial {
+  std::string id;
+  int slot = 0;
+  std::size_t steps = 0;
+  double elapsed_s = 0;
+  double last_step_time_s = 0;  // 0 before the first step
+};
+
+struct LaunchCommand {
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;  // added to the controller's environment
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  [[nodiscard]] virtual std::string name() const = 0;
+  [[nodiscard]] virtual int slots() const = 0;
+  // How `argv` runs on slot `slot` (0 <= slot < slots()).
+  [[nodiscard]] virtual LaunchCommand command_for(const std::vector<std::string>& argv, int slot) const = 0;
+};
+
+// Runs trials as local processes on `parallel` slots. `slot_devices`, if given, has one entry per
+// slot ("0,1") that becomes the slot's CUDA_VISIBLE_DEVICES.
+class LocalBackend final : public Backend {
+ public:
+  LocalBackend(int parallel, std::vector<std::string> slot_devices = {});  // throws Error on a mismatch
+  [[nodiscard]] std::string name() const override { return "local"; }
+  [[nodiscard]] int slots() const override { return parallel_; }
+  [[nodiscard]] LaunchCommand command_for(const std::vector<std::string>& argv, int slot) const override;
+
+ private:
+  int parallel_;
+  std::vector<std::string> slot_devices_;
+};
+
+// "0,1;2,3" -> {"0,1", "2,3"}; throws Error naming the bad entry.
+std::vector<std::string> parse_slot_devices(std::string_view text);
+
+class TrialRunner {
+ public:
+  // Called for every step a running trial reports; return false to stop it (early-stopped).
+  using StepCallback = std::function<bool(const std::string& id, const StepReport& step, const TrialOutput& so_far)>;
+
+  TrialRunner(const Backend& backend, ParserOptions parser = {});
+  ~TrialRunner();  // stops (SIGTERM, then SIGKILL) whatever still runs
+  TrialRunner(const TrialRunner&) = delete;
+  TrialRunner& operator=(const TrialRunner&) = delete;
+
+  [[nodiscard]] int free_slots() const;
+  [[nodiscard]] bool idle() const;
+  // Starts a trial on a free slot. Throws Error if there is none; a command that cannot be started
+  // (no such program) ends as a failed trial, reported by the next wait().
+  void start(const TrialLaunch& launch);
+  // Waits up to `timeout_s` for output, exits and limits; returns the trials that ended meanwhile.
+  std::vector<TrialResult> wait(double timeout_s, const StepCallback& on_step = {});
+  // Stops every running trial (they end as interrupted, reported by wait()).
+  void interrupt_all(const std::string& reason);
+  [[nodiscard]] std::vector<RunningTrial> running() const;
+
+  struct Process;
+
+ private:
+  const Backend& backend_;
+  ParserOptions parser_options_;
+  std::vector<std::unique_ptr<Process>> processes_;
+  std::vector<char> slot_busy_;
+};
+
+}  // namespace paratune::trial

@@ -1,0 +1,418 @@
+// Trial processes: spawn into their own process group, read their output without blocking, stop
+// them with SIGTERM then SIGKILL, classify how they ended.
+#include "paratune/trial/runner.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <optional>
+
+#include "paratune/spec/error.h"
+#include "paratune/spec/units.h"
+
+extern char** environ;
+
+namespace paratune::trial {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::array<std::string_view, 7> kStatusNames{"completed", "early-stopped", "oom",        "infeasible",
+                                                       "failed",    "timeout",       "interrupted"};
+constexpr std::size_t kMaxLine = 1 << 20;  // a longer line without a newline is parsed in pieces
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// One output stream of a trial: its pipe, its log file, the unfinished last line.
+struct Stream {
+  int fd = -1;
+  std::ofstream log;
+  std::string pending;
+  std::string last_line;  // the last non-empty line (stderr: shown when a trial fails)
+};
+
+}  // namespace
+
+const char* to_string(TrialStatus status) { return kStatusNames[static_cast<std::size_t>(status)].data(); }
+
+TrialStatus parse_trial_status(std::string_view name) {
+  for (std::size_t i = 0; i < kStatusNames.size(); ++i)
+    if (kStatusNames[i] == name) return static_cast<TrialStatus>(i);
+  const std::vector<std::string> valid(kStatusNames.begin(), kStatusNames.end());
+  throw Error(unknown_name_message("trial status", name, valid));
+}
+
+std::vector<std::string> parse_slot_devices(std::string_view text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(';', start), text.size());
+    const std::string_view entry = text.substr(start, end - start);
+    if (entry.empty() || entry.find_first_not_of("0123456789,") != std::string_view::npos || entry.front() == ',' ||
+        entry.back() == ',' || entry.find(",,") != std::string_view::npos)
+      throw Error(fmt::format("--slot-devices '{}': slot {} is '{}'; expected device numbers like 0,1 and slots "
+                              "separated by ';' (\"0,1;2,3\")",
+                              text, out.size(), entry));
+    out.emplace_back(entry);
+    start = end + 1;
+  }
+  return out;
+}
+
+LocalBackend::LocalBackend(int parallel, std::vector<std::string> slot_devices)
+    : parallel_(parallel), slot_devices_(std::move(slot_devices)) {
+  if (parallel < 1) throw Error(fmt::format("--parallel {}: must be >= 1", parallel));
+  if (!slot_devices_.empty() && static_cast<int>(slot_devices_.size()) != parallel)
+    throw Error(fmt::format("--slot-devices gives {} slots but --parallel is {}: give one device list per slot",
+                            slot_devices_.size(), parallel));
+}
+
+LaunchCommand LocalBackend::command_for(const std::vector<std::string>& argv, int slot) const {
+  LaunchCommand out{argv, {}};
+  if (!slot_devices_.empty()) out.env.emplace_back("CUDA_VISIBLE_DEVICES", slot_devices_[static_cast<std::size_t>(slot)]);
+  return out;
+}
+
+struct TrialRunner::Process {
+  TrialLaunch launch;
+  int slot = 0;
+  pid_t pid = -1;  // the leader; also the process group id
+  Stream out, err;
+  OutputParser parser;
+  Clock::time_point started, last_progress;
+  double started_unix_s = 0;
+  std::string start_error;  // exec failed
+  bool leader_exited = false;
+  int wait_status = 0;
+  // Why paratune stopped it (nullopt: it ended on its own), and how far the stopping got.
+  std::optional<std::pair<TrialStatus, std::string>> stopped;
+  bool term_sent = false, kill_sent = false;
+  Clock::time_point term_at;
+  Clock::time_point streams_wait_since;  // leader and group gone, pipes still open (escaped processes)
+
+  explicit Process(const ParserOptions& options) : parser(options) {}
+
+  void signal_group(int sig) const {
+    if (pid > 0) ::kill(-pid, sig);
+  }
+  [[nodiscard]] bool group_alive() const { return pid > 0 && (::kill(-pid, 0) == 0 || errno == EPERM); }
+  void stop(TrialStatus status, std::string reason) {
+    if (!stopped) stopped.emplace(status, std::move(reason));
+    if (!term_sent) {
+      signal_group(SIGTERM);
+      term_sent = true;
+      term_at = Clock::now();
+    }
+  }
+};
+
+TrialRunner::TrialRunner(const Backend& backend, ParserOptions parser)
+    : backend_(backend), parser_options_(std::move(parser)), slot_busy_(static_cast<std::size_t>(backend.slots()), 0) {
+  OutputParser check(parser_options_);  // a bad regex fails here, before any trial runs
+  // Orphans of a trial's group come to us rather than to init, so we can reap them and tell when
+  // the group is really gone (an init that reaps late would keep zombies in it).
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+}
+
+TrialRunner::~TrialRunner() {
+  for (auto& p : processes_) {
+    p->signal_group(SIGKILL);
+    if (p->pid > 0)
+      while (::waitpid(-p->pid, nullptr, 0) > 0) {
+      }
+    for (Stream* s : {&p->out, &p->err})
+      if (s->fd >= 0) ::close(s->fd);
+  }
+}
+
+int TrialRunner::free_slots() const {
+  int n = 0;
+  for (char busy : slot_busy_) n += busy ? 0 : 1;
+  return n;
+}
+
+bool TrialRunner::idle() const { return processes_.empty(); }
+
+void TrialRunner::start(const TrialLaunch& launch) {
+  int slot = 0;
+  while (slot < static_cast<int>(slot_busy_.size()) && slot_busy_[static_cast<std::size_t>(slot)]) ++slot;
+  if (slot == static_cast<int>(slot_busy_.size())) throw Error("no free slot to start a trial on");
+  if (launch.argv.empty()) throw Error(fmt::format("trial {}: empty command", launch.id));
+
+  auto p = std::make_unique<Process>(parser_options_);
+  p->launch = launch;
+  p->slot = slot;
+  std::error_code ec;
+  std::filesystem::create_directories(launch.dir, ec);
+  if (ec) throw Error(fmt::format("trial {}: cannot create its directory {}: {}", launch.id, launch.dir.string(), ec.message()));
+  const std::filesystem::path dir = std::filesystem::absolute(launch.dir);
+  p->out.log.open(dir / "stdout.log", std::ios::binary | std::ios::trunc);
+  p->err.log.open(dir / "stderr.log", std::ios::binary | std::ios::trunc);
+  if (!p->out.log || !p->err.log) throw Error(fmt::format("trial {}: cannot write its logs in {}", launch.id, dir.string()));
+
+  // Everything the child needs is built before fork(): after it, only async-signal-safe calls.
+  const LaunchCommand command = backend_.command_for(launch.argv, slot);
+  std::vector<std::string> env_strings;
+  std::vector<std::string> overridden{"PARATUNE_TRIAL_ID", "PARATUNE_TRIAL_DIR", "PARATUNE_PARAMS", "PARATUNE_MAX_STEPS"};
+  for (const auto& [key, value] : command.env) overridden.push_back(key);
+  for (char** e = environ; *e; ++e) {
+    const std::string_view entry(*e);
+    const std::string_view key = entry.substr(0, entry.find('='));
+    if (std::find(overridden.begin(), overridden.end(), key) == overridden.end()) env_strings.emplace_back(entry);
+  }
+  env_strings.push_back("PARATUNE_TRIAL_ID=" + launch.id);
+  env_strings.push_back("PARATUNE_TRIAL_DIR=" + dir.string());
+  env_strings.push_back("PARATUNE_PARAMS=" + launch.params_json);
+  if (launch.max_steps > 0) env_strings.push_back(fmt::format("PARATUNE_MAX_STEPS={}", launch.max_steps));
+  for (const auto& [key, value] : command.env) env_strings.push_back(key + "=" + value);
+  std::vector<char*> envp, argv;
+  for (std::string& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = command.argv;
+  for (std::string& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  int out_pipe[2], err_pipe[2], exec_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 || ::pipe2(exec_pipe, O_CLOEXEC) != 0)
+    throw Error(fmt::format("trial {}: pipe: {}", launch.id, std::strerror(errno)));
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw Error(fmt::format("trial {}: fork: {}", launch.id, std::strerror(errno)));
+  if (pid == 0) {
+    // Child: own process group; die with the controller; default signal handling; pipes as 1 and 2.
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT}) ::signal(sig, SIG_DFL);
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    ::dup2(out_pipe[1], 1);
+    ::dup2(err_pipe[1], 2);
+    ::execvpe(argv[0], argv.data(), envp.data());
+    const int error = errno;
+    [[maybe_unused]] const ssize_t n = ::write(exec_pipe[1], &error, sizeof error);
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);  // also here, so the group exists before we might signal it
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  ::close(exec_pipe[1]);
+  int exec_error = 0;
+  ssize_t got;
+  do got = ::read(exec_pipe[0], &exec_error, sizeof exec_error);
+  while (got < 0 && errno == EINTR);
+  ::close(exec_pipe[0]);
+  p->pid = pid;
+  p->out.fd = out_pipe[0];
+  p->err.fd = err_pipe[0];
+  for (int fd : {p->out.fd, p->err.fd}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  p->started = p->last_progress = Clock::now();
+  p->started_unix_s = unix_now();
+  if (got == static_cast<ssize_t>(sizeof exec_error))
+    p->start_error = fmt::format("cannot start '{}': {}", args.front(), std::strerror(exec_error));
+  slot_busy_[static_cast<std::size_t>(slot)] = 1;
+  processes_.push_back(std::move(p));
+}
+
+void TrialRunner::interrupt_all(const std::string& reason) {
+  for (auto& p : processes_) p->stop(TrialStatus::kInterrupted, reason);
+}
+
+std::vector<RunningTrial> TrialRunner::running() const {
+  std::vector<RunningTrial> out;
+  const Clock::time_point now = Clock::now();
+  for (const auto& p : processes_) {
+    const auto& steps = p->parser.output().steps;
+    out.push_back({p->launch.id, p->slot, steps.size(), seconds(now - p->started),
+                   steps.empty() ? 0.0 : steps.back().step_time_s});
+  }
+  return out;
+}
+
+namespace {
+
+// How a trial that was not stopped by paratune ended.
+std::pair<TrialStatus, std::string> classify(const TrialRunner::Process& p, const TrialLimits& limits,
+                                             const Stream& err);
+
+}  // namespace
+
+std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback& on_step) {
+  const Clock::time_point deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                        std::chrono::duration<double>(std::max(0.0, timeout_s)));
+  std::vector<TrialResult> finished;
+  for (;;) {
+    // 1. Output.
+    std::vector<pollfd> fds;
+    std::vector<std::pair<Process*, Stream*>> owners;
+    for (auto& p : processes_)
+      for (Stream* s : {&p->out, &p->err})
+        if (s->fd >= 0) {
+          fds.push_back({s->fd, POLLIN, 0});
+          owners.emplace_back(p.get(), s);
+        }
+    const double left = seconds(deadline - Clock::now());
+    const int wait_ms = static_cast<int>(std::clamp(left * 1000, 0.0, 50.0));
+    if (!fds.empty()) ::poll(fds.data(), fds.size(), wait_ms);
+    else if (wait_ms > 0) ::usleep(static_cast<useconds_t>(wait_ms) * 1000);
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      auto [p, s] = owners[i];
+      std::array<char, 65536> buffer;
+      for (;;) {
+        const ssize_t n = ::read(s->fd, buffer.data(), buffer.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+          if (n == 0 || errno != EAGAIN) {
+            ::close(s->fd);
+            s->fd = -1;
+          }
+          break;
+        }
+        s->log.write(buffer.data(), n);
+        s->pending.append(buffer.data(), static_cast<std::size_t>(n));
+        std::size_t begin = 0;
+        for (;;) {
+          std::size_t newline = s->pending.find('\n', begin);
+          if (newline == std::string::npos && s->pending.size() - begin >= kMaxLine) newline = begin + kMaxLine;
+          if (newline == std::string::npos) break;
+          const std::string_view line(s->pending.data() + begin, newline - begin);
+          if (line.find_first_not_of(" \t\r") != std::string_view::npos) s->last_line = std::string(line.substr(0, 300));
+          const LineReport r = p->parser.feed(line);
+          begin = newline + (newline < s->pending.size() && s->pending[newline] == '\n' ? 1 : 0);
+          if (r.kind != LineReport::Kind::kStep || p->stopped) continue;
+          p->last_progress = Clock::now();
+          const TrialOutput& so_far = p->parser.output();
+          if (on_step && !on_step(p->launch.id, r.step, so_far))
+            p->stop(TrialStatus::kEarlyStopped, fmt::format("stopped early by the search after {} steps", so_far.steps.size()));
+          else if (p->launch.max_steps > 0 && static_cast<int>(so_far.steps.size()) >= p->launch.max_steps)
+            p->stop(TrialStatus::kCompleted, "");  // ran all its steps; the program need not exit by itself
+        }
+        s->pending.erase(0, begin);
+      }
+    }
+
+    // 2. Exits, limits, escalation.
+    const Clock::time_point now = Clock::now();
+    for (auto it = processes_.begin(); it != processes_.end();) {
+      Process& p = **it;
+      const TrialLimits& limits = p.launch.limits;
+      // Reap the leader and any member of its group that was reparented to us (we are a subreaper).
+      for (int status = 0;;) {
+        const pid_t reaped = ::waitpid(-p.pid, &status, WNOHANG);
+        if (reaped <= 0) break;
+        if (reaped == p.pid) {
+          p.leader_exited = true;
+          p.wait_status = status;
+        }
+      }
+      if (!p.stopped && !p.leader_exited) {
+        if (limits.timeout_s > 0 && seconds(now - p.started) > limits.timeout_s)
+          p.stop(TrialStatus::kTimeout, fmt::format("ran past its wall-clock limit of {}", units::format_duration(limits.timeout_s)));
+        else if (limits.hang_s > 0 && seconds(now - p.last_progress) > limits.hang_s)
+          p.stop(TrialStatus::kTimeout, fmt::format("hung: no new step for {}", units::format_duration(limits.hang_s)));
+      }
+      // The leader is gone but others of its group live on: they are orphans, stop them too.
+      const bool alive = p.group_alive();
+      if (p.leader_exited && alive && !p.term_sent) {
+        p.signal_group(SIGTERM);
+        p.term_sent = true;
+        p.term_at = now;
+      }
+      if (p.term_sent && !p.kill_sent && alive && seconds(now - p.term_at) > limits.grace_s) {
+        p.signal_group(SIGKILL);
+        p.kill_sent = true;
+      }
+      // Done when the leader was reaped, its group is empty and its output is read (or, if a
+      // process that left the group still holds the pipes, after a grace period).
+      bool done = p.leader_exited && !alive;
+      if (done && (p.out.fd >= 0 || p.err.fd >= 0)) {
+        if (p.streams_wait_since == Clock::time_point{}) p.streams_wait_since = now;
+        done = seconds(now - p.streams_wait_since) > limits.grace_s;
+      }
+      if (!done) {
+        ++it;
+        continue;
+      }
+      for (Stream* s : {&p.out, &p.err}) {
+        if (s->fd >= 0) ::close(s->fd);
+        s->fd = -1;
+        if (!s->pending.empty()) p.parser.feed(s->pending);  // a last line without a newline
+        s->log.close();
+      }
+      TrialResult r;
+      r.id = p.launch.id;
+      r.process_group = p.pid;
+      r.started_unix_s = p.started_unix_s;
+      r.ended_unix_s = unix_now();
+      if (WIFEXITED(p.wait_status)) r.exit_code = WEXITSTATUS(p.wait_status);
+      if (WIFSIGNALED(p.wait_status)) r.exit_signal = WTERMSIG(p.wait_status);
+      r.output = p.parser.output();
+      std::vector<double> times;
+      for (const StepReport& s : r.output.steps) times.push_back(s.step_time_s);
+      r.throughput = estimate_throughput(times);
+      const std::filesystem::path dir = std::filesystem::absolute(p.launch.dir);
+      r.stdout_path = dir / "stdout.log";
+      r.stderr_path = dir / "stderr.log";
+      std::tie(r.status, r.reason) = p.stopped ? *p.stopped : classify(p, limits, p.err);
+      if (r.status == TrialStatus::kCompleted && p.stopped) std::tie(r.status, r.reason) = classify(p, limits, p.err);
+      finished.push_back(std::move(r));
+      slot_busy_[static_cast<std::size_t>(p.slot)] = 0;
+      it = processes_.erase(it);
+    }
+    if (!finished.empty() || Clock::now() >= deadline) return finished;
+  }
+}
+
+namespace {
+
+std::pair<TrialStatus, std::string> classify(const TrialRunner::Process& p, const TrialLimits& limits, const Stream& err) {
+  const TrialOutput& out = p.parser.output();
+  if (!p.start_error.empty()) return {TrialStatus::kFailed, p.start_error};
+  if (out.oom) return {TrialStatus::kOom, out.oom_line.empty() ? "reported out of memory" : out.oom_line};
+  const bool stopped_after_all_steps = p.stopped && p.stopped->first == TrialStatus::kCompleted;
+  const bool signaled = WIFSIGNALED(p.wait_status);
+  const int code = WIFEXITED(p.wait_status) ? WEXITSTATUS(p.wait_status) : -1;
+  // SIGKILL that paratune did not send (or exit status 137, a shell's report of it): on a training
+  // job that is almost always the kernel's out-of-memory killer.
+  if (!p.kill_sent && ((signaled && WTERMSIG(p.wait_status) == SIGKILL) || code == 137))
+    return {TrialStatus::kOom, "killed by SIGKILL that paratune did not send (the kernel's out-of-memory killer?)"};
+  const std::string tail = err.last_line.empty() ? "" : fmt::format("; last stderr line: {}", err.last_line);
+  if (!stopped_after_all_steps) {
+    if (signaled)
+      return {TrialStatus::kFailed, fmt::format("killed by signal {} ({}){}", WTERMSIG(p.wait_status),
+                                                strsignal(WTERMSIG(p.wait_status)), tail)};
+    if (code != 0) return {TrialStatus::kFailed, fmt::format("exit code {}{}", code, tail)};
+  }
+  if (out.steps.empty()) {
+    std::string why = "reported no steps";
+    if (out.malformed_lines > 0)
+      why += fmt::format(" ({} malformed @paratune lines, the first: {})", out.malformed_lines, out.first_malformed);
+    return {TrialStatus::kFailed, why};
+  }
+  if (limits.memory_limit_bytes > 0 && out.peak_memory_bytes && *out.peak_memory_bytes > limits.memory_limit_bytes)
+    return {TrialStatus::kInfeasible, fmt::format("peak memory {} above the limit {}",
+                                                  units::format_bytes(*out.peak_memory_bytes),
+                                                  units::format_bytes(limits.memory_limit_bytes))};
+  return {TrialStatus::kCompleted, ""};
+}
+
+}  // namespace
+
+}  // namespace paratune::trial

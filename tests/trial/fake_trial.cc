@@ -1,0 +1,99 @@
+// A trial program for the tests: speaks the @paratune protocol and misbehaves on request.
+//
+//   paratune_fake_trial [--steps N] [--step-time S] [--warmup S] [--peak-memory BYTES]
+//                       [--crash-at K] [--hang-at K] [--oom-at K] [--garbage] [--no-steps]
+//                       [--ignore-sigterm] [--grandchild] [--megatron] [--exit-code C]
+//                       [--record FILE] [args...]
+//
+// N defaults to $PARATUNE_MAX_STEPS (else 5). Step k (1-based) sleeps S seconds (the first one
+// S + warmup) and reports it. --crash-at K exits with code 3 before step K; --hang-at K sleeps
+// forever there; --oom-at K prints PyTorch's CUDA OOM message and exits 1; --garbage prints
+// malformed protocol lines and binary noise between steps; --grandchild forks a child that sleeps
+// (and ignores SIGTERM too with --ignore-sigterm), to test that stopping a trial stops its whole
+// process group; --megatron reports steps as Megatron-LM log lines; --record FILE writes its
+// arguments (one per line) and its PARATUNE_* environment to FILE, then exits 0 after the steps.
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int steps = std::getenv("PARATUNE_MAX_STEPS") ? std::atoi(std::getenv("PARATUNE_MAX_STEPS")) : 5;
+  double step_time = 0.01, warmup = 0, peak = -1;
+  int crash_at = -1, hang_at = -1, oom_at = -1, exit_code = 0;
+  bool garbage = false, no_steps = false, ignore_term = false, grandchild = false, megatron = false;
+  std::string record;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
+    if (a == "--steps") steps = std::stoi(next());
+    else if (a == "--step-time") step_time = std::stod(next());
+    else if (a == "--warmup") warmup = std::stod(next());
+    else if (a == "--peak-memory") peak = std::stod(next());
+    else if (a == "--crash-at") crash_at = std::stoi(next());
+    else if (a == "--hang-at") hang_at = std::stoi(next());
+    else if (a == "--oom-at") oom_at = std::stoi(next());
+    else if (a == "--exit-code") exit_code = std::stoi(next());
+    else if (a == "--garbage") garbage = true;
+    else if (a == "--no-steps") no_steps = true;
+    else if (a == "--ignore-sigterm") ignore_term = true;
+    else if (a == "--grandchild") grandchild = true;
+    else if (a == "--megatron") megatron = true;
+    else if (a == "--record") record = next();
+  }
+  if (ignore_term) std::signal(SIGTERM, SIG_IGN);
+  if (grandchild && fork() == 0) {
+    for (;;) pause();  // keeps the SIGTERM disposition inherited above
+  }
+  if (!record.empty()) {
+    FILE* f = std::fopen(record.c_str(), "w");
+    for (int i = 0; i < argc; ++i) std::fprintf(f, "arg=%s\n", argv[i]);
+    for (const char* key : {"PARATUNE_TRIAL_ID", "PARATUNE_TRIAL_DIR", "PARATUNE_PARAMS", "PARATUNE_MAX_STEPS",
+                            "CUDA_VISIBLE_DEVICES"})
+      std::fprintf(f, "%s=%s\n", key, std::getenv(key) ? std::getenv(key) : "(unset)");
+    std::fclose(f);
+  }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  std::printf("fake trial starting, %d steps\n", steps);
+  if (peak >= 0) std::printf("@paratune {\"peak_memory_bytes\": %.0f}\n", peak);
+  for (int k = 1; k <= steps; ++k) {
+    if (k == crash_at) {
+      std::fprintf(stderr, "Traceback: something broke at step %d\n", k);
+      return 3;
+    }
+    if (k == hang_at) {
+      std::printf("hanging at step %d\n", k);
+      for (;;) pause();
+    }
+    if (k == oom_at) {
+      std::fprintf(stderr, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n");
+      return 1;
+    }
+    const double t = step_time + (k == 1 ? warmup : 0);
+    sleep_s(t);
+    if (garbage) {
+      std::printf("@paratune {\"step\": %d, \"step_time_s\": \n", k);
+      std::printf("@paratune [\"not\", \"an\", \"object\"]\n");
+      std::fwrite("\x00\x01\xff\xfe binary\n", 1, 12, stdout);
+    }
+    if (no_steps) continue;
+    if (megatron)
+      std::printf(" iteration %8d/%8d | elapsed time per iteration (ms): %.3f | lm loss: 1.0\n", k, steps, t * 1000);
+    else
+      std::printf("@paratune {\"step\": %d, \"step_time_s\": %.6f}\n", k, t);
+    std::printf("@paratune {\"metric\": \"loss\", \"value\": %.4f, \"step\": %d}\n", 10.0 / k, k);
+  }
+  return exit_code;
+}
