@@ -6,6 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config
   libeigen3-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev libnlopt-cxx-dev
+  libsqlite3-dev  # study store
   libgtest-dev libgmock-dev libbenchmark-dev
   librsvg2-bin  # rsvg-convert: the tests render the simulator's SVG timeline
 )

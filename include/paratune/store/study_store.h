@@ -1,0 +1,85 @@
+// Durable studies: every trial, how it ended and what it measured, in one SQLite file.
+//
+// WAL mode, synchronous=NORMAL: a committed transaction survives the controller being killed
+// (even with SIGKILL) at any moment; only an OS crash may lose the last ones. A trial is written
+// twice: when it starts (status "running", its parameters, full configuration and command) and when
+// it ends (status, times, exit, reason, throughput, peak memory, every step time and metric, in one
+// transaction). A study reopened after a crash finds its unfinished trials still "running":
+// `mark_running_interrupted` turns them into "interrupted" so the search runs them again, while
+// finished trials are reused as they are.
+//
+// Schema (version 1): studies(id, name, created_unix_s, config_json), trials(id, study_id, number,
+// params_json, config_json, command, dir, status, started_unix_s, ended_unix_s, exit_code,
+// exit_signal, reason, stdout_path, stderr_path, steps, throughput, throughput_variance,
+// throughput_ci_low, throughput_ci_high, peak_memory_bytes, malformed_lines),
+// steps(trial_id, step, step_time_s), metrics(trial_id, name, value, step).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "paratune/trial/runner.h"
+
+struct sqlite3;
+
+namespace paratune::store {
+
+struct StoredTrial {
+  std::int64_t id = 0;
+  int number = 0;              // 1, 2, ... within its study, in start order
+  std::string params_json;     // the searched parameters
+  std::string config_json;     // everything that produced it (command template, steps, limits, ...)
+  std::string command;         // the command as run, shell-quoted (pasteable)
+  std::string dir;
+  std::string status;          // "running" or a trial::TrialStatus name
+  double started_unix_s = 0, ended_unix_s = 0;
+  int exit_code = -1, exit_signal = 0;
+  std::string reason;
+  std::string stdout_path, stderr_path;
+  int steps = 0;
+  std::optional<double> throughput;  // steps/s (OPPA App. F), when any step was usable
+  double throughput_variance = 0, throughput_ci_low = 0, throughput_ci_high = 0;
+  std::optional<double> peak_memory_bytes;
+  std::int64_t malformed_lines = 0;
+  std::vector<double> step_times_s;  // filled by trials(..., with_steps = true)
+};
+
+class StudyStore {
+ public:
+  // Opens (creating if needed) the study file. Throws Error naming the file if it cannot be opened,
+  // is not a paratune study or has a newer schema.
+  explicit StudyStore(const std::filesystem::path& path);
+  ~StudyStore();
+  StudyStore(const StudyStore&) = delete;
+  StudyStore& operator=(const StudyStore&) = delete;
+
+  // The study `name`: created with `config_json`, or the existing one, which must have been created
+  // with the same configuration (else Error: resuming with another space or command would mix
+  // measurements of different things).
+  std::int64_t open_study(const std::string& name, const std::string& config_json);
+
+  // Trials left "running" by a controller that died: now "interrupted". Returns how many.
+  int mark_running_interrupted(std::int64_t study);
+
+  // A trial that starts now; returns its id and number.
+  std::pair<std::int64_t, int> begin_trial(std::int64_t study, const std::string& params_json,
+                                           const std::string& config_json, const std::string& command,
+                                           const std::string& dir);
+  // Its end, all at once.
+  void finish_trial(std::int64_t trial, const trial::TrialResult& result);
+
+  [[nodiscard]] std::vector<StoredTrial> trials(std::int64_t study, bool with_steps = false) const;
+  [[nodiscard]] std::vector<std::pair<std::int64_t, std::string>> studies() const;  // id, name
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+
+ private:
+  void exec(const char* sql) const;
+  std::filesystem::path path_;
+  sqlite3* db_ = nullptr;
+};
+
+}  // namespace paratune::store

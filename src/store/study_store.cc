@@ -1,0 +1,303 @@
+#include "paratune/store/study_store.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <chrono>
+
+#include "paratune/spec/error.h"
+
+namespace paratune::store {
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS studies (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  created_unix_s REAL NOT NULL,
+  config_json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS trials (
+  id INTEGER PRIMARY KEY,
+  study_id INTEGER NOT NULL REFERENCES studies(id),
+  number INTEGER NOT NULL,
+  params_json TEXT NOT NULL,
+  config_json TEXT NOT NULL,
+  command TEXT NOT NULL,
+  dir TEXT NOT NULL,
+  status TEXT NOT NULL,
+  started_unix_s REAL NOT NULL,
+  ended_unix_s REAL,
+  exit_code INTEGER,
+  exit_signal INTEGER,
+  reason TEXT,
+  stdout_path TEXT,
+  stderr_path TEXT,
+  steps INTEGER NOT NULL DEFAULT 0,
+  throughput REAL,
+  throughput_variance REAL,
+  throughput_ci_low REAL,
+  throughput_ci_high REAL,
+  peak_memory_bytes REAL,
+  malformed_lines INTEGER NOT NULL DEFAULT 0,
+  UNIQUE (study_id, number)
+);
+CREATE TABLE IF NOT EXISTS steps (
+  trial_id INTEGER NOT NULL REFERENCES trials(id),
+  step INTEGER NOT NULL,
+  step_time_s REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS metrics (
+  trial_id INTEGER NOT NULL REFERENCES trials(id),
+  name TEXT NOT NULL,
+  value REAL NOT NULL,
+  step INTEGER
+);
+CREATE INDEX IF NOT EXISTS trials_by_study ON trials(study_id, number);
+CREATE INDEX IF NOT EXISTS steps_by_trial ON steps(trial_id);
+CREATE INDEX IF NOT EXISTS metrics_by_trial ON metrics(trial_id);
+)sql";
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// A prepared statement, finalized on scope exit. Binds by position (1-based).
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
+      throw Error(fmt::format("study store: {} (in: {})", sqlite3_errmsg(db), sql));
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int i, std::int64_t v) { return check(sqlite3_bind_int64(stmt_, i, v)); }
+  Statement& bind(int i, int v) { return check(sqlite3_bind_int64(stmt_, i, v)); }
+  Statement& bind(int i, double v) { return check(sqlite3_bind_double(stmt_, i, v)); }
+  Statement& bind(int i, const std::string& v) {
+    return check(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+  }
+  Statement& bind(int i, const std::optional<double>& v) { return v ? bind(i, *v) : check(sqlite3_bind_null(stmt_, i)); }
+  Statement& bind(int i, const std::optional<std::int64_t>& v) {
+    return v ? bind(i, *v) : check(sqlite3_bind_null(stmt_, i));
+  }
+
+  // true while rows come; false when done.
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw Error(fmt::format("study store: {}", sqlite3_errmsg(db_)));
+  }
+  void run() {
+    while (step()) {
+    }
+    reset();
+  }
+  void reset() { sqlite3_reset(stmt_); }
+
+  [[nodiscard]] std::int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+  [[nodiscard]] double real(int col) const { return sqlite3_column_double(stmt_, col); }
+  [[nodiscard]] bool null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  [[nodiscard]] std::string text(int col) const {
+    const unsigned char* t = sqlite3_column_text(stmt_, col);
+    return t ? std::string(reinterpret_cast<const char*>(t), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)))
+             : std::string();
+  }
+
+ private:
+  Statement& check(int rc) {
+    if (rc != SQLITE_OK) throw Error(fmt::format("study store: {}", sqlite3_errmsg(db_)));
+    return *this;
+  }
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+// BEGIN IMMEDIATE ... COMMIT, rolled back if the scope is left by an exception.
+class Transaction {
+ public:
+  explicit Transaction(sqlite3* db) : db_(db) { exec("BEGIN IMMEDIATE"); }
+  ~Transaction() {
+    if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  void commit() {
+    exec("COMMIT");
+    done_ = true;
+  }
+
+ private:
+  void exec(const char* sql) {
+    char* message = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &message) != SQLITE_OK) {
+      const std::string m = message ? message : "unknown error";
+      sqlite3_free(message);
+      throw Error(fmt::format("study store: {}: {}", sql, m));
+    }
+  }
+  sqlite3* db_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+StudyStore::StudyStore(const std::filesystem::path& path) : path_(path) {
+  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    const std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    throw Error(fmt::format("--study {}: cannot open: {}", path.string(), message));
+  }
+  sqlite3_busy_timeout(db_, 10000);
+  try {
+    std::int64_t found = 0;
+    {
+      Statement version(db_, "PRAGMA user_version");
+      version.step();
+      found = version.integer(0);
+    }
+    if (found > kSchemaVersion)
+      throw Error(fmt::format("schema version {} is newer than this paratune's ({})", found, kSchemaVersion));
+    exec("PRAGMA journal_mode=WAL");
+    exec("PRAGMA synchronous=NORMAL");
+    exec("PRAGMA foreign_keys=ON");
+    exec(kSchema);
+    exec(fmt::format("PRAGMA user_version={}", kSchemaVersion).c_str());
+  } catch (const Error& e) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw Error(fmt::format("--study {}: not a paratune study file: {}", path.string(), e.what()));
+  }
+}
+
+StudyStore::~StudyStore() { sqlite3_close(db_); }
+
+void StudyStore::exec(const char* sql) const {
+  char* message = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &message) != SQLITE_OK) {
+    const std::string m = message ? message : sqlite3_errmsg(db_);
+    sqlite3_free(message);
+    throw Error(m);
+  }
+}
+
+std::int64_t StudyStore::open_study(const std::string& name, const std::string& config_json) {
+  Statement find(db_, "SELECT id, config_json FROM studies WHERE name = ?");
+  find.bind(1, name);
+  if (find.step()) {
+    if (find.text(1) != config_json)
+      throw Error(fmt::format(
+          "--study {}: study '{}' was created with another configuration (search space, command, steps or "
+          "limits); resume it with the same flags or use a new file.\n  stored: {}\n  now:    {}",
+          path_.string(), name, find.text(1), config_json));
+    return find.integer(0);
+  }
+  Statement insert(db_, "INSERT INTO studies (name, created_unix_s, config_json) VALUES (?, ?, ?)");
+  insert.bind(1, name).bind(2, unix_now()).bind(3, config_json).run();
+  return sqlite3_last_insert_rowid(db_);
+}
+
+int StudyStore::mark_running_interrupted(std::int64_t study) {
+  Statement update(db_,
+                   "UPDATE trials SET status = 'interrupted', reason = 'the controller stopped while it ran', "
+                   "ended_unix_s = started_unix_s WHERE study_id = ? AND status = 'running'");
+  update.bind(1, study).run();
+  return sqlite3_changes(db_);
+}
+
+std::pair<std::int64_t, int> StudyStore::begin_trial(std::int64_t study, const std::string& params_json,
+                                                     const std::string& config_json, const std::string& command,
+                                                     const std::string& dir) {
+  Transaction t(db_);
+  Statement next(db_, "SELECT COALESCE(MAX(number), 0) + 1 FROM trials WHERE study_id = ?");
+  next.bind(1, study);
+  next.step();
+  const int number = static_cast<int>(next.integer(0));
+  Statement insert(db_,
+                   "INSERT INTO trials (study_id, number, params_json, config_json, command, dir, status, "
+                   "started_unix_s) VALUES (?, ?, ?, ?, ?, ?, 'running', ?)");
+  insert.bind(1, study).bind(2, number).bind(3, params_json).bind(4, config_json).bind(5, command).bind(6, dir);
+  insert.bind(7, unix_now()).run();
+  const std::int64_t id = sqlite3_last_insert_rowid(db_);
+  t.commit();
+  return {id, number};
+}
+
+void StudyStore::finish_trial(std::int64_t trial, const trial::TrialResult& r) {
+  Transaction t(db_);
+  const bool measured = r.throughput.steps_used > 0;
+  Statement update(db_,
+                   "UPDATE trials SET status = ?, started_unix_s = ?, ended_unix_s = ?, exit_code = ?, exit_signal = ?, "
+                   "reason = ?, stdout_path = ?, stderr_path = ?, steps = ?, throughput = ?, throughput_variance = ?, "
+                   "throughput_ci_low = ?, throughput_ci_high = ?, peak_memory_bytes = ?, malformed_lines = ? "
+                   "WHERE id = ?");
+  update.bind(1, std::string(trial::to_string(r.status))).bind(2, r.started_unix_s).bind(3, r.ended_unix_s);
+  update.bind(4, r.exit_code).bind(5, r.exit_signal).bind(6, r.reason).bind(7, r.stdout_path.string());
+  update.bind(8, r.stderr_path.string()).bind(9, static_cast<int>(r.output.steps.size()));
+  update.bind(10, measured ? std::optional<double>(r.throughput.steps_per_s) : std::nullopt);
+  update.bind(11, r.throughput.variance).bind(12, r.throughput.ci95_low).bind(13, r.throughput.ci95_high);
+  update.bind(14, r.output.peak_memory_bytes).bind(15, r.output.malformed_lines).bind(16, trial).run();
+  Statement step(db_, "INSERT INTO steps (trial_id, step, step_time_s) VALUES (?, ?, ?)");
+  for (const trial::StepReport& s : r.output.steps) step.bind(1, trial).bind(2, s.step).bind(3, s.step_time_s).run();
+  Statement metric(db_, "INSERT INTO metrics (trial_id, name, value, step) VALUES (?, ?, ?, ?)");
+  for (const trial::MetricReport& m : r.output.metrics)
+    metric.bind(1, trial).bind(2, m.name).bind(3, m.value).bind(4, m.step).run();
+  t.commit();
+}
+
+std::vector<StoredTrial> StudyStore::trials(std::int64_t study, bool with_steps) const {
+  Statement q(db_,
+              "SELECT id, number, params_json, config_json, command, dir, status, started_unix_s, ended_unix_s, "
+              "exit_code, exit_signal, reason, stdout_path, stderr_path, steps, throughput, throughput_variance, "
+              "throughput_ci_low, throughput_ci_high, peak_memory_bytes, malformed_lines FROM trials "
+              "WHERE study_id = ? ORDER BY number");
+  q.bind(1, study);
+  std::vector<StoredTrial> out;
+  while (q.step()) {
+    StoredTrial t;
+    t.id = q.integer(0);
+    t.number = static_cast<int>(q.integer(1));
+    t.params_json = q.text(2);
+    t.config_json = q.text(3);
+    t.command = q.text(4);
+    t.dir = q.text(5);
+    t.status = q.text(6);
+    t.started_unix_s = q.real(7);
+    t.ended_unix_s = q.null(8) ? 0 : q.real(8);
+    t.exit_code = q.null(9) ? -1 : static_cast<int>(q.integer(9));
+    t.exit_signal = q.null(10) ? 0 : static_cast<int>(q.integer(10));
+    t.reason = q.text(11);
+    t.stdout_path = q.text(12);
+    t.stderr_path = q.text(13);
+    t.steps = static_cast<int>(q.integer(14));
+    if (!q.null(15)) t.throughput = q.real(15);
+    t.throughput_variance = q.real(16);
+    t.throughput_ci_low = q.real(17);
+    t.throughput_ci_high = q.real(18);
+    if (!q.null(19)) t.peak_memory_bytes = q.real(19);
+    t.malformed_lines = q.integer(20);
+    out.push_back(std::move(t));
+  }
+  if (with_steps) {
+    Statement s(db_, "SELECT step_time_s FROM steps WHERE trial_id = ? ORDER BY rowid");
+    for (StoredTrial& t : out) {
+      s.bind(1, t.id);
+      while (s.step()) t.step_times_s.push_back(s.real(0));
+      s.reset();
+    }
+  }
+  return out;
+}
+
+std::vector<std::pair<std::int64_t, std::string>> StudyStore::studies() const {
+  Statement q(db_, "SELECT id, name FROM studies ORDER BY id");
+  std::vector<std::pair<std::int64_t, std::string>> out;
+  while (q.step()) out.emplace_back(q.integer(0), q.text(1));
+  return out;
+}
+
+}  // namespace paratune::store

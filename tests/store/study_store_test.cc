@@ -1,0 +1,124 @@
+// The study store: round trip of a trial, resume rules, and durability when the writer is killed
+// with SIGKILL in the middle of a study.
+#include "paratune/store/study_store.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "paratune/spec/error.h"
+
+namespace paratune::store {
+namespace {
+
+std::filesystem::path fresh_file(const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "paratune_store";
+  std::filesystem::create_directories(dir);
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(dir / (name + suffix));
+  return dir / name;
+}
+
+trial::TrialResult completed(double step_time) {
+  trial::TrialResult r;
+  r.status = trial::TrialStatus::kCompleted;
+  r.exit_code = 0;
+  r.started_unix_s = 100;
+  r.ended_unix_s = 101;
+  for (int k = 1; k <= 4; ++k) r.output.steps.push_back({k, k == 1 ? 1.0 : step_time});
+  r.output.metrics.push_back({"loss", 2.5, 4});
+  r.output.peak_memory_bytes = 1e9;
+  std::vector<double> times;
+  for (const auto& s : r.output.steps) times.push_back(s.step_time_s);
+  r.throughput = trial::estimate_throughput(times);
+  r.stdout_path = "/tmp/out.log";
+  return r;
+}
+
+TEST(StudyStore, RoundTripsATrial) {
+  StudyStore store(fresh_file("roundtrip.db"));
+  const std::int64_t study = store.open_study("default", R"({"algo":"grid"})");
+  const auto [id, number] = store.begin_trial(study, R"({"tp":2})", R"({"steps":4})", "train.py --tp 2", "/tmp/t1");
+  EXPECT_EQ(number, 1);
+  std::vector<StoredTrial> trials = store.trials(study);
+  ASSERT_EQ(trials.size(), 1u);
+  EXPECT_EQ(trials[0].status, "running");
+  store.finish_trial(id, completed(0.5));
+  trials = store.trials(study, /*with_steps=*/true);
+  const StoredTrial& t = trials[0];
+  EXPECT_EQ(t.status, "completed");
+  EXPECT_EQ(t.params_json, R"({"tp":2})");
+  EXPECT_EQ(t.command, "train.py --tp 2");
+  EXPECT_EQ(t.steps, 4);
+  ASSERT_TRUE(t.throughput.has_value());
+  EXPECT_DOUBLE_EQ(*t.throughput, 2.0);
+  EXPECT_EQ(t.peak_memory_bytes, 1e9);
+  EXPECT_EQ(t.step_times_s, (std::vector<double>{1.0, 0.5, 0.5, 0.5}));
+  EXPECT_EQ(store.begin_trial(study, "{}", "{}", "x", "/tmp/t2").second, 2);
+}
+
+TEST(StudyStore, ResumeNeedsTheSameConfigurationAndRequeuesRunningTrials) {
+  const std::filesystem::path file = fresh_file("resume.db");
+  {
+    StudyStore store(file);
+    const std::int64_t study = store.open_study("default", R"({"space":1})");
+    store.begin_trial(study, "{}", "{}", "x", "/tmp/a");
+  }
+  StudyStore store(file);
+  try {
+    store.open_study("default", R"({"space":2})");
+    FAIL() << "another configuration was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("created with another configuration"), std::string::npos);
+  }
+  const std::int64_t study = store.open_study("default", R"({"space":1})");
+  EXPECT_EQ(store.mark_running_interrupted(study), 1);
+  EXPECT_EQ(store.trials(study)[0].status, "interrupted");
+  EXPECT_EQ(store.mark_running_interrupted(study), 0);
+}
+
+TEST(StudyStore, RejectsFilesThatAreNotStudies) {
+  const std::filesystem::path file = fresh_file("not-a-study.db");
+  std::ofstream(file) << "hello, this is not SQLite\n";
+  try {
+    StudyStore store(file);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(file.string()), std::string::npos) << e.what();
+  }
+}
+
+// A writer killed with SIGKILL loses no finished trial; the one it was running is found "running".
+TEST(StudyStore, SigkillOfTheWriterLosesNoFinishedTrial) {
+  const std::filesystem::path file = fresh_file("killed.db");
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    StudyStore store(file);
+    const std::int64_t study = store.open_study("default", "{}");
+    for (int i = 0; i < 20; ++i) {
+      const auto [id, number] = store.begin_trial(study, "{\"i\":" + std::to_string(i) + "}", "{}", "x", "/tmp/k");
+      store.finish_trial(id, completed(0.25));
+    }
+    store.begin_trial(study, "{\"i\":20}", "{}", "x", "/tmp/k");
+    ::raise(SIGKILL);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  StudyStore store(file);
+  const std::int64_t study = store.open_study("default", "{}");
+  const std::vector<StoredTrial> trials = store.trials(study, true);
+  ASSERT_EQ(trials.size(), 21u);
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(trials[static_cast<std::size_t>(i)].status, "completed");
+    EXPECT_EQ(trials[static_cast<std::size_t>(i)].step_times_s.size(), 4u);
+  }
+  EXPECT_EQ(trials[20].status, "running");
+  EXPECT_EQ(store.mark_running_interrupted(study), 1);
+}
+
+}  // namespace
+}  // namespace paratune::store
