@@ -7,6 +7,7 @@ PACKAGES=(
   build-essential cmake pkg-config
   libeigen3-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev libnlopt-cxx-dev
   libsqlite3-dev  # study store
+  libmuparser-dev  # constraints of tuning search spaces
   libgtest-dev libgmock-dev libbenchmark-dev
   librsvg2-bin  # rsvg-convert: the tests render the simulator's SVG timeline
 )

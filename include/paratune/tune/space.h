@@ -1,0 +1,78 @@
+// The search space of a tuning study: named parameters with discrete values and constraints.
+//
+// A YAML or JSON file:
+//   parameters:
+//     dp: [1, 2, 4, 8]
+//     mbs: [1, 2, 4]
+//     zero: [0, 1, 2, 3]
+//     ckpt: [false, true]
+//     schedule: [1f1b, interleaved]
+//   constraints:
+//     - dp * tp * pp == 8
+//     - pp == 1 or mbs <= 4
+//     - schedule != "interleaved" or pp > 1
+// Values are integers, floats, booleans (true/false) or strings (anything else, or quoted).
+// Constraints are arithmetic and logical expressions over the parameters, evaluated by muparser
+// (Debian libmuparser-dev): + - * / ^ %, == != < <= > >=, and/&&, or/||, not/!, parentheses, and
+// muparser's functions (min, max, abs, ...). A boolean is 1 or 0; a string compares equal to the
+// same quoted string literal. A point is valid when every constraint is non-zero.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace paratune::tune {
+
+struct Parameter {
+  std::string name;
+  std::vector<nlohmann::json> values;  // scalars: integer, float, boolean or string
+};
+
+// A point: for each parameter (in declaration order), the index of its value.
+using Point = std::vector<int>;
+
+class SearchSpace {
+ public:
+  // Throws Error naming the file, the field, the value and the rule it broke.
+  static SearchSpace load(const std::filesystem::path& file);
+  // The same from text; `source` names it in messages.
+  static SearchSpace parse(std::string_view text, std::string_view source);
+
+  SearchSpace(std::vector<Parameter> parameters, std::vector<std::string> constraints, std::string source);
+  SearchSpace(SearchSpace&&) noexcept;
+  SearchSpace& operator=(SearchSpace&&) noexcept;
+  ~SearchSpace();
+
+  [[nodiscard]] const std::vector<Parameter>& parameters() const { return parameters_; }
+  [[nodiscard]] const std::vector<std::string>& constraints() const { return constraints_; }
+  [[nodiscard]] bool satisfies(const Point& point) const;
+  // Every valid point, in odometer order (the last parameter varies fastest). Throws Error if the
+  // cartesian product exceeds 10 million points or nothing satisfies the constraints.
+  [[nodiscard]] std::vector<Point> enumerate() const;
+  [[nodiscard]] std::uint64_t cartesian_size() const;
+
+  // {"dp": 2, "ckpt": true, ...} in declaration order.
+  [[nodiscard]] nlohmann::ordered_json to_json(const Point& point) const;
+  // name -> the value as a command-line word: 2, 0.5, true, 1f1b.
+  [[nodiscard]] std::map<std::string, std::string> words(const Point& point) const;
+  // The whole space (parameters and constraints) as JSON, e.g. to store with a study.
+  [[nodiscard]] nlohmann::ordered_json describe() const;
+
+ private:
+  struct Evaluator;
+  std::vector<Parameter> parameters_;
+  std::vector<std::string> constraints_;
+  std::string source_;
+  std::unique_ptr<Evaluator> evaluator_;
+};
+
+// A value as a command-line word (strings unquoted, numbers in their shortest exact form).
+std::string word(const nlohmann::json& value);
+
+}  // namespace paratune::tune

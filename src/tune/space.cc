@@ -1,0 +1,264 @@
+#include "paratune/tune/space.h"
+
+#include <fmt/format.h>
+#include <muParser.h>
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "paratune/spec/error.h"
+
+namespace paratune::tune {
+namespace {
+
+constexpr std::uint64_t kMaxCartesian = 10'000'000;
+const std::set<std::string> kReserved{"and", "or", "not", "true", "false"};
+
+bool is_identifier(std::string_view s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+// A YAML scalar as a typed JSON value: quoted scalars are strings; plain ones are booleans,
+// integers or floats when they read as such, else strings.
+nlohmann::json typed_scalar(const YAML::Node& node) {
+  const std::string text = node.Scalar();
+  if (node.Tag() == "!") return text;  // quoted
+  if (text == "true" || text == "True") return true;
+  if (text == "false" || text == "False") return false;
+  std::int64_t i = 0;
+  if (auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), i);
+      ec == std::errc() && end == text.data() + text.size())
+    return i;
+  double d = 0;
+  if (auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
+      ec == std::errc() && end == text.data() + text.size() && std::isfinite(d))
+    return d;
+  return text;
+}
+
+double logical_not(double x) { return x == 0 ? 1 : 0; }
+double modulo(double a, double b) { return std::fmod(a, b); }
+
+}  // namespace
+
+std::string word(const nlohmann::json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
+  return value.dump();  // integers as such; floats in their shortest round-trip form
+}
+
+// muparser parsers for the constraints, bound to one variable per parameter.
+struct SearchSpace::Evaluator {
+  std::vector<double> variables;  // per parameter; stable addresses (never resized after binding)
+  std::vector<std::unique_ptr<mu::Parser>> parsers;  // never moved: they point into `variables`
+  std::map<std::string, double> string_ids;  // each string value or literal: a number of its own
+
+  double id_of(const std::string& s) {
+    const auto it = string_ids.find(s);
+    if (it != string_ids.end()) return it->second;
+    const double id = 1e15 + static_cast<double>(string_ids.size());  // far from any parameter value
+    string_ids.emplace(s, id);
+    return id;
+  }
+  double numeric(const nlohmann::json& v) {
+    if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
+    if (v.is_number()) return v.get<double>();
+    return id_of(v.get<std::string>());
+  }
+  // and/or/not/true/false -> muparser's && || ! 1 0; "text" / 'text' -> the string's number.
+  std::string translate(std::string_view expr) {
+    std::string out;
+    for (std::size_t i = 0; i < expr.size();) {
+      const char c = expr[i];
+      if (c == '"' || c == '\'') {
+        const std::size_t close = expr.find(c, i + 1);
+        if (close == std::string_view::npos) throw Error(fmt::format("unbalanced {} in the string literal", c));
+        out += fmt::format("{:.0f}", id_of(std::string(expr.substr(i + 1, close - i - 1))));
+        i = close + 1;
+      } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+        std::size_t j = i;
+        while (j < expr.size() && (std::isalnum(static_cast<unsigned char>(expr[j])) || expr[j] == '_')) ++j;
+        const std::string_view w = expr.substr(i, j - i);
+        if (w == "and") out += "&&";
+        else if (w == "or") out += "||";
+        else if (w == "not") out += "!";
+        else if (w == "true") out += "1";
+        else if (w == "false") out += "0";
+        else out += w;
+        i = j;
+      } else {
+        out.push_back(c);
+        ++i;
+      }
+    }
+    return out;
+  }
+};
+
+SearchSpace::SearchSpace(std::vector<Parameter> parameters, std::vector<std::string> constraints, std::string source)
+    : parameters_(std::move(parameters)),
+      constraints_(std::move(constraints)),
+      source_(std::move(source)),
+      evaluator_(std::make_unique<Evaluator>()) {
+  if (parameters_.empty()) throw Error(fmt::format("{}: parameters: at least one parameter is needed", source_));
+  std::set<std::string> names;
+  for (const Parameter& p : parameters_) {
+    const std::string where = fmt::format("{}: parameters.{}", source_, p.name);
+    if (!is_identifier(p.name) || kReserved.contains(p.name))
+      throw Error(fmt::format("{}: '{}' is not a usable name (letters, digits and _, not starting with a digit; not "
+                              "and/or/not/true/false)",
+                              where, p.name));
+    if (!names.insert(p.name).second) throw Error(fmt::format("{}: defined twice", where));
+    if (p.values.empty()) throw Error(fmt::format("{}: needs at least one value", where));
+    for (std::size_t i = 0; i < p.values.size(); ++i) {
+      if (!p.values[i].is_primitive() || p.values[i].is_null())
+        throw Error(fmt::format("{}[{}]: {} is not a number, boolean or string", where, i, p.values[i].dump()));
+      for (std::size_t j = 0; j < i; ++j)
+        if (p.values[j] == p.values[i]) throw Error(fmt::format("{}: value {} is listed twice", where, p.values[i].dump()));
+    }
+  }
+  Evaluator& ev = *evaluator_;
+  ev.variables.assign(parameters_.size(), 0);
+  for (std::size_t c = 0; c < constraints_.size(); ++c) {
+    const std::string where = fmt::format("{}: constraints[{}] '{}'", source_, c, constraints_[c]);
+    try {
+      auto parser = std::make_unique<mu::Parser>();
+      parser->DefineOprt("%", modulo, mu::prMUL_DIV, mu::oaLEFT, true);
+      parser->DefineInfixOprt("!", logical_not);
+      for (std::size_t i = 0; i < parameters_.size(); ++i) parser->DefineVar(parameters_[i].name, &ev.variables[i]);
+      parser->SetExpr(ev.translate(constraints_[c]));
+      parser->Eval();  // compiles: unknown names and syntax errors surface here
+      ev.parsers.push_back(std::move(parser));
+    } catch (const mu::Parser::exception_type& e) {
+      const std::vector<std::string> valid(names.begin(), names.end());
+      throw Error(fmt::format("{}: {} (parameters: {})", where, e.GetMsg(), join(valid)));
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", where, e.what()));
+    }
+  }
+}
+
+SearchSpace::SearchSpace(SearchSpace&&) noexcept = default;
+SearchSpace& SearchSpace::operator=(SearchSpace&&) noexcept = default;
+SearchSpace::~SearchSpace() = default;
+
+SearchSpace SearchSpace::parse(std::string_view text, std::string_view source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    throw Error(fmt::format("{}: not valid YAML/JSON: {}", source, e.what()));
+  }
+  if (!root.IsMap()) throw Error(fmt::format("{}: expected a mapping with 'parameters' (and 'constraints')", source));
+  const std::vector<std::string> keys{"parameters", "constraints"};
+  for (const auto& kv : root) {
+    const std::string key = kv.first.Scalar();
+    if (std::find(keys.begin(), keys.end(), key) == keys.end())
+      throw Error(fmt::format("{}: {}", source, unknown_name_message("key", key, keys)));
+  }
+  std::vector<Parameter> parameters;
+  const YAML::Node params = root["parameters"];
+  if (!params || !params.IsMap()) throw Error(fmt::format("{}: parameters: expected a mapping of name: [values]", source));
+  for (const auto& kv : params) {
+    Parameter p;
+    p.name = kv.first.Scalar();
+    if (!kv.second.IsSequence())
+      throw Error(fmt::format("{}: parameters.{}: expected a list of values like [1, 2, 4]", source, p.name));
+    for (const YAML::Node& v : kv.second) {
+      if (!v.IsScalar())
+        throw Error(fmt::format("{}: parameters.{}: values must be numbers, booleans or strings", source, p.name));
+      p.values.push_back(typed_scalar(v));
+    }
+    parameters.push_back(std::move(p));
+  }
+  std::vector<std::string> constraints;
+  if (const YAML::Node list = root["constraints"]) {
+    if (!list.IsSequence()) throw Error(fmt::format("{}: constraints: expected a list of expressions", source));
+    for (const YAML::Node& c : list) {
+      if (!c.IsScalar() || c.Scalar().empty())
+        throw Error(fmt::format("{}: constraints: each entry must be an expression like 'dp * tp == 8'", source));
+      constraints.push_back(c.Scalar());
+    }
+  }
+  return SearchSpace(std::move(parameters), std::move(constraints), std::string(source));
+}
+
+SearchSpace SearchSpace::load(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw Error(fmt::format("{}: cannot read the search space file", file.string()));
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse(text.str(), file.string());
+}
+
+bool SearchSpace::satisfies(const Point& point) const {
+  Evaluator& ev = *evaluator_;
+  for (std::size_t i = 0; i < parameters_.size(); ++i)
+    ev.variables[i] = ev.numeric(parameters_[i].values[static_cast<std::size_t>(point[i])]);
+  for (std::size_t c = 0; c < ev.parsers.size(); ++c) {
+    try {
+      if (ev.parsers[c]->Eval() == 0) return false;
+    } catch (const mu::Parser::exception_type& e) {
+      throw Error(fmt::format("{}: constraints[{}] '{}' at {}: {}", source_, c, constraints_[c], to_json(point).dump(),
+                              e.GetMsg()));
+    }
+  }
+  return true;
+}
+
+std::uint64_t SearchSpace::cartesian_size() const {
+  std::uint64_t n = 1;
+  for (const Parameter& p : parameters_) {
+    n *= p.values.size();
+    if (n > kMaxCartesian) return n;
+  }
+  return n;
+}
+
+std::vector<Point> SearchSpace::enumerate() const {
+  if (cartesian_size() > kMaxCartesian)
+    throw Error(fmt::format("{}: the parameters span more than {} points; narrow their value lists", source_,
+                            kMaxCartesian));
+  std::vector<Point> out;
+  Point point(parameters_.size(), 0);
+  for (;;) {
+    if (satisfies(point)) out.push_back(point);
+    std::size_t i = parameters_.size();
+    while (i > 0) {
+      --i;
+      if (++point[i] < static_cast<int>(parameters_[i].values.size())) break;
+      point[i] = 0;
+      if (i == 0) {
+        if (out.empty())
+          throw Error(fmt::format("{}: no combination of the parameters satisfies every constraint", source_));
+        return out;
+      }
+    }
+  }
+}
+
+nlohmann::ordered_json SearchSpace::to_json(const Point& point) const {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (std::size_t i = 0; i < parameters_.size(); ++i) out[parameters_[i].name] = parameters_[i].values[static_cast<std::size_t>(point[i])];
+  return out;
+}
+
+std::map<std::string, std::string> SearchSpace::words(const Point& point) const {
+  std::map<std::string, std::string> out;
+  for (std::size_t i = 0; i < parameters_.size(); ++i)
+    out[parameters_[i].name] = word(parameters_[i].values[static_cast<std::size_t>(point[i])]);
+  return out;
+}
+
+nlohmann::ordered_json SearchSpace::describe() const {
+  nlohmann::ordered_json params = nlohmann::ordered_json::object();
+  for (const Parameter& p : parameters_) params[p.name] = p.values;
+  return {{"parameters", params}, {"constraints", constraints_}};
+}
+
+}  // namespace paratune::tune

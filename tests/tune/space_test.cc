@@ -1,0 +1,96 @@
+// Search-space files: typed values, constraints through muparser, enumeration, clear errors.
+#include "paratune/tune/space.h"
+
+#include <gtest/gtest.h>
+
+#include "paratune/spec/error.h"
+
+namespace paratune::tune {
+namespace {
+
+std::string error_of(const std::string& text) {
+  try {
+    SearchSpace::parse(text, "space.yaml");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TuneSpace, TheIssuesExampleEnumeratesExactlyTheValidPoints) {
+  const SearchSpace s = SearchSpace::parse(R"(
+parameters:
+  dp: [1, 2, 4, 8]
+  tp: [1, 2]
+  pp: [1, 2, 4, 8]
+  mbs: [1, 2, 4]
+  zero: [0, 1, 2, 3]
+  ckpt: [false, true]
+constraints:
+  - dp * tp * pp == 8
+)",
+                                           "space.yaml");
+  EXPECT_EQ(s.cartesian_size(), 4u * 2 * 4 * 3 * 4 * 2);
+  // dp*tp*pp == 8: (8,1,1) (4,2,1) (4,1,2) (2,2,2) (2,1,4) (1,2,4) (1,1,8) = 7, x 3 x 4 x 2.
+  const std::vector<Point> all = s.enumerate();
+  EXPECT_EQ(all.size(), 7u * 3 * 4 * 2);
+  for (const Point& p : all) {
+    const auto j = s.to_json(p);
+    EXPECT_EQ(j["dp"].get<int>() * j["tp"].get<int>() * j["pp"].get<int>(), 8);
+    EXPECT_TRUE(j["ckpt"].is_boolean());
+  }
+  EXPECT_EQ(s.to_json(all.front()).dump(), R"({"dp":1,"tp":1,"pp":8,"mbs":1,"zero":0,"ckpt":false})");
+}
+
+TEST(TuneSpace, LogicStringsAndTypes) {
+  const SearchSpace s = SearchSpace::parse(R"json({
+    "parameters": {"pp": [1, 2], "mbs": [1, 8], "schedule": ["1f1b", "interleaved"], "lr": [0.5, 1e-3],
+                   "ckpt": [true, false], "tag": ["8"]},
+    "constraints": ["pp == 1 or mbs <= 4", "schedule != 'interleaved' || pp > 1", "not (ckpt and lr > 0.1)",
+                    "mbs % 8 == 0 || mbs == 1", "tag == \"8\""]
+  })json",
+                                           "space.json");
+  for (const Point& p : s.enumerate()) {
+    const auto j = s.to_json(p);
+    EXPECT_TRUE(j["pp"] == 1 || j["mbs"] <= 4);
+    EXPECT_TRUE(j["schedule"] != "interleaved" || j["pp"] > 1);
+    EXPECT_FALSE(j["ckpt"].get<bool>() && j["lr"].get<double>() > 0.1);
+    EXPECT_TRUE(j["tag"].is_string());  // quoted: a string, not the number 8
+  }
+  const Point p{1, 0, 1, 1, 1, 0};
+  EXPECT_TRUE(s.satisfies(p));
+  const auto words = s.words(p);
+  EXPECT_EQ(words.at("schedule"), "interleaved");
+  EXPECT_EQ(words.at("lr"), "0.001");
+  EXPECT_EQ(words.at("ckpt"), "false");
+  EXPECT_EQ(words.at("tag"), "8");
+  // By hand: (lr, ckpt) has 3 valid pairs; pp=1 allows both mbs but only 1f1b (2 x 3 points), pp=2
+  // only mbs=1 but both schedules (2 x 3).
+  EXPECT_EQ(s.enumerate().size(), 12u);
+}
+
+TEST(TuneSpace, BadFilesNameTheProblem) {
+  EXPECT_NE(error_of("parameter:\n  dp: [1]\n").find("unknown key 'parameter' (did you mean 'parameters'?)"),
+            std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  dp: 4\n").find("parameters.dp: expected a list"), std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  dp: []\n").find("parameters.dp: needs at least one value"), std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  dp: [1, 1]\n").find("value 1 is listed twice"), std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  2dp: [1]\n").find("'2dp' is not a usable name"), std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  dp: [[1]]\n").find("values must be numbers, booleans or strings"), std::string::npos);
+  const std::string unknown = error_of("parameters:\n  dp: [1]\nconstraints:\n  - dq == 1\n");
+  EXPECT_NE(unknown.find("constraints[0] 'dq == 1'"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("parameters: dp"), std::string::npos) << unknown;
+  EXPECT_NE(error_of("parameters:\n  dp: [1]\nconstraints:\n  - dp == \n").find("constraints[0]"), std::string::npos);
+  try {
+    SearchSpace::parse("parameters:\n  dp: [1, 2]\nconstraints:\n  - dp > 4\n", "space.yaml").enumerate();
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("space.yaml: no combination"), std::string::npos) << e.what();
+  }
+  EXPECT_NE(error_of("[1, 2]").find("expected a mapping"), std::string::npos);
+  EXPECT_NE(error_of("parameters: {dp: [1}").find("not valid YAML/JSON"), std::string::npos);
+  EXPECT_THROW(SearchSpace::load("/nonexistent/space.yaml"), Error);
+}
+
+}  // namespace
+}  // namespace paratune::tune
