@@ -6,6 +6,8 @@
 // wall-clock timeout, hang (no new step for `hang_s`), interruption of the controller — sends
 // SIGTERM to the whole group, then SIGKILL after `grace_s`; a trial whose leader exits while other
 // processes of its group live on gets the same, so no process of a finished trial is left behind.
+// A TrialRunner makes its process a child subreaper (PR_SET_CHILD_SUBREAPER): orphans of a trial
+// are reaped here rather than by init, so "the group is gone" can be told reliably.
 //
 // Backends say how a trial's command runs on one of their slots (module DESIGN: small interfaces for
 // swappable parts). The local backend runs it here, optionally with its own CUDA_VISIBLE_DEVICES per
