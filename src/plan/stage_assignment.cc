@@ -185,13 +185,7 @@ class Caps {
     for (int s = 0; s < pp_; ++s) cap = std::max(cap, time(s, 1));
     for (;;) {
       if (cap == kInfinity) return kInfinity;
-      int held = 0;
-      for (int s = 0; s < pp_; ++s) {
-        int& k = most_[static_cast<std::size_t>(s)];
-        while (k < blocks_ - (pp_ - 1) && time(s, k + 1) <= cap) ++k;
-        held += k;
-      }
-      if (held >= blocks_) return cap;
+      if (raise_to(cap) >= blocks_) return cap;
       cap = following();
     }
   }
@@ -200,17 +194,23 @@ class Caps {
   double next() {
     if (!options_.alike()) return next_ < sorted_.size() ? sorted_[next_++] : kInfinity;
     const double cap = following();
-    if (cap == kInfinity) return cap;
-    for (int s = 0; s < pp_; ++s) {
-      int& k = most_[static_cast<std::size_t>(s)];
-      while (k < blocks_ - (pp_ - 1) && time(s, k + 1) <= cap) ++k;
-    }
+    if (cap < kInfinity) raise_to(cap);
     return cap;
   }
 
  private:
   // Rank s's time with k blocks (alike layers: the position does not matter).
   double time(int s, int k) { return options_.get(s, 0, k).time_s; }
+  // Grows each rank's most blocks to what `cap` allows; returns their sum.
+  int raise_to(double cap) {
+    int held = 0;
+    for (int s = 0; s < pp_; ++s) {
+      int& k = most_[static_cast<std::size_t>(s)];
+      while (k < blocks_ - (pp_ - 1) && time(s, k + 1) <= cap) ++k;
+      held += k;
+    }
+    return held;
+  }
   // The smallest time some rank would reach by taking one more block.
   double following() {
     double cap = kInfinity;

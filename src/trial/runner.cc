@@ -370,8 +370,9 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
       const std::filesystem::path dir = std::filesystem::absolute(p.launch.dir);
       r.stdout_path = dir / "stdout.log";
       r.stderr_path = dir / "stderr.log";
-      std::tie(r.status, r.reason) = p.stopped ? *p.stopped : classify(p, limits, p.err);
-      if (r.status == TrialStatus::kCompleted && p.stopped) std::tie(r.status, r.reason) = classify(p, limits, p.err);
+      // Stopped after all its steps: judged like a trial that ended by itself (OOM, memory limit).
+      const bool stopped_early = p.stopped && p.stopped->first != TrialStatus::kCompleted;
+      std::tie(r.status, r.reason) = stopped_early ? *p.stopped : classify(p, limits, p.err);
       finished.push_back(std::move(r));
       slot_busy_[static_cast<std::size_t>(p.slot)] = 0;
       it = processes_.erase(it);
