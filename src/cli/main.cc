@@ -4,6 +4,13 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -14,9 +21,14 @@
 #include "paratune/report/launch.h"
 #include "paratune/report/plan_report.h"
 #include "paratune/report/sim_report.h"
+#include "paratune/report/tune_report.h"
+#include "paratune/store/study_store.h"
 #include "paratune/spec/io.h"
 #include "paratune/spec/presets.h"
 #include "paratune/spec/units.h"
+#include "paratune/trial/runner.h"
+#include "paratune/tune/derived_space.h"
+#include "paratune/tune/study.h"
 
 namespace {
 
@@ -34,12 +46,14 @@ struct SetupFlags {
   double memory_margin = 0.05;
 };
 
-void add_setup_flags(CLI::App* app, SetupFlags& f) {
-  app->add_option("--model", f.model, "model preset name, model-spec file (YAML/JSON) or HF config.json")->required();
+// `required`: false for `tune`, where the setup is one of two ways to give the search space.
+void add_setup_flags(CLI::App* app, SetupFlags& f, bool required = true) {
+  app->add_option("--model", f.model, "model preset name, model-spec file (YAML/JSON) or HF config.json")
+      ->required(required);
   app->add_option("--cluster", f.cluster, "cluster: PRESET:NODES (dgx-h100:16), GPUxCOUNT (h100x128) or a file")
-      ->required();
-  app->add_option("--seq-len", f.seq_len, "tokens per sequence")->required();
-  app->add_option("--global-batch", f.global_batch, "sequences per iteration")->required();
+      ->required(required);
+  app->add_option("--seq-len", f.seq_len, "tokens per sequence")->required(required);
+  app->add_option("--global-batch", f.global_batch, "sequences per iteration")->required(required);
   app->add_option("--precision", f.precision, "bf16 | fp16 | fp8")->capture_default_str();
   app->add_option("--optimizer", f.optimizer, "adamw | adam | sgd")->capture_default_str();
   app->add_flag("--no-flash-attention", f.no_flash_attention, "model unfused attention (s^2 scores in memory)");
@@ -240,6 +254,193 @@ int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
   return result.plans.empty() ? 3 : 0;
 }
 
+struct TuneFlags {
+  std::string space_path;
+  std::vector<std::string> fix, allow, max;  // narrow a derived space, as for `plan`
+  std::string command;
+  std::string study_path;
+  std::string study_name = "main";
+  std::string trials_dir;
+  std::string algo = "grid";
+  std::uint64_t seed = 0;
+  std::string budget, memory_limit, timeout, hang, grace = "10s";
+  int max_trials = 0;
+  int steps = 20;
+  int parallel = 1;
+  std::string slot_devices;
+  std::string step_time_regex;
+};
+
+// Set by SIGINT / SIGTERM: the study stops its trials, stores them as interrupted and returns.
+std::atomic<int> g_stop_signal{0};
+extern "C" void on_stop_signal(int signal) { g_stop_signal.store(signal); }
+
+void install_stop_handlers() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;  // no SA_RESTART: the runner's poll() wakes up at once
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+// Progress of a study on stderr: on a terminal a live block (running trials, best so far) under
+// the log of started and finished trials; otherwise only the log lines.
+class ConsoleObserver final : public tune::StudyObserver {
+ public:
+  explicit ConsoleObserver(std::uint64_t valid_points)
+      : terminal_(::isatty(STDERR_FILENO) != 0), valid_points_(valid_points), start_(std::chrono::steady_clock::now()) {}
+  ~ConsoleObserver() override { clear(); }
+
+  void trial_started(const store::StoredTrial& t) override { log(format_trial_started(t)); }
+  void trial_finished(const store::StoredTrial& t) override { log(format_trial_finished(t)); }
+  void progress(const std::vector<tune::TrialProgress>& running, int finished, const store::StoredTrial* best) override {
+    if (!terminal_) return;
+    clear();
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const std::string block = format_progress(running, finished, valid_points_, elapsed, best);
+    std::fputs(block.c_str(), stderr);
+    std::fflush(stderr);
+    drawn_lines_ = static_cast<int>(std::count(block.begin(), block.end(), '\n'));
+  }
+
+ private:
+  void log(const std::string& line) {
+    clear();
+    std::fprintf(stderr, "%s\n", line.c_str());
+    std::fflush(stderr);
+  }
+  // Erases the live block (cursor up, clear to the end of the screen).
+  void clear() {
+    if (drawn_lines_ == 0) return;
+    std::fprintf(stderr, "\x1b[%dA\x1b[J", drawn_lines_);
+    drawn_lines_ = 0;
+  }
+  bool terminal_;
+  std::uint64_t valid_points_;
+  std::chrono::steady_clock::time_point start_;
+  int drawn_lines_ = 0;
+};
+
+double optional_duration(const std::string& text, const char* flag) {
+  if (text.empty()) return 0;
+  try {
+    return units::parse_duration(text);
+  } catch (const Error& e) {
+    throw e.with_context(flag);
+  }
+}
+
+// `paratune tune`: run real trials over a search space and find the fastest configuration.
+// Exit codes: 0 done with a best trial, 3 no trial completed, 128 + signal when interrupted.
+int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
+  const bool derived = f.space_path.empty();
+  if (derived && (setup.model.empty() || setup.cluster.empty() || setup.seq_len == 0 || setup.global_batch == 0))
+    throw Error("tune: give --space FILE, or --model, --cluster, --seq-len and --global-batch to search the "
+                "configurations the planner's model says fit");
+  if (!derived && (!setup.model.empty() || !f.fix.empty() || !f.allow.empty() || !f.max.empty()))
+    throw Error("tune: --space FILE and --model/--cluster/--fix/--allow/--max are two ways to give the search space; "
+                "use one");
+  std::optional<tune::SearchSpace> file_space;
+  std::optional<tune::DerivedSpace> derived_space;
+  if (derived) {
+    plan::SearchSpace axes;
+    for (const std::string& text : f.fix) plan::add_constraints(axes, text, plan::ConstraintKind::kFix, "--fix");
+    for (const std::string& text : f.allow) plan::add_constraints(axes, text, plan::ConstraintKind::kAllow, "--allow");
+    for (const std::string& text : f.max) plan::add_constraints(axes, text, plan::ConstraintKind::kMax, "--max");
+    derived_space = tune::derive_space(load_model(setup.model), load_cluster(setup.cluster), training_from(setup), axes,
+                                       calibration_from(setup), EstimateOptions{setup.memory_margin});
+  } else {
+    file_space = tune::SearchSpace::load(f.space_path);
+  }
+  const tune::SearchSpace& space = derived ? derived_space->space : *file_space;
+
+  tune::StudyOptions options;
+  options.name = f.study_name;
+  options.command = f.command;
+  options.steps = f.steps;
+  options.max_trials = f.max_trials;
+  options.budget_s = optional_duration(f.budget, "--budget");
+  options.limits.timeout_s = optional_duration(f.timeout, "--timeout");
+  options.limits.hang_s = optional_duration(f.hang, "--hang");
+  options.limits.grace_s = optional_duration(f.grace, "--grace");
+  if (!f.memory_limit.empty()) {
+    try {
+      options.limits.memory_limit_bytes = units::parse_bytes(f.memory_limit);
+    } catch (const Error& e) {
+      throw e.with_context("--memory-limit");
+    }
+  }
+  options.step_time_regex = f.step_time_regex;
+  options.trials_dir = f.trials_dir.empty() ? std::filesystem::path(f.study_path).replace_extension(".trials")
+                                            : std::filesystem::path(f.trials_dir);
+  tune::validate(options);
+  if (f.parallel < 1) throw Error(fmt::format("--parallel {}: must be >= 1", f.parallel));
+  std::vector<std::string> slot_devices;
+  if (!f.slot_devices.empty()) {
+    try {
+      slot_devices = trial::parse_slot_devices(f.slot_devices);
+    } catch (const Error& e) {
+      throw e.with_context("--slot-devices");
+    }
+  }
+  const trial::LocalBackend backend(f.parallel, slot_devices);
+  std::unique_ptr<tune::SearchAlgorithm> algorithm = tune::make_search(tune::parse_algorithm(f.algo), space, f.seed);
+  store::StudyStore store(f.study_path);
+
+  const std::uint64_t valid = space.enumerate().size();
+  std::cerr << fmt::format("paratune tune: {} valid points{}, {} search, {} steps per trial, {} slot(s); study {} "
+                           "('{}'), trials in {}\n",
+                           valid,
+                           derived ? fmt::format(" (of {} configurations, the rest predicted not to fit)",
+                                                 derived_space->candidates)
+                                   : fmt::format(" of {} combinations", space.cartesian_size()),
+                           f.algo, options.steps, f.parallel, f.study_path, options.name, options.trials_dir.string());
+  install_stop_handlers();
+  tune::StudySummary summary;
+  {
+    ConsoleObserver observer(valid);
+    summary = tune::run_study(space, options, store, backend, *algorithm, observer, g_stop_signal);
+  }
+  if (json) write_json(to_json(summary));
+  else std::cout << format_study(summary);
+  if (summary.stop == tune::StopReason::kInterrupted) return 128 + g_stop_signal.load();
+  return summary.best ? 0 : 3;
+}
+
+// `paratune study show`: every trial of a stored study and the best one.
+int run_study_show(const std::string& path, const std::string& name, bool json) {
+  if (!std::filesystem::exists(path)) throw Error(fmt::format("{}: no such study file", path));
+  const store::StudyStore store(path);
+  const std::vector<store::StudyInfo> studies = store.studies();
+  if (studies.empty()) throw Error(fmt::format("{}: holds no study", path));
+  const store::StudyInfo* study = nullptr;
+  std::vector<std::string> names;
+  for (const store::StudyInfo& s : studies) {
+    names.push_back(s.name);
+    if ((name.empty() && studies.size() == 1) || s.name == name) study = &s;
+  }
+  if (!study)
+    throw Error(fmt::format("{}: {}", path,
+                            name.empty() ? fmt::format("holds several studies; choose one with --study-name ({})",
+                                                       join(names))
+                                         : unknown_name_message("study", name, names)));
+  const std::vector<store::StoredTrial> trials = store.trials(study->id);
+  const std::optional<std::size_t> best = tune::best_trial(trials);
+  const nlohmann::json identity = nlohmann::json::parse(study->config_json, nullptr, false);
+  if (json) {
+    nlohmann::ordered_json j{{"study", study->name}, {"config", identity}};
+    j.update(trials_json(trials, best));
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("study '{}' in {}\n", study->name, path);
+  if (identity.is_object() && identity.contains("command"))
+    std::cout << fmt::format("command: {}\nsteps per trial: {}\n\n", identity["command"].get<std::string>(),
+                             identity["steps"].dump());
+  std::cout << format_trials(trials, best);
+  return 0;
+}
+
 int run_presets(bool json) {
   if (json) {
     nlohmann::json j{{"models", model_preset_names()}, {"gpus", nlohmann::json::array()}, {"clusters", nlohmann::json::array()}};
@@ -329,6 +530,46 @@ int main(int argc, char** argv) {
   plan_cmd->add_flag("--no-baselines", plan_flags.no_baselines, "skip the expert and 3-axis baselines");
   plan_cmd->add_flag("--json", json, "machine-readable output");
 
+  SetupFlags tune_setup;
+  TuneFlags tune_flags;
+  auto* tune_cmd = app.add_subcommand("tune", "run real training trials over a search space (grid or random)");
+  tune_cmd->add_option("--space", tune_flags.space_path, "search-space file (YAML/JSON: parameters, constraints)");
+  add_setup_flags(tune_cmd, tune_setup, false);
+  tune_cmd->add_option("--fix", tune_flags.fix, "with --model: fix axes of the derived space, e.g. tp=8");
+  tune_cmd->add_option("--allow", tune_flags.allow, "with --model: allowed values, e.g. zero=0,1");
+  tune_cmd->add_option("--max", tune_flags.max, "with --model: upper bounds, e.g. pp=4");
+  tune_cmd->add_option("--command", tune_flags.command,
+                       "trial command template, e.g. 'torchrun --nproc-per-node {gpus} train.py --tp {tp}'; "
+                       "placeholders: the parameters, {gpus} {config} {steps} {trial_id} {trial_dir}")
+      ->required();
+  tune_cmd->add_option("--study", tune_flags.study_path, "SQLite study file (created, or resumed)")->required();
+  tune_cmd->add_option("--study-name", tune_flags.study_name, "study within the file")->capture_default_str();
+  tune_cmd->add_option("--trials-dir", tune_flags.trials_dir, "where trial directories go (default: STUDY.trials)");
+  tune_cmd->add_option("--algo", tune_flags.algo, "grid | random")->capture_default_str();
+  tune_cmd->add_option("--seed", tune_flags.seed, "random order seed")->capture_default_str();
+  tune_cmd->add_option("--budget", tune_flags.budget, "wall time of this run, e.g. 30m (running trials are stopped)");
+  tune_cmd->add_option("--max-trials", tune_flags.max_trials, "trials in the study in all, reused ones included");
+  tune_cmd->add_option("--steps", tune_flags.steps, "training steps per trial (PARATUNE_MAX_STEPS)")->capture_default_str();
+  tune_cmd->add_option("--memory-limit", tune_flags.memory_limit, "a measured peak above it is infeasible, e.g. 80GiB");
+  tune_cmd->add_option("--parallel", tune_flags.parallel, "trials at once")->capture_default_str();
+  tune_cmd->add_option("--slot-devices", tune_flags.slot_devices,
+                       "CUDA_VISIBLE_DEVICES per slot, e.g. \"0,1;2,3\" (one entry per --parallel slot)");
+  tune_cmd->add_option("--timeout", tune_flags.timeout, "wall-clock limit per trial, e.g. 10m");
+  tune_cmd->add_option("--hang", tune_flags.hang, "stop a trial with no new step for this long, e.g. 2m");
+  tune_cmd->add_option("--grace", tune_flags.grace, "SIGTERM to SIGKILL delay when stopping a trial")
+      ->capture_default_str();
+  tune_cmd->add_option("--step-time-regex", tune_flags.step_time_regex,
+                       "regex for step times in other log formats: group 1 seconds, optional group 2 step");
+  tune_cmd->add_flag("--json", json, "machine-readable result on stdout (progress stays on stderr)");
+
+  std::string show_path, show_name;
+  auto* study_cmd = app.add_subcommand("study", "inspect stored tuning studies");
+  study_cmd->require_subcommand(1);
+  auto* show_cmd = study_cmd->add_subcommand("show", "list a study's trials and the best one");
+  show_cmd->add_option("study", show_path, "SQLite study file")->required();
+  show_cmd->add_option("--study-name", show_name, "study within the file (needed when it holds several)");
+  show_cmd->add_flag("--json", json, "machine-readable output");
+
   std::string runs_path, calibration_in, calibration_out;
   auto* validate_cmd = app.add_subcommand("validate", "compare predictions with published training runs");
   validate_cmd->add_option("--runs", runs_path, "CSV with the columns of published_runs.csv")->required();
@@ -371,6 +612,8 @@ int main(int argc, char** argv) {
     }
     if (*simulate_cmd) return run_simulate(sim_setup, sim_flags, json);
     if (*plan_cmd) return run_plan(plan_setup, plan_flags, json);
+    if (*tune_cmd) return run_tune(tune_setup, tune_flags, json);
+    if (*show_cmd) return run_study_show(show_path, show_name, json);
     const Calibration start = calibration_in.empty() ? default_calibration() : load_calibration(calibration_in);
     if (*validate_cmd) {
       const auto runs = read_published_runs(runs_path);

@@ -212,16 +212,22 @@ int StudyStore::mark_running_interrupted(std::int64_t study) {
 std::pair<std::int64_t, int> StudyStore::begin_trial(std::int64_t study, const std::string& params_json,
                                                      const std::string& config_json, const std::string& command,
                                                      const std::string& dir) {
+  return begin_trial(study, params_json, [&](int) { return LaunchRecord{config_json, command, dir}; });
+}
+
+std::pair<std::int64_t, int> StudyStore::begin_trial(std::int64_t study, const std::string& params_json,
+                                                     const std::function<LaunchRecord(int number)>& describe) {
   Transaction t(db_);
   Statement next(db_, "SELECT COALESCE(MAX(number), 0) + 1 FROM trials WHERE study_id = ?");
   next.bind(1, study);
   next.step();
   const int number = static_cast<int>(next.integer(0));
+  const LaunchRecord record = describe(number);
   Statement insert(db_,
                    "INSERT INTO trials (study_id, number, params_json, config_json, command, dir, status, "
                    "started_unix_s) VALUES (?, ?, ?, ?, ?, ?, 'running', ?)");
-  insert.bind(1, study).bind(2, number).bind(3, params_json).bind(4, config_json).bind(5, command).bind(6, dir);
-  insert.bind(7, unix_now()).run();
+  insert.bind(1, study).bind(2, number).bind(3, params_json).bind(4, record.config_json).bind(5, record.command);
+  insert.bind(6, record.dir).bind(7, unix_now()).run();
   const std::int64_t id = sqlite3_last_insert_rowid(db_);
   t.commit();
   return {id, number};
@@ -249,39 +255,53 @@ void StudyStore::finish_trial(std::int64_t trial, const trial::TrialResult& r) {
   t.commit();
 }
 
+namespace {
+
+constexpr const char* kTrialColumns =
+    "SELECT id, number, params_json, config_json, command, dir, status, started_unix_s, ended_unix_s, exit_code, "
+    "exit_signal, reason, stdout_path, stderr_path, steps, throughput, throughput_variance, throughput_ci_low, "
+    "throughput_ci_high, peak_memory_bytes, malformed_lines FROM trials ";
+
+StoredTrial read_trial(const Statement& q) {
+  StoredTrial t;
+  t.id = q.integer(0);
+  t.number = static_cast<int>(q.integer(1));
+  t.params_json = q.text(2);
+  t.config_json = q.text(3);
+  t.command = q.text(4);
+  t.dir = q.text(5);
+  t.status = q.text(6);
+  t.started_unix_s = q.real(7);
+  t.ended_unix_s = q.null(8) ? 0 : q.real(8);
+  t.exit_code = q.null(9) ? -1 : static_cast<int>(q.integer(9));
+  t.exit_signal = q.null(10) ? 0 : static_cast<int>(q.integer(10));
+  t.reason = q.text(11);
+  t.stdout_path = q.text(12);
+  t.stderr_path = q.text(13);
+  t.steps = static_cast<int>(q.integer(14));
+  if (!q.null(15)) t.throughput = q.real(15);
+  t.throughput_variance = q.real(16);
+  t.throughput_ci_low = q.real(17);
+  t.throughput_ci_high = q.real(18);
+  if (!q.null(19)) t.peak_memory_bytes = q.real(19);
+  t.malformed_lines = q.integer(20);
+  return t;
+}
+
+}  // namespace
+
+StoredTrial StudyStore::trial(std::int64_t id) const {
+  Statement q(db_, (std::string(kTrialColumns) + "WHERE id = ?").c_str());
+  q.bind(1, id);
+  if (!q.step()) throw Error(fmt::format("--study {}: no trial with id {}", path_.string(), id));
+  return read_trial(q);
+}
+
 std::vector<StoredTrial> StudyStore::trials(std::int64_t study, bool with_steps) const {
-  Statement q(db_,
-              "SELECT id, number, params_json, config_json, command, dir, status, started_unix_s, ended_unix_s, "
-              "exit_code, exit_signal, reason, stdout_path, stderr_path, steps, throughput, throughput_variance, "
-              "throughput_ci_low, throughput_ci_high, peak_memory_bytes, malformed_lines FROM trials "
-              "WHERE study_id = ? ORDER BY number");
+  Statement q(db_, (std::string(kTrialColumns) + "WHERE study_id = ? ORDER BY number").c_str());
   q.bind(1, study);
   std::vector<StoredTrial> out;
-  while (q.step()) {
-    StoredTrial t;
-    t.id = q.integer(0);
-    t.number = static_cast<int>(q.integer(1));
-    t.params_json = q.text(2);
-    t.config_json = q.text(3);
-    t.command = q.text(4);
-    t.dir = q.text(5);
-    t.status = q.text(6);
-    t.started_unix_s = q.real(7);
-    t.ended_unix_s = q.null(8) ? 0 : q.real(8);
-    t.exit_code = q.null(9) ? -1 : static_cast<int>(q.integer(9));
-    t.exit_signal = q.null(10) ? 0 : static_cast<int>(q.integer(10));
-    t.reason = q.text(11);
-    t.stdout_path = q.text(12);
-    t.stderr_path = q.text(13);
-    t.steps = static_cast<int>(q.integer(14));
-    if (!q.null(15)) t.throughput = q.real(15);
-    t.throughput_variance = q.real(16);
-    t.throughput_ci_low = q.real(17);
-    t.throughput_ci_high = q.real(18);
-    if (!q.null(19)) t.peak_memory_bytes = q.real(19);
-    t.malformed_lines = q.integer(20);
-    out.push_back(std::move(t));
-  }
+  while (q.step()) out.push_back(read_trial(q));
   if (with_steps) {
     Statement s(db_, "SELECT step_time_s FROM steps WHERE trial_id = ? ORDER BY rowid");
     for (StoredTrial& t : out) {
@@ -293,10 +313,10 @@ std::vector<StoredTrial> StudyStore::trials(std::int64_t study, bool with_steps)
   return out;
 }
 
-std::vector<std::pair<std::int64_t, std::string>> StudyStore::studies() const {
-  Statement q(db_, "SELECT id, name FROM studies ORDER BY id");
-  std::vector<std::pair<std::int64_t, std::string>> out;
-  while (q.step()) out.emplace_back(q.integer(0), q.text(1));
+std::vector<StudyInfo> StudyStore::studies() const {
+  Statement q(db_, "SELECT id, name, created_unix_s, config_json FROM studies ORDER BY id");
+  std::vector<StudyInfo> out;
+  while (q.step()) out.push_back({q.integer(0), q.text(1), q.real(2), q.text(3)});
   return out;
 }
 

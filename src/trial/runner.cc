@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -16,6 +17,8 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <set>
+#include <thread>
 
 #include "paratune/spec/error.h"
 #include "paratune/spec/units.h"
@@ -78,6 +81,35 @@ LocalBackend::LocalBackend(int parallel, std::vector<std::string> slot_devices)
   if (!slot_devices_.empty() && static_cast<int>(slot_devices_.size()) != parallel)
     throw Error(fmt::format("--slot-devices gives {} slots but --parallel is {}: give one device list per slot",
                             slot_devices_.size(), parallel));
+}
+
+int kill_trial_processes(const std::filesystem::path& dir) {
+  const std::string needle = "PARATUNE_TRIAL_DIR=" + dir.string();
+  std::set<pid_t> found;
+  // A few rounds: a process may fork between the scan and the kill.
+  for (int round = 0; round < 5; ++round) {
+    bool any = false;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+      const pid_t pid = static_cast<pid_t>(std::stol(name));
+      if (pid == ::getpid()) continue;
+      std::ifstream in(entry.path() / "environ", std::ios::binary);  // unreadable or gone: not ours
+      std::string var;
+      bool match = false;
+      while (!match && std::getline(in, var, '\0')) match = var == needle;
+      if (!match) continue;
+      any = true;
+      found.insert(pid);
+      const pid_t group = ::getpgid(pid);
+      if (group > 0 && group != ::getpgrp()) ::kill(-group, SIGKILL);
+      ::kill(pid, SIGKILL);
+    }
+    if (!any) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return static_cast<int>(found.size());
 }
 
 LaunchCommand LocalBackend::command_for(const std::vector<std::string>& argv, int slot) const {

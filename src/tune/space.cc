@@ -4,6 +4,8 @@
 #include <muParser.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cassert>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -196,7 +198,23 @@ SearchSpace SearchSpace::load(const std::filesystem::path& file) {
   return parse(text.str(), file.string());
 }
 
+SearchSpace SearchSpace::listed(std::vector<Parameter> parameters, std::vector<Point> points, std::string source) {
+  if (points.empty()) throw Error(fmt::format("{}: no configuration to search", source));
+  SearchSpace space(std::move(parameters), {}, std::move(source));
+  for (const Point& p : points) {
+    assert(p.size() == space.parameters_.size());
+    for (std::size_t i = 0; i < p.size(); ++i)
+      assert(p[i] >= 0 && p[i] < static_cast<int>(space.parameters_[i].values.size()));
+  }
+  space.listed_sorted_ = points;
+  std::sort(space.listed_sorted_.begin(), space.listed_sorted_.end());
+  assert(std::adjacent_find(space.listed_sorted_.begin(), space.listed_sorted_.end()) == space.listed_sorted_.end());
+  space.listed_ = std::move(points);
+  return space;
+}
+
 bool SearchSpace::satisfies(const Point& point) const {
+  if (!listed_.empty() && !std::binary_search(listed_sorted_.begin(), listed_sorted_.end(), point)) return false;
   Evaluator& ev = *evaluator_;
   for (std::size_t i = 0; i < parameters_.size(); ++i)
     ev.variables[i] = ev.numeric(parameters_[i].values[static_cast<std::size_t>(point[i])]);
@@ -221,6 +239,7 @@ std::uint64_t SearchSpace::cartesian_size() const {
 }
 
 std::vector<Point> SearchSpace::enumerate() const {
+  if (!listed_.empty()) return listed_;
   if (cartesian_size() > kMaxCartesian)
     throw Error(fmt::format("{}: the parameters span more than {} points; narrow their value lists", source_,
                             kMaxCartesian));
@@ -248,6 +267,19 @@ nlohmann::ordered_json SearchSpace::to_json(const Point& point) const {
   return out;
 }
 
+std::optional<Point> SearchSpace::point_of(const nlohmann::json& values) const {
+  if (!values.is_object() || values.size() != parameters_.size()) return std::nullopt;
+  Point point;
+  for (const Parameter& p : parameters_) {
+    const auto it = values.find(p.name);
+    if (it == values.end()) return std::nullopt;
+    const auto v = std::find(p.values.begin(), p.values.end(), *it);
+    if (v == p.values.end()) return std::nullopt;
+    point.push_back(static_cast<int>(v - p.values.begin()));
+  }
+  return point;
+}
+
 std::map<std::string, std::string> SearchSpace::words(const Point& point) const {
   std::map<std::string, std::string> out;
   for (std::size_t i = 0; i < parameters_.size(); ++i)
@@ -258,7 +290,13 @@ std::map<std::string, std::string> SearchSpace::words(const Point& point) const 
 nlohmann::ordered_json SearchSpace::describe() const {
   nlohmann::ordered_json params = nlohmann::ordered_json::object();
   for (const Parameter& p : parameters_) params[p.name] = p.values;
-  return {{"parameters", params}, {"constraints", constraints_}};
+  nlohmann::ordered_json out{{"parameters", params}, {"constraints", constraints_}};
+  if (!listed_.empty()) {
+    nlohmann::ordered_json points = nlohmann::ordered_json::array();
+    for (const Point& p : listed_) points.push_back(p);
+    out["points"] = points;  // value indices per parameter
+  }
+  return out;
 }
 
 }  // namespace paratune::tune

@@ -3,7 +3,7 @@
 //   paratune_fake_trial [--steps N] [--step-time S] [--warmup S] [--peak-memory BYTES]
 //                       [--crash-at K] [--hang-at K] [--oom-at K] [--garbage] [--no-steps]
 //                       [--ignore-sigterm] [--grandchild] [--megatron] [--exit-code C]
-//                       [--record FILE] [args...]
+//                       [--record FILE] [--log-run FILE] [--behave NAME] [args...]
 //
 // N defaults to $PARATUNE_MAX_STEPS (else 5). Step k (1-based) sleeps S seconds (the first one
 // S + warmup) and reports it. --crash-at K exits with code 3 before step K; --hang-at K sleeps
@@ -11,7 +11,10 @@
 // malformed protocol lines and binary noise between steps; --grandchild forks a child that sleeps
 // (and ignores SIGTERM too with --ignore-sigterm), to test that stopping a trial stops its whole
 // process group; --megatron reports steps as Megatron-LM log lines; --record FILE writes its
-// arguments (one per line) and its PARATUNE_* environment to FILE, then exits 0 after the steps.
+// arguments (one per line) and its PARATUNE_* environment to FILE, then exits 0 after the steps;
+// --log-run FILE appends "PARATUNE_TRIAL_ID PARATUNE_PARAMS" to FILE when it starts (to count runs);
+// --behave ok|crash|hang|oom|garbage|no-steps is the same as the flags above at step 2, so that a
+// search-space parameter can choose how a trial misbehaves.
 #include <unistd.h>
 
 #include <chrono>
@@ -34,7 +37,7 @@ int main(int argc, char** argv) {
   double step_time = 0.01, warmup = 0, peak = -1;
   int crash_at = -1, hang_at = -1, oom_at = -1, exit_code = 0;
   bool garbage = false, no_steps = false, ignore_term = false, grandchild = false, megatron = false;
-  std::string record;
+  std::string record, log_run;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -52,10 +55,27 @@ int main(int argc, char** argv) {
     else if (a == "--grandchild") grandchild = true;
     else if (a == "--megatron") megatron = true;
     else if (a == "--record") record = next();
+    else if (a == "--log-run") log_run = next();
+    else if (a == "--behave") {
+      const std::string b = next();
+      if (b == "crash") crash_at = 2;
+      else if (b == "hang") hang_at = 2;
+      else if (b == "oom") oom_at = 2;
+      else if (b == "garbage") garbage = true;
+      else if (b == "no-steps") no_steps = true;
+      else if (b != "ok") return 64;
+    }
   }
   if (ignore_term) std::signal(SIGTERM, SIG_IGN);
   if (grandchild && fork() == 0) {
     for (;;) pause();  // keeps the SIGTERM disposition inherited above
+  }
+  if (!log_run.empty()) {
+    FILE* f = std::fopen(log_run.c_str(), "a");
+    const char* id = std::getenv("PARATUNE_TRIAL_ID");
+    const char* params = std::getenv("PARATUNE_PARAMS");
+    std::fprintf(f, "%s %s\n", id ? id : "-", params ? params : "-");
+    std::fclose(f);
   }
   if (!record.empty()) {
     FILE* f = std::fopen(record.c_str(), "w");

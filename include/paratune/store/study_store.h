@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,6 +49,13 @@ struct StoredTrial {
   std::vector<double> step_times_s;  // filled by trials(..., with_steps = true)
 };
 
+struct StudyInfo {
+  std::int64_t id = 0;
+  std::string name;
+  double created_unix_s = 0;
+  std::string config_json;  // the identity it was created with
+};
+
 class StudyStore {
  public:
   // Opens (creating if needed) the study file. Throws Error naming the file if it cannot be opened,
@@ -69,11 +77,19 @@ class StudyStore {
   std::pair<std::int64_t, int> begin_trial(std::int64_t study, const std::string& params_json,
                                            const std::string& config_json, const std::string& command,
                                            const std::string& dir);
+  // The same when what is stored depends on the trial's number (its id, directory): `describe` is
+  // called with the number inside the transaction that inserts the trial.
+  struct LaunchRecord {
+    std::string config_json, command, dir;
+  };
+  std::pair<std::int64_t, int> begin_trial(std::int64_t study, const std::string& params_json,
+                                           const std::function<LaunchRecord(int number)>& describe);
   // Its end, all at once.
   void finish_trial(std::int64_t trial, const trial::TrialResult& result);
 
   [[nodiscard]] std::vector<StoredTrial> trials(std::int64_t study, bool with_steps = false) const;
-  [[nodiscard]] std::vector<std::pair<std::int64_t, std::string>> studies() const;  // id, name
+  [[nodiscard]] StoredTrial trial(std::int64_t id) const;  // throws Error if there is none
+  [[nodiscard]] std::vector<StudyInfo> studies() const;
   [[nodiscard]] const std::filesystem::path& path() const { return path_; }
 
  private:

@@ -102,6 +102,12 @@ class LocalBackend final : public Backend {
 // "0,1;2,3" -> {"0,1", "2,3"}; throws Error naming the bad entry.
 std::vector<std::string> parse_slot_devices(std::string_view text);
 
+// Kills (SIGKILL, with their process groups) the processes whose environment says
+// PARATUNE_TRIAL_DIR=`dir`: what is left of a trial whose controller was killed before it could
+// stop it (the leader dies with the controller, PR_SET_PDEATHSIG, but its children may not).
+// Reads /proc/*/environ, so it sees this user's processes. Returns how many it found.
+int kill_trial_processes(const std::filesystem::path& dir);
+
 class TrialRunner {
  public:
   // Called for every step a running trial reports; return false to stop it (early-stopped).

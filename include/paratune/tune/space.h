@@ -16,6 +16,9 @@
 // (Debian libmuparser-dev): + - * / ^ %, == != < <= > >=, and/&&, or/||, not/!, parentheses, and
 // muparser's functions (min, max, abs, ...). A boolean is 1 or 0; a string compares equal to the
 // same quoted string literal. A point is valid when every constraint is non-zero.
+//
+// A space may instead list its valid points (SearchSpace::listed, e.g. the configurations the
+// planner's model says fit, tune/derived_space.h): then exactly those are valid, in that order.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +49,10 @@ class SearchSpace {
   static SearchSpace parse(std::string_view text, std::string_view source);
 
   SearchSpace(std::vector<Parameter> parameters, std::vector<std::string> constraints, std::string source);
+  // A space whose valid points are exactly `points` (each valid for `parameters`, no duplicates),
+  // enumerated in the given order. Throws Error if `points` is empty.
+  static SearchSpace listed(std::vector<Parameter> parameters, std::vector<Point> points, std::string source);
+
   SearchSpace(SearchSpace&&) noexcept;
   SearchSpace& operator=(SearchSpace&&) noexcept;
   ~SearchSpace();
@@ -52,16 +60,20 @@ class SearchSpace {
   [[nodiscard]] const std::vector<Parameter>& parameters() const { return parameters_; }
   [[nodiscard]] const std::vector<std::string>& constraints() const { return constraints_; }
   [[nodiscard]] bool satisfies(const Point& point) const;
-  // Every valid point, in odometer order (the last parameter varies fastest). Throws Error if the
-  // cartesian product exceeds 10 million points or nothing satisfies the constraints.
+  // Every valid point, in odometer order (the last parameter varies fastest) or in the listed
+  // order. Throws Error if the cartesian product exceeds 10 million points or nothing satisfies
+  // the constraints.
   [[nodiscard]] std::vector<Point> enumerate() const;
   [[nodiscard]] std::uint64_t cartesian_size() const;
 
   // {"dp": 2, "ckpt": true, ...} in declaration order.
   [[nodiscard]] nlohmann::ordered_json to_json(const Point& point) const;
+  // The point with these parameter values ({"dp": 2, ...}, every parameter, nothing else), if it
+  // is one of this space's points at all (valid or not).
+  [[nodiscard]] std::optional<Point> point_of(const nlohmann::json& values) const;
   // name -> the value as a command-line word: 2, 0.5, true, 1f1b.
   [[nodiscard]] std::map<std::string, std::string> words(const Point& point) const;
-  // The whole space (parameters and constraints) as JSON, e.g. to store with a study.
+  // The whole space (parameters, constraints, listed points) as JSON, e.g. to store with a study.
   [[nodiscard]] nlohmann::ordered_json describe() const;
 
  private:
@@ -69,6 +81,8 @@ class SearchSpace {
   std::vector<Parameter> parameters_;
   std::vector<std::string> constraints_;
   std::string source_;
+  std::vector<Point> listed_;  // non-empty: the valid points, in order (sorted copy for lookups)
+  std::vector<Point> listed_sorted_;
   std::unique_ptr<Evaluator> evaluator_;
 };
 

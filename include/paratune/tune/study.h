@@ -1,0 +1,140 @@
+// A tuning study: a search algorithm proposes points of a search space, each becomes a real
+// training trial (trial/runner.h), every result goes to the study store (store/study_store.h).
+//
+// The controller loop (HyperTune's controller/scheduler split, ../shared/papers/
+// hypertune-distributed-hpo-report.txt Sec. 3, with OPPA's trial protocol, ../shared/papers/
+// oppa-parallel-config-bayesian-optimization.txt Sec. 4.3): while there is a free slot, a trial
+// still allowed (--max-trials) and time left (--budget), ask the algorithm for a point and start
+// it; wait for output; store each trial that ends; stop when the algorithm has nothing left, the
+// limits are reached, or a stop is requested (Ctrl-C / SIGTERM of the controller: running trials
+// are stopped and stored as interrupted).
+//
+// Resuming (same store, same study name, same identity — space, command, steps, memory limit,
+// step-time regex): every finished trial is reused and its point is never run again; trials the
+// last controller left running are marked interrupted, any of their processes still alive is
+// killed (they are found by their PARATUNE_TRIAL_DIR), and their points are run again as new
+// trials. --max-trials counts reused trials too; --budget is this run's wall time.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "paratune/store/study_store.h"
+#include "paratune/trial/runner.h"
+#include "paratune/tune/space.h"
+
+namespace paratune::tune {
+
+// A finished trial as a search algorithm sees it.
+struct FinishedTrial {
+  Point point;
+  trial::TrialStatus status = trial::TrialStatus::kFailed;
+  std::optional<double> throughput;  // steps/s, when it measured any
+};
+
+// Proposes what to run next (module DESIGN: small interfaces for swappable parts; issue 6 adds
+// Bayesian optimization behind the same one).
+class SearchAlgorithm {
+ public:
+  virtual ~SearchAlgorithm() = default;
+  [[nodiscard]] virtual std::string name() const = 0;
+  // The next point to run, given the finished trials and the points running now; nullopt when the
+  // algorithm has nothing more to propose.
+  virtual std::optional<Point> propose(const std::vector<FinishedTrial>& finished, const std::vector<Point>& running) = 0;
+  // Called on every step a running trial reports; false stops it (early-stopped). Grid and random
+  // run every trial for the study's fixed number of steps.
+  virtual bool keep_running(const Point& /*point*/, const trial::TrialOutput& /*so_far*/) { return true; }
+};
+
+enum class Algorithm { kGrid, kRandom };
+const char* to_string(Algorithm algorithm);
+Algorithm parse_algorithm(std::string_view name);  // "grid" | "random"; Error lists them
+
+// Grid: every valid point in enumeration order. Random: every valid point in a random order drawn
+// from `seed` (Fisher-Yates on a 64-bit Mersenne Twister, the same order on every platform), i.e.
+// sampling without replacement. Both skip points already finished or running.
+std::unique_ptr<SearchAlgorithm> make_search(Algorithm algorithm, const SearchSpace& space, std::uint64_t seed);
+
+struct StudyOptions {
+  std::string name = "main";        // the study within the store file
+  std::string command;              // the command template (trial/command.h)
+  int steps = 20;                   // steps per trial (PARATUNE_MAX_STEPS; stopped after that many)
+  trial::TrialLimits limits;        // timeout, hang, grace, memory limit
+  std::string step_time_regex;      // trial/protocol.h
+  int max_trials = 0;               // trials in the study in all, reused ones included; 0: no limit
+  double budget_s = 0;              // wall time of this run; 0: no limit
+  std::filesystem::path trials_dir; // trial N runs in trials_dir/trial-NNNN (made absolute)
+};
+// Throws Error naming the option and the rule (steps >= 1, limits >= 0, ...).
+void validate(const StudyOptions& options);
+
+// The placeholders a command template may use besides the parameter names:
+//   {gpus}       the product of the parameters dp, tp, pp and cp that exist (1 if none), unless
+//                the space has its own parameter "gpus";
+//   {config}     every parameter as name=value joined by commas ("dp=2,tp=4,mbs=1");
+//   {steps}      the steps per trial;
+//   {trial_id}, {trial_dir}: as in the environment.
+std::vector<std::string> builtin_placeholders();
+
+// Why a run of the study stopped.
+enum class StopReason { kExhausted, kMaxTrials, kBudget, kInterrupted };
+const char* to_string(StopReason reason);
+
+// A running trial as a progress display shows it.
+struct TrialProgress {
+  int number = 0;
+  std::string params_json;
+  int slot = 0;
+  std::size_t steps = 0;         // reported so far
+  int max_steps = 0;
+  double elapsed_s = 0;
+  double last_step_time_s = 0;   // 0 before the first step
+};
+
+// What happened, for observers (progress displays).
+class StudyObserver {
+ public:
+  virtual ~StudyObserver() = default;
+  virtual void trial_started(const store::StoredTrial& /*trial*/) {}
+  virtual void trial_finished(const store::StoredTrial& /*trial*/) {}
+  // About four times a second while the study runs: the running trials, how many finished (reused
+  // ones included) and the best trial so far (null before the first completed one).
+  virtual void progress(const std::vector<TrialProgress>& /*running*/, int /*finished*/,
+                        const store::StoredTrial* /*best*/) {}
+};
+
+struct StudySummary {
+  std::string name;
+  std::string algorithm;
+  std::uint64_t valid_points = 0;     // in the search space
+  std::uint64_t cartesian_points = 0; // before constraints
+  int reused = 0;                     // finished trials found in the store
+  int requeued = 0;                   // points of interrupted trials (earlier runs) that run again
+  int leftover_processes_killed = 0;  // processes of those still alive at resume
+  int started = 0;                    // trials started by this run
+  StopReason stop = StopReason::kExhausted;
+  double elapsed_s = 0;
+  std::vector<store::StoredTrial> trials;  // every trial of the study, in number order
+  std::optional<std::size_t> best;         // index into trials: the highest throughput among completed
+};
+
+// The best trial: completed, with a throughput, highest throughput (earliest on a tie).
+std::optional<std::size_t> best_trial(const std::vector<store::StoredTrial>& trials);
+
+// Runs (or resumes) the study. `stop_requested` is polled (e.g. set by a signal handler); once
+// non-zero, running trials are stopped and stored as interrupted and the run returns. Throws Error
+// on bad options, a template with an unknown placeholder or a study stored with another identity.
+StudySummary run_study(const SearchSpace& space, const StudyOptions& options, store::StudyStore& store,
+                       const trial::Backend& backend, SearchAlgorithm& algorithm, StudyObserver& observer,
+                       const std::atomic<int>& stop_requested);
+
+// The study's identity as stored: what must match to resume it.
+nlohmann::ordered_json study_identity(const SearchSpace& space, const StudyOptions& options);
+
+}  // namespace paratune::tune

@@ -1,0 +1,204 @@
+#include "paratune/report/tune_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "paratune/spec/units.h"
+
+namespace paratune {
+namespace {
+
+// "42s", "3m05s", "1h02m".
+std::string clock(double seconds) {
+  const long s = static_cast<long>(seconds);
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m{:02d}s", s / 60, s % 60);
+  return fmt::format("{}h{:02d}m", s / 3600, (s % 3600) / 60);
+}
+
+std::string throughput_text(const store::StoredTrial& t) {
+  if (!t.throughput) return "-";
+  return fmt::format("{:.4g} steps/s", *t.throughput);
+}
+
+std::string ci_text(const store::StoredTrial& t) {
+  if (!t.throughput) return "";
+  return fmt::format("[{:.4g}, {:.4g}]", t.throughput_ci_low, t.throughput_ci_high);
+}
+
+nlohmann::ordered_json ci_json(const store::StoredTrial& t) {
+  if (!t.throughput) return nullptr;
+  return nlohmann::ordered_json::array({t.throughput_ci_low, t.throughput_ci_high});
+}
+
+nlohmann::ordered_json optional_json(const std::optional<double>& v) {
+  return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+}
+
+// Trials by status, in the order of TrialStatus, "running" last.
+std::vector<std::pair<std::string, int>> status_counts(const std::vector<store::StoredTrial>& trials) {
+  std::map<std::string, int> counts;
+  for (const store::StoredTrial& t : trials) ++counts[t.status];
+  std::vector<std::pair<std::string, int>> out;
+  for (const char* name : {"completed", "early-stopped", "oom", "infeasible", "failed", "timeout", "interrupted",
+                           "running"})
+    if (counts.contains(name)) out.emplace_back(name, counts[name]);
+  return out;
+}
+
+std::string status_line(const std::vector<store::StoredTrial>& trials) {
+  std::string out;
+  for (const auto& [name, n] : status_counts(trials)) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, name);
+  return out.empty() ? "no trials" : out;
+}
+
+std::string best_text(const store::StoredTrial& t) {
+  std::string out = fmt::format("best: trial {}  {}\n", t.number, params_words(t.params_json));
+  out += fmt::format("  throughput {} (95% CI {}), step time {}", throughput_text(t), ci_text(t),
+                     units::format_duration(1 / *t.throughput));
+  if (t.peak_memory_bytes) out += fmt::format(", peak memory {}", units::format_bytes(*t.peak_memory_bytes));
+  out += fmt::format("\n  reproduce: {}\n", t.command);
+  return out;
+}
+
+}  // namespace
+
+std::string params_words(const std::string& params_json) {
+  const nlohmann::ordered_json params = nlohmann::ordered_json::parse(params_json, nullptr, false);
+  if (!params.is_object()) return params_json;
+  std::string out;
+  for (const auto& [name, value] : params.items())
+    out += fmt::format("{}{}={}", out.empty() ? "" : " ", name, tune::word(value));
+  return out;
+}
+
+nlohmann::ordered_json to_json(const store::StoredTrial& t) {
+  return {{"number", t.number},
+          {"params", nlohmann::ordered_json::parse(t.params_json, nullptr, false)},
+          {"status", t.status},
+          {"reason", t.reason},
+          {"throughput", optional_json(t.throughput)},
+          {"throughput_ci", ci_json(t)},
+          {"step_time_s", t.throughput ? nlohmann::ordered_json(1 / *t.throughput) : nlohmann::ordered_json(nullptr)},
+          {"peak_memory_bytes", optional_json(t.peak_memory_bytes)},
+          {"steps", t.steps},
+          {"malformed_lines", t.malformed_lines},
+          {"exit_code", t.exit_code},
+          {"exit_signal", t.exit_signal},
+          {"started_unix_s", t.started_unix_s},
+          {"ended_unix_s", t.ended_unix_s},
+          {"dir", t.dir},
+          {"command", t.command}};
+}
+
+nlohmann::ordered_json trials_json(const std::vector<store::StoredTrial>& trials, std::optional<std::size_t> best) {
+  nlohmann::ordered_json out;
+  if (best) {
+    const store::StoredTrial& t = trials[*best];
+    out["best"] = {{"number", t.number},
+                   {"params", nlohmann::ordered_json::parse(t.params_json, nullptr, false)},
+                   {"throughput", optional_json(t.throughput)},
+                   {"throughput_ci", ci_json(t)},
+                   {"peak_memory_bytes", optional_json(t.peak_memory_bytes)},
+                   {"command", t.command}};
+  } else {
+    out["best"] = nullptr;
+  }
+  nlohmann::ordered_json counts = nlohmann::ordered_json::object();
+  for (const auto& [name, n] : status_counts(trials)) counts[name] = n;
+  out["status_counts"] = counts;
+  out["trials"] = nlohmann::ordered_json::array();
+  for (const store::StoredTrial& t : trials) out["trials"].push_back(to_json(t));
+  return out;
+}
+
+nlohmann::ordered_json to_json(const tune::StudySummary& s) {
+  nlohmann::ordered_json out{{"study", s.name},
+                             {"algorithm", s.algorithm},
+                             {"valid_points", s.valid_points},
+                             {"cartesian_points", s.cartesian_points},
+                             {"reused", s.reused},
+                             {"requeued", s.requeued},
+                             {"leftover_processes_killed", s.leftover_processes_killed},
+                             {"started", s.started},
+                             {"stop", tune::to_string(s.stop)},
+                             {"elapsed_s", s.elapsed_s}};
+  out.update(trials_json(s.trials, s.best));
+  return out;
+}
+
+std::string format_trial_started(const store::StoredTrial& t) {
+  return fmt::format("trial {} started: {}", t.number, params_words(t.params_json));
+}
+
+std::string format_trial_finished(const store::StoredTrial& t) {
+  std::string out = fmt::format("trial {} {}: {}", t.number, t.status, params_words(t.params_json));
+  if (t.throughput) out += fmt::format("  {} {}", throughput_text(t), ci_text(t));
+  if (t.peak_memory_bytes) out += fmt::format("  peak {}", units::format_bytes(*t.peak_memory_bytes));
+  if (t.malformed_lines > 0) out += fmt::format("  {} malformed protocol lines ignored", t.malformed_lines);
+  if (!t.reason.empty()) out += "  (" + t.reason + ")";
+  return out;
+}
+
+std::string format_progress(const std::vector<tune::TrialProgress>& running, int finished, std::uint64_t valid_points,
+                            double elapsed_s, const store::StoredTrial* best) {
+  std::string out = fmt::format("{} of {} points done, {} running, {}", finished, valid_points, running.size(),
+                                clock(elapsed_s));
+  if (best) out += fmt::format(" | best: trial {} {} {}", best->number, throughput_text(*best), params_words(best->params_json));
+  out += "\n";
+  for (const tune::TrialProgress& r : running) {
+    out += fmt::format("  trial {:<4} slot {:<2} step {:>4}/{:<4} {:>14}  {:>6}  {}\n", r.number, r.slot, r.steps,
+                       r.max_steps,
+                       r.last_step_time_s > 0 ? fmt::format("{:.4g} steps/s", 1 / r.last_step_time_s) : "-",
+                       clock(r.elapsed_s), params_words(r.params_json));
+  }
+  return out;
+}
+
+std::string format_trials(const std::vector<store::StoredTrial>& trials, std::optional<std::size_t> best) {
+  std::string out = fmt::format("{:>5}  {:<13} {:>16}  {:<22} {:>11} {:>6}  {}\n", "trial", "status", "throughput",
+                                "95% CI", "peak memory", "steps", "parameters / reason");
+  for (const store::StoredTrial& t : trials) {
+    out += fmt::format("{:>5}  {:<13} {:>16}  {:<22} {:>11} {:>6}  {}\n", t.number, t.status, throughput_text(t),
+                       ci_text(t), t.peak_memory_bytes ? units::format_bytes(*t.peak_memory_bytes) : "-", t.steps,
+                       params_words(t.params_json));
+    if (!t.reason.empty()) out += fmt::format("{:>7}reason: {}\n", "", t.reason);
+  }
+  out += fmt::format("\n{} trials: {}\n", trials.size(), status_line(trials));
+  out += best ? best_text(trials[*best]) : "best: none (no trial completed with a measured throughput)\n";
+  return out;
+}
+
+std::string format_study(const tune::StudySummary& s) {
+  std::string out = fmt::format("study '{}' ({}): {} valid points of {} combinations\n", s.name, s.algorithm,
+                                s.valid_points, s.cartesian_points);
+  out += fmt::format("this run: {} trials started in {}; stopped: {}\n", s.started, clock(s.elapsed_s),
+                     tune::to_string(s.stop));
+  if (s.reused > 0 || s.requeued > 0)
+    out += fmt::format("resumed: {} finished trials reused, {} interrupted trials run again{}\n", s.reused, s.requeued,
+                       s.leftover_processes_killed > 0
+                           ? fmt::format(" ({} leftover processes killed)", s.leftover_processes_killed)
+                           : "");
+  out += fmt::format("trials: {}\n", status_line(s.trials));
+  // The fastest completed trials.
+  std::vector<std::size_t> order(s.trials.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::erase_if(order, [&](std::size_t i) { return s.trials[i].status != "completed" || !s.trials[i].throughput; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return *s.trials[a].throughput > *s.trials[b].throughput; });
+  if (!order.empty()) {
+    out += "\nfastest completed trials:\n";
+    for (std::size_t k = 0; k < std::min<std::size_t>(order.size(), 5); ++k) {
+      const store::StoredTrial& t = s.trials[order[k]];
+      out += fmt::format("  {:>4}  {:>16}  {:<22} {}\n", t.number, throughput_text(t), ci_text(t), params_words(t.params_json));
+    }
+  }
+  out += "\n";
+  out += s.best ? best_text(s.trials[*s.best]) : "best: none (no trial completed with a measured throughput)\n";
+  return out;
+}
+
+}  // namespace paratune

@@ -1,0 +1,82 @@
+#include "paratune/tune/derived_space.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "paratune/spec/enums.h"
+#include "paratune/spec/error.h"
+
+namespace paratune::tune {
+namespace {
+
+// A candidate's value on each derived parameter, in kNames order.
+constexpr std::array<const char*, 13> kNames{"dp", "tp",   "pp", "cp", "ep",       "etp",      "mbs",
+                                             "vpp", "zero", "op", "sp", "schedule", "recompute"};
+
+std::array<nlohmann::json, kNames.size()> values_of(const plan::Candidate& c) {
+  return {c.dp,  c.tp,   c.pp, c.cp, c.ep, c.etp, c.mbs, c.vpp, c.zero, c.op, c.sequence_parallel != 0,
+          to_string(c.schedule), to_string(c.recompute)};
+}
+
+// Values in a stable order: numbers ascending, false before true, names alphabetically.
+bool value_less(const nlohmann::json& a, const nlohmann::json& b) {
+  if (a.is_number() && b.is_number()) return a.get<double>() < b.get<double>();
+  return a < b;
+}
+
+}  // namespace
+
+DerivedSpace derive_space(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                          const plan::SearchSpace& axes, const Calibration& calibration, const EstimateOptions& options) {
+  struct Fitting {
+    plan::Candidate candidate;
+    double iteration_s;
+  };
+  std::vector<Fitting> fitting;
+  std::size_t candidates = 0;
+  for (const plan::MeshShape& mesh : plan::mesh_shapes(model, cluster, training, axes)) {
+    plan::enumerate_mesh(
+        model, training, axes, mesh, [](const plan::Candidate&) {},
+        [&](const plan::Candidate& c) {
+          ++candidates;
+          const Estimate e = estimate(model, cluster, training, plan::to_config(c), calibration, options);
+          if (e.fits) fitting.push_back({c, e.iteration_time_s});
+        });
+  }
+  if (fitting.empty())
+    throw Error(fmt::format("none of the {} valid configurations of {} on {} GPUs fits in memory by the cost model; "
+                            "give --space FILE to search anyway",
+                            candidates, model.name, cluster.num_gpus()));
+  // Fastest predicted first; ties in enumeration order.
+  std::stable_sort(fitting.begin(), fitting.end(),
+                   [](const Fitting& a, const Fitting& b) { return a.iteration_s < b.iteration_s; });
+
+  std::vector<Parameter> parameters(kNames.size());
+  for (std::size_t i = 0; i < kNames.size(); ++i) parameters[i].name = kNames[i];
+  for (const Fitting& f : fitting) {
+    const auto values = values_of(f.candidate);
+    for (std::size_t i = 0; i < kNames.size(); ++i)
+      if (std::find(parameters[i].values.begin(), parameters[i].values.end(), values[i]) == parameters[i].values.end())
+        parameters[i].values.push_back(values[i]);
+  }
+  for (Parameter& p : parameters) std::sort(p.values.begin(), p.values.end(), value_less);
+
+  std::vector<Point> points;
+  std::vector<double> predicted;
+  for (const Fitting& f : fitting) {
+    const auto values = values_of(f.candidate);
+    Point point(kNames.size());
+    for (std::size_t i = 0; i < kNames.size(); ++i)
+      point[i] = static_cast<int>(std::find(parameters[i].values.begin(), parameters[i].values.end(), values[i]) -
+                                  parameters[i].values.begin());
+    points.push_back(std::move(point));
+    predicted.push_back(f.iteration_s);
+  }
+  const std::string source = fmt::format("configurations of {} on {} x {}, seq {}, global batch {}", model.name,
+                                         cluster.num_gpus(), cluster.gpu.name, training.seq_len, training.global_batch);
+  return {SearchSpace::listed(std::move(parameters), std::move(points), source), std::move(predicted), candidates};
+}
+
+}  // namespace paratune::tune

@@ -1,0 +1,338 @@
+// The study controller loop: propose, launch, wait, store (tune/study.h).
+#include "paratune/tune/study.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+
+#include "paratune/spec/error.h"
+#include "paratune/trial/command.h"
+
+namespace paratune::tune {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::array<std::string_view, 2> kAlgorithmNames{"grid", "random"};
+constexpr std::array<std::string_view, 4> kStopNames{"every point was tried", "max trials reached", "budget spent",
+                                                     "interrupted"};
+constexpr double kTickS = 0.25;  // how often progress is reported while trials run
+
+// A uniform integer in [0, n) by rejection, so the order is the same with every standard library
+// (std::uniform_int_distribution's algorithm is implementation-defined).
+std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t n) {
+  const std::uint64_t limit = std::numeric_limits<std::uint64_t>::max() - std::numeric_limits<std::uint64_t>::max() % n;
+  for (;;) {
+    const std::uint64_t x = rng();
+    if (x < limit) return x % n;
+  }
+}
+
+// Grid and random: a fixed order of the valid points, run in that order, skipping points already
+// finished or running.
+class OrderedSearch final : public SearchAlgorithm {
+ public:
+  OrderedSearch(std::string name, std::vector<Point> order) : name_(std::move(name)), order_(std::move(order)) {}
+  [[nodiscard]] std::string name() const override { return name_; }
+
+  std::optional<Point> propose(const std::vector<FinishedTrial>& finished, const std::vector<Point>& running) override {
+    // `finished` only grows: take in what is new, then move the cursor past finished points.
+    for (; seen_ < finished.size(); ++seen_) done_.insert(finished[seen_].point);
+    while (cursor_ < order_.size() && done_.contains(order_[cursor_])) ++cursor_;
+    for (std::size_t i = cursor_; i < order_.size(); ++i)
+      if (!done_.contains(order_[i]) && std::find(running.begin(), running.end(), order_[i]) == running.end())
+        return order_[i];
+    return std::nullopt;
+  }
+
+ private:
+  std::string name_;
+  std::vector<Point> order_;
+  std::set<Point> done_;
+  std::size_t seen_ = 0, cursor_ = 0;
+};
+
+bool finished_status(const std::string& status) { return status != "running" && status != "interrupted"; }
+
+// {gpus}: the product of the parallel degrees in the space (see builtin_placeholders()).
+std::string gpus_word(const SearchSpace& space, const Point& point) {
+  const nlohmann::ordered_json values = space.to_json(point);
+  if (values.contains("gpus")) return word(values["gpus"]);
+  long long gpus = 1;
+  for (const char* axis : {"dp", "tp", "pp", "cp"})
+    if (values.contains(axis) && values[axis].is_number_integer()) gpus *= values[axis].get<long long>();
+  return std::to_string(gpus);
+}
+
+std::string config_word(const SearchSpace& space, const Point& point) {
+  const nlohmann::ordered_json values = space.to_json(point);  // named: a temporary would die before the loop
+  std::string out;
+  for (const auto& [name, value] : values.items()) out += (out.empty() ? "" : ",") + name + "=" + word(value);
+  return out;
+}
+
+// Trial `number` of the study at `point`: its id, directory, environment and rendered command.
+trial::TrialLaunch make_launch(const SearchSpace& space, const Point& point, const StudyOptions& options,
+                               const trial::CommandTemplate& command, const std::filesystem::path& trials_dir,
+                               int number) {
+  trial::TrialLaunch launch;
+  launch.id = fmt::format("{}-{:04d}", options.name, number);
+  launch.dir = trials_dir / fmt::format("trial-{:04d}", number);
+  launch.params_json = space.to_json(point).dump();
+  launch.max_steps = options.steps;
+  launch.limits = options.limits;
+  std::map<std::string, std::string> values = space.words(point);
+  values.emplace("gpus", gpus_word(space, point));
+  values["config"] = config_word(space, point);
+  values["steps"] = std::to_string(options.steps);
+  values["trial_id"] = launch.id;
+  values["trial_dir"] = launch.dir.string();
+  launch.argv = command.render(values);
+  return launch;
+}
+
+// As pasteable as it gets: the environment a trial program reads, then the command.
+std::string shown_command(const trial::TrialLaunch& launch) {
+  std::string shown = fmt::format("PARATUNE_MAX_STEPS={} PARATUNE_PARAMS={}", launch.max_steps,
+                                  trial::shell_quote(launch.params_json));
+  for (const std::string& a : launch.argv) shown.append(" ").append(trial::shell_quote(a));
+  return shown;
+}
+
+// Everything that produced a trial, stored with it.
+nlohmann::ordered_json trial_config(const SearchSpace& space, const StudyOptions& options,
+                                    const SearchAlgorithm& algorithm, const trial::Backend& backend,
+                                    const trial::TrialLaunch& launch) {
+  return {{"study", study_identity(space, options)},
+          {"algorithm", algorithm.name()},
+          {"limits",
+           {{"timeout_s", launch.limits.timeout_s},
+            {"hang_s", launch.limits.hang_s},
+            {"grace_s", launch.limits.grace_s},
+            {"memory_limit_bytes", launch.limits.memory_limit_bytes}}},
+          {"backend", backend.name()},
+          {"argv", launch.argv}};
+}
+
+// One controller per study file at a time: an advisory lock on FILE.lock, released by the kernel
+// however the controller ends (a second controller would run the same points again).
+class StudyLock {
+ public:
+  explicit StudyLock(const std::filesystem::path& store_path) : path_(store_path.string() + ".lock") {
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw Error(fmt::format("{}: cannot create the study lock: {}", path_, std::strerror(errno)));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd_);
+      throw Error(fmt::format("--study {}: another paratune controller is running this study file (lock {} held)",
+                              store_path.string(), path_));
+    }
+  }
+  ~StudyLock() { ::close(fd_); }
+  StudyLock(const StudyLock&) = delete;
+  StudyLock& operator=(const StudyLock&) = delete;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+}  // namespace
+
+const char* to_string(Algorithm algorithm) { return kAlgorithmNames[static_cast<std::size_t>(algorithm)].data(); }
+
+Algorithm parse_algorithm(std::string_view name) {
+  for (std::size_t i = 0; i < kAlgorithmNames.size(); ++i)
+    if (name == kAlgorithmNames[i]) return static_cast<Algorithm>(i);
+  throw Error(fmt::format("--algo {}: unknown search algorithm (valid: grid, random)", name));
+}
+
+const char* to_string(StopReason reason) { return kStopNames[static_cast<std::size_t>(reason)].data(); }
+
+std::unique_ptr<SearchAlgorithm> make_search(Algorithm algorithm, const SearchSpace& space, std::uint64_t seed) {
+  std::vector<Point> order = space.enumerate();
+  if (algorithm == Algorithm::kRandom) {
+    std::mt19937_64 rng(seed);
+    for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[uniform_below(rng, i)]);
+  }
+  return std::make_unique<OrderedSearch>(to_string(algorithm), std::move(order));
+}
+
+void validate(const StudyOptions& o) {
+  if (o.name.empty()) throw Error("--study-name: must not be empty");
+  if (o.command.empty()) throw Error("--command: a command template is required");
+  if (o.steps < 2) throw Error(fmt::format("--steps {}: must be >= 2 (the first step is dropped as warm-up)", o.steps));
+  if (o.max_trials < 0) throw Error(fmt::format("--max-trials {}: must be >= 0 (0: no limit)", o.max_trials));
+  const std::array<std::pair<const char*, double>, 5> non_negative{{{"--budget", o.budget_s},
+                                                                    {"--timeout", o.limits.timeout_s},
+                                                                    {"--hang", o.limits.hang_s},
+                                                                    {"--grace", o.limits.grace_s},
+                                                                    {"--memory-limit", o.limits.memory_limit_bytes}}};
+  for (const auto& [flag, value] : non_negative)
+    if (!(value >= 0) || !std::isfinite(value)) throw Error(fmt::format("{} {}: must be >= 0 (0: none)", flag, value));
+  if (o.trials_dir.empty()) throw Error("--trials-dir: must not be empty");
+}
+
+std::vector<std::string> builtin_placeholders() { return {"gpus", "config", "steps", "trial_id", "trial_dir"}; }
+
+nlohmann::ordered_json study_identity(const SearchSpace& space, const StudyOptions& options) {
+  return {{"space", space.describe()},
+          {"command", options.command},
+          {"steps", options.steps},
+          {"memory_limit_bytes", options.limits.memory_limit_bytes},
+          {"step_time_regex", options.step_time_regex}};
+}
+
+std::optional<std::size_t> best_trial(const std::vector<store::StoredTrial>& trials) {
+  std::optional<std::size_t> best;
+  for (std::size_t i = 0; i < trials.size(); ++i)
+    if (trials[i].status == "completed" && trials[i].throughput &&
+        (!best || *trials[i].throughput > *trials[*best].throughput))
+      best = i;
+  return best;
+}
+
+StudySummary run_study(const SearchSpace& space, const StudyOptions& options, store::StudyStore& store,
+                       const trial::Backend& backend, SearchAlgorithm& algorithm, StudyObserver& observer,
+                       const std::atomic<int>& stop_requested) {
+  validate(options);
+  const StudyLock lock(store.path());
+  std::set<std::string> known;
+  for (const Parameter& p : space.parameters()) known.insert(p.name);
+  for (const std::string& b : builtin_placeholders()) known.insert(b);
+  const trial::CommandTemplate command(options.command, known);
+  const trial::OutputParser check_regex(trial::ParserOptions{options.step_time_regex});  // Error before anything runs
+  const std::filesystem::path trials_dir = std::filesystem::absolute(options.trials_dir);
+
+  StudySummary summary;
+  summary.name = options.name;
+  summary.algorithm = algorithm.name();
+  summary.cartesian_points = space.cartesian_size();
+  summary.valid_points = space.enumerate().size();
+
+  const std::int64_t study = store.open_study(options.name, study_identity(space, options).dump());
+  // Trials a dead controller left running: kill what is left of them, then run their points again.
+  for (const store::StoredTrial& t : store.trials(study))
+    if (t.status == "running") summary.leftover_processes_killed += trial::kill_trial_processes(t.dir);
+  store.mark_running_interrupted(study);
+
+  std::vector<FinishedTrial> finished;
+  std::vector<store::StoredTrial> stored = store.trials(study);
+  for (const store::StoredTrial& t : stored) {
+    if (!finished_status(t.status)) continue;
+    const std::optional<Point> point = space.point_of(nlohmann::json::parse(t.params_json));
+    if (!point) continue;  // cannot happen with the same identity; never fatal
+    finished.push_back({*point, trial::parse_trial_status(t.status), t.throughput});
+  }
+  summary.reused = static_cast<int>(finished.size());
+  std::set<Point> requeued;  // points of interrupted trials that never finished: they run again
+  for (const store::StoredTrial& t : stored)
+    if (t.status == "interrupted")
+      if (const std::optional<Point> point = space.point_of(nlohmann::json::parse(t.params_json)))
+        if (std::none_of(finished.begin(), finished.end(), [&](const FinishedTrial& f) { return f.point == *point; }))
+          requeued.insert(*point);
+  summary.requeued = static_cast<int>(requeued.size());
+  std::optional<std::size_t> best_index = best_trial(stored);
+  std::optional<store::StoredTrial> best;
+  if (best_index) best = stored[*best_index];
+
+  struct Running {
+    std::int64_t db_id;
+    int number;
+    Point point;
+    std::string params_json;
+  };
+  std::map<std::string, Running> running;  // by PARATUNE_TRIAL_ID
+  trial::TrialRunner runner(backend, trial::ParserOptions{options.step_time_regex});
+  const Clock::time_point start = Clock::now();
+  bool exhausted = false, stopping = false;
+  std::optional<StopReason> stop;
+
+  const auto running_points = [&] {
+    std::vector<Point> points;
+    for (const auto& [id, r] : running) points.push_back(r.point);
+    return points;
+  };
+  const auto on_step = [&](const std::string& id, const trial::StepReport&, const trial::TrialOutput& so_far) {
+    const auto it = running.find(id);
+    return it == running.end() || algorithm.keep_running(it->second.point, so_far);
+  };
+
+  for (;;) {
+    if (!stopping && stop_requested.load() != 0) {
+      stop = StopReason::kInterrupted;
+      runner.interrupt_all("the controller was asked to stop (SIGINT/SIGTERM)");
+      stopping = true;
+    }
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    if (!stopping && options.budget_s > 0 && elapsed >= options.budget_s) {
+      stop = StopReason::kBudget;
+      runner.interrupt_all(fmt::format("the study's budget of {:.0f} s was spent", options.budget_s));
+      stopping = true;
+    }
+    while (!stopping && !exhausted && runner.free_slots() > 0) {
+      if (options.max_trials > 0 && static_cast<int>(finished.size() + running.size()) >= options.max_trials) {
+        if (!stop) stop = StopReason::kMaxTrials;
+        break;
+      }
+      const std::optional<Point> point = algorithm.propose(finished, running_points());
+      if (!point) {
+        exhausted = true;
+        break;
+      }
+      // The trial's number (hence its id and directory) is decided in the transaction that stores it.
+      const std::string params = space.to_json(*point).dump();
+      trial::TrialLaunch launch;
+      const auto [db_id, number] = store.begin_trial(study, params, [&](int n) {
+        launch = make_launch(space, *point, options, command, trials_dir, n);
+        return store::StudyStore::LaunchRecord{trial_config(space, options, algorithm, backend, launch).dump(),
+                                               shown_command(launch), launch.dir.string()};
+      });
+      runner.start(launch);
+      running.emplace(launch.id, Running{db_id, number, *point, params});
+      ++summary.started;
+      observer.trial_started(store.trial(db_id));
+    }
+    if (runner.idle() && (stopping || exhausted || stop == StopReason::kMaxTrials)) break;
+
+    for (const trial::TrialResult& result : runner.wait(kTickS, on_step)) {
+      const auto it = running.find(result.id);
+      if (it == running.end()) continue;  // not ours: cannot happen
+      store.finish_trial(it->second.db_id, result);
+      const store::StoredTrial t = store.trial(it->second.db_id);
+      if (result.status != trial::TrialStatus::kInterrupted) {
+        finished.push_back({it->second.point, result.status, t.throughput});
+        if (t.status == "completed" && t.throughput && (!best || *t.throughput > *best->throughput)) best = t;
+      }
+      running.erase(it);
+      observer.trial_finished(t);
+    }
+    std::vector<TrialProgress> progress;
+    for (const trial::RunningTrial& r : runner.running()) {
+      const auto it = running.find(r.id);
+      if (it == running.end()) continue;
+      progress.push_back({it->second.number, it->second.params_json, r.slot, r.steps, options.steps, r.elapsed_s,
+                          r.last_step_time_s});
+    }
+    observer.progress(progress, static_cast<int>(finished.size()), best ? &*best : nullptr);
+  }
+  if (!stop) stop = StopReason::kExhausted;
+  summary.stop = *stop;
+  summary.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
+  summary.trials = store.trials(study);
+  summary.best = best_trial(summary.trials);
+  return summary;
+}
+
+}  // namespace paratune::tune

@@ -1,0 +1,283 @@
+// The study loop with real trial processes (tests/trial/fake_trial.cc): grid and random orders,
+// misbehaving trials recorded while the search goes on, limits, stopping, resuming without
+// re-running finished trials, and hostile parameter values passed through as literal arguments.
+#include "paratune/tune/study.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "paratune/spec/error.h"
+
+namespace paratune::tune {
+namespace {
+
+struct Paths {
+  std::filesystem::path dir, db, runs;
+};
+
+Paths fresh(const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "paratune_study" / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return {dir, dir / "study.db", dir / "runs.txt"};
+}
+
+StudyOptions options_for(const Paths& p, const std::string& extra_args = "") {
+  StudyOptions o;
+  o.command = std::string(PARATUNE_FAKE_TRIAL) + " --step-time {st} --log-run " + p.runs.string() + extra_args;
+  o.steps = 4;
+  o.limits.grace_s = 0.5;
+  o.limits.hang_s = 1;
+  o.trials_dir = p.dir / "trials";
+  return o;
+}
+
+// Every run the fake trial logged: its PARATUNE_PARAMS, in start order.
+std::vector<std::string> runs(const Paths& p) {
+  std::ifstream in(p.runs);
+  std::vector<std::string> out;
+  std::string id, params;
+  while (in >> id >> params) out.push_back(params);
+  return out;
+}
+
+class Recorder final : public StudyObserver {
+ public:
+  void trial_started(const store::StoredTrial& t) override { started.push_back(t.number); }
+  void trial_finished(const store::StoredTrial& t) override { finished.push_back(t.status); }
+  std::vector<int> started;
+  std::vector<std::string> finished;
+};
+
+StudySummary run(const SearchSpace& space, const StudyOptions& o, Algorithm algo = Algorithm::kGrid,
+                 std::uint64_t seed = 0, int parallel = 1) {
+  store::StudyStore store(std::filesystem::path(o.trials_dir).parent_path() / "study.db");
+  trial::LocalBackend backend(parallel);
+  auto search = make_search(algo, space, seed);
+  Recorder recorder;
+  const std::atomic<int> no_stop{0};
+  return run_study(space, o, store, backend, *search, recorder, no_stop);
+}
+
+const char* kSpeeds = R"(
+parameters:
+  st: [0.03, 0.01, 0.02]
+  k: [1, 2]
+constraints:
+  - k == 1 or st < 0.025
+)";
+
+TEST(Study, GridRunsEveryValidPointOnceInOrderAndFindsTheFastest) {
+  const Paths p = fresh("grid");
+  const SearchSpace space = SearchSpace::parse(kSpeeds, "speeds.yaml");
+  const StudySummary s = run(space, options_for(p));
+  EXPECT_EQ(s.valid_points, 5u);
+  EXPECT_EQ(s.started, 5);
+  EXPECT_EQ(s.stop, StopReason::kExhausted);
+  std::vector<std::string> expected;
+  for (const Point& point : space.enumerate()) expected.push_back(space.to_json(point).dump());
+  EXPECT_EQ(runs(p), expected);
+  ASSERT_TRUE(s.best.has_value());
+  const store::StoredTrial& best = s.trials[*s.best];
+  EXPECT_EQ(nlohmann::json::parse(best.params_json)["st"], 0.01);
+  EXPECT_NEAR(*best.throughput, 100, 15);  // 10 ms sleeps
+  EXPECT_LE(best.throughput_ci_low, *best.throughput);
+  EXPECT_GE(best.throughput_ci_high, *best.throughput);
+  for (const store::StoredTrial& t : s.trials) {
+    EXPECT_EQ(t.status, "completed") << t.reason;
+    EXPECT_EQ(t.steps, 4);
+    EXPECT_NE(t.command.find("PARATUNE_MAX_STEPS=4"), std::string::npos) << t.command;
+    EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(t.dir) / "stdout.log"));
+  }
+}
+
+TEST(Study, RandomIsASeededPermutationOfTheValidPoints) {
+  const SearchSpace space = SearchSpace::parse("parameters:\n  a: [1, 2, 3, 4, 5, 6, 7, 8]\n  b: [x, y]\n", "s.yaml");
+  auto order = [&](std::uint64_t seed) {
+    auto search = make_search(Algorithm::kRandom, space, seed);
+    std::vector<FinishedTrial> finished;
+    std::vector<Point> out;
+    while (auto point = search->propose(finished, {})) {
+      out.push_back(*point);
+      finished.push_back({*point, trial::TrialStatus::kCompleted, 1.0});
+    }
+    return out;
+  };
+  const std::vector<Point> a = order(7), b = order(7), c = order(8);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_NE(a, space.enumerate());
+  std::vector<Point> sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, space.enumerate());  // every point exactly once
+}
+
+TEST(Study, ProposalsSkipRunningAndFinishedPoints) {
+  const SearchSpace space = SearchSpace::parse("parameters:\n  a: [1, 2, 3]\n", "s.yaml");
+  auto grid = make_search(Algorithm::kGrid, space, 0);
+  EXPECT_EQ(grid->propose({}, {Point{0}}), Point{1});
+  EXPECT_EQ(grid->propose({{Point{1}, trial::TrialStatus::kFailed, std::nullopt}}, {Point{0}}), Point{2});
+  EXPECT_EQ(grid->propose({{Point{1}, trial::TrialStatus::kFailed, std::nullopt}}, {Point{0}, Point{2}}), std::nullopt);
+}
+
+TEST(Study, MisbehavingTrialsAreRecordedAndTheSearchGoesOn) {
+  const Paths p = fresh("misbehave");
+  const SearchSpace space = SearchSpace::parse(
+      "parameters:\n  st: [0.01]\n  behave: [crash, hang, oom, garbage, no-steps, ok]\n", "behave.yaml");
+  StudyOptions o = options_for(p, " --behave {behave}");
+  const StudySummary s = run(space, o, Algorithm::kGrid, 0, /*parallel=*/3);
+  ASSERT_EQ(s.trials.size(), 6u);
+  std::map<std::string, std::string> status;
+  for (const store::StoredTrial& t : s.trials) status[nlohmann::json::parse(t.params_json)["behave"]] = t.status;
+  EXPECT_EQ(status["crash"], "failed");
+  EXPECT_EQ(status["hang"], "timeout");
+  EXPECT_EQ(status["oom"], "oom");
+  EXPECT_EQ(status["garbage"], "completed");
+  EXPECT_EQ(status["no-steps"], "failed");
+  EXPECT_EQ(status["ok"], "completed");
+  for (const store::StoredTrial& t : s.trials)
+    if (t.status != "completed") EXPECT_FALSE(t.reason.empty()) << t.params_json;
+  ASSERT_TRUE(s.best.has_value());
+}
+
+TEST(Study, MemoryLimitMakesATrialInfeasible) {
+  const Paths p = fresh("memory");
+  const SearchSpace space = SearchSpace::parse("parameters:\n  st: [0.01]\n  mem: [1000, 5000]\n", "m.yaml");
+  StudyOptions o = options_for(p, " --peak-memory {mem}");
+  o.limits.memory_limit_bytes = 2000;
+  const StudySummary s = run(space, o);
+  ASSERT_EQ(s.trials.size(), 2u);
+  EXPECT_EQ(s.trials[0].status, "completed");
+  EXPECT_EQ(s.trials[1].status, "infeasible");
+  EXPECT_EQ(s.trials[1].peak_memory_bytes, 5000);
+  ASSERT_TRUE(s.best.has_value());
+  EXPECT_EQ(*s.best, 0u);
+}
+
+TEST(Study, MaxTrialsCountsReusedTrialsAndResumeNeverRerunsFinishedOnes) {
+  const Paths p = fresh("resume");
+  const SearchSpace space = SearchSpace::parse(kSpeeds, "speeds.yaml");
+  StudyOptions o = options_for(p);
+  o.max_trials = 2;
+  StudySummary s = run(space, o, Algorithm::kRandom, 5);
+  EXPECT_EQ(s.started, 2);
+  EXPECT_EQ(s.stop, StopReason::kMaxTrials);
+  s = run(space, o, Algorithm::kRandom, 5);  // nothing more to do: 2 trials already
+  EXPECT_EQ(s.started, 0);
+  EXPECT_EQ(s.reused, 2);
+  o.max_trials = 0;
+  s = run(space, o, Algorithm::kRandom, 5);
+  EXPECT_EQ(s.started, 3);
+  EXPECT_EQ(s.reused, 2);
+  const std::vector<std::string> r = runs(p);
+  EXPECT_EQ(r.size(), 5u);
+  EXPECT_EQ(std::set<std::string>(r.begin(), r.end()).size(), 5u);  // no point ran twice
+}
+
+TEST(Study, StopRequestInterruptsRunningTrialsAndResumeRunsThemAgain) {
+  const Paths p = fresh("interrupt");
+  const SearchSpace space = SearchSpace::parse("parameters:\n  st: [0.05, 0.06]\n", "s.yaml");
+  StudyOptions o = options_for(p, " --ignore-sigterm --grandchild");
+  o.steps = 40;
+  // Asks the study to stop once both trials have reported a step.
+  class StopWhenRunning final : public StudyObserver {
+   public:
+    explicit StopWhenRunning(std::atomic<int>& stop) : stop_(stop) {}
+    void progress(const std::vector<TrialProgress>& running, int, const store::StoredTrial*) override {
+      if (running.size() == 2 && running[0].steps > 0 && running[1].steps > 0) stop_ = 2;
+    }
+
+   private:
+    std::atomic<int>& stop_;
+  };
+  {
+    store::StudyStore store(p.db);
+    trial::LocalBackend backend(2);
+    auto search = make_search(Algorithm::kGrid, space, 0);
+    std::atomic<int> stop{0};
+    StopWhenRunning observer(stop);
+    const StudySummary s = run_study(space, o, store, backend, *search, observer, stop);
+    EXPECT_EQ(s.stop, StopReason::kInterrupted);
+    ASSERT_EQ(s.trials.size(), 2u);
+    for (const store::StoredTrial& t : s.trials) {
+      EXPECT_EQ(t.status, "interrupted");
+      EXPECT_EQ(trial::kill_trial_processes(t.dir), 0) << "a process of trial " << t.number << " was left";
+    }
+  }
+  o.steps = 3;  // another identity: refused
+  EXPECT_THROW(run(space, o), Error);
+  o.steps = 40;
+  const StudySummary s = run(space, o, Algorithm::kGrid, 0, 2);
+  EXPECT_EQ(s.requeued, 2);
+  EXPECT_EQ(s.reused, 0);
+  EXPECT_EQ(s.started, 2);
+  ASSERT_EQ(s.trials.size(), 4u);
+  EXPECT_EQ(s.trials[2].status, "completed");
+  EXPECT_EQ(s.trials[3].status, "completed");
+  EXPECT_EQ(runs(p).size(), 4u);
+}
+
+TEST(Study, HostileValuesArriveAsLiteralArguments) {
+  const Paths p = fresh("hostile");
+  const std::filesystem::path record = p.dir / "record.txt";
+  const SearchSpace space = SearchSpace::parse(
+      "parameters:\n  st: [0.01]\n  name: [\"a b; rm -rf /tmp/x\", \"$(touch /tmp/pwned)\", \"'\\\"`id`\"]\n",
+      "hostile.yaml");
+  StudyOptions o = options_for(p, " --record " + record.string() + " --name={name}");
+  o.max_trials = 1;
+  for (int i = 0; i < 3; ++i) {
+    o.max_trials = i + 1;
+    const StudySummary s = run(space, o);
+    const store::StoredTrial& t = s.trials.back();
+    EXPECT_EQ(t.status, "completed") << t.reason;
+    std::ifstream in(record);
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string value = space.parameters()[1].values[static_cast<std::size_t>(i)].get<std::string>();
+    EXPECT_NE(text.str().find("arg=--name=" + value + "\n"), std::string::npos) << text.str();
+  }
+  EXPECT_FALSE(std::filesystem::exists("/tmp/pwned"));
+}
+
+TEST(Study, BadOptionsAndTemplatesFailBeforeAnythingRuns) {
+  const Paths p = fresh("bad");
+  const SearchSpace space = SearchSpace::parse(kSpeeds, "speeds.yaml");
+  StudyOptions o = options_for(p, " --tp {tp}");
+  try {
+    run(space, o);
+    FAIL() << "unknown placeholder accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tp"), std::string::npos) << e.what();
+  }
+  o = options_for(p);
+  o.steps = 1;
+  EXPECT_THROW(run(space, o), Error);
+  o = options_for(p);
+  o.step_time_regex = "no group";
+  EXPECT_THROW(run(space, o), Error);
+  EXPECT_FALSE(std::filesystem::exists(p.runs));
+}
+
+TEST(Study, BuiltinPlaceholders) {
+  const Paths p = fresh("builtins");
+  const std::filesystem::path record = p.dir / "record.txt";
+  const SearchSpace space = SearchSpace::parse("parameters:\n  st: [0.01]\n  dp: [2]\n  tp: [4]\n  ckpt: [true]\n", "b.yaml");
+  StudyOptions o = options_for(p, " --record " + record.string() + " {gpus} {config} {steps} {trial_id} {trial_dir}");
+  const StudySummary s = run(space, o);
+  ASSERT_EQ(s.trials.size(), 1u);
+  std::ifstream in(record);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string dir = std::filesystem::absolute(p.dir / "trials" / "trial-0001").string();
+  for (const std::string& expected : std::vector<std::string>{"arg=8\n", "arg=st=0.01,dp=2,tp=4,ckpt=true\n", "arg=4\n", "arg=main-0001\n",
+                                      "arg=" + dir + "\n", "PARATUNE_TRIAL_DIR=" + dir + "\n",
+                                      "PARATUNE_TRIAL_ID=main-0001\n"})
+    EXPECT_NE(text.str().find(expected), std::string::npos) << expected << " in\n" << text.str();
+}
+
+}  // namespace
+}  // namespace paratune::tune
