@@ -47,6 +47,42 @@ struct Stream {
   std::string last_line;  // the last non-empty line (stderr: shown when a trial fails)
 };
 
+
+// The watchdog: a small child of the controller that holds the read end of a pipe on which the
+// controller announces each trial's process group (+pgid) and its end (-pgid). If the controller
+// dies, even by SIGKILL, the pipe reaches end-of-file and the watchdog stops every group still
+// announced: SIGTERM, one second, SIGKILL. (PR_SET_PDEATHSIG alone reaches only a trial's leader,
+// not the processes it started.) Runs between fork and _exit only async-signal-safe calls.
+[[noreturn]] void watchdog_main(int read_fd) {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) ::signal(sig, SIG_IGN);  // Ctrl-C is the controller's
+  ::dup2(read_fd, 3);
+  ::close_range(4, ~0U, 0);  // hold nothing else open (another runner's pipe, the controller's output)
+  const int devnull = ::open("/dev/null", O_RDWR);
+  for (int fd = 0; fd <= 2; ++fd) ::dup2(devnull, fd);
+  constexpr int kMaxGroups = 4096;
+  pid_t groups[kMaxGroups];
+  int n = 0;
+  for (;;) {
+    std::int32_t message = 0;
+    const ssize_t got = ::read(3, &message, sizeof message);
+    if (got < 0 && errno == EINTR) continue;
+    if (got != static_cast<ssize_t>(sizeof message)) break;  // the controller is gone, or done
+    if (message > 0 && n < kMaxGroups) groups[n++] = message;
+    for (int i = 0; message < 0 && i < n; ++i)
+      if (groups[i] == -message) {
+        groups[i] = groups[--n];
+        break;
+      }
+  }
+  if (n > 0) {
+    for (int i = 0; i < n; ++i) ::kill(-groups[i], SIGTERM);
+    const timespec second{1, 0};
+    ::nanosleep(&second, nullptr);
+    for (int i = 0; i < n; ++i) ::kill(-groups[i], SIGKILL);
+  }
+  ::_exit(0);
+}
+
 }  // namespace
 
 const char* to_string(TrialStatus status) { return kStatusNames[static_cast<std::size_t>(status)].data(); }
@@ -157,6 +193,19 @@ TrialRunner::TrialRunner(const Backend& backend, ParserOptions parser)
   // Orphans of a trial's group come to us rather than to init, so we can reap them and tell when
   // the group is really gone (an init that reaps late would keep zombies in it).
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw Error(fmt::format("trial runner: pipe: {}", std::strerror(errno)));
+  watchdog_pid_ = ::fork();
+  if (watchdog_pid_ < 0) throw Error(fmt::format("trial runner: fork: {}", std::strerror(errno)));
+  if (watchdog_pid_ == 0) watchdog_main(pipe_fds[0]);
+  ::close(pipe_fds[0]);
+  watchdog_fd_ = pipe_fds[1];
+}
+
+void TrialRunner::tell_watchdog(std::int32_t message) const {
+  ssize_t n;
+  do n = ::write(watchdog_fd_, &message, sizeof message);  // 4 bytes: atomic on a pipe
+  while (n < 0 && errno == EINTR);
 }
 
 TrialRunner::~TrialRunner() {
@@ -167,6 +216,9 @@ TrialRunner::~TrialRunner() {
       }
     for (Stream* s : {&p->out, &p->err})
       if (s->fd >= 0) ::close(s->fd);
+  }
+  ::close(watchdog_fd_);  // end-of-file: the watchdog, with nothing announced, exits
+  while (::waitpid(watchdog_pid_, nullptr, 0) < 0 && errno == EINTR) {
   }
 }
 
@@ -242,6 +294,7 @@ void TrialRunner::start(const TrialLaunch& launch) {
     ::_exit(127);
   }
   ::setpgid(pid, pid);  // also here, so the group exists before we might signal it
+  tell_watchdog(pid);
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
   ::close(exec_pipe[1]);
@@ -407,6 +460,7 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
       std::tie(r.status, r.reason) = stopped_early ? *p.stopped : classify(p, limits, p.err);
       finished.push_back(std::move(r));
       slot_busy_[static_cast<std::size_t>(p.slot)] = 0;
+      tell_watchdog(-p.pid);
       it = processes_.erase(it);
     }
     if (!finished.empty() || Clock::now() >= deadline) return finished;

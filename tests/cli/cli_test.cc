@@ -7,22 +7,12 @@
 #include <fstream>
 #include <string>
 
+#include "cli_util.h"
+
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string output;
-};
-
-Result run(const std::string& args) {
-  const std::string command = std::string(PARATUNE_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
-  const int status = pclose(pipe);
-  return {WEXITSTATUS(status), output};
-}
+using paratune::testing::run;
+using paratune::testing::Result;
 
 TEST(Cli, EstimateJsonHasTheDocumentedFields) {
   const Result r = run("estimate --model llama3.1-70b --cluster dgx-h100:8 --seq-len 8192 --global-batch 128 "

@@ -7,12 +7,16 @@
 // SIGTERM to the whole group, then SIGKILL after `grace_s`; a trial whose leader exits while other
 // processes of its group live on gets the same, so no process of a finished trial is left behind.
 // A TrialRunner makes its process a child subreaper (PR_SET_CHILD_SUBREAPER): orphans of a trial
-// are reaped here rather than by init, so "the group is gone" can be told reliably.
+// are reaped here rather than by init, so "the group is gone" can be told reliably. It also starts
+// a watchdog process that stops every running trial's group if the controller dies, even by
+// SIGKILL (the leader's PR_SET_PDEATHSIG does not reach the processes it started).
 //
 // Backends say how a trial's command runs on one of their slots (module DESIGN: small interfaces for
 // swappable parts). The local backend runs it here, optionally with its own CUDA_VISIBLE_DEVICES per
 // slot; SSH and Slurm backends wrap the same command (`ssh host ...`, `srun ...`) later.
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -134,8 +138,11 @@ class TrialRunner {
  private:
   const Backend& backend_;
   ParserOptions parser_options_;
+  void tell_watchdog(std::int32_t message) const;
   std::vector<std::unique_ptr<Process>> processes_;
   std::vector<char> slot_busy_;
+  pid_t watchdog_pid_ = -1;  // stops every trial's group if this process dies (see runner.cc)
+  int watchdog_fd_ = -1;
 };
 
 }  // namespace paratune::trial

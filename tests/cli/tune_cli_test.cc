@@ -1,0 +1,191 @@
+// End-to-end: `paratune tune` and `paratune study show` with real trial processes
+// (tests/trial/fake_trial.cc), including a controller killed with SIGKILL and resumed.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "cli_util.h"
+#include "paratune/store/study_store.h"
+
+namespace {
+
+using paratune::testing::Result;
+using paratune::testing::run;
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::absolute(std::filesystem::path(::testing::TempDir()) / "paratune_tune_cli" / name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+void write(const std::filesystem::path& path, const std::string& text) { std::ofstream(path) << text; }
+
+// Live processes (not zombies: those have an empty environment) of trials under `trials_dir`.
+int live_trial_processes(const std::filesystem::path& trials_dir) {
+  const std::string prefix = "PARATUNE_TRIAL_DIR=" + trials_dir.string();
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream in(entry.path() / "environ", std::ios::binary);
+    std::string var;
+    while (std::getline(in, var, '\0'))
+      if (var.rfind(prefix, 0) == 0) {
+        ++n;
+        break;
+      }
+  }
+  return n;
+}
+
+const char* kSpace = R"(parameters:
+  st: [0.04, 0.05, 0.06]
+  k: [1, 2, 3, 4]
+)";
+
+std::string tune_args(const std::filesystem::path& dir, const std::string& extra = "") {
+  return "tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
+         " --command '" + PARATUNE_FAKE_TRIAL + " --step-time {st} --grandchild --ignore-sigterm --log-run " +
+         (dir / "runs.txt").string() + "' --steps 8 --parallel 2 --grace 0.3s --algo random --seed 11 " + extra;
+}
+
+TEST(TuneCli, JsonHasTheDocumentedFieldsAndStudyShowAgrees) {
+  const auto dir = fresh_dir("json");
+  write(dir / "space.yaml", "parameters:\n  st: [0.02, 0.01]\n  behave: [ok, crash]\n");
+  const Result r = run("tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
+                       " --command '" + PARATUNE_FAKE_TRIAL + " --step-time {st} --behave {behave}' --steps 4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string json_text = r.output.substr(r.output.find("\n{") + 1);  // progress lines come first
+  const auto j = nlohmann::json::parse(json_text);
+  for (const char* key : {"params", "throughput", "throughput_ci", "command"}) EXPECT_TRUE(j["best"].contains(key)) << key;
+  EXPECT_EQ(j["best"]["params"]["st"], 0.01);
+  EXPECT_EQ(j["best"]["params"]["behave"], "ok");
+  ASSERT_EQ(j["trials"].size(), 4u);
+  for (const auto& t : j["trials"])
+    for (const char* key : {"params", "status", "throughput", "peak_memory_bytes", "steps", "reason"})
+      EXPECT_TRUE(t.contains(key)) << key;
+  EXPECT_EQ(j["status_counts"]["completed"], 2);
+  EXPECT_EQ(j["status_counts"]["failed"], 2);
+
+  const Result show = run("study show " + (dir / "s.db").string() + " --json");
+  ASSERT_EQ(show.exit_code, 0) << show.output;
+  const auto s = nlohmann::json::parse(show.output);
+  EXPECT_EQ(s["best"], j["best"]);
+  EXPECT_EQ(s["trials"], j["trials"]);
+  const Result text = run("study show " + (dir / "s.db").string());
+  EXPECT_NE(text.output.find("best: trial"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("exit code 3"), std::string::npos) << text.output;  // the crash's reason
+}
+
+TEST(TuneCli, KilledControllerLeavesNoProcessAndResumesWithoutRerunningFinishedTrials) {
+  const auto dir = fresh_dir("kill");
+  write(dir / "space.yaml", kSpace);
+  const pid_t controller = fork();
+  ASSERT_GE(controller, 0);
+  if (controller == 0) {
+    const std::string command = std::string("exec ") + PARATUNE_BINARY + " " + tune_args(dir) + " > " +
+                                (dir / "first.out").string() + " 2>&1";
+    execl("/bin/sh", "sh", "-c", command.c_str(), nullptr);
+    _exit(127);
+  }
+  // Kill it with SIGKILL once some trials finished and others run.
+  int finished = 0;
+  for (int i = 0; i < 300 && finished < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!std::filesystem::exists(dir / "s.db")) continue;
+    const paratune::store::StudyStore store(dir / "s.db");
+    finished = 0;
+    for (const auto& study : store.studies())
+      for (const auto& t : store.trials(study.id)) finished += t.status == "completed";
+  }
+  ASSERT_GE(finished, 3) << "the study did not get going";
+  ::kill(controller, SIGKILL);
+  ::waitpid(controller, nullptr, 0);
+
+  // Its watchdog stops the running trials' groups (grandchildren that ignore SIGTERM included).
+  int left = -1;
+  for (int i = 0; i < 60 && left != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    left = live_trial_processes(dir / "s.trials");
+  }
+  EXPECT_EQ(left, 0) << "processes of a killed controller's trials are still alive";
+
+  std::map<std::string, std::string> before;  // params -> status of trials stored by the killed run
+  {
+    const paratune::store::StudyStore store(dir / "s.db");
+    for (const auto& t : store.trials(store.studies().at(0).id)) before[t.params_json] = t.status;
+  }
+  const Result r = run(tune_args(dir, "--json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output.substr(r.output.find("\n{") + 1));
+  EXPECT_EQ(j["reused"].get<int>(), finished);
+  std::map<std::string, int> completed;
+  for (const auto& t : j["trials"])
+    if (t["status"] == "completed") ++completed[t["params"].dump()];
+  EXPECT_EQ(completed.size(), 12u);
+  for (const auto& [params, n] : completed) EXPECT_EQ(n, 1) << params << " completed twice";
+  // Every point ran once, except those the kill interrupted, which ran twice.
+  std::ifstream runs(dir / "runs.txt");
+  std::map<std::string, int> started;
+  std::string id, params;
+  while (runs >> id >> params) ++started[params];
+  for (const auto& [p, n] : started) {
+    const bool interrupted = before.contains(p) && before[p] == "running";
+    EXPECT_EQ(n, interrupted ? 2 : 1) << p;
+  }
+  EXPECT_EQ(live_trial_processes(dir / "s.trials"), 0);
+}
+
+TEST(TuneCli, DerivedSpaceRunsTheModelsFavouritesFirst) {
+  const auto dir = fresh_dir("derived");
+  const Result r = run("tune --model llama3-8b --cluster h100x8 --seq-len 4096 --global-batch 64 --fix pp=1,cp=1 "
+                       "--study " + (dir / "s.db").string() + " --command '" + PARATUNE_FAKE_TRIAL +
+                       " --step-time 0.01 --record " + (dir / "record.txt").string() +
+                       " --config={config} --gpus={gpus}' --steps 3 --max-trials 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(dir / "record.txt");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("arg=--gpus=8\n"), std::string::npos) << text;
+  // {config} is a paratune configuration: estimate accepts it as it is.
+  const std::size_t at = text.find("arg=--config=");
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::string config = text.substr(at + 13, text.find('\n', at) - at - 13);
+  const Result e = run("estimate --model llama3-8b --cluster h100x8 --seq-len 4096 --global-batch 64 --config " + config);
+  EXPECT_EQ(e.exit_code, 0) << config << "\n" << e.output;
+}
+
+TEST(TuneCli, BadInputExitsTwoBeforeAnythingRuns) {
+  const auto dir = fresh_dir("bad");
+  write(dir / "space.yaml", kSpace);
+  const std::string study = " --study " + (dir / "s.db").string();
+  Result r = run("tune --space " + (dir / "space.yaml").string() + study + " --command 'train.py --tp {tp}'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("{tp}"), std::string::npos) << r.output;
+  r = run("tune --space " + (dir / "nope.yaml").string() + study + " --command 'x'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("nope.yaml"), std::string::npos) << r.output;
+  r = run("tune" + study + " --command 'x'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--space"), std::string::npos) << r.output;
+  r = run("tune --space " + (dir / "space.yaml").string() + study + " --command 'x {st}' --budget 5parsecs");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--budget"), std::string::npos) << r.output;
+  r = run("tune --space " + (dir / "space.yaml").string() + study + " --command 'x {st}' --algo bayes");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("grid, random"), std::string::npos) << r.output;
+  r = run("tune --space " + (dir / "space.yaml").string() + study + " --command 'x {st}' --parallel 2 --slot-devices 0");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_FALSE(std::filesystem::exists(dir / "s.trials"));
+  r = run("study show " + (dir / "missing.db").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("missing.db"), std::string::npos) << r.output;
+}
+
+}  // namespace
