@@ -82,7 +82,7 @@ TEST(TuneSpace, BadFilesNameTheProblem) {
   EXPECT_NE(unknown.find("parameters: dp"), std::string::npos) << unknown;
   EXPECT_NE(error_of("parameters:\n  dp: [1]\nconstraints:\n  - dp == \n").find("constraints[0]"), std::string::npos);
   try {
-    SearchSpace::parse("parameters:\n  dp: [1, 2]\nconstraints:\n  - dp > 4\n", "space.yaml").enumerate();
+    (void)SearchSpace::parse("parameters:\n  dp: [1, 2]\nconstraints:\n  - dp > 4\n", "space.yaml").enumerate();
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("space.yaml: no combination"), std::string::npos) << e.what();
@@ -90,6 +90,18 @@ TEST(TuneSpace, BadFilesNameTheProblem) {
   EXPECT_NE(error_of("[1, 2]").find("expected a mapping"), std::string::npos);
   EXPECT_NE(error_of("parameters: {dp: [1}").find("not valid YAML/JSON"), std::string::npos);
   EXPECT_THROW(SearchSpace::load("/nonexistent/space.yaml"), Error);
+}
+
+}  // namespace
+}  // namespace paratune::tune
+
+namespace paratune::tune {
+namespace {
+
+TEST(TuneSpace, ShippedExampleHasTheSizesTheReadmeGives) {
+  const SearchSpace s = SearchSpace::load(std::string(PARATUNE_SOURCE_DIR) + "/examples/tune/space.yaml");
+  EXPECT_EQ(s.cartesian_size(), 768u);
+  EXPECT_EQ(s.enumerate().size(), 168u);
 }
 
 }  // namespace
