@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "paratune/calib/published_runs.h"
 #include "paratune/cost/estimate.h"
@@ -297,10 +299,14 @@ class ConsoleObserver final : public tune::StudyObserver {
     if (!terminal_) return;
     clear();
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    const std::string block = format_progress(running, finished, valid_points_, elapsed, best);
-    std::fputs(block.c_str(), stderr);
+    // Lines cut to the terminal's width: a wrapped line would break the cursor-up count.
+    winsize size{};
+    const std::size_t width = ::ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 1 ? size.ws_col - 1 : 200;
+    std::istringstream block(format_progress(running, finished, valid_points_, elapsed, best));
+    drawn_lines_ = 0;
+    for (std::string line; std::getline(block, line); ++drawn_lines_)
+      std::fprintf(stderr, "%s\n", line.substr(0, width).c_str());
     std::fflush(stderr);
-    drawn_lines_ = static_cast<int>(std::count(block.begin(), block.end(), '\n'));
   }
 
  private:

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -158,6 +159,7 @@ struct TrialRunner::Process {
   TrialLaunch launch;
   int slot = 0;
   pid_t pid = -1;  // the leader; also the process group id
+  int pidfd = -1;  // readable when the leader exits (Linux pidfd_open), so its end wakes poll() at once
   Stream out, err;
   OutputParser parser;
   Clock::time_point started, last_progress;
@@ -172,6 +174,14 @@ struct TrialRunner::Process {
   Clock::time_point streams_wait_since;  // leader and group gone, pipes still open (escaped processes)
 
   explicit Process(const ParserOptions& options) : parser(options) {}
+  ~Process() { close_pidfd(); }
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  void close_pidfd() {
+    if (pidfd >= 0) ::close(pidfd);
+    pidfd = -1;
+  }
 
   void signal_group(int sig) const {
     if (pid > 0) ::kill(-pid, sig);
@@ -304,6 +314,7 @@ void TrialRunner::start(const TrialLaunch& launch) {
   while (got < 0 && errno == EINTR);
   ::close(exec_pipe[0]);
   p->pid = pid;
+  p->pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));  // -1 on kernels before 5.3: polled instead
   p->out.fd = out_pipe[0];
   p->err.fd = err_pipe[0];
   for (int fd : {p->out.fd, p->err.fd}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -346,12 +357,17 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
     // 1. Output.
     std::vector<pollfd> fds;
     std::vector<std::pair<Process*, Stream*>> owners;
-    for (auto& p : processes_)
+    for (auto& p : processes_) {
       for (Stream* s : {&p->out, &p->err})
         if (s->fd >= 0) {
           fds.push_back({s->fd, POLLIN, 0});
           owners.emplace_back(p.get(), s);
         }
+      if (p->pidfd >= 0) {
+        fds.push_back({p->pidfd, POLLIN, 0});
+        owners.emplace_back(p.get(), nullptr);
+      }
+    }
     const double left = seconds(deadline - Clock::now());
     const int wait_ms = static_cast<int>(std::clamp(left * 1000, 0.0, 50.0));
     if (!fds.empty()) ::poll(fds.data(), fds.size(), wait_ms);
@@ -359,6 +375,7 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
     for (std::size_t i = 0; i < fds.size(); ++i) {
       if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       auto [p, s] = owners[i];
+      if (!s) continue;  // a leader's pidfd: it exited, reaped below
       std::array<char, 65536> buffer;
       for (;;) {
         const ssize_t n = ::read(s->fd, buffer.data(), buffer.size());
@@ -405,6 +422,7 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
         if (reaped == p.pid) {
           p.leader_exited = true;
           p.wait_status = status;
+          p.close_pidfd();
         }
       }
       if (!p.stopped && !p.leader_exited) {
