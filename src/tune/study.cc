@@ -194,12 +194,45 @@ nlohmann::ordered_json study_identity(const SearchSpace& space, const StudyOptio
           {"step_time_regex", options.step_time_regex}};
 }
 
+namespace {
+
+// The rule for the best trial: completed, measured, and faster (a tie keeps the earlier one).
+bool beats(const store::StoredTrial& t, const store::StoredTrial* best) {
+  return t.status == "completed" && t.throughput && (!best || *t.throughput > *best->throughput);
+}
+
+// What a resumed study starts from.
+struct History {
+  std::vector<FinishedTrial> finished;
+  int requeued = 0;  // points of interrupted trials that never finished
+  std::optional<store::StoredTrial> best;
+};
+
+History load_history(const SearchSpace& space, const std::vector<store::StoredTrial>& stored) {
+  History h;
+  std::vector<Point> interrupted;
+  for (const store::StoredTrial& t : stored) {
+    const std::optional<Point> point = space.point_of(nlohmann::json::parse(t.params_json));
+    if (!point) continue;  // cannot happen with the same identity; never fatal
+    if (t.status == "interrupted") interrupted.push_back(*point);
+    if (!finished_status(t.status)) continue;
+    h.finished.push_back({*point, trial::parse_trial_status(t.status), t.throughput});
+    if (beats(t, h.best ? &*h.best : nullptr)) h.best = t;
+  }
+  std::set<Point> requeued;
+  for (const Point& p : interrupted)
+    if (std::none_of(h.finished.begin(), h.finished.end(), [&](const FinishedTrial& f) { return f.point == p; }))
+      requeued.insert(p);
+  h.requeued = static_cast<int>(requeued.size());
+  return h;
+}
+
+}  // namespace
+
 std::optional<std::size_t> best_trial(const std::vector<store::StoredTrial>& trials) {
   std::optional<std::size_t> best;
   for (std::size_t i = 0; i < trials.size(); ++i)
-    if (trials[i].status == "completed" && trials[i].throughput &&
-        (!best || *trials[i].throughput > *trials[*best].throughput))
-      best = i;
+    if (beats(trials[i], best ? &trials[*best] : nullptr)) best = i;
   return best;
 }
 
@@ -227,25 +260,11 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
     if (t.status == "running") summary.leftover_processes_killed += trial::kill_trial_processes(t.dir);
   store.mark_running_interrupted(study);
 
-  std::vector<FinishedTrial> finished;
-  std::vector<store::StoredTrial> stored = store.trials(study);
-  for (const store::StoredTrial& t : stored) {
-    if (!finished_status(t.status)) continue;
-    const std::optional<Point> point = space.point_of(nlohmann::json::parse(t.params_json));
-    if (!point) continue;  // cannot happen with the same identity; never fatal
-    finished.push_back({*point, trial::parse_trial_status(t.status), t.throughput});
-  }
+  History history = load_history(space, store.trials(study));
+  std::vector<FinishedTrial>& finished = history.finished;
+  std::optional<store::StoredTrial>& best = history.best;
   summary.reused = static_cast<int>(finished.size());
-  std::set<Point> requeued;  // points of interrupted trials that never finished: they run again
-  for (const store::StoredTrial& t : stored)
-    if (t.status == "interrupted")
-      if (const std::optional<Point> point = space.point_of(nlohmann::json::parse(t.params_json)))
-        if (std::none_of(finished.begin(), finished.end(), [&](const FinishedTrial& f) { return f.point == *point; }))
-          requeued.insert(*point);
-  summary.requeued = static_cast<int>(requeued.size());
-  std::optional<std::size_t> best_index = best_trial(stored);
-  std::optional<store::StoredTrial> best;
-  if (best_index) best = stored[*best_index];
+  summary.requeued = history.requeued;
 
   struct Running {
     std::int64_t db_id;
@@ -272,7 +291,7 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
   for (;;) {
     if (!stopping && stop_requested.load() != 0) {
       stop = StopReason::kInterrupted;
-      runner.interrupt_all("the controller was asked to stop (SIGINT/SIGTERM)");
+      runner.interrupt_all("the controller got SIGINT or SIGTERM");
       stopping = true;
     }
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
@@ -313,7 +332,7 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
       const store::StoredTrial t = store.trial(it->second.db_id);
       if (result.status != trial::TrialStatus::kInterrupted) {
         finished.push_back({it->second.point, result.status, t.throughput});
-        if (t.status == "completed" && t.throughput && (!best || *t.throughput > *best->throughput)) best = t;
+        if (beats(t, best ? &*best : nullptr)) best = t;
       }
       running.erase(it);
       observer.trial_finished(t);

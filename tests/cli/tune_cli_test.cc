@@ -56,6 +56,58 @@ std::string tune_args(const std::filesystem::path& dir, const std::string& extra
          (dir / "runs.txt").string() + "' --steps 8 --parallel 2 --grace 0.3s --algo random --seed 11 " + extra;
 }
 
+// `paratune tune_args(dir)` in the background, its output in dir/controller.out.
+pid_t start_controller(const std::filesystem::path& dir) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const std::string command = std::string("exec ") + PARATUNE_BINARY + " " + tune_args(dir) + " > " +
+                                (dir / "controller.out").string() + " 2>&1";
+    execl("/bin/sh", "sh", "-c", command.c_str(), nullptr);
+    _exit(127);
+  }
+  return pid;
+}
+
+// Trials of the study in dir/s.db with `status`.
+int count_trials(const std::filesystem::path& dir, const std::string& status) {
+  if (!std::filesystem::exists(dir / "s.db")) return 0;
+  const paratune::store::StudyStore store(dir / "s.db");
+  int found = 0;
+  for (const auto& study : store.studies())
+    for (const auto& t : store.trials(study.id)) found += t.status == status;
+  return found;
+}
+
+// Waits (up to 15 s) until at least `n` trials have `status`; returns how many.
+int wait_for_trials(const std::filesystem::path& dir, const std::string& status, int n) {
+  int found = 0;
+  for (int i = 0; i < 300 && found < n; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    found = count_trials(dir, status);
+  }
+  return found;
+}
+
+TEST(TuneCli, CtrlCStopsTrialsStoresThemInterruptedAndExits130) {
+  const auto dir = fresh_dir("sigint");
+  write(dir / "space.yaml", kSpace);
+  const pid_t controller = start_controller(dir);
+  ASSERT_GT(controller, 0);
+  ASSERT_EQ(wait_for_trials(dir, "running", 2), 2) << "the study did not get going";
+  // A second controller on the same study file is refused.
+  const Result second = run(tune_args(dir));
+  EXPECT_EQ(second.exit_code, 2) << second.output;
+  EXPECT_NE(second.output.find("another paratune controller"), std::string::npos) << second.output;
+  ::kill(controller, SIGINT);
+  int status = 0;
+  ::waitpid(controller, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  EXPECT_EQ(count_trials(dir, "interrupted"), 2);
+  EXPECT_EQ(count_trials(dir, "running"), 0);
+  EXPECT_EQ(live_trial_processes(dir / "s.trials"), 0);  // stopped by the controller itself, before it exited
+}
+
 TEST(TuneCli, JsonHasTheDocumentedFieldsAndStudyShowAgrees) {
   const auto dir = fresh_dir("json");
   write(dir / "space.yaml", "parameters:\n  st: [0.02, 0.01]\n  behave: [ok, crash]\n");
@@ -87,24 +139,9 @@ TEST(TuneCli, JsonHasTheDocumentedFieldsAndStudyShowAgrees) {
 TEST(TuneCli, KilledControllerLeavesNoProcessAndResumesWithoutRerunningFinishedTrials) {
   const auto dir = fresh_dir("kill");
   write(dir / "space.yaml", kSpace);
-  const pid_t controller = fork();
-  ASSERT_GE(controller, 0);
-  if (controller == 0) {
-    const std::string command = std::string("exec ") + PARATUNE_BINARY + " " + tune_args(dir) + " > " +
-                                (dir / "first.out").string() + " 2>&1";
-    execl("/bin/sh", "sh", "-c", command.c_str(), nullptr);
-    _exit(127);
-  }
+  const pid_t controller = start_controller(dir);
   // Kill it with SIGKILL once some trials finished and others run.
-  int finished = 0;
-  for (int i = 0; i < 300 && finished < 3; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (!std::filesystem::exists(dir / "s.db")) continue;
-    const paratune::store::StudyStore store(dir / "s.db");
-    finished = 0;
-    for (const auto& study : store.studies())
-      for (const auto& t : store.trials(study.id)) finished += t.status == "completed";
-  }
+  const int finished = wait_for_trials(dir, "completed", 3);
   ASSERT_GE(finished, 3) << "the study did not get going";
   ::kill(controller, SIGKILL);
   ::waitpid(controller, nullptr, 0);
