@@ -1,6 +1,6 @@
 // The paratune program: parse flags, call the library, print, choose the exit code.
-// Exit codes: 0 success, 2 bad input (paratune::Error), 3 `plan` found nothing that fits, 1 any
-// other failure.
+// Exit codes: 0 success, 2 bad input (paratune::Error), 3 `plan` found nothing that fits or `tune`
+// had no completed trial, 128 + signal when `tune` was interrupted, 1 any other failure.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
