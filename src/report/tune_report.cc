@@ -42,9 +42,12 @@ nlohmann::ordered_json optional_json(const std::optional<double>& v) {
 std::vector<std::pair<std::string, int>> status_counts(const std::vector<store::StoredTrial>& trials) {
   std::map<std::string, int> counts;
   for (const store::StoredTrial& t : trials) ++counts[t.status];
+  std::vector<std::string> names;
+  for (int s = 0; s <= static_cast<int>(trial::TrialStatus::kInterrupted); ++s)
+    names.emplace_back(trial::to_string(static_cast<trial::TrialStatus>(s)));
+  names.emplace_back("running");
   std::vector<std::pair<std::string, int>> out;
-  for (const char* name : {"completed", "early-stopped", "oom", "infeasible", "failed", "timeout", "interrupted",
-                           "running"})
+  for (const std::string& name : names)
     if (counts.contains(name)) out.emplace_back(name, counts[name]);
   return out;
 }

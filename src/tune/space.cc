@@ -238,7 +238,8 @@ std::uint64_t SearchSpace::cartesian_size() const {
   return n;
 }
 
-std::vector<Point> SearchSpace::enumerate() const {
+const std::vector<Point>& SearchSpace::enumerate() const {
+  if (valid_) return *valid_;
   if (!listed_.empty()) return listed_;
   if (cartesian_size() > kMaxCartesian)
     throw Error(fmt::format("{}: the parameters span more than {} points; narrow their value lists", source_,
@@ -255,7 +256,7 @@ std::vector<Point> SearchSpace::enumerate() const {
       if (i == 0) {
         if (out.empty())
           throw Error(fmt::format("{}: no combination of the parameters satisfies every constraint", source_));
-        return out;
+        return valid_.emplace(std::move(out));
       }
     }
   }

@@ -111,11 +111,14 @@ std::string shown_command(const trial::TrialLaunch& launch) {
   return shown;
 }
 
-// Everything that produced a trial, stored with it.
-nlohmann::ordered_json trial_config(const SearchSpace& space, const StudyOptions& options,
-                                    const SearchAlgorithm& algorithm, const trial::Backend& backend,
-                                    const trial::TrialLaunch& launch) {
-  return {{"study", study_identity(space, options)},
+// Everything that produced a trial, stored with it; the search space is stored once, with the
+// study (StudyInfo::config_json), not with every trial.
+nlohmann::ordered_json trial_config(const StudyOptions& options, const SearchAlgorithm& algorithm,
+                                    const trial::Backend& backend, const trial::TrialLaunch& launch) {
+  return {{"study", options.name},
+          {"command", options.command},
+          {"steps", options.steps},
+          {"step_time_regex", options.step_time_regex},
           {"algorithm", algorithm.name()},
           {"limits",
            {{"timeout_s", launch.limits.timeout_s},
@@ -256,11 +259,15 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
 
   const std::int64_t study = store.open_study(options.name, study_identity(space, options).dump());
   // Trials a dead controller left running: kill what is left of them, then run their points again.
-  for (const store::StoredTrial& t : store.trials(study))
-    if (t.status == "running") summary.leftover_processes_killed += trial::kill_trial_processes(t.dir);
+  std::vector<store::StoredTrial> stored = store.trials(study);
+  for (store::StoredTrial& t : stored)
+    if (t.status == "running") {
+      summary.leftover_processes_killed += trial::kill_trial_processes(t.dir);
+      t.status = "interrupted";  // as mark_running_interrupted stores it
+    }
   store.mark_running_interrupted(study);
 
-  History history = load_history(space, store.trials(study));
+  History history = load_history(space, stored);
   std::vector<FinishedTrial>& finished = history.finished;
   std::optional<store::StoredTrial>& best = history.best;
   summary.reused = static_cast<int>(finished.size());
@@ -315,7 +322,7 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
       trial::TrialLaunch launch;
       const auto [db_id, number] = store.begin_trial(study, params, [&](int n) {
         launch = make_launch(space, *point, options, command, trials_dir, n);
-        return store::StudyStore::LaunchRecord{trial_config(space, options, algorithm, backend, launch).dump(),
+        return store::StudyStore::LaunchRecord{trial_config(options, algorithm, backend, launch).dump(),
                                                shown_command(launch), launch.dir.string()};
       });
       runner.start(launch);

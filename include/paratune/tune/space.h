@@ -62,8 +62,8 @@ class SearchSpace {
   [[nodiscard]] bool satisfies(const Point& point) const;
   // Every valid point, in odometer order (the last parameter varies fastest) or in the listed
   // order. Throws Error if the cartesian product exceeds 10 million points or nothing satisfies
-  // the constraints.
-  [[nodiscard]] std::vector<Point> enumerate() const;
+  // the constraints. Computed once (the constraints are evaluated on every combination), then kept.
+  [[nodiscard]] const std::vector<Point>& enumerate() const;
   [[nodiscard]] std::uint64_t cartesian_size() const;
 
   // {"dp": 2, "ckpt": true, ...} in declaration order.
@@ -83,6 +83,7 @@ class SearchSpace {
   std::string source_;
   std::vector<Point> listed_;  // non-empty: the valid points, in order (sorted copy for lookups)
   std::vector<Point> listed_sorted_;
+  mutable std::optional<std::vector<Point>> valid_;  // enumerate()'s result once computed
   std::unique_ptr<Evaluator> evaluator_;
 };
 
