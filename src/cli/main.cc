@@ -29,6 +29,7 @@
 #include "paratune/spec/presets.h"
 #include "paratune/spec/units.h"
 #include "paratune/trial/runner.h"
+#include "paratune/tune/bayes.h"
 #include "paratune/tune/derived_space.h"
 #include "paratune/tune/study.h"
 
@@ -271,6 +272,9 @@ struct TuneFlags {
   int parallel = 1;
   std::string slot_devices;
   std::string step_time_regex;
+  int min_steps = 5;
+  int initial = 4;
+  std::optional<bool> seed_from_plan;  // default: on when a model is given
 };
 
 // Set by SIGINT / SIGTERM: the study stops its trials, stores them as interrupted and returns.
@@ -340,12 +344,14 @@ double optional_duration(const std::string& text, const char* flag) {
 // Exit codes: 0 done with a best trial, 3 no trial completed, 128 + signal when interrupted.
 int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   const bool derived = f.space_path.empty();
-  if (derived && (setup.model.empty() || setup.cluster.empty() || setup.seq_len == 0 || setup.global_batch == 0))
+  const bool has_model = !setup.model.empty();
+  if (has_model && (setup.cluster.empty() || setup.seq_len == 0 || setup.global_batch == 0))
+    throw Error("tune: --model needs --cluster, --seq-len and --global-batch too");
+  if (derived && !has_model)
     throw Error("tune: give --space FILE, or --model, --cluster, --seq-len and --global-batch to search the "
                 "configurations the planner's model says fit");
-  if (!derived && (!setup.model.empty() || !f.fix.empty() || !f.allow.empty() || !f.max.empty()))
-    throw Error("tune: --space FILE and --model/--cluster/--fix/--allow/--max are two ways to give the search space; "
-                "use one");
+  if (!derived && (!f.fix.empty() || !f.allow.empty() || !f.max.empty()))
+    throw Error("tune: --fix/--allow/--max narrow the space derived from --model; with --space FILE, edit the file");
   std::optional<tune::SearchSpace> file_space;
   std::optional<tune::DerivedSpace> derived_space;
   if (derived) {
@@ -390,17 +396,49 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
     }
   }
   const trial::LocalBackend backend(f.parallel, slot_devices);
-  std::unique_ptr<tune::SearchAlgorithm> algorithm = tune::make_search(tune::parse_algorithm(f.algo), space, f.seed);
+  const tune::Algorithm algo = tune::parse_algorithm(f.algo);
+  std::unique_ptr<tune::SearchAlgorithm> algorithm;
+  std::string prior_line;
+  if (algo == tune::Algorithm::kGrid || algo == tune::Algorithm::kRandom) {
+    algorithm = tune::make_search(algo, space, f.seed);
+  } else {
+    tune::BayesOptions bayes;
+    bayes.algorithm = algo;
+    bayes.steps = options.steps;
+    bayes.min_steps = f.min_steps;
+    bayes.initial_points = f.initial;
+    bayes.seed = f.seed;
+    bayes.memory_limit_bytes = options.limits.memory_limit_bytes;
+    std::optional<tune::Prior> prior;
+    if (has_model) {
+      const ClusterSpec cluster = load_cluster(setup.cluster);
+      // The model's memory limit when none is given: what one GPU has.
+      if (bayes.memory_limit_bytes <= 0) bayes.memory_limit_bytes = cluster.gpu.memory_bytes;
+      if (algo == tune::Algorithm::kOppa || algo == tune::Algorithm::kCostModel)
+        prior = tune::cost_model_prior(space, load_model(setup.model), cluster, training_from(setup),
+                                       calibration_from(setup));
+    }
+    bayes.seed_from_prior = f.seed_from_plan.value_or(has_model);
+    if (bayes.seed_from_prior && !has_model)
+      throw Error("--seed-from-plan: needs --model, --cluster, --seq-len and --global-batch (the plan's predictions)");
+    if (prior)
+      prior_line = fmt::format("; prior: paratune's cost model{}{}", prior->kernel_only.empty() ? "" : fmt::format(
+                                   " (kernel only: {})", fmt::join(prior->kernel_only, ", ")),
+                               prior->unmapped_points ? fmt::format(", {} points the model rejects", prior->unmapped_points) : "");
+    else if (algo == tune::Algorithm::kOppa || algo == tune::Algorithm::kCostModel)
+      prior_line = "; prior: OPPA's App. D forms (no --model)";
+    algorithm = tune::make_model_search(space, std::move(prior), bayes);
+  }
   store::StudyStore store(f.study_path);
 
   const std::uint64_t valid = space.enumerate().size();
-  std::cerr << fmt::format("paratune tune: {} valid points{}, {} search, {} steps per trial, {} slot(s); study {} "
+  std::cerr << fmt::format("paratune tune: {} valid points{}, {} search{}, {} steps per trial, {} slot(s); study {} "
                            "('{}'), trials in {}\n",
                            valid,
                            derived ? fmt::format(" (of {} configurations, the rest predicted not to fit)",
                                                  derived_space->candidates)
                                    : fmt::format(" of {} combinations", space.cartesian_size()),
-                           f.algo, options.steps, f.parallel, f.study_path, options.name, options.trials_dir.string());
+                           f.algo, prior_line, options.steps, f.parallel, f.study_path, options.name, options.trials_dir.string());
   install_stop_handlers();
   tune::StudySummary summary;
   {
@@ -538,7 +576,7 @@ int main(int argc, char** argv) {
 
   SetupFlags tune_setup;
   TuneFlags tune_flags;
-  auto* tune_cmd = app.add_subcommand("tune", "run real training trials over a search space (grid or random)");
+  auto* tune_cmd = app.add_subcommand("tune", "run real training trials over a search space and find the fastest configuration");
   tune_cmd->add_option("--space", tune_flags.space_path, "search-space file (YAML/JSON: parameters, constraints)");
   add_setup_flags(tune_cmd, tune_setup, false);
   tune_cmd->add_option("--fix", tune_flags.fix, "with --model: fix axes of the derived space, e.g. tp=8");
@@ -551,8 +589,15 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--study", tune_flags.study_path, "SQLite study file (created, or resumed)")->required();
   tune_cmd->add_option("--study-name", tune_flags.study_name, "study within the file")->capture_default_str();
   tune_cmd->add_option("--trials-dir", tune_flags.trials_dir, "where trial directories go (default: STUDY.trials)");
-  tune_cmd->add_option("--algo", tune_flags.algo, "grid | random")->capture_default_str();
-  tune_cmd->add_option("--seed", tune_flags.seed, "random order seed")->capture_default_str();
+  tune_cmd->add_option("--algo", tune_flags.algo, "grid | random | bo | xgboost | costmodel | oppa")
+      ->capture_default_str();
+  tune_cmd->add_option("--seed", tune_flags.seed, "seed of random orders and designs")->capture_default_str();
+  tune_cmd->add_option("--min-steps", tune_flags.min_steps, "oppa: steps before a trial may be stopped early (q_min)")
+      ->capture_default_str();
+  tune_cmd->add_option("--initial", tune_flags.initial, "model-based searches: designs before the model picks")
+      ->capture_default_str();
+  tune_cmd->add_flag("--seed-from-plan,!--no-seed-from-plan", tune_flags.seed_from_plan,
+                     "oppa/costmodel: first designs from the cost model's best predictions (default: on with --model)");
   tune_cmd->add_option("--budget", tune_flags.budget, "wall time of this run, e.g. 30m (running trials are stopped)");
   tune_cmd->add_option("--max-trials", tune_flags.max_trials, "trials in the study in all, reused ones included");
   tune_cmd->add_option("--steps", tune_flags.steps, "training steps per trial (PARATUNE_MAX_STEPS)")->capture_default_str();

@@ -10,14 +10,16 @@
 namespace paratune::store {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+// Version 2 added trials.prediction_json and studies.model_json (a version-1 file is upgraded in place).
+constexpr int kSchemaVersion = 2;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS studies (
   id INTEGER PRIMARY KEY,
   name TEXT NOT NULL UNIQUE,
   created_unix_s REAL NOT NULL,
-  config_json TEXT NOT NULL
+  config_json TEXT NOT NULL,
+  model_json TEXT
 );
 CREATE TABLE IF NOT EXISTS trials (
   id INTEGER PRIMARY KEY,
@@ -42,6 +44,7 @@ CREATE TABLE IF NOT EXISTS trials (
   throughput_ci_high REAL,
   peak_memory_bytes REAL,
   malformed_lines INTEGER NOT NULL DEFAULT 0,
+  prediction_json TEXT,
   UNIQUE (study_id, number)
 );
 CREATE TABLE IF NOT EXISTS steps (
@@ -165,6 +168,10 @@ StudyStore::StudyStore(const std::filesystem::path& path) : path_(path) {
     exec("PRAGMA journal_mode=WAL");
     exec("PRAGMA synchronous=NORMAL");
     exec("PRAGMA foreign_keys=ON");
+    if (found == 1) {  // upgrade: the two columns of version 2
+      exec("ALTER TABLE trials ADD COLUMN prediction_json TEXT");
+      exec("ALTER TABLE studies ADD COLUMN model_json TEXT");
+    }
     exec(kSchema);
     exec(fmt::format("PRAGMA user_version={}", kSchemaVersion).c_str());
   } catch (const Error& e) {
@@ -260,7 +267,7 @@ namespace {
 constexpr const char* kTrialColumns =
     "SELECT id, number, params_json, config_json, command, dir, status, started_unix_s, ended_unix_s, exit_code, "
     "exit_signal, reason, stdout_path, stderr_path, steps, throughput, throughput_variance, throughput_ci_low, "
-    "throughput_ci_high, peak_memory_bytes, malformed_lines FROM trials ";
+    "throughput_ci_high, peak_memory_bytes, malformed_lines, prediction_json FROM trials ";
 
 StoredTrial read_trial(const Statement& q) {
   StoredTrial t;
@@ -285,6 +292,7 @@ StoredTrial read_trial(const Statement& q) {
   t.throughput_ci_high = q.real(18);
   if (!q.null(19)) t.peak_memory_bytes = q.real(19);
   t.malformed_lines = q.integer(20);
+  t.prediction_json = q.text(21);
   return t;
 }
 
@@ -314,10 +322,18 @@ std::vector<StoredTrial> StudyStore::trials(std::int64_t study, bool with_steps)
 }
 
 std::vector<StudyInfo> StudyStore::studies() const {
-  Statement q(db_, "SELECT id, name, created_unix_s, config_json FROM studies ORDER BY id");
+  Statement q(db_, "SELECT id, name, created_unix_s, config_json, model_json FROM studies ORDER BY id");
   std::vector<StudyInfo> out;
-  while (q.step()) out.push_back({q.integer(0), q.text(1), q.real(2), q.text(3)});
+  while (q.step()) out.push_back({q.integer(0), q.text(1), q.real(2), q.text(3), q.text(4)});
   return out;
+}
+
+void StudyStore::set_prediction(std::int64_t trial, const std::string& prediction_json) {
+  Statement(db_, "UPDATE trials SET prediction_json = ? WHERE id = ?").bind(1, prediction_json).bind(2, trial).run();
+}
+
+void StudyStore::set_model(std::int64_t study, const std::string& model_json) {
+  Statement(db_, "UPDATE studies SET model_json = ? WHERE id = ?").bind(1, model_json).bind(2, study).run();
 }
 
 }  // namespace paratune::store

@@ -25,20 +25,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::array<std::string_view, 2> kAlgorithmNames{"grid", "random"};
+constexpr std::array<std::string_view, 6> kAlgorithmNames{"grid", "random", "bo", "xgboost", "costmodel", "oppa"};
 constexpr std::array<std::string_view, 4> kStopNames{"every point was tried", "max trials reached", "budget spent",
                                                      "interrupted"};
 constexpr double kTickS = 0.25;  // how often progress is reported while trials run
-
-// A uniform integer in [0, n) by rejection, so the order is the same with every standard library
-// (std::uniform_int_distribution's algorithm is implementation-defined).
-std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t n) {
-  const std::uint64_t limit = std::numeric_limits<std::uint64_t>::max() - std::numeric_limits<std::uint64_t>::max() % n;
-  for (;;) {
-    const std::uint64_t x = rng();
-    if (x < limit) return x % n;
-  }
-}
 
 // Grid and random: a fixed order of the valid points, run in that order, skipping points already
 // finished or running.
@@ -153,17 +143,27 @@ class StudyLock {
 
 }  // namespace
 
+std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t n) {
+  const std::uint64_t limit = std::numeric_limits<std::uint64_t>::max() - std::numeric_limits<std::uint64_t>::max() % n;
+  for (;;) {
+    const std::uint64_t x = rng();
+    if (x < limit) return x % n;
+  }
+}
+
 const char* to_string(Algorithm algorithm) { return kAlgorithmNames[static_cast<std::size_t>(algorithm)].data(); }
 
 Algorithm parse_algorithm(std::string_view name) {
   for (std::size_t i = 0; i < kAlgorithmNames.size(); ++i)
     if (name == kAlgorithmNames[i]) return static_cast<Algorithm>(i);
-  throw Error(fmt::format("--algo {}: unknown search algorithm (valid: grid, random)", name));
+  throw Error(fmt::format("--algo {}: unknown search algorithm (valid: grid, random, bo, xgboost, costmodel, oppa)", name));
 }
 
 const char* to_string(StopReason reason) { return kStopNames[static_cast<std::size_t>(reason)].data(); }
 
 std::unique_ptr<SearchAlgorithm> make_search(Algorithm algorithm, const SearchSpace& space, std::uint64_t seed) {
+  if (algorithm != Algorithm::kGrid && algorithm != Algorithm::kRandom)
+    throw Error(fmt::format("make_search: {} is not an ordered search (tune/bayes.h builds it)", to_string(algorithm)));
   std::vector<Point> order = space.enumerate();
   if (algorithm == Algorithm::kRandom) {
     std::mt19937_64 rng(seed);
@@ -204,6 +204,19 @@ bool beats(const store::StoredTrial& t, const store::StoredTrial* best) {
   return t.status == "completed" && t.throughput && (!best || *t.throughput > *best->throughput);
 }
 
+// A stored trial as the search sees it. The mean's standard error is the 95% interval's half
+// width / 1.96 (trial/measurement.h).
+FinishedTrial finished_of(const Point& point, const store::StoredTrial& t) {
+  FinishedTrial f;
+  f.point = point;
+  f.status = trial::parse_trial_status(t.status);
+  f.throughput = t.throughput;
+  f.throughput_standard_error = t.throughput ? (t.throughput_ci_high - t.throughput_ci_low) / (2 * 1.96) : 0;
+  f.peak_memory_bytes = t.peak_memory_bytes;
+  f.steps = t.steps;
+  return f;
+}
+
 // What a resumed study starts from.
 struct History {
   std::vector<FinishedTrial> finished;
@@ -219,7 +232,7 @@ History load_history(const SearchSpace& space, const std::vector<store::StoredTr
     if (!point) continue;  // cannot happen with the same identity; never fatal
     if (t.status == "interrupted") interrupted.push_back(*point);
     if (!finished_status(t.status)) continue;
-    h.finished.push_back({*point, trial::parse_trial_status(t.status), t.throughput});
+    h.finished.push_back(finished_of(*point, t));
     if (beats(t, h.best ? &*h.best : nullptr)) h.best = t;
   }
   std::set<Point> requeued;
@@ -283,6 +296,7 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
   trial::TrialRunner runner(backend, trial::ParserOptions{options.step_time_regex});
   const Clock::time_point start = Clock::now();
   bool exhausted = false, stopping = false;
+  nlohmann::ordered_json stored_model;  // the search's model as last stored
   std::optional<StopReason> stop;
 
   const auto running_points = [&] {
@@ -325,6 +339,12 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
         return store::StudyStore::LaunchRecord{trial_config(options, algorithm, backend, launch).dump(),
                                                shown_command(launch), launch.dir.string()};
       });
+      if (const nlohmann::ordered_json notes = algorithm.proposal_notes(*point); !notes.empty())
+        store.set_prediction(db_id, notes.dump());
+      if (const nlohmann::ordered_json model = algorithm.model_summary(); !model.empty() && model != stored_model) {
+        store.set_model(study, model.dump());
+        stored_model = model;
+      }
       runner.start(launch);
       running.emplace(launch.id, Running{db_id, number, *point, params});
       ++summary.started;
@@ -338,7 +358,7 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
       store.finish_trial(it->second.db_id, result);
       const store::StoredTrial t = store.trial(it->second.db_id);
       if (result.status != trial::TrialStatus::kInterrupted) {
-        finished.push_back({it->second.point, result.status, t.throughput});
+        finished.push_back(finished_of(it->second.point, t));
         if (beats(t, best ? &*best : nullptr)) best = t;
       }
       running.erase(it);

@@ -8,10 +8,10 @@
 // `mark_running_interrupted` turns them into "interrupted" so the search runs them again, while
 // finished trials are reused as they are.
 //
-// Schema (version 1): studies(id, name, created_unix_s, config_json), trials(id, study_id, number,
-// params_json, config_json, command, dir, status, started_unix_s, ended_unix_s, exit_code,
-// exit_signal, reason, stdout_path, stderr_path, steps, throughput, throughput_variance,
-// throughput_ci_low, throughput_ci_high, peak_memory_bytes, malformed_lines),
+// Schema (version 2): studies(id, name, created_unix_s, config_json, model_json), trials(id,
+// study_id, number, params_json, config_json, command, dir, status, started_unix_s, ended_unix_s,
+// exit_code, exit_signal, reason, stdout_path, stderr_path, steps, throughput, throughput_variance,
+// throughput_ci_low, throughput_ci_high, peak_memory_bytes, malformed_lines, prediction_json),
 // steps(trial_id, step, step_time_s), metrics(trial_id, name, value, step).
 #pragma once
 
@@ -47,6 +47,7 @@ struct StoredTrial {
   std::optional<double> peak_memory_bytes;
   std::int64_t malformed_lines = 0;
   std::vector<double> step_times_s;  // filled by trials(..., with_steps = true)
+  std::string prediction_json;       // what the search predicted for it and why it chose it (empty: nothing)
 };
 
 struct StudyInfo {
@@ -54,6 +55,7 @@ struct StudyInfo {
   std::string name;
   double created_unix_s = 0;
   std::string config_json;  // the identity it was created with
+  std::string model_json;   // the search's fitted model (lengthscales, prior coefficients); empty: none
 };
 
 class StudyStore {
@@ -84,6 +86,10 @@ class StudyStore {
   };
   std::pair<std::int64_t, int> begin_trial(std::int64_t study, const std::string& params_json,
                                            const std::function<LaunchRecord(int number)>& describe);
+  // What the search predicted for a trial (set right after begin_trial).
+  void set_prediction(std::int64_t trial, const std::string& prediction_json);
+  // The search's latest fitted model, kept with the study.
+  void set_model(std::int64_t study, const std::string& model_json);
   // Its end, all at once.
   void finish_trial(std::int64_t trial, const trial::TrialResult& result);
 

@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,9 @@ struct FinishedTrial {
   Point point;
   trial::TrialStatus status = trial::TrialStatus::kFailed;
   std::optional<double> throughput;  // steps/s, when it measured any
+  double throughput_standard_error = 0;     // of that mean (OPPA App. F.1)
+  std::optional<double> peak_memory_bytes;  // the largest the trial reported
+  int steps = 0;                            // reported
 };
 
 // Proposes what to run next (module DESIGN: small interfaces for swappable parts; issue 6 adds
@@ -50,11 +54,20 @@ class SearchAlgorithm {
   // Called on every step a running trial reports; false stops it (early-stopped). Grid and random
   // run every trial for the study's fixed number of steps.
   virtual bool keep_running(const Point& /*point*/, const trial::TrialOutput& /*so_far*/) { return true; }
+  // Why the point just proposed was chosen and what the model predicted for it (stored with the
+  // trial, shown by `study show` next to what was measured); empty when there is nothing to say.
+  [[nodiscard]] virtual nlohmann::ordered_json proposal_notes(const Point& /*point*/) const { return {}; }
+  // The fitted model (learned lengthscales, prior coefficients), stored with the study.
+  [[nodiscard]] virtual nlohmann::ordered_json model_summary() const { return {}; }
 };
 
-enum class Algorithm { kGrid, kRandom };
+enum class Algorithm { kGrid, kRandom, kBo, kXgboost, kCostModel, kOppa };
 const char* to_string(Algorithm algorithm);
-Algorithm parse_algorithm(std::string_view name);  // "grid" | "random"; Error lists them
+Algorithm parse_algorithm(std::string_view name);  // "grid" | "random" | "bo" | ...; Error lists them
+
+// A uniform integer in [0, n) by rejection, so a seed gives the same draws with every standard
+// library (std::uniform_int_distribution's algorithm is implementation-defined).
+std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t n);
 
 // Grid: every valid point in enumeration order. Random: every valid point in a random order drawn
 // from `seed` (Fisher-Yates on a 64-bit Mersenne Twister, the same order on every platform), i.e.

@@ -1,0 +1,84 @@
+// Model-based searches over a tuning study's space: OPPA (../shared/papers/
+// oppa-parallel-config-bayesian-optimization.txt, Sec. 4, App. D-G, Algorithm 3) and the baselines
+// it is compared with (App. H.2), all behind tune::SearchAlgorithm.
+//
+//   oppa       throughput R(H) = prior_R(H; theta_R) + GP, peak memory M(H) = prior_M(H; theta_M) + GP
+//              (Eq. 2-3; priors from tune/surrogate.h: paratune's cost model when a model is given,
+//              else OPPA's App. D forms), next point by constrained UCB, early termination (Eq. 5).
+//   bo         the same GPs with a constant mean, the same acquisition, no early termination.
+//   costmodel  fit the prior's coefficients to the trials so far (least squares on log throughput
+//              and log memory), trial its predicted best untried point that fits; repeat.
+//   xgboost    as DeepSpeed's autotuner: gradient-boosted trees on the observed throughputs
+//              (failed and out-of-memory trials count as 0), trial the best predicted untried point.
+//
+// Every model-based search starts with `initial_points` designs: the prior's top predictions from
+// different (dp, tp, pp, ...) groups (--seed-from-plan, oppa and costmodel with a model), then
+// random points weighted so that each combination of the parallel degrees present (dp, tp, pp,
+// cp, ep) is equally likely (App. E.1). After `oom_streak` out-of-memory trials in a row the next
+// point is again such a random one (App. E.1, case 2).
+//
+// Constrained UCB (Eq. 4). OPPA takes E[X + beta |X - E X|] with X = r (1 - sigmoid(m)) by Monte
+// Carlo; we use the closed form of the same idea (Gelbart et al. 2014, which OPPA cites):
+//   cUCB(H) = (mu_R(H) + beta sigma_R(H)) x P(M(H) <= M0),  P = Phi((M0 - mu_M(H)) / sigma_M(H)),
+// M0 = the memory limit (--memory-limit, else the GPU's memory when a cluster is given); without
+// one every point counts as fitting. beta = 2 (fixed, as GP-UCB practice; OPPA leaves beta_i open).
+// It is evaluated on every valid point not yet trialed or running (a seeded sample of 20,000 of
+// them when there are more).
+//
+// Batches (--parallel K): kriging believer — each running trial is added to the GPs as if it had
+// measured the posterior mean at its point (no refit), which shrinks the uncertainty around it so
+// the next pick goes elsewhere (Ginsbourger et al. 2010).
+//
+// Early termination (oppa only; Eq. 5 / Algorithm 3 line 16): after q >= q_min reported steps,
+// with r_q and se_q the throughput estimate of the steps so far and its standard error (App. F:
+// warm-up and outliers dropped), stop the trial when
+//   r_q + z se_q < r_best,   z = 1.96,
+// r_best the best throughput of a trial that ran all q_max steps and fit. That is Eq. 5 with
+// tau_q = -z se_q: the trial goes on unless its 97.5% upper confidence bound is below the best.
+// Before any trial completed nothing is stopped. The returned best is a completed trial (all
+// steps, fits: Algorithm 3 line 26), see tune::best_trial.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "paratune/tune/study.h"
+#include "paratune/tune/surrogate.h"
+
+namespace paratune::tune {
+
+struct BayesOptions {
+  Algorithm algorithm = Algorithm::kOppa;  // kOppa, kBo, kCostModel or kXgboost
+  int steps = 20;                 // q_max (the study's steps per trial)
+  int min_steps = 5;              // q_min (--min-steps)
+  double tau_z = 1.96;            // tau_q = -z x standard error
+  double beta = 2.0;              // UCB exploration weight
+  int initial_points = 4;         // designs before the model picks
+  bool seed_from_prior = false;   // --seed-from-plan: the first designs are the prior's top predictions
+  int oom_streak = 3;             // random exploration after this many OOMs in a row
+  double memory_limit_bytes = 0;  // M0; 0: unknown
+  std::uint64_t seed = 0;
+  int max_candidates = 20000;     // acquisition sample when more points are untried
+  int fit_restarts = 2;           // random restarts of each GP fit besides the warm start
+};
+// Throws Error naming the flag (--min-steps >= 1 and <= --steps, --initial >= 1, ...).
+void validate(const BayesOptions& options);
+
+// Eq. 5 with tau_q = -z se_q (see above): true when the trial should stop now. `step_times_s` are
+// the steps reported so far; `best_full` the best completed trial's throughput (nullopt: none yet).
+bool stop_early(std::span<const double> step_times_s, std::optional<double> best_full, int min_steps, double z);
+
+// The search for options.algorithm. `prior`: required for kCostModel and kOppa unless absent, in
+// which case OPPA's App. D prior (simple_prior) is used; ignored by kBo and kXgboost.
+std::unique_ptr<SearchAlgorithm> make_model_search(const SearchSpace& space, std::optional<Prior> prior,
+                                                   const BayesOptions& options);
+
+// Gradient-boosted trees (libxgboost): fit on (x, y), predict every row of `query`. 100 rounds of
+// depth-6 trees, eta 0.3 (XGBoost's defaults, as DeepSpeed's autotuner uses them), one thread,
+// seeded. Throws Error when XGBoost fails.
+Eigen::VectorXd xgboost_fit_predict(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, const Eigen::MatrixXd& query,
+                                    std::uint64_t seed);
+
+}  // namespace paratune::tune

@@ -1,0 +1,602 @@
+// OPPA and the model-based baselines (tune/bayes.h).
+#include "paratune/tune/bayes.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <nlopt.hpp>
+#include <set>
+
+#include "paratune/gp/gaussian_process.h"
+#include "paratune/spec/error.h"
+#include "paratune/trial/measurement.h"
+
+namespace paratune::tune {
+namespace {
+
+double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
+
+// The parameters whose combinations E.1 weighs equally.
+const std::set<std::string, std::less<>> kDegreeNames{"dp", "tp", "pp", "cp", "ep"};
+
+// One GP with its prior mean: what the fit found and the posterior it gives.
+struct FittedGp {
+  gp::Hyperparameters hyper;
+  std::vector<double> mean_parameters;  // log theta (informed prior) or the constant (constant mean)
+  double log_likelihood = 0;
+  double scale = 1;                     // observations were divided by it
+  std::optional<gp::Posterior> posterior;
+};
+
+}  // namespace
+
+void validate(const BayesOptions& o) {
+  if (o.steps < 2) throw Error(fmt::format("--steps {}: must be >= 2", o.steps));
+  if (o.min_steps < 1 || o.min_steps > o.steps)
+    throw Error(fmt::format("--min-steps {}: must be >= 1 and <= --steps ({})", o.min_steps, o.steps));
+  if (o.initial_points < 1) throw Error(fmt::format("--initial {}: must be >= 1", o.initial_points));
+  if (!(o.beta >= 0) || !std::isfinite(o.beta)) throw Error(fmt::format("--beta {}: must be >= 0", o.beta));
+  if (!(o.memory_limit_bytes >= 0)) throw Error(fmt::format("--memory-limit {}: must be >= 0", o.memory_limit_bytes));
+}
+
+bool stop_early(std::span<const double> step_times_s, std::optional<double> best_full, int min_steps, double z) {
+  if (!best_full || static_cast<int>(step_times_s.size()) < min_steps) return false;
+  const trial::ThroughputEstimate e = trial::estimate_throughput(step_times_s);
+  if (e.steps_used < 2) return false;  // no spread yet: no confidence either
+  return e.steps_per_s + z * e.standard_error < *best_full;
+}
+
+namespace {
+
+class ModelSearch final : public SearchAlgorithm {
+ public:
+  ModelSearch(const SearchSpace& space, std::optional<Prior> prior, const BayesOptions& options)
+      : space_(space), options_(options), prior_(std::move(prior)), embedding_(space), index_(space),
+        rng_(options.seed) {
+    const std::vector<Point>& points = space.enumerate();
+    x_all_ = embedding_.rows(points);
+    // E.1's groups: points with the same parallel degrees.
+    std::map<std::vector<int>, std::vector<Eigen::Index>> groups;
+    const auto& params = space.parameters();
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      std::vector<int> key;
+      for (std::size_t d = 0; d < params.size(); ++d)
+        if (kDegreeNames.contains(params[d].name)) key.push_back(points[i][d]);
+      groups[key].push_back(static_cast<Eigen::Index>(i));
+    }
+    group_of_.assign(points.size(), 0);
+    for (const auto& [key, rows] : groups) {
+      for (Eigen::Index r : rows) group_of_[static_cast<std::size_t>(r)] = static_cast<int>(groups_.size());
+      groups_.push_back(rows);
+    }
+    tried_.assign(points.size(), false);
+  }
+
+  [[nodiscard]] std::string name() const override { return to_string(options_.algorithm); }
+
+  std::optional<Point> propose(const std::vector<FinishedTrial>& finished, const std::vector<Point>& running) override {
+    absorb(finished);
+    std::vector<bool> busy = tried_;
+    for (const Point& p : running)
+      if (const auto row = index_.find(p)) busy[static_cast<std::size_t>(*row)] = true;
+    std::vector<Eigen::Index> untried;
+    for (std::size_t i = 0; i < busy.size(); ++i)
+      if (!busy[i]) untried.push_back(static_cast<Eigen::Index>(i));
+    if (untried.empty()) return std::nullopt;
+
+    Eigen::Index pick = -1;
+    nlohmann::ordered_json notes;
+    const int designs = static_cast<int>(finished.size() + running.size());
+    if (designs < options_.initial_points) {
+      pick = initial_design(busy, designs, notes);
+    } else if (oom_run_ >= options_.oom_streak) {
+      pick = weighted_random(busy);
+      notes["source"] = fmt::format("random exploration after {} out-of-memory trials in a row", oom_run_);
+      oom_run_ = 0;
+    } else {
+      pick = model_pick(untried, running, notes);
+    }
+    const Point& point = space_.enumerate()[static_cast<std::size_t>(pick)];
+    notes_[point] = std::move(notes);
+    return point;
+  }
+
+  bool keep_running(const Point& /*point*/, const trial::TrialOutput& so_far) override {
+    if (options_.algorithm != Algorithm::kOppa) return true;
+    std::vector<double> times;
+    times.reserve(so_far.steps.size());
+    for (const trial::StepReport& s : so_far.steps) times.push_back(s.step_time_s);
+    return !stop_early(times, best_full_, options_.min_steps, options_.tau_z);
+  }
+
+  [[nodiscard]] nlohmann::ordered_json proposal_notes(const Point& point) const override {
+    const auto it = notes_.find(point);
+    return it == notes_.end() ? nlohmann::ordered_json() : it->second;
+  }
+
+  [[nodiscard]] nlohmann::ordered_json model_summary() const override { return summary_; }
+
+ private:
+  struct Observation {
+    Eigen::Index row;
+    double value;
+    double noise_variance;  // in the observation's own units squared
+  };
+
+  [[nodiscard]] bool informed() const {
+    return options_.algorithm == Algorithm::kOppa || options_.algorithm == Algorithm::kCostModel;
+  }
+  [[nodiscard]] const Point& point_at(Eigen::Index row) const { return space_.enumerate()[static_cast<std::size_t>(row)]; }
+
+  // Takes in the trials finished since the last call.
+  void absorb(const std::vector<FinishedTrial>& finished) {
+    for (; seen_ < finished.size(); ++seen_) {
+      const FinishedTrial& f = finished[seen_];
+      const std::optional<Eigen::Index> row = index_.find(f.point);
+      if (!row) continue;
+      tried_[static_cast<std::size_t>(*row)] = true;
+      const bool oom = f.status == trial::TrialStatus::kOom;
+      oom_run_ = oom ? oom_run_ + 1 : 0;
+      if (f.status == trial::TrialStatus::kCompleted && f.throughput && (!best_full_ || *f.throughput > *best_full_))
+        best_full_ = f.throughput;
+      const bool measured = f.status == trial::TrialStatus::kCompleted || f.status == trial::TrialStatus::kEarlyStopped ||
+                            f.status == trial::TrialStatus::kInfeasible;
+      if (measured && f.throughput && *f.throughput > 0)
+        throughput_.push_back({*row, *f.throughput, f.throughput_standard_error * f.throughput_standard_error});
+      if (f.peak_memory_bytes && *f.peak_memory_bytes > 0)
+        memory_.push_back({*row, *f.peak_memory_bytes, 0});
+      else if (oom && options_.memory_limit_bytes > 0)  // OPPA: memory is only known to be >= M0
+        memory_.push_back({*row, options_.memory_limit_bytes, 0});
+      // XGBoost learns from failures too (DeepSpeed's autotuner scores them 0).
+      if (!measured || !f.throughput) failures_.push_back(*row);
+      changed_ = true;
+    }
+  }
+
+  // --- Initial designs ---------------------------------------------------------------------------
+
+  Eigen::Index initial_design(const std::vector<bool>& busy, int designs, nlohmann::ordered_json& notes) {
+    const bool seeded = options_.seed_from_prior && prior_ && prior_->absolute && informed();
+    if (seeded && designs < (options_.initial_points + 1) / 2) {
+      if (seed_order_.empty()) seed_order_ = prior_ranking();
+      // The best-predicted point of a parallel-degree group not seeded yet.
+      for (Eigen::Index row : seed_order_) {
+        if (busy[static_cast<std::size_t>(row)] || seeded_groups_.contains(group_of_[static_cast<std::size_t>(row)]))
+          continue;
+        seeded_groups_.insert(group_of_[static_cast<std::size_t>(row)]);
+        notes["source"] = "initial design: the cost model's best prediction of its (dp, tp, pp) group";
+        add_prior_prediction(row, notes);
+        return row;
+      }
+    }
+    notes["source"] = "initial design: weighted random (OPPA App. E.1)";
+    const Eigen::Index row = weighted_random(busy);
+    if (prior_ && prior_->absolute && informed()) add_prior_prediction(row, notes);
+    return row;
+  }
+
+  // Valid points by the prior's predicted throughput at its initial coefficients, fastest first;
+  // points predicted not to fit under M0 go last.
+  std::vector<Eigen::Index> prior_ranking() const {
+    std::vector<Eigen::Index> rows(static_cast<std::size_t>(x_all_.rows()));
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<Eigen::Index>(i);
+    const auto key = [&](Eigen::Index r) {
+      const bool fits = options_.memory_limit_bytes <= 0 ||
+                        prior_->memory.value(r, prior_->memory.initial) <= options_.memory_limit_bytes;
+      return std::make_pair(!fits, prior_->time.value(r, prior_->time.initial));
+    };
+    std::stable_sort(rows.begin(), rows.end(), [&](Eigen::Index a, Eigen::Index b) { return key(a) < key(b); });
+    return rows;
+  }
+
+  void add_prior_prediction(Eigen::Index row, nlohmann::ordered_json& notes) const {
+    notes["prior_throughput"] = 1 / prior_->time.value(row, prior_->time.initial);
+    notes["prior_memory_bytes"] = prior_->memory.value(row, prior_->memory.initial);
+  }
+
+  // App. E.1: a group of parallel degrees uniformly among those with untried points, then a point
+  // of it uniformly.
+  Eigen::Index weighted_random(const std::vector<bool>& busy) {
+    std::vector<std::size_t> open;
+    for (std::size_t g = 0; g < groups_.size(); ++g)
+      if (std::any_of(groups_[g].begin(), groups_[g].end(), [&](Eigen::Index r) { return !busy[static_cast<std::size_t>(r)]; }))
+        open.push_back(g);
+    const std::vector<Eigen::Index>& group = groups_[open[uniform_below(rng_, open.size())]];
+    std::vector<Eigen::Index> free;
+    for (Eigen::Index r : group)
+      if (!busy[static_cast<std::size_t>(r)]) free.push_back(r);
+    return free[uniform_below(rng_, free.size())];
+  }
+
+  // --- Model picks ---------------------------------------------------------------------------------
+
+  Eigen::Index model_pick(const std::vector<Eigen::Index>& untried, const std::vector<Point>& running,
+                          nlohmann::ordered_json& notes) {
+    std::vector<Eigen::Index> candidates = untried;
+    if (static_cast<int>(candidates.size()) > options_.max_candidates) {
+      for (int i = 0; i < options_.max_candidates; ++i)
+        std::swap(candidates[static_cast<std::size_t>(i)],
+                  candidates[static_cast<std::size_t>(i) + uniform_below(rng_, candidates.size() - static_cast<std::size_t>(i))]);
+      candidates.resize(static_cast<std::size_t>(options_.max_candidates));
+    }
+    switch (options_.algorithm) {
+      case Algorithm::kXgboost: return xgboost_pick(candidates, notes);
+      case Algorithm::kCostModel: return cost_model_pick(candidates, notes);
+      default: return ucb_pick(candidates, running, notes);
+    }
+  }
+
+  // The prior's value at a row for fitted log-coefficients (time: seconds -> throughput).
+  [[nodiscard]] double prior_throughput(Eigen::Index row, const std::vector<double>& log_theta) const {
+    double t = 0;
+    for (Eigen::Index k = 0; k < prior_->time.features.cols(); ++k)
+      t += std::exp(log_theta[static_cast<std::size_t>(k)]) * prior_->time.features(row, k);
+    return t > 0 ? 1 / t : 0;
+  }
+  [[nodiscard]] double prior_memory(Eigen::Index row, const std::vector<double>& log_theta) const {
+    double m = 0;
+    for (Eigen::Index k = 0; k < prior_->memory.features.cols(); ++k)
+      m += std::exp(log_theta[static_cast<std::size_t>(k)]) * prior_->memory.features(row, k);
+    if (!prior_->absolute && options_.memory_limit_bytes > 0) m = std::min(m, options_.memory_limit_bytes);  // Eq. 21
+    return m;
+  }
+
+  // Start and bounds of the prior's log-coefficients; a relative prior is scaled so that its
+  // initial coefficients match the median observation.
+  gp::MeanFunction prior_mean(const LinearTerms& terms, const std::vector<Observation>& obs, bool time,
+                              double scale, const std::vector<double>& warm) const {
+    gp::MeanFunction mean;
+    double shift = 0;  // log of the relative prior's scale
+    if (!prior_->absolute) {
+      std::vector<double> ratios;
+      for (const Observation& o : obs) {
+        const double model = terms.value(o.row, terms.initial);
+        if (model > 0) ratios.push_back((time ? 1 / o.value : o.value) / model);
+      }
+      std::nth_element(ratios.begin(), ratios.begin() + static_cast<std::ptrdiff_t>(ratios.size() / 2), ratios.end());
+      shift = ratios.empty() ? 0 : std::log(ratios[ratios.size() / 2]);
+    }
+    for (std::size_t k = 0; k < terms.initial.size(); ++k) {
+      mean.initial.push_back(std::log(terms.initial[k]) + shift);
+      mean.lower.push_back(std::log(terms.lower[k]) + shift);
+      mean.upper.push_back(std::log(terms.upper[k]) + shift);
+    }
+    if (warm.size() == mean.initial.size())
+      for (std::size_t k = 0; k < warm.size(); ++k) mean.initial[k] = std::clamp(warm[k], mean.lower[k], mean.upper[k]);
+    mean.at_observations = [this, &obs, time, scale](const std::vector<double>& log_theta) {
+      Eigen::VectorXd m(static_cast<Eigen::Index>(obs.size()));
+      for (std::size_t i = 0; i < obs.size(); ++i)
+        m(static_cast<Eigen::Index>(i)) =
+            (time ? prior_throughput(obs[i].row, log_theta) : prior_memory(obs[i].row, log_theta)) / scale;
+      return m;
+    };
+    return mean;
+  }
+
+  static gp::MeanFunction constant_mean(std::size_t n, double start) {
+    gp::MeanFunction mean;
+    mean.initial = {start};
+    mean.lower = {0};
+    mean.upper = {2};
+    mean.at_observations = [n](const std::vector<double>& c) { return Eigen::VectorXd::Constant(static_cast<Eigen::Index>(n), c[0]); };
+    return mean;
+  }
+
+  // Fits one GP (OPPA Eq. 23) on observations scaled by their largest value.
+  FittedGp fit(const std::vector<Observation>& obs, bool time, const FittedGp* warm, double noise_floor) {
+    FittedGp out;
+    double largest = 0;
+    for (const Observation& o : obs) largest = std::max(largest, o.value);
+    out.scale = largest > 0 ? largest : 1;
+    const auto n = static_cast<Eigen::Index>(obs.size());
+    Eigen::MatrixXd x(n, embedding_.dimensions());
+    Eigen::VectorXd y(n), noise(n);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const Observation& o = obs[static_cast<std::size_t>(i)];
+      x.row(i) = x_all_.row(o.row);
+      y(i) = o.value / out.scale;
+      noise(i) = std::max(o.noise_variance / (out.scale * out.scale), noise_floor);
+    }
+    gp::MeanFunction mean;
+    if (informed()) {
+      mean = prior_mean(time ? prior_->time : prior_->memory, obs, time, out.scale,
+                        warm ? warm->mean_parameters : std::vector<double>{});
+    } else {
+      mean = constant_mean(obs.size(), warm && !warm->mean_parameters.empty() ? warm->mean_parameters[0] : y.mean());
+    }
+    gp::Hyperparameters start;
+    if (warm) {
+      start = warm->hyper;
+    } else {
+      start.lengthscales = Eigen::VectorXd::Constant(embedding_.dimensions(), 0.5);
+      start.signal_variance = 0.1;
+      start.noise_variance = 1e-4;
+    }
+    gp::FitOptions fo;
+    fo.restarts = options_.fit_restarts;
+    fo.seed = options_.seed + 7919 * static_cast<std::uint64_t>(obs.size()) + (time ? 0 : 1);
+    fo.max_evaluations = 200;
+    const gp::FitResult r = gp::fit(x, y, noise, mean, start, fo);
+    out.hyper = r.hyperparameters;
+    out.mean_parameters = r.mean_parameters;
+    out.log_likelihood = r.log_marginal_likelihood;
+    const Eigen::VectorXd residual = y - mean.at_observations(r.mean_parameters);
+    out.posterior.emplace(out.hyper, x, residual, noise);
+    return out;
+  }
+
+  // The prior mean (scaled) at a row for a fitted GP.
+  [[nodiscard]] double mean_at(const FittedGp& g, Eigen::Index row, bool time) const {
+    if (!informed()) return g.mean_parameters[0];
+    return (time ? prior_throughput(row, g.mean_parameters) : prior_memory(row, g.mean_parameters)) / g.scale;
+  }
+
+  void refit_if_needed() {
+    if (!changed_) return;
+    changed_ = false;
+    const auto t0 = std::chrono::steady_clock::now();
+    throughput_gp_.reset();
+    memory_gp_.reset();
+    if (throughput_.size() >= 2) {
+      // Noise floor: (0.1% of the best throughput)^2 besides each observation's own variance.
+      throughput_gp_ = fit(throughput_, true, last_throughput_ ? &*last_throughput_ : nullptr, 1e-6);
+      last_throughput_ = throughput_gp_;
+    }
+    if (memory_.size() >= 2) {
+      memory_gp_ = fit(memory_, false, last_memory_ ? &*last_memory_ : nullptr, 1e-6);
+      last_memory_ = memory_gp_;
+    }
+    last_fit_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    summarize();
+  }
+
+  // Kriging believer: the posterior with each running point added at its own predicted mean.
+  gp::Posterior believer(const FittedGp& g, const std::vector<Observation>& obs, const std::vector<Point>& running,
+                         bool time) const {
+    std::vector<Eigen::Index> rows;
+    for (const Point& p : running)
+      if (const auto r = index_.find(p)) rows.push_back(*r);
+    const auto n = static_cast<Eigen::Index>(obs.size());
+    const auto m = static_cast<Eigen::Index>(rows.size());
+    Eigen::MatrixXd x(n + m, embedding_.dimensions());
+    Eigen::VectorXd y(n + m), noise(n + m);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const Observation& o = obs[static_cast<std::size_t>(i)];
+      x.row(i) = x_all_.row(o.row);
+      y(i) = o.value / g.scale - mean_at(g, o.row, time);
+      noise(i) = std::max(o.noise_variance / (g.scale * g.scale), 1e-6);
+    }
+    for (Eigen::Index j = 0; j < m; ++j) {
+      x.row(n + j) = x_all_.row(rows[static_cast<std::size_t>(j)]);
+      y(n + j) = g.posterior->predict(x_all_.row(rows[static_cast<std::size_t>(j)]).transpose()).mean;
+      noise(n + j) = 1e-6;
+    }
+    return gp::Posterior(g.hyper, x, y, noise);
+  }
+
+  Eigen::Index ucb_pick(const std::vector<Eigen::Index>& candidates, const std::vector<Point>& running,
+                        nlohmann::ordered_json& notes) {
+    refit_if_needed();
+    if (!throughput_gp_) {  // fewer than two measured trials (everything failed so far): explore
+      notes["source"] = "random: fewer than two trials measured a throughput";
+      std::vector<bool> busy(tried_.size(), true);
+      for (Eigen::Index r : candidates) busy[static_cast<std::size_t>(r)] = false;
+      return weighted_random(busy);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const FittedGp& r_gp = *throughput_gp_;
+    const gp::Posterior r_post = running.empty() ? *r_gp.posterior : believer(r_gp, throughput_, running, true);
+    std::optional<gp::Posterior> m_post;
+    if (memory_gp_) m_post = running.empty() ? *memory_gp_->posterior : believer(*memory_gp_, memory_, running, false);
+
+    const auto n = static_cast<Eigen::Index>(candidates.size());
+    Eigen::MatrixXd x(n, embedding_.dimensions());
+    for (Eigen::Index i = 0; i < n; ++i) x.row(i) = x_all_.row(candidates[static_cast<std::size_t>(i)]);
+    Eigen::VectorXd r_mean, r_var, m_mean, m_var;
+    r_post.predict(x, r_mean, r_var);
+    if (m_post) m_post->predict(x, m_mean, m_var);
+
+    const double limit = options_.memory_limit_bytes;
+    Eigen::Index best = 0;
+    double best_score = -HUGE_VAL;
+    struct Chosen {
+      double mu = 0, sd = 0, m_mu = 0, m_sd = 0, p_fit = 1, score = 0;
+    } chosen;
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const Eigen::Index row = candidates[static_cast<std::size_t>(i)];
+      const double mu = mean_at(r_gp, row, true) + r_mean(i);
+      const double sd = std::sqrt(std::max(r_var(i), 0.0));
+      double p_fit = 1, m_mu = 0, m_sd = 0;
+      if (limit > 0 && m_post) {
+        m_mu = (mean_at(*memory_gp_, row, false) + m_mean(i)) * memory_gp_->scale;
+        m_sd = std::sqrt(std::max(m_var(i), 0.0)) * memory_gp_->scale;
+        p_fit = normal_cdf((limit - m_mu) / std::max(m_sd, 1e-9 * limit));
+      } else if (limit > 0 && prior_ && prior_->absolute && informed()) {
+        // No memory model yet: the calibrated prior with a 10%-of-the-limit spread.
+        m_mu = prior_->memory.value(row, prior_->memory.initial);
+        m_sd = 0.1 * limit;
+        p_fit = normal_cdf((limit - m_mu) / m_sd);
+      }
+      const double score = (mu + options_.beta * sd) * p_fit;
+      if (score > best_score) {
+        best_score = score;
+        best = row;
+        chosen = {mu, sd, m_mu, m_sd, p_fit, score};
+      }
+    }
+    last_acquisition_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    notes["source"] = running.empty() ? "constrained UCB (Eq. 4)" : "constrained UCB (Eq. 4), kriging believer for the running trials";
+    notes["predicted_throughput"] = chosen.mu * r_gp.scale;
+    notes["predicted_throughput_sd"] = chosen.sd * r_gp.scale;
+    if (informed()) notes["prior_throughput"] = mean_at(r_gp, best, true) * r_gp.scale;
+    if (limit > 0 && chosen.m_mu > 0) {
+      notes["predicted_memory_bytes"] = chosen.m_mu;
+      notes["predicted_memory_sd"] = chosen.m_sd;
+    }
+    notes["p_fit"] = chosen.p_fit;
+    notes["acquisition"] = chosen.score * r_gp.scale;
+    notes["fit_ms"] = last_fit_ms_;
+    notes["acquisition_ms"] = last_acquisition_ms_;
+    notes["candidates"] = n;
+    return best;
+  }
+
+  // costmodel: least squares of log throughput and log memory over the prior's log-coefficients.
+  std::vector<double> least_squares(const LinearTerms& terms, const std::vector<Observation>& obs, bool time) const {
+    gp::MeanFunction start = prior_mean(terms, obs, time, 1, {});
+    if (obs.empty()) return start.initial;
+    nlopt::opt optimizer(nlopt::LN_BOBYQA, static_cast<unsigned>(start.initial.size()));
+    optimizer.set_lower_bounds(start.lower);
+    optimizer.set_upper_bounds(start.upper);
+    struct Data {
+      const ModelSearch* self;
+      const std::vector<Observation>* obs;
+      bool time;
+    } data{this, &obs, time};
+    optimizer.set_min_objective(
+        [](const std::vector<double>& u, std::vector<double>&, void* p) {
+          const Data& d = *static_cast<Data*>(p);
+          double sum = 0;
+          for (const Observation& o : *d.obs) {
+            const double model = d.time ? d.self->prior_throughput(o.row, u) : d.self->prior_memory(o.row, u);
+            const double e = std::log(std::max(model, 1e-300)) - std::log(o.value);
+            sum += e * e;
+          }
+          return sum;
+        },
+        &data);
+    optimizer.set_maxeval(2000);
+    optimizer.set_xtol_rel(1e-6);
+    std::vector<double> u = start.initial;
+    double value = 0;
+    try {
+      optimizer.optimize(u, value);
+    } catch (const std::exception&) {
+      // keep the point reached
+    }
+    return u;
+  }
+
+  Eigen::Index cost_model_pick(const std::vector<Eigen::Index>& candidates, nlohmann::ordered_json& notes) {
+    const std::vector<double> time_theta = least_squares(prior_->time, throughput_, true);
+    const std::vector<double> memory_theta = least_squares(prior_->memory, memory_, false);
+    const double limit = options_.memory_limit_bytes;
+    Eigen::Index best = candidates.front();
+    std::pair<bool, double> best_key{false, -1};
+    for (Eigen::Index row : candidates) {
+      const bool fits = limit <= 0 || prior_memory(row, memory_theta) <= limit;
+      const std::pair<bool, double> key{fits, prior_throughput(row, time_theta)};
+      if (key > best_key) {
+        best_key = key;
+        best = row;
+      }
+    }
+    notes["source"] = "the fitted cost model's best prediction";
+    notes["predicted_throughput"] = best_key.second;
+    notes["predicted_memory_bytes"] = prior_memory(best, memory_theta);
+    summary_ = {{"prior", prior_->name},
+                {"throughput_coefficients", coefficients(prior_->time, time_theta)},
+                {"memory_coefficients", coefficients(prior_->memory, memory_theta)}};
+    return best;
+  }
+
+  Eigen::Index xgboost_pick(const std::vector<Eigen::Index>& candidates, nlohmann::ordered_json& notes) {
+    const auto n = static_cast<Eigen::Index>(throughput_.size() + failures_.size());
+    Eigen::MatrixXd x(n, embedding_.dimensions());
+    Eigen::VectorXd y(n);
+    Eigen::Index i = 0;
+    for (const Observation& o : throughput_) {
+      x.row(i) = x_all_.row(o.row);
+      y(i++) = o.value;
+    }
+    for (Eigen::Index row : failures_) {
+      x.row(i) = x_all_.row(row);
+      y(i++) = 0;
+    }
+    Eigen::MatrixXd query(static_cast<Eigen::Index>(candidates.size()), embedding_.dimensions());
+    for (std::size_t c = 0; c < candidates.size(); ++c) query.row(static_cast<Eigen::Index>(c)) = x_all_.row(candidates[c]);
+    const Eigen::VectorXd predicted = xgboost_fit_predict(x, y, query, options_.seed + static_cast<std::uint64_t>(n));
+    Eigen::Index best = 0;
+    predicted.maxCoeff(&best);
+    notes["source"] = "XGBoost's best prediction";
+    notes["predicted_throughput"] = predicted(best);
+    return candidates[static_cast<std::size_t>(best)];
+  }
+
+  // --- What is stored with the study --------------------------------------------------------------
+
+  [[nodiscard]] nlohmann::ordered_json coefficients(const LinearTerms& terms, const std::vector<double>& log_theta) const {
+    nlohmann::ordered_json c = nlohmann::ordered_json::object();
+    for (std::size_t k = 0; k < terms.names.size(); ++k) c[terms.names[k]] = std::exp(log_theta[k]);
+    return c;
+  }
+
+  [[nodiscard]] nlohmann::ordered_json describe(const FittedGp& g, bool time) const {
+    nlohmann::ordered_json out;
+    nlohmann::ordered_json lengthscales = nlohmann::ordered_json::object();
+    for (std::size_t d = 0; d < space_.parameters().size(); ++d)
+      lengthscales[space_.parameters()[d].name] = g.hyper.lengthscales(static_cast<Eigen::Index>(d));
+    out["lengthscales"] = lengthscales;
+    out["signal_variance"] = g.hyper.signal_variance * g.scale * g.scale;
+    out["noise_variance"] = g.hyper.noise_variance * g.scale * g.scale;
+    out["log_marginal_likelihood"] = g.log_likelihood;
+    if (informed())
+      out["prior_coefficients"] = coefficients(time ? prior_->time : prior_->memory, g.mean_parameters);
+    else
+      out["constant_mean"] = g.mean_parameters[0] * g.scale;
+    return out;
+  }
+
+  void summarize() {
+    summary_ = nlohmann::ordered_json::object();
+    summary_["algorithm"] = name();
+    summary_["prior"] = informed() ? prior_->name : "constant";
+    if (informed() && prior_->absolute) summary_["prior_note"] = "a coefficient of 1 is the calibrated cost model";
+    summary_["throughput_observations"] = throughput_.size();
+    summary_["memory_observations"] = memory_.size();
+    if (throughput_gp_) summary_["throughput"] = describe(*throughput_gp_, true);
+    if (memory_gp_) summary_["memory"] = describe(*memory_gp_, false);
+    summary_["fit_ms"] = last_fit_ms_;
+  }
+
+  const SearchSpace& space_;
+  BayesOptions options_;
+  std::optional<Prior> prior_;
+  Embedding embedding_;
+  PointIndex index_;
+  std::mt19937_64 rng_;
+  Eigen::MatrixXd x_all_;                          // embedding of every valid point
+  std::vector<int> group_of_;                      // E.1 group of every valid point
+  std::vector<std::vector<Eigen::Index>> groups_;
+  std::vector<bool> tried_;                        // finished (never proposed again)
+  std::size_t seen_ = 0;                           // finished trials taken in
+  std::vector<Observation> throughput_, memory_;
+  std::vector<Eigen::Index> failures_;
+  int oom_run_ = 0;
+  std::optional<double> best_full_;
+  bool changed_ = false;
+  std::optional<FittedGp> throughput_gp_, memory_gp_, last_throughput_, last_memory_;
+  double last_fit_ms_ = 0, last_acquisition_ms_ = 0;
+  std::vector<Eigen::Index> seed_order_;
+  std::set<int> seeded_groups_;
+  std::map<Point, nlohmann::ordered_json> notes_;
+  nlohmann::ordered_json summary_ = nlohmann::ordered_json::object();
+};
+
+}  // namespace
+
+std::unique_ptr<SearchAlgorithm> make_model_search(const SearchSpace& space, std::optional<Prior> prior,
+                                                   const BayesOptions& options) {
+  validate(options);
+  const Algorithm a = options.algorithm;
+  if (a == Algorithm::kGrid || a == Algorithm::kRandom)
+    throw Error(fmt::format("make_model_search: {} is not model-based (tune::make_search)", to_string(a)));
+  if ((a == Algorithm::kOppa || a == Algorithm::kCostModel) && !prior) prior = simple_prior(space);
+  if (a == Algorithm::kBo || a == Algorithm::kXgboost) prior.reset();
+  return std::make_unique<ModelSearch>(space, std::move(prior), options);
+}
+
+}  // namespace paratune::tune
