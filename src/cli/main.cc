@@ -474,6 +474,8 @@ int run_study_show(const std::string& path, const std::string& name, bool json) 
   if (json) {
     nlohmann::ordered_json j{{"study", study->name}, {"config", identity}};
     j.update(trials_json(trials, best));
+    j["model"] = study->model_json.empty() ? nlohmann::ordered_json(nullptr)
+                                           : nlohmann::ordered_json::parse(study->model_json, nullptr, false);
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -482,6 +484,8 @@ int run_study_show(const std::string& path, const std::string& name, bool json) 
     std::cout << fmt::format("command: {}\nsteps per trial: {}\n\n", identity["command"].get<std::string>(),
                              identity["steps"].dump());
   std::cout << format_trials(trials, best);
+  if (const std::string predictions = format_predictions(trials); !predictions.empty()) std::cout << "\n" << predictions;
+  if (const std::string model = format_model(study->model_json); !model.empty()) std::cout << "\n" << model;
   return 0;
 }
 

@@ -94,7 +94,73 @@ nlohmann::ordered_json to_json(const store::StoredTrial& t) {
           {"started_unix_s", t.started_unix_s},
           {"ended_unix_s", t.ended_unix_s},
           {"dir", t.dir},
-          {"command", t.command}};
+          {"command", t.command},
+          {"prediction", t.prediction_json.empty() ? nlohmann::ordered_json(nullptr)
+                                                   : nlohmann::ordered_json::parse(t.prediction_json, nullptr, false)}};
+}
+
+std::string format_predictions(const std::vector<store::StoredTrial>& trials) {
+  std::string out;
+  for (const store::StoredTrial& t : trials) {
+    if (t.prediction_json.empty()) continue;
+    const nlohmann::ordered_json p = nlohmann::ordered_json::parse(t.prediction_json, nullptr, false);
+    if (!p.is_object()) continue;
+    const auto number = [&](const char* key) -> std::optional<double> {
+      if (p.contains(key) && p[key].is_number()) return p[key].get<double>();
+      return std::nullopt;
+    };
+    std::string predicted = "-", error = "";
+    if (const auto mu = number("predicted_throughput")) {
+      const auto sd = number("predicted_throughput_sd");
+      predicted = sd ? fmt::format("{:.4g} +- {:.2g}", *mu, *sd) : fmt::format("{:.4g}", *mu);
+      if (t.throughput && *t.throughput > 0) error = fmt::format("{:+.1f}%", 100 * (*mu - *t.throughput) / *t.throughput);
+    } else if (const auto prior = number("prior_throughput")) {
+      predicted = fmt::format("{:.4g} (prior)", *prior);
+      if (t.throughput && *t.throughput > 0) error = fmt::format("{:+.1f}%", 100 * (*prior - *t.throughput) / *t.throughput);
+    }
+    std::string memory = "-";
+    const auto m = number("predicted_memory_bytes") ? number("predicted_memory_bytes") : number("prior_memory_bytes");
+    if (m) memory = units::format_bytes(*m);
+    const std::string measured_memory = t.peak_memory_bytes ? units::format_bytes(*t.peak_memory_bytes) : "-";
+    const std::string p_fit = number("p_fit") ? fmt::format("{:.2f}", *number("p_fit")) : "";
+    const std::string source = p.contains("source") && p["source"].is_string() ? p["source"].get<std::string>() : "";
+    out += fmt::format("{:>5}  {:<13} {:>22} {:>12} {:>8}  {:>10} {:>10} {:>5}  {}\n", t.number, t.status, predicted,
+                       throughput_text(t), error, memory, measured_memory, p_fit, source);
+  }
+  if (out.empty()) return out;
+  return fmt::format("predicted vs measured (throughput in steps/s; memory = peak per GPU):\n{:>5}  {:<13} {:>22} {:>12} "
+                     "{:>8}  {:>10} {:>10} {:>5}  {}\n",
+                     "trial", "status", "predicted", "measured", "error", "pred. mem", "meas. mem", "P(fit)", "why chosen") +
+         out;
+}
+
+std::string format_model(const std::string& model_json) {
+  const nlohmann::ordered_json m = nlohmann::ordered_json::parse(model_json, nullptr, false);
+  if (!m.is_object() || m.empty()) return "";
+  std::string out = fmt::format("fitted model ({} search, prior: {}):\n", m.value("algorithm", "?"), m.value("prior", "?"));
+  for (const char* which : {"throughput", "memory"}) {
+    if (!m.contains(which)) continue;
+    const nlohmann::ordered_json& g = m[which];
+    // Shortest first: a short lengthscale means the quantity changes quickly along that knob (OPPA Table 5).
+    std::vector<std::pair<double, std::string>> ls;
+    for (const auto& [name, value] : g["lengthscales"].items()) ls.emplace_back(value.get<double>(), name);
+    std::sort(ls.begin(), ls.end());
+    out += fmt::format("  {} GP, learned lengthscales (shortest = matters most):", which);
+    for (const auto& [value, name] : ls) out += fmt::format(" {} {:.3g}", name, value);
+    out += "\n";
+    if (g.contains("prior_coefficients")) {
+      out += "    prior coefficients:";
+      for (const auto& [name, value] : g["prior_coefficients"].items()) out += fmt::format(" {} {:.3g}", name, value.get<double>());
+      out += "\n";
+    }
+  }
+  if (m.contains("throughput_coefficients")) {  // costmodel: the fitted cost model alone
+    out += "  throughput coefficients:";
+    for (const auto& [name, value] : m["throughput_coefficients"].items()) out += fmt::format(" {} {:.3g}", name, value.get<double>());
+    out += "\n";
+  }
+  if (m.contains("prior_note")) out += fmt::format("  ({})\n", m["prior_note"].get<std::string>());
+  return out;
 }
 
 nlohmann::ordered_json trials_json(const std::vector<store::StoredTrial>& trials, std::optional<std::size_t> best) {

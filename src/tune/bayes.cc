@@ -19,6 +19,14 @@ namespace {
 
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
 
+// An out-of-memory trial's peak is unknown but above the limit M0: it is observed at 1.05 x M0, so
+// that its neighbours come out above the limit rather than exactly at it.
+constexpr double kOomMemoryFactor = 1.05;
+// The memory model's predictive spread is at least 5% of the limit when judging P(fit): allocator
+// behaviour, fragmentation and buffers vary in ways a GP fitted on a handful of trials cannot see,
+// and an overconfident P(fit) sends the search into a streak of OOMs.
+constexpr double kMemorySpreadFloor = 0.05;
+
 // The parameters whose combinations E.1 weighs equally.
 const std::set<std::string, std::less<>> kDegreeNames{"dp", "tp", "pp", "cp", "ep"};
 
@@ -148,8 +156,8 @@ class ModelSearch final : public SearchAlgorithm {
         throughput_.push_back({*row, *f.throughput, f.throughput_standard_error * f.throughput_standard_error});
       if (f.peak_memory_bytes && *f.peak_memory_bytes > 0)
         memory_.push_back({*row, *f.peak_memory_bytes, 0});
-      else if (oom && options_.memory_limit_bytes > 0)  // OPPA: memory is only known to be >= M0
-        memory_.push_back({*row, options_.memory_limit_bytes, 0});
+      else if (oom && options_.memory_limit_bytes > 0)  // only known to be above M0 (OPPA clips it there)
+        memory_.push_back({*row, kOomMemoryFactor * options_.memory_limit_bytes, 0});
       // XGBoost learns from failures too (DeepSpeed's autotuner scores them 0).
       if (!measured || !f.throughput) failures_.push_back(*row);
       changed_ = true;
@@ -413,11 +421,11 @@ class ModelSearch final : public SearchAlgorithm {
       if (limit > 0 && m_post) {
         m_mu = (mean_at(*memory_gp_, row, false) + m_mean(i)) * memory_gp_->scale;
         m_sd = std::sqrt(std::max(m_var(i), 0.0)) * memory_gp_->scale;
-        p_fit = normal_cdf((limit - m_mu) / std::max(m_sd, 1e-9 * limit));
+        p_fit = normal_cdf((limit - m_mu) / std::hypot(m_sd, kMemorySpreadFloor * limit));
       } else if (limit > 0 && prior_ && prior_->absolute && informed()) {
-        // No memory model yet: the calibrated prior with a 10%-of-the-limit spread.
+        // No memory model yet: the calibrated prior, with twice the spread floor.
         m_mu = prior_->memory.value(row, prior_->memory.initial);
-        m_sd = 0.1 * limit;
+        m_sd = 2 * kMemorySpreadFloor * limit;
         p_fit = normal_cdf((limit - m_mu) / m_sd);
       }
       const double score = (mu + options_.beta * sd) * p_fit;

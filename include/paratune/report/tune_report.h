@@ -14,8 +14,16 @@ namespace paratune {
 
 // A trial as JSON: number, params (object), status, reason, throughput (steps/s or null),
 // throughput_ci ([low, high] or null), step_time_s (1 / throughput), peak_memory_bytes, steps,
-// malformed_lines, exit_code, exit_signal, started_unix_s, ended_unix_s, dir, command.
+// malformed_lines, exit_code, exit_signal, started_unix_s, ended_unix_s, dir, command, prediction
+// (what a model-based search predicted and why it chose the trial, or null).
 nlohmann::ordered_json to_json(const store::StoredTrial& trial);
+
+// Predicted vs measured throughput and memory of every trial a model-based search predicted
+// (empty when none did).
+std::string format_predictions(const std::vector<store::StoredTrial>& trials);
+// A study's fitted model: learned lengthscales (shortest first) and prior coefficients; empty when
+// there is none.
+std::string format_model(const std::string& model_json);
 
 // {"best": {"number", "params", "throughput", "throughput_ci", "peak_memory_bytes", "command"} or
 // null, "trials": [...], "status_counts": {...}}.
