@@ -1,5 +1,6 @@
 // End-to-end: `paratune tune` and `paratune study show` with real trial processes
 // (tests/trial/fake_trial.cc), including a controller killed with SIGKILL and resumed.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <signal.h>
@@ -223,6 +224,65 @@ TEST(TuneCli, BadInputExitsTwoBeforeAnythingRuns) {
   r = run("study show " + (dir / "missing.db").string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("missing.db"), std::string::npos) << r.output;
+}
+
+}  // namespace
+
+namespace {
+
+// Every search algorithm end to end on the simulated cluster's trial program (bench/simcluster):
+// real processes, the study file, `study show`.
+TEST(TuneCli, EveryAlgorithmRunsOnTheSimulatedCluster) {
+  const std::string scenarios = std::string(PARATUNE_SOURCE_DIR) + "/bench/simcluster/scenarios";
+  for (const char* algo : {"grid", "random", "bo", "xgboost", "costmodel", "oppa"}) {
+    const std::filesystem::path dir = fresh_dir(std::string("sim_") + algo);
+    const std::string study = (dir / "s.db").string();
+    const Result r = run(fmt::format(
+        "tune --space {0}/llama3-1b-3080.space.yaml --model {0}/llama3-1b.yaml --cluster {0}/rtx3080-16.yaml "
+        "--seq-len 1024 --global-batch 64 --algo {1} --seed 2 --initial 3 --steps 10 --max-trials 12 "
+        "--command '{2} --scenario llama3-1b-3080 --time-scale 0.0002' --study {3} --json",
+        scenarios, algo, PARATUNE_SIM_TRIAL, study));
+    ASSERT_EQ(r.exit_code, 0) << algo << "\n" << r.output;
+    const auto json_start = r.output.find("{\n");
+    ASSERT_NE(json_start, std::string::npos) << r.output;
+    const nlohmann::json j = nlohmann::json::parse(r.output.substr(json_start));
+    EXPECT_EQ(j["trials"].size(), 12u) << algo;
+    EXPECT_TRUE(j["best"].is_object()) << algo;
+    int predicted = 0, early = 0;
+    for (const auto& t : j["trials"]) {
+      predicted += !t["prediction"].is_null();
+      early += t["status"] == "early-stopped";
+    }
+    const bool model_based = std::string(algo) != "grid" && std::string(algo) != "random";
+    // After the 3 initial designs every model pick carries its prediction (plan-seeded designs too).
+    if (model_based) EXPECT_GE(predicted, 9) << algo;
+    else EXPECT_EQ(predicted, 0) << algo;
+    if (std::string(algo) != "oppa") EXPECT_EQ(early, 0) << algo;  // only oppa stops trials early
+    if (std::string(algo) == "oppa") {
+      EXPECT_GT(early, 0) << r.output;
+      const Result show = run("study show " + study);
+      ASSERT_EQ(show.exit_code, 0) << show.output;
+      EXPECT_NE(show.output.find("predicted vs measured"), std::string::npos) << show.output;
+      EXPECT_NE(show.output.find("learned lengthscales"), std::string::npos) << show.output;
+      EXPECT_NE(show.output.find("prior coefficients"), std::string::npos) << show.output;
+    }
+  }
+}
+
+TEST(TuneCli, ModelSearchFlagsAreChecked) {
+  const std::filesystem::path dir = fresh_dir("bad_bayes");
+  write(dir / "space.yaml", "parameters:\n  dp: [1, 2]\n");
+  const std::string base = fmt::format("tune --space {} --command 'true' --study {} ", (dir / "space.yaml").string(),
+                                       (dir / "s.db").string());
+  Result r = run(base + "--algo oppa --min-steps 0");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--min-steps 0"), std::string::npos) << r.output;
+  r = run(base + "--algo oppa --seed-from-plan");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--seed-from-plan"), std::string::npos) << r.output;
+  r = run(base + "--algo hyperband");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("oppa"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "paratune/store/study_store.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -118,6 +119,52 @@ TEST(StudyStore, SigkillOfTheWriterLosesNoFinishedTrial) {
   }
   EXPECT_EQ(trials[20].status, "running");
   EXPECT_EQ(store.mark_running_interrupted(study), 1);
+}
+
+}  // namespace
+}  // namespace paratune::store
+
+namespace paratune::store {
+namespace {
+
+TEST(StudyStore, KeepsPredictionsAndTheModel) {
+  StudyStore store(fresh_file("prediction.db"));
+  const std::int64_t study = store.open_study("main", "{}");
+  const auto [id, number] = store.begin_trial(study, R"({"dp":2})", "{}", "cmd", "/tmp/t");
+  store.set_prediction(id, R"({"predicted_throughput":1.5})");
+  store.set_model(study, R"({"algorithm":"oppa"})");
+  EXPECT_EQ(store.trial(id).prediction_json, R"({"predicted_throughput":1.5})");
+  EXPECT_EQ(store.studies().front().model_json, R"({"algorithm":"oppa"})");
+}
+
+// A study file written by schema version 1 (before predictions) opens and gains the new columns.
+TEST(StudyStore, UpgradesVersionOneFiles) {
+  const std::filesystem::path file = fresh_file("v1.db");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
+  const char* v1 =
+      "CREATE TABLE studies (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, created_unix_s REAL NOT NULL, "
+      "config_json TEXT NOT NULL);"
+      "CREATE TABLE trials (id INTEGER PRIMARY KEY, study_id INTEGER NOT NULL REFERENCES studies(id), number INTEGER NOT "
+      "NULL, params_json TEXT NOT NULL, config_json TEXT NOT NULL, command TEXT NOT NULL, dir TEXT NOT NULL, status TEXT "
+      "NOT NULL, started_unix_s REAL NOT NULL, ended_unix_s REAL, exit_code INTEGER, exit_signal INTEGER, reason TEXT, "
+      "stdout_path TEXT, stderr_path TEXT, steps INTEGER NOT NULL DEFAULT 0, throughput REAL, throughput_variance REAL, "
+      "throughput_ci_low REAL, throughput_ci_high REAL, peak_memory_bytes REAL, malformed_lines INTEGER NOT NULL DEFAULT "
+      "0, UNIQUE (study_id, number));"
+      "INSERT INTO studies VALUES (1, 'old', 0, '{}');"
+      "INSERT INTO trials (study_id, number, params_json, config_json, command, dir, status, started_unix_s) "
+      "VALUES (1, 1, '{\"dp\":1}', '{}', 'cmd', '/tmp', 'completed', 0);"
+      "PRAGMA user_version=1;";
+  ASSERT_EQ(sqlite3_exec(db, v1, nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  StudyStore store(file);
+  const std::vector<StoredTrial> trials = store.trials(1);
+  ASSERT_EQ(trials.size(), 1u);
+  EXPECT_EQ(trials[0].params_json, R"({"dp":1})");
+  EXPECT_EQ(trials[0].prediction_json, "");
+  store.set_prediction(trials[0].id, "{}");
+  store.set_model(1, "{}");
+  EXPECT_EQ(store.studies().front().model_json, "{}");
 }
 
 }  // namespace
