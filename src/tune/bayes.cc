@@ -219,6 +219,13 @@ class ModelSearch final : public SearchAlgorithm {
     return free[uniform_below(rng_, free.size())];
   }
 
+  // E.1's weighted random choice restricted to `candidates`.
+  Eigen::Index random_among(const std::vector<Eigen::Index>& candidates) {
+    std::vector<bool> busy(tried_.size(), true);
+    for (Eigen::Index r : candidates) busy[static_cast<std::size_t>(r)] = false;
+    return weighted_random(busy);
+  }
+
   // --- Model picks ---------------------------------------------------------------------------------
 
   Eigen::Index model_pick(const std::vector<Eigen::Index>& untried, const std::vector<Point>& running,
@@ -390,9 +397,7 @@ class ModelSearch final : public SearchAlgorithm {
     refit_if_needed();
     if (!throughput_gp_) {  // fewer than two measured trials (everything failed so far): explore
       notes["source"] = "random: fewer than two trials measured a throughput";
-      std::vector<bool> busy(tried_.size(), true);
-      for (Eigen::Index r : candidates) busy[static_cast<std::size_t>(r)] = false;
-      return weighted_random(busy);
+      return random_among(candidates);
     }
     const auto t0 = std::chrono::steady_clock::now();
     const FittedGp& r_gp = *throughput_gp_;
@@ -513,6 +518,10 @@ class ModelSearch final : public SearchAlgorithm {
 
   Eigen::Index xgboost_pick(const std::vector<Eigen::Index>& candidates, nlohmann::ordered_json& notes) {
     const auto n = static_cast<Eigen::Index>(throughput_.size() + failures_.size());
+    if (n < 2) {  // nothing to learn from yet (e.g. --parallel with every design still running)
+      notes["source"] = "random: fewer than two trials finished";
+      return random_among(candidates);
+    }
     Eigen::MatrixXd x(n, embedding_.dimensions());
     Eigen::VectorXd y(n);
     Eigen::Index i = 0;

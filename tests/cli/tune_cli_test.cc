@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "cli_util.h"
@@ -266,6 +267,26 @@ TEST(TuneCli, EveryAlgorithmRunsOnTheSimulatedCluster) {
       EXPECT_NE(show.output.find("learned lengthscales"), std::string::npos) << show.output;
       EXPECT_NE(show.output.find("prior coefficients"), std::string::npos) << show.output;
     }
+  }
+}
+
+// Batches: more slots than finished designs (the model has nothing to learn from yet) and the
+// kriging believer with trials running.
+TEST(TuneCli, ModelSearchesRunTrialsInParallel) {
+  const std::string scenarios = std::string(PARATUNE_SOURCE_DIR) + "/bench/simcluster/scenarios";
+  for (const char* algo : {"xgboost", "oppa", "costmodel"}) {
+    const std::filesystem::path dir = fresh_dir(std::string("parallel_") + algo);
+    const Result r = run(fmt::format(
+        "tune --space {0}/qwen2-a5000.space.yaml --model qwen2-1.5b --cluster {0}/a5000-8.yaml --seq-len 1024 "
+        "--global-batch 64 --algo {1} --initial 2 --parallel 3 --steps 8 --max-trials 9 "
+        "--command '{2} --scenario qwen2-a5000 --time-scale 0.0005' --study {3} --json",
+        scenarios, algo, PARATUNE_SIM_TRIAL, (dir / "s.db").string()));
+    ASSERT_EQ(r.exit_code, 0) << algo << "\n" << r.output;
+    const nlohmann::json j = nlohmann::json::parse(r.output.substr(r.output.find("{\n")));
+    std::set<std::string> points;
+    for (const auto& t : j["trials"]) points.insert(t["params"].dump());
+    EXPECT_EQ(points.size(), j["trials"].size()) << algo;  // no point twice
+    EXPECT_EQ(j["trials"].size(), 9u) << algo;
   }
 }
 
