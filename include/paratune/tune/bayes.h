@@ -70,8 +70,8 @@ void validate(const BayesOptions& options);
 // the steps reported so far; `best_full` the best completed trial's throughput (nullopt: none yet).
 bool stop_early(std::span<const double> step_times_s, std::optional<double> best_full, int min_steps, double z);
 
-// The search for options.algorithm. `prior`: required for kCostModel and kOppa unless absent, in
-// which case OPPA's App. D prior (simple_prior) is used; ignored by kBo and kXgboost.
+// The search for options.algorithm. `prior` is used by kOppa and kCostModel (when absent they use
+// OPPA's App. D prior, simple_prior) and ignored by kBo and kXgboost.
 std::unique_ptr<SearchAlgorithm> make_model_search(const SearchSpace& space, std::optional<Prior> prior,
                                                    const BayesOptions& options);
 
