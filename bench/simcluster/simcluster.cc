@@ -20,16 +20,6 @@ constexpr double kZeroBucketLaunchS = 25e-6;  // per ZeRO gather/scatter bucket
 constexpr double kSmallBucketOverlapPenalty = 1.03;
 constexpr double kAllocatorOverhead = 1.04;
 
-double number(const tune::SearchSpace& space, const tune::Point& point, const std::string& name, double fallback) {
-  const auto& params = space.parameters();
-  for (std::size_t i = 0; i < params.size(); ++i)
-    if (params[i].name == name) {
-      const nlohmann::json& v = params[i].values[static_cast<std::size_t>(point[i])];
-      return v.is_boolean() ? (v.get<bool>() ? 1 : 0) : v.get<double>();
-    }
-  return fallback;
-}
-
 TrainingSpec training(int seq_len, int global_batch) {
   TrainingSpec t;
   t.seq_len = seq_len;
@@ -84,8 +74,8 @@ Truth ground_truth(const World& w, const tune::Point& point) {
   const Scenario& s = w.scenario;
   ParallelConfig config;
   Estimate e;
-  const double dp_bucket = number(w.space, point, "dp_bucket_mb", 64) * kMiB;
-  const double zero_bucket = number(w.space, point, "zero_bucket_mb", 64) * kMiB;
+  const double dp_bucket = tune::parameter_number(w.space, point, {"dp_bucket_mb"}, 64) * kMiB;
+  const double zero_bucket = tune::parameter_number(w.space, point, {"zero_bucket_mb"}, 64) * kMiB;
   try {
     config = tune::parallel_config_of(w.space, point, s.training);
     // The overlap flag that helps only sometimes: with small buckets the overlapped reduction

@@ -26,20 +26,6 @@ bool config_key(const std::string& name) {
   return keys.contains(name);
 }
 
-// The value of a numeric parameter, or `fallback` when the space has no such parameter.
-double number(const SearchSpace& space, const Point& point, std::initializer_list<const char*> names,
-              double fallback) {
-  const auto& params = space.parameters();
-  for (std::size_t i = 0; i < params.size(); ++i)
-    for (const char* n : names)
-      if (params[i].name == n) {
-        const nlohmann::json& v = params[i].values[static_cast<std::size_t>(point[i])];
-        if (v.is_number()) return v.get<double>();
-        if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
-      }
-  return fallback;
-}
-
 // The median of each column: the features of points the cost model cannot evaluate.
 Eigen::RowVectorXd median_row(const Eigen::MatrixXd& m, const std::vector<bool>& ok) {
   Eigen::RowVectorXd out = Eigen::RowVectorXd::Zero(m.cols());
@@ -55,6 +41,19 @@ Eigen::RowVectorXd median_row(const Eigen::MatrixXd& m, const std::vector<bool>&
 }
 
 }  // namespace
+
+double parameter_number(const SearchSpace& space, const Point& point, std::initializer_list<const char*> names,
+                        double fallback) {
+  const auto& params = space.parameters();
+  for (std::size_t i = 0; i < params.size(); ++i)
+    for (const char* n : names)
+      if (params[i].name == n) {
+        const nlohmann::json& v = params[i].values[static_cast<std::size_t>(point[i])];
+        if (v.is_number()) return v.get<double>();
+        if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
+      }
+  return fallback;
+}
 
 Embedding::Embedding(const SearchSpace& space) {
   for (const Parameter& p : space.parameters()) {
@@ -122,7 +121,7 @@ ParallelConfig parallel_config_of(const SearchSpace& space, const Point& point, 
     const std::string& w = words.at(p.name);
     std::string key = p.name, value = w;
     if (kMicrobatchNames.contains(p.name)) {
-      microbatches = static_cast<int>(number(space, point, {p.name.c_str()}, 1));
+      microbatches = static_cast<int>(parameter_number(space, point, {p.name.c_str()}, 1));
       continue;
     }
     if (kChunkNames.contains(p.name)) key = "vpp";
@@ -216,13 +215,13 @@ Prior simple_prior(const SearchSpace& space) {
   const auto ring = [](double d) { return (d - 1) / d; };  // Eq. 11's (D-1)/D
   for (Eigen::Index i = 0; i < n; ++i) {
     const Point& p = points[static_cast<std::size_t>(i)];
-    const double dp = number(space, p, {"dp"}, 1), tp = number(space, p, {"tp"}, 1), pp = number(space, p, {"pp"}, 1);
-    const double cp = number(space, p, {"cp"}, 1);
-    const double mb = std::max(1.0, number(space, p, {"mb", "microbatches"}, 1));
-    const double mc = std::max(1.0, number(space, p, {"mc", "chunks", "vpp"}, 1));
-    const double zero = number(space, p, {"zero"}, 0);
+    const double dp = parameter_number(space, p, {"dp"}, 1), tp = parameter_number(space, p, {"tp"}, 1), pp = parameter_number(space, p, {"pp"}, 1);
+    const double cp = parameter_number(space, p, {"cp"}, 1);
+    const double mb = std::max(1.0, parameter_number(space, p, {"mb", "microbatches"}, 1));
+    const double mc = std::max(1.0, parameter_number(space, p, {"mc", "chunks", "vpp"}, 1));
+    const double zero = parameter_number(space, p, {"zero"}, 0);
     const double gpus = std::max(1.0, dp * tp * pp * cp);
-    const double ckpt = number(space, p, {"ckpt", "checkpointing"}, 0);
+    const double ckpt = parameter_number(space, p, {"ckpt", "checkpointing"}, 0);
     // Eq. 10, with full recomputation adding one forward (of forward + backward = 3 forwards).
     const double compute = (mb + (pp - 1) / mc) / gpus * (1 + ckpt / 3);
     const double lambda_z = zero >= 3 ? 1.5 : 1.0;  // Eq. 12's ZeRO fudge: ZeRO-3 gathers parameters twice

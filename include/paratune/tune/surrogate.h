@@ -28,6 +28,7 @@
 #pragma once
 
 #include <Eigen/Dense>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -76,6 +77,10 @@ struct Prior {
 // The paratune configuration of a point (recognized parameters as above, the rest ignored).
 // Throws Error if a value does not make a configuration (e.g. mb not dividing the batch).
 ParallelConfig parallel_config_of(const SearchSpace& space, const Point& point, const TrainingSpec& training);
+// The value of the first of `names` the space has, as a number (booleans 0/1), or `fallback` when it
+// has none of them or the value is a string.
+double parameter_number(const SearchSpace& space, const Point& point, std::initializer_list<const char*> names,
+                        double fallback);
 // The names parallel_config_of reads.
 bool is_config_parameter(const std::string& name);
 
