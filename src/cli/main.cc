@@ -43,6 +43,9 @@ struct SetupFlags {
   int seq_len = 0;
   int global_batch = 0;
   std::string precision = "bf16";
+  std::string fp8_recipe = "delayed";
+  std::string moe_balancing = "aux-loss";
+  double moe_capacity_factor = 0;
   std::string optimizer = "adamw";
   bool no_flash_attention = false;
   std::string calibration;
@@ -58,6 +61,12 @@ void add_setup_flags(CLI::App* app, SetupFlags& f, bool required = true) {
   app->add_option("--seq-len", f.seq_len, "tokens per sequence")->required(required);
   app->add_option("--global-batch", f.global_batch, "sequences per iteration")->required(required);
   app->add_option("--precision", f.precision, "bf16 | fp16 | fp8")->capture_default_str();
+  app->add_option("--fp8-recipe", f.fp8_recipe, "with --precision fp8: delayed | tensorwise | blockwise | mxfp8")
+      ->capture_default_str();
+  app->add_option("--moe-balancing", f.moe_balancing, "MoE routing: aux-loss | aux-loss-free | force-balanced")
+      ->capture_default_str();
+  app->add_option("--moe-capacity-factor", f.moe_capacity_factor, "MoE expert capacity factor (0 = dropless)")
+      ->capture_default_str();
   app->add_option("--optimizer", f.optimizer, "adamw | adam | sgd")->capture_default_str();
   app->add_flag("--no-flash-attention", f.no_flash_attention, "model unfused attention (s^2 scores in memory)");
   app->add_option("--calibration", f.calibration, "calibration JSON (default: the shipped fitted calibration)");
@@ -75,8 +84,23 @@ TrainingSpec training_from(const SetupFlags& f) {
   } catch (const Error& e) {
     throw e.with_context("--precision/--optimizer");
   }
+  try {
+    t.fp8_recipe = parse_enum<Fp8Recipe>(f.fp8_recipe);
+  } catch (const Error& e) {
+    throw e.with_context("--fp8-recipe");
+  }
+  try {
+    t.moe_balancing = parse_enum<MoeBalancing>(f.moe_balancing);
+  } catch (const Error& e) {
+    throw e.with_context("--moe-balancing");
+  }
+  t.moe_capacity_factor = f.moe_capacity_factor;
   t.flash_attention = !f.no_flash_attention;
-  validate(t);
+  try {
+    validate(t);
+  } catch (const Error& e) {
+    throw e.with_context("--seq-len/--global-batch/--moe-capacity-factor");
+  }
   return t;
 }
 

@@ -466,6 +466,9 @@ json to_json(const TrainingSpec& t) {
   return {{"seq_len", t.seq_len},
           {"global_batch", t.global_batch},
           {"precision", to_string(t.precision)},
+          {"fp8_recipe", to_string(t.fp8_recipe)},
+          {"moe_balancing", to_string(t.moe_balancing)},
+          {"moe_capacity_factor", t.moe_capacity_factor},
           {"optimizer", to_string(t.optimizer)},
           {"flash_attention", t.flash_attention},
           {"fp32_grad_accumulation", t.fp32_grad_accumulation},
@@ -493,7 +496,8 @@ json to_json(const ParallelConfig& c) {
           {"overlap_grad_reduce", c.overlap_grad_reduce},
           {"overlap_param_gather", c.overlap_param_gather},
           {"tp_comm_overlap", c.tp_comm_overlap},
-          {"overlap_p2p", c.overlap_p2p}};
+          {"overlap_p2p", c.overlap_p2p},
+          {"ep_overlap", c.ep_overlap}};
 }
 
 }  // namespace paratune

@@ -13,7 +13,7 @@ const std::vector<std::string>& config_keys() {
       "dp",        "tp",        "pp",        "vpp",   "cp",           "ep",
       "etp",       "mbs",       "sp",        "zero",  "op",           "recompute",
       "recompute_layers", "stage_layers", "schedule", "grad_sync", "overlap_grad_reduce",
-      "overlap_param_gather", "tp_comm_overlap", "overlap_p2p"};
+      "overlap_param_gather", "tp_comm_overlap", "overlap_p2p", "ep_overlap"};
   return keys;
 }
 
@@ -110,6 +110,7 @@ ParallelConfig parse_parallel_config(std::string_view text, ParallelConfig c) {
     else if (key == "overlap_param_gather") c.overlap_param_gather = parse_bool(key, value);
     else if (key == "tp_comm_overlap") c.tp_comm_overlap = parse_bool(key, value);
     else if (key == "overlap_p2p") c.overlap_p2p = parse_bool(key, value);
+    else if (key == "ep_overlap") c.ep_overlap = parse_bool(key, value);
     else throw Error("config: " + unknown_name_message("key", key, config_keys()));
   }
   return c;
@@ -125,6 +126,7 @@ std::string to_string(const ParallelConfig& c) {
     out += fmt::format(",recompute_layers={}", c.recompute_layers);
   if (!c.stage_layers.empty()) out += ",stage_layers=" + fmt::format("{}", fmt::join(c.stage_layers, "/"));
   out += fmt::format(",schedule={},grad_sync={}", to_string(c.schedule), to_string(c.grad_sync));
+  if (c.ep_overlap) out += ",ep_overlap=true";
   return out;
 }
 
@@ -244,6 +246,13 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
       if (c.stage_layers[i] % c.vpp != 0)
         throw Error(fmt::format("stage_layers[{}]={} is not divisible by vpp={}", i, c.stage_layers[i], c.vpp));
     }
+  }
+  if (c.ep_overlap) {
+    // Megatron-Core's conditions for --overlap-moe-expert-parallel-comm (transformer_config.py; R17).
+    if (c.ep < 2) throw Error(fmt::format("ep_overlap=true requires ep > 1, got ep={}", c.ep));
+    if (c.recompute == RecomputeMode::kFull) throw Error("ep_overlap=true cannot be combined with recompute=full");
+    if (c.pp > 1 && c.vpp < 2)
+      throw Error(fmt::format("ep_overlap=true with pp={} requires an interleaved schedule (vpp > 1)", c.pp));
   }
   if (c.recompute != RecomputeMode::kFull && c.recompute_layers >= 0 && config.recompute_layers >= 0)
     throw Error(fmt::format("recompute_layers={} requires recompute=full", c.recompute_layers));

@@ -1,6 +1,8 @@
 // Validation of the plain spec structs: one function per struct, each naming field, value and rule.
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "paratune/spec/hardware.h"
 #include "paratune/spec/model.h"
 #include "paratune/spec/training.h"
@@ -86,6 +88,9 @@ void validate(const ClusterSpec& c) {
 void validate(const TrainingSpec& t) {
   require_positive("seq_len", t.seq_len);
   require_positive("global_batch", t.global_batch);
+  if (t.moe_capacity_factor != 0 && !(t.moe_capacity_factor >= 1 && std::isfinite(t.moe_capacity_factor)))
+    throw Error(fmt::format("moe_capacity_factor: {} must be 0 (dropless) or a finite number >= 1",
+                            t.moe_capacity_factor));
 }
 
 }  // namespace paratune

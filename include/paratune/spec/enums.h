@@ -19,6 +19,17 @@ enum class PositionEmbedding { kRotary, kLearned, kNone };
 enum class RecomputeMode { kNone, kSelective, kFull };
 enum class Schedule { kOneFOneB, kInterleaved1F1B, kGPipe, kZeroBubbleH1 };
 enum class GradSync { kInBackward, kShifted, kOverlapped };
+// How FP8 GEMM inputs are scaled (Transformer Engine recipes; torchao's names in brackets):
+// delayed = per-tensor scale from an amax history (TE DelayedScaling, NeMo's default "ds");
+// tensorwise = per-tensor scale from the current amax (TE Float8CurrentScaling) [torchao tensorwise];
+// blockwise = per-row / 1x128 and 128x128 block scales (TE Float8BlockScaling, DeepSeek-V3)
+//             [torchao rowwise]; mxfp8 = 32-element blocks with E8M0 scales (TE MXFP8BlockScaling,
+//             Blackwell tensor cores).
+enum class Fp8Recipe { kDelayed, kTensorwise, kBlockwise, kMxfp8 };
+// How MoE routing is kept balanced: an auxiliary loss (GShard/Switch; Megatron's aux_loss),
+// DeepSeek-V3's auxiliary-loss-free expert bias, or routing forced to be uniform (benchmarks:
+// Megatron's --moe-router-force-load-balancing).
+enum class MoeBalancing { kAuxLoss, kAuxLossFree, kForceBalanced };
 
 template <typename E>
 struct EnumNames;  // specialised below: `static constexpr std::array<std::pair<E, const char*>, N> kTable`
@@ -68,6 +79,23 @@ struct EnumNames<GradSync> {
   static constexpr std::string_view kWhat = "grad_sync";
   static constexpr std::array<std::pair<GradSync, const char*>, 3> kTable{
       {{GradSync::kInBackward, "in-backward"}, {GradSync::kShifted, "shifted"}, {GradSync::kOverlapped, "overlapped"}}};
+};
+
+template <>
+struct EnumNames<Fp8Recipe> {
+  static constexpr std::string_view kWhat = "fp8_recipe";
+  static constexpr std::array<std::pair<Fp8Recipe, const char*>, 4> kTable{{{Fp8Recipe::kDelayed, "delayed"},
+                                                                            {Fp8Recipe::kTensorwise, "tensorwise"},
+                                                                            {Fp8Recipe::kBlockwise, "blockwise"},
+                                                                            {Fp8Recipe::kMxfp8, "mxfp8"}}};
+};
+template <>
+struct EnumNames<MoeBalancing> {
+  static constexpr std::string_view kWhat = "moe_balancing";
+  static constexpr std::array<std::pair<MoeBalancing, const char*>, 3> kTable{
+      {{MoeBalancing::kAuxLoss, "aux-loss"},
+       {MoeBalancing::kAuxLossFree, "aux-loss-free"},
+       {MoeBalancing::kForceBalanced, "force-balanced"}}};
 };
 
 template <typename E>

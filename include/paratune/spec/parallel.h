@@ -41,6 +41,10 @@ struct ParallelConfig {
   bool overlap_param_gather = true;  // ZeRO param all-gather overlapped with forward
   bool tp_comm_overlap = false;      // TP collectives overlapped with GEMMs (Megatron TE userbuffers)
   bool overlap_p2p = true;           // PP sends/receives overlapped with compute
+  // MoE all-to-all of one micro-batch overlapped with another micro-batch's compute (Megatron-Core
+  // --overlap-moe-expert-parallel-comm, the 1F1B A2A overlap; DualPipe-style). Megatron's rules
+  // (R17): ep > 1, no full recompute, and with pp > 1 an interleaved schedule.
+  bool ep_overlap = false;
 
   [[nodiscard]] int num_gpus() const { return dp * tp * pp * cp; }
   [[nodiscard]] int expert_tp() const { return etp > 0 ? etp : tp; }

@@ -9,6 +9,14 @@ struct TrainingSpec {
   int seq_len = 0;       // tokens per sequence
   int global_batch = 0;  // sequences per iteration (all data-parallel replicas, all micro-batches)
   Precision precision = Precision::kBF16;
+  // With precision fp8: how the FP8 GEMM inputs are scaled (enums.h). Which operations run in FP8
+  // depends on it (cost/fp8.h); core attention, norms and the output layer stay BF16.
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
+  // MoE routing balance; sets the busiest expert's load relative to the mean (cost model).
+  MoeBalancing moe_balancing = MoeBalancing::kAuxLoss;
+  // Expert capacity factor (tokens an expert accepts / its fair share); 0 = dropless (Megatron's
+  // default). With a capacity factor, the busiest expert processes at most that many times the mean.
+  double moe_capacity_factor = 0;
   Optimizer optimizer = Optimizer::kAdamW;
   bool flash_attention = true;  // fused attention: no s^2 activations, causal blocks skipped
   // Megatron-LM keeps gradients in an FP32 buffer (main_grad) and reduces them in FP32; FSDP with a
