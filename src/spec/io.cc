@@ -65,7 +65,9 @@ const std::vector<std::string> kMoeKeys{"num_experts", "top_k", "expert_ffn_hidd
 const std::vector<std::string> kMlaKeys{"q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
                                         "v_head_dim"};
 const std::vector<std::string> kClusterKeys{"name", "gpu", "nodes", "gpus_per_node", "intra_node_bandwidth",
-                                            "inter_node_bandwidth", "intra_node_latency", "inter_node_latency"};
+                                            "inter_node_bandwidth", "intra_node_latency", "inter_node_latency",
+                                            "nvlink_domain_gpus", "nodes_per_pod", "pod_oversubscription",
+                                            "rail_optimized"};
 const std::vector<std::string> kGpuKeys{"name", "memory", "peak_bf16_tflops", "peak_fp16_tflops", "peak_fp8_tflops",
                                         "peak_fp32_tflops", "hbm_bandwidth"};
 
@@ -340,6 +342,13 @@ ClusterSpec cluster_from_json(const json& doc, std::string_view source) {
   c.inter_node_bandwidth_bytes_per_s = link("inter_node_bandwidth", ref.inter_node_bandwidth_bytes_per_s, units::parse_bandwidth);
   c.intra_node_latency_s = link("intra_node_latency", ref.intra_node_latency_s, units::parse_duration);
   c.inter_node_latency_s = link("inter_node_latency", ref.inter_node_latency_s, units::parse_duration);
+  // The NVLink domain defaults to the reference node's only when the node is the reference node's
+  // (GB200 trays of 4 -> 72-GPU racks); a different gpus_per_node is a different machine.
+  c.nvlink_domain_gpus = r.get_int(
+      "nvlink_domain_gpus", have_ref && c.gpus_per_node == ref.gpus_per_node ? ref.nvlink_domain_gpus : 0);
+  c.nodes_per_pod = r.get_int("nodes_per_pod", 0);
+  c.pod_oversubscription = r.get_double("pod_oversubscription", 1);
+  c.rail_optimized = r.get_bool("rail_optimized", true);
   r.finish();
   try {
     validate(c);
@@ -459,7 +468,11 @@ json to_json(const ClusterSpec& c) {
           {"intra_node_bandwidth", c.intra_node_bandwidth_bytes_per_s},
           {"inter_node_bandwidth", c.inter_node_bandwidth_bytes_per_s},
           {"intra_node_latency", c.intra_node_latency_s},
-          {"inter_node_latency", c.inter_node_latency_s}};
+          {"inter_node_latency", c.inter_node_latency_s},
+          {"nvlink_domain_gpus", c.nvlink_domain_gpus},
+          {"nodes_per_pod", c.nodes_per_pod},
+          {"pod_oversubscription", c.pod_oversubscription},
+          {"rail_optimized", c.rail_optimized}};
 }
 
 json to_json(const TrainingSpec& t) {

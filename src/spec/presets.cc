@@ -109,27 +109,54 @@ GpuSpec gpu(std::string name, double memory_mib, double bf16_tflops, double fp16
                  fp8_tflops * kTera, fp32_tflops * kTera, hbm_gbps * kGBps};
 }
 
-// Datasheet figures, dense (no 2:4 sparsity). Memory is the total nvidia-smi reports.
+// Datasheet figures, dense (no 2:4 sparsity). Memory is the total nvidia-smi reports where known.
 //   V100 SXM2 32GB: 125 TFLOP/s FP16 tensor, no BF16/FP8, 900 GB/s (NVIDIA V100 datasheet).
 //   A100 SXM 40/80GB: 312 BF16/FP16, 1555 / 2039 GB/s (NVIDIA A100 datasheet).
 //   H100 SXM5 80GB: 989.4 BF16/FP16, 1978.9 FP8, 3.35 TB/s (NVIDIA H100 datasheet).
 //   H800 SXM5: same chip and HBM as H100 SXM, NVLink cut to 400 GB/s (bidirectional).
-//   H200 SXM: H100 compute, 141 GB HBM3e (143771 MiB), 4.8 TB/s (NVIDIA H200 datasheet).
 //   RTX A5000: 111.1 dense tensor TFLOP/s (222.2 sparse), 24 GB GDDR6, 768 GB/s.
 //   RTX 3080 10GB: 59.5 FP16/BF16 tensor TFLOP/s with FP32 accumulate (GA102 whitepaper), 760 GB/s.
+//
+// The Hopper-refresh and Blackwell GPUs, as collected in shared/calibration/SOURCES.md ("GPU
+// datasheet figures for the new GPU types"):
+//   H200 SXM: 141 GB HBM3e, 4.8 TB/s, NVLink 4 900 GB/s per GPU, 700 W (mlcommons/inference_results_v4.1
+//     @a2f5d66d closed/NVIDIA/systems/H200-SXM-141GBx8_TRT.json); "the exact same compute as an H100",
+//     141 GiB HBM3e (PyTorch blog on float8 rowwise training on 2K H200s, Crusoe); so the H100 dense
+//     peaks, 989 BF16 / 1979 FP8 (dgxc-benchmarking README.md @841f5466, "Peak Theoretical
+//     Throughput", non-sparse), kept at the H100 preset's 989.4 / 1978.9. Memory 143771 MiB is the
+//     nvidia-smi total this preset has carried (140.4 GiB, between the cited 141 GB and 141 GiB); it is
+//     not itself in the sources above.
+//   B200 (DGX/HGX B200, 1000 W): 2250 BF16, 4500 FP8 (NVFP4 9000, not modelled), 180 GB HBM3e
+//     ("8x B200 180 GB"), 7.7 TB/s, NVLink 5 1.8 TB/s per GPU (dgxc-benchmarking README.md
+//     @841f5466: "Peak Theoretical Throughput" and "B200 Reference Architecture").
+//   GB200 (NVL72): 2450 BF16, 4900 FP8 (NVFP4 9800), 186 GB HBM3e, 8 TB/s, NVLink 5 1.8 TB/s per GPU
+//     (dgxc-benchmarking README.md @841f5466: "Peak Theoretical Throughput" and "GB200 Reference
+//     Architecture"; the v25.05.04 README @6be5ea0 gives 16 TB/s and NVLink 3.6 TB/s per 2-GPU superchip).
+//   B200 and GB200 memory: the sources give no nvidia-smi total, so memory is the datasheet figure
+//   as GB x 1e9 bytes (180e9, 186e9). For H100/H200 the nvidia-smi total exceeds GB x 1e9 (H200:
+//   150.8e9 bytes for "141 GB"), so these two presets may understate usable memory by a few percent.
+//   FP16 peaks equal BF16 on all of them (same tensor-core rate); FP32 (CUDA-core) peaks for B200 and
+//   GB200 are not in the sources read and are left 0: nothing GEMM-heavy uses them.
 std::vector<GpuSpec> make_gpu_presets() {
+  // Datasheet memory in GB (1e9 bytes) where the nvidia-smi total is unknown.
+  auto datasheet_gb = [](GpuSpec g, double gigabytes) {
+    g.memory_bytes = gigabytes * 1e9;
+    return g;
+  };
   return {gpu("v100-32gb", 32768, 0, 125, 0, 15.7, 900),
           gpu("a100-40gb", 40960, 312, 312, 0, 19.5, 1555),
           gpu("a100-80gb", 81920, 312, 312, 0, 19.5, 2039),
           gpu("h100-sxm", 81559, 989.4, 989.4, 1978.9, 66.9, 3350),
           gpu("h800", 81559, 989.4, 989.4, 1978.9, 66.9, 3350),
           gpu("h200", 143771, 989.4, 989.4, 1978.9, 66.9, 4800),
+          datasheet_gb(gpu("b200", 0, 2250, 2250, 4500, 0, 7700), 180),
+          datasheet_gb(gpu("gb200", 0, 2450, 2450, 4900, 0, 8000), 186),
           gpu("rtx-a5000", 24564, 111.1, 111.1, 0, 27.8, 768),
           gpu("rtx-3080", 10240, 59.5, 59.5, 0, 29.8, 760)};
 }
 
 ClusterPreset node(std::string name, const char* gpu_name, int gpus, double intra_gbps, double inter_gbps,
-                   double intra_us, double inter_us, std::string source) {
+                   double intra_us, double inter_us, std::string source, int nvlink_domain_gpus = 0) {
   ClusterSpec c;
   c.name = std::move(name);
   c.gpu = find_gpu_preset(gpu_name);
@@ -139,11 +166,14 @@ ClusterPreset node(std::string name, const char* gpu_name, int gpus, double intr
   c.inter_node_bandwidth_bytes_per_s = inter_gbps * kGBps;
   c.intra_node_latency_s = intra_us * kUs;
   c.inter_node_latency_s = inter_us * kUs;
+  c.nvlink_domain_gpus = nvlink_domain_gpus;
   return ClusterPreset{c, std::move(source)};
 }
 
 // Bandwidths per GPU per direction. Latencies are per ring step (NCCL small-message figures are a
-// few microseconds inside a node and ~5-10 us across InfiniBand).
+// few microseconds inside a node and ~5-10 us across InfiniBand). Every preset is one node on one
+// non-blocking fabric (nodes_per_pod = 0); a cluster file describes pods (examples/).
+// The first preset with a GPU is that GPU's reference node (reference_node_for_gpu).
 std::vector<ClusterPreset> make_cluster_presets() {
   return {
       node("dgx-1-v100", "v100-32gb", 8, 150, 6.25, 3, 8,
@@ -156,7 +186,22 @@ std::vector<ClusterPreset> make_cluster_presets() {
       node("dgx-h100", "h100-sxm", 8, 450, 50, 2, 6,
            "DGX H100: NVLink4 900 GB/s bidirectional per GPU; 8x ConnectX-7 NDR 400 Gb/s (one per GPU)"),
       node("hgx-h800", "h800", 8, 200, 50, 2, 6, "HGX H800: NVLink 400 GB/s bidirectional per GPU; 8x 400 Gb/s"),
-      node("dgx-h200", "h200", 8, 450, 50, 2, 6, "DGX H200: as DGX H100 with H200 GPUs"),
+      node("dgx-h200", "h200", 8, 450, 50, 2, 6,
+           "DGX H200: NVLink4 18 links, 900 GB/s bidirectional per GPU; 8x 400 Gb/s InfiniBand compute links "
+           "(one per GPU; mlcommons/inference_results_v4.1 @a2f5d66d H200-SXM-141GBx8_TRT.json lists 10x 400 Gb IB "
+           "per node, of which we count the 8 compute links, as on DGX H100; the torchtitan 2K-H200 cluster "
+           "has 400 Gb/s RDMA per GPU)"),
+      node("dgx-b200", "b200", 8, 900, 50, 2, 6,
+           "DGX B200: NVLink5 18 links, 1.8 TB/s bidirectional per GPU; InfiniBand 8x 400 Gb/s compute links per "
+           "node, one per GPU (dgxc-benchmarking README.md @841f5466, B200 Reference Architecture). Latencies "
+           "assumed as DGX H100"),
+      node("gb200-nvl72", "gb200", 4, 900, 50, 2, 6,
+           "GB200 NVL72 compute tray (Slurm node): 4 GPUs (2 superchips); NVLink5 1.8 TB/s bidirectional per GPU "
+           "across a 72-GPU NVLink domain of 18 trays (dgxc-benchmarking README.md @841f5466, GB200 Reference "
+           "Architecture; tray size: Megatron-LM skills/mcore-onboard-gb200-1node-tests @d98e8a64). ASSUMPTION: "
+           "one 400 Gb/s ConnectX-7 scale-out NIC per GPU; the sources read do not state the scale-out "
+           "network. Latencies assumed as DGX H100",
+           72),
       node("workstation-rtx-a5000", "rtx-a5000", 4, 25, 3.125, 5, 15,
            "4x RTX A5000 on PCIe 4.0 x16 (~25 GB/s); 100 GbE shared by 4 GPUs"),
       node("workstation-rtx-3080", "rtx-3080", 4, 20, 1.25, 5, 20,

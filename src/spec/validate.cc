@@ -83,6 +83,17 @@ void validate(const ClusterSpec& c) {
   require_positive("intra_node_bandwidth", c.intra_node_bandwidth_bytes_per_s);
   if (c.nodes > 1) require_positive("inter_node_bandwidth", c.inter_node_bandwidth_bytes_per_s);
   if (c.intra_node_latency_s < 0 || c.inter_node_latency_s < 0) throw Error("latency: must be >= 0");
+  if (c.nvlink_domain_gpus < 0 || c.nvlink_domain_gpus % c.gpus_per_node != 0)
+    throw Error(fmt::format("nvlink_domain_gpus: {} must be 0 (one node) or a multiple of gpus_per_node {}",
+                            c.nvlink_domain_gpus, c.gpus_per_node));
+  if (c.nodes_per_pod < 0) throw Error(fmt::format("nodes_per_pod: {} must be >= 0 (0 = one fabric)", c.nodes_per_pod));
+  if (c.nodes_per_pod > 0 && c.pod_gpus() % c.scale_up_gpus() != 0)
+    throw Error(fmt::format("nodes_per_pod: {} nodes x {} GPUs = {} GPUs must be a whole number of {}-GPU NVLink "
+                            "domains (nvlink_domain_gpus)",
+                            c.nodes_per_pod, c.gpus_per_node, c.pod_gpus(), c.scale_up_gpus()));
+  if (!(c.pod_oversubscription >= 1) || !std::isfinite(c.pod_oversubscription))
+    throw Error(fmt::format("pod_oversubscription: {} must be a finite number >= 1 (1 = non-blocking)",
+                            c.pod_oversubscription));
 }
 
 void validate(const TrainingSpec& t) {

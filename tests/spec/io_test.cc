@@ -142,6 +142,84 @@ inter_node_latency: 10us
   EXPECT_NE(error_of([&] { load_cluster(bad_unit); }).find("intra_node_bandwidth: '1 parsec': unknown unit"), std::string::npos);
 }
 
+TEST(Cluster, ScaleUpDomainAndPods) {
+  const auto path = write_temp("nvl72.yaml", R"(gpu: gb200
+nodes: 36
+gpus_per_node: 4
+nvlink_domain_gpus: 72
+nodes_per_pod: 144
+pod_oversubscription: 2
+rail_optimized: false
+)");
+  const ClusterSpec c = load_cluster(path);
+  EXPECT_EQ(c.nvlink_domain_gpus, 72);
+  EXPECT_EQ(c.scale_up_gpus(), 72);
+  EXPECT_EQ(c.nodes_per_pod, 144);
+  EXPECT_EQ(c.pod_gpus(), 576);
+  EXPECT_DOUBLE_EQ(c.pod_oversubscription, 2);
+  EXPECT_FALSE(c.rail_optimized);
+  // Links and the domain default to the GPU's reference node (gb200-nvl72) ...
+  EXPECT_DOUBLE_EQ(c.intra_node_bandwidth_bytes_per_s, 900e9);
+  const auto tray = write_temp("nvl72_default.yaml", "gpu: gb200\nnodes: 18\n");
+  EXPECT_EQ(load_cluster(tray).scale_up_gpus(), 72);
+  // ... the domain only while the node is the reference node's.
+  const auto other = write_temp("gb200_8.yaml", "gpu: gb200\nnodes: 2\ngpus_per_node: 8\n");
+  EXPECT_EQ(load_cluster(other).nvlink_domain_gpus, 0);
+  // Defaults: one node per domain, one fabric, rails.
+  const ClusterSpec h = load_cluster(write_temp("h100.yaml", "gpu: h100-sxm\nnodes: 2\n"));
+  EXPECT_EQ(h.scale_up_gpus(), 8);
+  EXPECT_EQ(h.nodes_per_pod, 0);
+  EXPECT_DOUBLE_EQ(h.pod_oversubscription, 1);
+  EXPECT_TRUE(h.rail_optimized);
+}
+
+TEST(Cluster, ScaleUpDomainErrorsNameFileFieldValueAndRule) {
+  const auto bad = write_temp("bad_domain.yaml", "gpu: gb200\nnodes: 18\ngpus_per_node: 4\nnvlink_domain_gpus: 70\n");
+  std::string e = error_of([&] { load_cluster(bad); });
+  EXPECT_NE(e.find("bad_domain.yaml: nvlink_domain_gpus: 70 must be 0 (one node) or a multiple of gpus_per_node 4"),
+            std::string::npos) << e;
+  const auto not_int = write_temp("domain_text.yaml", "gpu: gb200\nnodes: 18\nnvlink_domain_gpus: rack\n");
+  e = error_of([&] { load_cluster(not_int); });
+  EXPECT_NE(e.find("domain_text.yaml"), std::string::npos) << e;
+  EXPECT_NE(e.find("nvlink_domain_gpus: \"rack\" is not an integer"), std::string::npos) << e;
+  const auto pods = write_temp("bad_pod.yaml", "gpu: h100-sxm\nnodes: 64\npod_oversubscription: 0.5\n");
+  e = error_of([&] { load_cluster(pods); });
+  EXPECT_NE(e.find("bad_pod.yaml: pod_oversubscription: 0.5 must be a finite number >= 1"), std::string::npos) << e;
+  const auto typo = write_temp("typo_domain.yaml", "gpu: gb200\nnodes: 18\nnvlink_domain_gpu: 72\n");
+  e = error_of([&] { load_cluster(typo); });
+  EXPECT_NE(e.find("did you mean 'nvlink_domain_gpus'"), std::string::npos) << e;
+  const auto rails = write_temp("rails.yaml", "gpu: h100-sxm\nnodes: 2\nrail_optimized: 1\n");
+  EXPECT_NE(error_of([&] { load_cluster(rails); }).find("rail_optimized: 1 is not a boolean"), std::string::npos);
+}
+
+TEST(Cluster, JsonRoundTripKeepsTheFabric) {
+  ClusterSpec c = load_cluster("gb200-nvl72:36");
+  c.nodes_per_pod = 18;
+  c.pod_oversubscription = 1.5;
+  c.rail_optimized = false;
+  const nlohmann::json j = to_json(c);
+  EXPECT_EQ(j["nvlink_domain_gpus"], 72);
+  const ClusterSpec back = cluster_from_json(j, "round-trip");
+  EXPECT_EQ(back.nvlink_domain_gpus, 72);
+  EXPECT_EQ(back.nodes_per_pod, 18);
+  EXPECT_DOUBLE_EQ(back.pod_oversubscription, 1.5);
+  EXPECT_FALSE(back.rail_optimized);
+  EXPECT_EQ(back.num_gpus(), 144);
+}
+
+TEST(Cluster, ShippedClusterExamplesLoad) {
+  const std::string dir = std::string(PARATUNE_SOURCE_DIR) + "/examples/";
+  EXPECT_EQ(load_cluster(dir + "cluster-h100-64.yaml").num_gpus(), 64);
+  EXPECT_EQ(load_cluster(dir + "tsubame4.yaml").num_gpus(), 32);
+  const ClusterSpec nvl72 = load_cluster(dir + "cluster-gb200-nvl72.yaml");
+  EXPECT_EQ(nvl72.num_gpus(), 144);
+  EXPECT_EQ(nvl72.scale_up_gpus(), 72);
+  const ClusterSpec superpod = load_cluster(dir + "cluster-b200-superpod.yaml");
+  EXPECT_EQ(superpod.num_gpus(), 1024);
+  EXPECT_EQ(superpod.pod_gpus(), 256);
+  EXPECT_DOUBLE_EQ(superpod.pod_oversubscription, 2);
+}
+
 TEST(Gpu, UnsupportedPrecisionIsAnError) {
   EXPECT_THROW(find_gpu_preset("a100-80gb").peak_flops_per_s(Precision::kFP8), Error);
   EXPECT_THROW(find_gpu_preset("v100-32gb").peak_flops_per_s(Precision::kBF16), Error);
