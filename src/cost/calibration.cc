@@ -2,17 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "../spec/json_reader.h"
 #include "paratune/spec/io.h"
 
 namespace paratune {
 namespace {
 
-const std::vector<std::string> kKeys{
-    "gemm_efficiency_max", "gemm_efficiency_by_gpu", "gemm_half_efficiency_dim", "attention_efficiency",
-    "hbm_efficiency", "layer_overhead_s", "iteration_overhead_s", "intra_node_bandwidth_efficiency",
-    "inter_node_bandwidth_efficiency", "tp_overlap", "dp_overlap", "cuda_context_bytes",
-    "comm_buffer_bytes", "fragmentation"};
+constexpr const char* kByGpu = "gemm_efficiency_by_gpu";
 
 Calibration make_default() {
   // Fitted by `paratune calibrate --runs ../shared/calibration/published_runs.csv -o
@@ -42,52 +40,61 @@ Calibration make_default() {
 
 }  // namespace
 
+const std::vector<CalibrationField>& calibration_fields() {
+  using R = CalibrationRange;
+  static const std::vector<CalibrationField> fields{
+      {"gemm_efficiency_max", &Calibration::gemm_efficiency_max, R::kFraction, ""},
+      {"gemm_half_efficiency_dim", &Calibration::gemm_half_efficiency_dim, R::kNonNegative, ""},
+      {"attention_efficiency", &Calibration::attention_efficiency, R::kFraction, ""},
+      {"attention_half_kv_tokens", &Calibration::attention_half_kv_tokens, R::kNonNegative, "tokens"},
+      {"hbm_efficiency", &Calibration::hbm_efficiency, R::kFraction, ""},
+      {"layer_overhead_s", &Calibration::layer_overhead_s, R::kNonNegative, "s"},
+      {"iteration_overhead_s", &Calibration::iteration_overhead_s, R::kNonNegative, "s"},
+      {"pipeline_chunk_overhead_s", &Calibration::pipeline_chunk_overhead_s, R::kNonNegative, "s"},
+      {"fp8_gemm_efficiency", &Calibration::fp8_gemm_efficiency, R::kFraction, ""},
+      {"fp8_block_scaled_gemm_efficiency", &Calibration::fp8_block_scaled_gemm_efficiency, R::kFraction, ""},
+      {"moe_load_imbalance", &Calibration::moe_load_imbalance, R::kAtLeastOne, ""},
+      {"ep_overlap", &Calibration::ep_overlap, R::kUnitInterval, ""},
+      {"intra_node_bandwidth_efficiency", &Calibration::intra_node_bandwidth_efficiency, R::kFraction, ""},
+      {"inter_node_bandwidth_efficiency", &Calibration::inter_node_bandwidth_efficiency, R::kFraction, ""},
+      {"tp_overlap", &Calibration::tp_overlap, R::kUnitInterval, ""},
+      {"dp_overlap", &Calibration::dp_overlap, R::kUnitInterval, ""},
+      {"overlap_interference", &Calibration::overlap_interference, R::kUnitInterval, ""},
+      {"step_jitter_cv", &Calibration::step_jitter_cv, R::kUnitInterval, ""},
+      {"cuda_context_bytes", &Calibration::cuda_context_bytes, R::kNonNegative, "bytes"},
+      {"comm_buffer_bytes", &Calibration::comm_buffer_bytes, R::kNonNegative, "bytes"},
+      {"nccl_bytes_per_communicator", &Calibration::nccl_bytes_per_communicator, R::kNonNegative, "bytes"},
+      {"fragmentation", &Calibration::fragmentation, R::kNonNegative, ""},
+  };
+  return fields;
+}
+
 const Calibration& default_calibration() {
   static const Calibration calibration = make_default();
   return calibration;
 }
 
 nlohmann::json to_json(const Calibration& c) {
-  return {{"gemm_efficiency_max", c.gemm_efficiency_max},
-          {"gemm_efficiency_by_gpu", c.gemm_efficiency_by_gpu},
-          {"gemm_half_efficiency_dim", c.gemm_half_efficiency_dim},
-          {"attention_efficiency", c.attention_efficiency},
-          {"hbm_efficiency", c.hbm_efficiency},
-          {"layer_overhead_s", c.layer_overhead_s},
-          {"iteration_overhead_s", c.iteration_overhead_s},
-          {"intra_node_bandwidth_efficiency", c.intra_node_bandwidth_efficiency},
-          {"inter_node_bandwidth_efficiency", c.inter_node_bandwidth_efficiency},
-          {"tp_overlap", c.tp_overlap},
-          {"dp_overlap", c.dp_overlap},
-          {"cuda_context_bytes", c.cuda_context_bytes},
-          {"comm_buffer_bytes", c.comm_buffer_bytes},
-          {"fragmentation", c.fragmentation}};
+  nlohmann::json out = nlohmann::json::object();
+  for (const CalibrationField& f : calibration_fields()) out[f.name] = c.*f.member;
+  out[kByGpu] = c.gemm_efficiency_by_gpu;
+  return out;
 }
 
 Calibration calibration_from_json(const nlohmann::json& doc, const std::string& source) {
-  detail::JsonReader r(doc, source, kKeys);
+  std::vector<std::string> keys{kByGpu};
+  for (const CalibrationField& f : calibration_fields()) keys.emplace_back(f.name);
+  detail::JsonReader r(doc, source, keys);
   Calibration c = default_calibration();
-  c.gemm_efficiency_max = r.get_double("gemm_efficiency_max", c.gemm_efficiency_max);
-  if (const auto* by_gpu = r.get_object("gemm_efficiency_by_gpu")) {
-    if (!by_gpu->is_object()) r.fail("gemm_efficiency_by_gpu", "must map GPU preset names to numbers");
+  for (const CalibrationField& f : calibration_fields()) c.*f.member = r.get_double(f.name, c.*f.member);
+  if (const auto* by_gpu = r.get_object(kByGpu)) {
+    if (!by_gpu->is_object()) r.fail(kByGpu, "must map GPU preset names to numbers");
     c.gemm_efficiency_by_gpu.clear();
     for (const auto& [gpu, value] : by_gpu->items()) {
-      if (!value.is_number()) r.fail("gemm_efficiency_by_gpu." + gpu, value.dump() + " is not a number");
+      if (!value.is_number()) r.fail(std::string(kByGpu) + "." + gpu, value.dump() + " is not a number");
       c.gemm_efficiency_by_gpu[gpu] = value.get<double>();
     }
   }
-  c.gemm_half_efficiency_dim = r.get_double("gemm_half_efficiency_dim", c.gemm_half_efficiency_dim);
-  c.attention_efficiency = r.get_double("attention_efficiency", c.attention_efficiency);
-  c.hbm_efficiency = r.get_double("hbm_efficiency", c.hbm_efficiency);
-  c.layer_overhead_s = r.get_double("layer_overhead_s", c.layer_overhead_s);
-  c.iteration_overhead_s = r.get_double("iteration_overhead_s", c.iteration_overhead_s);
-  c.intra_node_bandwidth_efficiency = r.get_double("intra_node_bandwidth_efficiency", c.intra_node_bandwidth_efficiency);
-  c.inter_node_bandwidth_efficiency = r.get_double("inter_node_bandwidth_efficiency", c.inter_node_bandwidth_efficiency);
-  c.tp_overlap = r.get_double("tp_overlap", c.tp_overlap);
-  c.dp_overlap = r.get_double("dp_overlap", c.dp_overlap);
-  c.cuda_context_bytes = r.get_double("cuda_context_bytes", c.cuda_context_bytes);
-  c.comm_buffer_bytes = r.get_double("comm_buffer_bytes", c.comm_buffer_bytes);
-  c.fragmentation = r.get_double("fragmentation", c.fragmentation);
   r.finish();
   try {
     validate(c);
@@ -100,30 +107,24 @@ Calibration calibration_from_json(const nlohmann::json& doc, const std::string& 
 Calibration load_calibration(const std::string& path) { return calibration_from_json(read_document(path), path); }
 
 void validate(const Calibration& c) {
-  auto fraction = [](const char* key, double v) {
-    if (!(v > 0 && v <= 1)) throw Error(fmt::format("{}: {} must be in (0, 1]", key, v));
+  auto check = [](const std::string& key, double v, CalibrationRange range) {
+    switch (range) {
+      case CalibrationRange::kFraction:
+        if (!(v > 0 && v <= 1)) throw Error(fmt::format("{}: {} must be in (0, 1]", key, v));
+        break;
+      case CalibrationRange::kUnitInterval:
+        if (!(v >= 0 && v <= 1)) throw Error(fmt::format("{}: {} must be in [0, 1]", key, v));
+        break;
+      case CalibrationRange::kNonNegative:
+        if (!(v >= 0 && std::isfinite(v))) throw Error(fmt::format("{}: {} must be a finite number >= 0", key, v));
+        break;
+      case CalibrationRange::kAtLeastOne:
+        if (!(v >= 1 && std::isfinite(v))) throw Error(fmt::format("{}: {} must be a finite number >= 1", key, v));
+        break;
+    }
   };
-  auto unit_interval = [](const char* key, double v) {
-    if (!(v >= 0 && v <= 1)) throw Error(fmt::format("{}: {} must be in [0, 1]", key, v));
-  };
-  auto non_negative = [](const char* key, double v) {
-    if (!(v >= 0)) throw Error(fmt::format("{}: {} must be >= 0", key, v));
-  };
-  fraction("gemm_efficiency_max", c.gemm_efficiency_max);
-  for (const auto& [gpu, v] : c.gemm_efficiency_by_gpu)
-    if (!(v > 0 && v <= 1)) throw Error(fmt::format("gemm_efficiency_by_gpu.{}: {} must be in (0, 1]", gpu, v));
-  non_negative("gemm_half_efficiency_dim", c.gemm_half_efficiency_dim);
-  fraction("attention_efficiency", c.attention_efficiency);
-  fraction("hbm_efficiency", c.hbm_efficiency);
-  non_negative("layer_overhead_s", c.layer_overhead_s);
-  non_negative("iteration_overhead_s", c.iteration_overhead_s);
-  fraction("intra_node_bandwidth_efficiency", c.intra_node_bandwidth_efficiency);
-  fraction("inter_node_bandwidth_efficiency", c.inter_node_bandwidth_efficiency);
-  unit_interval("tp_overlap", c.tp_overlap);
-  unit_interval("dp_overlap", c.dp_overlap);
-  non_negative("cuda_context_bytes", c.cuda_context_bytes);
-  non_negative("comm_buffer_bytes", c.comm_buffer_bytes);
-  non_negative("fragmentation", c.fragmentation);
+  for (const CalibrationField& f : calibration_fields()) check(f.name, c.*f.member, f.range);
+  for (const auto& [gpu, v] : c.gemm_efficiency_by_gpu) check(std::string(kByGpu) + "." + gpu, v, CalibrationRange::kFraction);
 }
 
 }  // namespace paratune

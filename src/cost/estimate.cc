@@ -8,6 +8,10 @@
 #include <cmath>
 #include <limits>
 
+#include "context_parallel.h"
+#include "device.h"
+#include "fp8.h"
+#include "moe.h"
 #include "paratune/cost/collectives.h"
 #include "paratune/cost/model_stats.h"
 #include "paratune/sim/schedule.h"
@@ -16,27 +20,14 @@
 namespace paratune {
 namespace {
 
-constexpr double kActivationBytes = 2;  // bf16/fp16 activations (fp8 GEMMs keep bf16 activations)
-
-// Achieved rates of the GPU under the calibration.
-struct Device {
-  double peak_flops_per_s;
-  double gemm_efficiency_max;
-  double half_dim;
-  double attention_flops_per_s;
-  double hbm_bytes_per_s;
-};
-
-// GEMM of (m x k) · (k x n): 2mnk FLOPs (Kaplan et al. 2020) at peak x eff_max x f(m)f(n)f(k),
-// f(d) = d/(d + d_half), or at HBM speed for the 2(mk + kn + mn) bytes it touches, whichever is
-// slower (roofline; Williams et al. 2009).
-double gemm_s(const Device& d, double m, double n, double k) {
-  if (m <= 0 || n <= 0 || k <= 0) return 0;
-  const double f = (m / (m + d.half_dim)) * (n / (n + d.half_dim)) * (k / (k + d.half_dim));
-  const double compute = 2 * m * n * k / (d.peak_flops_per_s * d.gemm_efficiency_max * f);
-  const double memory = kActivationBytes * (m * k + k * n + m * n) / d.hbm_bytes_per_s;
-  return std::max(compute, memory);
-}
+using cost_detail::attention_kv_block_tokens;
+using cost_detail::attention_rate_flops_per_s;
+using cost_detail::bf16_gemm_s;
+using cost_detail::Device;
+using cost_detail::expert_data_parallel_size;
+using cost_detail::Fp8Costs;
+using cost_detail::gemm_s;
+using cost_detail::kActivationBytes;
 
 // Everything one layer costs for one micro-batch on one GPU.
 struct LayerCost {
@@ -49,10 +40,14 @@ struct LayerCost {
   double tp_forward_s = 0, tp_backward_s = 0;  // exposed
   double cp_forward_s = 0, cp_backward_s = 0;  // exposed
   double ep_forward_s = 0, ep_backward_s = 0;  // exposed
+  // The forward's share of the interference (compute slowed by hidden communication), so that a
+  // recompute re-runs it; the backward's share is in backward_compute_s.
+  double interference_forward_s = 0;
   double params_dense = 0;   // non-expert parameters on this GPU
   double params_expert = 0;  // expert parameters on this GPU
   double activation_bytes = 0;
   double input_bytes = 0;  // the layer input kept under full recompute
+  double cp_buffer_bytes = 0;  // ring attention's K/V send/receive buffers (a working set)
 };
 
 struct Context {
@@ -63,7 +58,9 @@ struct Context {
   const Calibration& calibration;
   Device device;
   Fabric fabric;
+  Fp8Costs fp8;
   double tokens;  // tokens of one micro-batch on one GPU's sequence shard: mbs * seq / cp
+  double moe_load;  // busiest expert-parallel rank's tokens / the mean (cost/moe.h)
 };
 
 Link link_for(const GroupPlacement& g, const Fabric& f) { return g.spans_nodes() ? f.inter : f.intra; }
@@ -72,17 +69,23 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
   const ModelSpec& m = c.model;
   const ParallelConfig& p = c.config;
   const Device& d = c.device;
+  const Calibration& cal = c.calibration;
   const double t = p.tp;
   const double tokens = c.tokens;
   const double h = m.hidden_size;
   const double heads_local = m.num_attention_heads / t;
   const double sp_div = p.sequence_parallel ? t : 1;
   LayerCost L;
+  // Elements of the linear layers' GEMM inputs (forward) and output gradients (backward): FP8
+  // recipes quantize each of them (cost/fp8.h).
+  double linear_input_elements = 0, linear_output_elements = 0;
 
   // --- GEMMs of attention ------------------------------------------------------------------------
   double qk_dim = m.head_size(), v_dim = m.head_size(), attention_gemm_s = 0, attention_gemm_flops = 0;
   auto gemm = [&](double rows, double n, double k) {
     attention_gemm_flops += 2 * rows * n * k;
+    linear_input_elements += rows * k;
+    linear_output_elements += rows * n;
     return gemm_s(d, rows, n, k);
   };
   if (m.mla) {
@@ -101,21 +104,24 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
     attention_gemm_s += gemm(tokens, h, heads_local * m.head_size());
   }
 
-  // --- Core attention --------------------------------------------------------------------------------
+  // --- Core attention (BF16 under every FP8 recipe: cost/fp8.h) ----------------------------------
   // Scores and values: 2·tokens·seq·(qk + v)·heads FLOPs forward. Flash attention skips the masked
-  // half of a causal mask (Dao 2023, FlashAttention-2 Sec. 3.1.1); unfused attention computes it
-  // and writes s^2 scores to HBM (softmax, optional dropout: ~8-12 bytes per score).
+  // half of a causal mask (Dao 2023, FlashAttention-2 Sec. 3.1.1) and runs slower on short key
+  // blocks (context parallelism shortens them: cost/context_parallel.h); unfused attention
+  // computes the whole mask and writes s^2 scores to HBM (softmax, optional dropout: ~8-12 bytes
+  // per score).
   const double seq = c.training.seq_len;
   const bool flash = c.training.flash_attention;
   const double causal_factor = (m.causal && flash) ? 0.5 : 1.0;
   const double attention_flops = 2 * tokens * seq * (qk_dim + v_dim) * heads_local * causal_factor;
-  double attention_s = attention_flops / d.attention_flops_per_s;
+  double attention_s =
+      attention_flops / attention_rate_flops_per_s(d, attention_kv_block_tokens(p.cp, seq, m.causal && flash));
   if (!flash) {
     // Unfused: two batched GEMMs per head, (seq x seq x head_dim), at the GEMM rate, plus the
     // scores' round trips through HBM.
     const double f = (seq / (seq + d.half_dim)) * (seq / (seq + d.half_dim)) *
                      (qk_dim / (qk_dim + d.half_dim));
-    attention_s = attention_flops / (d.peak_flops_per_s * d.gemm_efficiency_max * f) +
+    attention_s = attention_flops / (d.bf16_peak_flops_per_s * d.bf16_efficiency_max * f) +
                   tokens * seq * heads_local * (m.dropout ? 12 : 8) / d.hbm_bytes_per_s;
   }
   L.attention_forward_s = attention_s;
@@ -129,6 +135,8 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
   auto mlp = [&](double rows, double ffn_local) {
     mlp_flops += 2 * rows * ffn_local * h * (gate + 1);
     activation_elements += rows * ffn_local;
+    linear_input_elements += rows * (h + ffn_local);
+    linear_output_elements += rows * (gate * ffn_local + h);
     return gemm_s(d, rows, gate * ffn_local, h) + gemm_s(d, rows, h, ffn_local);
   };
   const LayerParams lp = layer_params(m, moe_layer);
@@ -138,14 +146,17 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
     const double etp = p.expert_tp();
     const double local_experts = static_cast<double>(e.num_experts) / p.ep;
     // Each token visits top_k experts; with expert-TP = etp the routed rows on one GPU are
-    // tokens·top_k·etp/tp, spread over its local experts (balanced routing assumed).
-    const double routed_rows = tokens * e.top_k * etp / t;
+    // tokens·top_k·etp/tp, spread over its local experts; the busiest rank gets moe_load x that
+    // (cost/moe.h), and a synchronous step waits for it.
+    const double routed_rows = tokens * e.top_k * etp / t * c.moe_load;
     const double rows_per_expert = routed_rows / local_experts;
     const double fe_local = e.expert_ffn_hidden_size / etp;
     mlp_s += local_experts * (gemm_s(d, rows_per_expert, gate * fe_local, h) + gemm_s(d, rows_per_expert, h, fe_local));
     mlp_flops += 2 * routed_rows * fe_local * h * (gate + 1);
     activation_elements += routed_rows * fe_local;
-    mlp_s += gemm_s(d, tokens / sp_div, e.num_experts, h);  // router
+    linear_input_elements += routed_rows * (h + fe_local);
+    linear_output_elements += routed_rows * (gate * fe_local + h);
+    mlp_s += bf16_gemm_s(d, tokens / sp_div, e.num_experts, h);  // router (BF16/FP32 in every recipe)
     mlp_flops += 2 * tokens / sp_div * e.num_experts * h;
     if (e.num_shared_experts > 0) mlp_s += mlp(tokens, e.num_shared_experts * e.shared_ffn() / t);
     moe_permute_bytes = 4 * routed_rows * h * kActivationBytes;  // permute + unpermute, read + write
@@ -158,6 +169,8 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
   // --- Memory-bound element-wise kernels (bytes read + written, forward) --------------------------
   // Two norms (r+w), two residual adds (2r+w), dropout (r+w+mask), RoPE on q and k, the MLP
   // activation (gated: 2r+w, else r+w), MoE token permutation. Backward moves about twice as much.
+  // FP8: each linear layer's input is quantized forward and its output gradient backward
+  // (cast_bytes_per_element each, cost/fp8.h).
   const double hidden_elements = tokens * h / sp_div;
   double elementwise_bytes = kActivationBytes * (2 * 2 + 2 * 3) * hidden_elements;
   if (m.dropout) elementwise_bytes += 2 * 2.5 * kActivationBytes * hidden_elements;
@@ -165,16 +178,23 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
     elementwise_bytes += 2 * kActivationBytes * tokens * (heads_local + std::max(1.0, m.kv_heads() / t)) * qk_dim;
   elementwise_bytes += kActivationBytes * (gate + 1) * activation_elements + moe_permute_bytes;
   const double elementwise_s = elementwise_bytes / d.hbm_bytes_per_s;
+  const double cast_forward_s = c.fp8.cast_bytes_per_element * linear_input_elements / d.hbm_bytes_per_s;
+  const double cast_backward_s = c.fp8.cast_bytes_per_element * linear_output_elements / d.hbm_bytes_per_s;
 
-  const double overhead = c.calibration.layer_overhead_s;
-  L.forward_compute_s = attention_gemm_s + attention_s + mlp_s + elementwise_s + overhead;
+  const double overhead = cal.layer_overhead_s;
+  L.forward_compute_s = attention_gemm_s + attention_s + mlp_s + elementwise_s + cast_forward_s + overhead;
   // Backward: input-gradient and weight-gradient GEMMs (2x forward), attention 2-2.5x.
-  L.backward_compute_s = 2 * (attention_gemm_s + mlp_s + elementwise_s + overhead) + attention_backward_s;
+  L.backward_compute_s =
+      2 * (attention_gemm_s + mlp_s + elementwise_s + overhead) + attention_backward_s + cast_backward_s;
   // Of which the weight-gradient GEMMs (dW = X^T dY, one per forward GEMM) are the W pass of a
   // zero-bubble schedule; the input gradients, attention and element-wise backward are its B pass.
   L.weight_grad_s = attention_gemm_s + mlp_s;
   L.selective_recompute_s = attention_s;
   L.forward_flops = attention_gemm_flops + attention_flops + mlp_flops;
+
+  // Communication hidden behind compute slows that compute by overlap_interference x its time
+  // (NCCL kernels take SMs and HBM bandwidth). Collected per pass, added at the end.
+  double hidden_forward_s = 0, hidden_backward_s = 0;
 
   // --- Tensor-parallel communication --------------------------------------------------------------
   // Megatron-LM (Shoeybi et al. 2019, Sec. 3): two all-reduces of the b·s·h activation forward
@@ -182,34 +202,68 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
   // reduce-scatter + all-gather pair of the same volume (Korthikanti et al. 2022, Sec. 4.2.2).
   const GroupPlacement tp_group = place_group(p.tp, 1, c.cluster.gpus_per_node);
   const double activation_message = tokens * h * kActivationBytes;
-  const double tp_exposed = p.tp_comm_overlap ? 1 - c.calibration.tp_overlap : 1.0;
-  L.tp_forward_s = 2 * all_reduce_s(activation_message, tp_group, c.fabric) * tp_exposed;
+  const double tp_comm = 2 * all_reduce_s(activation_message, tp_group, c.fabric);
+  const double tp_hidden = p.tp_comm_overlap ? cal.tp_overlap : 0.0;
+  L.tp_forward_s = tp_comm * (1 - tp_hidden);
   L.tp_backward_s = L.tp_forward_s;
+  hidden_forward_s += tp_comm * tp_hidden;
+  hidden_backward_s += tp_comm * tp_hidden;
 
-  // --- Context-parallel ring attention -----------------------------------------------------------
-  // Each of cp-1 steps passes this rank's K and V shard to the next rank while attending to the
-  // current one (Liu et al. 2023, Ring Attention); backward passes K, V and dK, dV. Only the part
-  // not hidden behind the attention kernel is exposed.
+  // --- Context-parallel ring attention (cost/context_parallel.h) --------------------------------
   if (p.cp > 1) {
     const GroupPlacement cp_group = place_group(p.cp, p.tp, c.cluster.gpus_per_node);
     const double kv_heads_local = m.mla ? heads_local : std::max(1.0, m.kv_heads() / t);
     const double kv_bytes = tokens * kv_heads_local * (qk_dim + v_dim) * kActivationBytes;
-    const double ring_s = (p.cp - 1) * p2p_s(kv_bytes, link_for(cp_group, c.fabric));
-    L.cp_forward_s = std::max(0.0, ring_s - attention_s);
-    L.cp_backward_s = std::max(0.0, 2 * ring_s - attention_backward_s);
+    const cost_detail::RingAttentionCost ring = cost_detail::ring_attention_cost(
+        d, {.cp = p.cp,
+            .seq_len = seq,
+            .causal = m.causal,
+            .tokens = tokens,
+            .heads = heads_local,
+            .kv_heads = kv_heads_local,
+            .qk_dim = qk_dim,
+            .v_dim = v_dim,
+            .attention_forward_s = attention_s,
+            .attention_backward_s = attention_backward_s,
+            .kv_step_s = p2p_s(kv_bytes, link_for(cp_group, c.fabric))});
+    L.forward_compute_s += ring.extra_forward_s;
+    L.backward_compute_s += ring.extra_backward_s;
+    L.selective_recompute_s += ring.extra_forward_s;
+    L.cp_forward_s = ring.exposed_forward_s;
+    L.cp_backward_s = ring.exposed_backward_s;
+    // Split the hidden transfers as the kernels that hide them: 1 : 2.5.
+    hidden_forward_s += ring.hidden_s / 3.5;
+    hidden_backward_s += ring.hidden_s * 2.5 / 3.5;
+    L.cp_buffer_bytes = ring.buffer_bytes;
   }
 
   // --- Expert-parallel all-to-all -------------------------------------------------------------------
-  // Dispatch and combine forward, and the same two backward (GShard, Lepikhin et al. 2020);
-  // each rank sends its tokens' top_k copies of the hidden state.
+  // Dispatch and combine forward, and the same two backward (GShard, Lepikhin et al. 2020); each
+  // rank sends its tokens' top_k copies of the hidden state, the busiest receives moe_load x the
+  // mean. Megatron-Core orders expert ranks etp innermost, then ep, so an EP group's members are
+  // etp ranks apart (parallel_state.py, expert mesh "tp-ep-dp-pp" with tp = etp).
   if (moe_layer && p.ep > 1) {
-    const GroupPlacement ep_group = place_group(p.ep, p.tp, c.cluster.gpus_per_node);
-    const double a2a = all_to_all_s(tokens * m.moe->top_k * h * kActivationBytes / t, ep_group, c.fabric);
-    L.ep_forward_s = 2 * a2a;
-    L.ep_backward_s = 2 * a2a;
+    const GroupPlacement ep_group = place_group(p.ep, p.expert_tp(), c.cluster.gpus_per_node);
+    const double a2a =
+        all_to_all_s(tokens * m.moe->top_k * h * kActivationBytes / t * c.moe_load, ep_group, c.fabric);
+    double exposed = 4 * a2a;
+    if (p.ep_overlap) {
+      // Megatron-Core's 1F1B A2A overlap: one micro-batch's dispatch/combine runs under another's
+      // forward/backward compute of the same layer; ep_overlap of that compute can hide it.
+      const double window = cal.ep_overlap * (L.forward_compute_s + L.backward_compute_s);
+      exposed = std::max(0.0, 4 * a2a - window);
+      hidden_forward_s += (4 * a2a - exposed) / 3;
+      hidden_backward_s += (4 * a2a - exposed) * 2 / 3;
+    }
+    L.ep_forward_s = exposed / 2;
+    L.ep_backward_s = exposed / 2;
   }
 
-  L.activation_bytes = layer_activation_bytes(m, c.training, p, moe_layer);
+  L.interference_forward_s = cal.overlap_interference * hidden_forward_s;
+  L.forward_compute_s += L.interference_forward_s;
+  L.backward_compute_s += cal.overlap_interference * hidden_backward_s;
+
+  L.activation_bytes = layer_activation_bytes(m, c.training, p, moe_layer, c.fp8.saved_input_bytes, c.moe_load);
   L.input_bytes = kActivationBytes * hidden_elements;
   return L;
 }
@@ -224,33 +278,36 @@ int moe_layers_below(const ModelSpec& m, int end) {
 }  // namespace
 
 double layer_activation_bytes(const ModelSpec& m, const TrainingSpec& training, const ParallelConfig& p,
-                              bool moe_layer) {
+                              bool moe_layer, double linear_input_bytes, double moe_load) {
   // Korthikanti et al. 2022, Sec. 4.1, per layer, bytes, s·b = tokens, 16-bit activations:
   //   attention block 11·sbh + 5·a·s²·b, MLP block 19·sbh, two layer norms 4·sbh = 34·sbh + 5as²b.
   // Split by what tensor parallelism shards: the LN inputs (4), QKV input (2), MLP input (2) and
   // two dropout masks (2) are replicated over TP unless sequence parallelism splits them (/t); the
-  // rest is always /t. Generalised here tensor by tensor.
+  // rest is always /t. Generalised here tensor by tensor. The inputs of the linear layers (QKV,
+  // projection, fc1, fc2, experts) are kept at `linear_input_bytes` per element: 2 in BF16, 1 under
+  // an FP8 recipe, which keeps the quantized copy for the weight gradient (cost/fp8.h). The
+  // busiest expert-parallel rank holds moe_load x the mean routed tokens (cost/moe.h).
   const double t = p.tp;
   const double sp_div = p.sequence_parallel ? t : 1;
   const double tokens = static_cast<double>(p.mbs) * training.seq_len / p.cp;
   const double h = m.hidden_size;
   const double heads_local = m.num_attention_heads / t;
-  const double b = kActivationBytes;
-  double replicated = (2 * b + b + b) * tokens * h;  // two LN inputs, QKV input, MLP input
-  if (m.dropout) replicated += 2 * 1 * tokens * h;    // residual dropout masks, 1 byte each
+  const double b = kActivationBytes, lin = linear_input_bytes;
+  double replicated = (2 * b + lin + lin) * tokens * h;  // two LN inputs, QKV input, MLP input
+  if (m.dropout) replicated += 2 * 1 * tokens * h;        // residual dropout masks, 1 byte each
   double sharded = 0;
   double qk_dim = m.head_size(), v_dim = m.head_size();
   if (m.mla) {
     const MlaSpec& a = *m.mla;
     qk_dim = a.qk_nope_head_dim + a.qk_rope_head_dim;
     v_dim = a.v_head_dim;
-    replicated += b * tokens * (a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim);  // latent vectors
-    sharded += b * tokens * heads_local * (2 * qk_dim + v_dim);                         // Q, K, V
+    replicated += lin * tokens * (a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim);  // latent vectors
+    sharded += b * tokens * heads_local * (2 * qk_dim + v_dim);                           // Q, K, V
   } else {
     const double kv_local = std::max(1.0, m.kv_heads() / t);
     sharded += b * tokens * (heads_local + 2 * kv_local) * m.head_size();  // Q, K, V (6sbh for MHA)
   }
-  sharded += b * tokens * heads_local * v_dim;  // attention output = projection input (2sbh)
+  sharded += lin * tokens * heads_local * v_dim;  // attention output = projection input (2sbh)
   if (!training.flash_attention && p.recompute == RecomputeMode::kNone) {
     // softmax output (2·a·s²·b) + dropout mask (a·s²·b) + dropout output (2·a·s²·b).
     sharded += (m.dropout ? 5 : 2) * heads_local * tokens * training.seq_len;
@@ -261,15 +318,15 @@ double layer_activation_bytes(const ModelSpec& m, const TrainingSpec& training, 
   if (moe_layer) {
     const MoeSpec& e = *m.moe;
     const double etp = p.expert_tp();
-    const double routed_rows = tokens * e.top_k * etp / t;
+    const double routed_rows = tokens * e.top_k * etp / t * moe_load;
     const double fe_local = e.expert_ffn_hidden_size / etp;
-    sharded += b * routed_rows * h;                       // permuted expert inputs
-    sharded += b * routed_rows * fe_local * (gate + 1);   // fc1 output(s) + activation output
-    sharded += 4 * tokens / sp_div * e.num_experts;       // router logits/probabilities (fp32)
+    sharded += lin * routed_rows * h;                             // permuted expert inputs
+    sharded += (b * gate + lin) * routed_rows * fe_local;         // fc1 output(s) + activation output
+    sharded += 4 * tokens / sp_div * e.num_experts;               // router logits/probabilities (fp32)
     if (e.num_shared_experts > 0)
-      sharded += b * tokens * (e.num_shared_experts * e.shared_ffn() / t) * (gate + 1);
+      sharded += (b * gate + lin) * tokens * (e.num_shared_experts * e.shared_ffn() / t);
   } else {
-    sharded += b * tokens * (m.ffn_hidden_size / t) * (gate + 1);  // fc1 output (8sbh) + GeLU output (8sbh)
+    sharded += (b * gate + lin) * tokens * (m.ffn_hidden_size / t);  // fc1 output (8sbh) + GeLU output (8sbh)
   }
   return replicated / sp_div + sharded;
 }
@@ -283,7 +340,9 @@ double grad_bucket_params(const ParallelConfig& p) { return std::max(40e6, 1e6 *
 // micro-batch: compute, exposed communication, parameters and activation memory.
 struct ChunkPart {
   double forward_s = 0, backward_s = 0, weight_grad_s = 0;  // compute
-  double recompute_s = 0, recompute_comm_s = 0, recompute_flops = 0;
+  double recompute_s = 0, recompute_flops = 0;
+  // Full recompute re-runs the forward's exposed communication too, by kind.
+  double recompute_tp_s = 0, recompute_cp_s = 0, recompute_ep_s = 0;
   double tp_forward_s = 0, tp_backward_s = 0, cp_forward_s = 0, cp_backward_s = 0, ep_forward_s = 0,
          ep_backward_s = 0;
   double dense_params = 0, expert_params = 0;  // on one GPU, TP/EP-sharded, before ZeRO
@@ -297,7 +356,9 @@ struct ChunkPart {
     backward_s += q.backward_s;
     weight_grad_s += q.weight_grad_s;
     recompute_s += q.recompute_s;
-    recompute_comm_s += q.recompute_comm_s;
+    recompute_tp_s += q.recompute_tp_s;
+    recompute_cp_s += q.recompute_cp_s;
+    recompute_ep_s += q.recompute_ep_s;
     recompute_flops += q.recompute_flops;
     tp_forward_s += q.tp_forward_s;
     tp_backward_s += q.tp_backward_s;
@@ -315,8 +376,9 @@ struct ChunkPart {
   }
   // Passes of one micro-batch incl. exposed TP/CP/EP communication (ZeRO-3 traffic comes on top).
   [[nodiscard]] double forward_with_comm_s() const { return forward_s + tp_forward_s + cp_forward_s + ep_forward_s; }
+  [[nodiscard]] double recompute_comm_s() const { return recompute_tp_s + recompute_cp_s + recompute_ep_s; }
   [[nodiscard]] double backward_with_comm_s() const {
-    return backward_s + recompute_s + tp_backward_s + cp_backward_s + ep_backward_s + recompute_comm_s;
+    return backward_s + recompute_s + tp_backward_s + cp_backward_s + ep_backward_s + recompute_comm_s();
   }
 };
 
@@ -328,18 +390,22 @@ struct ParamBytes {
   double optimizer_traffic;  // read + written by one optimizer step
 };
 
-ParamBytes param_bytes(const TrainingSpec& training) {
+ParamBytes param_bytes(const TrainingSpec& training, const Fp8Costs& fp8) {
   return ParamBytes{
       .grad = training.fp32_grad_accumulation ? 4.0 : 2.0,
-      .weight = training.precision == Precision::kFP8 ? 3.0 : 2.0,
+      // BF16 weights, plus the FP8 copies an FP8 recipe caches across micro-batches (cost/fp8.h).
+      .weight = 2.0 + fp8.weight_extra_bytes,
       .optimizer = training.optimizer == Optimizer::kSGD ? 8.0 : 12.0,
       // Adam reads+writes master, m, v (24), reads the fp32 grad (4), writes the bf16 weight (2);
-      // SGD with momentum: 16 + 4 + 2.
-      .optimizer_traffic = training.optimizer == Optimizer::kSGD ? 22.0 : 30.0};
+      // SGD with momentum: 16 + 4 + 2. FP8: the new weights are cast once per iteration (read 2,
+      // write the FP8 copies).
+      .optimizer_traffic = (training.optimizer == Optimizer::kSGD ? 22.0 : 30.0) +
+                           (fp8.linear_in_fp8 ? 2.0 + fp8.weight_extra_bytes : 0.0)};
 }
 
 // Optimizer-state sharding: dense parameters over op x cp ranks (cp ranks hold the same weights),
-// expert parameters over their share of the expert-data-parallel group.
+// expert parameters over their share of the expert-data-parallel group (Megatron-Core's size,
+// cost/moe.h: dp·cp·tp/(etp·ep), larger than dp·cp/ep when etp < tp).
 struct ShardDegrees {
   int expert_dp;
   double dense;
@@ -347,15 +413,16 @@ struct ShardDegrees {
 };
 
 ShardDegrees shard_degrees(const ParallelConfig& p) {
-  const int expert_dp = p.dp * p.cp / p.ep;
+  const int expert_dp = expert_data_parallel_size(p);
   return ShardDegrees{expert_dp, p.zero > 0 ? static_cast<double>(p.op) * p.cp : 1,
                       p.zero > 0 ? std::max(1.0, static_cast<double>(expert_dp) * p.op / p.dp) : 1};
 }
 
 // A rank's memory without activations: weights, gradients and optimizer state of its parameters
 // under ZeRO sharding (Rajbhandari et al. 2020), the fixed buffers and the last stage's logits.
+// `buffer_bytes`: the configuration's fixed buffers (StageCostModel::Impl::buffer_bytes).
 MemoryBreakdown static_memory(const ParallelConfig& p, const ParamBytes& bytes, const ShardDegrees& shards,
-                              const Calibration& cal, double dense_params, double expert_params,
+                              double buffer_bytes, double dense_params, double expert_params,
                               double largest_layer_params, double logits_bytes) {
   MemoryBreakdown mem;
   const double params = dense_params + expert_params;
@@ -364,7 +431,7 @@ MemoryBreakdown static_memory(const ParallelConfig& p, const ParamBytes& bytes, 
   if (p.zero == 3) mem.weights_bytes += 2 * 2 * largest_layer_params;  // two layers gathered (current + prefetched)
   mem.grads_bytes = bytes.grad * (p.zero >= 2 ? sharded_params : params);
   mem.optimizer_bytes = bytes.optimizer * (p.zero >= 1 ? sharded_params : params);
-  mem.other_bytes = cal.cuda_context_bytes + cal.comm_buffer_bytes + logits_bytes;
+  mem.other_bytes = buffer_bytes + logits_bytes;
   return mem;
 }
 
@@ -390,6 +457,9 @@ struct StageCostModel::Impl {
   ShardDegrees shards;
   GroupPlacement dense_shard_group, dense_replica_group, expert_shard_group, expert_replica_group;
   double sp_div = 1, vocab_local = 0;
+  // Fixed per-GPU buffers: CUDA context and workspaces, communication staging, NCCL's buffers for
+  // each communicator this rank uses, ring attention's K/V buffers.
+  double buffer_bytes = 0;
 
   Impl(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training, const ParallelConfig& requested,
        const Calibration& cal, const EstimateOptions& opts)
@@ -400,29 +470,78 @@ struct StageCostModel::Impl {
           training,
           config,
           cal,
-          Device{cluster.gpu.peak_flops_per_s(training.precision), cal.gemm_efficiency_for(cluster.gpu.name),
-                 cal.gemm_half_efficiency_dim, cluster.gpu.peak_flops_per_s(training.precision) * cal.attention_efficiency,
-                 cluster.gpu.hbm_bandwidth_bytes_per_s * cal.hbm_efficiency},
+          device_for(cluster, training, cal),
           Fabric{Link{cluster.intra_node_bandwidth_bytes_per_s * cal.intra_node_bandwidth_efficiency,
                       cluster.intra_node_latency_s},
                  Link{cluster.inter_node_bandwidth_bytes_per_s * cal.inter_node_bandwidth_efficiency,
                       cluster.inter_node_latency_s}},
-          static_cast<double>(config.mbs) * training.seq_len / config.cp},
+          cost_detail::fp8_costs(cluster.gpu, training, cal),
+          static_cast<double>(config.mbs) * training.seq_len / config.cp,
+          model.moe ? cost_detail::moe_rank_load_factor(*model.moe, config, training, cal) : 1.0},
         microbatches(config.num_microbatches(training)),
         dense(layer_cost(c, false)),
         counts(count_parameters(model)),
-        bytes(param_bytes(training)),
+        bytes(param_bytes(training, c.fp8)),
         shards(shard_degrees(config)) {
     if (model.moe) moe = layer_cost(c, true);
     const ParallelConfig& p = config;
     const int gpn = cluster.gpus_per_node;
     dense_shard_group = place_group(static_cast<int>(shards.dense), p.tp, gpn);
     dense_replica_group = place_group(p.zero > 0 ? p.dp / p.op : p.dp * p.cp, p.tp * static_cast<int>(shards.dense), gpn);
-    expert_shard_group = place_group(static_cast<int>(shards.expert), p.tp * p.ep, gpn);
+    // Expert data-parallel groups: Megatron-Core's expert mesh orders etp, ep, edp, pp, so an edp
+    // group's members are etp·ep ranks apart.
+    const int expert_stride = p.expert_tp() * p.ep;
+    expert_shard_group = place_group(static_cast<int>(shards.expert), expert_stride, gpn);
     expert_replica_group = place_group(p.zero > 0 ? static_cast<int>(shards.expert_dp / shards.expert) : shards.expert_dp,
-                                       p.tp * p.ep * static_cast<int>(shards.expert), gpn);
+                                       expert_stride * static_cast<int>(shards.expert), gpn);
     sp_div = p.sequence_parallel ? p.tp : 1;
     vocab_local = static_cast<double>(model.vocab_size) / p.tp;
+    buffer_bytes = buffer_bytes_for(p);
+  }
+
+  // The fixed buffers of configuration `q` (which shares this model's layer shape).
+  double buffer_bytes_for(const ParallelConfig& q) const {
+    const Calibration& cal = c.calibration;
+    return cal.cuda_context_bytes + cal.comm_buffer_bytes +
+           communicators(q, c.model.moe.has_value()) * cal.nccl_bytes_per_communicator +
+           std::max(dense.cp_buffer_bytes, moe.cp_buffer_bytes);
+  }
+
+  // The rates of this GPU: linear layers at the precision's peak (FP8 under an FP8 recipe),
+  // attention and the output layer at the BF16/FP16 peak (cost/fp8.h). Per-step jitter: every
+  // synchronising step waits for the slowest of the N GPUs, E[max of N normal] ~ mean x (1 + cv
+  // sqrt(2 ln N)) (extreme-value asymptotics of the normal; "The Tail at Scale", Dean & Barroso
+  // 2013, for why the slowest sets the pace), applied as a slowdown of every kernel.
+  static Device device_for(const ClusterSpec& cluster, const TrainingSpec& training, const Calibration& cal) {
+    const GpuSpec& gpu = cluster.gpu;
+    const Fp8Costs fp8 = cost_detail::fp8_costs(gpu, training, cal);
+    const Precision high = training.precision == Precision::kFP8 ? Precision::kBF16 : training.precision;
+    const double n = cluster.num_gpus();
+    const double slowdown = 1 + (n > 1 ? cal.step_jitter_cv * std::sqrt(2 * std::log(n)) : 0.0);
+    const double efficiency = cal.gemm_efficiency_for(gpu.name);
+    const double bf16_peak = gpu.peak_flops_per_s(high) / slowdown;
+    return Device{.linear_peak_flops_per_s = fp8.linear_peak_flops_per_s / slowdown,
+                  .linear_efficiency_max = efficiency * fp8.linear_efficiency_factor,
+                  .bf16_peak_flops_per_s = bf16_peak,
+                  .bf16_efficiency_max = efficiency,
+                  .half_dim = cal.gemm_half_efficiency_dim,
+                  .attention_flops_per_s = bf16_peak * cal.attention_efficiency,
+                  .attention_half_kv_tokens = cal.attention_half_kv_tokens,
+                  .hbm_bytes_per_s = gpu.hbm_bandwidth_bytes_per_s * cal.hbm_efficiency / slowdown};
+  }
+
+  // NCCL communicators one rank uses: tensor, context and data parallel (dp x cp), expert and
+  // expert-data parallel, the pipeline's neighbours and, with tied embeddings across stages, the
+  // embedding group. Each holds its own buffers (Calibration::nccl_bytes_per_communicator).
+  static int communicators(const ParallelConfig& p, bool moe) {
+    int n = 0;
+    if (p.tp > 1) n++;
+    if (p.cp > 1) n++;
+    if (p.dp * p.cp > 1) n++;
+    if (p.pp > 1) n += 2;  // send to the next rank, receive from the previous one
+    if (moe && p.ep > 1) n++;
+    if (moe && expert_data_parallel_size(p) > 1) n++;
+    return n;
   }
 
   // Decoder layers [first_layer, first_layer + layers) as one chunk, `recomputed` of them fully
@@ -446,8 +565,9 @@ struct StageCostModel::Impl {
     part.weight_grad_s = sum(&LayerCost::weight_grad_s);
     // Full recompute re-runs the forward (and its TP/CP/EP communication) before the backward.
     part.recompute_s = rc_dense * dense.forward_compute_s + rc_moe * moe.forward_compute_s;
-    part.recompute_comm_s = rc_dense * (dense.tp_forward_s + dense.cp_forward_s + dense.ep_forward_s) +
-                            rc_moe * (moe.tp_forward_s + moe.cp_forward_s + moe.ep_forward_s);
+    part.recompute_tp_s = rc_dense * dense.tp_forward_s + rc_moe * moe.tp_forward_s;
+    part.recompute_cp_s = rc_dense * dense.cp_forward_s + rc_moe * moe.cp_forward_s;
+    part.recompute_ep_s = rc_dense * dense.ep_forward_s + rc_moe * moe.ep_forward_s;
     part.recompute_flops = rc_dense * dense.forward_flops + rc_moe * moe.forward_flops;
     if (p.recompute == RecomputeMode::kSelective) {
       part.recompute_s += sum(&LayerCost::selective_recompute_s);
@@ -462,7 +582,7 @@ struct StageCostModel::Impl {
       part.weight_grad_s += 3 * kActivationBytes * c.tokens * h / d.hbm_bytes_per_s;
     }
     if (last) {
-      const double head = gemm_s(d, c.tokens, vocab_local, h);
+      const double head = bf16_gemm_s(d, c.tokens, vocab_local, h);  // BF16 under every FP8 recipe
       const double loss = c.tokens * vocab_local * (kActivationBytes + 4 + 4) / d.hbm_bytes_per_s;
       part.forward_s += head + loss;
       part.backward_s += 2 * head + loss;
@@ -502,20 +622,34 @@ struct StageCostModel::Impl {
   // Neither part falls by more than hide x the compute a layer adds (hide <= 1), so a stage's time
   // never falls when it holds more layers: the stage assignment relies on that
   // (plan/stage_assignment.cc).
+  //
+  // ZeRO-2 keeps only its gradient shard, so with gradient accumulation it reduce-scatters every
+  // micro-batch's gradients during that micro-batch's backward (DeepSpeed stage 2's
+  // reduce_ipg_grads after each backward; FSDP SHARD_GRAD_OP without no_sync), not once per
+  // iteration as Megatron's distributed optimizer (ZeRO-1) does: the backward part only.
+  // What is hidden slows the compute it hides behind by overlap_interference x its time, added to
+  // the exposed part (the kept part still falls with compute, by (1 - interference) x hide).
   std::pair<double, double> zero3_exposed_s(const ChunkPart& rank_total) const {
-    if (config.zero != 3) return {0, 0};
+    if (config.zero < 2) return {0, 0};
+    const double interference = c.calibration.overlap_interference;
+    const double scatter = reduce_scatter_s(rank_total.dense_params * bytes.grad, dense_shard_group, c.fabric) +
+                           reduce_scatter_s(rank_total.expert_params * bytes.grad, expert_shard_group, c.fabric);
+    if (config.zero == 2) {
+      const double hide_scatter = config.overlap_grad_reduce ? c.calibration.dp_overlap : 0;
+      const double exposed = std::max(0.0, scatter - hide_scatter * rank_total.backward_s);
+      return {0, exposed + interference * (scatter - exposed)};
+    }
     const double gather_bytes = c.training.fp32_param_gather ? 4 : 2;
     const double gather = all_gather_s(rank_total.dense_params * gather_bytes, dense_shard_group, c.fabric) +
                           all_gather_s(rank_total.expert_params * gather_bytes, expert_shard_group, c.fabric);
-    const double scatter = reduce_scatter_s(rank_total.dense_params * bytes.grad, dense_shard_group, c.fabric) +
-                           reduce_scatter_s(rank_total.expert_params * bytes.grad, expert_shard_group, c.fabric);
     const double hide = config.overlap_param_gather ? c.calibration.dp_overlap : 0;
     // The first layer's own gather (latency included): nothing runs before it to hide it behind.
     const LayerCost& largest = model_has_larger_moe_layers() ? moe : dense;
     const double first_gather = all_gather_s(largest.params_dense * gather_bytes, dense_shard_group, c.fabric) +
                                 all_gather_s(largest.params_expert * gather_bytes, expert_shard_group, c.fabric);
-    return {std::max(first_gather, gather - hide * rank_total.forward_s),
-            std::max(first_gather, gather + scatter - hide * rank_total.backward_s)};
+    const double forward = std::max(first_gather, gather - hide * rank_total.forward_s);
+    const double backward = std::max(first_gather, gather + scatter - hide * rank_total.backward_s);
+    return {forward + interference * std::max(0.0, gather - forward), backward + interference * std::max(0.0, gather + scatter - backward)};
   }
 
   bool model_has_larger_moe_layers() const {
@@ -555,18 +689,24 @@ RankCost StageCostModel::Impl::rank_cost(int s, const std::vector<ChunkPart>& pa
 
   const auto [zero3_forward_s, zero3_backward_s] = zero3_exposed_s(total);
   double grad_sync = 0, param_gather = 0;
-  if (p.zero == 3) {
-    // Across replicas (op < dp, hybrid sharding): one all-reduce of the gradient shard.
+  if (p.zero >= 2) {
+    // The gradients were reduce-scattered every micro-batch (zero3_exposed_s); across replicas
+    // (op < dp, hybrid sharding) one all-reduce of the gradient shard remains.
     grad_sync = all_reduce_s(dense_params * bytes.grad / shards.dense, dense_replica_group, c.fabric) +
                 all_reduce_s(expert_params * bytes.grad / shards.expert, expert_replica_group, c.fabric);
+    // ZeRO-2 keeps whole parameters: the updated shards are all-gathered after the step.
+    if (p.zero == 2)
+      param_gather = all_gather_s(dense_params * 2, dense_shard_group, c.fabric) +
+                     all_gather_s(expert_params * 2, expert_shard_group, c.fabric);
   } else if (p.zero == 0) {
     // --- Data-parallel gradient synchronisation once per iteration ------------------------------
     // ZeRO-0: all-reduce the gradients over dp x cp.
     grad_sync = all_reduce_s(dense_params * bytes.grad, dense_replica_group, c.fabric) +
                 all_reduce_s(expert_params * bytes.grad, expert_replica_group, c.fabric);
   } else {
-    // ZeRO-1/2 (Rajbhandari et al. 2020; Megatron distributed optimizer): reduce-scatter over the
-    // shard group, all-reduce the shard across replicas, all-gather the updated bf16 parameters.
+    // ZeRO-1 (Rajbhandari et al. 2020; Megatron's distributed optimizer, which keeps the whole
+    // gradient buffer and reduces it once per iteration): reduce-scatter over the shard group,
+    // all-reduce the shard across replicas, all-gather the updated bf16 parameters.
     grad_sync = reduce_scatter_s(dense_params * bytes.grad, dense_shard_group, c.fabric) +
                 all_reduce_s(dense_params * bytes.grad / shards.dense, dense_replica_group, c.fabric) +
                 reduce_scatter_s(expert_params * bytes.grad, expert_shard_group, c.fabric) +
@@ -580,6 +720,11 @@ RankCost StageCostModel::Impl::rank_cost(int s, const std::vector<ChunkPart>& pa
       p.overlap_param_gather ? std::max(0.0, param_gather - cal.dp_overlap * total.forward_s) : param_gather;
   const double owned_params = dense_params / shards.dense + expert_params / shards.expert;
   sc.optimizer_s = owned_params * bytes.optimizer_traffic / c.device.hbm_bytes_per_s;
+  // Interference of the data-parallel traffic hidden behind compute (the overlapped gradient
+  // reduction, at most all of it; the hidden part of the parameter gather) slows that compute by
+  // overlap_interference x its time; charged once per iteration, with the optimizer step.
+  const bool reduce_overlapped = p.grad_sync == GradSync::kOverlapped && p.overlap_grad_reduce;
+  sc.optimizer_s += cal.overlap_interference * ((reduce_overlapped ? grad_sync : 0.0) + param_gather - sc.param_gather_s);
   sc.memory_capacity_bytes = cluster.gpu.memory_bytes;
 
   // Chunk costs for the replay: communication and ZeRO-3 traffic go with the pass that waits for
@@ -590,9 +735,11 @@ RankCost StageCostModel::Impl::rank_cost(int s, const std::vector<ChunkPart>& pa
     const double layer_share = st.layers > 0 ? static_cast<double>(q.layers) / st.layers : 1.0 / v;
     const double chunk_params = q.dense_params + q.expert_params;
     sim::ChunkCost& cc = sc.chunks[static_cast<std::size_t>(ch)];
-    cc.forward_s = q.forward_with_comm_s() + layer_share * zero3_forward_s;
+    // With pipelining, each chunk pass pays its scheduling and send/receive launch overhead.
+    const double chunk_overhead = p.pp > 1 ? cal.pipeline_chunk_overhead_s : 0.0;
+    cc.forward_s = q.forward_with_comm_s() + layer_share * zero3_forward_s + chunk_overhead;
     cc.backward_weight_s = q.weight_grad_s;
-    cc.backward_input_s = q.backward_with_comm_s() - q.weight_grad_s + layer_share * zero3_backward_s;
+    cc.backward_input_s = q.backward_with_comm_s() - q.weight_grad_s + layer_share * zero3_backward_s + chunk_overhead;
     // The allocator's fragmentation comes on top of the activations (Calibration::fragmentation).
     cc.activation_bytes = q.kept_bytes * (1 + cal.fragmentation);
     cc.recompute_bytes = q.recompute_bytes * (1 + cal.fragmentation);
@@ -603,15 +750,16 @@ RankCost StageCostModel::Impl::rank_cost(int s, const std::vector<ChunkPart>& pa
   st.compute_s = total.forward_s + total.backward_s + total.recompute_s;
   st.forward_s = total.forward_with_comm_s() + zero3_forward_s;
   st.backward_s = total.backward_with_comm_s() + zero3_backward_s;
-  out.tp_s = total.tp_forward_s + total.tp_backward_s + total.recompute_comm_s;
-  out.cp_s = total.cp_forward_s + total.cp_backward_s;
-  out.ep_s = total.ep_forward_s + total.ep_backward_s;
+  out.tp_s = total.tp_forward_s + total.tp_backward_s + total.recompute_tp_s;
+  out.cp_s = total.cp_forward_s + total.cp_backward_s + total.recompute_cp_s;
+  out.ep_s = total.ep_forward_s + total.ep_backward_s + total.recompute_ep_s;
   out.zero3_s = zero3_forward_s + zero3_backward_s;
   out.kept_bytes = total.kept_bytes;
   out.recompute_bytes = total.recompute_bytes;
   out.recompute_flops = total.recompute_flops;
 
-  st.memory = static_memory(p, bytes, shards, cal, dense_params, expert_params, largest_layer_params(), logits_bytes(s));
+  st.memory =
+      static_memory(p, bytes, shards, buffer_bytes, dense_params, expert_params, largest_layer_params(), logits_bytes(s));
   sc.static_memory_bytes = st.memory.total_bytes();
   return out;
 }
@@ -649,8 +797,9 @@ StageWork StageCostModel::stage_work(int rank, int first_layer, int layers, int 
                       rank == 0 && ch == 0, rank == im.config.pp - 1 && ch == v - 1);
   const auto [zero3_forward_s, zero3_backward_s] = im.zero3_exposed_s(total);
   StageWork w;
-  w.time_s = total.forward_with_comm_s() + total.backward_with_comm_s() + zero3_forward_s + zero3_backward_s;
-  const MemoryBreakdown mem = static_memory(im.config, im.bytes, im.shards, im.c.calibration, total.dense_params,
+  w.time_s = total.forward_with_comm_s() + total.backward_with_comm_s() + zero3_forward_s + zero3_backward_s +
+             (im.config.pp > 1 ? 2 * v * im.c.calibration.pipeline_chunk_overhead_s : 0.0);
+  const MemoryBreakdown mem = static_memory(im.config, im.bytes, im.shards, im.buffer_bytes, total.dense_params,
                                             total.expert_params, im.largest_layer_params(), im.logits_bytes(rank));
   w.memory_bytes =
       mem.total_bytes() + (1 + im.c.calibration.fragmentation) * (in_flight * total.kept_bytes + total.recompute_bytes);
@@ -784,8 +933,10 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
   const double fragmented = 1 + cal.fragmentation;
   const double kept_layer = fragmented * smallest_kept_layer;
   const double gathered_layer = im.largest_layer_params();  // ZeRO-3: on every rank
+  const double candidate_buffers = im.buffer_bytes_for(q);
   auto static_bytes = [&](double dense_params, double expert_params, double logits) {
-    return static_memory(q, im.bytes, shards, cal, dense_params, expert_params, gathered_layer, logits).total_bytes();
+    return static_memory(q, im.bytes, shards, candidate_buffers, dense_params, expert_params, gathered_layer, logits)
+        .total_bytes();
   };
   // (1) At least the mean stage: 1/p of everything, one micro-batch in flight.
   const double mean = static_bytes(basis.whole.dense_params / pp, basis.whole.expert_params / pp,
@@ -827,7 +978,7 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
     const double excess = model.num_layers - fitting_layers;
     if (excess > 0 && recompute_per_layer < std::numeric_limits<double>::infinity())
       forced_recompute_s = excess * recompute_per_layer *
-                           (basis.layer_recomputed.recompute_s + basis.layer_recomputed.recompute_comm_s);
+                           (basis.layer_recomputed.recompute_s + basis.layer_recomputed.recompute_comm_s());
   }
 
   // --- Time ---------------------------------------------------------------------------------------------

@@ -3,12 +3,17 @@
 // Everything else in the cost model is derived from the specs. The defaults below are the values
 // fitted by `paratune calibrate` on ../shared/calibration/published_runs.csv (see README,
 // "Calibration"); `data/calibration.json` holds the same values as a file.
+//
+// Each scalar coefficient is declared once, in the struct, and described once, in
+// calibration_fields(): JSON reading and writing, validation, the fit and the docs all walk that
+// table.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace paratune {
 
@@ -21,8 +26,13 @@ struct Calibration {
   // Per-GPU overrides of gemm_efficiency_max, keyed by GPU preset name (e.g. "h100-sxm").
   std::map<std::string, double> gemm_efficiency_by_gpu;
   double gemm_half_efficiency_dim = 64;
-  // Fused (flash) attention achieved fraction of peak, forward; backward runs at the same rate.
+  // Fused (flash) attention achieved fraction of the BF16 peak for long sequences, forward; the
+  // backward runs at the same rate. Core attention stays BF16 under every FP8 recipe.
   double attention_efficiency = 0.55;
+  // Flash attention's rate falls for short key/value blocks (fewer tiles per query block to
+  // amortise the softmax rescaling and the launch): rate x kv / (kv + attention_half_kv_tokens),
+  // kv = the keys one kernel call sees (seq, or seq/cp per context-parallel ring step).
+  double attention_half_kv_tokens = 0;
   // Memory-bound kernels (norms, activations, residuals, optimizer): fraction of HBM bandwidth.
   double hbm_efficiency = 0.75;
   // Fixed time per layer per micro-batch (kernel launches, framework overhead), forward; the
@@ -30,16 +40,45 @@ struct Calibration {
   double layer_overhead_s = 20e-6;
   // Fixed time per iteration (data loading, logging, optimizer bookkeeping).
   double iteration_overhead_s = 5e-3;
+  // Per model chunk, per micro-batch, per pass (forward or backward): scheduling a chunk and
+  // launching its pipeline send/receive. Very fine interleaving (one layer per chunk) pays it often.
+  double pipeline_chunk_overhead_s = 0;
+
+  // --- FP8 (cost/fp8.h) ---------------------------------------------------------------------------
+  // FP8 GEMMs reach this fraction of the GPU's GEMM efficiency against the FP8 peak (FP8 GEMMs run
+  // closer to the memory and epilogue limits than BF16 ones: ~1.3-1.6x BF16 speed on H100, not 2x).
+  double fp8_gemm_efficiency = 0.8;
+  // Per-row / block-scaled FP8 GEMMs without native block-scaling tensor cores (Hopper: blockwise,
+  // torchao rowwise) run at this fraction of the per-tensor-scaled rate. MXFP8 on Blackwell is native.
+  double fp8_block_scaled_gemm_efficiency = 0.85;
+
+  // --- Mixture of experts (cost/moe.h) -------------------------------------------------------------
+  // Tokens on the busiest expert-parallel rank / the mean, with auxiliary-loss balancing. It sets the
+  // expert GEMM time, the all-to-all volume and the activation memory of that rank; aux-loss-free
+  // balancing keeps half the excess, forced balancing none, a capacity factor caps it.
+  double moe_load_imbalance = 1.2;
+  // Fraction of one micro-batch's all-to-all that another micro-batch's compute can hide under
+  // ep_overlap (Megatron-Core's 1F1B A2A overlap).
+  double ep_overlap = 0.8;
 
   // --- Communication ------------------------------------------------------------------------------
   double intra_node_bandwidth_efficiency = 0.80;  // achieved / datasheet NVLink bandwidth
   double inter_node_bandwidth_efficiency = 0.80;  // achieved / datasheet NIC bandwidth
   double tp_overlap = 0.6;   // fraction of TP communication hidden when tp_comm_overlap is on
   double dp_overlap = 0.9;   // fraction of the overlap window (backward/forward compute) usable by DP comm
+  // Hidden communication is not free: NCCL kernels take SMs and HBM bandwidth from the compute they
+  // overlap. Compute slows by this fraction of the communication time it hides.
+  double overlap_interference = 0.1;
+  // Per-step time variation of one GPU (coefficient of variation: clocks, kernels, network). Every
+  // synchronising collective waits for the slowest of N GPUs: E[max of N normal] ~ sigma sqrt(2 ln N).
+  double step_jitter_cv = 0;
 
   // --- Memory -----------------------------------------------------------------------------------
-  double cuda_context_bytes = 1.0 * 1024 * 1024 * 1024;  // CUDA context, cuBLAS/NCCL workspaces
-  double comm_buffer_bytes = 0.5 * 1024 * 1024 * 1024;   // DP buckets, P2P and TP buffers
+  double cuda_context_bytes = 1.0 * 1024 * 1024 * 1024;  // CUDA context, cuBLAS/cuDNN workspaces
+  double comm_buffer_bytes = 0.5 * 1024 * 1024 * 1024;   // DP buckets, P2P and TP staging buffers
+  // NCCL's buffers for each communicator a rank uses (tp, cp, dp, ep, expert-dp, pipeline peers, ...):
+  // channels x (SIMPLE 4 MiB + LL128 ~4.6 MiB + LL 0.25 MiB) per peer connection.
+  double nccl_bytes_per_communicator = 0;
   double fragmentation = 0.10;  // allocator fragmentation as a fraction of activation memory
 
   [[nodiscard]] double gemm_efficiency_for(const std::string& gpu_name) const {
@@ -47,6 +86,19 @@ struct Calibration {
     return it != gemm_efficiency_by_gpu.end() ? it->second : gemm_efficiency_max;
   }
 };
+
+// The allowed range of a coefficient.
+enum class CalibrationRange { kFraction /* (0, 1] */, kUnitInterval /* [0, 1] */, kNonNegative, kAtLeastOne };
+
+// A scalar coefficient: its JSON key, where it lives, its range and its unit.
+struct CalibrationField {
+  const char* name;
+  double Calibration::*member;
+  CalibrationRange range;
+  const char* unit;  // "", "s", "bytes", "tokens"
+};
+// Every scalar field of Calibration, in a fixed order (gemm_efficiency_by_gpu is the one map).
+const std::vector<CalibrationField>& calibration_fields();
 
 // The fitted default (identical to data/calibration.json).
 const Calibration& default_calibration();

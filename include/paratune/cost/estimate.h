@@ -27,13 +27,14 @@ struct TimeBreakdown {
   double bubble_s = 0;       // idle before the pipeline flush on the bottleneck stage (fill, drain,
                              // waiting for P2P transfers)
   double tp_comm_s = 0;      // tensor-parallel all-reduce / reduce-scatter + all-gather
-  double cp_comm_s = 0;      // context-parallel ring exchange of K/V
-  double ep_comm_s = 0;      // expert-parallel all-to-all (dispatch + combine)
+  double cp_comm_s = 0;      // context-parallel ring exchange of K/V (incl. re-run by full recompute)
+  double ep_comm_s = 0;      // expert-parallel all-to-all (dispatch + combine; incl. re-run by recompute)
   double pp_comm_s = 0;      // blocking pipeline sends (overlap_p2p off); overlapped ones that delay
                              // a stage show up as bubble
   double dp_comm_s = 0;      // gradient reduction (+ ZeRO-1/2 parameter all-gather) exposed after the
                              // bottleneck stage's last pass, incl. waiting for slower stages' updates
-  double zero3_comm_s = 0;   // ZeRO-3 per-layer parameter gathers and gradient reduce-scatters
+  double zero3_comm_s = 0;   // ZeRO-3 per-layer parameter gathers, ZeRO-2/3 per-micro-batch gradient
+                             // reduce-scatters (and the compute they slow while hidden)
   double optimizer_s = 0;    // optimizer step (memory-bound)
   double overhead_s = 0;     // fixed per-iteration overhead
 };
@@ -119,8 +120,10 @@ sim::PipelineProblem pipeline_problem_with_stage_meshes(const ModelSpec& model, 
 // Activation bytes of one transformer layer for one micro-batch on one GPU (Korthikanti et al.
 // 2022, "Reducing Activation Recomputation in Large Transformer Models", Sec. 4, generalised to
 // GQA, gated MLPs, MoE, MLA and flash attention). With MHA, a 4h GeLU MLP, dropout, no flash
-// attention and sequence parallelism this is exactly s·b·h/t·(34 + 5·a·s/h).
+// attention and sequence parallelism this is exactly s·b·h/t·(34 + 5·a·s/h). `linear_input_bytes`:
+// bytes per element of the linear layers' saved inputs (2; 1 under FP8); `moe_load`: the busiest
+// expert-parallel rank's routed tokens / the mean (cost/moe.h).
 double layer_activation_bytes(const ModelSpec& model, const TrainingSpec& training, const ParallelConfig& config,
-                              bool moe_layer);
+                              bool moe_layer, double linear_input_bytes = 2, double moe_load = 1);
 
 }  // namespace paratune

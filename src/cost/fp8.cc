@@ -1,0 +1,53 @@
+#include "fp8.h"
+
+#include <fmt/format.h>
+
+#include "device.h"
+#include "paratune/spec/error.h"
+
+namespace paratune::cost_detail {
+
+bool native_block_scaled_fp8(const GpuSpec& gpu) {
+  // Blackwell (B200, GB200) has block-scaled FP8 (MXFP8) tensor cores and FP8 GEMMs in every
+  // layout; Hopper has neither (NVIDIA Blackwell architecture technical brief, 2024).
+  return gpu.name.rfind("b200", 0) == 0 || gpu.name.rfind("gb200", 0) == 0;
+}
+
+Fp8Costs fp8_costs(const GpuSpec& gpu, const TrainingSpec& training, const Calibration& cal) {
+  Fp8Costs out;
+  if (training.precision != Precision::kFP8) {
+    out.linear_peak_flops_per_s = gpu.peak_flops_per_s(training.precision);
+    return out;
+  }
+  const bool blackwell = native_block_scaled_fp8(gpu);
+  out.linear_in_fp8 = true;
+  out.linear_peak_flops_per_s = gpu.peak_flops_per_s(Precision::kFP8);
+  out.linear_efficiency_factor = cal.fp8_gemm_efficiency;
+  out.saved_input_bytes = 1;
+  // Cast: read BF16 (2) + row-wise FP8 (1) + column-wise FP8 (1).
+  out.cast_bytes_per_element = 4;
+  // Cached FP8 weights: row-wise copy, and the transposed copy on Hopper.
+  out.weight_extra_bytes = blackwell ? 1 : 2;
+  switch (training.fp8_recipe) {
+    case Fp8Recipe::kDelayed:
+      break;  // scale from the amax history: amax is taken in the cast kernel itself
+    case Fp8Recipe::kTensorwise:
+      out.cast_bytes_per_element += 2;  // an amax pass over the tensor before casting it
+      break;
+    case Fp8Recipe::kBlockwise:
+      // Scales per row / 1x128 block computed in the cast pass; Hopper runs the block-scaled GEMM
+      // in software (scale multiply in the epilogue / main loop): slower than per-tensor FP8.
+      if (!blackwell) out.linear_efficiency_factor *= cal.fp8_block_scaled_gemm_efficiency;
+      break;
+    case Fp8Recipe::kMxfp8:
+      if (!blackwell)
+        throw Error(fmt::format("fp8_recipe: mxfp8 needs block-scaled FP8 tensor cores (Blackwell: b200, gb200); "
+                                "GPU '{}' has none",
+                                gpu.name));
+      out.weight_extra_bytes += 1.0 / 16;  // one E8M0 scale per 32 elements, row- and column-wise
+      break;
+  }
+  return out;
+}
+
+}  // namespace paratune::cost_detail

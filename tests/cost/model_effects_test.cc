@@ -1,0 +1,169 @@
+// The cost model's answers to the questions an ML-systems engineer would check first: context
+// parallelism is never free, ZeRO-2 pays its per-micro-batch reduction, FP8 leaves attention at
+// BF16 speed, Megatron-Core's expert groups, routing imbalance, the all-to-all overlap, and where
+// recomputed communication is reported. Each test fails on a model without the effect.
+#include <gtest/gtest.h>
+
+#include "../../src/cost/moe.h"
+#include "../test_util.h"
+#include "paratune/cost/estimate.h"
+#include "paratune/spec/parallel.h"
+
+namespace paratune {
+namespace {
+
+using testing::ModelBuilder;
+
+Estimate run(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training, const char* config) {
+  return estimate(model, cluster, training, parse_parallel_config(config));
+}
+
+// The same tokens per GPU with and without CP, memory not binding: CP only adds (smaller
+// attention kernels, correction passes, ring transfers and their interference).
+TEST(ContextParallel, StrictlySlowerThanTheSameTokensWithoutIt) {
+  const ModelSpec llama = find_model_preset("llama3-8b").spec;
+  const ClusterSpec node = testing::dgx_h100(1);
+  for (int seq : {2048, 4096, 8192}) {
+    const TrainingSpec t = testing::training(seq, 64);
+    const Estimate without = run(llama, node, t, "dp=8,tp=1,pp=1,cp=1,mbs=1,zero=1,recompute=full");
+    const Estimate with2 = run(llama, node, t, "dp=4,tp=1,pp=1,cp=2,mbs=2,zero=1,recompute=full");
+    const Estimate with4 = run(llama, node, t, "dp=2,tp=1,pp=1,cp=4,mbs=4,zero=1,recompute=full");
+    ASSERT_TRUE(without.fits && with2.fits && with4.fits) << seq;
+    EXPECT_GT(with2.iteration_time_s, without.iteration_time_s * 1.001) << "seq " << seq;
+    EXPECT_GT(with4.iteration_time_s, with2.iteration_time_s) << "seq " << seq;
+  }
+}
+
+// ZeRO-2 shards the gradients, so with gradient accumulation it reduce-scatters every micro-batch;
+// ZeRO-1 reduces once. With the overlap off the difference is m - 1 reduce-scatters.
+TEST(Zero2, PaysItsReduceScatterEveryMicrobatch) {
+  const ModelSpec llama = find_model_preset("llama3-8b").spec;
+  const ClusterSpec cluster = testing::dgx_h100(2);
+  const TrainingSpec t = testing::training(4096, 256);  // 16 micro-batches of 1 on dp = 16
+  const Estimate z1 = run(llama, cluster, t, "dp=16,tp=1,pp=1,mbs=1,zero=1,overlap_grad_reduce=false");
+  const Estimate z2 = run(llama, cluster, t, "dp=16,tp=1,pp=1,mbs=1,zero=2,overlap_grad_reduce=false");
+  ASSERT_EQ(z2.num_microbatches, 16);
+  EXPECT_GT(z2.breakdown.zero3_comm_s, 0);
+  // 16 reduce-scatters against one reduce-scatter (+ parameter gather) for ZeRO-1.
+  EXPECT_GT(z2.breakdown.zero3_comm_s, 8 * z1.breakdown.dp_comm_s);
+  EXPECT_GT(z2.iteration_time_s, z1.iteration_time_s);
+  // And it saves the gradient memory ZeRO-1 keeps.
+  EXPECT_LT(z2.stages[0].memory.grads_bytes, z1.stages[0].memory.grads_bytes / 8);
+}
+
+// Core attention stays BF16 under FP8: an attention-bound model gains almost nothing from FP8.
+TEST(Fp8, AttentionRunsAtBf16Speed) {
+  ModelSpec m = ModelBuilder().layers(2).hidden(512).heads(4).vocab(256).build();
+  m.gated_mlp = false;
+  const ClusterSpec node = testing::dgx_h100(1);
+  TrainingSpec bf16 = testing::training(65536, 8);
+  TrainingSpec fp8 = bf16;
+  fp8.precision = Precision::kFP8;
+  const char* config = "dp=8,tp=1,pp=1,mbs=1,zero=1";
+  const double t_bf16 = run(m, node, bf16, config).iteration_time_s;
+  const double t_fp8 = run(m, node, fp8, config).iteration_time_s;
+  EXPECT_GT(t_fp8, 0.93 * t_bf16);  // at the FP8 peak, attention would take half the time
+  // A GEMM-bound model does gain.
+  const ModelSpec llama = find_model_preset("llama3-8b").spec;
+  TrainingSpec short_bf16 = testing::training(2048, 64), short_fp8 = short_bf16;
+  short_fp8.precision = Precision::kFP8;
+  EXPECT_LT(run(llama, node, short_fp8, config).iteration_time_s,
+            0.85 * run(llama, node, short_bf16, config).iteration_time_s);
+}
+
+// FP8 recipes keep the linear layers' inputs as FP8 for the backward.
+TEST(Fp8, KeepsQuantizedLinearInputs) {
+  const ModelSpec m = ModelBuilder().hidden(1024).heads(16).build();
+  TrainingSpec t = testing::training(2048, 8);
+  ParallelConfig p;
+  const double bf16 = layer_activation_bytes(m, t, p, false, 2);
+  const double fp8 = layer_activation_bytes(m, t, p, false, 1);
+  // QKV input, MLP input, projection input (h each) and fc2 input (4h) at one byte instead of two.
+  EXPECT_DOUBLE_EQ(bf16 - fp8, 2048.0 * (1024 * 3 + 4096));
+}
+
+// Megatron-Core's expert data-parallel size is world / (etp · ep · pp) (MoE parallel folding).
+TEST(Moe, ExpertDataParallelSizeFollowsMegatronCore) {
+  ParallelConfig p;
+  p.dp = 4;
+  p.tp = 4;
+  p.cp = 2;
+  p.pp = 2;
+  p.ep = 8;
+  p.etp = 1;
+  EXPECT_EQ(cost_detail::expert_data_parallel_size(p), 4 * 4 * 2 * 2 / (1 * 8 * 2));
+  p.etp = 0;  // etp = tp
+  EXPECT_EQ(cost_detail::expert_data_parallel_size(p), 1);
+}
+
+// The busiest expert-parallel rank sets the pace; forced balancing removes the excess, a
+// capacity factor caps it, and more local experts average it out.
+TEST(Moe, LoadImbalanceOfTheBusiestRank) {
+  const MoeSpec moe{64, 8, 1024, 0, 0, 0, 1};
+  ParallelConfig p;
+  p.ep = 64;
+  TrainingSpec t = testing::training(4096, 64);
+  Calibration cal;
+  cal.moe_load_imbalance = 1.4;
+  EXPECT_DOUBLE_EQ(cost_detail::moe_rank_load_factor(moe, p, t, cal), 1.4);
+  t.moe_balancing = MoeBalancing::kAuxLossFree;
+  EXPECT_DOUBLE_EQ(cost_detail::moe_rank_load_factor(moe, p, t, cal), 1.2);
+  t.moe_balancing = MoeBalancing::kForceBalanced;
+  EXPECT_DOUBLE_EQ(cost_detail::moe_rank_load_factor(moe, p, t, cal), 1.0);
+  t.moe_balancing = MoeBalancing::kAuxLoss;
+  t.moe_capacity_factor = 1.25;
+  EXPECT_DOUBLE_EQ(cost_detail::moe_rank_load_factor(moe, p, t, cal), 1.25);
+  t.moe_capacity_factor = 0;
+  p.ep = 16;  // 4 local experts: half the excess
+  EXPECT_DOUBLE_EQ(cost_detail::moe_rank_load_factor(moe, p, t, cal), 1.2);
+  p.ep = 1;
+  EXPECT_DOUBLE_EQ(cost_detail::moe_rank_load_factor(moe, p, t, cal), 1.0);
+}
+
+TEST(Moe, ImbalanceAndOverlapChangeTheAllToAll) {
+  const ModelSpec mixtral = find_model_preset("mixtral-8x7b").spec;
+  const ClusterSpec cluster = testing::dgx_h100(4);
+  TrainingSpec t = testing::training(4096, 256);
+  const char* config = "dp=8,tp=4,pp=1,ep=8,etp=1,mbs=1,zero=1,sp=true";
+  const Estimate balanced = [&] {
+    TrainingSpec f = t;
+    f.moe_balancing = MoeBalancing::kForceBalanced;
+    return run(mixtral, cluster, f, config);
+  }();
+  const Estimate aux = run(mixtral, cluster, t, config);
+  EXPECT_GT(aux.breakdown.ep_comm_s, balanced.breakdown.ep_comm_s);
+  EXPECT_GT(aux.iteration_time_s, balanced.iteration_time_s);
+  EXPECT_GT(aux.stages[0].memory.activations_bytes, balanced.stages[0].memory.activations_bytes);
+  const Estimate overlapped = run(mixtral, cluster, t, "dp=8,tp=4,pp=1,ep=8,etp=1,mbs=1,zero=1,sp=true,ep_overlap=true");
+  EXPECT_LT(overlapped.breakdown.ep_comm_s, aux.breakdown.ep_comm_s);
+}
+
+// Full recompute re-runs the forward's communication; each kind is reported as itself.
+TEST(Breakdown, RecomputedCommunicationKeepsItsKind) {
+  const ModelSpec mixtral = find_model_preset("mixtral-8x7b").spec;
+  const Estimate e = run(mixtral, testing::dgx_h100(4), testing::training(4096, 256),
+                         "dp=32,tp=1,pp=1,ep=8,mbs=1,zero=1,recompute=full");
+  EXPECT_EQ(e.breakdown.tp_comm_s, 0);  // tp = 1: no TP traffic, recomputed or not
+  EXPECT_GT(e.breakdown.ep_comm_s, 0);
+}
+
+// NCCL buffers are per communicator: more parallel dimensions, more buffers.
+TEST(Memory, NcclBuffersPerCommunicator) {
+  const ModelSpec llama = find_model_preset("llama3-8b").spec;
+  Calibration with = default_calibration(), without = default_calibration();
+  with.nccl_bytes_per_communicator = 100e6;
+  without.nccl_bytes_per_communicator = 0;
+  const TrainingSpec t = testing::training(4096, 64);
+  const ClusterSpec node = testing::dgx_h100(1);
+  auto buffers = [&](const char* config) {
+    const ParallelConfig p = parse_parallel_config(config);
+    return estimate(llama, node, t, p, with).stages[0].memory.other_bytes -
+           estimate(llama, node, t, p, without).stages[0].memory.other_bytes;
+  };
+  EXPECT_NEAR(buffers("dp=8,mbs=1,zero=1"), 100e6, 1);                  // dp
+  EXPECT_NEAR(buffers("dp=2,tp=2,pp=2,mbs=1,zero=1"), 4 * 100e6, 1);    // tp, dp, pipeline send and receive
+  EXPECT_NEAR(buffers("dp=2,tp=2,cp=2,mbs=1,zero=1"), 3 * 100e6, 1);    // tp, cp, dp x cp
+}
+
+}  // namespace
+}  // namespace paratune
