@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -141,6 +143,65 @@ TEST(Placement, PodsCountOnlyWithOversubscription) {
   EXPECT_EQ(inside.pods, 1);
   // dp=3 after tp=8 (blocks of 24 ranks): ranks 24, 32, 40 straddle the first pod boundary.
   EXPECT_EQ(place_group(3, 8, c).pods, 2);
+}
+
+// Every group of the kind, enumerated: the worst by (pods, nodes, fewest per node, most per node,
+// fewest per pod), as place_group defines it.
+GroupPlacement brute_force_worst(int size, int stride, int domain, int pod, int ranks) {
+  GroupPlacement worst{size, size, size, 1, 1, size};
+  auto key = [](const GroupPlacement& g) {
+    return std::make_tuple(g.pods, g.num_nodes, -g.ranks_per_node, g.max_ranks_per_node, -g.ranks_per_pod);
+  };
+  for (int base = 0; base + size * stride <= ranks; base += size * stride) {
+    for (int j = 0; j < stride; ++j) {
+      std::map<int, int> per_node, per_pod;
+      for (int k = 0; k < size; ++k) {
+        const int r = base + j + k * stride;
+        ++per_node[r / domain];
+        if (pod > 0) ++per_pod[r / pod];
+      }
+      GroupPlacement g{size, size, 0, static_cast<int>(per_node.size()), 1, size};
+      for (const auto& [node, n] : per_node) {
+        g.ranks_per_node = std::min(g.ranks_per_node, n);
+        g.max_ranks_per_node = std::max(g.max_ranks_per_node, n);
+      }
+      if (pod > 0) {
+        g.pods = static_cast<int>(per_pod.size());
+        for (const auto& [p, n] : per_pod) g.ranks_per_pod = std::min(g.ranks_per_pod, n);
+      }
+      if (key(g) > key(worst)) worst = g;
+    }
+  }
+  return worst;
+}
+
+TEST(Placement, MatchesEnumeratingEveryGroup) {
+  for (const auto& [gpn, domain, nodes, nodes_per_pod] : std::vector<std::tuple<int, int, int, int>>{
+           {8, 0, 24, 0}, {8, 0, 48, 4}, {4, 72, 72, 0}, {4, 72, 54, 36}, {6, 0, 16, 0}, {4, 64, 32, 32},
+           {4, 72, 32, 0}, {4, 72, 45, 18}, {8, 0, 20, 4}}) {
+    ClusterSpec c;
+    c.gpus_per_node = gpn;
+    c.nodes = nodes;
+    c.nvlink_domain_gpus = domain;
+    c.nodes_per_pod = nodes_per_pod;
+    c.pod_oversubscription = 2;
+    const int ranks = c.num_gpus();
+    for (int size = 2; size <= ranks; ++size) {
+      for (int stride = 1; size * stride <= ranks; ++stride) {
+        if (ranks % (size * stride) != 0) continue;
+        const GroupPlacement got = place_group(size, stride, c);
+        const GroupPlacement want = brute_force_worst(size, stride, c.scale_up_gpus(), c.pod_gpus(), ranks);
+        const std::string where = "gpn " + std::to_string(gpn) + " domain " + std::to_string(c.scale_up_gpus()) +
+                                  " ranks " + std::to_string(ranks) + " size " + std::to_string(size) + " stride " +
+                                  std::to_string(stride);
+        ASSERT_EQ(got.nodes(), want.num_nodes) << where;
+        ASSERT_EQ(got.ranks_per_node, want.ranks_per_node) << where;
+        ASSERT_EQ(got.fullest_node(), want.max_ranks_per_node) << where;
+        ASSERT_EQ(got.pods, want.pods) << where;
+        ASSERT_EQ(got.fewest_in_pod(), want.ranks_per_pod) << where;
+      }
+    }
+  }
 }
 
 // --- Ring versus tree, pods, all-to-all -------------------------------------------------------------
