@@ -133,6 +133,8 @@ Fabric make_fabric(const ClusterSpec& c, double intra_bandwidth_efficiency, doub
                 c.pod_oversubscription, c.rail_optimized};
 }
 
+Link group_link(const GroupPlacement& g, const Fabric& f) { return g.spans_nodes() ? inter_link(g, f) : f.intra; }
+
 double ring_all_reduce_s(double bytes, int ranks, const Link& link) {
   if (ranks <= 1) return 0;
   const double d = ranks;

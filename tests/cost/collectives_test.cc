@@ -265,6 +265,20 @@ TEST(Collectives, OversubscriptionSlowsOnlyGroupsSpanningPods) {
   EXPECT_GT(all_to_all_s(1e9, across, fabric), all_to_all_s(1e9, across, flat));
 }
 
+TEST(Collectives, GroupLinkIsTheSlowestLinkCrossed) {
+  ClusterSpec c;
+  c.gpus_per_node = 8;
+  c.nodes = 16;
+  c.nodes_per_pod = 4;
+  c.pod_oversubscription = 2;
+  c.intra_node_bandwidth_bytes_per_s = 100e9;
+  c.inter_node_bandwidth_bytes_per_s = 10e9;
+  const Fabric f = make_fabric(c, 0.5, 0.8);
+  EXPECT_DOUBLE_EQ(group_link(place_group(8, 1, c), f).bandwidth_bytes_per_s, 50e9);           // one node
+  EXPECT_DOUBLE_EQ(group_link(place_group(2, 8, c), f).bandwidth_bytes_per_s, 8e9);            // two nodes, one pod
+  EXPECT_DOUBLE_EQ(group_link(place_group(2, 64, c), f).bandwidth_bytes_per_s, 4e9);           // across pods
+}
+
 TEST(Collectives, AllToAllAcrossNodesAndPxn) {
   // ep=16 on 8-GPU nodes (8 per node): half of each rank's bytes cross the NIC, 7/16 stay on NVLink;
   // on rails, 7/8 of the remote half takes the PXN hop over NVLink too.

@@ -112,6 +112,11 @@ struct Fabric {
 Fabric make_fabric(const ClusterSpec& cluster, double intra_bandwidth_efficiency = 1,
                    double inter_bandwidth_efficiency = 1);
 
+// The slowest link a ring step of the group crosses: NVLink inside one domain, the network across
+// domains, divided by pod_oversubscription when the group spans pods. For point-to-point rings
+// (context parallelism) and pipeline sends: p2p_s(bytes, group_link(place_group(2, gap, cluster), f)).
+Link group_link(const GroupPlacement& group, const Fabric& fabric);
+
 double all_reduce_s(double bytes, const GroupPlacement& group, const Fabric& fabric);
 double reduce_scatter_s(double bytes, const GroupPlacement& group, const Fabric& fabric);
 double all_gather_s(double bytes, const GroupPlacement& group, const Fabric& fabric);
