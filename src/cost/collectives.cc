@@ -43,7 +43,7 @@ Span span_of(std::int64_t rho, int S, int T, int U) {
 }
 
 // Core of place_group: nodes of G ranks, pods of P ranks (0 = none; validate() makes it a multiple
-// of G), `blocks` blocks of size·stride ranks (0 = as many as needed). O(U + blocks) for U = lcm(P, G)
+// of G), `blocks` blocks of size·stride ranks (0 = as many as needed). O(U) residues for U = lcm(P, G)
 // (G without pods): cheap enough for the planner's inner loop.
 GroupPlacement place(int size, int stride, int G, int P, std::int64_t blocks) {
   if (size <= 1) return GroupPlacement{1, 1};
