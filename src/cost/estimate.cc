@@ -200,7 +200,7 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
   // Megatron-LM (Shoeybi et al. 2019, Sec. 3): two all-reduces of the b·s·h activation forward
   // (after attention and after the MLP) and two backward; with sequence parallelism each becomes a
   // reduce-scatter + all-gather pair of the same volume (Korthikanti et al. 2022, Sec. 4.2.2).
-  const GroupPlacement tp_group = place_group(p.tp, 1, c.cluster.gpus_per_node);
+  const GroupPlacement tp_group = place_group(p.tp, 1, c.cluster);
   const double activation_message = tokens * h * kActivationBytes;
   const double tp_comm = 2 * all_reduce_s(activation_message, tp_group, c.fabric);
   const double tp_hidden = p.tp_comm_overlap ? cal.tp_overlap : 0.0;
@@ -211,7 +211,7 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
 
   // --- Context-parallel ring attention (cost/context_parallel.h) --------------------------------
   if (p.cp > 1) {
-    const GroupPlacement cp_group = place_group(p.cp, p.tp, c.cluster.gpus_per_node);
+    const GroupPlacement cp_group = place_group(p.cp, p.tp, c.cluster);
     const double kv_heads_local = m.mla ? heads_local : std::max(1.0, m.kv_heads() / t);
     const double kv_bytes = tokens * kv_heads_local * (qk_dim + v_dim) * kActivationBytes;
     const cost_detail::RingAttentionCost ring = cost_detail::ring_attention_cost(
@@ -243,7 +243,7 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
   // mean. Megatron-Core orders expert ranks etp innermost, then ep, so an EP group's members are
   // etp ranks apart (parallel_state.py, expert mesh "tp-ep-dp-pp" with tp = etp).
   if (moe_layer && p.ep > 1) {
-    const GroupPlacement ep_group = place_group(p.ep, p.expert_tp(), c.cluster.gpus_per_node);
+    const GroupPlacement ep_group = place_group(p.ep, p.expert_tp(), c.cluster);
     const double a2a =
         all_to_all_s(tokens * m.moe->top_k * h * kActivationBytes / t * c.moe_load, ep_group, c.fabric);
     double exposed = 4 * a2a;
@@ -471,10 +471,7 @@ struct StageCostModel::Impl {
           config,
           cal,
           device_for(cluster, training, cal),
-          Fabric{Link{cluster.intra_node_bandwidth_bytes_per_s * cal.intra_node_bandwidth_efficiency,
-                      cluster.intra_node_latency_s},
-                 Link{cluster.inter_node_bandwidth_bytes_per_s * cal.inter_node_bandwidth_efficiency,
-                      cluster.inter_node_latency_s}},
+          make_fabric(cluster, cal.intra_node_bandwidth_efficiency, cal.inter_node_bandwidth_efficiency),
           cost_detail::fp8_costs(cluster.gpu, training, cal),
           static_cast<double>(config.mbs) * training.seq_len / config.cp,
           model.moe ? cost_detail::moe_rank_load_factor(*model.moe, config, training, cal) : 1.0},
@@ -485,7 +482,7 @@ struct StageCostModel::Impl {
         shards(shard_degrees(config)) {
     if (model.moe) moe = layer_cost(c, true);
     const ParallelConfig& p = config;
-    const int gpn = cluster.gpus_per_node;
+    const ClusterSpec& gpn = cluster;  // groups are placed on the cluster's NVLink domains and pods
     dense_shard_group = place_group(static_cast<int>(shards.dense), p.tp, gpn);
     dense_replica_group = place_group(p.zero > 0 ? p.dp / p.op : p.dp * p.cp, p.tp * static_cast<int>(shards.dense), gpn);
     // Expert data-parallel groups: Megatron-Core's expert mesh orders etp, ep, edp, pp, so an edp
@@ -983,9 +980,9 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
 
   // --- Time ---------------------------------------------------------------------------------------------
   // The candidate's ZeRO-3 traffic (its shard groups, not the group model's).
-  const int gpn = im.c.cluster.gpus_per_node;
+  const ClusterSpec& gpn = im.c.cluster;
   const Zero3Traffic zero3{im.c.fabric, place_group(static_cast<int>(shards.dense), q.tp, gpn),
-                           place_group(static_cast<int>(shards.expert), q.tp * q.ep, gpn),
+                           place_group(static_cast<int>(shards.expert), q.expert_tp() * q.ep, gpn),
                            im.c.training.fp32_param_gather ? 4.0 : 2.0, im.bytes.grad,
                            q.overlap_param_gather ? cal.dp_overlap : 0.0};
   const bool zero3_on = q.zero == 3;
@@ -1055,7 +1052,7 @@ Analysis analyse(const ModelSpec& model, const ClusterSpec& cluster, const Train
   const int rank_gpus = p.tp * p.cp * p.dp;
   const double p2p_bytes = im.c.tokens * model.hidden_size * kActivationBytes / im.sp_div;
   auto boundary_p2p_s = [&](int r) {
-    const int gpn = cluster.gpus_per_node;
+    const int gpn = cluster.scale_up_gpus();
     const bool wrap = r == p.pp - 1;
     const bool same_node = wrap ? p.pp * rank_gpus <= gpn
                                 : (r * rank_gpus) / gpn == ((r + 2) * rank_gpus - 1) / gpn;
@@ -1077,9 +1074,9 @@ Analysis analyse(const ModelSpec& model, const ClusterSpec& cluster, const Train
   const int v = p.vpp;
   const int virtual_stages = p.pp * v;
   // First decoder layer of each virtual stage (chunk c of rank r is virtual stage c·p + r).
+  const std::vector<int> layers_of = chunk_layers(p);
   std::vector<int> first_layer_of(static_cast<std::size_t>(virtual_stages) + 1, 0);
-  for (int k = 0; k < virtual_stages; ++k)
-    first_layer_of[k + 1] = first_layer_of[k] + p.stage_layers[static_cast<std::size_t>(k % p.pp)] / v;
+  for (int k = 0; k < virtual_stages; ++k) first_layer_of[k + 1] = first_layer_of[k] + layers_of[static_cast<std::size_t>(k)];
 
   out.stages.resize(static_cast<std::size_t>(p.pp));
   a.stage_tp.assign(p.pp, 0);

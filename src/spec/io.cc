@@ -510,7 +510,9 @@ json to_json(const ParallelConfig& c) {
           {"overlap_param_gather", c.overlap_param_gather},
           {"tp_comm_overlap", c.tp_comm_overlap},
           {"overlap_p2p", c.overlap_p2p},
-          {"ep_overlap", c.ep_overlap}};
+          {"ep_overlap", c.ep_overlap},
+          {"account_embedding", c.account_embedding},
+          {"account_loss", c.account_loss}};
 }
 
 }  // namespace paratune

@@ -13,7 +13,7 @@ const std::vector<std::string>& config_keys() {
       "dp",        "tp",        "pp",        "vpp",   "cp",           "ep",
       "etp",       "mbs",       "sp",        "zero",  "op",           "recompute",
       "recompute_layers", "stage_layers", "schedule", "grad_sync", "overlap_grad_reduce",
-      "overlap_param_gather", "tp_comm_overlap", "overlap_p2p", "ep_overlap"};
+      "overlap_param_gather", "tp_comm_overlap", "overlap_p2p", "ep_overlap", "account_embedding", "account_loss"};
   return keys;
 }
 
@@ -111,6 +111,8 @@ ParallelConfig parse_parallel_config(std::string_view text, ParallelConfig c) {
     else if (key == "tp_comm_overlap") c.tp_comm_overlap = parse_bool(key, value);
     else if (key == "overlap_p2p") c.overlap_p2p = parse_bool(key, value);
     else if (key == "ep_overlap") c.ep_overlap = parse_bool(key, value);
+    else if (key == "account_embedding") c.account_embedding = parse_bool(key, value);
+    else if (key == "account_loss") c.account_loss = parse_bool(key, value);
     else throw Error("config: " + unknown_name_message("key", key, config_keys()));
   }
   return c;
@@ -124,9 +126,24 @@ std::string to_string(const ParallelConfig& c) {
     out += ",recompute_layers=" + fmt::format("{}", fmt::join(c.stage_recompute_layers, "/"));
   else if (c.recompute == RecomputeMode::kFull && c.recompute_layers >= 0)
     out += fmt::format(",recompute_layers={}", c.recompute_layers);
-  if (!c.stage_layers.empty()) out += ",stage_layers=" + fmt::format("{}", fmt::join(c.stage_layers, "/"));
+  if (c.account_embedding) out += ",account_embedding=true";
+  if (c.account_loss) out += ",account_loss=true";
+  if (!c.stage_layers.empty() && !c.account_embedding && !c.account_loss)
+    out += ",stage_layers=" + fmt::format("{}", fmt::join(c.stage_layers, "/"));
   out += fmt::format(",schedule={},grad_sync={}", to_string(c.schedule), to_string(c.grad_sync));
   if (c.ep_overlap) out += ",ep_overlap=true";
+  return out;
+}
+
+std::vector<int> chunk_layers(const ParallelConfig& c) {
+  const int v = c.vpp;
+  std::vector<int> out(static_cast<std::size_t>(c.pp * v));
+  for (int r = 0; r < c.pp; ++r) {
+    const int e = (r == 0 && c.account_embedding) ? 1 : 0, l = (r == c.pp - 1 && c.account_loss) ? 1 : 0;
+    const int per_chunk = (c.stage_layers[static_cast<std::size_t>(r)] + e + l) / v;
+    for (int ch = 0; ch < v; ++ch)
+      out[static_cast<std::size_t>(ch * c.pp + r)] = per_chunk - (ch == 0 ? e : 0) - (ch == v - 1 ? l : 0);
+  }
   return out;
 }
 
@@ -229,6 +246,27 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
     throw Error("schedule=interleaved-1f1b requires vpp > 1");
   }
 
+  const int e = c.account_embedding ? 1 : 0, l = c.account_loss ? 1 : 0;
+  if (e + l > 0) {
+    // Megatron-LM R11: (L + e + l) % pp == 0 and, with vpp, ((L + e + l)/pp) % vpp == 0; not with
+    // explicit (uneven first/last) stage layers.
+    const int slots = model.num_layers + e + l;
+    if (slots % c.pp != 0 || (slots / c.pp) % c.vpp != 0)
+      throw Error(fmt::format("account_embedding/account_loss: num_layers + {} = {} layer slots do not split evenly "
+                              "over pp={} and vpp={}",
+                              e + l, slots, c.pp, c.vpp));
+    const int per_rank = slots / c.pp;
+    if (per_rank / c.vpp - (c.pp == 1 ? e + l : std::max(e, l)) < 1 && c.vpp > 1)
+      throw Error(fmt::format("account_embedding/account_loss: {} layer slots per chunk leave a chunk without layers",
+                              per_rank / c.vpp));
+    std::vector<int> layout(static_cast<std::size_t>(c.pp), per_rank);
+    layout.front() -= e;
+    layout.back() -= l;
+    // A resolved configuration carries the layout already; any other stage_layers is an error.
+    if (!config.stage_layers.empty() && config.stage_layers != layout)
+      throw Error("account_embedding/account_loss cannot be combined with stage_layers (Megatron-LM R11.4)");
+    c.stage_layers = layout;
+  }
   if (c.stage_layers.empty()) {
     if (model.num_layers % (c.pp * c.vpp) != 0 && c.vpp > 1)
       throw Error(fmt::format("num_layers={} is not divisible by pp*vpp={} (interleaving needs equal chunks)",
@@ -243,7 +281,9 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
     for (std::size_t i = 0; i < c.stage_layers.size(); ++i) {
       if (c.stage_layers[i] < 1)
         throw Error(fmt::format("stage_layers[{}]={} must be >= 1", i, c.stage_layers[i]));
-      if (c.stage_layers[i] % c.vpp != 0)
+      // The embedding / loss slot of the account flags is the one allowed remainder.
+      const int slot = (i == 0 ? e : 0) + (i + 1 == c.stage_layers.size() ? l : 0);
+      if ((c.stage_layers[i] + slot) % c.vpp != 0)
         throw Error(fmt::format("stage_layers[{}]={} is not divisible by vpp={}", i, c.stage_layers[i], c.vpp));
     }
   }

@@ -1,4 +1,5 @@
 #include "paratune/spec/parallel.h"
+#include "paratune/cost/estimate.h"
 
 #include <gtest/gtest.h>
 
@@ -63,6 +64,38 @@ TEST(ParallelConfig, ResolveFillsDerivedFields) {
   EXPECT_EQ(c.op, 2);
   EXPECT_EQ(c.stage_layers, (std::vector<int>{40, 40}));
   EXPECT_EQ(even_stage_layers(10, 4), (std::vector<int>{3, 3, 2, 2}));
+}
+
+// Llama-3.1-405B's 126 layers on pp = 8 with vpp = 8, as Meta's and NVIDIA's recipes run them:
+// Megatron's account-for-embedding/loss split gives 128 slots, 2 per chunk, and the first chunk of
+// rank 0 and the last chunk of rank 7 one layer each (R11).
+TEST(ParallelConfig, UnevenSplitOf126LayersWithInterleaving) {
+  const ModelSpec llama = find_model_preset("llama3.1-405b").spec;
+  const auto cluster = testing::dgx_h100(128);
+  const auto training = testing::training(8192, 512);
+  const ParallelConfig c =
+      resolve(parse_parallel_config("dp=16,tp=8,pp=8,vpp=8,account_embedding=true,account_loss=true"), llama, cluster,
+              training);
+  EXPECT_EQ(c.stage_layers, (std::vector<int>{15, 16, 16, 16, 16, 16, 16, 15}));
+  const std::vector<int> chunks = chunk_layers(c);
+  ASSERT_EQ(chunks.size(), 64u);
+  EXPECT_EQ(chunks.front(), 1);  // virtual stage 0: the embedding's slot
+  EXPECT_EQ(chunks.back(), 1);   // virtual stage 63: the loss's slot
+  for (std::size_t k = 1; k + 1 < chunks.size(); ++k) EXPECT_EQ(chunks[k], 2) << k;
+  // Round trip: the resolved configuration resolves to itself.
+  EXPECT_EQ(to_string(resolve(parse_parallel_config(to_string(c)), llama, cluster, training)), to_string(c));
+  // Without the flags 126 layers do not split over pp·vpp = 64 chunks, and with them they must
+  // split evenly: 127 slots on pp = 8 do not.
+  EXPECT_NE(resolve_error("dp=16,tp=8,pp=8,vpp=8", llama, 128, 8192, 512).find("not divisible by pp*vpp=64"),
+            std::string::npos);
+  EXPECT_NE(resolve_error("dp=16,tp=8,pp=8,vpp=8,account_embedding=true", llama, 128, 8192, 512)
+                .find("127 layer slots do not split evenly over pp=8"),
+            std::string::npos);
+  // And the estimate runs every one of the 126 layers.
+  const Estimate e = estimate(llama, cluster, training, c);
+  int layers = 0;
+  for (const StageEstimate& s : e.stages) layers += s.layers;
+  EXPECT_EQ(layers, 126);
 }
 
 }  // namespace

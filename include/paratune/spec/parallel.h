@@ -35,6 +35,13 @@ struct ParallelConfig {
   // "recompute_layers=2/4/4/0" in the config text.
   std::vector<int> stage_recompute_layers;
   std::vector<int> stage_layers;  // decoder layers per pipeline stage; empty = as even as possible
+  // Megatron-LM's --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split
+  // (R11): the embedding / the output layer and loss count as one layer slot, so the first chunk
+  // of rank 0 / the last chunk of the last rank holds one decoder layer fewer. (L + e + l) must
+  // split evenly over pp (and vpp); e.g. Llama-3.1-405B's 126 layers on pp = 8, vpp = 8:
+  // 128 slots, 2 per chunk, 1 layer in the first and the last chunk. Excludes stage_layers.
+  bool account_embedding = false;
+  bool account_loss = false;
   Schedule schedule = Schedule::kOneFOneB;
   GradSync grad_sync = GradSync::kOverlapped;
   bool overlap_grad_reduce = true;   // DP gradient reduce overlapped with backward
@@ -78,6 +85,11 @@ std::vector<StageMesh> parse_stage_meshes(std::string_view text);
 // Fully recomputed layers of each stage of a resolved configuration: 0 unless recompute=full; then
 // the per-stage list, or recompute_layers (-1 = all) capped at each stage's layers.
 std::vector<int> recomputed_layers_per_stage(const ParallelConfig& resolved);
+
+// Decoder layers of each virtual stage k = chunk·pp + rank (pp·vpp entries) of a resolved
+// configuration: each rank's stage_layers split evenly over its vpp chunks, except the one-layer
+// deficits of account_embedding (rank 0, chunk 0) and account_loss (last rank, last chunk).
+std::vector<int> chunk_layers(const ParallelConfig& resolved);
 
 // Even split of `layers` over `stages` (earlier stages get the remainder), e.g. 10 over 4 = 3,3,2,2.
 std::vector<int> even_stage_layers(int layers, int stages);
