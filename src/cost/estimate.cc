@@ -63,7 +63,6 @@ struct Context {
   double moe_load;  // busiest expert-parallel rank's tokens / the mean (cost/moe.h)
 };
 
-Link link_for(const GroupPlacement& g, const Fabric& f) { return g.spans_nodes() ? f.inter : f.intra; }
 
 LayerCost layer_cost(const Context& c, bool moe_layer) {
   const ModelSpec& m = c.model;
@@ -225,7 +224,7 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
             .v_dim = v_dim,
             .attention_forward_s = attention_s,
             .attention_backward_s = attention_backward_s,
-            .kv_step_s = p2p_s(kv_bytes, link_for(cp_group, c.fabric))});
+            .kv_step_s = p2p_s(kv_bytes, group_link(cp_group, c.fabric))});
     L.forward_compute_s += ring.extra_forward_s;
     L.backward_compute_s += ring.extra_backward_s;
     L.selective_recompute_s += ring.extra_forward_s;
