@@ -259,6 +259,7 @@ int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
   options.threads = f.threads;
   options.estimate.memory_margin = setup.memory_margin;
   options.baselines = !f.no_baselines;
+  options.framework = framework;  // --emit X: search only what X can run
   const plan::PlanResult result = plan::plan(model, cluster, training, options, calibration_from(setup));
 
   std::optional<LaunchSettings> launch;
@@ -598,7 +599,9 @@ int main(int argc, char** argv) {
   plan_cmd->add_option("--top", plan_flags.top, "plans to rank")->capture_default_str();
   plan_cmd->add_option("--keep", plan_flags.keep, "level-1 survivors refined first (K)")->capture_default_str();
   plan_cmd->add_option("--threads", plan_flags.threads, "worker threads (same result for every count)")->capture_default_str();
-  plan_cmd->add_option("--emit", plan_flags.emit, "launch settings for the winner: megatron | torchtitan | deepspeed");
+  plan_cmd->add_option("--emit", plan_flags.emit,
+                       "search only what this framework can run and write its launch settings for the winner: "
+                       "megatron | torchtitan | deepspeed");
   plan_cmd->add_flag("--no-baselines", plan_flags.no_baselines, "skip the expert and 3-axis baselines");
   plan_cmd->add_flag("--json", json, "machine-readable output");
 

@@ -5,14 +5,61 @@
 
 #include "paratune/cost/model_stats.h"
 #include "paratune/plan/planner.h"
+#include "paratune/plan/ranking.h"
 
 namespace paratune::plan {
 namespace {
+
+// With PlanOptions::framework, a baseline takes the framework's nearest expression of its rule:
+//   torchtitan: no ZeRO-1 (T1.8), and unsharded data parallelism (DDP) only without TP/PP (T1.7):
+//               data parallelism is FSDP2 (zero=3 over all of dp); TP always shards the sequence
+//               (sp on, T2.1);
+//   DeepSpeed:  its pipeline runs its own 1F1B only (D5.3): interleaving becomes 1F1B;
+//   Megatron-LM: the rules are Megatron's already;
+//   all: a gradient-sync placement the framework does not do becomes the first of overlapped,
+//        shifted that it does (runs_grad_sync; DeepSpeed's pipeline reduces after the flush).
+// Returns what was changed, in words (empty: nothing).
+std::string adapt_to_framework(const PlanOptions& options, ParallelConfig& c) {
+  if (!options.framework) return "";
+  std::vector<std::string> changed;
+  switch (*options.framework) {
+    case Framework::kMegatron: break;
+    case Framework::kTorchtitan:
+      if (c.zero == 1 && c.dp == 1) c.zero = 0;  // sharding over one rank is no sharding
+      if (c.zero < 2 && c.dp > 1) {
+        c.zero = 3;
+        c.op = c.dp;
+        changed.push_back("FSDP2 (zero=3) for data parallelism");
+      }
+      if (c.tp > 1 && !c.sequence_parallel) {
+        c.sequence_parallel = true;
+        changed.push_back("SP with TP");
+      }
+      break;
+    case Framework::kDeepSpeed:
+      if (c.vpp > 1) {
+        c.vpp = 1;
+        c.schedule = Schedule::kOneFOneB;
+        changed.push_back("1F1B instead of interleaving");
+      }
+      break;
+  }
+  if (!runs_grad_sync(*options.framework, c.pp, c.grad_sync))
+    for (GradSync g : {GradSync::kOverlapped, GradSync::kShifted})
+      if (runs_grad_sync(*options.framework, c.pp, g)) {
+        c.grad_sync = g;
+        changed.push_back(fmt::format("grad_sync={}", to_string(g)));
+        break;
+      }
+  return fmt::format("{}", fmt::join(changed, ", "));
+}
 
 std::optional<Estimate> fitting(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
                                 const ParallelConfig& config, const PlanOptions& options, const Calibration& calibration) {
   try {
     Estimate e = estimate(model, cluster, training, config, calibration, options.estimate);
+    // Only what the framework runs (e.g. torchtitan without data parallelism and with TP: T5.2).
+    if (options.framework && !can_run(*options.framework, e.config, model, training)) return std::nullopt;
     if (e.fits) return e;
   } catch (const Error&) {
     // Not a valid configuration of this rule for this model (e.g. batch not divisible): skip it.
@@ -32,6 +79,7 @@ std::optional<Estimate> fitting(const ModelSpec& model, const ClusterSpec& clust
 //   5. pp > 1: interleaved 1F1B with the most model chunks per rank that keep >= 4 layers per
 //      chunk (Llama-3-70B: pp=4, vpp=5, as NeMo), when layers and micro-batches divide evenly;
 //      else 1F1B. Even stages.
+//   6. With a framework: its nearest expression of these (adapt_to_framework).
 Baseline expert_baseline(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
                          const PlanOptions& options, const Calibration& calibration) {
   Baseline out;
@@ -70,10 +118,12 @@ Baseline expert_baseline(const ModelSpec& model, const ClusterSpec& cluster, con
           break;
         }
     }
+    const std::string adapted = adapt_to_framework(options, c);
     for (RecomputeMode rc : {RecomputeMode::kNone, RecomputeMode::kFull}) {
       c.recompute = rc;
       if (auto e = fitting(model, cluster, training, c, options, calibration)) {
         out.estimate = std::move(e);
+        if (!adapted.empty()) out.rule += fmt::format(" (as {} runs it: {})", to_string(*options.framework), adapted);
         return out;
       }
     }
@@ -83,11 +133,13 @@ Baseline expert_baseline(const ModelSpec& model, const ClusterSpec& cluster, con
 
 // 3-axis: a planner that searches dp, tp and pp only (every factorization of the GPUs), with
 // mbs = 1, no optimizer sharding, full recompute, even stages, 1F1B, no sequence/context/expert
-// parallelism; the fastest that fits.
+// parallelism; the fastest that fits (ranked by plan/ranking.h). With a framework: its nearest
+// expression of these (adapt_to_framework).
 Baseline three_axis_baseline(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
                              const PlanOptions& options, const Calibration& calibration) {
   Baseline out;
   out.rule = "best of dp x tp x pp only: mbs = 1, no ZeRO, full recompute, even stages, 1F1B, no SP/CP/EP";
+  std::string adaptation;
   const int gpus = cluster.num_gpus();
   for (int tp = 1; tp <= gpus; ++tp) {
     if (gpus % tp != 0 || !valid_tp(model, tp)) continue;
@@ -99,10 +151,16 @@ Baseline three_axis_baseline(const ModelSpec& model, const ClusterSpec& cluster,
       c.pp = pp;
       c.mbs = 1;
       c.recompute = RecomputeMode::kFull;
+      const std::string adapted = adapt_to_framework(options, c);
       if (auto e = fitting(model, cluster, training, c, options, calibration))
-        if (!out.estimate || e->iteration_time_s < out.estimate->iteration_time_s) out.estimate = std::move(e);
+        if (!out.estimate ||
+            ranks_before(e->iteration_time_s, e->config, out.estimate->iteration_time_s, out.estimate->config)) {
+          out.estimate = std::move(e);
+          adaptation = adapted;
+        }
     }
   }
+  if (!adaptation.empty()) out.rule += fmt::format(" (as {} runs it: {})", to_string(*options.framework), adaptation);
   return out;
 }
 

@@ -10,11 +10,14 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "paratune/cost/stage_model.h"
-#include "paratune/sim/schedule.h"
+#include "paratune/plan/ranking.h"
 #include "paratune/plan/stage_assignment.h"
+#include "paratune/sim/schedule.h"
+#include "paratune/spec/error.h"
 #include "paratune/spec/units.h"
 
 namespace paratune::plan {
@@ -75,26 +78,65 @@ bool by_bound(const Bounded& a, const Bounded& b) {
 struct MeshBounds {
   std::vector<Bounded> survivors;
   long long seen = 0, pruned_memory = 0;
+  long long unsupported = 0;  // the framework cannot run them (PlanOptions::framework)
   Bounded smallest_memory;  // the candidate with the smallest memory bound (for "nothing fits")
   double smallest_memory_bytes = kInfinity;
 };
 
-// Level 1, one mesh shape: bound every candidate, drop those that cannot fit.
+std::vector<GradSync> grad_sync_choices(const SearchSpace& space) {
+  std::vector<GradSync> out;
+  for (GradSync g : {GradSync::kOverlapped, GradSync::kShifted, GradSync::kInBackward})
+    if (space.permits(Axis::kGradSync, static_cast<int>(g))) out.push_back(g);
+  return out;
+}
+
+// A candidate's level-1 configuration: even stages, the flags of options.base, and base's
+// gradient-sync placement unless the framework does not do it: then the first allowed one it does
+// (so that the level-1 time is one the framework could run and level 2 never loses to it).
+ParallelConfig level1_config(const Candidate& c, const PlanOptions& options) {
+  ParallelConfig config = to_config(c, options.base);
+  if (options.framework && !runs_grad_sync(*options.framework, config.pp, config.grad_sync))
+    for (GradSync g : grad_sync_choices(options.space))
+      if (runs_grad_sync(*options.framework, config.pp, g)) {
+        config.grad_sync = g;
+        break;
+      }
+  return config;
+}
+
+// Whether options.framework (if any) can run a level-1 candidate's configuration with one of the
+// gradient-sync placements level 2 may choose (plan/framework_support.h).
+bool framework_runs(const PlanOptions& options, const ParallelConfig& config, const ModelSpec& model,
+                    const TrainingSpec& training, const std::vector<GradSync>& grad_syncs) {
+  if (!options.framework) return true;
+  const Framework f = *options.framework;
+  return std::any_of(grad_syncs.begin(), grad_syncs.end(), [&](GradSync g) { return runs_grad_sync(f, config.pp, g); }) &&
+         can_run(f, config, model, training, /*judge_grad_sync=*/false);
+}
+
+// Level 1, one mesh shape: bound every candidate, drop those that cannot fit (and those the
+// framework cannot run).
 MeshBounds bound_mesh(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
                       const PlanOptions& options, const Calibration& calibration, const MeshShape& mesh,
                       std::uint64_t mesh_index) {
   MeshBounds out;
+  const std::vector<GradSync> grad_syncs = grad_sync_choices(options.space);
   std::unique_ptr<StageCostModel> layers;  // per-layer costs shared by a group of candidates
   double limit = 0;
   enumerate_mesh(
       model, training, options.space, mesh,
       [&](const Candidate& first) {
-        layers = std::make_unique<StageCostModel>(model, cluster, training, to_config(first, options.base),
+        layers = std::make_unique<StageCostModel>(model, cluster, training, level1_config(first, options),
                                                   calibration, options.estimate);
         limit = layers->memory_limit_bytes();
       },
       [&](const Candidate& c) {
-        const PlanningBounds b = planning_bounds(*layers, to_config(c, options.base));
+        const ParallelConfig config = level1_config(c, options);
+        if (!framework_runs(options, config, model, training, grad_syncs)) {
+          ++out.unsupported;
+          return;
+        }
+        const PlanningBounds b = planning_bounds(*layers, config);
         const Bounded entry{c, b.iteration_time_s, (mesh_index << 32) | static_cast<std::uint64_t>(out.seen)};
         ++out.seen;
         if (b.memory_bytes < out.smallest_memory_bytes) {
@@ -112,17 +154,10 @@ MeshBounds bound_mesh(const ModelSpec& model, const ClusterSpec& cluster, const 
 
 Estimate estimate_candidate(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
                             const Candidate& c, const PlanOptions& options, const Calibration& calibration) {
-  return estimate(model, cluster, training, to_config(c, options.base), calibration, options.estimate);
+  return estimate(model, cluster, training, level1_config(c, options), calibration, options.estimate);
 }
 
-std::vector<GradSync> grad_sync_choices(const SearchSpace& space) {
-  std::vector<GradSync> out;
-  for (GradSync g : {GradSync::kOverlapped, GradSync::kShifted, GradSync::kInBackward})
-    if (space.permits(Axis::kGradSync, static_cast<int>(g))) out.push_back(g);
-  return out;
-}
-
-// The exact top N: best refined plan per distinct configuration.
+// The exact top N: best refined plan per distinct configuration, ranked by plan/ranking.h.
 class TopPlans {
  public:
   explicit TopPlans(int n) : n_(static_cast<std::size_t>(std::max(1, n))) {}
@@ -130,7 +165,7 @@ class TopPlans {
   void offer(Plan plan) {
     const std::string key = to_string(plan.estimate.config);
     auto it = by_config_.find(key);
-    if (it != by_config_.end() && !better(plan, it->second)) return;
+    if (it != by_config_.end() && !(plan.estimate.iteration_time_s < it->second.estimate.iteration_time_s)) return;
     by_config_[key] = std::move(plan);
   }
   // The N-th best time so far (infinity while fewer than N plans).
@@ -144,17 +179,13 @@ class TopPlans {
   [[nodiscard]] std::vector<Plan> ranked() const {
     std::vector<Plan> out;
     for (const auto& [key, p] : by_config_) out.push_back(p);
-    std::sort(out.begin(), out.end(), better);
+    rank(out, [](const Plan& p) { return p.estimate.iteration_time_s; },
+         [](const Plan& p) -> const ParallelConfig& { return p.estimate.config; });
     if (out.size() > n_) out.resize(n_);
     return out;
   }
 
  private:
-  static bool better(const Plan& a, const Plan& b) {
-    if (a.estimate.iteration_time_s != b.estimate.iteration_time_s)
-      return a.estimate.iteration_time_s < b.estimate.iteration_time_s;
-    return to_string(a.estimate.config) < to_string(b.estimate.config);
-  }
   std::size_t n_;
   std::map<std::string, Plan> by_config_;
 };
@@ -165,18 +196,24 @@ std::optional<Estimate> refine(const ModelSpec& model, const ClusterSpec& cluste
                                const Candidate& candidate, const PlanOptions& options, const Calibration& calibration,
                                double faster_than_s) {
   std::optional<Estimate> best;
-  // One layout under each allowed placement; replays that cannot beat the best so far (or
-  // `faster_than_s`) are skipped on their lower bound.
+  // What the best so far leaves to beat: a refinement that ties with it may still rank before it.
+  auto to_beat = [&] { return best ? std::min(faster_than_s, tie_limit_s(best->iteration_time_s)) : faster_than_s; };
+  std::set<std::string> timed;
+  // One layout under each allowed placement (that the framework runs); replays that cannot beat
+  // to_beat() are skipped on their lower bound.
   auto time_layout = [&](const ParallelConfig& layout) {
+    if (!timed.insert(to_string(layout)).second) return;
     for (GradSync g : grad_sync_choices(options.space)) {
       ParallelConfig c = layout;
       c.grad_sync = g;
-      const double to_beat = best ? std::min(faster_than_s, best->iteration_time_s) : faster_than_s;
-      std::optional<Estimate> e = estimate_if_faster(model, cluster, training, c, to_beat, calibration, options.estimate);
-      if (e && e->fits && (!best || e->iteration_time_s < best->iteration_time_s)) best = std::move(e);
+      if (options.framework && !can_run(*options.framework, c, model, training)) continue;
+      std::optional<Estimate> e = estimate_if_faster(model, cluster, training, c, to_beat(), calibration, options.estimate);
+      if (e && e->fits &&
+          (!best || ranks_before(e->iteration_time_s, e->config, best->iteration_time_s, best->config)))
+        best = std::move(e);
     }
   };
-  const StageCostModel costs(model, cluster, training, to_config(candidate, options.base), calibration,
+  const StageCostModel costs(model, cluster, training, level1_config(candidate, options), calibration,
                              options.estimate);
   const ParallelConfig& even = costs.config();  // resolved: even stages
   const bool full = even.recompute == RecomputeMode::kFull;
@@ -185,14 +222,14 @@ std::optional<Estimate> refine(const ModelSpec& model, const ClusterSpec& cluste
     return best;
   }
   // The exact stage assignment and per-stage recompute, each rank holding the activations of as
-  // many micro-batches as its schedule keeps in flight.
+  // many micro-batches as its schedule keeps in flight; within what the framework can express.
+  const RefinementScope scope = refinement_scope(options.framework, even);
   const sim::PipelineShape shape{even.pp, even.vpp, costs.num_microbatches()};
   std::vector<double> in_flight;
   for (int held : sim::schedule_for(even.schedule).peak_in_flight(shape))
     in_flight.push_back(static_cast<double>(held) / even.vpp);
   const double bottleneck_limit = (faster_than_s - calibration.iteration_overhead_s) / costs.num_microbatches();
-  const StageAssignment a = assign_stages(costs, in_flight, full, bottleneck_limit);
-  if (a.feasible) {
+  auto layout_of = [&](const StageAssignment& a) {
     ParallelConfig assigned = even;
     assigned.stage_layers = a.stage_layers;
     if (full) {
@@ -200,10 +237,31 @@ std::optional<Estimate> refine(const ModelSpec& model, const ClusterSpec& cluste
       assigned.recompute = any ? RecomputeMode::kFull : RecomputeMode::kNone;
       if (any) assigned.stage_recompute_layers = a.recomputed;
     }
-    time_layout(assigned);
-    if (to_string(assigned) == to_string(even)) return best;
+    return assigned;
+  };
+  if (scope.uneven_stages || even.pp == 1) {
+    std::optional<StageAssignment> chosen;
+    const StageAssignment free = assign_stages(costs, in_flight, full, bottleneck_limit);
+    if (free.feasible) {
+      // Per-stage counts the framework cannot express: the programme's optimum over one count per
+      // model chunk (Megatron's block N, N = 0 .. the most layers a chunk can hold) or over "every
+      // layer or none". Those are among the per-stage counts, so each is feasible only if `free` is.
+      if (!full || scope.recompute == RefinementScope::Recompute::kPerStage ||
+          (options.framework && can_run(*options.framework, layout_of(free), model, training, false))) {
+        chosen = free;
+      } else {
+        std::vector<int> counts{0, kAllLayers};
+        if (scope.recompute == RefinementScope::Recompute::kSameCountPerChunk)
+          for (int n = 1; n < model.num_layers / even.vpp - (even.pp - 1); ++n) counts.push_back(n);
+        for (int n : counts) {
+          const StageAssignment a = assign_stages(costs, in_flight, full, bottleneck_limit, n);
+          if (a.feasible && (!chosen || a.objective_s < chosen->objective_s)) chosen = a;
+        }
+      }
+    }
+    if (chosen) time_layout(layout_of(*chosen));
   }
-  time_layout(even);
+  time_layout(even);  // even stages remain a choice: level 2 never loses to level 1
   return best;
 }
 
@@ -264,8 +322,15 @@ std::vector<std::string> advice_when_nothing_fits(const ModelSpec& model, const 
 
 PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
                 const PlanOptions& options, const Calibration& calibration) {
+  // Level 2 chooses the stage layout; Megatron's account-for-embedding/loss split fixes it instead
+  // (ParallelConfig::account_embedding, R11), so the two do not combine.
+  if (options.base.account_embedding || options.base.account_loss)
+    throw Error(fmt::format("base: account_embedding={}, account_loss={}: the planner chooses each stage's layers "
+                            "itself; give account_embedding/account_loss to estimate or simulate, not to plan",
+                            options.base.account_embedding, options.base.account_loss));
   const Clock::time_point start = Clock::now();
   PlanResult result;
+  result.framework = options.framework;
   SearchStats& stats = result.stats;
 
   // --- Level 1: bounds ---------------------------------------------------------------------------------
@@ -279,6 +344,7 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
   double smallest_memory_bytes = kInfinity;
   for (MeshBounds& m : per_mesh) {
     stats.candidates_level1 += m.seen;
+    stats.unsupported += m.unsupported;
     stats.pruned_memory += m.pruned_memory;
     survivors.insert(survivors.end(), m.survivors.begin(), m.survivors.end());
     if (m.smallest_memory_bytes < smallest_memory_bytes) {
@@ -292,6 +358,7 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
 
   // --- Level 1: estimates in bound order until the bound reaches the K-th best time -----------------
   std::vector<double> level1_time(survivors.size(), kInfinity);  // infinity: not costed or not fitting
+  std::vector<Level1> level1(survivors.size(), Level1::kNotCosted);
   std::vector<char> costed(survivors.size(), 0);
   std::vector<double> best_k;  // max-heap of the K best fitting times
   const std::size_t keep = static_cast<std::size_t>(std::max(1, options.keep));
@@ -310,7 +377,7 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
     std::vector<char> replayed(batch.size());
     parallel_for(batch.size(), options.threads, [&](std::size_t j) {
       const std::optional<Estimate> e =
-          estimate_if_faster(model, cluster, training, to_config(survivors[batch[j]].candidate, options.base),
+          estimate_if_faster(model, cluster, training, level1_config(survivors[batch[j]].candidate, options),
                              threshold, calibration, options.estimate);
       replayed[j] = e.has_value();
       if (!e) return;  // even stages cannot make the K best
@@ -322,6 +389,7 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
       const std::size_t i = batch[j];
       costed[i] = 1;
       ++stats.level1_evaluated;
+      level1[i] = !replayed[j] ? Level1::kNotReplayed : fits[j] ? Level1::kTimed : Level1::kDidNotFit;
       if (!replayed[j]) continue;
       if (peak[j] < closest_bytes) {
         closest_bytes = peak[j];
@@ -339,6 +407,8 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
   stats.level1_s = seconds_since(start);
 
   // --- Level 2: refine the K best, then every candidate whose bound is below the N-th best plan -------
+  // (below tie_limit_s of it: a plan whose time ties with the N-th best may rank before it as the
+  // simpler configuration, plan/ranking.h, so those are refined too)
   const Clock::time_point level2_start = Clock::now();
   std::vector<std::size_t> order;  // costed candidates, best level-1 time first
   for (std::size_t i = 0; i < survivors.size(); ++i)
@@ -351,20 +421,25 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
   std::vector<char> refined(survivors.size(), 0);
   auto refine_all = [&](const std::vector<std::size_t>& batch) {
     std::vector<std::optional<Estimate>> out(batch.size());
-    const double threshold = top.threshold();  // fixed for the batch: the same for every thread count
+    const double threshold = tie_limit_s(top.threshold());  // fixed for the batch: the same for every thread count
     parallel_for(batch.size(), options.threads, [&](std::size_t j) {
       out[j] = refine(model, cluster, training, survivors[batch[j]].candidate, options, calibration, threshold);
     });
     for (std::size_t j = 0; j < batch.size(); ++j) {
       refined[batch[j]] = 1;
       ++stats.level2_evaluated;
-      if (out[j])
-        top.offer(Plan{std::move(*out[j]), level1_time[batch[j]], survivors[batch[j]].lower_bound_s});
+      if (out[j]) {
+        const std::size_t i = batch[j];
+        top.offer(Plan{.estimate = std::move(*out[j]),
+                       .level1_time_s = level1_time[i],
+                       .level1 = level1[i],
+                       .lower_bound_s = survivors[i].lower_bound_s});
+      }
     }
   };
   refine_all(order);
-  for (std::size_t begin = 0; begin < survivors.size() && survivors[begin].lower_bound_s < top.threshold();) {
-    const double threshold = top.threshold();
+  for (std::size_t begin = 0; begin < survivors.size() && survivors[begin].lower_bound_s < tie_limit_s(top.threshold());) {
+    const double threshold = tie_limit_s(top.threshold());
     std::vector<std::size_t> batch;
     for (; begin < survivors.size() && batch.size() < kLevel2Batch && survivors[begin].lower_bound_s < threshold; ++begin)
       if (!refined[begin]) batch.push_back(begin);
@@ -373,12 +448,15 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
   for (std::size_t i = 0; i < survivors.size(); ++i)
     if (!costed[i] && !refined[i]) ++stats.pruned_time;
   result.plans = top.ranked();
+  for (Plan& p : result.plans) p.frameworks = framework_verdicts(p.estimate.config, model, training);
   stats.level2_s = seconds_since(level2_start);
 
   // --- Baselines and, when nothing fits, what would ---------------------------------------------------
   if (options.baselines) {
     result.expert = expert_baseline(model, cluster, training, options, calibration);
     result.three_axis = three_axis_baseline(model, cluster, training, options, calibration);
+    for (Baseline* b : {&result.expert, &result.three_axis})
+      if (b->estimate) b->frameworks = framework_verdicts(b->estimate->config, model, training);
   }
   if (result.plans.empty()) {
     if (closest) result.closest = estimate_candidate(model, cluster, training, survivors[*closest].candidate, options, calibration);

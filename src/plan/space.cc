@@ -11,11 +11,12 @@ namespace paratune::plan {
 namespace {
 
 constexpr std::array<std::string_view, kAxisCount> kAxisNames{
-    "dp", "tp", "pp", "cp", "ep", "etp", "mbs", "vpp", "zero", "op", "sp", "schedule", "recompute", "grad_sync"};
+    "dp", "tp", "pp", "cp", "ep", "etp", "mbs", "vpp", "zero", "op", "sp", "schedule", "recompute", "grad_sync",
+    "ep_overlap"};
 
 bool is_enum_axis(Axis axis) {
   return axis == Axis::kSequenceParallel || axis == Axis::kSchedule || axis == Axis::kRecompute ||
-         axis == Axis::kGradSync;
+         axis == Axis::kGradSync || axis == Axis::kEpOverlap;
 }
 
 Axis parse_axis(std::string_view key, std::string_view flag) {
@@ -30,6 +31,7 @@ int parse_value(Axis axis, std::string_view text, std::string_view flag) {
   try {
     switch (axis) {
       case Axis::kSequenceParallel:
+      case Axis::kEpOverlap:
         if (text == "true" || text == "1" || text == "on") return 1;
         if (text == "false" || text == "0" || text == "off") return 0;
         throw Error(fmt::format("'{}' is not a boolean (true/false)", text));
@@ -127,6 +129,7 @@ ParallelConfig to_config(const Candidate& c, const ParallelConfig& base) {
   p.zero = c.zero;
   p.op = c.op;
   p.sequence_parallel = c.sequence_parallel != 0;
+  p.ep_overlap = c.ep_overlap != 0;
   p.schedule = c.schedule;
   p.recompute = c.recompute;
   p.recompute_layers = -1;
@@ -175,7 +178,7 @@ void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const 
     etps.clear();
     for (int etp : divisors(tp))
       if (model.moe->expert_ffn_hidden_size % etp == 0 && space.permits(Axis::kEtp, etp)) etps.push_back(etp);
-  } else if (!space.permits(Axis::kEp, 1)) {
+  } else if (!space.permits(Axis::kEp, 1) || !space.permits(Axis::kEpOverlap, 0)) {
     return;
   }
   const int mbs_cap = space.rule(Axis::kMbs).max != INT_MAX || !space.rule(Axis::kMbs).allowed.empty()
@@ -202,32 +205,41 @@ void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const 
           for (RecomputeMode rc : {RecomputeMode::kNone, RecomputeMode::kSelective, RecomputeMode::kFull}) {
             if (!space.permits(Axis::kRecompute, static_cast<int>(rc))) continue;
             c.recompute = rc;
-            bool group_started = false;
-            for (int zero = 0; zero <= 3; ++zero) {
-              if (!space.permits(Axis::kZero, zero)) continue;
-              c.zero = static_cast<std::int16_t>(zero);
-              for (int op : zero == 0 ? std::vector<int>{1} : divisors(dp)) {
-                if (zero > 0 && !space.permits(Axis::kOp, op)) continue;
-                c.op = static_cast<std::int16_t>(op);
-                auto emit = [&](Schedule schedule, int vpp) {
-                  if (!space.permits(Axis::kSchedule, static_cast<int>(schedule)) || !space.permits(Axis::kVpp, vpp))
-                    return;
-                  c.schedule = schedule;
-                  c.vpp = static_cast<std::int16_t>(vpp);
-                  if (!group_started) {
-                    visit_group(c);
-                    group_started = true;
+            for (int overlap : {0, 1}) {
+              // The MoE all-to-all overlap (Megatron-Core's rules, as resolve checks them): ep > 1,
+              // no full recompute, and with pp > 1 only in the interleaved schedule (in emit).
+              if (overlap == 1 && (ep < 2 || rc == RecomputeMode::kFull)) continue;
+              if (!space.permits(Axis::kEpOverlap, overlap)) continue;
+              c.ep_overlap = static_cast<std::int8_t>(overlap);
+              bool group_started = false;
+              for (int zero = 0; zero <= 3; ++zero) {
+                if (!space.permits(Axis::kZero, zero)) continue;
+                c.zero = static_cast<std::int16_t>(zero);
+                for (int op : zero == 0 ? std::vector<int>{1} : divisors(dp)) {
+                  if (zero > 0 && !space.permits(Axis::kOp, op)) continue;
+                  c.op = static_cast<std::int16_t>(op);
+                  auto emit = [&](Schedule schedule, int vpp) {
+                    if (overlap == 1 && pp > 1 && vpp < 2) return;
+                    if (!space.permits(Axis::kSchedule, static_cast<int>(schedule)) ||
+                        !space.permits(Axis::kVpp, vpp))
+                      return;
+                    c.schedule = schedule;
+                    c.vpp = static_cast<std::int16_t>(vpp);
+                    if (!group_started) {
+                      visit_group(c);
+                      group_started = true;
+                    }
+                    visit_member(c);
+                  };
+                  emit(Schedule::kOneFOneB, 1);
+                  if (pp > 1) {  // with one stage these are all the same as 1F1B
+                    emit(Schedule::kZeroBubbleH1, 1);
+                    emit(Schedule::kGPipe, 1);
+                    // Interleaving: equal chunks of whole layers, micro-batches in groups of pp.
+                    if (microbatches % pp == 0)
+                      for (int vpp : divisors(model.num_layers / pp))
+                        if (vpp > 1 && model.num_layers % (pp * vpp) == 0) emit(Schedule::kInterleaved1F1B, vpp);
                   }
-                  visit_member(c);
-                };
-                emit(Schedule::kOneFOneB, 1);
-                if (pp > 1) {  // with one stage these are all the same as 1F1B
-                  emit(Schedule::kZeroBubbleH1, 1);
-                  emit(Schedule::kGPipe, 1);
-                  // Interleaving: equal chunks of whole layers, micro-batches in groups of pp.
-                  if (microbatches % pp == 0)
-                    for (int vpp : divisors(model.num_layers / pp))
-                      if (vpp > 1 && model.num_layers % (pp * vpp) == 0) emit(Schedule::kInterleaved1F1B, vpp);
                 }
               }
             }

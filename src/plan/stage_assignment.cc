@@ -22,10 +22,12 @@ struct StageOption {
 // alike the first block does not matter either.
 class StageOptions {
  public:
-  StageOptions(const StageCostModel& costs, std::span<const double> in_flight, bool allow_recompute, int blocks)
+  StageOptions(const StageCostModel& costs, std::span<const double> in_flight, bool allow_recompute, int blocks,
+               int recompute_per_chunk)
       : costs_(costs),
         in_flight_(in_flight),
         allow_recompute_(allow_recompute),
+        per_chunk_(recompute_per_chunk),
         blocks_(blocks),
         vpp_(costs.config().vpp),
         alike_(costs.layers_alike()),
@@ -63,6 +65,11 @@ class StageOptions {
     const double in_flight = in_flight_[static_cast<std::size_t>(rank)];
     auto work = [&](int recomputed) { return costs_.stage_work(rank, first_layer, layers, recomputed, in_flight); };
     StageOption best;
+    if (allow_recompute_ && per_chunk_ >= 0) {  // one count for every chunk: fits with it or not at all
+      const int recomputed = static_cast<int>(std::min<long long>(1LL * per_chunk_ * vpp_, layers));
+      const StageWork w = work(recomputed);
+      return w.memory_bytes <= limit_ ? StageOption{w.time_s, recomputed} : best;
+    }
     const StageWork none = work(0);
     if (none.memory_bytes <= limit_) return {none.time_s, 0};
     if (!allow_recompute_ || work(layers).memory_bytes > limit_) return best;
@@ -81,6 +88,7 @@ class StageOptions {
   const StageCostModel& costs_;
   std::span<const double> in_flight_;
   bool allow_recompute_;
+  int per_chunk_;
   int blocks_, vpp_;
   bool alike_;
   double limit_;
@@ -231,14 +239,14 @@ class Caps {
 }  // namespace
 
 StageAssignment assign_stages(const StageCostModel& costs, std::span<const double> in_flight, bool allow_recompute,
-                              double bottleneck_limit_s) {
+                              double bottleneck_limit_s, int recompute_per_chunk) {
   const ParallelConfig& p = costs.config();
   const int pp = p.pp, v = p.vpp;
   int layers = 0;
   for (int n : p.stage_layers) layers += n;
   const int blocks = layers / v;  // vpp divides the layer count (level 1 only has such candidates)
   const double m = costs.num_microbatches();
-  StageOptions options(costs, in_flight, allow_recompute, blocks);
+  StageOptions options(costs, in_flight, allow_recompute, blocks, recompute_per_chunk);
   auto objective = [&](const Solution& s) { return (m - 1.0 / v) * s.max_s + s.sum_s / v; };
 
   StageAssignment out;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <numeric>
 
 #include "paratune/report/estimate_report.h"
@@ -30,10 +31,54 @@ nlohmann::json plan_json(const Estimate& e) {
   return j;
 }
 
+// "frameworks": the ones that can run it; "unsupported_by": {framework: [why, ...]} for the others.
+void add_frameworks(nlohmann::json& j, const std::vector<plan::FrameworkVerdict>& verdicts) {
+  if (verdicts.empty()) return;
+  nlohmann::json runs = nlohmann::json::array(), not_runs = nlohmann::json::object();
+  for (const plan::FrameworkVerdict& v : verdicts) {
+    if (v.reasons.empty()) runs.push_back(to_string(v.framework));
+    else not_runs[to_string(v.framework)] = v.reasons;
+  }
+  j["frameworks"] = runs;
+  j["unsupported_by"] = not_runs;
+}
+
 nlohmann::json baseline_json(const plan::Baseline& b) {
   nlohmann::json j = b.estimate ? plan_json(*b.estimate) : nlohmann::json{{"fits", false}};
   j["rule"] = b.rule;
+  add_frameworks(j, b.frameworks);
   return j;
+}
+
+// Initials of the frameworks that can run it, "-" for the others, in kFrameworks order ("MT-").
+std::string runs_on(const std::vector<plan::FrameworkVerdict>& verdicts) {
+  std::string out;
+  for (const plan::FrameworkVerdict& v : verdicts)
+    out += v.reasons.empty() ? static_cast<char>(std::toupper(to_string(v.framework)[0])) : '-';
+  return out;
+}
+
+const char* level1_json_name(plan::Level1 l) {
+  switch (l) {
+    case plan::Level1::kTimed: return "timed";
+    case plan::Level1::kDidNotFit: return "even-stages-do-not-fit";
+    case plan::Level1::kNotReplayed: return "not-replayed";
+    case plan::Level1::kNotCosted: return "exact-sweep";
+  }
+  return "?";
+}
+
+// The winner's level-1 time, or why it has none.
+std::string level1_text(const plan::Plan& p) {
+  switch (p.level1) {
+    case plan::Level1::kTimed: return format_duration(p.level1_time_s);
+    case plan::Level1::kDidNotFit: return "- (even stages do not fit; level 2's layout or recompute does)";
+    case plan::Level1::kNotReplayed:
+      return "- (not replayed at level 1: its pipeline bound could not make the K best)";
+    case plan::Level1::kNotCosted:
+      return "- (found in the exact sweep: its bound was below the N-th best plan, it was not costed at level 1)";
+  }
+  return "-";
 }
 
 std::string per_stage_memory(const Estimate& e) {
@@ -94,6 +139,7 @@ std::string compact_config(const ParallelConfig& c) {
   if (c.cp > 1) out += fmt::format(" cp={}", c.cp);
   if (c.ep > 1) out += fmt::format(" ep={}", c.ep);
   if (c.etp > 0 && c.etp != c.tp) out += fmt::format(" etp={}", c.etp);
+  if (c.ep_overlap) out += " ep-overlap";
   out += fmt::format(" mbs={}", c.mbs);
   if (c.sequence_parallel) out += " sp";
   if (c.zero > 0) out += c.op == c.dp ? fmt::format(" zero={}", c.zero) : fmt::format(" zero={}/op={}", c.zero, c.op);
@@ -114,8 +160,12 @@ nlohmann::json to_json(const plan::PlanResult& r) {
   nlohmann::json plans = nlohmann::json::array();
   for (const plan::Plan& p : r.plans) {
     nlohmann::json j = plan_json(p.estimate);
-    j["level1_time_s"] = p.level1_time_s;
+    // null when level 1 has no time for it; "level1" says why (timed, even-stages-do-not-fit,
+    // not-replayed, exact-sweep).
+    j["level1_time_s"] = p.level1 == plan::Level1::kTimed ? nlohmann::json(p.level1_time_s) : nlohmann::json();
+    j["level1"] = level1_json_name(p.level1);
     j["lower_bound_s"] = p.lower_bound_s;
+    add_frameworks(j, p.frameworks);
     plans.push_back(std::move(j));
   }
   const plan::SearchStats& s = r.stats;
@@ -123,6 +173,7 @@ nlohmann::json to_json(const plan::PlanResult& r) {
                    {"baselines", {{"expert", baseline_json(r.expert)}, {"three_axis", baseline_json(r.three_axis)}}},
                    {"search",
                     {{"candidates_level1", s.candidates_level1},
+                     {"unsupported_by_framework", s.unsupported},
                      {"pruned", s.pruned_memory + s.pruned_time},
                      {"pruned_memory", s.pruned_memory},
                      {"pruned_time", s.pruned_time},
@@ -138,6 +189,7 @@ nlohmann::json to_json(const plan::PlanResult& r) {
     if (r.expert.estimate) j["speedup_over_expert"] = r.expert.estimate->iteration_time_s / best;
     if (r.three_axis.estimate) j["speedup_over_three_axis"] = r.three_axis.estimate->iteration_time_s / best;
   }
+  if (r.framework) j["framework"] = to_string(*r.framework);
   if (r.closest) j["closest"] = plan_json(*r.closest);
   if (!r.advice.empty()) j["advice"] = r.advice;
   return j;
@@ -153,6 +205,9 @@ std::string format_plan(const plan::PlanResult& r, const ModelSpec& model, const
       "search: {} level-1 candidates; pruned {} by the memory bound and {} by the time bound; {} costed with even "
       "stages; {} kept and {} refined in level 2; {:.2f} s\n\n",
       s.candidates_level1, s.pruned_memory, s.pruned_time, s.level1_evaluated, s.kept, s.level2_evaluated, s.elapsed_s);
+  if (r.framework)
+    out += fmt::format("restricted to what {} can run (--emit): {} enumerated candidates it cannot run were skipped\n\n",
+                       to_string(*r.framework), s.unsupported);
 
   if (r.plans.empty()) {
     out += "NO CONFIGURATION FITS.\n";
@@ -163,14 +218,15 @@ std::string format_plan(const plan::PlanResult& r, const ModelSpec& model, const
       for (const std::string& a : r.advice) out += "  - " + a + "\n";
     }
   } else {
-    out += fmt::format(" {:>2}  {:<62} {:>10} {:>10} {:>6}  {:<22} {}\n", "#", "configuration", "time", "tokens/s", "MFU",
-                       "peak memory per stage", "fits");
+    out += fmt::format(" {:>2}  {:<62} {:>10} {:>10} {:>6}  {:<22} {:<4} {}\n", "#", "configuration", "time", "tokens/s",
+                       "MFU", "peak memory per stage", "fits", "runs on");
     for (std::size_t i = 0; i < r.plans.size(); ++i) {
       const Estimate& e = r.plans[i].estimate;
-      out += fmt::format(" {:>2}  {:<62} {:>10} {:>10.0f} {:>5.1f}%  {:<22} {}\n", i + 1, compact_config(e.config),
+      out += fmt::format(" {:>2}  {:<62} {:>10} {:>10.0f} {:>5.1f}%  {:<22} {:<4} {}\n", i + 1, compact_config(e.config),
                          format_duration(e.iteration_time_s), e.tokens_per_s, 100 * e.mfu, per_stage_memory(e),
-                         e.fits ? "yes" : "no");
+                         e.fits ? "yes" : "no", runs_on(r.plans[i].frameworks));
     }
+    out += "     runs on: M = Megatron-LM, T = torchtitan, D = DeepSpeed, - = cannot run it as planned\n";
   }
   const Estimate* best = r.plans.empty() ? nullptr : &r.plans.front().estimate;
   if (r.expert.estimate || r.three_axis.estimate || !r.expert.rule.empty()) {
@@ -184,7 +240,16 @@ std::string format_plan(const plan::PlanResult& r, const ModelSpec& model, const
   out += fmt::format("\nwinner: {}\n", to_string(best->config));
   out += fmt::format("  level 1 (even stages{}): {}; level 2: {}\n",
                      best->config.recompute == RecomputeMode::kFull ? ", every layer recomputed" : "",
-                     format_duration(winner.level1_time_s), format_duration(best->iteration_time_s));
+                     level1_text(winner), format_duration(best->iteration_time_s));
+  // Which frameworks can run it, and why the others cannot.
+  std::vector<std::string> runs;
+  for (const plan::FrameworkVerdict& v : winner.frameworks)
+    if (v.reasons.empty()) runs.push_back(to_string(v.framework));
+  if (!winner.frameworks.empty())
+    out += fmt::format("  runs on: {}\n", runs.empty() ? std::string("none of megatron, torchtitan, deepspeed as planned")
+                                                          : fmt::format("{}", fmt::join(runs, ", ")));
+  for (const plan::FrameworkVerdict& v : winner.frameworks)
+    for (const std::string& why : v.reasons) out += fmt::format("  not {}: {}\n", to_string(v.framework), why);
   // The estimate report from its figures on (its header repeats what is above).
   const std::string details = format_estimate(*best, model, cluster, training);
   out += "\n" + details.substr(details.find("iteration time"));

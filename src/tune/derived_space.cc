@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "paratune/plan/ranking.h"
 #include "paratune/spec/enums.h"
 #include "paratune/spec/error.h"
 
@@ -36,9 +37,12 @@ DerivedSpace derive_space(const ModelSpec& model, const ClusterSpec& cluster, co
   };
   std::vector<Fitting> fitting;
   std::size_t candidates = 0;
-  for (const plan::MeshShape& mesh : plan::mesh_shapes(model, cluster, training, axes)) {
+  // The derived parameters (kNames) have no ep_overlap yet: search it off, so points stay distinct.
+  plan::SearchSpace searched = axes;
+  searched.rule(plan::Axis::kEpOverlap).allowed = {0};
+  for (const plan::MeshShape& mesh : plan::mesh_shapes(model, cluster, training, searched)) {
     plan::enumerate_mesh(
-        model, training, axes, mesh, [](const plan::Candidate&) {},
+        model, training, searched, mesh, [](const plan::Candidate&) {},
         [&](const plan::Candidate& c) {
           ++candidates;
           const Estimate e = estimate(model, cluster, training, plan::to_config(c), calibration, options);
@@ -49,9 +53,9 @@ DerivedSpace derive_space(const ModelSpec& model, const ClusterSpec& cluster, co
     throw Error(fmt::format("none of the {} valid configurations of {} on {} GPUs fits in memory by the cost model; "
                             "give --space FILE to search anyway",
                             candidates, model.name, cluster.num_gpus()));
-  // Fastest predicted first; ties in enumeration order.
-  std::stable_sort(fitting.begin(), fitting.end(),
-                   [](const Fitting& a, const Fitting& b) { return a.iteration_s < b.iteration_s; });
+  // Fastest predicted first; ties (within 1e-9) simpler configuration first (plan/ranking.h).
+  plan::rank(fitting, [](const Fitting& f) { return f.iteration_s; },
+             [](const Fitting& f) { return plan::to_config(f.candidate); });
 
   std::vector<Parameter> parameters(kNames.size());
   for (std::size_t i = 0; i < kNames.size(); ++i) parameters[i].name = kNames[i];

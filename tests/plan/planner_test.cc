@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <regex>
 #include <set>
 
 #include "paratune/cost/stage_model.h"
+#include "paratune/plan/ranking.h"
 #include "paratune/plan/stage_assignment.h"
 #include "paratune/report/launch.h"
 #include "paratune/report/plan_report.h"
@@ -70,6 +72,7 @@ TEST(Space, EnumerationIsExactlyWhatResolveAccepts) {
             for (int mbs = 1; mbs <= 16; ++mbs)
               for (bool sp : {false, true})
                 for (RecomputeMode rc : {RecomputeMode::kNone, RecomputeMode::kSelective, RecomputeMode::kFull})
+                  for (bool overlap : {false, true})
                   for (int zero = 0; zero <= 3; ++zero)
                     for (int op : zero == 0 ? std::vector<int>{0} : divisors(dp))
                       for (Schedule sched : {Schedule::kOneFOneB, Schedule::kZeroBubbleH1, Schedule::kGPipe,
@@ -81,7 +84,7 @@ TEST(Space, EnumerationIsExactlyWhatResolveAccepts) {
                           ParallelConfig p;
                           p.dp = dp, p.tp = tp, p.pp = pp, p.cp = cp, p.ep = ep, p.etp = etp, p.mbs = mbs;
                           p.sequence_parallel = sp, p.recompute = rc, p.zero = zero, p.op = op, p.schedule = sched;
-                          p.vpp = vpp;
+                          p.vpp = vpp, p.ep_overlap = overlap;
                           try {
                             accepted.insert(to_string(resolve(p, s.model, s.cluster, s.training)));
                           } catch (const Error&) {
@@ -90,6 +93,35 @@ TEST(Space, EnumerationIsExactlyWhatResolveAccepts) {
       }
   EXPECT_EQ(enumerated, accepted);
   EXPECT_GT(accepted.size(), 5000u);
+  EXPECT_TRUE(std::any_of(accepted.begin(), accepted.end(),
+                          [](const std::string& k) { return k.find("ep_overlap=true") != std::string::npos; }));
+}
+
+// ep_overlap is searched for MoE models only, and --fix/--allow take it like sp.
+TEST(Space, EpOverlapIsAnAxisOfMoeModelsOnly) {
+  SearchSpace space;
+  add_constraints(space, "ep_overlap=true", ConstraintKind::kFix, "--fix");
+  EXPECT_TRUE(space.permits(Axis::kEpOverlap, 1));
+  EXPECT_FALSE(space.permits(Axis::kEpOverlap, 0));
+  Scenario moe = tiny_moe_on_16();
+  const std::vector<Candidate> with = all_candidates(moe, space);
+  ASSERT_FALSE(with.empty());
+  for (const Candidate& c : with) {
+    EXPECT_EQ(c.ep_overlap, 1);
+    EXPECT_GT(c.ep, 1);
+    EXPECT_NE(c.recompute, RecomputeMode::kFull);
+    EXPECT_TRUE(c.pp == 1 || c.vpp > 1);
+    EXPECT_TRUE(to_config(c).ep_overlap);
+  }
+  EXPECT_TRUE(all_candidates(llama8b_on_8(), space).empty());  // dense: never on
+  for (const Candidate& c : all_candidates(llama8b_on_8(), SearchSpace{})) ASSERT_EQ(c.ep_overlap, 0);
+  SearchSpace bad;
+  try {
+    add_constraints(bad, "ep_overlap=maybe", ConstraintKind::kAllow, "--allow");
+    FAIL() << "accepted ep_overlap=maybe";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--allow ep_overlap: 'maybe' is not a boolean"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Space, ConstraintsParseAndRejectBadInput) {
@@ -247,13 +279,23 @@ TEST(StageAssignment, StageCostsGrowWithTheLayersHeld) {
 }
 
 // The search equals refining every candidate of the space (level 2 everywhere, no pruning).
+// Ranked by the same rule (plan/ranking.h); with options.framework, refine() keeps to what it runs.
 void expect_equals_brute_force(const Scenario& s, PlanOptions options) {
+  std::map<std::string, std::pair<double, ParallelConfig>> best;  // best refinement per configuration
+  long long runnable = 0;
+  for (const Candidate& c : all_candidates(s, options.space)) {
+    if (!options.framework || can_run(*options.framework, to_config(c, options.base), s.model, s.training, false))
+      ++runnable;
+    if (auto e = refine(s.model, s.cluster, s.training, c, options)) {
+      auto [it, inserted] = best.try_emplace(to_string(e->config), e->iteration_time_s, e->config);
+      if (!inserted && e->iteration_time_s < it->second.first) it->second = {e->iteration_time_s, e->config};
+    }
+  }
   std::vector<std::pair<double, std::string>> all;
-  for (const Candidate& c : all_candidates(s, options.space))
-    if (auto e = refine(s.model, s.cluster, s.training, c, options))
-      all.emplace_back(e->iteration_time_s, to_string(e->config));
-  std::sort(all.begin(), all.end());
-  all.erase(std::unique(all.begin(), all.end()), all.end());
+  std::vector<std::pair<double, ParallelConfig>> ranked;
+  for (const auto& [key, entry] : best) ranked.push_back(entry);
+  rank(ranked, [](const auto& e) { return e.first; }, [](const auto& e) -> const ParallelConfig& { return e.second; });
+  for (const auto& [t, config] : ranked) all.emplace_back(t, to_string(config));
   ASSERT_FALSE(all.empty());
   options.baselines = false;
   const PlanResult r = plan(s.model, s.cluster, s.training, options);
@@ -264,7 +306,9 @@ void expect_equals_brute_force(const Scenario& s, PlanOptions options) {
     EXPECT_EQ(to_string(r.plans[i].estimate.config), all[i].second) << i;
   }
   EXPECT_GT(r.stats.pruned_memory + r.stats.pruned_time, 0);
-  EXPECT_EQ(r.stats.candidates_level1, static_cast<long long>(all_candidates(s, options.space).size()));
+  EXPECT_EQ(r.stats.candidates_level1, runnable);
+  EXPECT_EQ(r.stats.candidates_level1 + r.stats.unsupported,
+            static_cast<long long>(all_candidates(s, options.space).size()));
 }
 
 TEST(Planner, TopPlansEqualBruteForceDense) {
@@ -284,6 +328,24 @@ TEST(Planner, TopPlansEqualBruteForceUnderMemoryPressure) {
 TEST(Planner, TopPlansEqualBruteForceMoe) {
   PlanOptions options;
   options.keep = 4;
+  add_constraints(options.space, "mbs=4", ConstraintKind::kMax, "--max");
+  expect_equals_brute_force(tiny_moe_on_16(), options);
+}
+
+// Within a framework (--emit) the search is still exact: the same as refining, within what the
+// framework can express, every candidate it can run (level 2's restricted layouts and recompute
+// counts are a subset of what the bounds hold for).
+TEST(Planner, TopPlansEqualBruteForceWithinEachFramework) {
+  for (Framework f : kFrameworks) {
+    PlanOptions options;
+    options.keep = 4;
+    options.framework = f;
+    add_constraints(options.space, "cp=1", ConstraintKind::kFix, "--fix");
+    expect_equals_brute_force(llama8b_long_on_8(), options);
+  }
+  PlanOptions options;
+  options.keep = 4;
+  options.framework = Framework::kMegatron;
   add_constraints(options.space, "mbs=4", ConstraintKind::kMax, "--max");
   expect_equals_brute_force(tiny_moe_on_16(), options);
 }
@@ -319,6 +381,19 @@ TEST(Planner, SameResultForEveryThreadCount) {
     for (const char* timing : {"elapsed_s", "bounds_s", "level1_s", "level2_s"}) j["search"].erase(timing);
     if (first.empty()) first = j.dump();
     else EXPECT_EQ(j.dump(), first) << threads << " threads";
+  }
+}
+
+// Megatron's account-for-embedding/loss split fixes the stage layout, which level 2 chooses.
+TEST(Planner, RefusesAccountFlagsInTheBase) {
+  const Scenario s = llama8b_on_8();
+  PlanOptions options;
+  options.base.account_embedding = true;
+  try {
+    plan(s.model, s.cluster, s.training, options);
+    FAIL() << "planned with account_embedding";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("account_embedding=true"), std::string::npos) << e.what();
   }
 }
 
@@ -361,14 +436,26 @@ TEST(Launch, MegatronArgumentsMatchThePlan) {
   ASSERT_EQ(l.cannot_express.size(), 1u);  // 3/0/0/0 is not one count for every stage
   EXPECT_NE(l.cannot_express[0].find("3/0/0/0"), std::string::npos);
 
+  // Middle stages of different sizes: --pipeline-model-parallel-layout (R13), no first/last flags.
   ParallelConfig middle_uneven = p;
   middle_uneven.stage_layers = {8, 7, 9, 8};
   middle_uneven.recompute = RecomputeMode::kSelective;
   middle_uneven.stage_recompute_layers.clear();
   const LaunchSettings m = launch_settings(Framework::kMegatron, middle_uneven, s.model, s.training);
   EXPECT_EQ(m.text.find("--decoder-first-pipeline-num-layers"), std::string::npos);
-  ASSERT_EQ(m.cannot_express.size(), 1u);
-  EXPECT_NE(m.cannot_express[0].find("8/7/9/8"), std::string::npos);
+  EXPECT_NE(m.text.find("--pipeline-model-parallel-layout \"E,t*8|t*7|t*9|t*8,L\""), std::string::npos) << m.text;
+  EXPECT_TRUE(m.cannot_express.empty());
+
+  // ZeRO-3 is Megatron-FSDP (R21.2); virtual stages with --num-virtual-stages-per-pipeline-rank (R10.1).
+  const ParallelConfig fsdp = resolve(parse_parallel_config("dp=2,tp=1,pp=4,vpp=2,mbs=1,zero=3"), s.model, s.cluster,
+                                      s.training);
+  const LaunchSettings f = launch_settings(Framework::kMegatron, fsdp, s.model, s.training);
+  for (const char* flag : {"--use-megatron-fsdp", "--data-parallel-sharding-strategy optim_grads_params",
+                           "--ckpt-format fsdp_dtensor", "--num-virtual-stages-per-pipeline-rank 2"})
+    EXPECT_NE(f.text.find(flag), std::string::npos) << flag << "\n" << f.text;
+  EXPECT_EQ(f.text.find("--use-distributed-optimizer"), std::string::npos);
+  EXPECT_EQ(f.text.find("--virtual-pipeline-model-parallel-size"), std::string::npos);  // no such flag (R0.3)
+  EXPECT_TRUE(f.cannot_express.empty());
 }
 
 TEST(Launch, TorchtitanSplitPointsAndDeepSpeedBatch) {
@@ -377,9 +464,12 @@ TEST(Launch, TorchtitanSplitPointsAndDeepSpeedBatch) {
                                                          "recompute=selective"),
                                    s.model, s.cluster, s.training);
   const LaunchSettings t = launch_settings(Framework::kTorchtitan, p, s.model, s.training);
-  EXPECT_NE(t.text.find("pipeline_parallel_split_points = [\"layers.8\", \"layers.16\", \"layers.24\"]"),
-            std::string::npos)
+  // Stage s (rank s % pp) holds 8 layers; the first the embedding, the last norm and output (T4.3a).
+  EXPECT_NE(t.text.find("module_fqns_per_model_part = [[\"tok_embeddings\", \"layers.0\", "), std::string::npos)
       << t.text;
+  EXPECT_NE(t.text.find("\"layers.7\"], [\"layers.8\", "), std::string::npos) << t.text;
+  EXPECT_NE(t.text.find("\"layers.31\", \"norm\", \"output\"]]"), std::string::npos) << t.text;
+  EXPECT_EQ(t.text.find("split_points"), std::string::npos);  // removed before v0.2.0 (T0.3)
   EXPECT_NE(t.text.find("pipeline_parallel_schedule = \"Interleaved1F1B\""), std::string::npos);
   EXPECT_NE(t.text.find("data_parallel_shard_degree = 2"), std::string::npos);
   const LaunchSettings d = launch_settings(Framework::kDeepSpeed, p, s.model, s.training);
@@ -388,8 +478,8 @@ TEST(Launch, TorchtitanSplitPointsAndDeepSpeedBatch) {
   EXPECT_EQ(j["train_micro_batch_size_per_gpu"], 2);
   EXPECT_EQ(j["gradient_accumulation_steps"], 4);
   EXPECT_EQ(j["zero_optimization"]["stage"], 3);
-  // zero=3 with pp=2, interleaving and selective recompute are each named.
-  for (const char* what : {"zero=3 with pp=2", "schedule=interleaved-1f1b", "recompute=selective"})
+  // zero=3 with pp=2, interleaving and overlapped gradient sync with a pipeline are each named.
+  for (const char* what : {"zero=3 with pp=2", "schedule=interleaved-1f1b", "grad_sync=overlapped"})
     EXPECT_TRUE(std::any_of(d.cannot_express.begin(), d.cannot_express.end(),
                             [&](const std::string& line) { return line.find(what) != std::string::npos; }))
         << what;

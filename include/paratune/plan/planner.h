@@ -11,6 +11,11 @@
 // makes the top N exact: the same as refining every candidate of the space (tested). Replays that
 // cannot beat the threshold are skipped on an O(p·v) bound of the layout's pipeline
 // (sim::iteration_time_lower_bound_s), which does not change the answer.
+//
+// Plans are ranked by plan/ranking.h: predicted time, then simpler configuration first among
+// times equal within 1e-9 relative. With a framework (PlanOptions::framework, `--emit`), only
+// what it can run is searched (plan/framework_support.h): level 1 skips the candidates it cannot
+// run, level 2 chooses only layouts and recompute counts it can express.
 #pragma once
 
 #include <limits>
@@ -20,6 +25,7 @@
 
 #include "paratune/cost/calibration.h"
 #include "paratune/cost/estimate.h"
+#include "paratune/plan/framework_support.h"
 #include "paratune/plan/space.h"
 
 namespace paratune::plan {
@@ -33,10 +39,17 @@ struct PlanOptions {
   EstimateOptions estimate;
   bool baselines = true;  // cost the expert and 3-axis baselines too
   bool advise = true;     // when nothing fits, search variants (more GPUs, FP8, ...) for what would
+  // Search only what this framework can run as planned (`plan --emit`): candidates it cannot run
+  // are skipped at level 1; level 2 refines within what it can express (e.g. one recompute count
+  // per model chunk for Megatron-LM, even stages for DeepSpeed's pipeline); the baselines take the
+  // framework's nearest expression of their rule. None: search everything and report per plan
+  // which frameworks can run it.
+  std::optional<Framework> framework;
 };
 
 struct SearchStats {
-  long long candidates_level1 = 0;  // enumerated (valid) level-1 candidates
+  long long candidates_level1 = 0;  // enumerated (valid) level-1 candidates that were searched
+  long long unsupported = 0;        // enumerated but skipped: PlanOptions::framework cannot run them
   long long pruned_memory = 0;      // memory lower bound above the limit
   long long pruned_time = 0;        // time lower bound at or above the K-th best level-1 time
   long long level1_evaluated = 0;   // costed with even stages (replayed unless their pipeline bound
@@ -47,18 +60,31 @@ struct SearchStats {
   double level1_s = 0, level2_s = 0, elapsed_s = 0;  // wall-clock
 };
 
+// What level 1 knew of a plan's candidate (with even stages and its level-1 recompute).
+enum class Level1 {
+  kTimed,        // costed and replayed: Plan::level1_time_s
+  kDidNotFit,    // costed: even stages do not fit; level 2's layout or recompute does
+  kNotReplayed,  // costed: its pipeline bound showed even stages could not make the K best
+  kNotCosted,    // found in level 2's exact sweep: its time bound was below the N-th best plan
+};
+
 struct Plan {
-  Estimate estimate;        // config: every axis incl. stage_layers, per-stage recompute, grad_sync
-  double level1_time_s = 0; // the same candidate with even stages (and its level-1 recompute)
+  Estimate estimate;  // config: every axis incl. stage_layers, per-stage recompute, grad_sync
+  // The same candidate with even stages (and its level-1 recompute); infinity unless level1 is kTimed.
+  double level1_time_s = std::numeric_limits<double>::infinity();
+  Level1 level1 = Level1::kTimed;
   double lower_bound_s = 0;
+  std::vector<FrameworkVerdict> frameworks;  // which frameworks can run it, and why not (all three)
 };
 
 struct Baseline {
   std::string rule;                 // how it was chosen, in words
   std::optional<Estimate> estimate; // none: no configuration of the rule fits
+  std::vector<FrameworkVerdict> frameworks;  // for the estimate's configuration
 };
 
 struct PlanResult {
+  std::optional<Framework> framework;  // PlanOptions::framework: the search ran within it
   std::vector<Plan> plans;  // fitting, best first, at most `top`
   Baseline expert, three_axis;
   SearchStats stats;

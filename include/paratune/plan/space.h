@@ -5,7 +5,8 @@
 // `--allow schedule=1f1b,zb-h1`). Everything else is the full valid space: every factorization of
 // the GPU count into dp x tp x pp x cp, ep and etp as the model allows, every ZeRO stage with every
 // optimizer-sharding degree op dividing dp, micro-batch sizes that split the batch into whole
-// micro-batches, sequence parallelism on and off, every schedule, vpp and recompute mode.
+// micro-batches, sequence parallelism on and off, every schedule, vpp and recompute mode, and for
+// MoE models the expert-parallel communication overlap (ep_overlap) where it is valid.
 #pragma once
 
 #include <array>
@@ -23,8 +24,11 @@
 
 namespace paratune::plan {
 
-enum class Axis { kDp, kTp, kPp, kCp, kEp, kEtp, kMbs, kVpp, kZero, kOp, kSequenceParallel, kSchedule, kRecompute, kGradSync };
-inline constexpr int kAxisCount = 14;
+enum class Axis {
+  kDp, kTp, kPp, kCp, kEp, kEtp, kMbs, kVpp, kZero, kOp, kSequenceParallel, kSchedule, kRecompute, kGradSync,
+  kEpOverlap
+};
+inline constexpr int kAxisCount = 15;
 // The configuration key of each axis ("sp" for sequence parallelism, as in --config).
 std::string_view axis_name(Axis axis);
 
@@ -33,8 +37,8 @@ struct AxisRule {
   int max = INT_MAX;
 };
 
-// Values are integers: degrees as they are, sp as 0/1, schedule / recompute / grad_sync as their
-// enum value. etp is the effective expert-TP degree (never 0).
+// Values are integers: degrees as they are, sp and ep_overlap as 0/1, schedule / recompute /
+// grad_sync as their enum value. etp is the effective expert-TP degree (never 0).
 struct SearchSpace {
   std::array<AxisRule, kAxisCount> rules;
   int max_mbs = 16;  // default cap on the micro-batch size when --max/--allow/--fix mbs is not given
@@ -54,6 +58,9 @@ void add_constraints(SearchSpace& space, std::string_view text, ConstraintKind k
 struct Candidate {
   std::int16_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 1, etp = 0, mbs = 1, vpp = 1, zero = 0, op = 1;
   std::int8_t sequence_parallel = 0;
+  // MoE all-to-all overlapped with another micro-batch's compute (ParallelConfig::ep_overlap);
+  // only where resolve accepts it: ep > 1, recompute != full, pp == 1 or vpp > 1.
+  std::int8_t ep_overlap = 0;
   Schedule schedule = Schedule::kOneFOneB;
   RecomputeMode recompute = RecomputeMode::kNone;
 };
@@ -77,8 +84,8 @@ std::vector<MeshShape> mesh_shapes(const ModelSpec& model, const ClusterSpec& cl
                                    const SearchSpace& space);
 
 // Every candidate with one mesh shape, in a fixed order, exactly those `resolve` accepts. They come
-// in groups with the same layer shape (ep, etp, mbs, sp, recompute: the axes that change a layer's
-// cost): visit_group(first member) is called before each group's members are passed to
+// in groups with the same layer shape (ep, etp, mbs, sp, recompute, ep_overlap: the axes that change
+// a layer's cost): visit_group(first member) is called before each group's members are passed to
 // visit_member, so the planner builds one cost model per group.
 void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const SearchSpace& space,
                     const MeshShape& mesh, const std::function<void(const Candidate&)>& visit_group,

@@ -38,7 +38,14 @@ struct StageAssignment {
 // `bottleneck_limit_s`: when every assignment that fits has max_s w_s above it, say infeasible
 // without solving (a search that needs iterations faster than T passes (T - overhead) / m: a rank
 // runs its m micro-batches one after another).
+// `recompute_per_chunk` (with allow_recompute): -1, each stage its smallest count that fits; n >= 0,
+// every stage recomputes min(n·vpp, its layers) -- one count n for every model chunk of every rank,
+// Megatron's --recompute-method block n (kAllLayers: every layer) -- and a stage that does not fit
+// with it is not an option. A stage's time and memory still never fall as it grows (it holds more
+// layers and recomputes at least as many), so the method stays exact.
+inline constexpr int kAllLayers = std::numeric_limits<int>::max() / 1024;
 StageAssignment assign_stages(const StageCostModel& costs, std::span<const double> in_flight, bool allow_recompute,
-                              double bottleneck_limit_s = std::numeric_limits<double>::infinity());
+                              double bottleneck_limit_s = std::numeric_limits<double>::infinity(),
+                              int recompute_per_chunk = -1);
 
 }  // namespace paratune::plan

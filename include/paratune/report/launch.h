@@ -6,16 +6,11 @@
 #include <vector>
 
 #include "paratune/cost/estimate.h"
+#include "paratune/plan/framework_support.h"
 
 namespace paratune {
 
-enum class Framework { kMegatron, kTorchtitan, kDeepSpeed };
-template <>
-struct EnumNames<Framework> {
-  static constexpr std::string_view kWhat = "framework";
-  static constexpr std::array<std::pair<Framework, const char*>, 3> kTable{
-      {{Framework::kMegatron, "megatron"}, {Framework::kTorchtitan, "torchtitan"}, {Framework::kDeepSpeed, "deepspeed"}}};
-};
+using plan::Framework;  // its name table is the one `--emit` parses
 
 struct LaunchSettings {
   std::string text;                         // ready to paste

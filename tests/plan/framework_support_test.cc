@@ -1,0 +1,282 @@
+// What each framework can run (plan/framework_support.h), rule by rule, and the planner restricted
+// to one framework (PlanOptions::framework, `plan --emit`).
+#include "paratune/plan/framework_support.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "paratune/plan/planner.h"
+#include "paratune/report/launch.h"
+#include "paratune/spec/io.h"
+
+namespace paratune::plan {
+namespace {
+
+struct Scene {
+  ModelSpec model;
+  ClusterSpec cluster;
+  TrainingSpec training;
+};
+
+Scene llama8b(int nodes = 1) {
+  TrainingSpec t;
+  t.seq_len = 4096;
+  t.global_batch = 16;
+  return {load_model("llama3-8b"), load_cluster(fmt::format("dgx-h100:{}", nodes)), t};
+}
+
+Scene tiny_moe() {
+  TrainingSpec t;
+  t.seq_len = 2048;
+  t.global_batch = 32;
+  return {load_model(std::string(PARATUNE_SOURCE_DIR) + "/examples/tiny-moe.yaml"), load_cluster("dgx-h100:2"), t};
+}
+
+std::vector<std::string> reasons(Framework f, const Scene& s, const std::string& text) {
+  return unsupported_reasons(f, resolve(parse_parallel_config(text), s.model, s.cluster, s.training), s.model, s.training);
+}
+
+// `text` is refused by f with one reason that contains `what` and cites a rule id of the
+// framework's rules file; or runs (what == nullptr).
+void expect(Framework f, const Scene& s, const std::string& text, const char* what) {
+  const std::vector<std::string> r = reasons(f, s, text);
+  const ParallelConfig resolved = resolve(parse_parallel_config(text), s.model, s.cluster, s.training);
+  EXPECT_EQ(can_run(f, resolved, s.model, s.training), r.empty()) << text;
+  if (!what) {
+    EXPECT_TRUE(r.empty()) << to_string(f) << " " << text << ": " << (r.empty() ? "" : r.front());
+    return;
+  }
+  ASSERT_EQ(r.size(), 1u) << to_string(f) << " " << text << (r.empty() ? "" : ": " + r.front());
+  EXPECT_NE(r[0].find(what), std::string::npos) << r[0];
+  const char* id = f == Framework::kMegatron ? "(R\\d+|Schedules that)" : f == Framework::kTorchtitan ? "T\\d+" : "D\\d+";
+  EXPECT_TRUE(std::regex_search(r[0], std::regex(id)) || r[0].find("deepspeed.json") != std::string::npos) << r[0];
+}
+
+TEST(FrameworkSupport, NamesParseAndPrint) {
+  for (Framework f : kFrameworks) EXPECT_EQ(parse_enum<Framework>(to_string(f)), f);
+  EXPECT_EQ(to_string(Framework::kTorchtitan), "torchtitan");
+  try {
+    parse_enum<Framework>("megatorn");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("megatron"), std::string::npos) << e.what();
+  }
+}
+
+TEST(FrameworkSupport, MegatronRules) {
+  const Scene s = llama8b();
+  const Framework m = Framework::kMegatron;
+  expect(m, s, "dp=2,tp=1,pp=4,mbs=1,zero=1", nullptr);
+  expect(m, s, "dp=2,tp=1,pp=4,vpp=2,mbs=1,zero=1", nullptr);                 // interleaved 1F1B
+  expect(m, s, "dp=2,tp=1,pp=4,mbs=1,schedule=zb-h1", "schedule=zb-h1");     // not offered
+  expect(m, s, "dp=2,tp=1,pp=4,mbs=1,schedule=gpipe", "schedule=gpipe");
+  // ZeRO-2/3 through Megatron-FSDP over all of dp (R21.2); hybrid sharding only for ZeRO-1 (R22).
+  expect(m, s, "dp=8,mbs=1,zero=2", nullptr);
+  expect(m, s, "dp=4,tp=1,pp=2,mbs=1,zero=3", nullptr);
+  expect(m, s, "dp=8,mbs=1,zero=1,op=4", nullptr);
+  expect(m, s, "dp=8,mbs=1,zero=3,op=4", "R21.2");
+  // Any stage layout (R12, R13); one recompute count per model chunk (R19.5).
+  expect(m, s, "dp=2,tp=1,pp=4,mbs=1,stage_layers=7/9/10/6", nullptr);
+  expect(m, s, "dp=2,tp=1,pp=4,mbs=1,recompute=full,stage_layers=7/9/10/6,recompute_layers=3/3/3/3", nullptr);
+  expect(m, s, "dp=2,tp=1,pp=4,mbs=1,recompute=full,stage_layers=2/10/10/10,recompute_layers=2/4/4/4", nullptr);
+  expect(m, s, "dp=2,tp=1,pp=4,mbs=1,recompute=full,recompute_layers=3/0/0/0", "R19.5");
+  expect(m, s, "dp=2,tp=1,pp=4,vpp=2,mbs=1,recompute=full,recompute_layers=4/4/4/4", nullptr);  // block 2
+  expect(m, s, "dp=2,tp=1,pp=4,vpp=2,mbs=1,recompute=full,recompute_layers=3/3/3/3", "R19.5");  // 3 per 2 chunks
+  // Gradient sync: overlapped or after the flush; never inside the backward pass.
+  expect(m, s, "dp=2,tp=1,pp=4,mbs=1,grad_sync=shifted", nullptr);
+  expect(m, s, "dp=2,tp=1,pp=4,mbs=1,grad_sync=in-backward", "R9");
+  expect(m, s, "dp=4,tp=2,mbs=1,tp_comm_overlap=true", "R8.1");
+  expect(m, s, "dp=4,tp=2,mbs=1,sp=true,tp_comm_overlap=true", nullptr);
+  expect(m, s, "dp=2,tp=2,pp=2,vpp=2,mbs=1,overlap_p2p=false", "R10.4");
+  // Every FP8 recipe (R20.1).
+  Scene fp8 = s;
+  fp8.training.precision = Precision::kFP8;
+  for (Fp8Recipe r : {Fp8Recipe::kDelayed, Fp8Recipe::kTensorwise, Fp8Recipe::kBlockwise, Fp8Recipe::kMxfp8}) {
+    fp8.training.fp8_recipe = r;
+    expect(m, fp8, "dp=8,mbs=1,zero=1", nullptr);
+  }
+  // MoE: the all-to-all overlap (R17); expert-TP 1 with biases (R15.3).
+  Scene moe = tiny_moe();
+  expect(m, moe, "dp=16,ep=8,mbs=1,zero=1,ep_overlap=true", nullptr);
+  expect(m, moe, "dp=4,pp=4,vpp=2,ep=4,mbs=1,zero=1,ep_overlap=true", nullptr);
+  moe.model.bias = true;
+  expect(m, moe, "dp=8,tp=2,ep=8,mbs=1", "R15.3");
+  expect(m, moe, "dp=8,tp=2,ep=8,etp=1,mbs=1", nullptr);
+}
+
+TEST(FrameworkSupport, TorchtitanRules) {
+  const Scene s = llama8b();
+  const Framework t = Framework::kTorchtitan;
+  expect(t, s, "dp=8,mbs=1,zero=3", nullptr);                            // FSDP2
+  expect(t, s, "dp=8,mbs=1,zero=2", nullptr);                            // reshard_after_forward never
+  expect(t, s, "dp=8,mbs=1,zero=3,op=4", nullptr);                       // HSDP
+  expect(t, s, "dp=8,mbs=1,zero=0", nullptr);                            // DDP alone
+  expect(t, s, "dp=8,mbs=1,zero=1", "T1.8");                             // no ZeRO-1
+  expect(t, s, "dp=4,tp=2,mbs=1,sp=true,zero=0", "T1.7");                // DDP with TP
+  expect(t, s, "dp=4,tp=2,mbs=1,sp=true,zero=3", nullptr);
+  expect(t, s, "dp=4,tp=2,mbs=1,zero=3", "T2.1");                        // TP always shards the sequence
+  expect(t, s, "dp=1,tp=8,mbs=1,sp=true", "T5.2");                       // no FSDP: no mixed precision
+  expect(t, s, "dp=4,cp=2,mbs=1,zero=0", "T1.7");                        // cp > 1 is FSDP
+  expect(t, s, "dp=4,cp=2,mbs=1,zero=3", nullptr);
+  expect(t, s, "dp=2,pp=4,mbs=1,zero=3,schedule=zb-h1", "T4.2");
+  expect(t, s, "dp=2,pp=4,mbs=1,zero=3,schedule=gpipe", nullptr);
+  expect(t, s, "dp=2,pp=4,vpp=2,mbs=1,zero=3,stage_layers=6/10/10/6", nullptr);  // module_fqns_per_model_part
+  expect(t, s, "dp=2,pp=4,mbs=1,zero=3,recompute=full", nullptr);
+  expect(t, s, "dp=2,pp=4,mbs=1,zero=3,recompute=full,recompute_layers=8/8/8/0", "T9.3");
+  expect(t, s, "dp=2,pp=4,mbs=1,zero=3,grad_sync=shifted", "T1.7");
+  Scene fp = s;
+  fp.training.precision = Precision::kFP16;
+  expect(t, fp, "dp=8,mbs=1,zero=3", "T5.3");
+  fp.training.precision = Precision::kFP8;
+  fp.training.fp8_recipe = Fp8Recipe::kDelayed;
+  expect(t, fp, "dp=8,mbs=1,zero=3", "T7.5");
+  for (Fp8Recipe r : {Fp8Recipe::kTensorwise, Fp8Recipe::kBlockwise, Fp8Recipe::kMxfp8}) {
+    fp.training.fp8_recipe = r;
+    expect(t, fp, "dp=8,mbs=1,zero=3", nullptr);
+  }
+  // MoE: etp 1 or tp (T1.4), EP from the shard ranks only (T1.5), no EP overlap outside DualPipeV (T4.6).
+  const Scene moe = tiny_moe();
+  expect(t, moe, "dp=8,tp=2,ep=8,mbs=1,sp=true,zero=3", nullptr);
+  expect(t, moe, "dp=4,tp=4,ep=4,etp=2,mbs=1,sp=true,zero=3", "T1.4");
+  expect(t, moe, "dp=8,tp=2,ep=8,mbs=1,sp=true,zero=3,op=2", "T1.5");
+  expect(t, moe, "dp=16,ep=8,mbs=1,zero=3,ep_overlap=true", "T4.6");
+}
+
+TEST(FrameworkSupport, DeepSpeedRules) {
+  const Scene s = llama8b();
+  const Framework d = Framework::kDeepSpeed;
+  expect(d, s, "dp=2,tp=1,pp=4,mbs=1,zero=1,grad_sync=shifted", nullptr);
+  expect(d, s, "dp=2,tp=1,pp=4,mbs=1,zero=2,grad_sync=shifted", "D3.2");
+  expect(d, s, "dp=2,tp=1,pp=4,mbs=1,zero=1", "D5.3");                    // the engine reduces after the flush
+  expect(d, s, "dp=8,mbs=1,zero=3", nullptr);
+  expect(d, s, "dp=8,mbs=1,zero=3,op=4", nullptr);                        // MiCS
+  expect(d, s, "dp=8,mbs=1,zero=2,op=4", "mics_shard_size");
+  expect(d, s, "dp=4,cp=2,mbs=1,zero=1", "D2.4");
+  expect(d, s, "dp=2,pp=4,vpp=2,mbs=1,grad_sync=shifted", "D5.3");
+  expect(d, s, "dp=2,pp=4,mbs=1,grad_sync=shifted,stage_layers=7/9/9/7", "D5");
+  expect(d, s, "dp=2,pp=4,mbs=1,grad_sync=shifted,recompute=full,recompute_layers=8/8/8/0", "D5.2");
+  expect(d, s, "dp=8,mbs=1,recompute=selective", nullptr);  // the model code chooses (D7)
+  Scene fp8 = s;
+  fp8.training.precision = Precision::kFP8;
+  expect(d, fp8, "dp=8,mbs=1", "D3.4");
+  const Scene moe = tiny_moe();
+  expect(d, moe, "dp=16,ep=8,mbs=1,zero=2", nullptr);
+  expect(d, moe, "dp=16,ep=8,mbs=1,zero=3", "D3.3");
+  expect(d, moe, "dp=8,tp=2,ep=8,mbs=1,sp=true,zero=1", nullptr);
+  expect(d, moe, "dp=16,ep=8,mbs=1,zero=1,ep_overlap=true", "ep_overlap");
+}
+
+// Each refusal is one line per rule; several rules give several lines.
+TEST(FrameworkSupport, EveryReasonIsListed) {
+  const Scene s = llama8b();
+  const std::vector<std::string> r =
+      reasons(Framework::kDeepSpeed, s, "dp=1,tp=2,pp=2,cp=2,vpp=2,mbs=1,zero=3,grad_sync=in-backward");
+  EXPECT_EQ(r.size(), 4u);  // zero=3 with pp, cp, interleaving, grad sync
+  const std::vector<FrameworkVerdict> all = framework_verdicts(
+      resolve(parse_parallel_config("dp=8,mbs=1,zero=1"), s.model, s.cluster, s.training), s.model, s.training);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_TRUE(all[0].reasons.empty());   // Megatron: the distributed optimizer
+  EXPECT_FALSE(all[1].reasons.empty());  // torchtitan: no ZeRO-1
+  EXPECT_TRUE(all[2].reasons.empty());   // DeepSpeed: stage 1
+}
+
+// --emit X: every plan and baseline is one X can run, and its launch settings say nothing is lost.
+void expect_plans_run_on(Framework f, const Scene& s, PlanOptions options) {
+  options.framework = f;
+  options.top = 8;
+  const PlanResult r = plan(s.model, s.cluster, s.training, options);
+  ASSERT_FALSE(r.plans.empty()) << to_string(f);
+  EXPECT_GT(r.stats.unsupported, 0) << to_string(f);
+  for (const Plan& p : r.plans) {
+    const ParallelConfig& c = p.estimate.config;
+    EXPECT_TRUE(unsupported_reasons(f, c, s.model, s.training).empty()) << to_string(f) << ": " << to_string(c);
+    EXPECT_TRUE(launch_settings(f, c, s.model, s.training).cannot_express.empty() || f == Framework::kDeepSpeed)
+        << to_string(c);
+    switch (f) {
+      case Framework::kMegatron:
+        EXPECT_TRUE(c.schedule == Schedule::kOneFOneB || c.schedule == Schedule::kInterleaved1F1B) << to_string(c);
+        if (c.zero >= 2) {  // only through Megatron-FSDP, over all of dp
+          EXPECT_EQ(c.op, c.dp) << to_string(c);
+          EXPECT_NE(launch_settings(f, c, s.model, s.training).text.find("--use-megatron-fsdp"), std::string::npos);
+        }
+        break;
+      case Framework::kTorchtitan:
+        EXPECT_NE(c.zero, 1) << to_string(c);
+        EXPECT_NE(c.schedule, Schedule::kZeroBubbleH1) << to_string(c);
+        break;
+      case Framework::kDeepSpeed:
+        EXPECT_FALSE(c.pp > 1 && c.zero >= 2) << to_string(c);
+        EXPECT_EQ(c.cp, 1) << to_string(c);
+        if (c.pp > 1) {
+          EXPECT_EQ(c.schedule, Schedule::kOneFOneB) << to_string(c);
+          EXPECT_EQ(c.stage_layers, even_stage_layers(s.model.num_layers, c.pp)) << to_string(c);
+        }
+        break;
+    }
+    for (const FrameworkVerdict& v : p.frameworks)
+      if (v.framework == f) EXPECT_TRUE(v.reasons.empty());
+  }
+  for (const Baseline* b : {&r.expert, &r.three_axis})
+    if (b->estimate) EXPECT_TRUE(can_run(f, b->estimate->config, s.model, s.training)) << b->rule;
+}
+
+TEST(FrameworkSupport, EmitRestrictsTheSearch) {
+  PlanOptions options;
+  options.keep = 4;
+  Scene long_seq = llama8b();
+  long_seq.training.seq_len = 16384;  // memory forces recompute and pipelining
+  for (Framework f : kFrameworks) {
+    expect_plans_run_on(f, llama8b(), options);
+    expect_plans_run_on(f, long_seq, options);
+    expect_plans_run_on(f, tiny_moe(), options);
+  }
+}
+
+// Without a framework the search is unchanged and says, per plan, which frameworks run it.
+TEST(FrameworkSupport, WithoutEmitEachPlanSaysWhoRunsIt) {
+  const Scene s = llama8b();
+  PlanOptions options;
+  options.keep = 4;
+  const PlanResult r = plan(s.model, s.cluster, s.training, options);
+  ASSERT_FALSE(r.plans.empty());
+  EXPECT_EQ(r.stats.unsupported, 0);
+  for (const Plan& p : r.plans) {
+    ASSERT_EQ(p.frameworks.size(), 3u);
+    for (const FrameworkVerdict& v : p.frameworks)
+      EXPECT_EQ(v.reasons, unsupported_reasons(v.framework, p.estimate.config, s.model, s.training));
+  }
+}
+
+// Level 2 within Megatron: per-stage recompute counts become one count per model chunk; within
+// DeepSpeed's pipeline: even stages, every layer or none.
+TEST(FrameworkSupport, RefinementStaysWithinTheFramework) {
+  Scene s = llama8b();
+  s.training.seq_len = 16384;
+  PlanOptions options;
+  int refined_full = 0;
+  for (const char* text : {"dp=2,tp=1,pp=4,mbs=1,recompute=full", "dp=1,tp=2,pp=4,mbs=1,sp=true,recompute=full",
+                           "dp=2,tp=2,pp=2,mbs=1,sp=true,recompute=full", "dp=1,tp=1,pp=8,mbs=1,recompute=full",
+                           "dp=2,tp=1,pp=4,vpp=2,mbs=1,recompute=full"}) {
+    const ParallelConfig p = parse_parallel_config(text);
+    Candidate c;
+    c.dp = static_cast<std::int16_t>(p.dp), c.tp = static_cast<std::int16_t>(p.tp), c.pp = static_cast<std::int16_t>(p.pp);
+    c.vpp = static_cast<std::int16_t>(p.vpp), c.mbs = static_cast<std::int16_t>(p.mbs);
+    c.sequence_parallel = p.sequence_parallel, c.recompute = p.recompute;
+    c.schedule = p.vpp > 1 ? Schedule::kInterleaved1F1B : Schedule::kOneFOneB;
+    for (Framework f : kFrameworks) {
+      options.framework = f;
+      const std::optional<Estimate> within = refine(s.model, s.cluster, s.training, c, options);
+      options.framework.reset();
+      if (!within) continue;
+      EXPECT_TRUE(unsupported_reasons(f, within->config, s.model, s.training).empty())
+          << to_string(f) << ": " << to_string(within->config);
+      if (within->config.recompute == RecomputeMode::kFull) ++refined_full;
+    }
+  }
+  EXPECT_GT(refined_full, 0);
+}
+
+}  // namespace
+}  // namespace paratune::plan
