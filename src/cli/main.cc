@@ -662,6 +662,16 @@ int main(int argc, char** argv) {
   calibrate_cmd->add_option("--runs", runs_path, "CSV with the columns of published_runs.csv")->required();
   calibrate_cmd->add_option("--output,-o", calibration_out, "where to write the fitted calibration JSON")->required();
   calibrate_cmd->add_option("--calibration", calibration_in, "starting point (default: shipped)");
+  bool loso = false;
+  FitOptions fit_options;
+  calibrate_cmd->add_flag("--loso", loso,
+                          "leave-one-source-out: fit without each source and predict it (per-source table; the "
+                          "fitted coefficients start from their uninformed defaults; -o gets the fit on all rows)");
+  calibrate_cmd->add_option("--max-evaluations", fit_options.max_evaluations, "objective evaluations per fit")
+      ->check(CLI::PositiveNumber);
+  calibrate_cmd->add_option("--threads", fit_options.threads, "rows estimated in parallel (0 = hardware threads)")
+      ->check(CLI::NonNegativeNumber);
+  calibrate_cmd->add_flag("--json", json, "machine-readable output (the fit's or the leave-one-source-out report)");
 
   try {
     app.parse(argc, argv);
@@ -706,14 +716,35 @@ int main(int argc, char** argv) {
     }
     if (*calibrate_cmd) {
       const auto runs = read_published_runs(runs_path);
-      const CalibrationFit fit = fit_calibration(runs, start);
-      std::ofstream out(calibration_out);
-      if (!out) throw Error(fmt::format("{}: cannot write file", calibration_out));
-      out << to_json(fit.calibration).dump(2) << "\n";
-      std::cout << fmt::format("fitted {} coefficients on {} rows in {} evaluations\n", fit.parameters_fitted,
-                               fit.rows_used, fit.evaluations);
+      auto write_calibration = [&](const Calibration& c) {
+        std::ofstream out(calibration_out);
+        if (!out) throw Error(fmt::format("{}: cannot write file", calibration_out));
+        out << to_json(c).dump(2) << "\n";
+      };
+      if (loso) {
+        const LosoReport report = leave_one_source_out(runs, start, fit_options);
+        write_calibration(report.full.calibration);
+        if (json) write_json(to_json(report));
+        else std::cout << format_loso(report) << "wrote " << calibration_out << " (the fit on all rows)\n";
+        return 0;
+      }
+      const CalibrationFit fit = fit_calibration(runs, start, fit_options);
+      write_calibration(fit.calibration);
+      if (json) {
+        write_json({{"calibration", to_json(fit.calibration)},
+                    {"parameters", fit.parameters},
+                    {"rows_used", fit.rows_used},
+                    {"evaluations", fit.evaluations},
+                    {"seconds", fit.seconds},
+                    {"before", to_json(fit.before)},
+                    {"after", to_json(fit.after)}});
+        return 0;
+      }
+      std::cout << fmt::format("fitted {} coefficients on {} rows in {} evaluations ({:.1f} s)\n", fit.parameters_fitted,
+                               fit.rows_used, fit.evaluations, fit.seconds);
       std::cout << fmt::format("mean |error| {:.2f}% -> {:.2f}%, max {:.2f}% -> {:.2f}%\n", fit.before.mean_abs_pct_error,
                                fit.after.mean_abs_pct_error, fit.before.max_abs_pct_error, fit.after.max_abs_pct_error);
+      std::cout << format_source_summary(fit.after);
       std::cout << "wrote " << calibration_out << "\n";
       return 0;
     }

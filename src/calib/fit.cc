@@ -1,0 +1,299 @@
+// Fitting the Calibration to published runs (NLopt BOBYQA) and leave-one-source-out validation.
+#include <fmt/format.h>
+#include <nlopt.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "paratune/calib/published_runs.h"
+
+namespace paratune {
+namespace {
+
+// One fitted coefficient: a scalar field of Calibration, or the GEMM efficiency of a GPU class
+// (entries of gemm_efficiency_by_gpu). To fit one more coefficient, add one line to the table.
+struct FitParameter {
+  const char* name;
+  double lower, upper;
+  double Calibration::*field;     // the scalar coefficient, or nullptr for a GPU class
+  std::vector<std::string> gpus;  // GPU presets sharing one GEMM efficiency
+  // Whether the coefficient changes predicted memory. While none fitted does, which candidates fit
+  // is fixed for the whole fit and is screened once (screen_candidates); mark a memory coefficient
+  // true and every evaluation searches every candidate again.
+  bool affects_memory = false;
+};
+
+const std::vector<FitParameter>& fit_parameters() {
+  static const std::vector<FitParameter> parameters{
+      {"gemm_efficiency[v100]", 0.4, 1.0, nullptr, {"v100-32gb"}},
+      {"gemm_efficiency[a100]", 0.4, 1.0, nullptr, {"a100-40gb", "a100-80gb"}},
+      {"gemm_efficiency[hopper]", 0.4, 1.0, nullptr, {"h100-sxm", "h800", "h200"}},
+      {"gemm_efficiency[blackwell]", 0.4, 1.0, nullptr, {"b200", "gb200"}},
+      {"gemm_half_efficiency_dim", 0, 512, &Calibration::gemm_half_efficiency_dim, {}},
+      {"attention_efficiency", 0.2, 1.0, &Calibration::attention_efficiency, {}},
+      {"hbm_efficiency", 0.4, 1.0, &Calibration::hbm_efficiency, {}},
+      {"inter_node_bandwidth_efficiency", 0.3, 1.0, &Calibration::inter_node_bandwidth_efficiency, {}},
+      {"intra_node_bandwidth_efficiency", 0.3, 1.0, &Calibration::intra_node_bandwidth_efficiency, {}},
+      {"layer_overhead_s", 0, 2e-4, &Calibration::layer_overhead_s, {}},
+      {"dp_overlap", 0, 1, &Calibration::dp_overlap, {}},
+  };
+  return parameters;
+}
+
+double value_of(const Calibration& c, const FitParameter& p) {
+  return p.field ? c.*(p.field) : c.gemm_efficiency_for(p.gpus.front());
+}
+
+Calibration apply(const Calibration& base, const std::vector<FitParameter>& params, const std::vector<double>& x) {
+  Calibration c = base;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (params[i].field) c.*(params[i].field) = x[i];
+    for (const auto& gpu : params[i].gpus) c.gemm_efficiency_by_gpu[gpu] = x[i];
+  }
+  return c;
+}
+
+// The start with every fitted coefficient back at its uninformed default (the Calibration struct's
+// member initialisers; GPU classes at gemm_efficiency_max), so that no fold of leave-one-source-out
+// starts from values fitted on its held-out source.
+Calibration uninformed(const Calibration& start) {
+  const Calibration prior;
+  Calibration c = start;
+  for (const auto& p : fit_parameters()) {
+    if (p.field) c.*(p.field) = prior.*(p.field);
+    for (const auto& gpu : p.gpus) c.gemm_efficiency_by_gpu.erase(gpu);
+  }
+  c.gemm_efficiency_max = prior.gemm_efficiency_max;
+  return c;
+}
+
+// |error| of each row under `calibration` (100 where the row cannot be estimated), rows spread over
+// `threads` threads; the result does not depend on the thread count.
+std::vector<double> row_errors(const std::vector<const RunSetup*>& rows, const Calibration& calibration, int threads) {
+  std::vector<double> errors(rows.size(), 100.0);
+  auto work = [&](std::atomic<std::size_t>& next) {
+    for (std::size_t i = next++; i < rows.size(); i = next++) {
+      try {
+        errors[i] = evaluate_run(*rows[i], calibration).abs_pct_error;
+      } catch (const Error&) {
+      }
+    }
+  };
+  std::atomic<std::size_t> next{0};
+  const int n = std::max(1, std::min<int>(threads, static_cast<int>(rows.size())));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < n; ++t) pool.emplace_back(work, std::ref(next));
+  work(next);
+  for (auto& th : pool) th.join();
+  return errors;
+}
+
+// For a fit: each row keeps the candidates that fit in memory under `calibration`, fastest first
+// (so the first one bounds the others and estimate_if_faster skips most of them), or, when none
+// fits, only the lowest-peak one (the memory-model-error reading). Exact while no fitted
+// coefficient affects memory: then which candidates fit, and which has the lowest peak, does not
+// change during the fit. Without screening a fit evaluates every candidate of every row.
+PreparedRuns screen_candidates(const PreparedRuns& prepared, const Calibration& calibration, int threads) {
+  PreparedRuns out = prepared;
+  for (const auto& p : fit_parameters())
+    if (p.affects_memory) return out;
+  auto work = [&](std::atomic<std::size_t>& next) {
+    for (std::size_t i = next++; i < out.setups.size(); i = next++) {
+      RunSetup& s = out.setups[i];
+      std::vector<std::pair<double, std::size_t>> fitting;
+      std::size_t lowest = 0;
+      double lowest_peak = INFINITY;
+      for (std::size_t k = 0; k < s.candidates.size(); ++k) {
+        try {
+          const Estimate e = estimate(s.model, s.cluster, s.training, s.candidates[k], calibration,
+                                      EstimateOptions{kValidationMemoryMargin});
+          if (e.fits) fitting.emplace_back(e.iteration_time_s, k);
+          if (e.peak_memory_bytes < lowest_peak) lowest_peak = e.peak_memory_bytes, lowest = k;
+        } catch (const Error&) {
+        }
+      }
+      std::vector<ParallelConfig> kept;
+      std::sort(fitting.begin(), fitting.end());
+      for (const auto& [time, k] : fitting) kept.push_back(s.candidates[k]);
+      if (kept.empty() && !s.candidates.empty()) kept.push_back(s.candidates[lowest]);
+      s.candidates = std::move(kept);
+    }
+  };
+  std::atomic<std::size_t> next{0};
+  const int n = std::max(1, std::min<int>(threads, static_cast<int>(out.setups.size())));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < n; ++t) pool.emplace_back(work, std::ref(next));
+  work(next);
+  for (auto& th : pool) th.join();
+  return out;
+}
+
+int thread_count(const FitOptions& options) {
+  if (options.threads > 0) return options.threads;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+void validate(const FitOptions& o) {
+  if (o.max_evaluations < 1)
+    throw Error(fmt::format("max_evaluations: {} must be >= 1", o.max_evaluations));
+  if (!(o.xtol_rel > 0)) throw Error(fmt::format("xtol_rel: {} must be > 0", o.xtol_rel));
+  if (o.threads < 0) throw Error(fmt::format("threads: {} must be >= 0 (0 = hardware threads)", o.threads));
+}
+
+std::vector<std::string> fit_parameter_names() {
+  std::vector<std::string> names;
+  for (const auto& p : fit_parameters()) names.emplace_back(p.name);
+  return names;
+}
+
+namespace {
+
+// The fit on screened rows.
+CalibrationFit fit_rows(const std::vector<const RunSetup*>& rows, const Calibration& start, const FitOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  CalibrationFit fit;
+  fit.rows_used = static_cast<int>(rows.size());
+  if (rows.empty()) throw Error("calibrate: no row of the CSV can be estimated");
+  const auto& params = fit_parameters();
+  std::vector<double> x, lower, upper;
+  for (const auto& p : params) {
+    x.push_back(std::clamp(value_of(start, p), p.lower, p.upper));
+    lower.push_back(p.lower);
+    upper.push_back(p.upper);
+    fit.parameters.emplace_back(p.name);
+  }
+  struct State {
+    const Calibration* start;
+    const std::vector<FitParameter>* params;
+    const std::vector<const RunSetup*>* rows;
+    int threads;
+    int evaluations = 0;
+  } state{&start, &params, &rows, thread_count(options)};
+  // Objective: mean + max/2 of |error| in percent over the rows used.
+  auto objective = [](const std::vector<double>& v, std::vector<double>&, void* data) -> double {
+    auto* st = static_cast<State*>(data);
+    ++st->evaluations;
+    const auto errors = row_errors(*st->rows, apply(*st->start, *st->params, v), st->threads);
+    double sum = 0, worst = 0;
+    for (double e : errors) sum += e, worst = std::max(worst, e);
+    return sum / errors.size() + 0.5 * worst;
+  };
+  nlopt::opt optimizer(nlopt::LN_BOBYQA, static_cast<unsigned>(x.size()));
+  optimizer.set_lower_bounds(lower);
+  optimizer.set_upper_bounds(upper);
+  optimizer.set_min_objective(objective, &state);
+  optimizer.set_xtol_rel(options.xtol_rel);
+  optimizer.set_maxeval(options.max_evaluations);
+  double best = 0;
+  try {
+    optimizer.optimize(x, best);
+  } catch (const nlopt::roundoff_limited&) {
+    // converged as far as floating point allows; x holds the best point
+  }
+  fit.calibration = apply(start, params, x);
+  fit.parameters_fitted = static_cast<int>(params.size());
+  fit.evaluations = state.evaluations;
+  fit.seconds = seconds_since(t0);
+  return fit;
+}
+
+std::vector<const RunSetup*> rows_of(const PreparedRuns& prepared, const std::vector<std::size_t>& use) {
+  std::vector<const RunSetup*> rows;
+  if (use.empty())
+    for (const auto& s : prepared.setups) rows.push_back(&s);
+  else
+    for (std::size_t i : use) rows.push_back(&prepared.setups.at(i));
+  return rows;
+}
+
+}  // namespace
+
+CalibrationFit fit_prepared(const PreparedRuns& prepared, const Calibration& start, const FitOptions& options,
+                            const std::vector<std::size_t>& use) {
+  validate(options);
+  const auto t0 = std::chrono::steady_clock::now();
+  const PreparedRuns screened = screen_candidates(prepared, start, thread_count(options));
+  CalibrationFit fit = fit_rows(rows_of(screened, use), start, options);
+  fit.seconds = seconds_since(t0);
+  return fit;
+}
+
+CalibrationFit fit_calibration(const std::vector<PublishedRun>& runs, const Calibration& start,
+                               const FitOptions& options) {
+  const PreparedRuns prepared = prepare_runs(runs);
+  CalibrationFit fit = fit_prepared(prepared, start, options);
+  fit.before = validate_prepared(prepared, start);
+  fit.after = validate_prepared(prepared, fit.calibration);
+  return fit;
+}
+
+LosoReport leave_one_source_out(const std::vector<PublishedRun>& runs, const Calibration& start,
+                                const FitOptions& options) {
+  validate(options);
+  const auto t0 = std::chrono::steady_clock::now();
+  LosoReport report;
+  const PreparedRuns prepared = prepare_runs(runs);
+  if (prepared.setups.empty()) throw Error("calibrate --loso: no row of the CSV can be estimated");
+  const Calibration prior = uninformed(start);
+  // Screened once: which candidates fit does not depend on the fitted coefficients.
+  const PreparedRuns screened = screen_candidates(prepared, prior, thread_count(options));
+  report.full = fit_rows(rows_of(screened, {}), prior, options);
+  report.full.before = validate_prepared(prepared, prior);
+  report.full.after = validate_prepared(prepared, report.full.calibration);
+  report.rows = static_cast<int>(prepared.setups.size());
+
+  double in_sum = 0, loso_sum = 0;
+  for (const auto& source : prepared.source_order) {
+    std::vector<std::size_t> train, test;
+    for (std::size_t i = 0; i < prepared.setups.size(); ++i)
+      (prepared.setups[i].source_id == source ? test : train).push_back(i);
+    if (test.empty()) continue;  // every row of this source was skipped
+    LosoSource s;
+    s.source_id = source;
+    s.rows = static_cast<int>(test.size());
+    for (const auto& row : report.full.after.rows)
+      if (row.source_id == source) s.in_sample_mean_abs_pct_error += row.abs_pct_error;
+    s.in_sample_mean_abs_pct_error /= s.rows;
+    const auto fold_start = std::chrono::steady_clock::now();
+    Calibration fitted = prior;
+    if (!train.empty()) {
+      const CalibrationFit fold = fit_rows(rows_of(screened, train), prior, options);
+      fitted = fold.calibration;
+      s.evaluations = fold.evaluations;
+    }
+    for (std::size_t i : test) {
+      RowResult r;
+      try {
+        r = evaluate_run(prepared.setups[i], fitted);
+      } catch (const Error&) {
+        r.row_id = prepared.setups[i].row_id;
+        r.source_id = source;
+        r.abs_pct_error = 100;
+      }
+      s.loso_mean_abs_pct_error += r.abs_pct_error;
+      s.loso_max_abs_pct_error = std::max(s.loso_max_abs_pct_error, r.abs_pct_error);
+      report.loso_max_abs_pct_error = std::max(report.loso_max_abs_pct_error, r.abs_pct_error);
+      loso_sum += r.abs_pct_error;
+      report.held_out.push_back(std::move(r));
+    }
+    in_sum += s.in_sample_mean_abs_pct_error * s.rows;
+    s.loso_mean_abs_pct_error /= s.rows;
+    s.seconds = seconds_since(fold_start);
+    report.sources.push_back(s);
+  }
+  report.in_sample_mean_abs_pct_error = in_sum / report.rows;
+  report.loso_mean_abs_pct_error = loso_sum / report.rows;
+  report.seconds = seconds_since(t0);
+  return report;
+}
+
+}  // namespace paratune

@@ -1,0 +1,65 @@
+// Internal to src/calib: reading typed values out of a PublishedRun's text fields.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "paratune/calib/published_runs.h"
+
+namespace paratune::calib_detail {
+
+inline std::string lower(std::string s) {
+  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+// Case-insensitive substring test.
+inline bool contains(const std::string& haystack, const std::string& needle) {
+  return lower(haystack).find(lower(needle)) != std::string::npos;
+}
+
+// The column as a number; nullopt when empty; Error when not a number.
+inline std::optional<double> number(const PublishedRun& run, const std::string& column) {
+  const std::string text = run.get(column);
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0' || !std::isfinite(v))
+    throw Error(fmt::format("{}: '{}' is not a number", column, text));
+  return v;
+}
+
+// The column as a non-negative integer; `fallback` when empty.
+inline int integer(const PublishedRun& run, const std::string& column, int fallback) {
+  const auto v = number(run, column);
+  if (!v) return fallback;
+  if (*v != std::floor(*v) || *v < 0)
+    throw Error(fmt::format("{}: '{}' is not a non-negative integer", column, run.get(column)));
+  return static_cast<int>(*v);
+}
+
+// "GA = 32; ETP = 4" -> the integer after "KEY =" in other_result; nullopt when absent.
+inline std::optional<int> other_result_int(const PublishedRun& run, const std::string& key) {
+  const std::string text = run.get("other_result");
+  const std::string low = lower(text);
+  std::size_t pos = 0;
+  const std::string k = lower(key);
+  while ((pos = low.find(k, pos)) != std::string::npos) {
+    const bool word_start = pos == 0 || !std::isalnum(static_cast<unsigned char>(low[pos - 1]));
+    std::size_t i = pos + k.size();
+    pos = i;
+    if (!word_start) continue;
+    while (i < low.size() && low[i] == ' ') ++i;
+    if (i >= low.size() || low[i] != '=') continue;
+    ++i;
+    while (i < low.size() && low[i] == ' ') ++i;
+    if (i < low.size() && std::isdigit(static_cast<unsigned char>(low[i]))) return std::atoi(low.c_str() + i);
+  }
+  return std::nullopt;
+}
+
+}  // namespace paratune::calib_detail
