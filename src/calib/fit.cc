@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <cmath>
 #include <thread>
 
@@ -20,10 +21,12 @@ struct FitParameter {
   double lower, upper;
   double Calibration::*field;     // the scalar coefficient, or nullptr for a GPU class
   std::vector<std::string> gpus;  // GPU presets sharing one GEMM efficiency
-  // Whether the coefficient changes predicted memory. While none fitted does, which candidates fit
-  // is fixed for the whole fit and is screened once (screen_candidates); mark a memory coefficient
-  // true and every evaluation searches every candidate again.
-  bool affects_memory = false;
+  // For a coefficient that changes predicted memory (moe_load_imbalance, fragmentation, ...): the
+  // value in [lower, upper] at which predicted memory is lowest, e.g. the lower bound of
+  // moe_load_imbalance. NaN (the default) = the coefficient does not change memory. Candidates are
+  // screened once per fit at these values (screen_candidates), so a memory coefficient without it
+  // would drop candidates that fit elsewhere in the box.
+  double least_memory_value = std::numeric_limits<double>::quiet_NaN();
 };
 
 const std::vector<FitParameter>& fit_parameters() {
@@ -91,15 +94,24 @@ std::vector<double> row_errors(const std::vector<const RunSetup*>& rows, const C
   return errors;
 }
 
-// For a fit: each row keeps the candidates that fit in memory under `calibration`, fastest first
-// (so the first one bounds the others and estimate_if_faster skips most of them), or, when none
-// fits, only the lowest-peak one (the memory-model-error reading). Exact while no fitted
-// coefficient affects memory: then which candidates fit, and which has the lowest peak, does not
-// change during the fit. Without screening a fit evaluates every candidate of every row.
+// For a fit: each row keeps the candidates that fit in memory, fastest first (so the first one
+// bounds the others and estimate_if_faster skips most of them), or, when none fits, only the
+// lowest-peak one (the memory-model-error reading). While no fitted coefficient changes memory this
+// is exact: which candidates fit, and which has the lowest peak, does not change during the fit
+// (memory depends on the specs and the memory coefficients only). With memory coefficients it is
+// judged at their least-memory values, keeping every candidate that can fit somewhere in the box
+// (a row where none can keeps all); evaluate_run still judges each kept one at each evaluation.
+// Without screening a fit would estimate every candidate of every row at every evaluation.
 PreparedRuns screen_candidates(const PreparedRuns& prepared, const Calibration& calibration, int threads) {
   PreparedRuns out = prepared;
+  Calibration lean = calibration;
+  bool memory_fitted = false;
   for (const auto& p : fit_parameters())
-    if (p.affects_memory) return out;
+    if (!std::isnan(p.least_memory_value)) {
+      memory_fitted = true;
+      if (p.field) lean.*(p.field) = p.least_memory_value;
+      for (const auto& gpu : p.gpus) lean.gemm_efficiency_by_gpu[gpu] = p.least_memory_value;
+    }
   auto work = [&](std::atomic<std::size_t>& next) {
     for (std::size_t i = next++; i < out.setups.size(); i = next++) {
       RunSetup& s = out.setups[i];
@@ -108,7 +120,7 @@ PreparedRuns screen_candidates(const PreparedRuns& prepared, const Calibration& 
       double lowest_peak = INFINITY;
       for (std::size_t k = 0; k < s.candidates.size(); ++k) {
         try {
-          const Estimate e = estimate(s.model, s.cluster, s.training, s.candidates[k], calibration,
+          const Estimate e = estimate(s.model, s.cluster, s.training, s.candidates[k], lean,
                                       EstimateOptions{kValidationMemoryMargin});
           if (e.fits) fitting.emplace_back(e.iteration_time_s, k);
           if (e.peak_memory_bytes < lowest_peak) lowest_peak = e.peak_memory_bytes, lowest = k;
@@ -118,7 +130,10 @@ PreparedRuns screen_candidates(const PreparedRuns& prepared, const Calibration& 
       std::vector<ParallelConfig> kept;
       std::sort(fitting.begin(), fitting.end());
       for (const auto& [time, k] : fitting) kept.push_back(s.candidates[k]);
-      if (kept.empty() && !s.candidates.empty()) kept.push_back(s.candidates[lowest]);
+      if (kept.empty() && !s.candidates.empty()) {
+        if (memory_fitted) continue;  // which candidate has the lowest peak may change: keep them all
+        kept.push_back(s.candidates[lowest]);
+      }
       s.candidates = std::move(kept);
     }
   };
