@@ -174,7 +174,7 @@ void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const 
   if (moe) {
     eps.clear();
     for (int ep : divisors(model.moe->num_experts))
-      if ((dp * cp) % ep == 0 && space.permits(Axis::kEp, ep)) eps.push_back(ep);
+      if ((dp * cp * tp) % ep == 0 && space.permits(Axis::kEp, ep)) eps.push_back(ep);
     etps.clear();
     for (int etp : divisors(tp))
       if (model.moe->expert_ffn_hidden_size % etp == 0 && space.permits(Axis::kEtp, etp)) etps.push_back(etp);
@@ -192,6 +192,8 @@ void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const 
   for (int ep : eps) {
     c.ep = static_cast<std::int16_t>(ep);
     for (int etp : etps) {
+      // Megatron-Core's expert grid etp x ep x edp x pp must tile the ranks (R1.3).
+      if (moe && (dp * cp * tp) % (ep * etp) != 0) continue;
       c.etp = static_cast<std::int16_t>(etp);
       for (int mbs : divisors(training.global_batch / dp)) {
         if (mbs > mbs_cap || !space.permits(Axis::kMbs, mbs)) continue;

@@ -205,9 +205,12 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
   if (model.moe) {
     if (model.moe->num_experts % c.ep != 0)
       throw Error(fmt::format("ep={} does not divide moe.num_experts={}", c.ep, model.moe->num_experts));
-    if ((c.dp * c.cp) % c.ep != 0)
-      throw Error(fmt::format("ep={} must divide dp*cp={} (expert-parallel ranks come from the data-parallel ones)",
-                              c.ep, c.dp * c.cp));
+    // Megatron-Core (MoE parallel folding): the expert grid etp x ep x edp x pp tiles all ranks, so
+    // etp·ep must divide dp·cp·tp (../shared/frameworks/megatron-lm-rules.md R1.3).
+    if ((c.dp * c.cp * c.tp) % (c.ep * c.expert_tp()) != 0)
+      throw Error(fmt::format("ep={} x etp={} must divide dp*cp*tp={} (the expert grid etp x ep x edp tiles the "
+                              "ranks of a pipeline stage)",
+                              c.ep, c.expert_tp(), c.dp * c.cp * c.tp));
     if (model.moe->expert_ffn_hidden_size % c.expert_tp() != 0)
       throw Error(fmt::format("etp={} does not divide moe.expert_ffn_hidden_size={}", c.expert_tp(),
                               model.moe->expert_ffn_hidden_size));
