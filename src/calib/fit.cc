@@ -42,6 +42,11 @@ const std::vector<FitParameter>& fit_parameters() {
       {"intra_node_bandwidth_efficiency", 0.3, 1.0, &Calibration::intra_node_bandwidth_efficiency, {}},
       {"layer_overhead_s", 0, 2e-4, &Calibration::layer_overhead_s, {}},
       {"dp_overlap", 0, 1, &Calibration::dp_overlap, {}},
+      {"fp8_gemm_efficiency", 0.4, 1.0, &Calibration::fp8_gemm_efficiency, {}},
+      {"fp8_block_scaled_gemm_efficiency", 0.5, 1.0, &Calibration::fp8_block_scaled_gemm_efficiency, {}},
+      {"attention_half_kv_tokens", 0, 4096, &Calibration::attention_half_kv_tokens, {}},
+      {"moe_load_imbalance", 1.0, 2.0, &Calibration::moe_load_imbalance, {}, 1.0},
+      {"overlap_interference", 0, 0.5, &Calibration::overlap_interference, {}},
   };
   return parameters;
 }
