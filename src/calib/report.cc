@@ -9,7 +9,7 @@ namespace paratune {
 namespace {
 
 constexpr SkipKind kSkipKinds[] = {SkipKind::kUnsupported, SkipKind::kInconsistent, SkipKind::kRefusedByRule,
-                                   SkipKind::kKnownSourceError};
+                                   SkipKind::kKnownSourceError, SkipKind::kUnstatedHardware};
 
 // "dp=8 tp=1 pp=1 cp=2 mbs=1 rc=full sp zero=1": the axes a reader compares with the source.
 std::string compact(const std::string& config_text) {

@@ -28,6 +28,7 @@ std::string to_string(SkipKind kind) {
     case SkipKind::kInconsistent: return "inconsistent";
     case SkipKind::kRefusedByRule: return "refused-by-rule";
     case SkipKind::kKnownSourceError: return "known-source-error";
+    case SkipKind::kUnstatedHardware: return "unstated-hardware";
   }
   return "?";
 }
@@ -81,8 +82,12 @@ GpuSpec gpu_for(const PublishedRun& run, std::vector<std::string>& why) {
   if (contains(g, "v100")) return preset("v100-32gb");
   if (contains(g, "gb200")) return preset("gb200");  // before "b200": "gb200" contains it
   if (contains(g, "b200")) {
-    if (contains(g, "power limit"))
-      why.push_back("B200 power limit not stated: datasheet (1000 W) peaks used");
+    // A power-limited GPU runs at clocks its unstated limit sets: no datasheet peak describes it.
+    if (contains(g, "power limit") && contains(g, "not stated"))
+      throw RowSkipped(SkipKind::kUnstatedHardware,
+                       fmt::format("gpu_type: '{}': the B200's power limit is not stated, so its clocks and peaks are "
+                                   "unknown (the datasheet's are for 1000 W)",
+                                   run.get("gpu_type")));
     return preset("b200");
   }
   if (contains(g, "h800")) return preset("h800");
@@ -135,9 +140,6 @@ ClusterSpec cluster_for(const PublishedRun& run, std::vector<std::string>& why) 
   const int stated_per_node = integer(run, "gpus_per_node", 0);
   if (stated_per_node > 0) c.gpus_per_node = stated_per_node;
   else why.push_back(fmt::format("gpus_per_node not stated: {} ({} preset)", c.gpus_per_node, preset.node.name));
-  if (contains(run.get("gpu_type"), "gb200"))
-    why.push_back(fmt::format("GB200: {} preset, {}-GPU compute trays in one NVLink domain of 72 GPUs", preset.node.name,
-                              c.gpus_per_node));
   if (const double bw = stated_inter_node_bandwidth(run.get("interconnect"), c.gpus_per_node);
       bw > 0 && std::abs(bw / c.inter_node_bandwidth_bytes_per_s - 1) > 0.01) {
     c.inter_node_bandwidth_bytes_per_s = bw;
@@ -153,6 +155,14 @@ ClusterSpec cluster_for(const PublishedRun& run, std::vector<std::string>& why) 
       throw RowSkipped(SkipKind::kInconsistent, fmt::format("total_gpus {} is not a whole number of {}-GPU nodes",
                                                             gpus, c.gpus_per_node));
     c.nodes = gpus / c.gpus_per_node;
+  }
+  if (contains(run.get("gpu_type"), "gb200")) {
+    // A job of 64·k GPUs cannot fill 72-GPU NVLink domains: it is placed in 16-tray (64-GPU)
+    // segments of each rack (Slurm block topology, --segment 16), so groups never straddle racks.
+    if (c.nvlink_domain_gpus > 0 && gpus % c.nvlink_domain_gpus != 0 && gpus % 64 == 0) c.nvlink_domain_gpus = 64;
+    why.push_back(fmt::format("GB200: {} preset, {}-GPU compute trays in NVLink domains of {} GPUs{}", preset.node.name,
+                              c.gpus_per_node, c.nvlink_domain_gpus,
+                              c.nvlink_domain_gpus == 64 ? " (64-GPU segments of the 72-GPU racks)" : ""));
   }
   c.name = fmt::format("{} x {}", gpus, gpu.name);
   return c;
@@ -378,8 +388,6 @@ void read_precision(const PublishedRun& run, const Framework& fw, const GpuSpec&
     t.fp8_recipe = Fp8Recipe::kDelayed;
     why.push_back("FP8 recipe not stated: delayed (NeMo's default, per-tensor delayed scaling; SOURCES.md)");
   }
-  if (contains(full, "float8 all-gather") || contains(full, "f8 all-gather") || contains(full, "float8_all_gather"))
-    why.push_back("FSDP float8 parameter all-gather not modelled (gathered in bf16)");
 }
 
 // --- Known errors of the sources (SOURCES.md) ------------------------------------------------------
@@ -723,6 +731,18 @@ RunSetup setup_for_run(const PublishedRun& run) {
       // an exposed 4 GB gradient all-reduce: it overlapped with the backward (torch DDP buckets).
       c.overlap_grad_reduce = true;
       why.push_back("DP gradient all-reduce overlapped with backward (implied by the published DP scaling)");
+    }
+    // FP8 parameters: NVIDIA's FP8 recipes pass --fp8-param-gather with the distributed optimizer
+    // (Megatron-LM R20.6; NeMo's bf16_with_fp8_mixed sets fp8_param_gather); torchao's "float8
+    // all-gather" rows gather FSDP parameters in float8 (torchtitan T7.5).
+    const std::string precision_lower = lower(run.get("precision"));
+    if (t.precision == Precision::kFP8 && c.zero >= 1) {
+      if (fw.megatron && !fw.early_megatron && t.fp8_recipe != Fp8Recipe::kMxfp8) {
+        t.fp8_param_gather = true;
+        why.push_back("FP8 parameters gathered in FP8 (--fp8-param-gather, NVIDIA / NeMo FP8 recipe default)");
+      } else if (contains(precision_lower, "float8 all-gather") || contains(precision_lower, "f8 all-gather")) {
+        t.fp8_param_gather = true;
+      }
     }
     c.tp_comm_overlap = fw.megatron && !fw.early_megatron;
     if (fw.torchtitan && contains(run.get("framework"), "async tp")) {

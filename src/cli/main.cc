@@ -44,6 +44,7 @@ struct SetupFlags {
   int global_batch = 0;
   std::string precision = "bf16";
   std::string fp8_recipe = "delayed";
+  bool fp8_param_gather = false;
   std::string moe_balancing = "aux-loss";
   double moe_capacity_factor = 0;
   std::string optimizer = "adamw";
@@ -63,6 +64,8 @@ void add_setup_flags(CLI::App* app, SetupFlags& f, bool required = true) {
   app->add_option("--precision", f.precision, "bf16 | fp16 | fp8")->capture_default_str();
   app->add_option("--fp8-recipe", f.fp8_recipe, "with --precision fp8: delayed | tensorwise | blockwise | mxfp8")
       ->capture_default_str();
+  app->add_flag("--fp8-param-gather", f.fp8_param_gather,
+                "with --precision fp8: parameters held and all-gathered in FP8 (Megatron --fp8-param-gather; needs zero >= 1)");
   app->add_option("--moe-balancing", f.moe_balancing, "MoE routing: aux-loss | aux-loss-free | force-balanced")
       ->capture_default_str();
   app->add_option("--moe-capacity-factor", f.moe_capacity_factor, "MoE expert capacity factor (0 = dropless)")
@@ -95,6 +98,7 @@ TrainingSpec training_from(const SetupFlags& f) {
     throw e.with_context("--moe-balancing");
   }
   t.moe_capacity_factor = f.moe_capacity_factor;
+  t.fp8_param_gather = f.fp8_param_gather;
   t.flash_attention = !f.no_flash_attention;
   try {
     validate(t);

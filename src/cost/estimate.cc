@@ -393,13 +393,13 @@ ParamBytes param_bytes(const TrainingSpec& training, const Fp8Costs& fp8) {
   return ParamBytes{
       .grad = training.fp32_grad_accumulation ? 4.0 : 2.0,
       // BF16 weights, plus the FP8 copies an FP8 recipe caches across micro-batches (cost/fp8.h).
-      .weight = 2.0 + fp8.weight_extra_bytes,
+      .weight = fp8.weight_bytes,
       .optimizer = training.optimizer == Optimizer::kSGD ? 8.0 : 12.0,
       // Adam reads+writes master, m, v (24), reads the fp32 grad (4), writes the bf16 weight (2);
       // SGD with momentum: 16 + 4 + 2. FP8: the new weights are cast once per iteration (read 2,
       // write the FP8 copies).
       .optimizer_traffic = (training.optimizer == Optimizer::kSGD ? 22.0 : 30.0) +
-                           (fp8.linear_in_fp8 ? 2.0 + fp8.weight_extra_bytes : 0.0)};
+                           (fp8.linear_in_fp8 ? fp8.weight_bytes : 0.0)};
 }
 
 // Optimizer-state sharding: dense parameters over op x cp ranks (cp ranks hold the same weights),
@@ -448,6 +448,7 @@ struct RankCost {
 struct StageCostModel::Impl {
   ParallelConfig config;  // resolved
   EstimateOptions options;
+  Fp8Costs fp8;  // what the precision costs (cost/fp8.h); before `c`, which is built from it
   Context c;
   int microbatches = 0;
   LayerCost dense, moe;
@@ -464,14 +465,15 @@ struct StageCostModel::Impl {
        const Calibration& cal, const EstimateOptions& opts)
       : config(resolve(requested, model, cluster, training)),
         options(opts),
+        fp8(cost_detail::fp8_costs(cluster.gpu, training, cal)),
         c{model,
           cluster,
           training,
           config,
           cal,
-          device_for(cluster, training, cal),
+          device_for(cluster, training, cal, fp8),
           make_fabric(cluster, cal.intra_node_bandwidth_efficiency, cal.inter_node_bandwidth_efficiency),
-          cost_detail::fp8_costs(cluster.gpu, training, cal),
+          fp8,
           static_cast<double>(config.mbs) * training.seq_len / config.cp,
           model.moe ? cost_detail::moe_rank_load_factor(*model.moe, config, training, cal) : 1.0},
         microbatches(config.num_microbatches(training)),
@@ -508,9 +510,9 @@ struct StageCostModel::Impl {
   // synchronising step waits for the slowest of the N GPUs, E[max of N normal] ~ mean x (1 + cv
   // sqrt(2 ln N)) (extreme-value asymptotics of the normal; "The Tail at Scale", Dean & Barroso
   // 2013, for why the slowest sets the pace), applied as a slowdown of every kernel.
-  static Device device_for(const ClusterSpec& cluster, const TrainingSpec& training, const Calibration& cal) {
+  static Device device_for(const ClusterSpec& cluster, const TrainingSpec& training, const Calibration& cal,
+                           const Fp8Costs& fp8) {
     const GpuSpec& gpu = cluster.gpu;
-    const Fp8Costs fp8 = cost_detail::fp8_costs(gpu, training, cal);
     const Precision high = training.precision == Precision::kFP8 ? Precision::kBF16 : training.precision;
     const double n = cluster.num_gpus();
     const double slowdown = 1 + (n > 1 ? cal.step_jitter_cv * std::sqrt(2 * std::log(n)) : 0.0);
@@ -635,7 +637,7 @@ struct StageCostModel::Impl {
       const double exposed = std::max(0.0, scatter - hide_scatter * rank_total.backward_s);
       return {0, exposed + interference * (scatter - exposed)};
     }
-    const double gather_bytes = c.training.fp32_param_gather ? 4 : 2;
+    const double gather_bytes = c.fp8.param_gather_bytes;
     const double gather = all_gather_s(rank_total.dense_params * gather_bytes, dense_shard_group, c.fabric) +
                           all_gather_s(rank_total.expert_params * gather_bytes, expert_shard_group, c.fabric);
     const double hide = config.overlap_param_gather ? c.calibration.dp_overlap : 0;
@@ -692,8 +694,8 @@ RankCost StageCostModel::Impl::rank_cost(int s, const std::vector<ChunkPart>& pa
                 all_reduce_s(expert_params * bytes.grad / shards.expert, expert_replica_group, c.fabric);
     // ZeRO-2 keeps whole parameters: the updated shards are all-gathered after the step.
     if (p.zero == 2)
-      param_gather = all_gather_s(dense_params * 2, dense_shard_group, c.fabric) +
-                     all_gather_s(expert_params * 2, expert_shard_group, c.fabric);
+      param_gather = all_gather_s(dense_params * c.fp8.param_gather_bytes, dense_shard_group, c.fabric) +
+                     all_gather_s(expert_params * c.fp8.param_gather_bytes, expert_shard_group, c.fabric);
   } else if (p.zero == 0) {
     // --- Data-parallel gradient synchronisation once per iteration ------------------------------
     // ZeRO-0: all-reduce the gradients over dp x cp.
@@ -702,13 +704,14 @@ RankCost StageCostModel::Impl::rank_cost(int s, const std::vector<ChunkPart>& pa
   } else {
     // ZeRO-1 (Rajbhandari et al. 2020; Megatron's distributed optimizer, which keeps the whole
     // gradient buffer and reduces it once per iteration): reduce-scatter over the shard group,
-    // all-reduce the shard across replicas, all-gather the updated bf16 parameters.
+    // all-reduce the shard across replicas, all-gather the updated parameters (bf16, or FP8 with
+    // fp8_param_gather).
     grad_sync = reduce_scatter_s(dense_params * bytes.grad, dense_shard_group, c.fabric) +
                 all_reduce_s(dense_params * bytes.grad / shards.dense, dense_replica_group, c.fabric) +
                 reduce_scatter_s(expert_params * bytes.grad, expert_shard_group, c.fabric) +
                 all_reduce_s(expert_params * bytes.grad / shards.expert, expert_replica_group, c.fabric);
-    param_gather = all_gather_s(dense_params * 2, dense_shard_group, c.fabric) +
-                   all_gather_s(expert_params * 2, expert_shard_group, c.fabric);
+    param_gather = all_gather_s(dense_params * c.fp8.param_gather_bytes, dense_shard_group, c.fabric) +
+                   all_gather_s(expert_params * c.fp8.param_gather_bytes, expert_shard_group, c.fabric);
   }
   // The parameter all-gather overlaps the next iteration's forward (overlap-param-gather); what
   // is left is exposed after the optimizer step.
@@ -982,7 +985,7 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
   const ClusterSpec& gpn = im.c.cluster;
   const Zero3Traffic zero3{im.c.fabric, place_group(static_cast<int>(shards.dense), q.tp, gpn),
                            place_group(static_cast<int>(shards.expert), q.expert_tp() * q.ep, gpn),
-                           im.c.training.fp32_param_gather ? 4.0 : 2.0, im.bytes.grad,
+                           im.c.fp8.param_gather_bytes, im.bytes.grad,
                            q.overlap_param_gather ? cal.dp_overlap : 0.0};
   const bool zero3_on = q.zero == 3;
   const double compute_work = work_s(basis.whole);

@@ -15,6 +15,7 @@ bool native_block_scaled_fp8(const GpuSpec& gpu) {
 
 Fp8Costs fp8_costs(const GpuSpec& gpu, const TrainingSpec& training, const Calibration& cal) {
   Fp8Costs out;
+  out.param_gather_bytes = training.fp32_param_gather ? 4 : 2;
   if (training.precision != Precision::kFP8) {
     out.linear_peak_flops_per_s = gpu.peak_flops_per_s(training.precision);
     return out;
@@ -26,8 +27,8 @@ Fp8Costs fp8_costs(const GpuSpec& gpu, const TrainingSpec& training, const Calib
   out.saved_input_bytes = 1;
   // Cast: read BF16 (2) + row-wise FP8 (1) + column-wise FP8 (1).
   out.cast_bytes_per_element = 4;
-  // Cached FP8 weights: row-wise copy, and the transposed copy on Hopper.
-  out.weight_extra_bytes = blackwell ? 1 : 2;
+  // FP8 weight copies: row-wise, and the transposed copy on Hopper.
+  double fp8_copies = blackwell ? 1 : 2;
   switch (training.fp8_recipe) {
     case Fp8Recipe::kDelayed:
       break;  // scale from the amax history: amax is taken in the cast kernel itself
@@ -44,8 +45,15 @@ Fp8Costs fp8_costs(const GpuSpec& gpu, const TrainingSpec& training, const Calib
         throw Error(fmt::format("fp8_recipe: mxfp8 needs block-scaled FP8 tensor cores (Blackwell: b200, gb200); "
                                 "GPU '{}' has none",
                                 gpu.name));
-      out.weight_extra_bytes += 1.0 / 16;  // one E8M0 scale per 32 elements, row- and column-wise
+      // Row- and column-scaled copies (blocks of 32 along different axes), one E8M0 scale per 32.
+      fp8_copies = 2 + 1.0 / 16;
       break;
+  }
+  if (training.fp8_param_gather) {
+    out.weight_bytes = fp8_copies;  // the FP8 parameters are the weights: no BF16 copy
+    out.param_gather_bytes = 1;
+  } else {
+    out.weight_bytes = 2 + fp8_copies;
   }
   return out;
 }

@@ -28,9 +28,12 @@ struct Fp8Costs {
   // Bytes per element of a linear layer's input kept for the backward: FP8 recipes keep the
   // quantized copy the weight-gradient GEMM needs (1 byte), BF16 keeps 2.
   double saved_input_bytes = kSavedBf16;
-  // Extra bytes per parameter: the FP8 weight copies cached across micro-batches (row-wise, plus
-  // the transpose on Hopper whose FP8 tensor cores take only the TN layout).
-  double weight_extra_bytes = 0;
+  // Bytes per parameter held as weights: BF16 (2); with FP8, plus the FP8 copies cached across
+  // micro-batches (row-wise, and the transpose on Hopper whose FP8 tensor cores take only the TN
+  // layout); with fp8_param_gather the FP8 copies replace the BF16 weights.
+  double weight_bytes = 2;
+  // Bytes per parameter moved by the sharded optimizer's / FSDP's parameter all-gather.
+  double param_gather_bytes = 2;
 
   static constexpr double kSavedBf16 = 2;
 };

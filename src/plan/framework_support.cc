@@ -286,6 +286,13 @@ void torchtitan(const Input& in, Verdict& v) {
                              "rowwise_with_gw_hp (quantize.linear.float8.recipe_name, T7.5), or mxfp8 (T7.7)");
         }))
       return;
+    // FSDP's float8 all-gather: tensorwise scaling only, over a sharded data-parallel dimension (T7.5).
+    if (t.fp8_param_gather && (t.fp8_recipe != Fp8Recipe::kTensorwise || c.zero != 3) && v.refuse([&] {
+          return fmt::format("fp8_param_gather with fp8_recipe={}, zero={}: enable_fsdp_float8_all_gather needs the "
+                             "tensorwise recipe and FSDP (zero=3, dp_shard > 1) (T7.5)",
+                             to_string(t.fp8_recipe), c.zero);
+        }))
+      return;
     if (in.model.moe && t.fp8_recipe != Fp8Recipe::kMxfp8 && (c.pp > 1 || c.cp > 1) && v.refuse([&] {
           return fmt::format("fp8 MoE experts with pp={}, cp={}: quantize.grouped_mm.float8 needs pp = 1 and cp = 1 "
                              "(T7.6)",

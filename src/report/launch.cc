@@ -135,6 +135,7 @@ LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, c
     if (training.precision == Precision::kFP8) {
       arg("--fp8-format hybrid");
       arg(fmt::format("--fp8-recipe {}", to_string(training.fp8_recipe)));  // R20.1 choices
+      if (training.fp8_param_gather) arg("--fp8-param-gather");  // with the distributed optimizer (R20.3)
     }
   }
   // CUDA_DEVICE_MAX_CONNECTIONS (R6): 1 with tp or cp > 1 before Blackwell, unset with Megatron-FSDP.
@@ -217,7 +218,11 @@ LaunchSettings torchtitan(const ParallelConfig& p, const TrainingSpec& training,
     if (model.moe && (mx || (p.pp == 1 && p.cp == 1)))
       converters.emplace_back(mx ? "\"quantize.grouped_mm.mx\"" : "\"quantize.grouped_mm.float8\"");
     t += fmt::format("\n[model]\nconverters = [{}]\n", fmt::join(converters, ", "));
-    if (!mx && training.fp8_recipe != Fp8Recipe::kDelayed)
+    // FSDP's float8 all-gather is the default tensorwise scaling without a recipe_name (T7.5).
+    if (training.fp8_param_gather)
+      t += "\n[quantize.linear.float8]\nenable_fsdp_float8_all_gather = true\n"
+           "precompute_float8_dynamic_scale_for_fsdp = true\n";
+    else if (!mx && training.fp8_recipe != Fp8Recipe::kDelayed)
       t += fmt::format("\n[quantize.linear.float8]\nrecipe_name = \"{}\"\n",
                        training.fp8_recipe == Fp8Recipe::kTensorwise ? "tensorwise" : "rowwise");
   }

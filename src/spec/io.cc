@@ -480,6 +480,7 @@ json to_json(const TrainingSpec& t) {
           {"global_batch", t.global_batch},
           {"precision", to_string(t.precision)},
           {"fp8_recipe", to_string(t.fp8_recipe)},
+          {"fp8_param_gather", t.fp8_param_gather},
           {"moe_balancing", to_string(t.moe_balancing)},
           {"moe_capacity_factor", t.moe_capacity_factor},
           {"optimizer", to_string(t.optimizer)},

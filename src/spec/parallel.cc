@@ -196,6 +196,9 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
   if (model.ffn_hidden_size % c.tp != 0)
     throw Error(fmt::format("tp={} does not divide ffn_hidden_size={}", c.tp, model.ffn_hidden_size));
   if (c.sequence_parallel && c.tp == 1) c.sequence_parallel = false;  // SP is a no-op without TP
+  if (training.fp8_param_gather && c.zero == 0)
+    throw Error("zero=0 with fp8_param_gather: FP8 parameters need a sharded optimizer or FSDP (zero >= 1; "
+                "Megatron-LM --fp8-param-gather needs the distributed optimizer, R20.3)");
   if (training.seq_len % (c.cp * (c.cp > 1 ? 2 : 1)) != 0)
     throw Error(fmt::format("cp={} requires seq_len={} divisible by 2*cp (load-balanced causal split)", c.cp,
                             training.seq_len));

@@ -99,6 +99,8 @@ void validate(const ClusterSpec& c) {
 void validate(const TrainingSpec& t) {
   require_positive("seq_len", t.seq_len);
   require_positive("global_batch", t.global_batch);
+  if (t.fp8_param_gather && t.precision != Precision::kFP8)
+    throw Error(fmt::format("fp8_param_gather: needs precision fp8 (precision is {})", to_string(t.precision)));
   if (t.moe_capacity_factor != 0 && !(t.moe_capacity_factor >= 1 && std::isfinite(t.moe_capacity_factor)))
     throw Error(fmt::format("moe_capacity_factor: {} must be 0 (dropless) or a finite number >= 1",
                             t.moe_capacity_factor));

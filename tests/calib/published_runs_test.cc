@@ -384,6 +384,12 @@ TEST(Validation, MetricPreferenceAndKnownSourceErrors) {
   const ValidationReport report = validate_runs(runs_of("flag.csv", {flagged}), default_calibration());
   ASSERT_EQ(report.skipped.size(), 1u);
   EXPECT_EQ(report.skipped[0].kind, SkipKind::kKnownSourceError);
+  // A GPU held at a power limit the source does not state has no datasheet peak to predict with.
+  Row limited = small_row({{"gpu_type", "B200 (power limited; limit not stated)"}});
+  const ValidationReport hw = validate_runs(runs_of("hw.csv", {limited}), default_calibration());
+  ASSERT_EQ(hw.skipped.size(), 1u);
+  EXPECT_EQ(hw.skipped[0].kind, SkipKind::kUnstatedHardware);
+  EXPECT_NE(hw.skipped[0].reason.find("power limit"), std::string::npos) << hw.skipped[0].reason;
 }
 
 // Leave-one-source-out on two small synthetic sources: each source is predicted by a fit on the other.

@@ -82,6 +82,29 @@ TEST(Fp8, KeepsQuantizedLinearInputs) {
   EXPECT_DOUBLE_EQ(bf16 - fp8, 2048.0 * (1024 * 3 + 4096));
 }
 
+// --fp8-param-gather: the FP8 copies replace the BF16 weights (Hopper keeps the row-wise copy and
+// its transpose: 2 bytes instead of 2 + 2), and the distributed optimizer gathers 1 byte per
+// parameter instead of 2. Without a sharded optimizer it is refused (Megatron-LM R20.3).
+TEST(Fp8, ParamGatherHoldsAndGathersFp8Weights) {
+  const ModelSpec llama = find_model_preset("llama3-8b").spec;
+  const ClusterSpec cluster = testing::dgx_h100(2);
+  TrainingSpec cached = testing::training(4096, 64);
+  cached.precision = Precision::kFP8;
+  TrainingSpec gathered = cached;
+  gathered.fp8_param_gather = true;
+  const char* config = "dp=16,tp=1,pp=1,mbs=1,zero=1,recompute=full,overlap_param_gather=false";
+  const Estimate a = run(llama, cluster, cached, config);
+  const Estimate b = run(llama, cluster, gathered, config);
+  const double params = a.stages[0].params;
+  EXPECT_NEAR(a.stages[0].memory.weights_bytes, 4 * params, 1e-6 * params);
+  EXPECT_NEAR(b.stages[0].memory.weights_bytes, 2 * params, 1e-6 * params);
+  EXPECT_LT(b.breakdown.dp_comm_s, a.breakdown.dp_comm_s);
+  EXPECT_THROW(run(llama, cluster, gathered, "dp=16,tp=1,pp=1,mbs=1,zero=0"), Error);
+  TrainingSpec bf16 = testing::training(4096, 64);
+  bf16.fp8_param_gather = true;
+  EXPECT_THROW(validate(bf16), Error);
+}
+
 // Megatron-Core's expert data-parallel size is world / (etp · ep · pp) (MoE parallel folding).
 TEST(Moe, ExpertDataParallelSizeFollowsMegatronCore) {
   ParallelConfig p;

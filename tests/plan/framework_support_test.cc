@@ -136,6 +136,27 @@ TEST(FrameworkSupport, TorchtitanRules) {
     fp.training.fp8_recipe = r;
     expect(t, fp, "dp=8,mbs=1,zero=3", nullptr);
   }
+  // FSDP float8 all-gather: tensorwise scaling over sharded parameters only (T7.5); emitted as
+  // enable_fsdp_float8_all_gather without a recipe_name, which the two exclude.
+  fp.training.fp8_param_gather = true;
+  fp.training.fp8_recipe = Fp8Recipe::kBlockwise;
+  expect(t, fp, "dp=8,mbs=1,zero=3", "T7.5");
+  fp.training.fp8_recipe = Fp8Recipe::kTensorwise;
+  expect(t, fp, "dp=8,mbs=1,zero=2", "T7.5");
+  expect(t, fp, "dp=8,mbs=1,zero=3", nullptr);
+  const std::string toml =
+      launch_settings(t, resolve(parse_parallel_config("dp=8,mbs=1,zero=3"), fp.model, fp.cluster, fp.training),
+                      fp.model, fp.training)
+          .text;
+  EXPECT_NE(toml.find("enable_fsdp_float8_all_gather = true"), std::string::npos) << toml;
+  EXPECT_EQ(toml.find("recipe_name"), std::string::npos) << toml;
+  const std::string megatron =
+      launch_settings(Framework::kMegatron,
+                      resolve(parse_parallel_config("dp=8,mbs=1,zero=1"), fp.model, fp.cluster, fp.training),
+                      fp.model, fp.training)
+          .text;
+  EXPECT_NE(megatron.find("--fp8-param-gather"), std::string::npos) << megatron;
+  EXPECT_NE(megatron.find("--use-distributed-optimizer"), std::string::npos) << megatron;
   // MoE: etp 1 or tp (T1.4), EP from the shard ranks only (T1.5), no EP overlap outside DualPipeV (T4.6).
   const Scene moe = tiny_moe();
   expect(t, moe, "dp=8,tp=2,ep=8,mbs=1,sp=true,zero=3", nullptr);

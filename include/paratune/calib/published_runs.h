@@ -57,8 +57,10 @@ enum class SkipKind {
   kInconsistent,      // the row's stated columns contradict each other (tp·pp·dp·cp != total_gpus)
   kRefusedByRule,     // the stated configuration ran (it is published) but paratune's resolve refuses it
   kKnownSourceError,  // every usable metric column is one SOURCES.md lists as an error of the source
+  kUnstatedHardware,  // the GPU ran below its datasheet at a setting the source does not state (a power limit)
 };
-std::string to_string(SkipKind kind);  // "unsupported", "inconsistent", "refused-by-rule", "known-source-error"
+// "unsupported", "inconsistent", "refused-by-rule", "known-source-error", "unstated-hardware"
+std::string to_string(SkipKind kind);
 
 // Thrown by setup_for_run when a row cannot be estimated; `kind` says which of the reasons above.
 class RowSkipped : public Error {

@@ -12,6 +12,11 @@ struct TrainingSpec {
   // With precision fp8: how the FP8 GEMM inputs are scaled (enums.h). Which operations run in FP8
   // depends on it (cost/fp8.h); core attention, norms and the output layer stay BF16.
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
+  // With precision fp8: the linear layers' parameters are held in FP8 (no BF16 copy) and the
+  // sharded optimizer's / FSDP's parameter all-gather moves FP8 (Megatron-LM --fp8-param-gather,
+  // used by NVIDIA's FP8 recipes, R20.6; torchtitan enable_fsdp_float8_all_gather, T7.5). Needs a
+  // sharded optimizer (zero >= 1).
+  bool fp8_param_gather = false;
   // MoE routing balance; sets the busiest expert's load relative to the mean (cost model).
   MoeBalancing moe_balancing = MoeBalancing::kAuxLoss;
   // Expert capacity factor (tokens an expert accepts / its fair share); 0 = dropless (Megatron's
