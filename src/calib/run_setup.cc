@@ -483,6 +483,21 @@ void choose_metric(const PublishedRun& run, const Framework& fw, Family family, 
 
 // Fills s.candidates with every combination of the axes that resolve accepts; throws RowSkipped when
 // the stated axes contradict each other or paratune's rules refuse every combination.
+// Fully recomputed layers per rank to try (ParallelConfig::recompute_layers): 0 = as set up. When
+// recompute is not stated, a run may recompute only some layers (Megatron's
+// --recompute-num-layers), so full recompute is also tried on 1/8 ... 3/4 of a rank's layers.
+std::vector<int> recompute_counts(const RunSetup& s, RecomputeMode rc, int pp) {
+  const bool searched = std::find(s.searched_axes.begin(), s.searched_axes.end(), "recompute") != s.searched_axes.end();
+  if (rc != RecomputeMode::kFull || !searched) return {0};
+  const int per_rank = s.model.num_layers / pp;
+  std::vector<int> counts{-1};
+  for (double share : {0.125, 0.25, 0.375, 0.5, 0.75}) {
+    const int n = static_cast<int>(std::lround(share * per_rank));
+    if (n >= 1 && n < per_rank && std::find(counts.begin(), counts.end(), n) == counts.end()) counts.push_back(n);
+  }
+  return counts;
+}
+
 void build_candidates(RunSetup& s, bool vpp_searched, bool sp_searched, bool megatron_layout) {
   const int gpus = s.cluster.num_gpus();
   std::map<std::string, int> refusals;
@@ -509,6 +524,7 @@ void build_candidates(RunSetup& s, bool vpp_searched, bool sp_searched, bool meg
                        ? std::vector<std::pair<bool, bool>>{{false, false}, {true, true}, {true, false}, {false, true}}
                        : std::vector<std::pair<bool, bool>>{{false, false}})
               for (RecomputeMode rc : s.recompute_choices)
+                for (int recomputed : recompute_counts(s, rc, pp))
                 for (bool sp : s.sp_choices) {
                   if (vpp_searched && vpp > 1 && pp == 1) continue;
                   if (sp_searched && sp && tp == 1) continue;
@@ -525,6 +541,7 @@ void build_candidates(RunSetup& s, bool vpp_searched, bool sp_searched, bool meg
                   c.account_embedding = embedding;
                   c.account_loss = loss;
                   if (rc != RecomputeMode::kFull) c.recompute_layers = -1;
+                  else if (recomputed != 0) c.recompute_layers = recomputed;
                   if (s.training.global_batch % (dp * mbs) != 0) {
                     batch_inconsistency =
                         s.training.global_batch % dp != 0

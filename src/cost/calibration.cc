@@ -10,35 +10,57 @@
 namespace paratune {
 namespace {
 
-constexpr const char* kByGpu = "gemm_efficiency_by_gpu";
-
 Calibration make_default() {
   // Fitted by `paratune calibrate --runs ../shared/calibration/published_runs.csv -o
   // data/calibration.json` (README, "Calibration"); a test checks this equals that file.
   Calibration c;
-  c.attention_efficiency = 0.2813544388213262;
+  c.attention_efficiency = 0.4155417984553022;
+  c.attention_efficiency_by_gpu["b200"] = 0.4512058353304189;
+  c.attention_efficiency_by_gpu["gb200"] = 0.4512058353304189;
+  c.attention_efficiency_by_gpu["h100-sxm"] = 0.3634486268460776;
+  c.attention_efficiency_by_gpu["h200"] = 0.3634486268460776;
+  c.attention_efficiency_by_gpu["h800"] = 0.3634486268460776;
+  c.attention_half_kv_tokens = 1727.3178634351088;
   c.comm_buffer_bytes = 536870912.0;
   c.cuda_context_bytes = 1073741824.0;
-  c.dp_overlap = 0.8776683159773717;
+  c.dp_overlap = 1.0;
+  c.ep_overlap = 0.8;
+  c.fp8_block_scaled_gemm_efficiency = 0.5;
+  c.fp8_gemm_efficiency = 0.9649532054684617;
   c.fragmentation = 0.1;
-  c.gemm_efficiency_by_gpu["a100-40gb"] = 0.7259499263930691;
-  c.gemm_efficiency_by_gpu["a100-80gb"] = 0.7259499263930691;
-  c.gemm_efficiency_by_gpu["h100-sxm"] = 0.5959697700845995;
-  c.gemm_efficiency_by_gpu["h200"] = 0.5959697700845995;
-  c.gemm_efficiency_by_gpu["h800"] = 0.5959697700845995;
-  c.gemm_efficiency_by_gpu["v100-32gb"] = 0.8984455500230987;
+  c.gemm_efficiency_by_gpu["a100-40gb"] = 0.7971502775245926;
+  c.gemm_efficiency_by_gpu["a100-80gb"] = 0.7971502775245926;
+  c.gemm_efficiency_by_gpu["b200"] = 0.5406409046396695;
+  c.gemm_efficiency_by_gpu["gb200"] = 0.5034010657995185;
+  c.gemm_efficiency_by_gpu["h100-sxm"] = 0.6816420084653189;
+  c.gemm_efficiency_by_gpu["h200"] = 0.6816420084653189;
+  c.gemm_efficiency_by_gpu["h800"] = 0.6816420084653189;
+  c.gemm_efficiency_by_gpu["v100-32gb"] = 0.9433140779944471;
   c.gemm_efficiency_max = 0.8;
-  c.gemm_half_efficiency_dim = 43.55863893429991;
-  c.hbm_efficiency = 0.7708967421985041;
-  c.inter_node_bandwidth_efficiency = 0.785133619264766;
-  c.intra_node_bandwidth_efficiency = 0.7351460621785962;
+  c.gemm_half_efficiency_dim = 127.02585327475722;
+  c.hbm_efficiency = 0.9999999999999999;
+  c.inter_node_bandwidth_efficiency = 0.9999999999999999;
+  c.intra_node_bandwidth_efficiency = 0.4859671754367302;
   c.iteration_overhead_s = 0.005;
-  c.layer_overhead_s = 1.788517541232501e-05;
+  c.layer_overhead_s = 1.0671656889242705e-06;
+  c.moe_load_imbalance = 1.0000001618345522;
+  c.nccl_bytes_per_communicator = 0.0;
+  c.overlap_interference = 0.11279544760137508;
+  c.pipeline_chunk_overhead_s = 0.0;
+  c.step_jitter_cv = 0.0;
   c.tp_overlap = 0.6;
   return c;
 }
 
 }  // namespace
+
+const std::vector<CalibrationGpuMap>& calibration_gpu_maps() {
+  static const std::vector<CalibrationGpuMap> maps{
+      {"gemm_efficiency_by_gpu", &Calibration::gemm_efficiency_by_gpu},
+      {"attention_efficiency_by_gpu", &Calibration::attention_efficiency_by_gpu},
+  };
+  return maps;
+}
 
 const std::vector<CalibrationField>& calibration_fields() {
   using R = CalibrationRange;
@@ -77,22 +99,25 @@ const Calibration& default_calibration() {
 nlohmann::json to_json(const Calibration& c) {
   nlohmann::json out = nlohmann::json::object();
   for (const CalibrationField& f : calibration_fields()) out[f.name] = c.*f.member;
-  out[kByGpu] = c.gemm_efficiency_by_gpu;
+  for (const CalibrationGpuMap& m : calibration_gpu_maps()) out[m.name] = c.*m.member;
   return out;
 }
 
 Calibration calibration_from_json(const nlohmann::json& doc, const std::string& source) {
-  std::vector<std::string> keys{kByGpu};
+  std::vector<std::string> keys;
+  for (const CalibrationGpuMap& m : calibration_gpu_maps()) keys.emplace_back(m.name);
   for (const CalibrationField& f : calibration_fields()) keys.emplace_back(f.name);
   detail::JsonReader r(doc, source, keys);
   Calibration c = default_calibration();
   for (const CalibrationField& f : calibration_fields()) c.*f.member = r.get_double(f.name, c.*f.member);
-  if (const auto* by_gpu = r.get_object(kByGpu)) {
-    if (!by_gpu->is_object()) r.fail(kByGpu, "must map GPU preset names to numbers");
-    c.gemm_efficiency_by_gpu.clear();
+  for (const CalibrationGpuMap& m : calibration_gpu_maps()) {
+    const auto* by_gpu = r.get_object(m.name);
+    if (!by_gpu) continue;
+    if (!by_gpu->is_object()) r.fail(m.name, "must map GPU preset names to numbers");
+    (c.*m.member).clear();
     for (const auto& [gpu, value] : by_gpu->items()) {
-      if (!value.is_number()) r.fail(std::string(kByGpu) + "." + gpu, value.dump() + " is not a number");
-      c.gemm_efficiency_by_gpu[gpu] = value.get<double>();
+      if (!value.is_number()) r.fail(std::string(m.name) + "." + gpu, value.dump() + " is not a number");
+      (c.*m.member)[gpu] = value.get<double>();
     }
   }
   r.finish();
@@ -124,7 +149,8 @@ void validate(const Calibration& c) {
     }
   };
   for (const CalibrationField& f : calibration_fields()) check(f.name, c.*f.member, f.range);
-  for (const auto& [gpu, v] : c.gemm_efficiency_by_gpu) check(std::string(kByGpu) + "." + gpu, v, CalibrationRange::kFraction);
+  for (const CalibrationGpuMap& m : calibration_gpu_maps())
+    for (const auto& [gpu, v] : c.*m.member) check(std::string(m.name) + "." + gpu, v, CalibrationRange::kFraction);
 }
 
 }  // namespace paratune

@@ -523,7 +523,7 @@ struct StageCostModel::Impl {
                   .bf16_peak_flops_per_s = bf16_peak,
                   .bf16_efficiency_max = efficiency,
                   .half_dim = cal.gemm_half_efficiency_dim,
-                  .attention_flops_per_s = bf16_peak * cal.attention_efficiency,
+                  .attention_flops_per_s = bf16_peak * cal.attention_efficiency_for(gpu.name),
                   .attention_half_kv_tokens = cal.attention_half_kv_tokens,
                   .hbm_bytes_per_s = gpu.hbm_bandwidth_bytes_per_s * cal.hbm_efficiency / slowdown};
   }

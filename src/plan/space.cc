@@ -214,7 +214,8 @@ void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const 
               if (!space.permits(Axis::kEpOverlap, overlap)) continue;
               c.ep_overlap = static_cast<std::int8_t>(overlap);
               bool group_started = false;
-              for (int zero = 0; zero <= 3; ++zero) {
+              // FP8 parameters need a sharded optimizer (resolve: --fp8-param-gather, R20.3).
+              for (int zero = training.fp8_param_gather ? 1 : 0; zero <= 3; ++zero) {
                 if (!space.permits(Axis::kZero, zero)) continue;
                 c.zero = static_cast<std::int16_t>(zero);
                 for (int op : zero == 0 ? std::vector<int>{1} : divisors(dp)) {

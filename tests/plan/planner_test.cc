@@ -350,6 +350,19 @@ TEST(Planner, TopPlansEqualBruteForceWithinEachFramework) {
   expect_equals_brute_force(tiny_moe_on_16(), options);
 }
 
+// FP8 parameters need a sharded optimizer: the search leaves zero=0 out instead of failing on it.
+TEST(Planner, Fp8ParamGatherSearchesShardedOptimizersOnly) {
+  Scenario s = llama8b_on_8();
+  s.training.precision = Precision::kFP8;
+  s.training.fp8_param_gather = true;
+  PlanOptions options;
+  options.keep = 4;
+  options.baselines = false;
+  const PlanResult r = plan(s.model, s.cluster, s.training, options);
+  ASSERT_FALSE(r.plans.empty());
+  for (const auto& p : r.plans) EXPECT_GE(p.estimate.config.zero, 1) << to_string(p.estimate.config);
+}
+
 TEST(Planner, RespectsConstraints) {
   const Scenario s = tiny_moe_on_16();
   PlanOptions options;

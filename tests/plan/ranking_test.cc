@@ -114,7 +114,7 @@ TEST(Ranking, PlannerOrdersTiesByTheRule) {
   ClusterSpec cluster = testing::dgx_h100(1);
   cluster.gpus_per_node = 2;
   PlanOptions options;
-  options.top = 12;
+  options.top = 40;
   options.baselines = false;
   const PlanResult r = plan(model, cluster, testing::training(1024, 8), options);
   ASSERT_GE(r.plans.size(), 2u);

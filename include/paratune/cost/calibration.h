@@ -29,6 +29,10 @@ struct Calibration {
   // Fused (flash) attention achieved fraction of the BF16 peak for long sequences, forward; the
   // backward runs at the same rate. Core attention stays BF16 under every FP8 recipe.
   double attention_efficiency = 0.55;
+  // Per-GPU overrides of attention_efficiency: attention kernels mature per architecture
+  // (FlashAttention-2 reaches ~70% of an A100's peak but ~35-50% of an H100's; FlashAttention-3 /
+  // cuDNN's fused attention use Hopper's asynchrony: Shah et al. 2024, FlashAttention-3, Fig. 5).
+  std::map<std::string, double> attention_efficiency_by_gpu;
   // Flash attention's rate falls for short key/value blocks (fewer tiles per query block to
   // amortise the softmax rescaling and the launch): rate x kv / (kv + attention_half_kv_tokens),
   // kv = the keys one kernel call sees (seq, or seq/cp per context-parallel ring step).
@@ -85,6 +89,10 @@ struct Calibration {
     const auto it = gemm_efficiency_by_gpu.find(gpu_name);
     return it != gemm_efficiency_by_gpu.end() ? it->second : gemm_efficiency_max;
   }
+  [[nodiscard]] double attention_efficiency_for(const std::string& gpu_name) const {
+    const auto it = attention_efficiency_by_gpu.find(gpu_name);
+    return it != attention_efficiency_by_gpu.end() ? it->second : attention_efficiency;
+  }
 };
 
 // The allowed range of a coefficient.
@@ -97,8 +105,16 @@ struct CalibrationField {
   CalibrationRange range;
   const char* unit;  // "", "s", "bytes", "tokens"
 };
-// Every scalar field of Calibration, in a fixed order (gemm_efficiency_by_gpu is the one map).
+// Every scalar field of Calibration, in a fixed order.
 const std::vector<CalibrationField>& calibration_fields();
+
+// The per-GPU maps of Calibration (gemm_efficiency_by_gpu, attention_efficiency_by_gpu): JSON key,
+// member, and the scalar each entry overrides.
+struct CalibrationGpuMap {
+  const char* name;
+  std::map<std::string, double> Calibration::*member;
+};
+const std::vector<CalibrationGpuMap>& calibration_gpu_maps();
 
 // The fitted default (identical to data/calibration.json).
 const Calibration& default_calibration();
