@@ -59,6 +59,9 @@ const std::vector<FitParameter>& fit_parameters() {
       {"attention_half_kv_tokens", 0, 4096, &Calibration::attention_half_kv_tokens, {}},
       {"moe_load_imbalance", 1.0, 2.0, &Calibration::moe_load_imbalance, {}, 1.0},
       {"overlap_interference", 0, 0.5, &Calibration::overlap_interference, {}},
+      // Scale effects the weak-scaling pairs (the same step from 8 to 2,048 GPUs) can pin down.
+      {"step_jitter_cv", 0, 0.05, &Calibration::step_jitter_cv, {}},
+      {"pipeline_chunk_overhead_s", 0, 1e-3, &Calibration::pipeline_chunk_overhead_s, {}},
   };
   return parameters;
 }

@@ -81,8 +81,11 @@ struct Calibration {
   double cuda_context_bytes = 1.0 * 1024 * 1024 * 1024;  // CUDA context, cuBLAS/cuDNN workspaces
   double comm_buffer_bytes = 0.5 * 1024 * 1024 * 1024;   // DP buckets, P2P and TP staging buffers
   // NCCL's buffers for each communicator a rank uses (tp, cp, dp, ep, expert-dp, pipeline peers, ...):
-  // channels x (SIMPLE 4 MiB + LL128 ~4.6 MiB + LL 0.25 MiB) per peer connection.
-  double nccl_bytes_per_communicator = 0;
+  // channels x (SIMPLE 4 MiB + LL128 ~4.6 MiB + LL 0.25 MiB) per peer connection: 16 channels
+  // (NVLink rings on H100-class nodes) x ~9 MiB for the ring's receive connection = 144 MiB (NCCL
+  // environment docs: NCCL_BUFFSIZE default 4 MiB; NCCL_MIN/MAX_NCHANNELS). Not fitted: the
+  // published runs report no memory, so the data cannot pin it.
+  double nccl_bytes_per_communicator = 144.0 * 1024 * 1024;
   double fragmentation = 0.10;  // allocator fragmentation as a fraction of activation memory
 
   [[nodiscard]] double gemm_efficiency_for(const std::string& gpu_name) const {
