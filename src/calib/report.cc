@@ -19,6 +19,7 @@ std::string compact(const std::string& config_text) {
   if (c.cp > 1) out += fmt::format(" cp={}", c.cp);
   if (c.ep > 1) out += fmt::format(" ep={}", c.ep);
   if (c.etp > 0 && c.etp != c.tp) out += fmt::format(" etp={}", c.etp);
+  if (c.ep_overlap) out += " ep-overlap";
   if (c.account_embedding || c.account_loss)
     out += fmt::format(" split={}{}", c.account_embedding ? "E" : "", c.account_loss ? "L" : "");
   out += fmt::format(" mbs={} rc={}", c.mbs, to_string(c.recompute));

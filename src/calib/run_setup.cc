@@ -59,6 +59,9 @@ std::string outside_parentheses(const std::string& text) {
 struct Framework {
   bool megatron = false;        // Megatron-LM, Megatron-Core, NeMo, Megatron-Bridge
   bool early_megatron = false;  // the 2020/2021 Megatron-LM READMEs (no flash attention, no SP/CP)
+  // Megatron-Bridge (NeMo 26.x containers): Megatron-Core with --overlap-moe-expert-parallel-comm
+  // (R18.1). NeMo 25.02/25.04 predate it.
+  bool moe_a2a_overlap = false;
   bool nemo = false;
   bool torchtitan = false;
 };
@@ -70,6 +73,7 @@ Framework framework_of(const PublishedRun& run) {
   fw.megatron = contains(f, "megatron") || fw.nemo;
   fw.early_megatron = contains(f, "megatron-lm") && (contains(f, "2020") || contains(f, "2021"));
   fw.torchtitan = contains(f, "torchtitan");
+  fw.moe_a2a_overlap = contains(f, "megatron-bridge");
   return fw;
 }
 
@@ -525,9 +529,11 @@ void build_candidates(RunSetup& s, bool vpp_searched, bool sp_searched, bool meg
                        : std::vector<std::pair<bool, bool>>{{false, false}})
               for (RecomputeMode rc : s.recompute_choices)
                 for (int recomputed : recompute_counts(s, rc, pp))
-                for (bool sp : s.sp_choices) {
+                for (bool sp : s.sp_choices)
+                for (bool ep_overlap : s.ep_overlap_choices) {
                   if (vpp_searched && vpp > 1 && pp == 1) continue;
                   if (sp_searched && sp && tp == 1) continue;
+                  if (ep_overlap && (ep < 2 || rc == RecomputeMode::kFull)) continue;  // R18.1
                   ParallelConfig c = s.config;
                   c.tp = tp;
                   c.pp = pp;
@@ -540,6 +546,7 @@ void build_candidates(RunSetup& s, bool vpp_searched, bool sp_searched, bool meg
                   c.sequence_parallel = sp;
                   c.account_embedding = embedding;
                   c.account_loss = loss;
+                  c.ep_overlap = ep_overlap;
                   if (rc != RecomputeMode::kFull) c.recompute_layers = -1;
                   else if (recomputed != 0) c.recompute_layers = recomputed;
                   if (s.training.global_batch % (dp * mbs) != 0) {
@@ -723,6 +730,12 @@ RunSetup setup_for_run(const PublishedRun& run) {
       why.push_back("ep not stated: searched");
     } else {
       s.ep_choices = {1};
+    }
+    if (s.model.moe && fw.moe_a2a_overlap) {
+      s.ep_overlap_choices = {false, true};
+      s.searched_axes.emplace_back("ep_overlap");
+      why.push_back("EP all-to-all overlap (--overlap-moe-expert-parallel-comm) not stated: searched (Megatron-Bridge "
+                    "has it)");
     }
     if (const auto etp = other_result_int(run, "ETP")) {
       c.etp = *etp;

@@ -613,6 +613,23 @@ struct StageCostModel::Impl {
   int recomputed_in_chunk(int recomputed, int chunk) const {
     return recomputed / config.vpp + (chunk < recomputed % config.vpp ? 1 : 0);
   }
+  // The same split over chunks of unequal sizes (Megatron's embedding-/loss-aware split leaves the
+  // first and last chunks a layer short): each chunk's share capped at its layers, what a short
+  // chunk cannot take going to the next chunks with room.
+  std::vector<int> recomputed_per_chunk(int recomputed, const std::vector<int>& chunk_layers) const {
+    std::vector<int> out(chunk_layers.size());
+    int left = recomputed;
+    for (std::size_t ch = 0; ch < out.size(); ++ch) {
+      out[ch] = std::min(chunk_layers[ch], recomputed_in_chunk(recomputed, static_cast<int>(ch)));
+      left -= out[ch];
+    }
+    for (std::size_t ch = 0; ch < out.size() && left > 0; ++ch) {
+      const int more = std::min(left, chunk_layers[ch] - out[ch]);
+      out[ch] += more;
+      left -= more;
+    }
+    return out;
+  }
 
   // ZeRO-3: gather each layer's parameters forward and backward, reduce-scatter its gradients,
   // every micro-batch (FSDP FULL_SHARD; Zhao et al. 2023). Prefetch hides it behind the layer's
@@ -1090,12 +1107,15 @@ Analysis analyse(const ModelSpec& model, const ClusterSpec& cluster, const Train
   std::vector<ChunkPart> parts(static_cast<std::size_t>(v));
   const std::vector<int> recomputed_per_stage = recomputed_layers_per_stage(p);
   for (int s = 0; s < p.pp; ++s) {
-    const int recomputed = recomputed_per_stage[static_cast<std::size_t>(s)];
+    std::vector<int> layers_in_chunk(static_cast<std::size_t>(v));
+    for (int ch = 0; ch < v; ++ch) layers_in_chunk[static_cast<std::size_t>(ch)] = layers_of[static_cast<std::size_t>(ch * p.pp + s)];
+    const std::vector<int> recomputed =
+        im.recomputed_per_chunk(recomputed_per_stage[static_cast<std::size_t>(s)], layers_in_chunk);
     for (int ch = 0; ch < v; ++ch) {
       const int k = ch * p.pp + s;
-      parts[static_cast<std::size_t>(ch)] =
-          im.chunk(first_layer_of[k], first_layer_of[k + 1] - first_layer_of[k], im.recomputed_in_chunk(recomputed, ch),
-                   k == 0, k == virtual_stages - 1);
+      parts[static_cast<std::size_t>(ch)] = im.chunk(first_layer_of[k], layers_in_chunk[static_cast<std::size_t>(ch)],
+                                                     recomputed[static_cast<std::size_t>(ch)], k == 0,
+                                                     k == virtual_stages - 1);
     }
     RankCost rank = im.rank_cost(s, parts);
     rank.sim.p2p_next_s = p.pp > 1 ? boundary_p2p_s(s) : 0;

@@ -217,7 +217,8 @@ std::optional<Estimate> refine(const ModelSpec& model, const ClusterSpec& cluste
                              options.estimate);
   const ParallelConfig& even = costs.config();  // resolved: even stages
   const bool full = even.recompute == RecomputeMode::kFull;
-  if (even.pp == 1 && !full) {
+  // Megatron's embedding-/loss-aware split fixes the layout (R11): nothing to assign.
+  if ((even.pp == 1 && !full) || even.account_embedding || even.account_loss) {
     time_layout(even);
     return best;
   }
@@ -322,11 +323,12 @@ std::vector<std::string> advice_when_nothing_fits(const ModelSpec& model, const 
 
 PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
                 const PlanOptions& options, const Calibration& calibration) {
-  // Level 2 chooses the stage layout; Megatron's account-for-embedding/loss split fixes it instead
-  // (ParallelConfig::account_embedding, R11), so the two do not combine.
+  // Level 2 chooses the stage layout; Megatron's account-for-embedding/loss split, which fixes it
+  // instead (R11), is a searched candidate axis (Candidate::pipeline_split), not a base flag.
   if (options.base.account_embedding || options.base.account_loss)
     throw Error(fmt::format("base: account_embedding={}, account_loss={}: the planner chooses each stage's layers "
-                            "itself; give account_embedding/account_loss to estimate or simulate, not to plan",
+                            "itself and searches Megatron's embedding/loss split where layers do not divide evenly; "
+                            "give account_embedding/account_loss to estimate or simulate, not to plan",
                             options.base.account_embedding, options.base.account_loss));
   const Clock::time_point start = Clock::now();
   PlanResult result;

@@ -130,6 +130,8 @@ ParallelConfig to_config(const Candidate& c, const ParallelConfig& base) {
   p.op = c.op;
   p.sequence_parallel = c.sequence_parallel != 0;
   p.ep_overlap = c.ep_overlap != 0;
+  p.account_embedding = (c.pipeline_split & 1) != 0;
+  p.account_loss = (c.pipeline_split & 2) != 0;
   p.schedule = c.schedule;
   p.recompute = c.recompute;
   p.recompute_layers = -1;
@@ -221,13 +223,14 @@ void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const 
                 for (int op : zero == 0 ? std::vector<int>{1} : divisors(dp)) {
                   if (zero > 0 && !space.permits(Axis::kOp, op)) continue;
                   c.op = static_cast<std::int16_t>(op);
-                  auto emit = [&](Schedule schedule, int vpp) {
+                  auto emit = [&](Schedule schedule, int vpp, int split = 0) {
                     if (overlap == 1 && pp > 1 && vpp < 2) return;
                     if (!space.permits(Axis::kSchedule, static_cast<int>(schedule)) ||
                         !space.permits(Axis::kVpp, vpp))
                       return;
                     c.schedule = schedule;
                     c.vpp = static_cast<std::int16_t>(vpp);
+                    c.pipeline_split = static_cast<std::int8_t>(split);
                     if (!group_started) {
                       visit_group(c);
                       group_started = true;
@@ -239,9 +242,21 @@ void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const 
                     emit(Schedule::kZeroBubbleH1, 1);
                     emit(Schedule::kGPipe, 1);
                     // Interleaving: equal chunks of whole layers, micro-batches in groups of pp.
-                    if (microbatches % pp == 0)
+                    if (microbatches % pp == 0) {
                       for (int vpp : divisors(model.num_layers / pp))
                         if (vpp > 1 && model.num_layers % (pp * vpp) == 0) emit(Schedule::kInterleaved1F1B, vpp);
+                      // Where they do not split evenly: Megatron's split counting the embedding
+                      // and/or the loss as a layer (R11), e.g. 126 + 2 slots on pp 8 x vpp 8.
+                      for (int split : {3, 1, 2}) {
+                        const int slots = model.num_layers + (split == 3 ? 2 : 1);
+                        if (slots % pp != 0) continue;
+                        // A chunk holding the embedding or the loss needs a layer besides (R11).
+                        for (int vpp : divisors(slots / pp))
+                          if (vpp > 1 && slots % (pp * vpp) == 0 && model.num_layers % (pp * vpp) != 0 &&
+                              slots / (pp * vpp) >= 2)
+                            emit(Schedule::kInterleaved1F1B, vpp, split);
+                      }
+                    }
                   }
                 }
               }

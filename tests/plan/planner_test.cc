@@ -81,13 +81,20 @@ TEST(Space, EnumerationIsExactlyWhatResolveAccepts) {
                           if ((vpp > 1) != (sched == Schedule::kInterleaved1F1B)) continue;
                           if (pp == 1 && sched != Schedule::kOneFOneB) continue;  // the same as 1F1B
                           if (sp && tp == 1) continue;                            // resolve drops it
-                          ParallelConfig p;
-                          p.dp = dp, p.tp = tp, p.pp = pp, p.cp = cp, p.ep = ep, p.etp = etp, p.mbs = mbs;
-                          p.sequence_parallel = sp, p.recompute = rc, p.zero = zero, p.op = op, p.schedule = sched;
-                          p.vpp = vpp, p.ep_overlap = overlap;
-                          try {
-                            accepted.insert(to_string(resolve(p, s.model, s.cluster, s.training)));
-                          } catch (const Error&) {
+                          // Megatron's embedding-/loss-aware split: searched for interleaving whose
+                          // layers do not split evenly over pp x vpp (not for 1F1B, whose uneven
+                          // stages level 2 chooses itself).
+                          const bool uneven = vpp > 1 && s.model.num_layers % (pp * vpp) != 0;
+                          for (int split = 0; split <= (uneven ? 3 : 0); ++split) {
+                            ParallelConfig p;
+                            p.dp = dp, p.tp = tp, p.pp = pp, p.cp = cp, p.ep = ep, p.etp = etp, p.mbs = mbs;
+                            p.sequence_parallel = sp, p.recompute = rc, p.zero = zero, p.op = op, p.schedule = sched;
+                            p.vpp = vpp, p.ep_overlap = overlap;
+                            p.account_embedding = (split & 1) != 0, p.account_loss = (split & 2) != 0;
+                            try {
+                              accepted.insert(to_string(resolve(p, s.model, s.cluster, s.training)));
+                            } catch (const Error&) {
+                            }
                           }
                         }
       }
@@ -95,6 +102,8 @@ TEST(Space, EnumerationIsExactlyWhatResolveAccepts) {
   EXPECT_GT(accepted.size(), 5000u);
   EXPECT_TRUE(std::any_of(accepted.begin(), accepted.end(),
                           [](const std::string& k) { return k.find("ep_overlap=true") != std::string::npos; }));
+  EXPECT_TRUE(std::any_of(accepted.begin(), accepted.end(),
+                          [](const std::string& k) { return k.find("account_embedding=true") != std::string::npos; }));
 }
 
 // ep_overlap is searched for MoE models only, and --fix/--allow take it like sp.
@@ -348,6 +357,27 @@ TEST(Planner, TopPlansEqualBruteForceWithinEachFramework) {
   options.framework = Framework::kMegatron;
   add_constraints(options.space, "mbs=4", ConstraintKind::kMax, "--max");
   expect_equals_brute_force(tiny_moe_on_16(), options);
+}
+
+// Llama-3.1-405B's 126 layers on pp 8 x vpp 8 (NVIDIA's and Meta's schedule): only Megatron's
+// embedding- and loss-aware split makes them 128 even slots, and the planner finds it.
+TEST(Planner, SearchesMegatronsEmbeddingAndLossAwareSplit) {
+  TrainingSpec t;
+  t.seq_len = 8192;
+  t.global_batch = 256;
+  PlanOptions options;
+  options.keep = 2;
+  options.top = 2;
+  options.baselines = false;
+  add_constraints(options.space, "tp=8,pp=8,vpp=8,cp=1,mbs=1", ConstraintKind::kFix, "--fix");
+  const PlanResult r = plan(load_model("llama3.1-405b"), load_cluster("dgx-h100:128"), t, options);
+  ASSERT_FALSE(r.plans.empty());
+  const ParallelConfig& best = r.plans.front().estimate.config;
+  EXPECT_EQ(best.vpp, 8);
+  EXPECT_TRUE(best.account_embedding && best.account_loss) << to_string(best);
+  int layers = 0;
+  for (int n : best.stage_layers) layers += n;
+  EXPECT_EQ(layers, 126);
 }
 
 // FP8 parameters need a sharded optimizer: the search leaves zero=0 out instead of failing on it.

@@ -84,6 +84,7 @@ struct RunSetup {
   std::vector<int> tp_choices, pp_choices, cp_choices, ep_choices, mbs_choices, vpp_choices;
   std::vector<RecomputeMode> recompute_choices;
   std::vector<bool> sp_choices;
+  std::vector<bool> ep_overlap_choices{false};  // Megatron-Core's 1F1B A2A overlap, searched where it exists
   int stated_dp = 0;                       // 0 = not stated (dp = GPUs / (tp·pp·cp))
   std::vector<std::string> searched_axes;  // names of the axes searched ("tp", "mbs", "recompute", ...)
   // Every combination of the axes that paratune's resolve accepts; never empty after setup_for_run.

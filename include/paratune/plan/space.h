@@ -61,6 +61,10 @@ struct Candidate {
   // MoE all-to-all overlapped with another micro-batch's compute (ParallelConfig::ep_overlap);
   // only where resolve accepts it: ep > 1, recompute != full, pp == 1 or vpp > 1.
   std::int8_t ep_overlap = 0;
+  // Megatron's embedding-/loss-aware pipeline split (ParallelConfig::account_embedding/_loss, R11):
+  // bit 1 the embedding, bit 2 the loss count as a layer. Only for interleaving whose layers do not
+  // split evenly otherwise (126 layers on pp 8 x vpp 8); the layout is then Megatron's, not searched.
+  std::int8_t pipeline_split = 0;
   Schedule schedule = Schedule::kOneFOneB;
   RecomputeMode recompute = RecomputeMode::kNone;
 };
