@@ -2,8 +2,8 @@
 //
 // `estimate()` is a pure function of the specs and a Calibration; it sits in the planner's inner
 // loop, so it allocates only the per-stage vectors and loops over stages, never over layers.
-// Every formula is written next to the code that computes it (src/cost/estimate.cc) with its
-// source; the README's "Cost model" section is the overview.
+// Every formula is written next to the code that computes it (src/cost/: layer_cost.cc, memory.cc,
+// estimate.cc, ...) with its source; the README's "Cost model" section is the overview.
 #pragma once
 
 #include <optional>

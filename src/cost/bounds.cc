@@ -1,0 +1,228 @@
+// planning_bounds(): lower bounds on a candidate's fullest stage and iteration time over every
+// stage assignment, from one StageCostModel's per-layer costs (paratune/cost/stage_model.h says
+// what they bound and why they hold).
+#include "paratune/cost/stage_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "memory.h"
+#include "paratune/cost/collectives.h"
+#include "paratune/sim/schedule.h"
+#include "stage_cost_model_impl.h"
+
+namespace paratune {
+namespace {
+
+using cost_detail::ChunkPart;
+using cost_detail::shard_degrees;
+using cost_detail::ShardDegrees;
+using cost_detail::static_memory;
+
+double work_s(const ChunkPart& c) { return c.forward_with_comm_s() + c.backward_with_comm_s(); }
+
+// ZeRO-3's per-micro-batch traffic for a part of the model without the collectives' latency
+// terms: {gather - hide·forward, gather + scatter - hide·backward}. Collective times are
+// latency + bytes/bandwidth, so these are linear in the part (the value for a sum of parts is the
+// sum of the values) and, clamped at 0, below zero3_exposed_s() of any rank holding the part.
+struct Zero3Traffic {
+  const Fabric& fabric;
+  GroupPlacement dense_group, expert_group;
+  double gather_bytes, grad_bytes, hide;
+
+  [[nodiscard]] std::pair<double, double> linear_s(const ChunkPart& part) const {
+    auto bandwidth_s = [&](double (*collective)(double, const GroupPlacement&, const Fabric&), double bytes,
+                           const GroupPlacement& g) { return collective(bytes, g, fabric) - collective(0, g, fabric); };
+    const double gather = bandwidth_s(all_gather_s, part.dense_params * gather_bytes, dense_group) +
+                          bandwidth_s(all_gather_s, part.expert_params * gather_bytes, expert_group);
+    const double scatter = bandwidth_s(reduce_scatter_s, part.dense_params * grad_bytes, dense_group) +
+                           bandwidth_s(reduce_scatter_s, part.expert_params * grad_bytes, expert_group);
+    return {gather - hide * part.forward_s, gather + scatter - hide * part.backward_s};
+  }
+  // At least the exposed traffic of any set of ranks holding the part together.
+  [[nodiscard]] double floor_s(const ChunkPart& part) const {
+    const auto [forward, backward] = linear_s(part);
+    return std::max(0.0, forward) + std::max(0.0, backward);
+  }
+  // What an extra part (embedding, head) adds at least to a rank's exposed traffic, whatever else
+  // the rank holds: max(0, x + e) >= max(0, x) + min(0, e). Not positive.
+  [[nodiscard]] double extra_floor_s(const ChunkPart& part) const {
+    const auto [forward, backward] = linear_s(part);
+    return std::min(0.0, forward) + std::min(0.0, backward);
+  }
+};
+
+// min over k_s >= 1 with sum k_s = blocks of max_s w_s, w_s = k_s·block + [s = 0]·embedding +
+// [s = pp-1]·head: the least bottleneck of any stage assignment of alike blocks of vpp layers. The
+// optimum equals one of k·block (+ embedding or + head); feasibility of a cap C is
+// sum_s floor((C - extra_s) / block) >= blocks, monotone in C, so each family is binary-searched.
+double least_bottleneck_s(double block, double embedding, double head, int blocks, int pp) {
+  if (pp == 1) return blocks * block + embedding + head;
+  auto fits = [&](double cap) {
+    auto most = [&](double extra) { return std::floor((cap - extra) / block + 1e-9); };
+    const double first = most(embedding), middle = most(0), last = most(head);
+    if (first < 1 || last < 1 || (pp > 2 && middle < 1)) return false;
+    return first + last + (pp - 2) * middle >= blocks;
+  };
+  double best = std::numeric_limits<double>::infinity();
+  for (double extra : {0.0, embedding, head}) {
+    int lo = 1, hi = blocks;
+    if (!fits(hi * block + extra)) continue;
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (fits(mid * block + extra)) hi = mid;
+      else lo = mid + 1;
+    }
+    best = std::min(best, lo * block + extra);
+  }
+  return best;
+}
+
+// min over w_s >= 0 with sum w_s = W of max_s (rho·sum_{j<s} w_j + m·w_s): all terms equal, w_s
+// geometric with ratio (1 - rho/m), giving W·rho / (1 - (1 - rho/m)^p), and m·W/p as rho -> 0.
+double pipeline_relaxation_s(double work, double rho, double m, double pp) {
+  return rho > 0 ? work * rho / (1 - std::pow(1 - rho / m, pp)) : m * work / pp;
+}
+
+}  // namespace
+
+StageCostModel::Impl::BoundBasis& StageCostModel::Impl::bound_basis() const {
+  if (basis) return *basis;
+  const ModelSpec& model = c.model;
+  const ChunkPart embedding = chunk(0, 0, 0, true, false), head = chunk(0, 0, 0, false, true);
+  std::vector<ChunkPart> parts{chunk(0, 1, 0, false, false), embedding, head};
+  if (model.moe)  // the other kind of layer (MoE after dense ones, or dense between)
+    for (int layer : {model.moe->first_dense_layers, model.moe->first_dense_layers + 1})
+      if (layer < model.num_layers) parts.push_back(chunk(layer, 1, 0, false, false));
+  double forward_share = 1, critical_share = 1;
+  for (const ChunkPart& part : parts) {
+    const double w = work_s(part);
+    if (w <= 0) continue;
+    forward_share = std::min(forward_share, part.forward_with_comm_s() / w);
+    critical_share = std::min(critical_share, (w - part.weight_grad_s) / w);
+  }
+  basis = std::make_unique<BoundBasis>(BoundBasis{chunk(0, model.num_layers, 0, true, true),
+                                                  chunk(0, 1, 0, false, false), chunk(0, 1, 1, false, false),
+                                                  embedding, head, forward_share, critical_share});
+  return *basis;
+}
+
+PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfig& q) {
+  const StageCostModel::Impl& im = layers.impl();
+  const ParallelConfig& p = im.config;
+  if (q.tp != p.tp || q.cp != p.cp || q.ep != p.ep || q.expert_tp() != p.expert_tp() || q.mbs != p.mbs ||
+      q.sequence_parallel != p.sequence_parallel || q.recompute != p.recompute || q.tp_comm_overlap != p.tp_comm_overlap)
+    throw Error(fmt::format("planning_bounds: candidate '{}' has other layer costs than '{}'", to_string(q), to_string(p)));
+  const ModelSpec& model = im.c.model;
+  const Calibration& cal = im.c.calibration;
+  StageCostModel::Impl::BoundBasis& basis = im.bound_basis();
+  const ShardDegrees shards = shard_degrees(q);
+  const double m = q.num_microbatches(im.c.training);
+  const double pp = q.pp;
+  PlanningBounds b;
+
+  // --- Memory ------------------------------------------------------------------------------------------
+  const bool full = q.recompute == RecomputeMode::kFull;
+  const double smallest_kept_layer =
+      full ? std::min(im.dense.input_bytes, model.moe ? im.moe.input_bytes : im.dense.input_bytes)
+           : std::min(im.dense.activation_bytes, model.moe ? im.moe.activation_bytes : im.dense.activation_bytes);
+  const double fragmented = 1 + cal.fragmentation;
+  const double kept_layer = fragmented * smallest_kept_layer;
+  const double gathered_layer = im.largest_layer_params();  // ZeRO-3: on every rank
+  const double candidate_buffers = im.buffer_bytes_for(q);
+  auto static_bytes = [&](double dense_params, double expert_params, double logits) {
+    return static_memory(q, im.bytes, shards, candidate_buffers, dense_params, expert_params, gathered_layer, logits)
+        .total_bytes();
+  };
+  // (1) At least the mean stage: 1/p of everything, one micro-batch in flight.
+  const double mean = static_bytes(basis.whole.dense_params / pp, basis.whole.expert_params / pp,
+                                   im.c.tokens * im.vocab_local * 6 / pp) +
+                      kept_layer * model.num_layers / pp;
+  // (2) Stage s holds L_s layers and the schedule's in-flight micro-batches e_s of them:
+  // M_s >= fixed + (params + e_s·kept per layer)·L_s = fixed + a_s·L_s. The fullest stage is
+  // smallest when all are equal: M = fixed + L / sum_s 1/a_s.
+  const sim::PipelineShape shape{q.pp, q.vpp, static_cast<int>(m)};
+  if (shape.ranks != basis.in_flight_shape.ranks || shape.chunks != basis.in_flight_shape.chunks ||
+      shape.microbatches != basis.in_flight_shape.microbatches || q.schedule != basis.in_flight_schedule) {
+    basis.in_flight = sim::schedule_for(q.schedule).peak_in_flight(shape);
+    basis.in_flight_shape = shape;
+    basis.in_flight_schedule = q.schedule;
+  }
+  const double fixed = static_bytes(0, 0, 0);
+  double layer_static = static_bytes(im.dense.params_dense, im.dense.params_expert, 0) - fixed;
+  if (model.moe) layer_static = std::min(layer_static, static_bytes(im.moe.params_dense, im.moe.params_expert, 0) - fixed);
+  double inverse_sum = 0;
+  for (int held : basis.in_flight) inverse_sum += 1 / (layer_static + kept_layer * held / q.vpp);
+  b.memory_bytes = std::max(mean, fixed + model.num_layers / inverse_sum);
+
+  // Recompute that memory forces (recompute=full, alike layers): stage s fits its L_s layers'
+  // full activations only up to L_s = (limit - fixed) / a_s; each layer beyond needs
+  // a_s / (e_s·(full - input activations)) layers recomputed. However the layers are spread, at
+  // least (L - sum_s (limit - fixed)/a_s) x min_s of that are recomputed, each re-running its forward.
+  double forced_recompute_s = 0;
+  if (full && layers.layers_alike()) {
+    const double full_layer = fragmented * basis.layer.kept_bytes;
+    const double saved_per_recompute = full_layer - fragmented * basis.layer_recomputed.kept_bytes;
+    const double room = layers.memory_limit_bytes() - fixed;
+    double fitting_layers = 0, recompute_per_layer = std::numeric_limits<double>::infinity();
+    for (int held : basis.in_flight) {
+      const double in_flight = static_cast<double>(held) / q.vpp;
+      const double per_layer = layer_static + in_flight * full_layer;
+      fitting_layers += std::max(0.0, room) / per_layer;
+      if (saved_per_recompute > 0) recompute_per_layer = std::min(recompute_per_layer, per_layer / (in_flight * saved_per_recompute));
+    }
+    const double excess = model.num_layers - fitting_layers;
+    if (excess > 0 && recompute_per_layer < std::numeric_limits<double>::infinity())
+      forced_recompute_s = excess * recompute_per_layer *
+                           (basis.layer_recomputed.recompute_s + basis.layer_recomputed.recompute_comm_s());
+  }
+
+  // --- Time ---------------------------------------------------------------------------------------------
+  // The candidate's ZeRO-3 traffic (its shard groups, not the group model's).
+  const ClusterSpec& gpn = im.c.cluster;
+  const Zero3Traffic zero3{im.c.fabric, place_group(static_cast<int>(shards.dense), q.tp, gpn),
+                           place_group(static_cast<int>(shards.expert), q.expert_tp() * q.ep, gpn),
+                           im.c.fp8.param_gather_bytes, im.bytes.grad,
+                           q.overlap_param_gather ? cal.dp_overlap : 0.0};
+  const bool zero3_on = q.zero == 3;
+  const double compute_work = work_s(basis.whole);
+  // Sum over ranks of the passes: compute, traffic no layout hides, recompute memory forces.
+  const double work = compute_work + (zero3_on ? zero3.floor_s(basis.whole) : 0) + forced_recompute_s;
+  double pipeline = 0;
+  switch (q.schedule) {
+    case Schedule::kGPipe:
+    case Schedule::kOneFOneB: pipeline = pipeline_relaxation_s(work, 1, m, pp); break;
+    case Schedule::kInterleaved1F1B:  // one chunk, 1/v of a rank's work when the layers are alike
+      pipeline = pipeline_relaxation_s(work, layers.layers_alike() ? 1.0 / q.vpp : 0, m, pp);
+      break;
+    case Schedule::kZeroBubbleH1:
+      // Rank s starts after the first forward passed the ranks before it and runs all of its
+      // passes (fill: the forward's compute share). Or: it runs its forwards and B passes, then the
+      // last micro-batch's B passes back through the ranks before it (rho = 1 on forward + B work,
+      // which holds all ZeRO-3 traffic and recompute).
+      pipeline = std::max({pipeline_relaxation_s(compute_work, basis.smallest_forward_share, m, pp), m * work / pp,
+                           pipeline_relaxation_s(basis.smallest_critical_share * compute_work + (work - compute_work),
+                                                 1, m, pp)});
+      break;
+  }
+  // Whole layers: every rank runs its m micro-batches one after another, so the iteration takes at
+  // least m x the smallest possible bottleneck over assignments of blocks of vpp alike layers (the
+  // embedding on the first rank, the output layer on the last); with few blocks per rank this is
+  // well above the continuous bound.
+  if (layers.layers_alike()) {
+    double block = q.vpp * work_s(basis.layer), embedding = work_s(basis.embedding), head = work_s(basis.head);
+    if (zero3_on) {
+      block += q.vpp * zero3.floor_s(basis.layer);
+      embedding += zero3.extra_floor_s(basis.embedding);
+      head += zero3.extra_floor_s(basis.head);
+    }
+    pipeline = std::max(pipeline, m * least_bottleneck_s(block, embedding, head, model.num_layers / q.vpp, q.pp));
+  }
+  b.iteration_time_s = pipeline + cal.iteration_overhead_s;
+  return b;
+}
+
+}  // namespace paratune

@@ -1,0 +1,223 @@
+// layer_cost(): what one decoder layer costs (layer_cost.h), section by section: the GEMMs of
+// attention, core attention, the MLP or experts, memory-bound element-wise kernels, then the
+// tensor-parallel, context-parallel and expert-parallel communication.
+#include "layer_cost.h"
+
+#include <algorithm>
+
+#include "context_parallel.h"
+#include "paratune/cost/estimate.h"
+#include "paratune/cost/model_stats.h"
+
+namespace paratune::cost_detail {
+
+LayerCost layer_cost(const Context& c, bool moe_layer) {
+  const ModelSpec& m = c.model;
+  const ParallelConfig& p = c.config;
+  const Device& d = c.device;
+  const Calibration& cal = c.calibration;
+  const double t = p.tp;
+  const double tokens = c.tokens;
+  const double h = m.hidden_size;
+  const double heads_local = m.num_attention_heads / t;
+  const double sp_div = p.sequence_parallel ? t : 1;
+  LayerCost L;
+  // Elements of the linear layers' GEMM inputs (forward) and output gradients (backward): FP8
+  // recipes quantize each of them (cost/fp8.h).
+  double linear_input_elements = 0, linear_output_elements = 0;
+
+  // --- GEMMs of attention ------------------------------------------------------------------------
+  double qk_dim = m.head_size(), v_dim = m.head_size(), attention_gemm_s = 0, attention_gemm_flops = 0;
+  auto gemm = [&](double rows, double n, double k) {
+    attention_gemm_flops += 2 * rows * n * k;
+    linear_input_elements += rows * k;
+    linear_output_elements += rows * n;
+    return gemm_s(d, rows, n, k);
+  };
+  if (m.mla) {
+    const MlaSpec& a = *m.mla;
+    qk_dim = a.qk_nope_head_dim + a.qk_rope_head_dim;
+    v_dim = a.v_head_dim;
+    // Down-projections are replicated over TP; up-projections and W_O are split by heads.
+    if (a.q_lora_rank > 0) attention_gemm_s += gemm(tokens, a.q_lora_rank, h) + gemm(tokens, heads_local * qk_dim, a.q_lora_rank);
+    else attention_gemm_s += gemm(tokens, heads_local * qk_dim, h);
+    attention_gemm_s += gemm(tokens, a.kv_lora_rank + a.qk_rope_head_dim, h) +
+                        gemm(tokens, heads_local * (a.qk_nope_head_dim + v_dim), a.kv_lora_rank);
+    attention_gemm_s += gemm(tokens, h, heads_local * v_dim);
+  } else {
+    const double kv_local = std::max(1.0, m.kv_heads() / t);  // tp > kv_heads replicates KV heads
+    attention_gemm_s += gemm(tokens, (heads_local + 2 * kv_local) * m.head_size(), h);
+    attention_gemm_s += gemm(tokens, h, heads_local * m.head_size());
+  }
+
+  // --- Core attention (BF16 under every FP8 recipe: cost/fp8.h) ----------------------------------
+  // Scores and values: 2·tokens·seq·(qk + v)·heads FLOPs forward. Flash attention skips the masked
+  // half of a causal mask (Dao 2023, FlashAttention-2 Sec. 3.1.1) and runs slower on short key
+  // blocks (context parallelism shortens them: cost/context_parallel.h); unfused attention
+  // computes the whole mask and writes s^2 scores to HBM (softmax, optional dropout: ~8-12 bytes
+  // per score).
+  const double seq = c.training.seq_len;
+  const bool flash = c.training.flash_attention;
+  const double causal_factor = (m.causal && flash) ? 0.5 : 1.0;
+  const double attention_flops = 2 * tokens * seq * (qk_dim + v_dim) * heads_local * causal_factor;
+  double attention_s =
+      attention_flops / attention_rate_flops_per_s(d, attention_kv_block_tokens(p.cp, seq, m.causal && flash));
+  if (!flash) {
+    // Unfused: two batched GEMMs per head, (seq x seq x head_dim), at the GEMM rate, plus the
+    // scores' round trips through HBM.
+    const double f = (seq / (seq + d.half_dim)) * (seq / (seq + d.half_dim)) *
+                     (qk_dim / (qk_dim + d.half_dim));
+    attention_s = attention_flops / (d.bf16_peak_flops_per_s * d.bf16_efficiency_max * f) +
+                  tokens * seq * heads_local * (m.dropout ? 12 : 8) / d.hbm_bytes_per_s;
+  }
+  L.attention_forward_s = attention_s;
+  // Flash backward runs 5 matmuls against the forward's 2 (recomputes the scores): 2.5x.
+  const double attention_backward_s = attention_s * (flash ? 2.5 : 2.0);
+
+  // --- MLP or experts ----------------------------------------------------------------------------------
+  double mlp_s = 0, mlp_flops = 0;
+  const double gate = m.gated_mlp ? 2 : 1;
+  double activation_elements = 0;  // elements of the MLP hidden activation (for memory-bound ops)
+  auto mlp = [&](double rows, double ffn_local) {
+    mlp_flops += 2 * rows * ffn_local * h * (gate + 1);
+    activation_elements += rows * ffn_local;
+    linear_input_elements += rows * (h + ffn_local);
+    linear_output_elements += rows * (gate * ffn_local + h);
+    return gemm_s(d, rows, gate * ffn_local, h) + gemm_s(d, rows, h, ffn_local);
+  };
+  const LayerParams lp = layer_params(m, moe_layer);
+  double moe_permute_bytes = 0;
+  if (moe_layer) {
+    const MoeSpec& e = *m.moe;
+    const double etp = p.expert_tp();
+    const double local_experts = static_cast<double>(e.num_experts) / p.ep;
+    // Each token visits top_k experts; with expert-TP = etp the routed rows on one GPU are
+    // tokens·top_k·etp/tp, spread over its local experts; the busiest rank gets moe_load x that
+    // (cost/moe.h), and a synchronous step waits for it.
+    const double routed_rows = tokens * e.top_k * etp / t * c.moe_load;
+    const double rows_per_expert = routed_rows / local_experts;
+    const double fe_local = e.expert_ffn_hidden_size / etp;
+    mlp_s += local_experts * (gemm_s(d, rows_per_expert, gate * fe_local, h) + gemm_s(d, rows_per_expert, h, fe_local));
+    mlp_flops += 2 * routed_rows * fe_local * h * (gate + 1);
+    activation_elements += routed_rows * fe_local;
+    linear_input_elements += routed_rows * (h + fe_local);
+    linear_output_elements += routed_rows * (gate * fe_local + h);
+    mlp_s += bf16_gemm_s(d, tokens / sp_div, e.num_experts, h);  // router (BF16/FP32 in every recipe)
+    mlp_flops += 2 * tokens / sp_div * e.num_experts * h;
+    if (e.num_shared_experts > 0) mlp_s += mlp(tokens, e.num_shared_experts * e.shared_ffn() / t);
+    moe_permute_bytes = 4 * routed_rows * h * kActivationBytes;  // permute + unpermute, read + write
+    L.params_expert = e.num_experts * lp.routed_expert / (p.ep * etp);
+  } else {
+    mlp_s += mlp(tokens, m.ffn_hidden_size / t);
+  }
+  L.params_dense = lp.non_expert() / t;
+
+  // --- Memory-bound element-wise kernels (bytes read + written, forward) --------------------------
+  // Two norms (r+w), two residual adds (2r+w), dropout (r+w+mask), RoPE on q and k, the MLP
+  // activation (gated: 2r+w, else r+w), MoE token permutation. Backward moves about twice as much.
+  // FP8: each linear layer's input is quantized forward and its output gradient backward
+  // (cast_bytes_per_element each, cost/fp8.h).
+  const double hidden_elements = tokens * h / sp_div;
+  double elementwise_bytes = kActivationBytes * (2 * 2 + 2 * 3) * hidden_elements;
+  if (m.dropout) elementwise_bytes += 2 * 2.5 * kActivationBytes * hidden_elements;
+  if (m.position_embedding == PositionEmbedding::kRotary)
+    elementwise_bytes += 2 * kActivationBytes * tokens * (heads_local + std::max(1.0, m.kv_heads() / t)) * qk_dim;
+  elementwise_bytes += kActivationBytes * (gate + 1) * activation_elements + moe_permute_bytes;
+  const double elementwise_s = elementwise_bytes / d.hbm_bytes_per_s;
+  const double cast_forward_s = c.fp8.cast_bytes_per_element * linear_input_elements / d.hbm_bytes_per_s;
+  const double cast_backward_s = c.fp8.cast_bytes_per_element * linear_output_elements / d.hbm_bytes_per_s;
+
+  const double overhead = cal.layer_overhead_s;
+  L.forward_compute_s = attention_gemm_s + attention_s + mlp_s + elementwise_s + cast_forward_s + overhead;
+  // Backward: input-gradient and weight-gradient GEMMs (2x forward), attention 2-2.5x.
+  L.backward_compute_s =
+      2 * (attention_gemm_s + mlp_s + elementwise_s + overhead) + attention_backward_s + cast_backward_s;
+  // Of which the weight-gradient GEMMs (dW = X^T dY, one per forward GEMM) are the W pass of a
+  // zero-bubble schedule; the input gradients, attention and element-wise backward are its B pass.
+  L.weight_grad_s = attention_gemm_s + mlp_s;
+  L.selective_recompute_s = attention_s;
+  L.forward_flops = attention_gemm_flops + attention_flops + mlp_flops;
+
+  // Communication hidden behind compute slows that compute by overlap_interference x its time
+  // (NCCL kernels take SMs and HBM bandwidth). Collected per pass, added at the end.
+  double hidden_forward_s = 0, hidden_backward_s = 0;
+
+  // --- Tensor-parallel communication --------------------------------------------------------------
+  // Megatron-LM (Shoeybi et al. 2019, Sec. 3): two all-reduces of the b·s·h activation forward
+  // (after attention and after the MLP) and two backward; with sequence parallelism each becomes a
+  // reduce-scatter + all-gather pair of the same volume (Korthikanti et al. 2022, Sec. 4.2.2).
+  const GroupPlacement tp_group = place_group(p.tp, 1, c.cluster);
+  const double activation_message = tokens * h * kActivationBytes;
+  const double tp_comm = 2 * all_reduce_s(activation_message, tp_group, c.fabric);
+  const double tp_hidden = p.tp_comm_overlap ? cal.tp_overlap : 0.0;
+  L.tp_forward_s = tp_comm * (1 - tp_hidden);
+  L.tp_backward_s = L.tp_forward_s;
+  hidden_forward_s += tp_comm * tp_hidden;
+  hidden_backward_s += tp_comm * tp_hidden;
+
+  // --- Context-parallel ring attention (cost/context_parallel.h) --------------------------------
+  if (p.cp > 1) {
+    const GroupPlacement cp_group = place_group(p.cp, p.tp, c.cluster);
+    const double kv_heads_local = m.mla ? heads_local : std::max(1.0, m.kv_heads() / t);
+    const double kv_bytes = tokens * kv_heads_local * (qk_dim + v_dim) * kActivationBytes;
+    const cost_detail::RingAttentionCost ring = cost_detail::ring_attention_cost(
+        d, {.cp = p.cp,
+            .seq_len = seq,
+            .causal = m.causal,
+            .tokens = tokens,
+            .heads = heads_local,
+            .kv_heads = kv_heads_local,
+            .qk_dim = qk_dim,
+            .v_dim = v_dim,
+            .attention_forward_s = attention_s,
+            .attention_backward_s = attention_backward_s,
+            .kv_step_s = p2p_s(kv_bytes, group_link(cp_group, c.fabric))});
+    L.forward_compute_s += ring.extra_forward_s;
+    L.backward_compute_s += ring.extra_backward_s;
+    L.selective_recompute_s += ring.extra_forward_s;
+    L.cp_forward_s = ring.exposed_forward_s;
+    L.cp_backward_s = ring.exposed_backward_s;
+    // Split the hidden transfers as the kernels that hide them: 1 : 2.5.
+    hidden_forward_s += ring.hidden_s / 3.5;
+    hidden_backward_s += ring.hidden_s * 2.5 / 3.5;
+    L.cp_buffer_bytes = ring.buffer_bytes;
+  }
+
+  // --- Expert-parallel all-to-all -------------------------------------------------------------------
+  // Dispatch and combine forward, and the same two backward (GShard, Lepikhin et al. 2020); each
+  // rank sends its tokens' top_k copies of the hidden state, the busiest receives moe_load x the
+  // mean. Megatron-Core orders expert ranks etp innermost, then ep, so an EP group's members are
+  // etp ranks apart (parallel_state.py, expert mesh "tp-ep-dp-pp" with tp = etp).
+  if (moe_layer && p.ep > 1) {
+    const GroupPlacement ep_group = place_group(p.ep, p.expert_tp(), c.cluster);
+    const double a2a =
+        all_to_all_s(tokens * m.moe->top_k * h * kActivationBytes / t * c.moe_load, ep_group, c.fabric);
+    double exposed = 4 * a2a;
+    if (p.ep_overlap) {
+      // Megatron-Core's 1F1B A2A overlap: one micro-batch's dispatch/combine runs under another's
+      // forward/backward compute of the same layer; ep_overlap of that compute can hide it.
+      const double window = cal.ep_overlap * (L.forward_compute_s + L.backward_compute_s);
+      exposed = std::max(0.0, 4 * a2a - window);
+      hidden_forward_s += (4 * a2a - exposed) / 3;
+      hidden_backward_s += (4 * a2a - exposed) * 2 / 3;
+    }
+    L.ep_forward_s = exposed / 2;
+    L.ep_backward_s = exposed / 2;
+  }
+
+  L.interference_forward_s = cal.overlap_interference * hidden_forward_s;
+  L.forward_compute_s += L.interference_forward_s;
+  L.backward_compute_s += cal.overlap_interference * hidden_backward_s;
+
+  L.activation_bytes = layer_activation_bytes(m, c.training, p, moe_layer, c.fp8.saved_input_bytes, c.moe_load);
+  L.input_bytes = kActivationBytes * hidden_elements;
+  return L;
+}
+
+int moe_layers_below(const ModelSpec& m, int end) {
+  if (!m.moe || end <= m.moe->first_dense_layers) return 0;
+  const int span = end - m.moe->first_dense_layers;
+  return (span + m.moe->layer_freq - 1) / m.moe->layer_freq;
+}
+
+}  // namespace paratune::cost_detail

@@ -1,0 +1,57 @@
+// One decoder layer's costs for one micro-batch on one GPU: GEMMs, core attention, element-wise
+// kernels and FP8 casts, the exposed tensor-, context- and expert-parallel communication, the
+// layer's parameters and activations. Internal to the cost module.
+#pragma once
+
+#include "device.h"
+#include "fp8.h"
+#include "paratune/cost/calibration.h"
+#include "paratune/cost/collectives.h"
+#include "paratune/spec/hardware.h"
+#include "paratune/spec/model.h"
+#include "paratune/spec/parallel.h"
+#include "paratune/spec/training.h"
+
+namespace paratune::cost_detail {
+
+// Everything one layer costs for one micro-batch on one GPU.
+struct LayerCost {
+  double forward_compute_s = 0;
+  double backward_compute_s = 0;
+  double weight_grad_s = 0;          // the part of backward_compute_s that computes weight gradients
+  double selective_recompute_s = 0;  // core-attention forward re-run (recompute=selective)
+  double forward_flops = 0;          // executed on this GPU, forward
+  double attention_forward_s = 0;
+  double tp_forward_s = 0, tp_backward_s = 0;  // exposed
+  double cp_forward_s = 0, cp_backward_s = 0;  // exposed
+  double ep_forward_s = 0, ep_backward_s = 0;  // exposed
+  // The forward's share of the interference (compute slowed by hidden communication), so that a
+  // recompute re-runs it; the backward's share is in backward_compute_s.
+  double interference_forward_s = 0;
+  double params_dense = 0;   // non-expert parameters on this GPU
+  double params_expert = 0;  // expert parameters on this GPU
+  double activation_bytes = 0;
+  double input_bytes = 0;  // the layer input kept under full recompute
+  double cp_buffer_bytes = 0;  // ring attention's K/V send/receive buffers (a working set)
+};
+
+struct Context {
+  const ModelSpec& model;
+  const ClusterSpec& cluster;
+  const TrainingSpec& training;
+  const ParallelConfig& config;
+  const Calibration& calibration;
+  Device device;
+  Fabric fabric;
+  Fp8Costs fp8;
+  double tokens;  // tokens of one micro-batch on one GPU's sequence shard: mbs * seq / cp
+  double moe_load;  // busiest expert-parallel rank's tokens / the mean (cost/moe.h)
+};
+
+// One layer under `c`: an MoE layer when `moe_layer`, else a dense one.
+LayerCost layer_cost(const Context& c, bool moe_layer);
+
+// Number of MoE layers among decoder layers [0, end).
+int moe_layers_below(const ModelSpec& m, int end);
+
+}  // namespace paratune::cost_detail

@@ -1,0 +1,351 @@
+// StageCostModel::Impl: one configuration's per-layer costs, parameter bytes and communication
+// groups, and what a model chunk (ChunkPart) of a pipeline rank costs from them. Shared by
+// estimate.cc (pipeline ranks, the replay's input) and bounds.cc (planning_bounds). Internal to the
+// cost module.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "device.h"
+#include "fp8.h"
+#include "layer_cost.h"
+#include "memory.h"
+#include "moe.h"
+#include "paratune/cost/collectives.h"
+#include "paratune/cost/estimate.h"
+#include "paratune/cost/model_stats.h"
+#include "paratune/cost/stage_model.h"
+#include "paratune/sim/pipeline.h"
+#include "paratune/sim/schedule.h"
+
+namespace paratune {
+namespace cost_detail {
+
+// One model chunk (a pipeline rank's share of layers, 1/v of it with interleaving) for one
+// micro-batch: compute, exposed communication, parameters and activation memory.
+struct ChunkPart {
+  double forward_s = 0, backward_s = 0, weight_grad_s = 0;  // compute
+  double recompute_s = 0, recompute_flops = 0;
+  // Full recompute re-runs the forward's exposed communication too, by kind.
+  double recompute_tp_s = 0, recompute_cp_s = 0, recompute_ep_s = 0;
+  double tp_forward_s = 0, tp_backward_s = 0, cp_forward_s = 0, cp_backward_s = 0, ep_forward_s = 0,
+         ep_backward_s = 0;
+  double dense_params = 0, expert_params = 0;  // on one GPU, TP/EP-sharded, before ZeRO
+  double kept_bytes = 0;                       // activations kept from forward to backward
+  double recompute_bytes = 0;                  // working set of the layer being recomputed
+  int layers = 0, recomputed_layers = 0;
+
+  // A rank's total over its chunks (the recompute working set is one layer's, not a sum).
+  ChunkPart& operator+=(const ChunkPart& q) {
+    forward_s += q.forward_s;
+    backward_s += q.backward_s;
+    weight_grad_s += q.weight_grad_s;
+    recompute_s += q.recompute_s;
+    recompute_tp_s += q.recompute_tp_s;
+    recompute_cp_s += q.recompute_cp_s;
+    recompute_ep_s += q.recompute_ep_s;
+    recompute_flops += q.recompute_flops;
+    tp_forward_s += q.tp_forward_s;
+    tp_backward_s += q.tp_backward_s;
+    cp_forward_s += q.cp_forward_s;
+    cp_backward_s += q.cp_backward_s;
+    ep_forward_s += q.ep_forward_s;
+    ep_backward_s += q.ep_backward_s;
+    dense_params += q.dense_params;
+    expert_params += q.expert_params;
+    kept_bytes += q.kept_bytes;
+    recompute_bytes = std::max(recompute_bytes, q.recompute_bytes);
+    layers += q.layers;
+    recomputed_layers += q.recomputed_layers;
+    return *this;
+  }
+  // Passes of one micro-batch incl. exposed TP/CP/EP communication (ZeRO-3 traffic comes on top).
+  [[nodiscard]] double forward_with_comm_s() const { return forward_s + tp_forward_s + cp_forward_s + ep_forward_s; }
+  [[nodiscard]] double recompute_comm_s() const { return recompute_tp_s + recompute_cp_s + recompute_ep_s; }
+  [[nodiscard]] double backward_with_comm_s() const {
+    return backward_s + recompute_s + tp_backward_s + cp_backward_s + ep_backward_s + recompute_comm_s();
+  }
+};
+
+// A pipeline rank as estimate() needs it: the replay's input and the report's per-stage figures.
+struct RankCost {
+  sim::StageCost sim;
+  StageEstimate estimate;  // memory without activations
+  double tp_s = 0, cp_s = 0, ep_s = 0, zero3_s = 0;  // exposed per micro-batch
+  double kept_bytes = 0, recompute_bytes = 0, recompute_flops = 0;
+};
+
+}  // namespace cost_detail
+
+// Everything about one configuration that does not depend on which layers a stage holds.
+struct StageCostModel::Impl {
+  // The cost module's internal types (namespace cost_detail) by their short names.
+  using ChunkPart = cost_detail::ChunkPart;
+  using Context = cost_detail::Context;
+  using Device = cost_detail::Device;
+  using Fp8Costs = cost_detail::Fp8Costs;
+  using LayerCost = cost_detail::LayerCost;
+  using ParamBytes = cost_detail::ParamBytes;
+  using RankCost = cost_detail::RankCost;
+  using ShardDegrees = cost_detail::ShardDegrees;
+
+  ParallelConfig config;  // resolved
+  EstimateOptions options;
+  Fp8Costs fp8;  // what the precision costs (cost/fp8.h); before `c`, which is built from it
+  Context c;
+  int microbatches = 0;
+  LayerCost dense, moe;
+  ParamCounts counts;
+  ParamBytes bytes;
+  ShardDegrees shards;
+  GroupPlacement dense_shard_group, dense_replica_group, expert_shard_group, expert_replica_group;
+  double sp_div = 1, vocab_local = 0;
+  // Fixed per-GPU buffers: CUDA context and workspaces, communication staging, NCCL's buffers for
+  // each communicator this rank uses, ring attention's K/V buffers.
+  double buffer_bytes = 0;
+
+  Impl(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training, const ParallelConfig& requested,
+       const Calibration& cal, const EstimateOptions& opts)
+      : config(resolve(requested, model, cluster, training)),
+        options(opts),
+        fp8(cost_detail::fp8_costs(cluster.gpu, training, cal)),
+        c{model,
+          cluster,
+          training,
+          config,
+          cal,
+          device_for(cluster, training, cal, fp8),
+          make_fabric(cluster, cal.intra_node_bandwidth_efficiency, cal.inter_node_bandwidth_efficiency),
+          fp8,
+          static_cast<double>(config.mbs) * training.seq_len / config.cp,
+          model.moe ? cost_detail::moe_rank_load_factor(*model.moe, config, training, cal) : 1.0},
+        microbatches(config.num_microbatches(training)),
+        dense(cost_detail::layer_cost(c, false)),
+        counts(count_parameters(model)),
+        bytes(cost_detail::param_bytes(training, c.fp8)),
+        shards(cost_detail::shard_degrees(config)) {
+    if (model.moe) moe = cost_detail::layer_cost(c, true);
+    const ParallelConfig& p = config;
+    const ClusterSpec& gpn = cluster;  // groups are placed on the cluster's NVLink domains and pods
+    dense_shard_group = place_group(static_cast<int>(shards.dense), p.tp, gpn);
+    dense_replica_group = place_group(p.zero > 0 ? p.dp / p.op : p.dp * p.cp, p.tp * static_cast<int>(shards.dense), gpn);
+    // Expert data-parallel groups: Megatron-Core's expert mesh orders etp, ep, edp, pp, so an edp
+    // group's members are etp·ep ranks apart.
+    const int expert_stride = p.expert_tp() * p.ep;
+    expert_shard_group = place_group(static_cast<int>(shards.expert), expert_stride, gpn);
+    expert_replica_group = place_group(p.zero > 0 ? static_cast<int>(shards.expert_dp / shards.expert) : shards.expert_dp,
+                                       expert_stride * static_cast<int>(shards.expert), gpn);
+    sp_div = p.sequence_parallel ? p.tp : 1;
+    vocab_local = static_cast<double>(model.vocab_size) / p.tp;
+    buffer_bytes = buffer_bytes_for(p);
+  }
+
+  // The fixed buffers of configuration `q` (which shares this model's layer shape).
+  double buffer_bytes_for(const ParallelConfig& q) const {
+    const Calibration& cal = c.calibration;
+    return cal.cuda_context_bytes + cal.comm_buffer_bytes +
+           communicators(q, c.model.moe.has_value()) * cal.nccl_bytes_per_communicator +
+           std::max(dense.cp_buffer_bytes, moe.cp_buffer_bytes);
+  }
+
+  // The rates of this GPU: linear layers at the precision's peak (FP8 under an FP8 recipe),
+  // attention and the output layer at the BF16/FP16 peak (cost/fp8.h). Per-step jitter: every
+  // synchronising step waits for the slowest of the N GPUs, E[max of N normal] ~ mean x (1 + cv
+  // sqrt(2 ln N)) (extreme-value asymptotics of the normal; "The Tail at Scale", Dean & Barroso
+  // 2013, for why the slowest sets the pace), applied as a slowdown of every kernel.
+  static Device device_for(const ClusterSpec& cluster, const TrainingSpec& training, const Calibration& cal,
+                           const Fp8Costs& fp8) {
+    const GpuSpec& gpu = cluster.gpu;
+    const Precision high = training.precision == Precision::kFP8 ? Precision::kBF16 : training.precision;
+    const double n = cluster.num_gpus();
+    const double slowdown = 1 + (n > 1 ? cal.step_jitter_cv * std::sqrt(2 * std::log(n)) : 0.0);
+    const double efficiency = cal.gemm_efficiency_for(gpu.name);
+    const double bf16_peak = gpu.peak_flops_per_s(high) / slowdown;
+    return Device{.linear_peak_flops_per_s = fp8.linear_peak_flops_per_s / slowdown,
+                  .linear_efficiency_max = efficiency * fp8.linear_efficiency_factor,
+                  .bf16_peak_flops_per_s = bf16_peak,
+                  .bf16_efficiency_max = efficiency,
+                  .half_dim = cal.gemm_half_efficiency_dim,
+                  .attention_flops_per_s = bf16_peak * cal.attention_efficiency_for(gpu.name),
+                  .attention_half_kv_tokens = cal.attention_half_kv_tokens,
+                  .hbm_bytes_per_s = gpu.hbm_bandwidth_bytes_per_s * cal.hbm_efficiency / slowdown};
+  }
+
+  // NCCL communicators one rank uses: tensor, context and data parallel (dp x cp), expert and
+  // expert-data parallel, the pipeline's neighbours and, with tied embeddings across stages, the
+  // embedding group. Each holds its own buffers (Calibration::nccl_bytes_per_communicator).
+  static int communicators(const ParallelConfig& p, bool moe) {
+    int n = 0;
+    if (p.tp > 1) n++;
+    if (p.cp > 1) n++;
+    if (p.dp * p.cp > 1) n++;
+    if (p.pp > 1) n += 2;  // send to the next rank, receive from the previous one
+    if (moe && p.ep > 1) n++;
+    if (moe && cost_detail::expert_data_parallel_size(p) > 1) n++;
+    return n;
+  }
+
+  // Decoder layers [first_layer, first_layer + layers) as one chunk, `recomputed` of them fully
+  // recomputed; `first`/`last`: the chunk holds the embedding / the output layer and loss.
+  ChunkPart chunk(int first_layer, int layers, int recomputed, bool first, bool last) const {
+    const ModelSpec& model = c.model;
+    const ParallelConfig& p = config;
+    const Device& d = c.device;
+    const double t = p.tp, h = model.hidden_size;
+    ChunkPart part;
+    part.layers = layers;
+    part.recomputed_layers = recomputed;
+    const int n_moe =
+        cost_detail::moe_layers_below(model, first_layer + layers) - cost_detail::moe_layers_below(model, first_layer);
+    const int n_dense = layers - n_moe;
+    // Recomputed layers are taken from the dense ones first (they are the cheaper kind to redo).
+    const int rc_dense = std::min(recomputed, n_dense);
+    const int rc_moe = recomputed - rc_dense;
+    auto sum = [&](double LayerCost::*field) { return n_dense * dense.*field + n_moe * moe.*field; };
+    part.forward_s = sum(&LayerCost::forward_compute_s);
+    part.backward_s = sum(&LayerCost::backward_compute_s);
+    part.weight_grad_s = sum(&LayerCost::weight_grad_s);
+    // Full recompute re-runs the forward (and its TP/CP/EP communication) before the backward.
+    part.recompute_s = rc_dense * dense.forward_compute_s + rc_moe * moe.forward_compute_s;
+    part.recompute_tp_s = rc_dense * dense.tp_forward_s + rc_moe * moe.tp_forward_s;
+    part.recompute_cp_s = rc_dense * dense.cp_forward_s + rc_moe * moe.cp_forward_s;
+    part.recompute_ep_s = rc_dense * dense.ep_forward_s + rc_moe * moe.ep_forward_s;
+    part.recompute_flops = rc_dense * dense.forward_flops + rc_moe * moe.forward_flops;
+    if (p.recompute == RecomputeMode::kSelective) {
+      part.recompute_s += sum(&LayerCost::selective_recompute_s);
+      part.recompute_flops += d.attention_flops_per_s * sum(&LayerCost::selective_recompute_s);
+    }
+    // Embedding on the first virtual stage (a lookup: memory-bound; its gradient is a weight
+    // gradient); output layer and loss on the last: logits GEMM (tokens x V/t x h) and a fused
+    // softmax cross-entropy over fp32 logits.
+    if (first) {
+      part.forward_s += cost_detail::kActivationBytes * c.tokens * h / d.hbm_bytes_per_s;
+      part.backward_s += 3 * cost_detail::kActivationBytes * c.tokens * h / d.hbm_bytes_per_s;
+      part.weight_grad_s += 3 * cost_detail::kActivationBytes * c.tokens * h / d.hbm_bytes_per_s;
+    }
+    if (last) {
+      const double head = cost_detail::bf16_gemm_s(d, c.tokens, vocab_local, h);  // BF16 under every FP8 recipe
+      const double loss = c.tokens * vocab_local * (cost_detail::kActivationBytes + 4 + 4) / d.hbm_bytes_per_s;
+      part.forward_s += head + loss;
+      part.backward_s += 2 * head + loss;
+      part.weight_grad_s += head;
+    }
+    part.tp_forward_s = sum(&LayerCost::tp_forward_s);
+    part.tp_backward_s = sum(&LayerCost::tp_backward_s);
+    part.cp_forward_s = sum(&LayerCost::cp_forward_s);
+    part.cp_backward_s = sum(&LayerCost::cp_backward_s);
+    part.ep_forward_s = sum(&LayerCost::ep_forward_s);
+    part.ep_backward_s = sum(&LayerCost::ep_backward_s);
+    part.dense_params = sum(&LayerCost::params_dense);
+    part.expert_params = sum(&LayerCost::params_expert);
+    if (first) part.dense_params += counts.embedding / t;
+    if (last) {
+      part.dense_params += (counts.output_layer + h) / t;
+      if (model.tie_embeddings && p.pp > 1) part.dense_params += static_cast<double>(model.vocab_size) * h / t;
+    }
+    // Full recompute keeps only each recomputed layer's input; the others keep everything. The
+    // layer being recomputed holds its full activations while its backward runs.
+    part.kept_bytes = (n_dense - rc_dense) * dense.activation_bytes + (n_moe - rc_moe) * moe.activation_bytes +
+                      rc_dense * dense.input_bytes + rc_moe * moe.input_bytes +
+                      (first ? cost_detail::kActivationBytes * c.tokens * h / sp_div : 0);
+    if (recomputed > 0)
+      part.recompute_bytes = std::max(rc_dense > 0 ? dense.activation_bytes : 0, rc_moe > 0 ? moe.activation_bytes : 0);
+    return part;
+  }
+
+  // Recomputed layers of a rank spread over its v chunks, earlier chunks first.
+  int recomputed_in_chunk(int recomputed, int chunk) const {
+    return recomputed / config.vpp + (chunk < recomputed % config.vpp ? 1 : 0);
+  }
+  // The same split over chunks of unequal sizes (Megatron's embedding-/loss-aware split leaves the
+  // first and last chunks a layer short): each chunk's share capped at its layers, what a short
+  // chunk cannot take going to the next chunks with room.
+  std::vector<int> recomputed_per_chunk(int recomputed, const std::vector<int>& chunk_layers) const {
+    std::vector<int> out(chunk_layers.size());
+    int left = recomputed;
+    for (std::size_t ch = 0; ch < out.size(); ++ch) {
+      out[ch] = std::min(chunk_layers[ch], recomputed_in_chunk(recomputed, static_cast<int>(ch)));
+      left -= out[ch];
+    }
+    for (std::size_t ch = 0; ch < out.size() && left > 0; ++ch) {
+      const int more = std::min(left, chunk_layers[ch] - out[ch]);
+      out[ch] += more;
+      left -= more;
+    }
+    return out;
+  }
+
+  // ZeRO-3: gather each layer's parameters forward and backward, reduce-scatter its gradients,
+  // every micro-batch (FSDP FULL_SHARD; Zhao et al. 2023). Prefetch hides it behind the layer's
+  // compute; the first layer's gather is always exposed. Returns the exposed {forward, backward}.
+  // Neither part falls by more than hide x the compute a layer adds (hide <= 1), so a stage's time
+  // never falls when it holds more layers: the stage assignment relies on that
+  // (plan/stage_assignment.cc).
+  //
+  // ZeRO-2 keeps only its gradient shard, so with gradient accumulation it reduce-scatters every
+  // micro-batch's gradients during that micro-batch's backward (DeepSpeed stage 2's
+  // reduce_ipg_grads after each backward; FSDP SHARD_GRAD_OP without no_sync), not once per
+  // iteration as Megatron's distributed optimizer (ZeRO-1) does: the backward part only.
+  // What is hidden slows the compute it hides behind by overlap_interference x its time, added to
+  // the exposed part (the kept part still falls with compute, by (1 - interference) x hide).
+  std::pair<double, double> zero3_exposed_s(const ChunkPart& rank_total) const {
+    if (config.zero < 2) return {0, 0};
+    const double interference = c.calibration.overlap_interference;
+    const double scatter = reduce_scatter_s(rank_total.dense_params * bytes.grad, dense_shard_group, c.fabric) +
+                           reduce_scatter_s(rank_total.expert_params * bytes.grad, expert_shard_group, c.fabric);
+    if (config.zero == 2) {
+      const double hide_scatter = config.overlap_grad_reduce ? c.calibration.dp_overlap : 0;
+      const double exposed = std::max(0.0, scatter - hide_scatter * rank_total.backward_s);
+      return {0, exposed + interference * (scatter - exposed)};
+    }
+    const double gather_bytes = c.fp8.param_gather_bytes;
+    const double gather = all_gather_s(rank_total.dense_params * gather_bytes, dense_shard_group, c.fabric) +
+                          all_gather_s(rank_total.expert_params * gather_bytes, expert_shard_group, c.fabric);
+    const double hide = config.overlap_param_gather ? c.calibration.dp_overlap : 0;
+    // The first layer's own gather (latency included): nothing runs before it to hide it behind.
+    const LayerCost& largest = model_has_larger_moe_layers() ? moe : dense;
+    const double first_gather = all_gather_s(largest.params_dense * gather_bytes, dense_shard_group, c.fabric) +
+                                all_gather_s(largest.params_expert * gather_bytes, expert_shard_group, c.fabric);
+    const double forward = std::max(first_gather, gather - hide * rank_total.forward_s);
+    const double backward = std::max(first_gather, gather + scatter - hide * rank_total.backward_s);
+    return {forward + interference * std::max(0.0, gather - forward), backward + interference * std::max(0.0, gather + scatter - backward)};
+  }
+
+  bool model_has_larger_moe_layers() const {
+    return c.model.moe && moe.params_dense + moe.params_expert > dense.params_dense + dense.params_expert;
+  }
+  double largest_layer_params() const {
+    const LayerCost& largest = model_has_larger_moe_layers() ? moe : dense;
+    return largest.params_dense + largest.params_expert;
+  }
+  // fp32 logits and their gradient on the last stage: tokens x V/t x (2 + 4) bytes.
+  double logits_bytes(int rank) const { return rank == config.pp - 1 ? c.tokens * vocab_local * 6 : 0; }
+
+  RankCost rank_cost(int s, const std::vector<ChunkPart>& parts) const;
+
+  // planning_bounds' per-group ingredients, computed on first use (one model serves one thread).
+  struct BoundBasis;
+  BoundBasis& bound_basis() const;
+  mutable std::unique_ptr<BoundBasis> basis;
+};
+
+// What planning_bounds needs of a group's layer costs, computed on its first call.
+struct StageCostModel::Impl::BoundBasis {
+  ChunkPart whole;                // the whole model, one micro-batch, no full recompute
+  ChunkPart layer;                // one decoder layer (all alike when layers_alike())
+  ChunkPart layer_recomputed;     // the same, fully recomputed
+  ChunkPart embedding, head;      // the first / last rank's extra
+  // Of any layer, the embedding or the head: the forward's share of the passes, and the share of
+  // forward and input gradient (B) without the weight gradient (W): what fills a ZB-H1 pipeline.
+  double smallest_forward_share, smallest_critical_share;
+  // peak_in_flight() of the last pipeline shape asked for (candidates come grouped by shape).
+  sim::PipelineShape in_flight_shape{0, 0, 0};
+  Schedule in_flight_schedule = Schedule::kOneFOneB;
+  std::vector<int> in_flight;
+};
+
+}  // namespace paratune
