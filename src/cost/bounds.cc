@@ -181,13 +181,15 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
   }
 
   // --- Time ---------------------------------------------------------------------------------------------
-  // The candidate's ZeRO-3 traffic (its shard groups, not the group model's).
+  // The candidate's ZeRO-3 traffic (its shard groups, not the group model's); placing the groups
+  // is the costly part of a bound, so only for ZeRO-3 candidates.
+  const bool zero3_on = q.zero == 3;
   const ClusterSpec& gpn = im.c.cluster;
-  const Zero3Traffic zero3{im.c.fabric, place_group(static_cast<int>(shards.dense), q.tp, gpn),
-                           place_group(static_cast<int>(shards.expert), q.expert_tp() * q.ep, gpn),
+  const GroupPlacement none{};
+  const Zero3Traffic zero3{im.c.fabric, zero3_on ? place_group(static_cast<int>(shards.dense), q.tp, gpn) : none,
+                           zero3_on ? place_group(static_cast<int>(shards.expert), q.expert_tp() * q.ep, gpn) : none,
                            im.c.fp8.param_gather_bytes, im.bytes.grad,
                            q.overlap_param_gather ? cal.dp_overlap : 0.0};
-  const bool zero3_on = q.zero == 3;
   const double compute_work = work_s(basis.whole);
   // Sum over ranks of the passes: compute, traffic no layout hides, recompute memory forces.
   const double work = compute_work + (zero3_on ? zero3.floor_s(basis.whole) : 0) + forced_recompute_s;
