@@ -170,14 +170,22 @@ TEST(TuneCli, KilledControllerLeavesNoProcessAndResumesWithoutRerunningFinishedT
     if (t["status"] == "completed") ++completed[t["params"].dump()];
   EXPECT_EQ(completed.size(), 12u);
   for (const auto& [params, n] : completed) EXPECT_EQ(n, 1) << params << " completed twice";
-  // Every point ran once, except those the kill interrupted, which ran twice.
+  // Every point ran once, except those the kill interrupted, which ran again: twice, or once when
+  // the kill came after the study recorded the trial as running but before its process wrote its
+  // start (the controller records a trial before it spawns it).
   std::ifstream runs(dir / "runs.txt");
   std::map<std::string, int> started;
   std::string id, params;
   while (runs >> id >> params) ++started[params];
+  EXPECT_EQ(started.size(), 12u);
   for (const auto& [p, n] : started) {
     const bool interrupted = before.contains(p) && before[p] == "running";
-    EXPECT_EQ(n, interrupted ? 2 : 1) << p;
+    if (interrupted) {
+      EXPECT_GE(n, 1) << p;
+      EXPECT_LE(n, 2) << p;
+    } else {
+      EXPECT_EQ(n, 1) << p;
+    }
   }
   EXPECT_EQ(live_trial_processes(dir / "s.trials"), 0);
 }
