@@ -485,8 +485,6 @@ void choose_metric(const PublishedRun& run, const Framework& fw, Family family, 
 
 // --- Axes and candidates ---------------------------------------------------------------------------
 
-// Fills s.candidates with every combination of the axes that resolve accepts; throws RowSkipped when
-// the stated axes contradict each other or paratune's rules refuse every combination.
 // Fully recomputed layers per rank to try (ParallelConfig::recompute_layers): 0 = as set up. When
 // recompute is not stated, a run may recompute only some layers (Megatron's
 // --recompute-num-layers), so full recompute is also tried on 1/8 ... 3/4 of a rank's layers.
@@ -502,6 +500,8 @@ std::vector<int> recompute_counts(const RunSetup& s, RecomputeMode rc, int pp) {
   return counts;
 }
 
+// Fills s.candidates with every combination of the axes that resolve accepts; throws RowSkipped when
+// the stated axes contradict each other or paratune's rules refuse every combination.
 void build_candidates(RunSetup& s, bool vpp_searched, bool sp_searched, bool megatron_layout) {
   const int gpus = s.cluster.num_gpus();
   std::map<std::string, int> refusals;
@@ -772,6 +772,7 @@ RunSetup setup_for_run(const PublishedRun& run) {
         why.push_back("FP8 parameters gathered in FP8 (--fp8-param-gather, NVIDIA / NeMo FP8 recipe default)");
       } else if (contains(precision_lower, "float8 all-gather") || contains(precision_lower, "f8 all-gather")) {
         t.fp8_param_gather = true;
+        why.push_back("FSDP parameters all-gathered in float8 (torchao enable_fsdp_float8_all_gather)");
       }
     }
     c.tp_comm_overlap = fw.megatron && !fw.early_megatron;
