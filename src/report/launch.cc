@@ -86,7 +86,12 @@ LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, c
   // --pipeline-model-parallel-layout (R13, which sets vpp itself and excludes the vpp flags).
   if (p.pp > 1) {
     const std::vector<int> middle(p.stage_layers.begin() + 1, p.stage_layers.end() - 1);
-    if (all_equal(p.stage_layers)) {
+    if (p.account_embedding || p.account_loss) {
+      // Megatron's own split counting the embedding / loss as a layer (R11): the plan's layout.
+      if (p.account_embedding) arg("--account-for-embedding-in-pipeline-split");
+      if (p.account_loss) arg("--account-for-loss-in-pipeline-split");
+      if (p.vpp > 1) arg(fmt::format("--num-virtual-stages-per-pipeline-rank {}", p.vpp));
+    } else if (all_equal(p.stage_layers)) {
       if (p.vpp > 1) arg(fmt::format("--num-virtual-stages-per-pipeline-rank {}", p.vpp));
     } else if (all_equal(middle)) {
       arg(fmt::format("--decoder-first-pipeline-num-layers {}", p.stage_layers.front()));

@@ -14,6 +14,7 @@
 #include "paratune/plan/ranking.h"
 #include "paratune/plan/stage_assignment.h"
 #include "paratune/report/launch.h"
+#include "paratune/report/launch.h"
 #include "paratune/report/plan_report.h"
 #include "paratune/spec/io.h"
 
@@ -378,6 +379,12 @@ TEST(Planner, SearchesMegatronsEmbeddingAndLossAwareSplit) {
   int layers = 0;
   for (int n : best.stage_layers) layers += n;
   EXPECT_EQ(layers, 126);
+  // Emitted as Megatron's own split (R11), which excludes the uneven first/last flags (R11.4).
+  const std::string args = launch_settings(Framework::kMegatron, best, load_model("llama3.1-405b"), t).text;
+  EXPECT_NE(args.find("--account-for-embedding-in-pipeline-split"), std::string::npos) << args;
+  EXPECT_NE(args.find("--account-for-loss-in-pipeline-split"), std::string::npos) << args;
+  EXPECT_NE(args.find("--num-virtual-stages-per-pipeline-rank 8"), std::string::npos) << args;
+  EXPECT_EQ(args.find("--decoder-first-pipeline-num-layers"), std::string::npos) << args;
 }
 
 // FP8 parameters need a sharded optimizer: the search leaves zero=0 out instead of failing on it.
