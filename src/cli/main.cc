@@ -21,6 +21,7 @@
 #include "paratune/plan/planner.h"
 #include "paratune/report/estimate_report.h"
 #include "paratune/report/launch.h"
+#include "paratune/report/launch_check.h"
 #include "paratune/report/plan_report.h"
 #include "paratune/report/sim_report.h"
 #include "paratune/report/tune_report.h"
@@ -251,9 +252,14 @@ int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
   if (f.keep < 1) throw Error(fmt::format("--keep {}: must be >= 1", f.keep));
   if (f.threads < 1) throw Error(fmt::format("--threads {}: must be >= 1", f.threads));
   std::optional<Framework> framework;
+  LaunchTarget target{.nodes = cluster.nodes, .gpus_per_node = cluster.gpus_per_node, .gpu = cluster.gpu.name};
+  std::string emit_name;  // "megatron@0.20.0-dev"
   if (!f.emit.empty()) {
     try {
-      framework = parse_enum<Framework>(f.emit);
+      const FrameworkTarget t = parse_framework_target(f.emit);
+      framework = t.framework;
+      target.version = t.version;
+      emit_name = to_string(t);
     } catch (const Error& e) {
       throw e.with_context("--emit");
     }
@@ -268,17 +274,17 @@ int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
 
   std::optional<LaunchSettings> launch;
   if (framework && !result.plans.empty())
-    launch = launch_settings(*framework, result.plans.front().estimate.config, model, training);
+    launch = launch_settings(*framework, result.plans.front().estimate.config, model, training, target);
   if (json) {
     nlohmann::json j = to_json(result);
-    if (launch) j["launch"] = {{"framework", f.emit}, {"text", launch->text}, {"cannot_express", launch->cannot_express}};
+    if (launch) j["launch"] = {{"framework", emit_name}, {"text", launch->text}, {"cannot_express", launch->cannot_express}};
     write_json(j);
   } else {
     std::cout << format_plan(result, model, cluster, training);
     if (launch) {
-      std::cout << fmt::format("\n{} launch settings for the winner:\n{}", f.emit, launch->text);
+      std::cout << fmt::format("\n{} launch for the winner:\n{}", emit_name, launch->text);
       if (!launch->cannot_express.empty()) {
-        std::cout << fmt::format("\nnot expressible in {}:\n", f.emit);
+        std::cout << fmt::format("\nnot expressible in {}:\n", emit_name);
         for (const std::string& line : launch->cannot_express) std::cout << "  - " << line << "\n";
       }
     }
@@ -605,7 +611,8 @@ int main(int argc, char** argv) {
   plan_cmd->add_option("--threads", plan_flags.threads, "worker threads (same result for every count)")->capture_default_str();
   plan_cmd->add_option("--emit", plan_flags.emit,
                        "search only what this framework can run and write its launch settings for the winner: "
-                       "megatron | torchtitan | deepspeed");
+                       "megatron | torchtitan | deepspeed, optionally @VERSION (megatron@core_v0.19.0; default: the "
+                       "newest paratune has a schema of)");
   plan_cmd->add_flag("--no-baselines", plan_flags.no_baselines, "skip the expert and 3-axis baselines");
   plan_cmd->add_flag("--json", json, "machine-readable output");
 

@@ -11,6 +11,9 @@
 #include <numeric>
 #include <optional>
 
+#include "paratune/report/launch_check.h"
+#include "paratune/spec/error.h"
+
 namespace paratune {
 namespace {
 
@@ -52,7 +55,128 @@ std::pair<int, bool> megatron_block_count(const std::vector<int>& recomputed, co
   return {n, exact};
 }
 
-LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, const ModelSpec& model) {
+// The model's shape (R3; Llama-style flags R3.4, MoE R16, MLA R18), from the model spec.
+std::vector<std::string> megatron_model_args(const ModelSpec& m, const TrainingSpec& training) {
+  std::vector<std::string> a;
+  a.push_back(fmt::format("--num-layers {}", m.num_layers));
+  a.push_back(fmt::format("--hidden-size {}", m.hidden_size));
+  a.push_back(fmt::format("--ffn-hidden-size {}", m.ffn_hidden_size));
+  a.push_back(fmt::format("--num-attention-heads {}", m.num_attention_heads));
+  if (m.mla) {
+    a.emplace_back("--multi-latent-attention");  // R18: always with its dimensions
+    if (m.mla->q_lora_rank > 0) a.push_back(fmt::format("--q-lora-rank {}", m.mla->q_lora_rank));
+    a.push_back(fmt::format("--kv-lora-rank {}", m.mla->kv_lora_rank));
+    a.push_back(fmt::format("--qk-head-dim {}", m.mla->qk_nope_head_dim));
+    a.push_back(fmt::format("--qk-pos-emb-head-dim {}", m.mla->qk_rope_head_dim));
+    a.push_back(fmt::format("--v-head-dim {}", m.mla->v_head_dim));
+  } else {
+    if (m.kv_heads() != m.num_attention_heads) {  // R3.4: both flags, or MHA is used
+      a.emplace_back("--group-query-attention");
+      a.push_back(fmt::format("--num-query-groups {}", m.kv_heads()));
+    }
+    if (m.head_size() * m.num_attention_heads != m.hidden_size) a.push_back(fmt::format("--kv-channels {}", m.head_size()));
+  }
+  a.push_back(fmt::format("--seq-length {}", training.seq_len));
+  a.push_back(fmt::format("--max-position-embeddings {}", std::max(training.seq_len, m.max_position_embeddings)));
+  a.push_back(fmt::format("--position-embedding-type {}",
+                          m.position_embedding == PositionEmbedding::kRotary ? "rope" : "learned_absolute"));
+  a.push_back(fmt::format("--normalization {}", m.norm == NormKind::kRMSNorm ? "RMSNorm" : "LayerNorm"));
+  if (m.gated_mlp) a.emplace_back("--swiglu");
+  if (!m.bias) a.emplace_back("--disable-bias-linear");
+  if (!m.bias && m.qkv_bias) a.emplace_back("--add-qkv-bias");
+  if (!m.tie_embeddings) a.emplace_back("--untie-embeddings-and-output-weights");
+  if (!m.dropout) {
+    a.emplace_back("--attention-dropout 0.0");
+    a.emplace_back("--hidden-dropout 0.0");
+  }
+  if (m.moe) {
+    const MoeSpec& e = *m.moe;
+    a.push_back(fmt::format("--num-experts {}", e.num_experts));
+    a.push_back(fmt::format("--moe-router-topk {}", e.top_k));
+    a.push_back(fmt::format("--moe-ffn-hidden-size {}", e.expert_ffn_hidden_size));
+    if (e.num_shared_experts > 0)  // the total over the shared experts (R16.6)
+      a.push_back(fmt::format("--moe-shared-expert-intermediate-size {}", e.num_shared_experts * e.shared_ffn()));
+    if (e.first_dense_layers > 0 || e.layer_freq > 1) {  // one 0/1 per layer (R16.2)
+      std::string pattern = "[";
+      for (int layer = 0; layer < m.num_layers; ++layer) pattern += (layer ? "," : "") + std::string(e.is_moe_layer(layer) ? "1" : "0");
+      a.push_back(fmt::format("--moe-layer-freq \"{}]\"", pattern));
+    }
+    a.emplace_back("--moe-grouped-gemm");
+    switch (training.moe_balancing) {
+      case MoeBalancing::kAuxLoss:
+        a.emplace_back("--moe-router-load-balancing-type aux_loss");
+        a.emplace_back("--moe-aux-loss-coeff 1e-2");
+        break;
+      case MoeBalancing::kAuxLossFree:  // expert bias needs sigmoid scores (R16.3)
+        a.emplace_back("--moe-router-load-balancing-type none");
+        a.emplace_back("--moe-router-score-function sigmoid");
+        a.emplace_back("--moe-router-enable-expert-bias");
+        break;
+      case MoeBalancing::kForceBalanced:
+        a.emplace_back("--moe-router-load-balancing-type none");
+        a.emplace_back("--moe-router-force-load-balancing");
+        break;
+    }
+    if (training.moe_capacity_factor > 0)
+      a.push_back(fmt::format("--moe-expert-capacity-factor {}", training.moe_capacity_factor));
+  }
+  return a;
+}
+
+// Data, tokenizer and the training schedule (R3.5, R3.6): data and tokenizer come from the
+// environment (the placeholders the script asks for); the hyperparameters are common defaults.
+std::vector<std::string> megatron_training_args(const TrainingSpec& training) {
+  std::vector<std::string> a{"--data-path \"${DATA_PATH}\"",
+                             "--split 99,1,0",
+                             "--tokenizer-type HuggingFaceTokenizer",
+                             "--tokenizer-model \"${TOKENIZER}\"",
+                             "--train-iters 1000",
+                             "--lr 3.0e-4",
+                             "--min-lr 3.0e-5",
+                             "--lr-decay-style cosine",
+                             "--lr-warmup-iters 100",
+                             "--weight-decay 0.1",
+                             "--adam-beta1 0.9",
+                             "--adam-beta2 0.95",
+                             "--clip-grad 1.0",
+                             "--init-method-std 0.02",
+                             "--log-interval 1",
+                             "--eval-iters 0"};
+  return a;
+}
+
+// A bash script: environment, the placeholders, torchrun on one node or srun + torchrun (c10d
+// rendezvous) on every node of a Slurm allocation (R0.5: torchrun sets RANK and WORLD_SIZE).
+std::string megatron_script(const std::vector<std::string>& args, const std::vector<std::string>& notes,
+                            const std::vector<std::string>& environment, const LaunchTarget& target,
+                            const std::string& version, const std::string& commit) {
+  std::string s = "#!/bin/bash\n";
+  s += fmt::format("# Megatron-LM {} ({}) launch written by paratune: pretrain_gpt.py on {} node(s) x {} GPUs.\n",
+                   version, commit.substr(0, 8), target.nodes, target.gpus_per_node);
+  s += fmt::format("# Several nodes: sbatch --nodes={} --ntasks-per-node=1 --gpus-per-node={} this script.\n",
+                   target.nodes, target.gpus_per_node);
+  for (const std::string& n : notes) s += "# " + n + "\n";
+  s += "set -euo pipefail\n";
+  s += ": \"${MEGATRON_LM:?set MEGATRON_LM to a Megatron-LM checkout}\"\n";
+  s += ": \"${DATA_PATH:?set DATA_PATH to the preprocessed data prefix (tools/preprocess_data.py)}\"\n";
+  s += ": \"${TOKENIZER:?set TOKENIZER to a Hugging Face tokenizer name or path}\"\n";
+  for (const std::string& e : environment) s += e + "\n";
+  s += fmt::format("NNODES={}\nGPUS_PER_NODE={}\n", target.nodes, target.gpus_per_node);
+  s += "if [ \"$NNODES\" -gt 1 ]; then\n"
+       "  MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
+       "  LAUNCH=(srun --ntasks-per-node=1 torchrun --nnodes \"$NNODES\" --nproc-per-node \"$GPUS_PER_NODE\" "
+       "--rdzv-backend c10d --rdzv-endpoint \"$MASTER_ADDR:29500\" --rdzv-id \"$SLURM_JOB_ID\")\n"
+       "else\n"
+       "  LAUNCH=(torchrun --standalone --nproc-per-node \"$GPUS_PER_NODE\")\n"
+       "fi\n";
+  s += "ARGS=(\n";
+  for (const std::string& a : args) s += "  " + a + "\n";
+  s += ")\n\"${LAUNCH[@]}\" \"$MEGATRON_LM/pretrain_gpt.py\" \"${ARGS[@]}\"\n";
+  return s;
+}
+
+LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, const ModelSpec& model,
+                        const LaunchTarget& target, const std::string& version, const std::string& commit) {
   LaunchSettings out;
   std::vector<std::string> args, notes;
   auto arg = [&](std::string a) { args.push_back(std::move(a)); };
@@ -78,7 +202,6 @@ LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, c
   }
   arg(fmt::format("--micro-batch-size {}", p.mbs));
   arg(fmt::format("--global-batch-size {}", training.global_batch));
-  arg(fmt::format("--seq-length {}", training.seq_len));
 
   // Stages. Megatron's own split needs L % pp == 0 (R11.1) and gives equal stages; first/last
   // stages of other sizes with equal middle ones: --decoder-first/last-pipeline-num-layers (R12,
@@ -143,13 +266,21 @@ LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, c
       if (training.fp8_param_gather) arg("--fp8-param-gather");  // with the distributed optimizer (R20.3)
     }
   }
-  // CUDA_DEVICE_MAX_CONNECTIONS (R6): 1 with tp or cp > 1 before Blackwell, unset with Megatron-FSDP.
-  if (fsdp) notes.push_back("environment: leave CUDA_DEVICE_MAX_CONNECTIONS unset (Megatron-FSDP, R6.2)");
-  else if (p.tp > 1 || p.cp > 1)
-    notes.push_back("environment: CUDA_DEVICE_MAX_CONNECTIONS=1 (tp or cp > 1 on GPUs before Blackwell, R6.1)");
+  // CUDA_DEVICE_MAX_CONNECTIONS (R6): 1 with tp or cp > 1 before Blackwell (arch 10), unset with
+  // Megatron-FSDP (R6.2).
+  const bool blackwell = target.gpu.rfind("b200", 0) == 0 || target.gpu.rfind("gb200", 0) == 0;
+  std::vector<std::string> environment;
+  if (fsdp) environment.emplace_back("unset CUDA_DEVICE_MAX_CONNECTIONS  # Megatron-FSDP (R6.2)");
+  else if ((p.tp > 1 || p.cp > 1) && !blackwell)
+    environment.emplace_back("export CUDA_DEVICE_MAX_CONNECTIONS=1  # tp or cp > 1 before Blackwell (R6.1)");
 
-  for (const std::string& n : notes) out.text += "# " + n + "\n";
-  for (std::size_t i = 0; i < args.size(); ++i) out.text += args[i] + (i + 1 < args.size() ? " \\\n" : "\n");
+  for (std::string& a : megatron_model_args(model, training)) args.push_back(std::move(a));
+  for (std::string& a : megatron_training_args(training)) args.push_back(std::move(a));
+  // Every flag exists at the version with its type, choices and arity: else an emitter bug.
+  if (const std::vector<std::string> problems = check_megatron_args(args, version); !problems.empty())
+    throw Error(fmt::format("internal error: the Megatron-LM {} launch breaks the flag schema: {}", version,
+                            fmt::join(problems, "; ")));
+  out.text = megatron_script(args, notes, environment, target, version, commit);
   return out;
 }
 
@@ -265,12 +396,33 @@ LaunchSettings deepspeed(const ParallelConfig& p, const TrainingSpec& training, 
 }  // namespace
 
 LaunchSettings launch_settings(Framework framework, const ParallelConfig& plan, const ModelSpec& model,
-                               const TrainingSpec& training) {
+                               const TrainingSpec& training, const LaunchTarget& target) {
+  const FrameworkTarget version =
+      parse_framework_target(target.version.empty() ? to_string(framework) : to_string(framework) + "@" + target.version);
   LaunchSettings out;
   switch (framework) {
-    case Framework::kMegatron: out = megatron(plan, training, model); break;
-    case Framework::kTorchtitan: out = torchtitan(plan, training, model); break;
-    case Framework::kDeepSpeed: out = deepspeed(plan, training, model); break;
+    case Framework::kMegatron:
+      out = megatron(plan, training, model, target, version.version, framework_commit(version));
+      if (training.optimizer == Optimizer::kSGD)
+        out.cannot_express.push_back(fmt::format("optimizer=sgd: Megatron-LM {}'s --optimizer flag is deprecated; "
+                                                 "the launch keeps its default, Adam",
+                                                 version.version));
+      break;
+    case Framework::kTorchtitan: {
+      out = torchtitan(plan, training, model);
+      if (const auto problems = check_torchtitan_toml(out.text, version.version); !problems.empty())
+        throw Error(fmt::format("internal error: the torchtitan {} job file breaks the key schema: {}", version.version,
+                                fmt::join(problems, "; ")));
+      break;
+    }
+    case Framework::kDeepSpeed: {
+      out = deepspeed(plan, training, model);
+      if (const auto problems = check_deepspeed_config(nlohmann::json::parse(out.text), version.version);
+          !problems.empty())
+        throw Error(fmt::format("internal error: the DeepSpeed {} config breaks the key schema: {}", version.version,
+                                fmt::join(problems, "; ")));
+      break;
+    }
   }
   // What it cannot run as planned, from the one set of rules.
   std::vector<std::string> reasons = plan::unsupported_reasons(framework, plan, model, training);

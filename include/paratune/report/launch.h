@@ -17,8 +17,18 @@ struct LaunchSettings {
   std::vector<std::string> cannot_express;  // parts of the plan the framework has no setting for
 };
 
-// `plan` must be resolved (an Estimate's config is).
+// Where the launch runs: the framework version (report/launch_check.h framework_versions(); empty =
+// the newest paratune has), and the cluster's shape for the launcher and the architecture rules.
+struct LaunchTarget {
+  std::string version;
+  int nodes = 1;
+  int gpus_per_node = 8;
+  std::string gpu;  // preset name, e.g. "h100-sxm" (Blackwell lifts Megatron's R6.1)
+};
+
+// `plan` must be resolved (an Estimate's config is). The text is checked against the framework's
+// schema at the version before it is returned; a violation is an emitter bug and throws.
 LaunchSettings launch_settings(Framework framework, const ParallelConfig& plan, const ModelSpec& model,
-                               const TrainingSpec& training);
+                               const TrainingSpec& training, const LaunchTarget& target = {});
 
 }  // namespace paratune
