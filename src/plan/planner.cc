@@ -230,13 +230,16 @@ std::optional<Estimate> refine(const ModelSpec& model, const ClusterSpec& cluste
   for (int held : sim::schedule_for(even.schedule).peak_in_flight(shape))
     in_flight.push_back(static_cast<double>(held) / even.vpp);
   const double bottleneck_limit = (faster_than_s - calibration.iteration_overhead_s) / costs.num_microbatches();
+  // Recomputing no layer is recompute=none, which --allow/--fix may rule out: then the layout keeps
+  // full recompute of every layer, what the constraint asked for.
+  const bool none_allowed = options.space.permits(Axis::kRecompute, static_cast<int>(RecomputeMode::kNone));
   auto layout_of = [&](const StageAssignment& a) {
     ParallelConfig assigned = even;
     assigned.stage_layers = a.stage_layers;
     if (full) {
       const bool any = std::any_of(a.recomputed.begin(), a.recomputed.end(), [](int r) { return r > 0; });
-      assigned.recompute = any ? RecomputeMode::kFull : RecomputeMode::kNone;
       if (any) assigned.stage_recompute_layers = a.recomputed;
+      else if (none_allowed) assigned.recompute = RecomputeMode::kNone;
     }
     return assigned;
   };
@@ -295,7 +298,8 @@ std::vector<std::string> advice_when_nothing_fits(const ModelSpec& model, const 
       break;
     }
   }
-  if (training.precision != Precision::kFP8) {
+  // FP8 only where the GPU has FP8 tensor cores (A100 and older do not: the advice skips it).
+  if (training.precision != Precision::kFP8 && cluster.gpu.peak_fp8_flops_per_s > 0) {
     TrainingSpec fp8 = training;
     fp8.precision = Precision::kFP8;
     if (auto p = best_of(cluster, fp8, quick)) advice.push_back("FP8 training: " + describe(*p));

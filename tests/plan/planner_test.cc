@@ -400,6 +400,18 @@ TEST(Planner, Fp8ParamGatherSearchesShardedOptimizersOnly) {
   for (const auto& p : r.plans) EXPECT_GE(p.estimate.config.zero, 1) << to_string(p.estimate.config);
 }
 
+// --allow recompute=full: the refinement may recompute fewer layers, never none.
+TEST(Planner, AllowRecomputeFullIsHonoured) {
+  PlanOptions options;
+  options.top = 5;
+  options.baselines = false;
+  add_constraints(options.space, "recompute=full", ConstraintKind::kAllow, "--allow");
+  const Scenario s = llama8b_on_8();
+  const PlanResult r = plan(s.model, s.cluster, s.training, options);
+  ASSERT_FALSE(r.plans.empty());
+  for (const auto& p : r.plans) EXPECT_EQ(p.estimate.config.recompute, RecomputeMode::kFull) << to_string(p.estimate.config);
+}
+
 TEST(Planner, RespectsConstraints) {
   const Scenario s = tiny_moe_on_16();
   PlanOptions options;
@@ -457,6 +469,11 @@ TEST(Planner, NothingFitsSaysWhatWould) {
   EXPECT_FALSE(r.closest->fits);
   ASSERT_FALSE(r.advice.empty());
   EXPECT_NE(r.advice.front().find("the GPUs"), std::string::npos) << r.advice.front();
+  // On a GPU without FP8 the advice does not try FP8 (it used to fail the whole plan).
+  const PlanResult a100 = plan(load_model("llama3-8b"), load_cluster("a100-80gbx1"), t, PlanOptions{});
+  EXPECT_TRUE(a100.plans.empty());
+  ASSERT_FALSE(a100.advice.empty());
+  for (const std::string& line : a100.advice) EXPECT_EQ(line.find("FP8"), std::string::npos) << line;
 }
 
 TEST(Launch, MegatronArgumentsMatchThePlan) {
