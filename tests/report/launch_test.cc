@@ -77,6 +77,47 @@ TEST(LaunchCheck, DeepSpeedKeys) {
   EXPECT_TRUE(mentions(check_deepspeed_config(nlohmann::json::parse(R"({"train_batch_size": "64"})"), v), "an integer"));
 }
 
+// The checker against the frameworks' own verdicts (../shared/frameworks/*-cases.json: argv and
+// TOML files run through Megatron-LM's parser and torchtitan's loader): every argv Megatron's
+// argparse accepted passes, every one it refused is caught; the same for torchtitan's loader.
+// Skipped where ../shared is not next to the checkout (a clean clone elsewhere).
+nlohmann::json shared_cases(const char* name) {
+  std::ifstream in(std::string(PARATUNE_SOURCE_DIR) + "/../shared/frameworks/" + name);
+  if (!in) return nullptr;
+  return nlohmann::json::parse(in);
+}
+
+TEST(LaunchCheck, AgreesWithMegatronsParser) {
+  const nlohmann::json cases = shared_cases("megatron-lm-cases.json");
+  if (cases.is_null()) GTEST_SKIP() << "../shared/frameworks not found";
+  int checked = 0;
+  for (const auto& c : cases.at("cases")) {
+    // "--flag v1 v2" entries; a value with spaces is quoted.
+    std::vector<std::string> args;
+    for (const auto& token : c.at("argv")) {
+      const std::string t = token.get<std::string>();
+      if (t.rfind("--", 0) == 0) args.push_back(t);
+      else if (!args.empty()) args.back() += t.find(' ') != std::string::npos ? " \"" + t + "\"" : " " + t;
+    }
+    const std::vector<std::string> problems = check_megatron_args(args, framework_versions(Framework::kMegatron).front());
+    const bool parsed = c.at("outcome") == "accepted" || c.value("rejected_at", "") != "argparse";
+    if (parsed) EXPECT_TRUE(problems.empty()) << c.at("id") << ": " << (problems.empty() ? "" : problems.front());
+    else EXPECT_FALSE(problems.empty()) << c.at("id") << " was refused by argparse";
+    ++checked;
+  }
+  EXPECT_GE(checked, 100);
+}
+
+TEST(LaunchCheck, AgreesWithTorchtitansLoader) {
+  const nlohmann::json cases = shared_cases("torchtitan-cases.json");
+  if (cases.is_null()) GTEST_SKIP() << "../shared/frameworks not found";
+  for (const auto& c : cases.at("toml_loader")) {
+    const std::vector<std::string> problems = check_torchtitan_toml(c.at("toml").get<std::string>(), "v0.2.2");
+    EXPECT_EQ(problems.empty(), c.at("outcome") == "accepted")
+        << c.at("id") << ": " << (problems.empty() ? "no problem found" : problems.front());
+  }
+}
+
 struct Case {
   const char* model;
   const char* cluster;
