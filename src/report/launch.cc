@@ -28,14 +28,18 @@ LaunchSettings launch_settings(Framework framework, const ParallelConfig& plan, 
       break;
     case Framework::kTorchtitan: {
       out = launch_detail::torchtitan(plan, training, model, target, version.version, framework_commit(version));
-      if (const auto problems = check_torchtitan_toml(out.text, version.version); !problems.empty())
+      // The script writes the TOML job file with a quoted heredoc; check that file.
+      if (const auto problems = check_torchtitan_toml(launch_detail::torchtitan_job_file(out.text), version.version);
+          !problems.empty())
         throw Error(fmt::format("internal error: the torchtitan {} job file breaks the key schema: {}", version.version,
                                 fmt::join(problems, "; ")));
       break;
     }
     case Framework::kDeepSpeed: {
       out = launch_detail::deepspeed(plan, training, model, target, version.version, framework_commit(version));
-      if (const auto problems = check_deepspeed_config(nlohmann::json::parse(out.text), version.version);
+      // The script writes the ds_config with a quoted heredoc; check that JSON.
+      if (const auto problems =
+              check_deepspeed_config(nlohmann::json::parse(launch_detail::deepspeed_config(out.text)), version.version);
           !problems.empty())
         throw Error(fmt::format("internal error: the DeepSpeed {} config breaks the key schema: {}", version.version,
                                 fmt::join(problems, "; ")));

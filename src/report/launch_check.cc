@@ -231,6 +231,9 @@ std::vector<std::string> check_deepspeed_config(const nlohmann::json& config, co
         continue;
       }
       const std::string type = it->at("type").get<std::string>();
+      // A free-form dictionary (optimizer.params, scheduler.params: "object", "Dict") holds the
+      // named component's own arguments, which ds_config does not list.
+      if (type == "object" || type.find("Dict") != std::string::npos) continue;
       if (type == "section" || v.is_object()) {
         if (v.is_object()) walk(v, key);
         continue;

@@ -22,4 +22,9 @@ LaunchSettings torchtitan(const ParallelConfig& p, const TrainingSpec& training,
 LaunchSettings deepspeed(const ParallelConfig& p, const TrainingSpec& training, const ModelSpec& model,
                          const LaunchTarget& target, const std::string& version, const std::string& commit);
 
+// The files the torchtitan and DeepSpeed scripts write with a quoted heredoc (<<'TOML' ... TOML,
+// <<'JSON' ... JSON): the TOML job file and the ds_config. Throw Error when the script has none.
+std::string torchtitan_job_file(const std::string& script);
+std::string deepspeed_config(const std::string& script);
+
 }  // namespace paratune::launch_detail

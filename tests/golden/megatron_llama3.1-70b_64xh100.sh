@@ -9,7 +9,7 @@ export CUDA_DEVICE_MAX_CONNECTIONS=1  # tp or cp > 1 before Blackwell (R6.1)
 NNODES=8
 GPUS_PER_NODE=8
 if [ "$NNODES" -gt 1 ]; then
-  MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+  MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 1p)  # reads all: no SIGPIPE
   LAUNCH=(srun --ntasks-per-node=1 torchrun --nnodes "$NNODES" --nproc-per-node "$GPUS_PER_NODE" --rdzv-backend c10d --rdzv-endpoint "$MASTER_ADDR:29500" --rdzv-id "$SLURM_JOB_ID")
 else
   LAUNCH=(torchrun --standalone --nproc-per-node "$GPUS_PER_NODE")

@@ -213,8 +213,13 @@ void expect_plans_run_on(Framework f, const Scene& s, PlanOptions options) {
   for (const Plan& p : r.plans) {
     const ParallelConfig& c = p.estimate.config;
     EXPECT_TRUE(unsupported_reasons(f, c, s.model, s.training).empty()) << to_string(f) << ": " << to_string(c);
-    EXPECT_TRUE(launch_settings(f, c, s.model, s.training).cannot_express.empty() || f == Framework::kDeepSpeed)
-        << to_string(c);
+    // torchtitan registers no flavor with tiny-moe's shape (T10): the line saying so is about the
+    // model, not a part of the plan that is lost.
+    const std::vector<std::string> lost = launch_settings(f, c, s.model, s.training).cannot_express;
+    EXPECT_TRUE(f == Framework::kDeepSpeed || std::all_of(lost.begin(), lost.end(), [](const std::string& line) {
+                  return line.find("registered flavor (T10)") != std::string::npos;
+                }))
+        << to_string(c) << (lost.empty() ? "" : ": " + lost.front());
     switch (f) {
       case Framework::kMegatron:
         EXPECT_TRUE(c.schedule == Schedule::kOneFOneB || c.schedule == Schedule::kInterleaved1F1B) << to_string(c);

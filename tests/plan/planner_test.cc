@@ -540,7 +540,11 @@ TEST(Launch, TorchtitanSplitPointsAndDeepSpeedBatch) {
   EXPECT_NE(t.text.find("pipeline_parallel_schedule = \"Interleaved1F1B\""), std::string::npos);
   EXPECT_NE(t.text.find("data_parallel_shard_degree = 2"), std::string::npos);
   const LaunchSettings d = launch_settings(Framework::kDeepSpeed, p, s.model, s.training);
-  const auto j = nlohmann::json::parse(d.text);
+  // The script writes the ds_config with a quoted heredoc (cat > "$DS_CONFIG" <<'JSON' ... JSON).
+  const std::size_t open = d.text.find("<<'JSON'\n");
+  ASSERT_NE(open, std::string::npos) << d.text;
+  const std::size_t begin = open + std::string("<<'JSON'\n").size();
+  const auto j = nlohmann::json::parse(d.text.substr(begin, d.text.find("\nJSON\n", begin) - begin));
   EXPECT_EQ(j["train_batch_size"], 16);
   EXPECT_EQ(j["train_micro_batch_size_per_gpu"], 2);
   EXPECT_EQ(j["gradient_accumulation_steps"], 4);
