@@ -217,11 +217,8 @@ std::string script(const std::string& config, const std::vector<std::string>& ar
                        variable);
     s += "  LAUNCH=(deepspeed --hostfile \"$HOSTFILE\" --num_nodes \"$NNODES\" --num_gpus \"$GPUS_PER_NODE\" "
          "--master_port 29500)\n"
-         "else\n"
-         "  MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | sed -n 1p)  # reads all: no SIGPIPE\n"
-         "  LAUNCH=(srun --ntasks-per-node=1 torchrun --nnodes \"$NNODES\" --nproc-per-node \"$GPUS_PER_NODE\" "
-         "--rdzv-backend c10d --rdzv-endpoint \"$MASTER_ADDR:29500\" --rdzv-id \"$SLURM_JOB_ID\")\n"
-         "fi\n";
+         "else\n" +
+         std::string(kSlurmTorchrun) + "fi\n";
   }
   s += "ARGS=(\n";
   for (const std::string& a : args) s += "  " + a + "\n";

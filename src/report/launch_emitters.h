@@ -15,6 +15,20 @@ inline bool all_equal(const std::vector<int>& v) { return std::adjacent_find(v.b
 
 inline std::string join_slash(const std::vector<int>& v) { return fmt::format("{}", fmt::join(v, "/")); }
 
+// The bash lines that start torchrun on every node of a Slurm allocation: the first host as the
+// c10d rendezvous endpoint (read with sed, which reads all of scontrol's output: `head` would make
+// it fail with SIGPIPE under pipefail), one torchrun per node. Sets the LAUNCH array.
+inline constexpr const char* kSlurmTorchrun =
+    "  MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | sed -n 1p)  # reads all: no SIGPIPE\n"
+    "  LAUNCH=(srun --ntasks-per-node=1 torchrun --nnodes \"$NNODES\" --nproc-per-node \"$GPUS_PER_NODE\" "
+    "--rdzv-backend c10d --rdzv-endpoint \"$MASTER_ADDR:29500\" --rdzv-id \"$SLURM_JOB_ID\")\n";
+// NNODES, GPUS_PER_NODE and LAUNCH: srun + torchrun on several nodes, torchrun on one.
+inline std::string torchrun_launch(const LaunchTarget& target) {
+  return "NNODES=" + std::to_string(target.nodes) + "\nGPUS_PER_NODE=" + std::to_string(target.gpus_per_node) +
+         "\nif [ \"$NNODES\" -gt 1 ]; then\n" + kSlurmTorchrun +
+         "else\n  LAUNCH=(torchrun --standalone --nproc-per-node \"$GPUS_PER_NODE\")\nfi\n";
+}
+
 LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, const ModelSpec& model,
                         const LaunchTarget& target, const std::string& version, const std::string& commit);
 LaunchSettings torchtitan(const ParallelConfig& p, const TrainingSpec& training, const ModelSpec& model,

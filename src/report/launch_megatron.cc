@@ -153,14 +153,7 @@ std::string megatron_script(const std::vector<std::string>& args, const std::vec
   s += ": \"${DATA_PATH:?set DATA_PATH to the preprocessed data prefix (tools/preprocess_data.py)}\"\n";
   s += ": \"${TOKENIZER:?set TOKENIZER to a Hugging Face tokenizer name or path}\"\n";
   for (const std::string& e : environment) s += e + "\n";
-  s += fmt::format("NNODES={}\nGPUS_PER_NODE={}\n", target.nodes, target.gpus_per_node);
-  s += "if [ \"$NNODES\" -gt 1 ]; then\n"
-       "  MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | sed -n 1p)  # reads all: no SIGPIPE\n"
-       "  LAUNCH=(srun --ntasks-per-node=1 torchrun --nnodes \"$NNODES\" --nproc-per-node \"$GPUS_PER_NODE\" "
-       "--rdzv-backend c10d --rdzv-endpoint \"$MASTER_ADDR:29500\" --rdzv-id \"$SLURM_JOB_ID\")\n"
-       "else\n"
-       "  LAUNCH=(torchrun --standalone --nproc-per-node \"$GPUS_PER_NODE\")\n"
-       "fi\n";
+  s += torchrun_launch(target);
   s += "ARGS=(\n";
   for (const std::string& a : args) s += "  " + a + "\n";
   s += ")\n\"${LAUNCH[@]}\" \"$MEGATRON_LM/pretrain_gpt.py\" \"${ARGS[@]}\"\n";

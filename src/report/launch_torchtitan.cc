@@ -398,14 +398,7 @@ std::string torchtitan_script(const std::string& toml, const std::vector<std::st
   s += "CONFIG=\"${CONFIG:-$PWD/paratune_torchtitan.toml}\"\n";
   s += fmt::format("cat > \"$CONFIG\" {}{}{}", kHeredocOpen, toml, kHeredocClose.substr(1));
   s += "export PYTHONPATH=\"$TORCHTITAN${PYTHONPATH:+:$PYTHONPATH}\"\n";
-  s += fmt::format("NNODES={}\nGPUS_PER_NODE={}\n", target.nodes, target.gpus_per_node);
-  s += "if [ \"$NNODES\" -gt 1 ]; then\n"
-       "  MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | sed -n 1p)  # reads all: no SIGPIPE\n"
-       "  LAUNCH=(srun --ntasks-per-node=1 torchrun --nnodes \"$NNODES\" --nproc-per-node \"$GPUS_PER_NODE\" "
-       "--rdzv-backend c10d --rdzv-endpoint \"$MASTER_ADDR:29500\" --rdzv-id \"$SLURM_JOB_ID\")\n"
-       "else\n"
-       "  LAUNCH=(torchrun --standalone --nproc-per-node \"$GPUS_PER_NODE\")\n"
-       "fi\n";
+  s += torchrun_launch(target);
   s += "\"${LAUNCH[@]}\" -m torchtitan.train --job.config_file \"$CONFIG\" \\\n"
        "  --model.hf_assets_path \"$TOKENIZER\" --training.dataset_path \"$DATASET\" \"$@\"\n";
   return s;
