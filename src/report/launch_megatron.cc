@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <numeric>
+#include <map>
 #include <optional>
 
 #include "launch_emitters.h"
 #include "paratune/report/launch_check.h"
+#include "paratune/report/megatron_rules.h"
 #include "paratune/spec/error.h"
 
 namespace paratune::launch_detail {
@@ -267,6 +269,19 @@ LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, c
   if (const std::vector<std::string> problems = check_megatron_args(args, version); !problems.empty())
     throw Error(fmt::format("internal error: the Megatron-LM {} launch breaks the flag schema: {}", version,
                             fmt::join(problems, "; ")));
+  // And every combination validate_args / TransformerConfig check (report/megatron_rules.h); R6.1
+  // binds GPUs before Blackwell only, where the script sets the variable.
+  std::map<std::string, std::string> env;
+  const bool connections_set = std::any_of(environment.begin(), environment.end(), [](const std::string& e) {
+    return e.rfind("export CUDA_DEVICE_MAX_CONNECTIONS=1", 0) == 0;
+  });
+  if (connections_set) env["CUDA_DEVICE_MAX_CONNECTIONS"] = "1";
+  std::vector<std::string> violations = check_megatron_rules(args, p.num_gpus(), env);
+  if (blackwell)
+    std::erase_if(violations, [](const std::string& v) { return v.rfind("R6.1", 0) == 0; });
+  if (!violations.empty())
+    throw Error(fmt::format("internal error: the Megatron-LM {} launch breaks its validation rules: {}", version,
+                            fmt::join(violations, "; ")));
   out.text = megatron_script(args, notes, environment, target, version, commit);
   return out;
 }
