@@ -53,8 +53,26 @@ bool is_number(std::string_view v) {
   }
 }
 
-// "--flag a b" -> {"--flag", "a", "b"}; a value in double quotes is one word, quotes removed.
-std::vector<std::string> words(const std::string& arg) {
+// A value against a type and choices given as JSON (numbers or strings).
+std::string value_problem(const std::string& what, const std::string& value, const nlohmann::json& type,
+                          const nlohmann::json& choices) {
+  if (type.is_string()) {
+    const std::string t = type.get<std::string>();
+    if ((t == "int" || t == "integer") && !is_int(value)) return fmt::format("{}: '{}' is not an integer", what, value);
+    if ((t == "float" || t == "float or integer") && !is_number(value))
+      return fmt::format("{}: '{}' is not a number", what, value);
+  }
+  if (choices.is_array() && !choices.empty()) {
+    for (const auto& c : choices)
+      if ((c.is_string() && c.get<std::string>() == value) || (!c.is_string() && c.dump() == value)) return "";
+    return fmt::format("{}: '{}' is not one of {}", what, value, choices.dump());
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::string> launch_arg_words(const std::string& arg) {
   std::vector<std::string> out;
   std::string word;
   bool quoted = false, any = false;
@@ -74,25 +92,6 @@ std::vector<std::string> words(const std::string& arg) {
   if (any) out.push_back(word);
   return out;
 }
-
-// A value against a type and choices given as JSON (numbers or strings).
-std::string value_problem(const std::string& what, const std::string& value, const nlohmann::json& type,
-                          const nlohmann::json& choices) {
-  if (type.is_string()) {
-    const std::string t = type.get<std::string>();
-    if ((t == "int" || t == "integer") && !is_int(value)) return fmt::format("{}: '{}' is not an integer", what, value);
-    if ((t == "float" || t == "float or integer") && !is_number(value))
-      return fmt::format("{}: '{}' is not a number", what, value);
-  }
-  if (choices.is_array() && !choices.empty()) {
-    for (const auto& c : choices)
-      if ((c.is_string() && c.get<std::string>() == value) || (!c.is_string() && c.dump() == value)) return "";
-    return fmt::format("{}: '{}' is not one of {}", what, value, choices.dump());
-  }
-  return "";
-}
-
-}  // namespace
 
 std::vector<std::string> framework_versions(plan::Framework framework) {
   std::vector<std::string> out;
@@ -133,7 +132,7 @@ std::vector<std::string> check_megatron_args(const std::vector<std::string>& arg
   std::vector<std::string> problems;
   std::set<std::string> seen;
   for (const std::string& arg : args) {
-    const std::vector<std::string> w = words(arg);
+    const std::vector<std::string> w = launch_arg_words(arg);
     if (w.empty()) continue;
     const std::string& flag = w[0];
     const std::vector<std::string> values(w.begin() + 1, w.end());

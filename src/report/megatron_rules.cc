@@ -10,31 +10,10 @@
 #include <optional>
 #include <set>
 
+#include "paratune/report/launch_check.h"
+
 namespace paratune {
 namespace {
-
-// "--flag a b" -> {"--flag", "a", "b"}; a value in double quotes is one word, quotes removed (the
-// convention of check_megatron_args).
-std::vector<std::string> words(const std::string& arg) {
-  std::vector<std::string> out;
-  std::string word;
-  bool quoted = false, any = false;
-  for (char c : arg) {
-    if (c == '"') {
-      quoted = !quoted;
-      any = true;
-    } else if (c == ' ' && !quoted) {
-      if (any) out.push_back(word);
-      word.clear();
-      any = false;
-    } else {
-      word += c;
-      any = true;
-    }
-  }
-  if (any) out.push_back(word);
-  return out;
-}
 
 std::optional<long long> to_int(const std::string& s) {
   long long v = 0;
@@ -47,7 +26,7 @@ class Args {
  public:
   explicit Args(const std::vector<std::string>& args) {
     for (const std::string& a : args) {
-      std::vector<std::string> w = words(a);
+      std::vector<std::string> w = launch_arg_words(a);
       if (w.empty()) continue;
       const std::string flag = w.front();
       map_[flag] = std::vector<std::string>(w.begin() + 1, w.end());

@@ -29,6 +29,10 @@ std::string to_string(const FrameworkTarget& target);  // "megatron@0.20.0-dev"
 // The commit a version was read at (for the emitted header).
 std::string framework_commit(const FrameworkTarget& target);
 
+// One entry of a Megatron-LM argument list split into words: "--flag a b" -> {"--flag", "a", "b"};
+// a value in double quotes is one word, the quotes removed.
+std::vector<std::string> launch_arg_words(const std::string& arg);
+
 // Problems of a Megatron-LM argument list (each entry "--flag" or "--flag value ..."); empty when
 // every flag exists at the version, is given once, is not deprecated, and its values match its
 // action, nargs, type and choices (rules R0.1, R0.4, R0.6).
