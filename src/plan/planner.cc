@@ -346,6 +346,9 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
     per_mesh[i] = bound_mesh(model, cluster, training, options, calibration, meshes[i], i);
   });
   std::vector<Bounded> survivors;
+  std::size_t total_survivors = 0;
+  for (const MeshBounds& m : per_mesh) total_survivors += m.survivors.size();
+  survivors.reserve(total_survivors);  // one allocation: the list runs to 10^6 entries
   std::optional<Bounded> smallest_memory;
   double smallest_memory_bytes = kInfinity;
   for (MeshBounds& m : per_mesh) {
