@@ -11,6 +11,7 @@ PACKAGES=(
   libxgboost-dev  # the xgboost baseline of `paratune tune`
   libgtest-dev libgmock-dev libbenchmark-dev
   librsvg2-bin  # rsvg-convert: the tests render the simulator's SVG timeline
+  zlib1g-dev dataset-fashion-mnist  # paratune-train's image data: gzipped IDX files
 )
 
 missing=()
