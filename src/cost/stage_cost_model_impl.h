@@ -263,9 +263,10 @@ struct StageCostModel::Impl {
   }
   // The same split over chunks of unequal sizes (Megatron's embedding-/loss-aware split leaves the
   // first and last chunks a layer short): each chunk's share capped at its layers, what a short
-  // chunk cannot take going to the next chunks with room.
-  std::vector<int> recomputed_per_chunk(int recomputed, const std::vector<int>& chunk_layers) const {
-    std::vector<int> out(chunk_layers.size());
+  // chunk cannot take going to the next chunks with room. Fills `out` (one entry per chunk; reused
+  // across ranks: this runs once per rank of every estimate).
+  void recomputed_per_chunk(int recomputed, const std::vector<int>& chunk_layers, std::vector<int>& out) const {
+    out.resize(chunk_layers.size());
     int left = recomputed;
     for (std::size_t ch = 0; ch < out.size(); ++ch) {
       out[ch] = std::min(chunk_layers[ch], recomputed_in_chunk(recomputed, static_cast<int>(ch)));
@@ -276,7 +277,6 @@ struct StageCostModel::Impl {
       out[ch] += more;
       left -= more;
     }
-    return out;
   }
 
   // ZeRO-3: gather each layer's parameters forward and backward, reduce-scatter its gradients,

@@ -1,8 +1,8 @@
 // DeepSpeed launch (../shared/frameworks/deepspeed-rules.md; rule ids D*): a complete bash script
 // running Megatron-DeepSpeed's pretrain_gpt.py, the training code through which the rules give a
 // plan's parallel degrees to DeepSpeed (D2.4, D5.1, the plan table). The script writes the ds_config
-// with a quoted heredoc (`cat > "$DS_CONFIG" <<'JSON'` ... `JSON`; deepspeed_config() takes it back
-// out for the schema check) and starts the deepspeed launcher on one node, srun + torchrun (or the
+// with a quoted heredoc (`cat > "$DS_CONFIG" <<'JSON'` ... `JSON`, written as checked against the
+// schema) and starts the deepspeed launcher on one node, srun + torchrun (or the
 // deepspeed launcher with a hostfile) on several. The tensor/pipeline/expert degrees, the model's
 // shape, data/tokenizer placeholders and the schedule are Megatron-DeepSpeed arguments.
 //
@@ -227,15 +227,6 @@ std::string script(const std::string& config, const std::vector<std::string>& ar
 }
 
 }  // namespace
-
-std::string deepspeed_config(const std::string& script) {
-  const std::size_t open = script.find(kHeredocOpen);
-  if (open == std::string::npos) throw Error("internal error: the DeepSpeed launch has no <<'JSON' heredoc");
-  const std::size_t begin = open + std::string_view(kHeredocOpen).size();
-  const std::size_t end = script.find(kHeredocClose, begin);
-  if (end == std::string::npos) throw Error("internal error: the DeepSpeed launch's heredoc has no closing JSON line");
-  return script.substr(begin, end - begin);
-}
 
 LaunchSettings deepspeed(const ParallelConfig& p, const TrainingSpec& training, const ModelSpec& model,
                          const LaunchTarget& target, const std::string& version, const std::string& commit) {

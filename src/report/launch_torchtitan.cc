@@ -1,6 +1,6 @@
 // torchtitan launch (../shared/frameworks/torchtitan-rules.md; rule ids T*): a complete bash script
-// that writes the TOML job file (a quoted heredoc, `cat > "$CONFIG" <<'TOML'` ... `TOML`;
-// torchtitan_job_file() takes it back out for the schema check) and runs
+// that writes the TOML job file (a quoted heredoc, `cat > "$CONFIG" <<'TOML'` ... `TOML`, so the
+// file written is the one checked against the schema) and runs
 // `-m torchtitan.train --job.config_file "$CONFIG"` under torchrun on one node, or srun + torchrun
 // (c10d rendezvous) on every node of a Slurm allocation ("Minimal complete launch"). The model is a
 // registered name and flavor (T10), matched to the model spec's shape; the tokenizer and the data
@@ -26,7 +26,7 @@ namespace launch_detail {
 namespace {
 
 constexpr std::string_view kHeredocOpen = "<<'TOML'\n";
-constexpr std::string_view kHeredocClose = "\nTOML\n";
+constexpr std::string_view kHeredocClose = "TOML\n";  // the job file ends with its own newline
 
 // module_fqns_per_model_part (T4.3a): one list of module names per stage, in stage order (stage s
 // on rank s % pp, T4.4); the first holds tok_embeddings, the last norm and output.
@@ -396,7 +396,7 @@ std::string torchtitan_script(const std::string& toml, const std::vector<std::st
        "(scripts/download_hf_assets.py)}\"\n";
   s += ": \"${DATASET:?set DATASET to the training data of torchtitan's c4 loader: allenai/c4 or a local copy}\"\n";
   s += "CONFIG=\"${CONFIG:-$PWD/paratune_torchtitan.toml}\"\n";
-  s += fmt::format("cat > \"$CONFIG\" {}{}{}", kHeredocOpen, toml, kHeredocClose.substr(1));
+  s += fmt::format("cat > \"$CONFIG\" {}{}{}", kHeredocOpen, toml, kHeredocClose);
   s += "export PYTHONPATH=\"$TORCHTITAN${PYTHONPATH:+:$PYTHONPATH}\"\n";
   s += torchrun_launch(target);
   s += "\"${LAUNCH[@]}\" -m torchtitan.train --job.config_file \"$CONFIG\" \\\n"
@@ -405,15 +405,6 @@ std::string torchtitan_script(const std::string& toml, const std::vector<std::st
 }
 
 }  // namespace
-
-std::string torchtitan_job_file(const std::string& script) {
-  const std::size_t open = script.find(kHeredocOpen);
-  if (open == std::string::npos) throw Error("internal error: the torchtitan launch has no <<'TOML' heredoc");
-  const std::size_t begin = open + kHeredocOpen.size();
-  const std::size_t end = script.find(kHeredocClose, begin - 1);  // the job file ends with a newline
-  if (end == std::string::npos) throw Error("internal error: the torchtitan launch's heredoc has no closing TOML line");
-  return script.substr(begin, end + 1 - begin);
-}
 
 LaunchSettings torchtitan(const ParallelConfig& p, const TrainingSpec& training, const ModelSpec& model,
                           const LaunchTarget& target, const std::string& version, const std::string& commit) {
