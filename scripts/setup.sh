@@ -12,6 +12,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   librsvg2-bin  # rsvg-convert: the tests render the simulator's SVG timeline
   zlib1g-dev dataset-fashion-mnist  # paratune-train's image data: gzipped IDX files
+  libtorch-dev libgloo-dev  # paratune-train: libtorch 1.13 (CPU) and the Gloo headers c10d's ProcessGroupGloo needs
+  fortunes  # paratune-train's text corpus (byte-level language model)
 )
 
 missing=()

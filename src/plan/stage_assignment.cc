@@ -22,17 +22,17 @@ struct StageOption {
 // alike the first block does not matter either.
 class StageOptions {
  public:
-  StageOptions(const StageCostModel& costs, std::span<const double> in_flight, bool allow_recompute, int blocks,
+  StageOptions(const StageCosts& costs, std::span<const double> in_flight, bool allow_recompute, int blocks,
                int recompute_per_chunk)
       : costs_(costs),
         in_flight_(in_flight),
         allow_recompute_(allow_recompute),
         per_chunk_(recompute_per_chunk),
         blocks_(blocks),
-        vpp_(costs.config().vpp),
+        vpp_(costs.virtual_stages()),
         alike_(costs.layers_alike()),
         limit_(costs.memory_limit_bytes()) {
-    const int pp = costs.config().pp;
+    const int pp = costs.pipeline_stages();
     std::vector<int> representatives;  // the first rank of each kind
     for (int r = 0; r < pp; ++r) {
       auto same_kind = [&](int q) {
@@ -85,7 +85,7 @@ class StageOptions {
     return {work(lo).time_s, lo};
   }
 
-  const StageCostModel& costs_;
+  const StageCosts& costs_;
   std::span<const double> in_flight_;
   bool allow_recompute_;
   int per_chunk_;
@@ -236,15 +236,40 @@ class Caps {
   std::size_t next_ = 0;
 };
 
+// The transformer cost model as StageCosts.
+class TransformerStageCosts final : public StageCosts {
+ public:
+  explicit TransformerStageCosts(const StageCostModel& model) : model_(model) {
+    for (int n : model.config().stage_layers) layers_ += n;
+  }
+  int pipeline_stages() const override { return model_.config().pp; }
+  int virtual_stages() const override { return model_.config().vpp; }
+  int layers() const override { return layers_; }
+  double num_microbatches() const override { return model_.num_microbatches(); }
+  double memory_limit_bytes() const override { return model_.memory_limit_bytes(); }
+  StageWork stage_work(int rank, int first_layer, int layers, int recomputed, double in_flight) const override {
+    return model_.stage_work(rank, first_layer, layers, recomputed, in_flight);
+  }
+  bool layers_alike() const override { return model_.layers_alike(); }
+  double model_work_s() const override { return model_.model_work_s(); }
+
+ private:
+  const StageCostModel& model_;
+  int layers_ = 0;
+};
+
 }  // namespace
 
 StageAssignment assign_stages(const StageCostModel& costs, std::span<const double> in_flight, bool allow_recompute,
                               double bottleneck_limit_s, int recompute_per_chunk) {
-  const ParallelConfig& p = costs.config();
-  const int pp = p.pp, v = p.vpp;
-  int layers = 0;
-  for (int n : p.stage_layers) layers += n;
-  const int blocks = layers / v;  // vpp divides the layer count (level 1 only has such candidates)
+  return assign_stages(TransformerStageCosts(costs), in_flight, allow_recompute, bottleneck_limit_s,
+                       recompute_per_chunk);
+}
+
+StageAssignment assign_stages(const StageCosts& costs, std::span<const double> in_flight, bool allow_recompute,
+                              double bottleneck_limit_s, int recompute_per_chunk) {
+  const int pp = costs.pipeline_stages(), v = costs.virtual_stages();
+  const int blocks = costs.layers() / v;  // vpp divides the layer count (level 1 only has such candidates)
   const double m = costs.num_microbatches();
   StageOptions options(costs, in_flight, allow_recompute, blocks, recompute_per_chunk);
   auto objective = [&](const Solution& s) { return (m - 1.0 / v) * s.max_s + s.sum_s / v; };

@@ -1,5 +1,7 @@
 // Level 2 of the planner: which decoder layers each pipeline stage holds and how many of them it
-// recomputes, chosen exactly for a pipeline-time model under each stage's memory limit.
+// recomputes, chosen exactly for a pipeline-time model under each stage's memory limit. The same
+// code splits paratune-train's models across its pipeline ranks (trainer/stage_split.h), through the
+// StageCosts interface below.
 #pragma once
 
 #include <limits>
@@ -9,6 +11,27 @@
 #include "paratune/cost/stage_model.h"
 
 namespace paratune::plan {
+
+// What the stage assignment needs to know about a model and a pipeline: the transformer cost model
+// (StageCostModel, the planner) and a trainer's per-layer costs (paratune-train) both answer it.
+class StageCosts {
+ public:
+  virtual ~StageCosts() = default;
+  [[nodiscard]] virtual int pipeline_stages() const = 0;  // pp
+  [[nodiscard]] virtual int virtual_stages() const = 0;   // vpp: model chunks per rank
+  [[nodiscard]] virtual int layers() const = 0;           // the model's layers (vpp divides it)
+  [[nodiscard]] virtual double num_microbatches() const = 0;
+  [[nodiscard]] virtual double memory_limit_bytes() const = 0;
+  // Stage `rank` holding layers [first_layer, first_layer + layers), `recomputed` of them fully
+  // recomputed, `in_flight` micro-batches' activations at its peak; one micro-batch.
+  [[nodiscard]] virtual StageWork stage_work(int rank, int first_layer, int layers, int recomputed,
+                                             double in_flight) const = 0;
+  // Whether a stage's cost depends on its layers' count only, never falls as it grows, and is the
+  // same for every first layer: the assignment then stops early (see below).
+  [[nodiscard]] virtual bool layers_alike() const = 0;
+  // A lower bound on the sum over ranks of stage_work(...).time_s, for every assignment.
+  [[nodiscard]] virtual double model_work_s() const = 0;
+};
 
 struct StageAssignment {
   bool feasible = false;         // some assignment fits every stage's memory
@@ -44,6 +67,10 @@ struct StageAssignment {
 // with it is not an option. A stage's time and memory still never fall as it grows (it holds more
 // layers and recomputes at least as many), so the method stays exact.
 inline constexpr int kAllLayers = std::numeric_limits<int>::max() / 1024;
+StageAssignment assign_stages(const StageCosts& costs, std::span<const double> in_flight, bool allow_recompute,
+                              double bottleneck_limit_s = std::numeric_limits<double>::infinity(),
+                              int recompute_per_chunk = -1);
+// The planner's form: the stages of the transformer cost model's configuration.
 StageAssignment assign_stages(const StageCostModel& costs, std::span<const double> in_flight, bool allow_recompute,
                               double bottleneck_limit_s = std::numeric_limits<double>::infinity(),
                               int recompute_per_chunk = -1);

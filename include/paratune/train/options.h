@@ -1,0 +1,93 @@
+// paratune-train's options: the workload, its hyperparameters and the parallel strategy of a trial,
+// from command-line arguments and PARATUNE_PARAMS (the trial protocol, README "Trial protocol").
+//
+// Every option has one name, written `--batch-size` on the command line and `batch_size` (or
+// `batch-size`) as a PARATUNE_PARAMS key. PARATUNE_PARAMS is read first, then the arguments, so an
+// argument overrides the environment. An unknown name, a value of the wrong type, a value outside
+// its range, or options that contradict each other are an Error naming the source, the option, the
+// value and the rule: never a silent default. Options not given take the defaults listed by
+// `paratune-train --help` (train_options_help()).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace paratune::train {
+
+enum class Workload { kMlp, kCnn, kGpt };
+enum class Optimizer { kSgd, kAdam, kAdamW };
+enum class Schedule { kConstant, kStep, kCosine };
+enum class Strategy { kNone, kDp, kMp, kGpipe, kDpGpipe };
+
+struct TrainOptions {
+  // Workload and data.
+  Workload model = Workload::kMlp;
+  std::string data;          // Fashion-MNIST directory (mlp, cnn) or text corpus file/directory (gpt); "" = Debian's
+  int val_size = 5000;       // Fashion-MNIST training images held out for validation (chosen by seed)
+  int eval_every = 0;        // evaluate every this many steps (0: at the end only)
+  int eval_batch = 1000;     // samples per evaluation forward pass
+  int eval_limit = 0;        // at most this many validation/test samples per evaluation (0: all)
+
+  // Hyperparameters.
+  double lr = 1e-3;
+  Optimizer optimizer = Optimizer::kAdamW;
+  double momentum = 0.9;     // sgd
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam, adamw
+  double weight_decay = 0;
+  int batch_size = 64;       // global: samples (sequences) per optimizer step, over all replicas
+  int warmup_steps = 0;      // linear warm-up from lr/warmup_steps to lr
+  Schedule schedule = Schedule::kConstant;
+  int step_size = 1000;      // schedule=step: multiply the rate by gamma every step_size steps
+  double gamma = 0.1;
+  double min_lr_ratio = 0;   // schedule=cosine: the rate decays to lr x this
+  double dropout = 0;
+  double init_scale = 1;     // multiplies every weight's initial standard deviation
+  double clip_norm = 0;      // clip the global gradient norm to this (0: no clipping)
+  double epochs = 0;         // training length in passes over the training data ...
+  std::int64_t steps = 0;    // ... or in optimizer steps (exactly one of them; neither: 1 epoch)
+  std::uint64_t seed = 0;
+
+  // Model shapes.
+  std::vector<int> mlp_hidden{256, 128};
+  std::vector<int> cnn_channels{16, 32, 64};  // one residual block each; stride 2 where channels grow
+  int layers = 4, d_model = 128, heads = 4, seq_len = 128;
+  int mlp_ratio = 4;
+  bool tied_embeddings = true;
+
+  // Parallel strategy of the trial.
+  Strategy strategy = Strategy::kNone;
+  int ranks = 1;             // processes in the trial (dp x pp)
+  int dp = 0, pp = 0;        // 0: derived from the strategy and ranks
+  int micro_batches = 0;     // gpipe: 0 = 2 x pp; none/dp/mp: 1
+  std::vector<int> stage_layers;  // layers per pipeline stage; empty: paratune's stage assignment
+  double bucket_mb = 25;     // dp: gradient all-reduce bucket size (PyTorch DDP's default)
+  bool overlap = true;       // dp: all-reduce a bucket while the backward pass goes on
+  int threads = 0;           // intra-op threads per rank (0: cores / ranks on this host, at least 1)
+  std::string master_addr;   // rendezvous over TCP at this host (else a file store on this host)
+  int master_port = 29500;
+  int nnodes = 1, node_rank = 0;  // several hosts: each runs ranks / nnodes of the ranks
+
+  std::int64_t max_steps = 0;  // PARATUNE_MAX_STEPS: stop after this many steps (0: no limit)
+};
+
+// Parses `args` (without the program name) after `params_json` (PARATUNE_PARAMS; "" = none) and
+// `max_steps_env` (PARATUNE_MAX_STEPS; "" = none), then checks the options together (resolve).
+// Throws Error.
+TrainOptions parse_train_options(const std::vector<std::string>& args, const std::string& params_json,
+                                 const std::string& max_steps_env);
+
+// Fills dp, pp and micro_batches from the strategy and checks what depends on several options
+// (ranks = dp x pp, the batch splitting into replicas and micro-batches, heads dividing d_model,
+// the stage layers' count). Throws Error.
+void resolve(TrainOptions& options);
+
+// The option table as help text: name, default, rule.
+std::string train_options_help();
+
+const char* to_string(Workload);
+const char* to_string(Optimizer);
+const char* to_string(Schedule);
+const char* to_string(Strategy);
+
+}  // namespace paratune::train

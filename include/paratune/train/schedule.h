@@ -1,0 +1,21 @@
+// The learning rate of each optimizer step (paratune-train's --schedule and --warmup-steps).
+#pragma once
+
+#include <cstdint>
+
+#include "paratune/train/options.h"
+
+namespace paratune::train {
+
+// Optimizer steps of a trial: --steps, or ceil(--epochs x steps per epoch).
+std::int64_t total_steps(const TrainOptions& options, std::int64_t steps_per_epoch);
+
+// The rate for 0-based `step` of `total` steps:
+//   warm-up (step < w):  lr x (step + 1) / w                       (Goyal et al. 2017)
+//   constant:            lr
+//   step:                lr x gamma^floor((step - w) / step_size)  (PyTorch's StepLR after warm-up)
+//   cosine:              lr x (r + (1 - r) x (1 + cos(pi x (step - w) / (total - w))) / 2)
+//                        (Loshchilov & Hutter 2017, no restarts; r = min_lr_ratio)
+double learning_rate(const TrainOptions& options, std::int64_t step, std::int64_t total);
+
+}  // namespace paratune::train

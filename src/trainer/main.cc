@@ -1,0 +1,100 @@
+// paratune-train: a libtorch trainer for trials (README "paratune-train"). As a launcher it starts
+// and supervises the trial's rank processes; as a rank (PARATUNE_TRAIN_RANK set) it trains its part.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "comm.h"
+#include "models.h"
+#include "paratune/spec/error.h"
+#include "paratune/train/launcher.h"
+#include "paratune/train/options.h"
+#include "trainer.h"
+
+namespace {
+
+using namespace paratune;
+using namespace paratune::train;
+
+constexpr const char* kStoreVariable = "PARATUNE_TRAIN_STORE";
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+void usage() {
+  std::printf(
+      "usage: paratune-train [--option value | --option=value]...\n"
+      "Trains a model on real data and reports through paratune's trial protocol. Options may also come\n"
+      "from PARATUNE_PARAMS (a JSON object; the command line overrides it); PARATUNE_MAX_STEPS caps the steps.\n\n"
+      "  option              default        rule\n%s",
+      train_options_help().c_str());
+}
+
+// The launcher: the model and its split are checked here once, before any rank starts.
+int launch(const TrainOptions& o, const std::vector<std::string>& args) {
+  (void)stage_layers_for(o, build_model(o).unit_flops());
+  const int local = o.ranks / o.nnodes;
+  std::vector<std::pair<std::string, std::string>> environment;
+  std::filesystem::path store_dir;
+  if (o.master_addr.empty()) {
+    std::string base = env("PARATUNE_TRIAL_DIR");
+    if (base.empty()) base = std::filesystem::temp_directory_path().string();
+    std::string pattern = (std::filesystem::path(base) / "paratune-train-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) throw Error(fmt::format("{}: cannot create the rendezvous directory", base));
+    store_dir = pattern;
+    environment.emplace_back(kStoreVariable, (store_dir / "store").string());
+  }
+  const RankFailure failure =
+      run_ranks(std::filesystem::read_symlink("/proc/self/exe").string(), args, o.node_rank * local, local, environment);
+  if (!store_dir.empty()) std::filesystem::remove_all(store_dir);
+  if (failure.ok()) return 0;
+  if (failure.rank >= 0)
+    std::fprintf(stderr, "paratune-train: rank %d %s; the other ranks were stopped and the trial failed\n", failure.rank,
+                 failure.reason.c_str());
+  else
+    std::fprintf(stderr, "paratune-train: stopped: %s\n", failure.reason.c_str());
+  return 1;
+}
+
+int rank_main(const TrainOptions& o) {
+  const std::string rank_text = env(kRankVariable);
+  const int rank = rank_text.empty() ? o.node_rank * (o.ranks / o.nnodes) : std::stoi(rank_text);
+  if (o.ranks == 1) {
+    Comm comm(o);
+    return train_rank(o, comm);
+  }
+  Comm comm(o, rank, env(kStoreVariable));
+  return train_rank(o, comm);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (const auto& a : args)
+    if (a == "--help" || a == "-h") {
+      usage();
+      return 0;
+    }
+  const std::string rank = env(kRankVariable);
+  const std::string who = rank.empty() ? "paratune-train" : "paratune-train rank " + rank;
+  try {
+    TrainOptions o = parse_train_options(args, env("PARATUNE_PARAMS"), env("PARATUNE_MAX_STEPS"));
+    const int local = o.ranks / o.nnodes;
+    if (o.threads == 0) o.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local);
+    if (rank.empty() && local > 1) return launch(o, args);
+    return rank_main(o);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s: error: %s\n", who.c_str(), e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: failed: %s\n", who.c_str(), e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,279 @@
+#include "trainer.h"
+
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+#include "data.h"
+#include "models.h"
+#include "paratune/spec/error.h"
+#include "paratune/train/schedule.h"
+#include "paratune/train/stage_split.h"
+
+namespace paratune::train {
+namespace {
+
+// Point-to-point tags: training micro-batch j uses j; evaluation chunks and the tied embedding's
+// gradient use their own ranges so a message can never be taken for another.
+constexpr int kEvalTag = 1 << 24, kTiedTag = 1 << 25;
+
+void report(const std::string& json) {
+  std::printf("@paratune %s\n", json.c_str());
+  std::fflush(stdout);
+}
+
+void report_metric(const char* name, double value, std::int64_t step) {
+  report(fmt::format(R"({{"metric": "{}", "value": {}, "step": {}}})", name, value, step));
+}
+
+std::int64_t peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainOptions& o, const std::vector<torch::Tensor>& params) {
+  switch (o.optimizer) {
+    case Optimizer::kSgd:
+      return std::make_unique<torch::optim::SGD>(
+          params, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay));
+    case Optimizer::kAdam:
+      return std::make_unique<torch::optim::Adam>(
+          params,
+          torch::optim::AdamOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
+    case Optimizer::kAdamW:
+      return std::make_unique<torch::optim::AdamW>(
+          params,
+          torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
+  }
+  return nullptr;
+}
+
+class RankTrainer {
+ public:
+  RankTrainer(const TrainOptions& o, Comm& comm) : o_(o), comm_(comm) {
+    Model model = build_model(o);
+    const std::vector<int> split = stage_layers_for(o, model.unit_flops());
+    const int first = std::accumulate(split.begin(), split.begin() + comm.stage(), 0);
+    const int last = first + split[static_cast<std::size_t>(comm.stage())];
+    units_.assign(model.units.begin() + first, model.units.begin() + last);
+    parameters_ = unique_parameters(model, first, last);
+    sequence_targets_ = model.sequence_targets;
+    classes_ = model.classes;
+    // A tied embedding split over the pipeline: the first and last stages each hold it.
+    if (model.tied_weight.defined() && comm.pp() > 1 && (comm.first_stage() || comm.last_stage()))
+      tied_ = model.tied_weight;
+    optimizer_ = make_optimizer(o, parameters_);
+    sync_ = std::make_unique<GradientSync>(comm, parameters_, o.bucket_mb, o.overlap);
+    data_ = o.model == Workload::kGpt ? load_text_data(o) : load_fashion_data(o);
+    if (reporter()) {
+      std::string layout;
+      for (int n : split) layout += (layout.empty() ? "" : ",") + std::to_string(n);
+      std::printf("paratune-train: %s, %lld parameters in %zu layers; %s\n", to_string(o.model),
+                  static_cast<long long>(model.parameter_count()), model.units.size(), data_->describe().c_str());
+      std::printf("paratune-train: strategy %s, %d ranks (dp %d x pp %d), %d micro-batches, stage layers %s\n",
+                  to_string(o.strategy), comm.world(), comm.dp(), comm.pp(), o.micro_batches, layout.c_str());
+      std::fflush(stdout);
+    }
+  }
+
+  int run() {
+    const std::int64_t total = total_steps(o_, data_->steps_per_epoch(o_.batch_size));
+    const std::int64_t run_steps = o_.max_steps > 0 ? std::min(total, o_.max_steps) : total;
+    for (std::int64_t step = 0; step < run_steps; ++step) {
+      const auto start = std::chrono::steady_clock::now();
+      const double loss = train_step(step, learning_rate(o_, step, total));
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (reporter()) {
+        if (!std::isfinite(loss)) {
+          std::fprintf(stderr, "paratune-train: training diverged: the train loss is %f at step %lld (lr %g)\n", loss,
+                       static_cast<long long>(step), o_.lr);
+          return 3;
+        }
+        report(fmt::format(R"({{"step": {}, "step_time_s": {}}})", step, std::max(seconds, 1e-9)));
+        report_metric("train_loss", loss, step);
+      }
+      if (o_.eval_every > 0 && (step + 1) % o_.eval_every == 0 && step + 1 < run_steps) evaluate(step, false);
+    }
+    evaluate(run_steps - 1, true);
+    return 0;
+  }
+
+ private:
+  bool reporter() const { return comm_.replica() == 0 && comm_.last_stage(); }
+
+  torch::Tensor forward(torch::Tensor x) {
+    for (auto& unit : units_) x = unit->forward(x);
+    return x;
+  }
+
+  // Cross-entropy over every sample (every byte position of a sequence): the mean, or the sum.
+  torch::Tensor loss_of(const torch::Tensor& logits, const torch::Tensor& targets, bool sum) {
+    namespace F = torch::nn::functional;
+    F::CrossEntropyFuncOptions options;
+    if (sum) options.reduction(torch::kSum);
+    return F::cross_entropy(logits.reshape({-1, classes_}), targets.reshape(-1), options);
+  }
+
+  // One optimizer step on the global batch; returns its mean loss on the last stages (0 elsewhere).
+  double train_step(std::int64_t step, double lr) {
+    for (auto& unit : units_) unit->train(true);
+    for (auto& p : parameters_) p.mutable_grad() = torch::Tensor();
+    const int m = o_.micro_batches, per_replica = o_.batch_size / comm_.dp(), micro = per_replica / m;
+    std::vector<torch::Tensor> inputs(m), outputs(m), losses(m);
+    // GPipe (Huang et al. 2019): every micro-batch's forward pass, then every backward pass.
+    for (int j = 0; j < m; ++j) {
+      const int first_sample = comm_.replica() * per_replica + j * micro;
+      Batch batch;
+      if (comm_.first_stage() || comm_.last_stage()) batch = data_->train_batch(step, o_.batch_size, first_sample, micro);
+      torch::Tensor x = comm_.first_stage() ? batch.inputs : comm_.receive(comm_.stage() - 1, j).requires_grad_(true);
+      torch::Tensor y = forward(x);
+      if (comm_.last_stage()) {
+        losses[j] = loss_of(y, batch.targets, false) / m;
+      } else {
+        comm_.send(y.detach(), comm_.stage() + 1, j);
+        outputs[j] = y;
+      }
+      inputs[j] = x;
+    }
+    for (int j = m - 1; j >= 0; --j) {
+      if (j == 0) sync_->arm();  // this backward pass makes the gradients final
+      if (comm_.last_stage()) losses[j].backward();
+      else outputs[j].backward(comm_.receive(comm_.stage() + 1, j));
+      if (!comm_.first_stage()) comm_.send(inputs[j].grad(), comm_.stage() - 1, j);
+      outputs[j] = torch::Tensor();
+    }
+    comm_.wait_sends();
+    sync_->finish();
+    sum_tied_gradient();
+    if (o_.clip_norm > 0) clip_gradients();
+    for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
+    optimizer_->step();
+
+    if (!comm_.last_stage()) return 0;
+    torch::Tensor loss = torch::zeros({1}, torch::kFloat64);
+    for (const auto& l : losses) loss += l.detach().to(torch::kFloat64);
+    comm_.sum_over_replicas(loss);
+    return loss.item<double>() / comm_.dp();
+  }
+
+  // The embedding and the output projection are one weight: its two stages add their gradients.
+  void sum_tied_gradient() {
+    if (!tied_.defined()) return;
+    torch::NoGradGuard no_grad;
+    if (!tied_.grad().defined()) tied_.mutable_grad() = torch::zeros_like(tied_);
+    const int other = comm_.first_stage() ? comm_.pp() - 1 : 0;
+    torch::Tensor theirs;
+    if (comm_.first_stage()) {
+      comm_.send(tied_.grad(), other, kTiedTag);
+      theirs = comm_.receive(other, kTiedTag);
+    } else {
+      theirs = comm_.receive(other, kTiedTag);
+      comm_.send(tied_.grad(), other, kTiedTag);
+    }
+    comm_.wait_sends();
+    tied_.mutable_grad().add_(theirs);  // a + b on one stage, b + a on the other: the same bits
+  }
+
+  // torch.nn.utils.clip_grad_norm_ over the whole model: each weight counted once (a tied weight on
+  // the first stage), the squares summed over stages; replicas hold equal gradients, so the sum
+  // over every rank is dp times the model's.
+  void clip_gradients() {
+    torch::NoGradGuard no_grad;
+    torch::Tensor squares = torch::zeros({1}, torch::kFloat64);
+    for (const auto& p : parameters_) {
+      if (!p.grad().defined()) continue;
+      if (tied_.defined() && comm_.last_stage() && p.is_same(tied_)) continue;
+      squares += p.grad().to(torch::kFloat64).pow(2).sum();
+    }
+    comm_.sum_over_all(squares);
+    const double norm = std::sqrt(squares.item<double>() / comm_.dp());
+    const double coefficient = o_.clip_norm / (norm + 1e-6);
+    if (coefficient < 1)
+      for (auto& p : parameters_)
+        if (p.grad().defined()) p.mutable_grad().mul_(coefficient);
+  }
+
+  struct Totals {
+    double loss_sum = 0, correct = 0, count = 0;
+  };
+
+  Totals evaluate_split(EvalSplit split) {
+    torch::NoGradGuard no_grad;
+    for (auto& unit : units_) unit->train(false);
+    std::int64_t n = data_->eval_size(split);
+    if (o_.eval_limit > 0) n = std::min<std::int64_t>(n, o_.eval_limit);
+    const std::int64_t chunks = (n + o_.eval_batch - 1) / o_.eval_batch;
+    torch::Tensor totals = torch::zeros({3}, torch::kFloat64);
+    for (std::int64_t c = comm_.replica(); c < chunks; c += comm_.dp()) {
+      const std::int64_t first = c * o_.eval_batch, count = std::min<std::int64_t>(o_.eval_batch, n - first);
+      Batch batch;
+      if (comm_.first_stage() || comm_.last_stage()) batch = data_->eval_batch(split, first, count);
+      const int tag = kEvalTag + static_cast<int>(c % kEvalTag);
+      torch::Tensor y = forward(comm_.first_stage() ? batch.inputs : comm_.receive(comm_.stage() - 1, tag));
+      if (!comm_.last_stage()) {
+        comm_.send(y, comm_.stage() + 1, tag);
+        comm_.wait_sends();
+        continue;
+      }
+      totals[0] += loss_of(y, batch.targets, true).to(torch::kFloat64);
+      totals[1] += (y.argmax(-1) == batch.targets).sum().to(torch::kFloat64);
+      totals[2] += static_cast<double>(batch.targets.numel());
+    }
+    if (comm_.last_stage()) comm_.sum_over_replicas(totals);
+    return {totals[0].item<double>(), totals[1].item<double>(), totals[2].item<double>()};
+  }
+
+  void evaluate(std::int64_t step, bool final) {
+    std::vector<EvalSplit> splits{EvalSplit::kValidation};
+    if (final && data_->has_split(EvalSplit::kTest)) splits.push_back(EvalSplit::kTest);
+    for (EvalSplit split : splits) {
+      const Totals t = evaluate_split(split);
+      if (!reporter() || t.count == 0) continue;
+      const bool validation = split == EvalSplit::kValidation;
+      const double loss = t.loss_sum / t.count;
+      report_metric(validation ? "val_loss" : "test_loss", loss, step);
+      if (sequence_targets_) {
+        report_metric("val_perplexity", std::exp(loss), step);  // per byte
+      } else {
+        report_metric(validation ? "val_accuracy" : "test_accuracy", t.correct / t.count, step);
+      }
+    }
+    torch::Tensor peak = torch::tensor({static_cast<double>(peak_rss_bytes())}, torch::kFloat64);
+    comm_.max_over_all(peak);
+    if (reporter()) report(fmt::format(R"({{"peak_memory_bytes": {}}})", static_cast<std::int64_t>(peak.item<double>())));
+  }
+
+  const TrainOptions& o_;
+  Comm& comm_;
+  std::vector<std::shared_ptr<Unit>> units_;
+  std::vector<torch::Tensor> parameters_;
+  torch::Tensor tied_;
+  bool sequence_targets_ = false;
+  int classes_ = 0;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<GradientSync> sync_;
+  std::unique_ptr<TrainingData> data_;
+};
+
+}  // namespace
+
+std::vector<int> stage_layers_for(const TrainOptions& o, const std::vector<double>& unit_flops) {
+  if (!o.stage_layers.empty()) {
+    check_stage_layers(o.stage_layers, static_cast<int>(unit_flops.size()), o.pp);
+    return o.stage_layers;
+  }
+  return split_stages(unit_flops, o.pp, o.micro_batches);
+}
+
+int train_rank(const TrainOptions& options, Comm& comm) {
+  torch::set_num_threads(std::max(1, options.threads));
+  RankTrainer trainer(options, comm);
+  return trainer.run();
+}
+
+}  // namespace paratune::train

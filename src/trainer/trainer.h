@@ -1,0 +1,24 @@
+// One rank of a paratune-train trial: its pipeline stage of the model, trained with the trial's
+// strategy, reporting through the trial protocol (README "Trial protocol").
+#pragma once
+
+#include "comm.h"
+#include "paratune/train/options.h"
+
+namespace paratune::train {
+
+// Trains `options`' model as rank comm.rank() and returns the process's exit code (0; 3 when the
+// loss stops being finite). The reporting rank -- the last pipeline stage of replica 0, where the
+// loss is known -- prints the protocol lines:
+//   @paratune {"step": k, "step_time_s": t}                 every step
+//   @paratune {"metric": "train_loss", "value": v, "step": k} every step (mean over the global batch)
+//   @paratune {"metric": "val_loss" | "val_accuracy" | "val_perplexity" | "test_loss" | "test_accuracy", ...}
+//   @paratune {"peak_memory_bytes": n}                       after each evaluation: RSS high-water, max over ranks
+// Throws Error for bad input found while loading (data files, stage layers).
+int train_rank(const TrainOptions& options, Comm& comm);
+
+// The layers per pipeline stage the trial uses: --stage-layers, else paratune's stage assignment
+// (train/stage_split.h) on the model's counted FLOPs. Throws Error.
+std::vector<int> stage_layers_for(const TrainOptions& options, const std::vector<double>& unit_flops);
+
+}  // namespace paratune::train
