@@ -41,7 +41,8 @@ void reap(std::vector<Rank>& ranks, RankFailure& failure) {
     const pid_t got = waitpid(r.pid, &status, WNOHANG);
     if (got != r.pid) continue;
     r.running = false;
-    if (failed(status) && failure.rank < 0) failure = {r.rank, describe(status)};
+    if (failed(status) && failure.rank < 0)
+      failure = {r.rank, describe(status), WIFEXITED(status) ? WEXITSTATUS(status) : 1};
   }
 }
 
@@ -126,7 +127,7 @@ RankFailure run_ranks(const std::string& program, const std::vector<std::string>
     siginfo_t info;
     const int sig = sigtimedwait(&watched, &info, &wait_for);
     if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
-      failure = {-1, fmt::format("the launcher received signal {} ({})", sig, strsignal(sig))};
+      failure = {-1, fmt::format("the launcher received signal {} ({})", sig, strsignal(sig)), 128 + sig};
       for (const auto& r : ranks)
         if (r.running) kill(r.pid, sig);
       break;

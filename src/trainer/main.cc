@@ -54,12 +54,13 @@ int launch(const TrainOptions& o, const std::vector<std::string>& args) {
       run_ranks(std::filesystem::read_symlink("/proc/self/exe").string(), args, o.node_rank * local, local, environment);
   if (!store_dir.empty()) std::filesystem::remove_all(store_dir);
   if (failure.ok()) return 0;
-  if (failure.rank >= 0)
-    std::fprintf(stderr, "paratune-train: rank %d %s; the other ranks were stopped and the trial failed\n", failure.rank,
-                 failure.reason.c_str());
-  else
+  if (failure.rank < 0) {
     std::fprintf(stderr, "paratune-train: stopped: %s\n", failure.reason.c_str());
-  return 1;
+    return failure.exit_code;
+  }
+  std::fprintf(stderr, "paratune-train: rank %d %s; the other ranks were stopped and the trial failed\n", failure.rank,
+               failure.reason.c_str());
+  return failure.exit_code;
 }
 
 int rank_main(const TrainOptions& o) {

@@ -81,6 +81,8 @@ class RankTrainer {
     }
   }
 
+  // Each step's lines end with its step line: the trial runner may stop the program as soon as it
+  // has PARATUNE_MAX_STEPS step lines, so the train loss and any evaluation come first.
   int run() {
     const std::int64_t total = total_steps(o_, data_->steps_per_epoch(o_.batch_size));
     const std::int64_t run_steps = o_.max_steps > 0 ? std::min(total, o_.max_steps) : total;
@@ -94,12 +96,12 @@ class RankTrainer {
                        static_cast<long long>(step), o_.lr);
           return 3;
         }
-        report(fmt::format(R"({{"step": {}, "step_time_s": {}}})", step, std::max(seconds, 1e-9)));
         report_metric("train_loss", loss, step);
       }
-      if (o_.eval_every > 0 && (step + 1) % o_.eval_every == 0 && step + 1 < run_steps) evaluate(step, false);
+      const bool last = step + 1 == run_steps;
+      if (last || (o_.eval_every > 0 && (step + 1) % o_.eval_every == 0)) evaluate(step, last);
+      if (reporter()) report(fmt::format(R"({{"step": {}, "step_time_s": {}}})", step, std::max(seconds, 1e-9)));
     }
-    evaluate(run_steps - 1, true);
     return 0;
   }
 

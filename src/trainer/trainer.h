@@ -9,11 +9,13 @@ namespace paratune::train {
 
 // Trains `options`' model as rank comm.rank() and returns the process's exit code (0; 3 when the
 // loss stops being finite). The reporting rank -- the last pipeline stage of replica 0, where the
-// loss is known -- prints the protocol lines:
-//   @paratune {"step": k, "step_time_s": t}                 every step
-//   @paratune {"metric": "train_loss", "value": v, "step": k} every step (mean over the global batch)
+// loss is known -- prints the protocol lines of each step in this order:
+//   @paratune {"metric": "train_loss", "value": v, "step": k}  every step (mean over the global batch)
 //   @paratune {"metric": "val_loss" | "val_accuracy" | "val_perplexity" | "test_loss" | "test_accuracy", ...}
-//   @paratune {"peak_memory_bytes": n}                       after each evaluation: RSS high-water, max over ranks
+//   @paratune {"peak_memory_bytes": n}    after each evaluation (every eval_every steps and after the
+//                                         last step): RSS high-water in bytes, max over ranks
+//   @paratune {"step": k, "step_time_s": t}  last, so a runner that stops the trial after its last
+//                                         step line has every line of it
 // Throws Error for bad input found while loading (data files, stage layers).
 int train_rank(const TrainOptions& options, Comm& comm);
 

@@ -16,6 +16,8 @@ inline constexpr const char* kRankVariable = "PARATUNE_TRAIN_RANK";
 struct RankFailure {
   int rank = -1;       // the first rank that failed (-1: none, or the launcher was stopped)
   std::string reason;  // "" when every rank exited 0; "exited with code 1", "killed by signal 9 (Killed)"
+  int exit_code = 1;   // the failed rank's exit code when it exited (2: bad input); 128 + signal when the
+                       // launcher was stopped by one; else 1
   [[nodiscard]] bool ok() const { return reason.empty(); }
 };
 

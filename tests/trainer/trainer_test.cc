@@ -1,0 +1,336 @@
+// paratune-train end to end: model shapes and parameter counts, the protocol lines, determinism,
+// the strategies' equivalence, a rank killed mid-step, bad input, and a `paratune tune` grid study
+// that runs the trainer. Real processes, real data (Debian's Fashion-MNIST and fortunes), tiny
+// models and few steps.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "models.h"
+#include "paratune/train/corpus.h"
+#include "paratune/train/idx.h"
+#include "paratune/train/options.h"
+
+namespace paratune::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool have_data() { return fs::exists(kDebianFashionMnist) && fs::exists(kDebianFortunes); }
+
+struct TrainRun {
+  int exit_code = -1;
+  std::string output;                       // stdout and stderr
+  std::vector<nlohmann::json> reports;      // the @paratune lines, in order
+  std::map<std::string, std::vector<double>> metrics;  // name -> values in order
+  std::vector<std::int64_t> steps;
+};
+
+// Runs paratune-train with `args` (shell text) and `env` (shell assignments) and parses its lines.
+TrainRun train(const std::string& args, const std::string& env = "") {
+  const std::string command = env + " " + PARATUNE_TRAIN_BINARY + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  TrainRun run;
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), buffer.size(), pipe)) run.output += buffer.data();
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::istringstream lines(run.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("@paratune ", 0) != 0) continue;
+    const auto j = nlohmann::json::parse(line.substr(10));
+    run.reports.push_back(j);
+    if (j.contains("metric")) run.metrics[j["metric"].get<std::string>()].push_back(j["value"].get<double>());
+    if (j.contains("step_time_s")) run.steps.push_back(j["step"].get<std::int64_t>());
+  }
+  return run;
+}
+
+// A tiny GPT and MLP that run in well under a second per step on one core.
+const std::string kTinyGpt =
+    "--model gpt --layers 2 --d-model 32 --heads 4 --seq-len 32 --batch-size 8 --eval-limit 32 --eval-batch 16 "
+    "--threads 1";
+const std::string kTinyMlp = "--model mlp --mlp-hidden 64,32 --batch-size 32 --eval-limit 256 --threads 1";
+
+TEST(TrainModels, ShapesAndParameterCounts) {
+  TrainOptions o;
+  o.mlp_hidden = {256, 128};
+  Model mlp = build_model(o);
+  ASSERT_EQ(mlp.units.size(), 3u);
+  EXPECT_EQ(mlp.parameter_count(), (784 * 256 + 256) + (256 * 128 + 128) + (128 * 10 + 10));
+  torch::Tensor x = torch::zeros({5, 1, 28, 28});
+  for (auto& u : mlp.units) x = u->forward(x);
+  EXPECT_EQ(x.sizes(), (std::vector<std::int64_t>{5, 10}));
+
+  o.model = Workload::kCnn;  // channels 16, 32, 64: stem, 3 residual blocks, classifier
+  Model cnn = build_model(o);
+  ASSERT_EQ(cnn.units.size(), 5u);
+  const std::int64_t stem = 9 * 16 + 2 * 16;
+  const std::int64_t block16 = 2 * 9 * 16 * 16 + 2 * 2 * 16;
+  const std::int64_t block32 = 9 * 16 * 32 + 9 * 32 * 32 + 16 * 32 + 3 * 2 * 32;  // with the 1x1 shortcut
+  const std::int64_t block64 = 9 * 32 * 64 + 9 * 64 * 64 + 32 * 64 + 3 * 2 * 64;
+  EXPECT_EQ(cnn.parameter_count(), stem + block16 + block32 + block64 + 64 * 10 + 10);
+  x = torch::zeros({3, 1, 28, 28});
+  std::vector<std::vector<std::int64_t>> shapes;
+  for (auto& u : cnn.units) {
+    x = u->forward(x);
+    shapes.push_back(x.sizes().vec());
+  }
+  EXPECT_EQ(shapes[1], (std::vector<std::int64_t>{3, 16, 28, 28}));
+  EXPECT_EQ(shapes[2], (std::vector<std::int64_t>{3, 32, 14, 14}));
+  EXPECT_EQ(shapes[3], (std::vector<std::int64_t>{3, 64, 7, 7}));
+  EXPECT_EQ(shapes[4], (std::vector<std::int64_t>{3, 10}));
+
+  o.model = Workload::kGpt;
+  o.layers = 2, o.d_model = 64, o.heads = 4, o.seq_len = 16;
+  const std::int64_t block = 2 * 2 * 64 + (64 * 192 + 192) + (64 * 64 + 64) + (64 * 256 + 256) + (256 * 64 + 64);
+  Model gpt = build_model(o);
+  ASSERT_EQ(gpt.units.size(), 4u);
+  EXPECT_EQ(gpt.parameter_count(), 256 * 64 + 16 * 64 + 2 * block + 2 * 64);  // tied: no output matrix
+  torch::Tensor tokens = torch::randint(0, 256, {2, 16}, torch::kInt64);
+  for (auto& u : gpt.units) tokens = u->forward(tokens);
+  EXPECT_EQ(tokens.sizes(), (std::vector<std::int64_t>{2, 16, 256}));
+  o.tied_embeddings = false;
+  EXPECT_EQ(build_model(o).parameter_count(), gpt.parameter_count() + 256 * 64);
+  // Causality: the logits at position t do not change when later bytes do.
+  Model g = build_model(o);
+  torch::Tensor a = torch::randint(0, 256, {1, 16}, torch::kInt64), b = a.clone();
+  b.index_put_({0, 10}, (a.index({0, 10}) + 1) % 256);
+  auto run_all = [&](torch::Tensor t) {
+    for (auto& u : g.units) t = u->forward(t);
+    return t;
+  };
+  EXPECT_TRUE(torch::allclose(run_all(a).slice(1, 0, 10), run_all(b).slice(1, 0, 10)));
+  EXPECT_FALSE(torch::allclose(run_all(a).slice(1, 10, 11), run_all(b).slice(1, 10, 11)));
+}
+
+TEST(TrainProtocol, EveryStepReportsLossThenItsStepLine) {
+  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  const TrainRun r = train(kTinyMlp + " --steps 4 --eval-every 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.steps, (std::vector<std::int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(r.metrics.at("train_loss").size(), 4u);
+  EXPECT_EQ(r.metrics.at("val_loss").size(), 2u);  // after steps 1 and 3
+  EXPECT_EQ(r.metrics.at("val_accuracy").size(), 2u);
+  EXPECT_EQ(r.metrics.at("test_accuracy").size(), 1u);
+  for (double a : r.metrics.at("val_accuracy")) EXPECT_TRUE(a >= 0 && a <= 1);
+  // Each step's lines close with its step line; peak memory is a plausible RSS.
+  ASSERT_TRUE(r.reports.back().contains("step_time_s"));
+  EXPECT_EQ(r.reports.back()["step"], 3);
+  bool saw_memory = false;
+  for (const auto& j : r.reports)
+    if (j.contains("peak_memory_bytes")) {
+      saw_memory = true;
+      EXPECT_GT(j["peak_memory_bytes"].get<double>(), 10e6);
+    }
+  EXPECT_TRUE(saw_memory);
+  // PARATUNE_MAX_STEPS caps the run; PARATUNE_PARAMS sets options.
+  const TrainRun capped = train(kTinyMlp + " --steps 50", "PARATUNE_MAX_STEPS=2 PARATUNE_PARAMS='{\"lr\": 0.01}'");
+  ASSERT_EQ(capped.exit_code, 0) << capped.output;
+  EXPECT_EQ(capped.steps.size(), 2u);
+  EXPECT_EQ(capped.metrics.at("val_loss").size(), 1u);  // evaluated before the last step line
+  const TrainRun gpt = train(kTinyGpt + " --steps 2");
+  ASSERT_EQ(gpt.exit_code, 0) << gpt.output;
+  EXPECT_NEAR(gpt.metrics.at("val_perplexity").at(0), std::exp(gpt.metrics.at("val_loss").at(0)), 1e-9);
+  EXPECT_EQ(gpt.metrics.count("val_accuracy"), 0u);
+}
+
+TEST(TrainProtocol, BadInputIsAClearErrorBeforeTraining) {
+  const TrainRun bad = train("--lr 0", "PARATUNE_PARAMS=");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("paratune-train: error: --lr: lr: value '0' must be a number in (0, 10]"),
+            std::string::npos)
+      << bad.output;
+  EXPECT_TRUE(bad.reports.empty());
+  const TrainRun params = train("", "PARATUNE_PARAMS='{\"optimiser\": \"sgd\"}'");
+  EXPECT_EQ(params.exit_code, 2);
+  EXPECT_NE(params.output.find("unknown option 'optimiser' (did you mean 'optimizer'?)"), std::string::npos)
+      << params.output;
+  const TrainRun split = train(kTinyMlp + " --strategy gpipe --ranks 2 --stage-layers 1,1 --steps 1");
+  EXPECT_EQ(split.exit_code, 2);
+  EXPECT_NE(split.output.find("stage_layers: value '1,1' places 2 layers; the model has 3"), std::string::npos)
+      << split.output;
+  // A corrupt data file: the error names the file and the rule, from every rank, and no rank hangs.
+  const fs::path dir = fs::path(::testing::TempDir()) / "bad-fashion";
+  fs::create_directories(dir);
+  std::ofstream(dir / "train-images-idx3-ubyte", std::ios::binary) << "not an idx file";
+  const TrainRun data = train(kTinyMlp + " --strategy dp --ranks 2 --steps 1 --data " + dir.string());
+  EXPECT_EQ(data.exit_code, 2);  // the rank's bad-input code, passed on by the launcher
+  EXPECT_NE(data.output.find((dir / "train-images-idx3-ubyte").string()), std::string::npos) << data.output;
+  EXPECT_NE(data.output.find("the other ranks were stopped and the trial failed"), std::string::npos) << data.output;
+}
+
+// Same seed, same strategy: the same loss curve, bit for bit (the protocol prints the shortest text
+// that reads back as the same double, so equal text is equal bits). Dropout included.
+TEST(TrainDeterminism, SameSeedSameCurveBitForBit) {
+  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  for (const std::string& workload : {kTinyGpt + " --dropout 0.1", kTinyMlp + " --dropout 0.2"}) {
+    const TrainRun a = train(workload + " --steps 5 --seed 7");
+    const TrainRun b = train(workload + " --steps 5 --seed 7");
+    const TrainRun c = train(workload + " --steps 5 --seed 8");
+    ASSERT_EQ(a.exit_code, 0) << a.output;
+    EXPECT_EQ(a.metrics.at("train_loss"), b.metrics.at("train_loss")) << workload;
+    EXPECT_EQ(a.metrics.at("val_loss"), b.metrics.at("val_loss")) << workload;
+    EXPECT_NE(a.metrics.at("train_loss"), c.metrics.at("train_loss")) << workload;
+  }
+}
+
+// Every strategy computes the same mathematical step; only the order of floating-point additions
+// differs (the batch mean split over replicas and micro-batches, the all-reduce's sum, the tied
+// embedding's two gradient halves), so curves agree to float32 rounding, amplified a little by
+// Adam over the steps: relative 2e-5 after 6 steps (observed ~1e-7). Dropout is off (its masks
+// depend on how each rank draws random numbers) and the models have no BatchNorm (its statistics
+// are per micro-batch by design, as in GPipe).
+TEST(TrainStrategies, DpMpAndGpipeFollowTheSameCurveAsNone) {
+  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  for (const std::string& workload : {kTinyGpt + " --clip-norm 0.5", kTinyMlp + " --optimizer sgd --lr 0.05"}) {
+    const std::string base = workload + " --steps 6 --seed 3";
+    const TrainRun none = train(base);
+    ASSERT_EQ(none.exit_code, 0) << none.output;
+    for (const std::string strategy :
+         {"--strategy dp --ranks 2", "--strategy dp --ranks 2 --overlap off", "--strategy mp --ranks 2",
+          "--strategy gpipe --ranks 2 --micro-batches 4", "--strategy dp+gpipe --ranks 4 --pp 2 --micro-batches 2"}) {
+      const TrainRun other = train(base + " " + strategy);
+      ASSERT_EQ(other.exit_code, 0) << strategy << "\n" << other.output;
+      for (const char* metric : {"train_loss", "val_loss"}) {
+        const auto& want = none.metrics.at(metric);
+        const auto& got = other.metrics.at(metric);
+        ASSERT_EQ(got.size(), want.size()) << strategy;
+        for (std::size_t k = 0; k < want.size(); ++k)
+          EXPECT_NEAR(got[k], want[k], 2e-5 * std::abs(want[k])) << workload << " " << strategy << " " << metric << " " << k;
+      }
+    }
+  }
+}
+
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(text.substr(close + 2));
+    char state;
+    pid_t ppid;
+    rest >> state >> ppid;
+    if (ppid == parent) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+std::string environment_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::replace(text.begin(), text.end(), '\0', '\n');
+  return text;
+}
+
+// SIGKILL to one rank in the middle of training: the launcher stops the other and fails the
+// trial with the reason, within seconds, and leaves no process behind.
+TEST(TrainLauncher, ARankKilledMidStepFailsTheTrialWithoutOrphans) {
+  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  const fs::path out = fs::path(::testing::TempDir()) / "killed-rank.out";
+  const pid_t launcher = fork();
+  ASSERT_GE(launcher, 0);
+  if (launcher == 0) {
+    const std::string command = std::string("exec ") + PARATUNE_TRAIN_BINARY + " " + kTinyGpt +
+                                " --strategy dp --ranks 2 --steps 100000 > " + out.string() + " 2>&1";
+    execl("/bin/sh", "sh", "-c", command.c_str(), nullptr);
+    _exit(127);
+  }
+  auto read_out = [&] {
+    std::ifstream in(out);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (read_out().find("\"step\": 3,") == std::string::npos && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_NE(read_out().find("\"step\": 3,"), std::string::npos) << read_out();
+  const std::vector<pid_t> ranks = children_of(launcher);
+  ASSERT_EQ(ranks.size(), 2u);
+  pid_t victim = -1;
+  for (pid_t p : ranks)
+    if (environment_of(p).find("PARATUNE_TRAIN_RANK=1\n") != std::string::npos) victim = p;
+  ASSERT_GT(victim, 0);
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  int status = 0;
+  pid_t done = 0;
+  const auto stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while ((done = waitpid(launcher, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < stop_deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (done == 0) {  // a hang: clean up, then fail
+    kill(launcher, SIGKILL);
+    waitpid(launcher, &status, 0);
+    FAIL() << "the launcher did not stop within 30 s\n" << read_out();
+  }
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_NE(read_out().find("paratune-train: rank 1 killed by signal 9 (Killed); the other ranks were stopped and "
+                            "the trial failed"),
+            std::string::npos)
+      << read_out();
+  for (pid_t p : ranks) EXPECT_FALSE(fs::exists("/proc/" + std::to_string(p))) << "rank process " << p << " left";
+}
+
+// `paratune tune` runs the trainer unchanged: a grid over two learning rates, every trial's curve
+// and evaluation stored in the study.
+TEST(TrainTune, AGridStudyOverTwoLearningRatesRunsTheTrainer) {
+  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  const fs::path dir = fs::path(::testing::TempDir()) / "train-tune";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "space.yaml") << "parameters:\n  lr: [0.001, 0.5]\n";
+  const std::string command = std::string(PARATUNE_BINARY) + " tune --space " + (dir / "space.yaml").string() +
+                              " --study " + (dir / "study.db").string() + " --steps 6 --command '" +
+                              PARATUNE_TRAIN_BINARY + " " + kTinyMlp +
+                              " --optimizer sgd --momentum 0 --steps 100 --lr {lr} --strategy dp --ranks 2' --json 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string output;
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
+  const int status = pclose(pipe);
+  ASSERT_EQ(WEXITSTATUS(status), 0) << output;
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir / "study.db").c_str(), &db), SQLITE_OK);
+  std::map<std::string, std::map<std::string, std::vector<double>>> by_lr;  // params -> metric -> values
+  sqlite3_stmt* q = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT t.params_json, m.name, m.value FROM trials t JOIN metrics m ON m.trial_id = "
+                               "t.id ORDER BY t.id, m.rowid",
+                               -1, &q, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  while (sqlite3_step(q) == SQLITE_ROW)
+    by_lr[reinterpret_cast<const char*>(sqlite3_column_text(q, 0))][reinterpret_cast<const char*>(sqlite3_column_text(q, 1))]
+        .push_back(sqlite3_column_double(q, 2));
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+  ASSERT_EQ(by_lr.size(), 2u) << output;
+  std::vector<double> final_loss;
+  for (const auto& [params, metrics] : by_lr) {
+    EXPECT_EQ(metrics.at("train_loss").size(), 6u) << params;  // stopped after --steps 6 ...
+    EXPECT_EQ(metrics.at("val_loss").size(), 1u) << params;    // ... with its evaluation
+    EXPECT_EQ(metrics.at("test_accuracy").size(), 1u) << params;
+    final_loss.push_back(metrics.at("val_loss").back());
+  }
+  EXPECT_NE(final_loss[0], final_loss[1]);  // the two rates trained differently
+}
+
+}  // namespace
+}  // namespace paratune::train
