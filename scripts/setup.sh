@@ -13,6 +13,7 @@ PACKAGES=(
   librsvg2-bin  # rsvg-convert: the tests render the simulator's SVG timeline
   zlib1g-dev dataset-fashion-mnist  # paratune-train's image data: gzipped IDX files
   libtorch-dev libgloo-dev  # paratune-train: libtorch 1.13 (CPU) and the Gloo headers c10d's ProcessGroupGloo needs
+  libopenblas0-openmp  # libtorch's BLAS: OpenBLAS (OpenMP, so it follows torch's thread count) instead of the 10x slower reference BLAS
   fortunes  # paratune-train's text corpus (byte-level language model)
 )
 

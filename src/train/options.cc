@@ -161,6 +161,7 @@ const std::vector<OptionSpec>& option_table() {
       integer("eval_every", &TrainOptions::eval_every, 0, kIntMax, "an integer >= 0 (0: at the end only)"),
       integer("eval_batch", &TrainOptions::eval_batch, 1, 1 << 20, "an integer in [1, 1048576]"),
       integer("eval_limit", &TrainOptions::eval_limit, 0, kIntMax, "an integer >= 0 (0: every sample)"),
+      flag("eval_test", &TrainOptions::eval_test),
       real("lr", &TrainOptions::lr, 0, true, 10, false, "a number in (0, 10]"),
       choice("optimizer", &TrainOptions::optimizer, kOptimizers),
       real("momentum", &TrainOptions::momentum, 0, false, 1, true, "a number in [0, 1)"),

@@ -77,6 +77,7 @@ int rank_main(const TrainOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  keep_freed_memory();
   std::vector<std::string> args(argv + 1, argv + argc);
   for (const auto& a : args)
     if (a == "--help" || a == "-h") {

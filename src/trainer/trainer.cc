@@ -1,6 +1,7 @@
 #include "trainer.h"
 
 #include <fmt/format.h>
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <chrono>
@@ -232,7 +233,7 @@ class RankTrainer {
 
   void evaluate(std::int64_t step, bool final) {
     std::vector<EvalSplit> splits{EvalSplit::kValidation};
-    if (final && data_->has_split(EvalSplit::kTest)) splits.push_back(EvalSplit::kTest);
+    if ((final || o_.eval_test) && data_->has_split(EvalSplit::kTest)) splits.push_back(EvalSplit::kTest);
     for (EvalSplit split : splits) {
       const Totals t = evaluate_split(split);
       if (!reporter() || t.count == 0) continue;
@@ -270,6 +271,11 @@ std::vector<int> stage_layers_for(const TrainOptions& o, const std::vector<doubl
     return o.stage_layers;
   }
   return split_stages(unit_flops, o.pp, o.micro_batches);
+}
+
+void keep_freed_memory() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest: bigger blocks are still mapped
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
 int train_rank(const TrainOptions& options, Comm& comm) {

@@ -28,6 +28,7 @@ struct TrainOptions {
   int eval_every = 0;        // evaluate every this many steps (0: at the end only)
   int eval_batch = 1000;     // samples per evaluation forward pass
   int eval_limit = 0;        // at most this many validation/test samples per evaluation (0: all)
+  bool eval_test = false;    // score the test split at every evaluation, not only after the last step
 
   // Hyperparameters.
   double lr = 1e-3;

@@ -1,0 +1,290 @@
+// paratune-train's benchmark (issue 18): real training processes on this machine.
+//
+//   bench_train strategies [--runs 3]   steps/s and peak RSS per rank of none/dp/mp/gpipe, N in {1, 2},
+//                                       for the CNN and a ~10M-parameter GPT (HyperTune Fig. 3/7, Table 1)
+//   bench_train overhead [--runs 5]     paratune-train's step against a bare libtorch loop doing the same
+//                                       work (same model code, data, optimizer, threads)
+//   bench_train accuracy                time to 90% Fashion-MNIST test accuracy (CNN)
+//   bench_train perplexity              the GPT's validation perplexity after a fixed budget of steps
+//
+// Every figure is measured; each mode prints a Markdown table. Timings come from the step lines'
+// arrival at this process (everything the trainer does per step, printing included) and from the
+// trainer's own step_time_s.
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "data.h"
+#include "models.h"
+#include "trainer.h"
+#include "paratune/train/options.h"
+
+namespace {
+
+using namespace paratune::train;
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct Trace {
+  int exit_code = -1;
+  std::vector<double> step_time_s;     // the trainer's own per-step times
+  std::vector<double> arrival_s;       // when each step line arrived, from the start
+  std::map<std::string, std::vector<std::pair<std::int64_t, double>>> metrics;  // name -> (step, value)
+  double peak_memory_bytes = 0;
+  double wall_s = 0;
+  std::string log;
+};
+
+Trace run_trainer(const std::string& args) {
+  const std::string command = fmt::format("{} {} 2>&1", PARATUNE_TRAIN_BINARY, args);
+  const auto start = Clock::now();
+  FILE* pipe = popen(command.c_str(), "r");
+  Trace t;
+  char buffer[8192];
+  while (fgets(buffer, sizeof buffer, pipe)) {
+    const double now = std::chrono::duration<double>(Clock::now() - start).count();
+    const std::string line(buffer);
+    if (line.rfind("@paratune ", 0) != 0) {
+      t.log += line;
+      continue;
+    }
+    const auto j = nlohmann::json::parse(line.substr(10));
+    if (j.contains("step_time_s")) {
+      t.step_time_s.push_back(j["step_time_s"].get<double>());
+      t.arrival_s.push_back(now);
+    } else if (j.contains("metric")) {
+      t.metrics[j["metric"].get<std::string>()].emplace_back(j.value("step", -1), j["value"].get<double>());
+    } else if (j.contains("peak_memory_bytes")) {
+      t.peak_memory_bytes = std::max(t.peak_memory_bytes, j["peak_memory_bytes"].get<double>());
+    }
+  }
+  const int status = pclose(pipe);
+  t.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  t.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  if (t.exit_code != 0) {
+    std::fprintf(stderr, "bench_train: paratune-train %s failed (%d):\n%s\n", args.c_str(), t.exit_code, t.log.c_str());
+    std::exit(1);
+  }
+  return t;
+}
+
+// Median time per step after `warmup` steps: from the step lines' arrivals (all the trainer's work
+// per step) and from its own step_time_s.
+double median_interval(const Trace& t, std::size_t warmup) {
+  std::vector<double> d;
+  for (std::size_t k = warmup + 1; k < t.arrival_s.size(); ++k) d.push_back(t.arrival_s[k] - t.arrival_s[k - 1]);
+  return median(d);
+}
+
+std::string mib(double bytes) { return fmt::format("{:.0f}", bytes / (1024.0 * 1024.0)); }
+
+// ---- strategies ----
+
+struct BenchWorkload {
+  std::string name, args;
+  int steps;
+};
+
+const BenchWorkload kCnn{"CNN (78k params), batch 128", "--model cnn --batch-size 128 --eval-limit 1000", 30};
+// 6 layers x d 384: 6 x 12 x 384^2 + embeddings = 10.8M parameters.
+const BenchWorkload kGpt{"GPT (10.8M params), batch 16 x 128 bytes",
+                    "--model gpt --layers 6 --d-model 384 --heads 6 --seq-len 128 --batch-size 16 --eval-limit 64", 12};
+
+int strategies(int runs) {
+  struct Setup {
+    const char* strategy;
+    int ranks;
+    const char* extra;
+  };
+  const std::vector<Setup> setups{{"none", 1, ""},
+                                  {"dp", 1, ""},
+                                  {"mp", 1, ""},
+                                  {"gpipe", 1, "--micro-batches 4"},
+                                  {"dp", 2, ""},
+                                  {"mp", 2, ""},
+                                  {"gpipe", 2, "--micro-batches 4"}};
+  std::printf("| workload | strategy | N | threads/rank | steps/s median [min, max] | s/step | peak RSS per rank MiB (max over ranks) |\n");
+  std::printf("|---|---|---|---|---|---|---|\n");
+  for (const BenchWorkload& w : {kCnn, kGpt}) {
+    for (const Setup& s : setups) {
+      const int threads = std::max(1, 2 / s.ranks);  // the machine's 2 cores shared by the ranks
+      std::vector<double> rates, memory;
+      for (int r = 0; r < runs; ++r) {
+        const Trace t = run_trainer(fmt::format("{} --steps {} --strategy {} --ranks {} --threads {} {}", w.args, w.steps,
+                                                s.strategy, s.ranks, threads, s.extra));
+        rates.push_back(1.0 / median_interval(t, 2));
+        memory.push_back(t.peak_memory_bytes);
+      }
+      std::printf("| %s | %s | %d | %d | %.2f [%.2f, %.2f] | %.3f | %s |\n", w.name.c_str(), s.strategy, s.ranks, threads,
+                  median(rates), *std::min_element(rates.begin(), rates.end()),
+                  *std::max_element(rates.begin(), rates.end()), 1.0 / median(rates), mib(median(memory)).c_str());
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+// ---- overhead ----
+
+// The same steps with no trainer around them: the model's units in a row, AdamW, the loss read back.
+std::vector<double> bare_loop(const std::string& args, int steps) {
+  std::vector<std::string> words;
+  std::istringstream in(args);
+  for (std::string w; in >> w;) words.push_back(w);
+  const TrainOptions o = parse_train_options(words, "", "");
+  torch::set_num_threads(o.threads);
+  Model model = build_model(o);
+  std::vector<torch::Tensor> params = unique_parameters(model, 0, static_cast<int>(model.units.size()));
+  torch::optim::AdamW optimizer(
+      params, torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
+  auto data = o.model == Workload::kGpt ? load_text_data(o) : load_fashion_data(o);
+  std::vector<double> times;
+  for (int step = 0; step < steps; ++step) {
+    const auto start = Clock::now();
+    const Batch batch = data->train_batch(step, o.batch_size, 0, o.batch_size);
+    optimizer.zero_grad();
+    torch::Tensor x = batch.inputs;
+    for (auto& u : model.units) x = u->forward(x);
+    torch::Tensor loss = torch::nn::functional::cross_entropy(x.reshape({-1, model.classes}), batch.targets.reshape(-1));
+    loss.backward();
+    optimizer.step();
+    volatile double value = loss.item<double>();
+    (void)value;
+    times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  return times;
+}
+
+// The bare loop in a process of its own, like the trainer: a process that has run torch keeps
+// OpenMP threads that spin while waiting, and would take cores from a trainer it runs beside.
+std::vector<double> run_bare_loop(const std::string& args, int steps, bool default_malloc = false) {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  FILE* pipe = popen(
+      fmt::format("{}{} bare-loop {} {}", default_malloc ? "BARE_LOOP_DEFAULT_MALLOC=1 " : "", self, steps, args).c_str(),
+      "r");
+  std::vector<double> times;
+  char buffer[256];
+  while (fgets(buffer, sizeof buffer, pipe)) times.push_back(std::atof(buffer));
+  if (pclose(pipe) != 0 || static_cast<int>(times.size()) != steps) {
+    std::fprintf(stderr, "bench_train: the bare loop failed\n");
+    std::exit(1);
+  }
+  return times;
+}
+
+int overhead(int runs) {
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"MLP 784-256-128-10, batch 64", "--model mlp --batch-size 64 --threads 2 --eval-limit 100"},
+      {"CNN, batch 128", "--model cnn --batch-size 128 --threads 2 --eval-limit 100"},
+      {"GPT 4 x 128, batch 16 x 128",
+       "--model gpt --layers 4 --d-model 128 --heads 4 --seq-len 128 --batch-size 16 --threads 2 --eval-limit 16"}};
+  const int steps = 60, warmup = 5;
+  std::printf("| workload | bare loop s/step | paratune-train s/step (line arrivals) | (its step_time_s) | overhead, median of runs [each run] | bare loop, glibc's default malloc |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  for (const auto& [name, args] : cases) {
+    std::vector<double> bare, trainer, trainer_own, ratio, bare_default;
+    for (int r = 0; r < runs; ++r) {  // alternate, so drifts hit both
+      const std::vector<double> d = run_bare_loop(args, steps, true);
+      bare_default.push_back(median(std::vector<double>(d.begin() + warmup, d.end())));
+      const std::vector<double> b = run_bare_loop(args, steps);
+      bare.push_back(median(std::vector<double>(b.begin() + warmup, b.end())));
+      const Trace t = run_trainer(fmt::format("{} --steps {}", args, steps));
+      trainer.push_back(median_interval(t, warmup));
+      trainer_own.push_back(median(std::vector<double>(t.step_time_s.begin() + warmup, t.step_time_s.end())));
+      ratio.push_back(trainer.back() / bare.back() - 1);
+    }
+    std::string each;
+    for (double x : ratio) each += fmt::format("{}{:+.1f}%", each.empty() ? "" : ", ", 100 * x);
+    std::printf("| %s | %.5f | %.5f | %.5f | %+.1f%% [%s] | %.5f [%.5f, %.5f] |\n", name.c_str(), median(bare),
+                median(trainer), median(trainer_own), 100 * median(ratio), each.c_str(), median(bare_default),
+                *std::min_element(bare_default.begin(), bare_default.end()),
+                *std::max_element(bare_default.begin(), bare_default.end()));
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+// ---- accuracy and perplexity ----
+
+int accuracy() {
+  // A good configuration (AdamW, cosine over 8 epochs with warm-up); the test split is scored every
+  // quarter epoch; the clock is the sum of the step times until the first score >= 90%.
+  const int batch = 128, per_epoch = 55000 / batch, every = per_epoch / 4;
+  const std::string args = fmt::format(
+      "--model cnn --batch-size {} --lr 0.003 --weight-decay 0.05 --schedule cosine --warmup-steps 100 --epochs 8 "
+      "--eval-every {} --eval-test true --threads 2",
+      batch, every);
+  const Trace t = run_trainer(args);
+  double trained_s = 0, reached_s = -1;
+  std::int64_t reached_step = -1;
+  double best = 0;
+  std::size_t next = 0;
+  const auto& tests = t.metrics.at("test_accuracy");
+  for (std::size_t step = 0; step < t.step_time_s.size(); ++step) {
+    trained_s += t.step_time_s[step];
+    while (next < tests.size() && tests[next].first == static_cast<std::int64_t>(step)) {
+      best = std::max(best, tests[next].second);
+      if (reached_s < 0 && tests[next].second >= 0.90) reached_s = trained_s, reached_step = static_cast<std::int64_t>(step);
+      ++next;
+    }
+  }
+  std::printf("| paratune-train %s |\n|---|\n", args.c_str());
+  std::printf("| 90%% test accuracy after step %lld: %.1f s of training (%.1f epochs); best %.4f; whole run %.0f s wall incl. evaluations |\n",
+              static_cast<long long>(reached_step), reached_s, (reached_step + 1.0) / per_epoch, best, t.wall_s);
+  return reached_s < 0 ? 1 : 0;
+}
+
+int perplexity() {
+  const std::string args =
+      "--model gpt --layers 6 --d-model 384 --heads 6 --seq-len 128 --batch-size 16 --lr 0.001 --weight-decay 0.1 "
+      "--schedule cosine --warmup-steps 20 --steps 300 --eval-every 100 --clip-norm 1 --threads 2";
+  const Trace t = run_trainer(args);
+  std::printf("| paratune-train %s |\n|---|\n", args.c_str());
+  for (const auto& [step, value] : t.metrics.at("val_perplexity"))
+    std::printf("| after %lld steps (%lld bytes seen): validation perplexity %.3f per byte (%.3f bits/byte) |\n",
+                static_cast<long long>(step + 1), static_cast<long long>((step + 1) * 16 * 128), value,
+                std::log2(value));
+  std::printf("| wall %.0f s, %.3f s/step median |\n", t.wall_s, median(t.step_time_s));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  int runs = 3;
+  for (int i = 2; mode != "bare-loop" && i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "--runs") runs = std::max(1, std::atoi(argv[i + 1]));
+  if (mode == "strategies") return strategies(runs);
+  if (mode == "overhead") return overhead(runs);
+  // bench_train bare-loop STEPS TRAINER-ARGS...: one step time per line; with the trainer's allocator
+  // setting unless BARE_LOOP_DEFAULT_MALLOC is set.
+  if (mode == "bare-loop" && argc > 2) {
+    if (!std::getenv("BARE_LOOP_DEFAULT_MALLOC")) keep_freed_memory();
+    std::string args;
+    for (int i = 3; i < argc; ++i) args += std::string(argv[i]) + " ";
+    for (double t : bare_loop(args, std::atoi(argv[2]))) std::printf("%.9f\n", t);
+    return 0;
+  }
+  if (mode == "accuracy") return accuracy();
+  if (mode == "perplexity") return perplexity();
+  std::fprintf(stderr, "usage: bench_train strategies|overhead|accuracy|perplexity [--runs N]\n");
+  return 2;
+}
