@@ -102,10 +102,12 @@ struct BenchWorkload {
   int steps;
 };
 
-const BenchWorkload kCnn{"CNN (78k params), batch 128", "--model cnn --batch-size 128 --eval-limit 1000", 30};
+// Evaluation in batches no larger than training's, so peak memory is training's.
+const BenchWorkload kCnn{"CNN (78k params), batch 128", "--model cnn --batch-size 128 --eval-limit 256 --eval-batch 128", 30};
 // 6 layers x d 384: 6 x 12 x 384^2 + embeddings = 10.8M parameters.
 const BenchWorkload kGpt{"GPT (10.8M params), batch 16 x 128 bytes",
-                    "--model gpt --layers 6 --d-model 384 --heads 6 --seq-len 128 --batch-size 16 --eval-limit 64", 12};
+                    "--model gpt --layers 6 --d-model 384 --heads 6 --seq-len 128 --batch-size 16 --eval-limit 32 --eval-batch 16",
+                    12};
 
 int strategies(int runs) {
   struct Setup {
@@ -229,7 +231,7 @@ int accuracy() {
   const int batch = 128, per_epoch = 55000 / batch, every = per_epoch / 4;
   const std::string args = fmt::format(
       "--model cnn --batch-size {} --lr 0.003 --weight-decay 0.05 --schedule cosine --warmup-steps 100 --epochs 8 "
-      "--eval-every {} --eval-test true --threads 2",
+      "--eval-every {} --eval-test true --eval-batch 1000 --threads 2",
       batch, every);
   const Trace t = run_trainer(args);
   double trained_s = 0, reached_s = -1;
@@ -254,7 +256,7 @@ int accuracy() {
 int perplexity() {
   const std::string args =
       "--model gpt --layers 6 --d-model 384 --heads 6 --seq-len 128 --batch-size 16 --lr 0.001 --weight-decay 0.1 "
-      "--schedule cosine --warmup-steps 20 --steps 300 --eval-every 100 --clip-norm 1 --threads 2";
+      "--schedule cosine --warmup-steps 20 --steps 300 --eval-every 100 --eval-batch 1000 --clip-norm 1 --threads 2";
   const Trace t = run_trainer(args);
   std::printf("| paratune-train %s |\n|---|\n", args.c_str());
   for (const auto& [step, value] : t.metrics.at("val_perplexity"))

@@ -159,7 +159,7 @@ const std::vector<OptionSpec>& option_table() {
       text("data", &TrainOptions::data, "a Fashion-MNIST directory (mlp, cnn) or a text file or directory (gpt)"),
       integer("val_size", &TrainOptions::val_size, 1, 59999, "an integer in [1, 59999]"),
       integer("eval_every", &TrainOptions::eval_every, 0, kIntMax, "an integer >= 0 (0: at the end only)"),
-      integer("eval_batch", &TrainOptions::eval_batch, 1, 1 << 20, "an integer in [1, 1048576]"),
+      integer("eval_batch", &TrainOptions::eval_batch, 0, 1 << 20, "an integer in [0, 1048576] (0: batch_size)"),
       integer("eval_limit", &TrainOptions::eval_limit, 0, kIntMax, "an integer >= 0 (0: every sample)"),
       flag("eval_test", &TrainOptions::eval_test),
       real("lr", &TrainOptions::lr, 0, true, 10, false, "a number in (0, 10]"),
@@ -349,6 +349,7 @@ void resolve(TrainOptions& o) {
               fmt::format("dp, pp: dp x pp = {} x {} must equal ranks ({})", o.dp, o.pp, o.ranks));
       break;
   }
+  if (o.eval_batch == 0) o.eval_batch = o.batch_size;  // evaluation never needs more memory than training
   const bool pipelined = s == Strategy::kGpipe || s == Strategy::kDpGpipe;
   if (o.micro_batches == 0) o.micro_batches = pipelined ? 2 * o.pp : 1;
   require(pipelined || o.micro_batches == 1,

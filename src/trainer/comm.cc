@@ -33,8 +33,6 @@ constexpr int kMaxDims = 6;
 
 }  // namespace
 
-Comm::Comm(const TrainOptions& options) : dp_(1), pp_(1) { (void)options; }
-
 Comm::Comm(const TrainOptions& o, int rank, const std::string& store_path) : rank_(rank), dp_(o.dp), pp_(o.pp) {
   const int world = dp_ * pp_;
   if (!o.master_addr.empty()) {

@@ -25,7 +25,7 @@ class Comm {
   // the file store (single host), ignored with options.master_addr.
   Comm(const TrainOptions& options, int rank, const std::string& store_path);
   // A trial of one process: every collective is the identity.
-  explicit Comm(const TrainOptions& options);
+  Comm() = default;
 
   [[nodiscard]] int rank() const { return rank_; }
   [[nodiscard]] int world() const { return dp_ * pp_; }

@@ -67,7 +67,7 @@ int rank_main(const TrainOptions& o) {
   const std::string rank_text = env(kRankVariable);
   const int rank = rank_text.empty() ? o.node_rank * (o.ranks / o.nnodes) : std::stoi(rank_text);
   if (o.ranks == 1) {
-    Comm comm(o);
+    Comm comm;
     return train_rank(o, comm);
   }
   Comm comm(o, rank, env(kStoreVariable));

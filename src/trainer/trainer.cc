@@ -22,9 +22,10 @@ namespace {
 // gradient use their own ranges so a message can never be taken for another.
 constexpr int kEvalTag = 1 << 24, kTiedTag = 1 << 25;
 
-void report(const std::string& json) {
+// Protocol lines are flushed once per step, with its step line (one write instead of several).
+void report(const std::string& json, bool flush = false) {
   std::printf("@paratune %s\n", json.c_str());
-  std::fflush(stdout);
+  if (flush) std::fflush(stdout);
 }
 
 void report_metric(const char* name, double value, std::int64_t step) {
@@ -101,7 +102,7 @@ class RankTrainer {
       }
       const bool last = step + 1 == run_steps;
       if (last || (o_.eval_every > 0 && (step + 1) % o_.eval_every == 0)) evaluate(step, last);
-      if (reporter()) report(fmt::format(R"({{"step": {}, "step_time_s": {}}})", step, std::max(seconds, 1e-9)));
+      if (reporter()) report(fmt::format(R"({{"step": {}, "step_time_s": {}}})", step, std::max(seconds, 1e-9)), true);
     }
     return 0;
   }

@@ -246,6 +246,7 @@ std::string environment_of(pid_t pid) {
 TEST(TrainLauncher, ARankKilledMidStepFailsTheTrialWithoutOrphans) {
   if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
   const fs::path out = fs::path(::testing::TempDir()) / "killed-rank.out";
+  fs::remove(out);  // a previous run's
   const pid_t launcher = fork();
   ASSERT_GE(launcher, 0);
   if (launcher == 0) {

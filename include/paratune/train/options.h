@@ -26,7 +26,7 @@ struct TrainOptions {
   std::string data;          // Fashion-MNIST directory (mlp, cnn) or text corpus file/directory (gpt); "" = Debian's
   int val_size = 5000;       // Fashion-MNIST training images held out for validation (chosen by seed)
   int eval_every = 0;        // evaluate every this many steps (0: at the end only)
-  int eval_batch = 1000;     // samples per evaluation forward pass
+  int eval_batch = 0;        // samples per evaluation forward pass (0: the training batch size)
   int eval_limit = 0;        // at most this many validation/test samples per evaluation (0: all)
   bool eval_test = false;    // score the test split at every evaluation, not only after the last step
 
