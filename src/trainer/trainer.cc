@@ -137,7 +137,8 @@ class RankTrainer {
       torch::Tensor x = comm_.first_stage() ? batch.inputs : comm_.receive(comm_.stage() - 1, j).requires_grad_(true);
       torch::Tensor y = forward(x);
       if (comm_.last_stage()) {
-        losses[j] = loss_of(y, batch.targets, false) / m;
+        losses[j] = loss_of(y, batch.targets, false);
+        if (m > 1) losses[j] = losses[j] / m;  // the micro-batches' gradients add up to the batch mean's
       } else {
         comm_.send(y.detach(), comm_.stage() + 1, j);
         outputs[j] = y;
@@ -159,10 +160,12 @@ class RankTrainer {
     optimizer_->step();
 
     if (!comm_.last_stage()) return 0;
-    torch::Tensor loss = torch::zeros({1}, torch::kFloat64);
-    for (const auto& l : losses) loss += l.detach().to(torch::kFloat64);
-    comm_.sum_over_replicas(loss);
-    return loss.item<double>() / comm_.dp();
+    double loss = 0;
+    for (const auto& l : losses) loss += l.item<double>();
+    if (comm_.dp() == 1) return loss;
+    torch::Tensor total = torch::tensor({loss}, torch::kFloat64);
+    comm_.sum_over_replicas(total);
+    return total.item<double>() / comm_.dp();
   }
 
   // The embedding and the output projection are one weight: its two stages add their gradients.

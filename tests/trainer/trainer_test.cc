@@ -255,6 +255,17 @@ TEST(TrainLauncher, ARankKilledMidStepFailsTheTrialWithoutOrphans) {
     execl("/bin/sh", "sh", "-c", command.c_str(), nullptr);
     _exit(127);
   }
+  // Whatever happens below, the launcher does not outlive the test (it stops its ranks on SIGTERM).
+  struct StopLauncher {
+    pid_t pid;
+    ~StopLauncher() {
+      if (kill(pid, 0) == 0) {
+        kill(pid, SIGTERM);
+        int ignored = 0;
+        waitpid(pid, &ignored, 0);
+      }
+    }
+  } stop_launcher{launcher};
   auto read_out = [&] {
     std::ifstream in(out);
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
