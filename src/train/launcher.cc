@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <string_view>
 
 #include "paratune/spec/error.h"
 
@@ -33,16 +34,21 @@ struct Rank {
   bool running = true;
 };
 
-// Reaps every rank that has ended without blocking; returns the first failure seen, if any.
+// Reaps every rank that has ended without blocking and keeps the failure that explains the others:
+// a rank killed by a signal before one that exited with an error (a rank whose peer died usually
+// exits with a Gloo error moments later), then the lowest rank. A child reaped elsewhere (ECHILD)
+// counts as ended.
 void reap(std::vector<Rank>& ranks, RankFailure& failure) {
+  auto cause = [](const RankFailure& f) { return f.reason.find("killed by signal") != std::string::npos ? 0 : 1; };
   for (auto& r : ranks) {
     if (!r.running) continue;
     int status = 0;
     const pid_t got = waitpid(r.pid, &status, WNOHANG);
-    if (got != r.pid) continue;
+    if (got == 0 || (got < 0 && errno != ECHILD)) continue;
     r.running = false;
-    if (failed(status) && failure.rank < 0)
-      failure = {r.rank, describe(status), WIFEXITED(status) ? WEXITSTATUS(status) : 1};
+    if (got < 0 || !failed(status)) continue;
+    const RankFailure f{r.rank, describe(status), WIFEXITED(status) ? WEXITSTATUS(status) : 1};
+    if (failure.rank < 0 || cause(f) < cause(failure)) failure = f;
   }
 }
 
@@ -81,9 +87,18 @@ RankFailure run_ranks(const std::string& program, const std::vector<std::string>
   std::vector<char*> argv;
   for (auto& a : arg_strings) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // The inherited environment less the variables this launch sets (exact names: getenv would
+  // return an inherited copy first).
+  auto set_here = [&](const char* entry) {
+    const std::string_view name(entry, std::strcspn(entry, "="));
+    if (name == kRankVariable) return true;
+    for (const auto& [key, value] : environment)
+      if (name == key) return true;
+    return false;
+  };
   std::vector<std::string> base_env;
   for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, kRankVariable, std::strlen(kRankVariable)) != 0) base_env.emplace_back(*e);
+    if (!set_here(*e)) base_env.emplace_back(*e);
   for (const auto& [key, value] : environment) base_env.push_back(key + "=" + value);
 
   // Signals are taken synchronously (sigtimedwait) so a child's end or a stop request is never lost.
@@ -91,6 +106,14 @@ RankFailure run_ranks(const std::string& program, const std::vector<std::string>
   sigemptyset(&watched);
   for (int s : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&watched, s);
   sigprocmask(SIG_BLOCK, &watched, &previous);
+  // An ignored SIGCHLD (inherited across exec) would have the kernel reap the ranks unseen.
+  struct sigaction default_child {}, previous_child {};
+  default_child.sa_handler = SIG_DFL;
+  sigaction(SIGCHLD, &default_child, &previous_child);
+  auto restore_signals = [&] {
+    sigaction(SIGCHLD, &previous_child, nullptr);
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
+  };
 
   std::vector<Rank> ranks;
   RankFailure failure;
@@ -105,7 +128,7 @@ RankFailure run_ranks(const std::string& program, const std::vector<std::string>
     if (pid < 0) {
       const std::string why = std::strerror(errno);
       stop(ranks, grace_s);
-      sigprocmask(SIG_SETMASK, &previous, nullptr);
+      restore_signals();
       throw Error(fmt::format("cannot start rank {}: fork failed ({})", first_rank + i, why));
     }
     if (pid == 0) {
@@ -134,7 +157,7 @@ RankFailure run_ranks(const std::string& program, const std::vector<std::string>
     }
   }
   stop(ranks, grace_s);
-  sigprocmask(SIG_SETMASK, &previous, nullptr);
+  restore_signals();
   return failure;
 }
 

@@ -134,6 +134,7 @@ GradientSync::GradientSync(Comm& comm, std::vector<torch::Tensor> parameters, do
 void GradientSync::arm() {
   if (comm_.dp() == 1 || !overlap_) return;
   for (auto& b : buckets_) b.pending = static_cast<int>(b.members.size());
+  next_to_launch_ = 0;
   armed_ = true;
 }
 
@@ -147,25 +148,33 @@ void GradientSync::gradient_ready(std::size_t k, const torch::Tensor& incoming) 
   const torch::Tensor& earlier = parameters_[k].grad();
   if (earlier.defined()) torch::add_out(slot, earlier.reshape(-1), incoming.reshape(-1));
   else slot.copy_(incoming.reshape(-1));
-  if (--b.pending == 0) launch(b);
+  if (--b.pending == 0) launch_ready();
 }
 
-void GradientSync::launch(Bucket& b) { b.work = comm_.start_sum_over_replicas(b.flat); }
+void GradientSync::launch_ready() {
+  while (next_to_launch_ < buckets_.size() && buckets_[next_to_launch_].pending == 0) {
+    Bucket& b = buckets_[next_to_launch_++];
+    b.work = comm_.start_sum_over_replicas(b.flat);
+  }
+}
 
 void GradientSync::finish() {
   if (comm_.dp() == 1) return;
   torch::NoGradGuard no_grad;
-  for (auto& b : buckets_) {
-    if (b.work) continue;
-    // Not launched by the hooks (no overlap, or a parameter that got no gradient): copy now.
+  if (!armed_) next_to_launch_ = 0;
+  for (std::size_t i = next_to_launch_; i < buckets_.size(); ++i) {
+    Bucket& b = buckets_[i];
+    if (armed_ && b.pending == 0) continue;  // filled by the hooks, waiting for an earlier bucket
+    // Not filled by the hooks (no overlap, or a parameter that got no gradient): copy now.
     for (std::size_t k : b.members) {
       torch::Tensor slot = b.flat.narrow(0, offsets_[k], parameters_[k].numel());
       const torch::Tensor& g = parameters_[k].grad();
       if (g.defined()) slot.copy_(g.reshape(-1));
       else slot.zero_();
     }
-    launch(b);
+    b.pending = 0;
   }
+  launch_ready();
   const double replicas = comm_.dp();
   for (auto& b : buckets_) {
     b.work->wait();

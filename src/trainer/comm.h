@@ -76,13 +76,16 @@ class GradientSync {
     c10::intrusive_ptr<c10d::Work> work;
   };
   void gradient_ready(std::size_t parameter, const torch::Tensor& incoming);
-  void launch(Bucket& bucket);
+  // Starts the all-reduces of the ready buckets in bucket order (Gloo pairs the replicas'
+  // collectives by the order they are issued, so every replica must issue them alike).
+  void launch_ready();
 
   Comm& comm_;
   std::vector<torch::Tensor> parameters_;
   std::vector<std::int64_t> offsets_;      // in its bucket's flat buffer
   std::vector<std::size_t> bucket_of_;
   std::vector<Bucket> buckets_;
+  std::size_t next_to_launch_ = 0;
   bool overlap_, armed_ = false;
 };
 

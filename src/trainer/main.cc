@@ -41,18 +41,24 @@ int launch(const TrainOptions& o, const std::vector<std::string>& args) {
   (void)stage_layers_for(o, build_model(o).unit_flops());
   const int local = o.ranks / o.nnodes;
   std::vector<std::pair<std::string, std::string>> environment;
-  std::filesystem::path store_dir;
+  // The file store's directory, removed however the launch ends.
+  struct StoreDirectory {
+    std::filesystem::path path;
+    ~StoreDirectory() {
+      std::error_code ignored;
+      if (!path.empty()) std::filesystem::remove_all(path, ignored);
+    }
+  } store_dir;
   if (o.master_addr.empty()) {
     std::string base = env("PARATUNE_TRIAL_DIR");
     if (base.empty()) base = std::filesystem::temp_directory_path().string();
     std::string pattern = (std::filesystem::path(base) / "paratune-train-XXXXXX").string();
     if (!mkdtemp(pattern.data())) throw Error(fmt::format("{}: cannot create the rendezvous directory", base));
-    store_dir = pattern;
-    environment.emplace_back(kStoreVariable, (store_dir / "store").string());
+    store_dir.path = pattern;
+    environment.emplace_back(kStoreVariable, (store_dir.path / "store").string());
   }
   const RankFailure failure =
       run_ranks(std::filesystem::read_symlink("/proc/self/exe").string(), args, o.node_rank * local, local, environment);
-  if (!store_dir.empty()) std::filesystem::remove_all(store_dir);
   if (failure.ok()) return 0;
   if (failure.rank < 0) {
     std::fprintf(stderr, "paratune-train: stopped: %s\n", failure.reason.c_str());

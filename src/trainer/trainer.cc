@@ -58,7 +58,10 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainOptions& o, c
 class RankTrainer {
  public:
   RankTrainer(const TrainOptions& o, Comm& comm) : o_(o), comm_(comm) {
-    Model model = build_model(o);
+    Model model = build_model(o);  // every rank draws the whole model's weights, as none does
+    // Dropout's masks: a stream per rank (rank 0 keeps the seed's), so replicas and stages do not
+    // draw the same masks.
+    if (comm.rank() > 0) torch::manual_seed(o.seed + 0x9E3779B97F4A7C15ULL * static_cast<std::uint64_t>(comm.rank()));
     const std::vector<int> split = stage_layers_for(o, model.unit_flops());
     const int first = std::accumulate(split.begin(), split.begin() + comm.stage(), 0);
     const int last = first + split[static_cast<std::size_t>(comm.stage())];
@@ -101,7 +104,7 @@ class RankTrainer {
         report_metric("train_loss", loss, step);
       }
       const bool last = step + 1 == run_steps;
-      if (last || (o_.eval_every > 0 && (step + 1) % o_.eval_every == 0)) evaluate(step, last);
+      if ((last || (o_.eval_every > 0 && (step + 1) % o_.eval_every == 0)) && !evaluate(step, last)) return 3;
       if (reporter()) report(fmt::format(R"({{"step": {}, "step_time_s": {}}})", step, std::max(seconds, 1e-9)), true);
     }
     return 0;
@@ -224,18 +227,34 @@ class RankTrainer {
       torch::Tensor y = forward(comm_.first_stage() ? batch.inputs : comm_.receive(comm_.stage() - 1, tag));
       if (!comm_.last_stage()) {
         comm_.send(y, comm_.stage() + 1, tag);
-        comm_.wait_sends();
         continue;
       }
       totals[0] += loss_of(y, batch.targets, true).to(torch::kFloat64);
       totals[1] += (y.argmax(-1) == batch.targets).sum().to(torch::kFloat64);
       totals[2] += static_cast<double>(batch.targets.numel());
     }
+    comm_.wait_sends();
     if (comm_.last_stage()) comm_.sum_over_replicas(totals);
     return {totals[0].item<double>(), totals[1].item<double>(), totals[2].item<double>()};
   }
 
-  void evaluate(std::int64_t step, bool final) {
+  // BatchNorm's running statistics are each replica's own (each saw its share of the batches):
+  // averaged over the replicas before an evaluation so every replica scores one model, as
+  // PyTorch DDP's buffer broadcast intends.
+  void average_buffers_over_replicas() {
+    if (comm_.dp() == 1) return;
+    torch::NoGradGuard no_grad;
+    for (auto& unit : units_)
+      for (auto& buffer : unit->buffers())
+        if (buffer.is_floating_point()) {
+          comm_.sum_over_replicas(buffer);
+          buffer.div_(comm_.dp());
+        }
+  }
+
+  // Returns false when a value is not finite (the run has diverged).
+  bool evaluate(std::int64_t step, bool final) {
+    average_buffers_over_replicas();
     std::vector<EvalSplit> splits{EvalSplit::kValidation};
     if ((final || o_.eval_test) && data_->has_split(EvalSplit::kTest)) splits.push_back(EvalSplit::kTest);
     for (EvalSplit split : splits) {
@@ -243,9 +262,14 @@ class RankTrainer {
       if (!reporter() || t.count == 0) continue;
       const bool validation = split == EvalSplit::kValidation;
       const double loss = t.loss_sum / t.count;
+      if (!std::isfinite(loss) || (sequence_targets_ && !std::isfinite(std::exp(loss)))) {
+        std::fprintf(stderr, "paratune-train: training diverged: the %s loss is %f at step %lld (lr %g)\n",
+                     validation ? "validation" : "test", loss, static_cast<long long>(step), o_.lr);
+        return false;
+      }
       report_metric(validation ? "val_loss" : "test_loss", loss, step);
       if (sequence_targets_) {
-        report_metric("val_perplexity", std::exp(loss), step);  // per byte
+        report_metric(validation ? "val_perplexity" : "test_perplexity", std::exp(loss), step);  // per byte
       } else {
         report_metric(validation ? "val_accuracy" : "test_accuracy", t.correct / t.count, step);
       }
@@ -253,6 +277,7 @@ class RankTrainer {
     torch::Tensor peak = torch::tensor({static_cast<double>(peak_rss_bytes())}, torch::kFloat64);
     comm_.max_over_all(peak);
     if (reporter()) report(fmt::format(R"({{"peak_memory_bytes": {}}})", static_cast<std::int64_t>(peak.item<double>())));
+    return true;
   }
 
   const TrainOptions& o_;

@@ -173,6 +173,17 @@ TEST(TrainProtocol, BadInputIsAClearErrorBeforeTraining) {
   EXPECT_NE(data.output.find("the other ranks were stopped and the trial failed"), std::string::npos) << data.output;
 }
 
+// A run that diverges ends with exit 3 and says where, never with a protocol line holding NaN.
+TEST(TrainProtocol, DivergenceEndsTheTrialWithItsStep) {
+  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  const TrainRun r = train(kTinyMlp + " --optimizer sgd --lr 10 --momentum 0.9 --init-scale 100 --steps 50");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("paratune-train: training diverged: the train loss is"), std::string::npos) << r.output;
+  EXPECT_LT(r.steps.size(), 50u);
+  for (const auto& [name, values] : r.metrics)
+    for (double v : values) EXPECT_TRUE(std::isfinite(v)) << name;
+}
+
 // Same seed, same strategy: the same loss curve, bit for bit (the protocol prints the shortest text
 // that reads back as the same double, so equal text is equal bits). Dropout included.
 TEST(TrainDeterminism, SameSeedSameCurveBitForBit) {
