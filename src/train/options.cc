@@ -203,6 +203,10 @@ const std::vector<OptionSpec>& option_table() {
       integer("threads", &TrainOptions::threads, 0, 4096, "an integer in [0, 4096] (0: cores / ranks)"),
       text("master_addr", &TrainOptions::master_addr, "a host name or address (rendezvous over TCP)"),
       integer("master_port", &TrainOptions::master_port, 1, 65535, "a port in [1, 65535]"),
+      text("checkpoint_dir", &TrainOptions::checkpoint_dir, "a directory for each rank's checkpoint file"),
+      integer("checkpoint_every", &TrainOptions::checkpoint_every, 0, kIntMax,
+              "an integer >= 0 (0: after the last step only)"),
+      flag("resume", &TrainOptions::resume),
       integer("nnodes", &TrainOptions::nnodes, 1, 4096, "an integer in [1, 4096]"),
       integer("node_rank", &TrainOptions::node_rank, 0, 4095, "an integer in [0, 4095]"),
   };
@@ -371,6 +375,8 @@ void resolve(TrainOptions& o) {
     require(o.d_model % o.heads == 0,
             fmt::format("heads: value {} must divide d_model ({})", o.heads, o.d_model));
   require(o.schedule != Schedule::kStep || o.step_size >= 1, "step_size: must be >= 1");
+  require(!o.resume || !o.checkpoint_dir.empty(), "resume: needs --checkpoint-dir (where the checkpoint is)");
+  require(o.checkpoint_every == 0 || !o.checkpoint_dir.empty(), "checkpoint_every: needs --checkpoint-dir");
 }
 
 std::string train_options_help() {

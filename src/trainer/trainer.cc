@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <numeric>
 
 #include "data.h"
@@ -63,6 +64,8 @@ class RankTrainer {
     // draw the same masks.
     if (comm.rank() > 0) torch::manual_seed(o.seed + 0x9E3779B97F4A7C15ULL * static_cast<std::uint64_t>(comm.rank()));
     const std::vector<int> split = stage_layers_for(o, model.unit_flops());
+    split_ = split;
+    model_units_ = static_cast<int>(model.units.size());
     const int first = std::accumulate(split.begin(), split.begin() + comm.stage(), 0);
     const int last = first + split[static_cast<std::size_t>(comm.stage())];
     units_.assign(model.units.begin() + first, model.units.begin() + last);
@@ -91,7 +94,8 @@ class RankTrainer {
   int run() {
     const std::int64_t total = total_steps(o_, data_->steps_per_epoch(o_.batch_size));
     const std::int64_t run_steps = o_.max_steps > 0 ? std::min(total, o_.max_steps) : total;
-    for (std::int64_t step = 0; step < run_steps; ++step) {
+    const std::int64_t first_step = o_.resume ? resume_from_checkpoint() : 0;
+    for (std::int64_t step = first_step; step < run_steps; ++step) {
       const auto start = std::chrono::steady_clock::now();
       const double loss = train_step(step, learning_rate(o_, step, total));
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -105,6 +109,8 @@ class RankTrainer {
       }
       const bool last = step + 1 == run_steps;
       if ((last || (o_.eval_every > 0 && (step + 1) % o_.eval_every == 0)) && !evaluate(step, last)) return 3;
+      if (!o_.checkpoint_dir.empty() && (last || (o_.checkpoint_every > 0 && (step + 1) % o_.checkpoint_every == 0)))
+        save_checkpoint(step);  // before the step line: a runner may stop the trial right after it
       if (reporter()) report(fmt::format(R"({{"step": {}, "step_time_s": {}}})", step, std::max(seconds, 1e-9)), true);
     }
     return 0;
@@ -238,6 +244,86 @@ class RankTrainer {
     return {totals[0].item<double>(), totals[1].item<double>(), totals[2].item<double>()};
   }
 
+  // What a checkpoint must match to be resumed: the model, the split and the optimizer's shape.
+  std::string checkpoint_identity() const {
+    std::string layout;
+    for (int n : split_) layout += std::to_string(n) + ",";
+    return fmt::format("model={} units={} dp={} pp={} stage_layers={} optimizer={} rank={}", to_string(o_.model),
+                       model_units_, comm_.dp(), comm_.pp(), layout, to_string(o_.optimizer), comm_.rank());
+  }
+
+  std::filesystem::path checkpoint_path() const {
+    return std::filesystem::path(o_.checkpoint_dir) / fmt::format("rank-{}.pt", comm_.rank());
+  }
+
+  // Written to a temporary file and renamed, so a checkpoint file is whole or absent.
+  void save_checkpoint(std::int64_t step) {
+    torch::serialize::OutputArchive archive;
+    archive.write("identity", c10::IValue(checkpoint_identity()));
+    archive.write("step", torch::tensor({step}, torch::kInt64));
+    for (std::size_t i = 0; i < units_.size(); ++i) {
+      torch::serialize::OutputArchive unit;
+      units_[i]->save(unit);
+      archive.write(fmt::format("unit{}", i), unit);
+    }
+    torch::serialize::OutputArchive optimizer;
+    optimizer_->save(optimizer);
+    archive.write("optimizer", optimizer);
+    archive.write("random_state", at::detail::getDefaultCPUGenerator().get_state());
+    std::filesystem::create_directories(o_.checkpoint_dir);
+    const std::filesystem::path path = checkpoint_path(), temporary = path.string() + ".tmp";
+    archive.save_to(temporary.string());
+    std::filesystem::rename(temporary, path);
+  }
+
+  // Loads this rank's checkpoint and returns the step to continue from (0 when there is none on any
+  // rank). Every rank must hold one of the same step. Throws Error naming the file.
+  std::int64_t resume_from_checkpoint() {
+    const std::filesystem::path path = checkpoint_path();
+    std::int64_t step = -1;
+    torch::serialize::InputArchive archive;
+    if (std::filesystem::exists(path)) {
+      try {
+        archive.load_from(path.string());
+        c10::IValue identity;
+        archive.read("identity", identity);
+        if (identity.toStringRef() != checkpoint_identity())
+          throw Error(fmt::format("{}: written by a different configuration ({}); this run is {}", path.string(),
+                                  identity.toStringRef(), checkpoint_identity()));
+        torch::Tensor saved_step;
+        archive.read("step", saved_step);
+        step = saved_step.item<std::int64_t>();
+      } catch (const c10::Error& e) {
+        throw Error(fmt::format("{}: not a readable checkpoint ({})", path.string(), e.what_without_backtrace()));
+      }
+    }
+    // The same step on every rank, or no checkpoint anywhere.
+    torch::Tensor bounds = torch::tensor({static_cast<double>(step), -static_cast<double>(step)}, torch::kFloat64);
+    comm_.max_over_all(bounds);
+    if (bounds[0].item<double>() != -bounds[1].item<double>())
+      throw Error(fmt::format("{}: the ranks' checkpoints are of different steps (from {} to {}): an interrupted save",
+                              o_.checkpoint_dir, -bounds[1].item<double>(), bounds[0].item<double>()));
+    if (step < 0) {
+      if (reporter()) std::printf("paratune-train: no checkpoint in %s; starting from step 0\n", o_.checkpoint_dir.c_str());
+      return 0;
+    }
+    for (std::size_t i = 0; i < units_.size(); ++i) {
+      torch::serialize::InputArchive unit;
+      archive.read(fmt::format("unit{}", i), unit);
+      units_[i]->load(unit);
+    }
+    torch::serialize::InputArchive optimizer;
+    archive.read("optimizer", optimizer);
+    optimizer_->load(optimizer);
+    torch::Tensor random_state;
+    archive.read("random_state", random_state);
+    at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle to the default one
+    generator.set_state(random_state);
+    if (reporter()) std::printf("paratune-train: resumed from %s after step %lld\n", o_.checkpoint_dir.c_str(),
+                                static_cast<long long>(step));
+    return step + 1;
+  }
+
   // BatchNorm's running statistics are each replica's own (each saw its share of the batches):
   // averaged over the replicas before an evaluation so every replica scores one model, as
   // PyTorch DDP's buffer broadcast intends.
@@ -282,6 +368,8 @@ class RankTrainer {
 
   const TrainOptions& o_;
   Comm& comm_;
+  std::vector<int> split_;  // layers per stage
+  int model_units_ = 0;
   std::vector<std::shared_ptr<Unit>> units_;
   std::vector<torch::Tensor> parameters_;
   torch::Tensor tied_;

@@ -199,6 +199,33 @@ TEST(TrainDeterminism, SameSeedSameCurveBitForBit) {
   }
 }
 
+// A run stopped after 3 of 6 steps and resumed from its checkpoint continues exactly as the
+// uninterrupted run (weights, optimizer state and random state restored), on one rank and under
+// gpipe; a checkpoint of another configuration is refused.
+TEST(TrainCheckpoint, ResumingContinuesTheSameCurveBitForBit) {
+  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  for (const std::string strategy : {"", " --strategy gpipe --ranks 2"}) {
+    const std::string workload = kTinyMlp + " --dropout 0.2 --steps 6 --seed 5" + strategy;
+    const fs::path dir = fs::path(::testing::TempDir()) / "checkpoint";
+    fs::remove_all(dir);
+    const TrainRun whole = train(workload);
+    const TrainRun first = train(workload + " --checkpoint-dir " + dir.string(), "PARATUNE_MAX_STEPS=3");
+    const TrainRun rest = train(workload + " --checkpoint-dir " + dir.string() + " --resume true");
+    ASSERT_EQ(whole.exit_code, 0) << whole.output;
+    ASSERT_EQ(first.exit_code, 0) << first.output;
+    ASSERT_EQ(rest.exit_code, 0) << rest.output;
+    EXPECT_EQ(rest.steps, (std::vector<std::int64_t>{3, 4, 5})) << strategy;
+    const auto& all = whole.metrics.at("train_loss");
+    EXPECT_EQ(std::vector<double>(all.begin(), all.begin() + 3), first.metrics.at("train_loss")) << strategy;
+    EXPECT_EQ(std::vector<double>(all.begin() + 3, all.end()), rest.metrics.at("train_loss")) << strategy;
+    EXPECT_EQ(whole.metrics.at("val_loss"), rest.metrics.at("val_loss")) << strategy;
+  }
+  const fs::path dir = fs::path(::testing::TempDir()) / "checkpoint";  // holds the gpipe run's
+  const TrainRun other = train(kTinyMlp + " --steps 6 --checkpoint-dir " + dir.string() + " --resume true");
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_NE(other.output.find("written by a different configuration"), std::string::npos) << other.output;
+}
+
 // Every strategy computes the same mathematical step; only the order of floating-point additions
 // differs (the batch mean split over replicas and micro-batches, the all-reduce's sum, the tied
 // embedding's two gradient halves), so curves agree to float32 rounding, amplified a little by

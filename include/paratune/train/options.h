@@ -69,6 +69,12 @@ struct TrainOptions {
   int master_port = 29500;
   int nnodes = 1, node_rank = 0;  // several hosts: each runs ranks / nnodes of the ranks
 
+  // Checkpoints: each rank's stage (weights, BatchNorm statistics, optimizer state, random state and
+  // the step) in checkpoint_dir/rank-R.pt, every checkpoint_every steps and after the last one.
+  std::string checkpoint_dir;  // "" = no checkpoints
+  int checkpoint_every = 0;    // 0: after the last step only
+  bool resume = false;         // continue from checkpoint_dir's checkpoint when there is one
+
   std::int64_t max_steps = 0;  // PARATUNE_MAX_STEPS: stop after this many steps (0: no limit)
 };
 
