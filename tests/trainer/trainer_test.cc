@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
+#include <tuple>
 
 #include "models.h"
 #include "paratune/train/corpus.h"
@@ -39,15 +40,20 @@ struct TrainRun {
   std::vector<std::int64_t> steps;
 };
 
+// Runs `command` (shell text) and returns its exit code and its stdout and stderr together.
+std::pair<int, std::string> capture(const std::string& command) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  std::string output;
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), output};
+}
+
 // Runs paratune-train with `args` (shell text) and `env` (shell assignments) and parses its lines.
 TrainRun train(const std::string& args, const std::string& env = "") {
-  const std::string command = env + " " + PARATUNE_TRAIN_BINARY + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
   TrainRun run;
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe)) run.output += buffer.data();
-  const int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::tie(run.exit_code, run.output) = capture(env + " " + PARATUNE_TRAIN_BINARY + " " + args);
   std::istringstream lines(run.output);
   for (std::string line; std::getline(lines, line);) {
     if (line.rfind("@paratune ", 0) != 0) continue;
@@ -349,13 +355,9 @@ TEST(TrainTune, AGridStudyOverTwoLearningRatesRunsTheTrainer) {
   const std::string command = std::string(PARATUNE_BINARY) + " tune --space " + (dir / "space.yaml").string() +
                               " --study " + (dir / "study.db").string() + " --steps 6 --command '" +
                               PARATUNE_TRAIN_BINARY + " " + kTinyMlp +
-                              " --optimizer sgd --momentum 0 --steps 100 --lr {lr} --strategy dp --ranks 2' --json 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
-  const int status = pclose(pipe);
-  ASSERT_EQ(WEXITSTATUS(status), 0) << output;
+                              " --optimizer sgd --momentum 0 --steps 100 --lr {lr} --strategy dp --ranks 2' --json";
+  const auto [exit_code, output] = capture(command);
+  ASSERT_EQ(exit_code, 0) << output;
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((dir / "study.db").c_str(), &db), SQLITE_OK);
   std::map<std::string, std::map<std::string, std::vector<double>>> by_lr;  // params -> metric -> values
