@@ -1,7 +1,6 @@
 #include "paratune/tune/space.h"
 
 #include <fmt/format.h>
-#include <muParser.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -13,39 +12,13 @@
 #include <sstream>
 
 #include "paratune/spec/error.h"
+#include "paratune/tune/expression.h"
+#include "space_file.h"
 
 namespace paratune::tune {
 namespace {
 
 constexpr std::uint64_t kMaxCartesian = 10'000'000;
-const std::set<std::string> kReserved{"and", "or", "not", "true", "false"};
-
-bool is_identifier(std::string_view s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-}
-
-// A YAML scalar as a typed JSON value: quoted scalars are strings; plain ones are booleans,
-// integers or floats when they read as such, else strings.
-nlohmann::json typed_scalar(const YAML::Node& node) {
-  const std::string text = node.Scalar();
-  if (node.Tag() == "!") return text;  // quoted
-  if (text == "true" || text == "True") return true;
-  if (text == "false" || text == "False") return false;
-  std::int64_t i = 0;
-  if (auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), i);
-      ec == std::errc() && end == text.data() + text.size())
-    return i;
-  double d = 0;
-  if (auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
-      ec == std::errc() && end == text.data() + text.size() && std::isfinite(d))
-    return d;
-  return text;
-}
-
-double logical_not(double x) { return x == 0 ? 1 : 0; }
-double modulo(double a, double b) { return std::fmod(a, b); }
-
 }  // namespace
 
 std::string word(const nlohmann::json& value) {
@@ -54,52 +27,10 @@ std::string word(const nlohmann::json& value) {
   return value.dump();  // integers as such; floats in their shortest round-trip form
 }
 
-// muparser parsers for the constraints, bound to one variable per parameter.
+// The constraints, compiled over one variable per parameter.
 struct SearchSpace::Evaluator {
   std::vector<double> variables;  // per parameter; stable addresses (never resized after binding)
-  std::vector<std::unique_ptr<mu::Parser>> parsers;  // never moved: they point into `variables`
-  std::map<std::string, double> string_ids;  // each string value or literal: a number of its own
-
-  double id_of(const std::string& s) {
-    const auto it = string_ids.find(s);
-    if (it != string_ids.end()) return it->second;
-    const double id = 1e15 + static_cast<double>(string_ids.size());  // far from any parameter value
-    string_ids.emplace(s, id);
-    return id;
-  }
-  double numeric(const nlohmann::json& v) {
-    if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
-    if (v.is_number()) return v.get<double>();
-    return id_of(v.get<std::string>());
-  }
-  // and/or/not/true/false -> muparser's && || ! 1 0; "text" / 'text' -> the string's number.
-  std::string translate(std::string_view expr) {
-    std::string out;
-    for (std::size_t i = 0; i < expr.size();) {
-      const char c = expr[i];
-      if (c == '"' || c == '\'') {
-        const std::size_t close = expr.find(c, i + 1);
-        if (close == std::string_view::npos) throw Error(fmt::format("unbalanced {} in the string literal", c));
-        out += fmt::format("{:.0f}", id_of(std::string(expr.substr(i + 1, close - i - 1))));
-        i = close + 1;
-      } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-        std::size_t j = i;
-        while (j < expr.size() && (std::isalnum(static_cast<unsigned char>(expr[j])) || expr[j] == '_')) ++j;
-        const std::string_view w = expr.substr(i, j - i);
-        if (w == "and") out += "&&";
-        else if (w == "or") out += "||";
-        else if (w == "not") out += "!";
-        else if (w == "true") out += "1";
-        else if (w == "false") out += "0";
-        else out += w;
-        i = j;
-      } else {
-        out.push_back(c);
-        ++i;
-      }
-    }
-    return out;
-  }
+  std::vector<Expression> constraints;  // they point into `variables`
 };
 
 SearchSpace::SearchSpace(std::vector<Parameter> parameters, std::vector<std::string> constraints, std::string source)
@@ -111,10 +42,8 @@ SearchSpace::SearchSpace(std::vector<Parameter> parameters, std::vector<std::str
   std::set<std::string> names;
   for (const Parameter& p : parameters_) {
     const std::string where = fmt::format("{}: parameters.{}", source_, p.name);
-    if (!is_identifier(p.name) || kReserved.contains(p.name))
-      throw Error(fmt::format("{}: '{}' is not a usable name (letters, digits and _, not starting with a digit; not "
-                              "and/or/not/true/false)",
-                              where, p.name));
+    if (!is_parameter_name(p.name))
+      throw Error(fmt::format("{}: '{}' is not a usable name ({})", where, p.name, kParameterNameRule));
     if (!names.insert(p.name).second) throw Error(fmt::format("{}: defined twice", where));
     if (p.values.empty()) throw Error(fmt::format("{}: needs at least one value", where));
     for (std::size_t i = 0; i < p.values.size(); ++i) {
@@ -126,21 +55,13 @@ SearchSpace::SearchSpace(std::vector<Parameter> parameters, std::vector<std::str
   }
   Evaluator& ev = *evaluator_;
   ev.variables.assign(parameters_.size(), 0);
+  std::vector<std::string> variable_names;
+  for (const Parameter& p : parameters_) variable_names.push_back(p.name);
   for (std::size_t c = 0; c < constraints_.size(); ++c) {
-    const std::string where = fmt::format("{}: constraints[{}] '{}'", source_, c, constraints_[c]);
     try {
-      auto parser = std::make_unique<mu::Parser>();
-      parser->DefineOprt("%", modulo, mu::prMUL_DIV, mu::oaLEFT, true);
-      parser->DefineInfixOprt("!", logical_not);
-      for (std::size_t i = 0; i < parameters_.size(); ++i) parser->DefineVar(parameters_[i].name, &ev.variables[i]);
-      parser->SetExpr(ev.translate(constraints_[c]));
-      parser->Eval();  // compiles: unknown names and syntax errors surface here
-      ev.parsers.push_back(std::move(parser));
-    } catch (const mu::Parser::exception_type& e) {
-      const std::vector<std::string> valid(names.begin(), names.end());
-      throw Error(fmt::format("{}: {} (parameters: {})", where, e.GetMsg(), join(valid)));
+      ev.constraints.emplace_back(constraints_[c], variable_names, ev.variables.data());
     } catch (const Error& e) {
-      throw Error(fmt::format("{}: {}", where, e.what()));
+      throw Error(fmt::format("{}: constraints[{}] '{}': {}", source_, c, constraints_[c], e.what()));
     }
   }
 }
@@ -169,6 +90,11 @@ SearchSpace SearchSpace::parse(std::string_view text, std::string_view source) {
   for (const auto& kv : params) {
     Parameter p;
     p.name = kv.first.Scalar();
+    if (kv.second.IsMap())
+      throw Error(fmt::format("{}: parameters.{}: a typed parameter ({{type: ...}}) is searched by the hyperparameter "
+                              "samplers (--algo random, tpe or gp with --objective); --algo bo, xgboost, costmodel and "
+                              "oppa search value lists like [1, 2, 4]",
+                              source, p.name));
     if (!kv.second.IsSequence())
       throw Error(fmt::format("{}: parameters.{}: expected a list of values like [1, 2, 4]", source, p.name));
     for (const YAML::Node& v : kv.second) {
@@ -217,13 +143,13 @@ bool SearchSpace::satisfies(const Point& point) const {
   if (!listed_.empty() && !std::binary_search(listed_sorted_.begin(), listed_sorted_.end(), point)) return false;
   Evaluator& ev = *evaluator_;
   for (std::size_t i = 0; i < parameters_.size(); ++i)
-    ev.variables[i] = ev.numeric(parameters_[i].values[static_cast<std::size_t>(point[i])]);
-  for (std::size_t c = 0; c < ev.parsers.size(); ++c) {
+    ev.variables[i] = expression_value(parameters_[i].values[static_cast<std::size_t>(point[i])]);
+  for (std::size_t c = 0; c < ev.constraints.size(); ++c) {
     try {
-      if (ev.parsers[c]->Eval() == 0) return false;
-    } catch (const mu::Parser::exception_type& e) {
+      if (ev.constraints[c].evaluate() == 0) return false;
+    } catch (const Error& e) {
       throw Error(fmt::format("{}: constraints[{}] '{}' at {}: {}", source_, c, constraints_[c], to_json(point).dump(),
-                              e.GetMsg()));
+                              e.what()));
     }
   }
   return true;

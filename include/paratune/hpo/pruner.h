@@ -1,0 +1,80 @@
+// Pruners: which trials stop early, on their intermediate values (module DESIGN: one Pruner
+// interface, each algorithm one file behind it). Usable with every sampler.
+//   none        every trial runs the full resource
+//   median      stop a trial whose value at a step is worse than the median of the other trials'
+//               values at that step (Golovin et al. 2017, Google Vizier, Sec. 3.2.2, as Optuna's
+//               MedianPruner compares them) (median_pruner.cc)
+//   percentile  the same against a percentile (percentile 25: keep the best quarter)
+//   asha        asynchronous successive halving (Li et al. 2020, "A system for massively parallel
+//               hyperparameter tuning", Alg. 2): rungs at min_resource x eta^k steps; a trial runs
+//               to its next rung and rests there; a free slot first promotes the best unpromoted
+//               trial of the highest rung that has one in its top 1/eta, else starts a new trial
+//               (asha.cc)
+//   hyperband   brackets of ASHA with first rungs min_resource x eta^s, s = 0 .. s_max (Li et al.
+//               2018, "Hyperband", asynchronous as in Li et al. 2020 Sec. 3.4) (asha.cc)
+// The resource is the trial's steps (PARATUNE_MAX_STEPS).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "paratune/hpo/trial_record.h"
+
+namespace paratune::hpo {
+
+struct PrunerOptions {
+  Direction direction = Direction::kMinimize;
+  std::int64_t max_resource = 0;  // steps of a full trial (--steps); >= 1
+  // asha, hyperband: the first rung's steps; 0: max_resource / eta^3 rounded down, at least 1.
+  std::int64_t min_resource = 0;
+  double eta = 3;                 // asha, hyperband: reduction factor, > 1
+  int startup_trials = 5;         // median, percentile: trials completed before any is stopped
+  std::int64_t warmup_steps = 0;  // median, percentile: no stop at steps below this
+  double percentile = 25;         // percentile: keep a trial whose value is within the best p %
+};
+// Throws Error naming the option and the rule.
+void validate(const PrunerOptions& options);
+
+// How far a new trial runs first, and in which bracket.
+struct Assignment {
+  int bracket = 0;
+  std::int64_t resource = 0;  // steps
+};
+
+// A resting trial to continue, and how far.
+struct Promotion {
+  int trial_number = 0;
+  std::int64_t resource = 0;  // the steps it runs to now
+  int rung = 0;               // the rung that resource is
+};
+
+class Pruner {
+ public:
+  virtual ~Pruner() = default;
+  [[nodiscard]] virtual std::string name() const = 0;
+  // A new trial's bracket and first resource (the full resource for pruners without rungs).
+  virtual Assignment assign_new_trial(const std::vector<TrialRecord>& trials) = 0;
+  // After a running trial reported a new intermediate value (trial.curve.back()): false stops it
+  // (it becomes pruned at that step).
+  virtual bool keep_running(const TrialRecord& /*trial*/, const std::vector<TrialRecord>& /*trials*/) { return true; }
+  // Before a new trial starts on a free slot: a resting trial to promote instead (ASHA's get_job).
+  virtual std::optional<Promotion> promotion(const std::vector<TrialRecord>& /*trials*/) { return std::nullopt; }
+  // The rung that `resource` steps complete in `bracket` (-1 when below the first rung or without
+  // rungs).
+  [[nodiscard]] virtual int rung_of(std::int64_t /*resource*/, int /*bracket*/) const { return -1; }
+  // The rungs' resources per bracket, for reports; empty without rungs.
+  [[nodiscard]] virtual nlohmann::ordered_json describe() const { return nlohmann::ordered_json::object(); }
+};
+
+enum class PrunerKind { kNone, kMedian, kPercentile, kAsha, kHyperband };
+const char* to_string(PrunerKind kind);
+PrunerKind parse_pruner(std::string_view name);  // throws Error listing the names
+
+std::unique_ptr<Pruner> make_pruner(PrunerKind kind, const PrunerOptions& options);
+
+}  // namespace paratune::hpo

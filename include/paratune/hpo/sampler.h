@@ -1,0 +1,57 @@
+// Samplers: what configuration a hyperparameter study tries next (module DESIGN: one Sampler
+// interface, each algorithm one file behind it).
+//   grid    every configuration of a finite space in odometer order (grid_sampler.cc)
+//   random  independent draws from the prior (random_sampler.cc)
+//   tpe     tree-structured Parzen estimator, multivariate (tpe.cc, hpo/tpe.h)
+//   gp      Gaussian-process regression with log expected improvement (gp_sampler.cc)
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "paratune/hpo/space.h"
+#include "paratune/hpo/trial_record.h"
+
+namespace paratune::hpo {
+
+struct SamplerOptions {
+  Direction direction = Direction::kMinimize;
+  std::uint64_t seed = 0;
+  // Configurations drawn from the prior before the model picks; -1: the sampler's own default
+  // (tpe 10, gp max(5, 2 x dimensions)).
+  int startup_trials = -1;
+};
+
+class Sampler {
+ public:
+  virtual ~Sampler() = default;
+  [[nodiscard]] virtual std::string name() const = 0;
+  // The next configuration, given every trial of the study (running ones included: they are the
+  // pending proposals a parallel search must not repeat); nullopt when there is nothing left.
+  virtual std::optional<Config> propose(const std::vector<TrialRecord>& trials) = 0;
+  // Why the last proposal was chosen (e.g. TPE's log l(x) - log g(x), the GP's mean, sd and log EI),
+  // stored with the trial; empty when there is nothing to say.
+  [[nodiscard]] virtual nlohmann::ordered_json proposal_notes() const { return {}; }
+  // The fitted model (e.g. the GP's lengthscales), stored with the study; empty: none.
+  [[nodiscard]] virtual nlohmann::ordered_json model_summary() const { return {}; }
+};
+
+enum class SamplerKind { kGrid, kRandom, kTpe, kGp };
+const char* to_string(SamplerKind kind);
+SamplerKind parse_sampler(std::string_view name);  // throws Error listing the names
+
+// Throws Error when the sampler cannot search the space (grid on continuous parameters).
+std::unique_ptr<Sampler> make_sampler(SamplerKind kind, const Space& space, const SamplerOptions& options);
+
+// Each sampler's factory (one per file).
+std::unique_ptr<Sampler> make_grid_sampler(const Space& space, const SamplerOptions& options);
+std::unique_ptr<Sampler> make_random_sampler(const Space& space, const SamplerOptions& options);
+std::unique_ptr<Sampler> make_tpe_sampler(const Space& space, const SamplerOptions& options);
+std::unique_ptr<Sampler> make_gp_sampler(const Space& space, const SamplerOptions& options);
+
+}  // namespace paratune::hpo

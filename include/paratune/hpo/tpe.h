@@ -1,0 +1,151 @@
+// The tree-structured Parzen estimator sampler (TPE) and its internals, exposed for tests.
+//
+// Variant: multivariate TPE (Falkner et al. 2018, "BOHB", Sec. 3.2; Optuna's TPESampler with
+// multivariate=True, group=True, constant_liar=True), on the model of Bergstra et al. 2011,
+// "Algorithms for hyper-parameter optimization", Sec. 4. The defaults are Optuna 3.x's, which
+// Watanabe 2023 ("Tree-structured Parzen estimator: understanding its algorithm components",
+// Sec. 3-4 and Table 3) found to be robust across benchmarks. Multivariate rather than
+// univariate because a kernel over the joint vector keeps interactions between parameters (lr and
+// batch size) that a product of independent one-dimensional estimators loses (Watanabe 2023, Sec. 4.2).
+//
+// One proposal:
+//   1. Startup: while fewer than `startup_trials` (default 10) trials have finished (any state
+//      but running), draw from the prior (Space::sample).
+//   2. Split (split_trials): completed trials ranked by loss (as_loss: smaller is better), then
+//      pruned trials ranked by the resource they reached (more first), then by their last value
+//      (value_at(trial, trial.resource)), as Optuna ranks pruned trials. The first
+//      gamma(n) = min(ceil(0.1 n), 25) of them are "good" (Optuna's default gamma; n = completed +
+//      pruned); the rest are "bad", and so are every failed trial (a crash or an OOM is
+//      information: steer away from it) and every running one (the constant liar: a pending
+//      proposal counts as bad, so parallel proposals spread out; Optuna's constant_liar=True).
+//   3. Tiers (conditional parameters): decide first, jointly, the parameters active with nothing
+//      decided (no `when`); then, repeatedly, every undecided parameter that is active given the
+//      decided ones, jointly, until none is. Each tier is fitted on the history trials in which all
+//      of its parameters are active (close to Optuna's group decomposition, which groups
+//      parameters that appear together). A result holds every active parameter and no inactive one.
+//   4. Per tier: l(x) = Parzen estimator of the good trials, g(x) = of the bad ones (below). Draw
+//      24 candidates from l, keep those satisfying the constraints (Space::satisfies on the values
+//      decided so far; at most 240 draws), take the one maximising log l(x) - log g(x) (Bergstra et
+//      al. 2011, Eq. 3: expected improvement is monotone in l(x) / g(x)). No valid candidate: the
+//      whole configuration is drawn from the prior instead.
+//
+// The Parzen estimator, in the unit cube (floats and ints via Space::to_unit, log already folded
+// in, ints as equal-width cells; categoricals by choice index), one mixture component per
+// observation plus one prior component, all of equal weight (prior weight 1.0; Optuna ramps down
+// old observations' weights once there are more than 25, a refinement Watanabe 2023 Sec. 3.4 finds
+// of little effect and which has no meaning for trials that finish out of order). A component is
+// a product over dimensions:
+//   numerical:   a Gaussian truncated to [0, 1]; observation components centred at the
+//                observation with the multivariate bandwidth (Optuna 3.x, _parzen_estimator.py,
+//                Scott's rule scaled to the unit interval)
+//                  sigma = 0.2 n^(-1/(d+4)),   n = max(observations, 1), d = the tier's dimensions
+//                                              (categorical ones included, as Optuna counts them),
+//                clipped to [1 / min(100, n_obs + 2), 1] (Optuna's "magic clip": the lower bound is
+//                1 / min(100, 1 + kernels), kernels = observations + the prior component);
+//                the prior component centred at 0.5 with sigma 1.
+//   categorical: observation components put mass 1 on the observed choice plus
+//                prior_weight / (n_obs + 1) on every choice, normalised; the prior component is
+//                uniform (Optuna 3.x _calculate_categorical_distributions).
+//
+// Randomness: one std::mt19937_64 per proposal, seeded with std::seed_seq{seed, number of trials in
+// the history, repeat}: both are specified bit for bit by the standard, so the same seed and
+// history give the same proposal on every platform, and a resumed study goes on as an uninterrupted
+// one would (the draws depend on the history's size, not on how many proposals this object made).
+// Gaussian draws are Box-Muller by hand (std::normal_distribution is implementation-defined).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "paratune/hpo/sampler.h"
+#include "paratune/hpo/space.h"
+#include "paratune/hpo/trial_record.h"
+
+namespace paratune::hpo::tpe {
+
+// The defaults above (Optuna 3.x TPESampler).
+inline constexpr int kStartupTrials = 10;       // n_startup_trials
+inline constexpr int kCandidates = 24;          // n_ei_candidates
+inline constexpr int kMaxCandidateDraws = 240;  // draws per tier before falling back to the prior
+inline constexpr double kPriorWeight = 1.0;     // prior_weight
+inline constexpr std::size_t kMaxGood = 25;     // gamma's cap
+
+// The number of good trials among n ranked ones: min(ceil(0.1 n), 25) (Optuna default_gamma).
+std::size_t good_count(std::size_t ranked);
+
+// The bandwidth of the observation components of a numerical dimension of the unit interval:
+// 0.2 max(n, 1)^(-1/(d+4)) clipped to [1 / min(100, n + 2), 1] (see the header comment).
+double bandwidth(std::size_t observations, std::size_t dimensions);
+
+// A uniform double in [0, 1) from the top 53 bits of one draw.
+double uniform01(std::mt19937_64& rng);
+// A standard normal draw: Box & Muller 1958, z = sqrt(-2 ln u1) cos(2 pi u2), u1 in (0, 1].
+double standard_normal(std::mt19937_64& rng);
+
+// One coordinate of the estimator: choices == 0 for a numerical dimension (a unit coordinate in
+// [0, 1]), else a categorical one with that many choices (a choice index 0 .. choices - 1, held
+// as a double).
+struct Dimension {
+  std::size_t choices = 0;
+};
+
+// A point of the estimator's space: one value per dimension, as Dimension describes.
+using Point = std::vector<double>;
+
+// The mixture above, fitted on `observations`. With none it is the prior alone.
+class ParzenEstimator {
+ public:
+  ParzenEstimator(std::vector<Dimension> dimensions, const std::vector<Point>& observations,
+                  double prior_weight = kPriorWeight);
+
+  // log of the mixture density at x: log sum_k w_k prod_d p_kd(x_d), w_k equal (1 / (n + 1)).
+  [[nodiscard]] double log_pdf(const Point& x) const;
+  // A draw: a component with probability w_k, then each dimension from that component.
+  [[nodiscard]] Point sample(std::mt19937_64& rng) const;
+
+  [[nodiscard]] std::size_t observations() const { return observations_; }
+  [[nodiscard]] const std::vector<Dimension>& dimensions() const { return dimensions_; }
+  // The observation components' bandwidth (bandwidth(observations, dimensions)).
+  [[nodiscard]] double sigma() const { return sigma_; }
+
+ private:
+  // One dimension of one component: a truncated Gaussian (numerical) or a distribution over the
+  // choices (categorical).
+  struct Kernel {
+    double mu = 0.5, sigma = 1.0;
+    double log_mass = 0;             // log(Phi((1 - mu) / sigma) - Phi(-mu / sigma)): truncation
+    std::vector<double> probabilities;  // categorical
+  };
+  [[nodiscard]] Kernel numerical_kernel(double mu, double sigma) const;
+  [[nodiscard]] Kernel categorical_kernel(std::size_t choices, std::optional<std::size_t> observed) const;
+  [[nodiscard]] double log_component(const std::vector<Kernel>& component, const Point& x) const;
+
+  std::vector<Dimension> dimensions_;
+  std::size_t observations_ = 0;
+  double prior_weight_ = kPriorWeight;
+  double sigma_ = 1.0;
+  std::vector<std::vector<Kernel>> components_;  // [component][dimension]; the prior last
+  std::vector<double> weights_;                  // normalised; equal
+};
+
+// The good / bad split of step 2 (indices into the trials).
+struct Split {
+  std::vector<std::size_t> good;
+  std::vector<std::size_t> bad;   // ranked beyond the good ones, then failed, then running
+  std::size_t ranked = 0;         // completed + pruned (with a finite loss)
+  std::size_t finished = 0;       // every trial not running
+};
+// Completed trials without a finite value count as failed.
+Split split_trials(const std::vector<TrialRecord>& trials, Direction direction);
+
+}  // namespace paratune::hpo::tpe
+
+namespace paratune::hpo {
+// Declared in sampler.h; here for the record: throws Error when options.startup_trials < -1. The
+// sampler keeps a reference to `space`, which must outlive it.
+std::unique_ptr<Sampler> make_tpe_sampler(const Space& space, const SamplerOptions& options);
+}  // namespace paratune::hpo

@@ -1,0 +1,412 @@
+#include "paratune/hpo/space.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "../tune/space_file.h"
+#include "paratune/spec/error.h"
+#include "paratune/tune/expression.h"
+#include "paratune/tune/study.h"
+
+namespace paratune::hpo {
+namespace {
+
+constexpr std::uint64_t kMaxGrid = 10'000'000;
+constexpr int kMaxSampleTries = 10'000;
+constexpr std::array<const char*, 3> kTypeNames{"float", "int", "categorical"};
+const std::vector<std::string> kTypedKeys{"type", "low", "high", "log", "choices", "when"};
+
+// A uniform double in [0, 1) from the top 53 bits: the same draws on every platform.
+double unit_draw(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+
+double transform(const ParamSpec& p, double x) { return p.log ? std::log(x) : x; }
+double untransform(const ParamSpec& p, double t) { return p.log ? std::exp(t) : t; }
+
+// The interval the unit coordinate spans: ints widened by 1/2 on each side, so that each integer
+// owns a cell of equal width (in log space when log).
+std::pair<double, double> unit_interval(const ParamSpec& p) {
+  if (p.type == ParamType::kInt) return {transform(p, p.low - 0.5), transform(p, p.high + 0.5)};
+  return {transform(p, p.low), transform(p, p.high)};
+}
+
+ParamType parse_type(const std::string& name, const std::string& where) {
+  for (std::size_t i = 0; i < kTypeNames.size(); ++i)
+    if (name == kTypeNames[i]) return static_cast<ParamType>(i);
+  throw Error(fmt::format("{}.type: '{}' is not a parameter type (valid: float, int, categorical)", where, name));
+}
+
+double number_field(const YAML::Node& node, const std::string& where, const char* field) {
+  const nlohmann::json v = node.IsScalar() ? tune::typed_scalar(node) : nlohmann::json();
+  if (!v.is_number()) throw Error(fmt::format("{}.{}: expected a number", where, field));
+  return v.get<double>();
+}
+
+std::vector<nlohmann::json> choices_of(const YAML::Node& list, const std::string& where) {
+  if (!list.IsSequence()) throw Error(fmt::format("{}: expected a list of values like [64, 128, 256]", where));
+  std::vector<nlohmann::json> out;
+  for (const YAML::Node& v : list) {
+    if (!v.IsScalar()) throw Error(fmt::format("{}: values must be numbers, booleans or strings", where));
+    out.push_back(tune::typed_scalar(v));
+  }
+  return out;
+}
+
+ParamSpec typed_parameter(const std::string& name, const YAML::Node& node, const std::string& where) {
+  ParamSpec p;
+  p.name = name;
+  for (const auto& kv : node) {
+    const std::string key = kv.first.Scalar();
+    if (std::find(kTypedKeys.begin(), kTypedKeys.end(), key) == kTypedKeys.end())
+      throw Error(fmt::format("{}: {}", where, unknown_name_message("field", key, kTypedKeys)));
+  }
+  if (node["type"]) p.type = parse_type(node["type"].Scalar(), where);
+  else if (node["choices"]) p.type = ParamType::kCategorical;
+  else throw Error(fmt::format("{}.type: missing (float, int or categorical)", where));
+  if (p.type == ParamType::kCategorical) {
+    if (!node["choices"]) throw Error(fmt::format("{}.choices: a categorical parameter needs its choices", where));
+    for (const char* field : {"low", "high", "log"})
+      if (node[field]) throw Error(fmt::format("{}.{}: not a field of a categorical parameter (it has choices)", where, field));
+    p.choices = choices_of(node["choices"], where + ".choices");
+  } else {
+    if (node["choices"]) throw Error(fmt::format("{}.choices: a {} parameter has low and high, not choices", where, to_string(p.type)));
+    for (const char* field : {"low", "high"})
+      if (!node[field]) throw Error(fmt::format("{}.{}: missing (a {} parameter needs low and high)", where, field, to_string(p.type)));
+    p.low = number_field(node["low"], where, "low");
+    p.high = number_field(node["high"], where, "high");
+    if (const YAML::Node log = node["log"]) {
+      const nlohmann::json v = log.IsScalar() ? tune::typed_scalar(log) : nlohmann::json();
+      if (!v.is_boolean()) throw Error(fmt::format("{}.log: expected true or false", where));
+      p.log = v.get<bool>();
+    }
+  }
+  if (const YAML::Node when = node["when"]) {
+    if (!when.IsScalar() || when.Scalar().empty())
+      throw Error(fmt::format("{}.when: expected an expression like \"optimizer == 'sgd'\"", where));
+    p.when = when.Scalar();
+  }
+  return p;
+}
+
+void check_parameter(const ParamSpec& p, const std::string& where) {
+  if (p.type == ParamType::kCategorical) {
+    if (p.choices.empty()) throw Error(fmt::format("{}: needs at least one value", where));
+    for (std::size_t i = 0; i < p.choices.size(); ++i) {
+      if (!p.choices[i].is_primitive() || p.choices[i].is_null())
+        throw Error(fmt::format("{}[{}]: {} is not a number, boolean or string", where, i, p.choices[i].dump()));
+      for (std::size_t j = 0; j < i; ++j)
+        if (p.choices[j] == p.choices[i]) throw Error(fmt::format("{}: value {} is listed twice", where, p.choices[i].dump()));
+    }
+    return;
+  }
+  if (!std::isfinite(p.low) || !std::isfinite(p.high))
+    throw Error(fmt::format("{}: low {} and high {} must be finite", where, p.low, p.high));
+  if (p.type == ParamType::kInt) {
+    if (p.low != std::floor(p.low)) throw Error(fmt::format("{}.low: {} is not an integer (type int)", where, p.low));
+    if (p.high != std::floor(p.high)) throw Error(fmt::format("{}.high: {} is not an integer (type int)", where, p.high));
+    if (std::fabs(p.low) > 1e15 || std::fabs(p.high) > 1e15)
+      throw Error(fmt::format("{}: low {} and high {} must be within +-1e15 (exact as doubles)", where, p.low, p.high));
+  }
+  if (!(p.low < p.high))
+    throw Error(fmt::format("{}: low {} must be below high {} (a single value is a list: [{}])", where, p.low, p.high, p.low));
+  if (p.log && !(p.low > 0))
+    throw Error(fmt::format("{}.low: {} must be > 0 with log: true (sampled uniformly in log(value))", where, p.low));
+}
+
+}  // namespace
+
+const char* to_string(ParamType type) { return kTypeNames[static_cast<std::size_t>(type)]; }
+
+// The conditions and constraints, compiled over one variable per parameter.
+struct Space::Expressions {
+  std::vector<double> values;                        // per parameter; never resized after binding
+  std::vector<std::optional<tune::Expression>> when;  // per parameter
+  std::vector<std::vector<std::size_t>> parents;      // per parameter: what its `when` uses
+  std::vector<tune::Expression> constraints;
+};
+
+Space::Space(std::vector<ParamSpec> parameters, std::vector<std::string> constraints, std::string source)
+    : parameters_(std::move(parameters)),
+      constraints_(std::move(constraints)),
+      source_(std::move(source)),
+      expressions_(std::make_unique<Expressions>()) {
+  if (parameters_.empty()) throw Error(fmt::format("{}: parameters: at least one parameter is needed", source_));
+  std::set<std::string> seen;
+  std::vector<std::string> names;
+  for (const ParamSpec& p : parameters_) {
+    const std::string where = fmt::format("{}: parameters.{}", source_, p.name);
+    if (!tune::is_parameter_name(p.name))
+      throw Error(fmt::format("{}: '{}' is not a usable name ({})", where, p.name, tune::kParameterNameRule));
+    if (!seen.insert(p.name).second) throw Error(fmt::format("{}: defined twice", where));
+    check_parameter(p, where);
+    names.push_back(p.name);
+  }
+  Expressions& ex = *expressions_;
+  ex.values.assign(parameters_.size(), 0);
+  ex.when.resize(parameters_.size());
+  ex.parents.resize(parameters_.size());
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    if (parameters_[i].when.empty()) continue;
+    const std::string where = fmt::format("{}: parameters.{}.when '{}'", source_, parameters_[i].name, parameters_[i].when);
+    try {
+      ex.when[i].emplace(parameters_[i].when, names, ex.values.data());
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", where, e.what()));
+    }
+    for (std::size_t used : ex.when[i]->used())
+      if (used >= i)
+        throw Error(fmt::format("{}: refers to '{}', which is {}; a condition may use only parameters declared before it",
+                                where, names[used], used == i ? "the parameter itself" : "declared after it"));
+    ex.parents[i] = ex.when[i]->used();
+  }
+  for (std::size_t c = 0; c < constraints_.size(); ++c) {
+    try {
+      ex.constraints.emplace_back(constraints_[c], names, ex.values.data());
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: constraints[{}] '{}': {}", source_, c, constraints_[c], e.what()));
+    }
+  }
+}
+
+Space::Space(Space&&) noexcept = default;
+Space& Space::operator=(Space&&) noexcept = default;
+Space::~Space() = default;
+
+Space Space::parse(std::string_view text, std::string_view source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    throw Error(fmt::format("{}: not valid YAML/JSON: {}", source, e.what()));
+  }
+  if (!root.IsMap()) throw Error(fmt::format("{}: expected a mapping with 'parameters' (and 'constraints')", source));
+  const std::vector<std::string> keys{"parameters", "constraints"};
+  for (const auto& kv : root)
+    if (std::find(keys.begin(), keys.end(), kv.first.Scalar()) == keys.end())
+      throw Error(fmt::format("{}: {}", source, unknown_name_message("key", kv.first.Scalar(), keys)));
+  const YAML::Node params = root["parameters"];
+  if (!params || !params.IsMap())
+    throw Error(fmt::format("{}: parameters: expected a mapping of name: [values] or name: {{type: ...}}", source));
+  std::vector<ParamSpec> parameters;
+  for (const auto& kv : params) {
+    const std::string name = kv.first.Scalar();
+    const std::string where = fmt::format("{}: parameters.{}", source, name);
+    if (kv.second.IsMap()) {
+      parameters.push_back(typed_parameter(name, kv.second, where));
+    } else if (kv.second.IsSequence()) {
+      ParamSpec p;
+      p.name = name;
+      p.type = ParamType::kCategorical;
+      p.choices = choices_of(kv.second, where);
+      parameters.push_back(std::move(p));
+    } else {
+      throw Error(fmt::format("{}: expected a list of values like [64, 128] or a typed parameter like "
+                              "{{type: float, low: 1.0e-5, high: 0.1, log: true}}",
+                              where));
+    }
+  }
+  std::vector<std::string> constraints;
+  if (const YAML::Node list = root["constraints"]) {
+    if (!list.IsSequence()) throw Error(fmt::format("{}: constraints: expected a list of expressions", source));
+    for (const YAML::Node& c : list) {
+      if (!c.IsScalar() || c.Scalar().empty())
+        throw Error(fmt::format("{}: constraints: each entry must be an expression like 'batch_size <= 128'", source));
+      constraints.push_back(c.Scalar());
+    }
+  }
+  return Space(std::move(parameters), std::move(constraints), std::string(source));
+}
+
+Space Space::load(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw Error(fmt::format("{}: cannot read the search space file", file.string()));
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse(text.str(), file.string());
+}
+
+std::optional<std::size_t> Space::index_of(std::string_view name) const {
+  for (std::size_t i = 0; i < parameters_.size(); ++i)
+    if (parameters_[i].name == name) return i;
+  return std::nullopt;
+}
+
+const std::vector<std::size_t>& Space::condition_parents(std::size_t i) const { return expressions_->parents[i]; }
+
+bool Space::is_active(std::size_t i, const Config& partial) const {
+  Expressions& ex = *expressions_;
+  if (!ex.when[i]) return true;
+  for (std::size_t parent : ex.parents[i]) {
+    const auto it = partial.find(parameters_[parent].name);
+    if (it == partial.end()) return false;  // the parent is inactive: so is this one
+    ex.values[parent] = tune::expression_value(*it);
+  }
+  try {
+    return ex.when[i]->evaluate() != 0;
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: parameters.{}.when '{}' at {}: {}", source_, parameters_[i].name, parameters_[i].when,
+                            partial.dump(), e.what()));
+  }
+}
+
+bool Space::satisfies(const Config& config) const {
+  Expressions& ex = *expressions_;
+  for (std::size_t c = 0; c < ex.constraints.size(); ++c) {
+    bool defined = true;
+    for (std::size_t used : ex.constraints[c].used()) {
+      const auto it = config.find(parameters_[used].name);
+      if (it == config.end()) {
+        defined = false;  // about an inactive parameter: holds
+        break;
+      }
+      ex.values[used] = tune::expression_value(*it);
+    }
+    if (!defined) continue;
+    try {
+      if (ex.constraints[c].evaluate() == 0) return false;
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: constraints[{}] '{}' at {}: {}", source_, c, constraints_[c], config.dump(), e.what()));
+    }
+  }
+  return true;
+}
+
+std::string Space::check(const Config& config) const {
+  if (!config.is_object()) return fmt::format("{} is not an object of parameter values", config.dump());
+  for (const auto& [name, value] : config.items())
+    if (!index_of(name)) return fmt::format("'{}' is not a parameter of {}", name, source_);
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    const ParamSpec& p = parameters_[i];
+    const auto it = config.find(p.name);
+    const bool active = is_active(i, config);
+    if (!active) {
+      if (it != config.end()) return fmt::format("{} is given but inactive (when: {})", p.name, p.when);
+      continue;
+    }
+    if (it == config.end()) return fmt::format("{} is active but missing", p.name);
+    const nlohmann::json& v = *it;
+    switch (p.type) {
+      case ParamType::kCategorical:
+        if (std::find(p.choices.begin(), p.choices.end(), v) == p.choices.end())
+          return fmt::format("{} = {} is not one of its values", p.name, v.dump());
+        break;
+      case ParamType::kInt:
+        if (!v.is_number_integer()) return fmt::format("{} = {} is not an integer", p.name, v.dump());
+        [[fallthrough]];
+      case ParamType::kFloat:
+        if (!v.is_number() || !(v.get<double>() >= p.low && v.get<double>() <= p.high))
+          return fmt::format("{} = {} is outside [{}, {}]", p.name, v.dump(), p.low, p.high);
+        break;
+    }
+  }
+  if (!satisfies(config)) return fmt::format("{} breaks a constraint", config.dump());
+  return {};
+}
+
+bool Space::finite() const {
+  return std::all_of(parameters_.begin(), parameters_.end(), [](const ParamSpec& p) { return p.type != ParamType::kFloat; });
+}
+
+std::vector<Config> Space::enumerate() const {
+  if (!finite())
+    throw Error(fmt::format("{}: grid search needs every parameter categorical or int (a float parameter has no grid)", source_));
+  std::vector<std::vector<nlohmann::json>> values(parameters_.size());
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    const ParamSpec& p = parameters_[i];
+    if (p.type == ParamType::kCategorical) {
+      values[i] = p.choices;
+    } else {
+      if (p.high - p.low >= static_cast<double>(kMaxGrid))
+        throw Error(fmt::format("{}: parameters.{} has more than {} values; narrow it", source_, p.name, kMaxGrid));
+      for (auto v = static_cast<std::int64_t>(p.low); v <= static_cast<std::int64_t>(p.high); ++v) values[i].push_back(v);
+    }
+  }
+  // Depth first in declaration order: the last parameter varies fastest; inactive ones are skipped.
+  std::vector<Config> out;
+  std::uint64_t visited = 0;
+  Config partial = Config::object();
+  const auto visit = [&](const auto& self, std::size_t i) -> void {
+    if (i == parameters_.size()) {
+      if (++visited > kMaxGrid)
+        throw Error(fmt::format("{}: the parameters span more than {} configurations; narrow them", source_, kMaxGrid));
+      if (satisfies(partial)) out.push_back(partial);
+      return;
+    }
+    if (!is_active(i, partial)) return self(self, i + 1);
+    for (const nlohmann::json& v : values[i]) {
+      partial[parameters_[i].name] = v;
+      self(self, i + 1);
+      partial.erase(parameters_[i].name);
+    }
+  };
+  visit(visit, 0);
+  if (out.empty()) throw Error(fmt::format("{}: no combination of the parameters satisfies every constraint", source_));
+  return out;
+}
+
+Config Space::sample(std::mt19937_64& rng) const {
+  for (int attempt = 0; attempt < kMaxSampleTries; ++attempt) {
+    Config config = Config::object();
+    for (std::size_t i = 0; i < parameters_.size(); ++i) {
+      if (!is_active(i, config)) continue;
+      const ParamSpec& p = parameters_[i];
+      config[p.name] = p.type == ParamType::kCategorical ? p.choices[tune::uniform_below(rng, p.choices.size())]
+                                                         : from_unit(i, unit_draw(rng));
+    }
+    if (satisfies(config)) return config;
+  }
+  throw Error(fmt::format("{}: {} random configurations all broke the constraints; are they satisfiable?", source_,
+                          kMaxSampleTries));
+}
+
+double Space::to_unit(std::size_t i, const nlohmann::json& value) const {
+  const ParamSpec& p = parameters_[i];
+  if (p.type == ParamType::kCategorical) return static_cast<double>(choice_index(i, value));
+  const auto [lo, hi] = unit_interval(p);
+  return (transform(p, value.get<double>()) - lo) / (hi - lo);
+}
+
+nlohmann::json Space::from_unit(std::size_t i, double u) const {
+  const ParamSpec& p = parameters_[i];
+  if (p.type == ParamType::kCategorical) {
+    const double index = std::clamp(std::round(u), 0.0, static_cast<double>(p.choices.size() - 1));
+    return p.choices[static_cast<std::size_t>(index)];
+  }
+  u = std::clamp(std::isfinite(u) ? u : 0.5, 0.0, 1.0);
+  const auto [lo, hi] = unit_interval(p);
+  const double x = untransform(p, lo + u * (hi - lo));
+  if (p.type == ParamType::kInt) return static_cast<std::int64_t>(std::clamp(std::round(x), p.low, p.high));
+  return std::clamp(x, p.low, p.high);
+}
+
+std::size_t Space::choice_index(std::size_t i, const nlohmann::json& value) const {
+  const ParamSpec& p = parameters_[i];
+  const auto it = std::find(p.choices.begin(), p.choices.end(), value);
+  if (it == p.choices.end())
+    throw Error(fmt::format("{}: parameters.{}: {} is not one of its values", source_, p.name, value.dump()));
+  return static_cast<std::size_t>(it - p.choices.begin());
+}
+
+nlohmann::ordered_json Space::describe() const {
+  nlohmann::ordered_json params = nlohmann::ordered_json::object();
+  for (const ParamSpec& p : parameters_) {
+    nlohmann::ordered_json d{{"type", to_string(p.type)}};
+    if (p.type == ParamType::kCategorical) d["choices"] = p.choices;
+    else {
+      d["low"] = p.low;
+      d["high"] = p.high;
+      d["log"] = p.log;
+    }
+    if (!p.when.empty()) d["when"] = p.when;
+    params[p.name] = d;
+  }
+  return {{"parameters", params}, {"constraints", constraints_}};
+}
+
+}  // namespace paratune::hpo

@@ -1,0 +1,136 @@
+#include "paratune/hpo/space.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "paratune/spec/error.h"
+
+namespace paratune::hpo {
+namespace {
+
+const char* kIssueSpace = R"(
+parameters:
+  lr: {type: float, low: 1.0e-5, high: 1.0e-1, log: true}
+  epochs: {type: int, low: 1, high: 20}
+  batch_size: [64, 128, 256]
+  optimizer: [sgd, adam]
+  momentum: {type: float, low: 0.5, high: 0.99, when: "optimizer == 'sgd'"}
+constraints:
+  - batch_size <= 128 or lr < 0.05
+)";
+
+std::string error_of(const std::string& text) {
+  try {
+    Space::parse(text, "space.yaml");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(HpoSpace, ParsesTheIssuesForm) {
+  const Space space = Space::parse(kIssueSpace, "space.yaml");
+  ASSERT_EQ(space.size(), 5u);
+  EXPECT_EQ(space.parameters()[0].type, ParamType::kFloat);
+  EXPECT_TRUE(space.parameters()[0].log);
+  EXPECT_EQ(space.parameters()[1].type, ParamType::kInt);
+  EXPECT_EQ(space.parameters()[2].type, ParamType::kCategorical);
+  EXPECT_EQ(space.parameters()[4].when, "optimizer == 'sgd'");
+  EXPECT_EQ(space.condition_parents(4), std::vector<std::size_t>{3});
+  EXPECT_FALSE(space.finite());
+}
+
+TEST(HpoSpace, SamplesOnlyActiveParametersWithinBoundsAndConstraints) {
+  const Space space = Space::parse(kIssueSpace, "space.yaml");
+  std::mt19937_64 rng(7);
+  int sgd = 0;
+  double log_lr_sum = 0;
+  const int n = 4000;
+  for (int i = 0; i < n; ++i) {
+    const Config c = space.sample(rng);
+    ASSERT_EQ(space.check(c), "") << c.dump();
+    const bool is_sgd = c["optimizer"] == "sgd";
+    sgd += is_sgd;
+    EXPECT_EQ(c.contains("momentum"), is_sgd) << c.dump();
+    EXPECT_TRUE(c["epochs"].is_number_integer());
+    EXPECT_FALSE(c["batch_size"].get<int>() == 256 && c["lr"].get<double>() >= 0.05) << c.dump();
+    log_lr_sum += std::log10(c["lr"].get<double>());
+  }
+  EXPECT_NEAR(sgd / double(n), 0.5, 0.05);
+  // Log-uniform on [1e-5, 1e-1] (with a few large values of batch 256 rejected): mean log10 near -3.
+  EXPECT_NEAR(log_lr_sum / n, -3.0, 0.15);
+}
+
+TEST(HpoSpace, UnitCoordinatesRoundTrip) {
+  const Space space = Space::parse(kIssueSpace, "space.yaml");
+  EXPECT_NEAR(space.to_unit(0, 1e-3), 0.5, 1e-12);  // log10 -3 is the middle of [-5, -1]
+  EXPECT_NEAR(space.from_unit(0, 0.5).get<double>(), 1e-3, 1e-15);
+  // Ints own equal cells: 20 values on [0.5, 20.5].
+  EXPECT_EQ(space.from_unit(1, 0.0).get<int>(), 1);
+  EXPECT_EQ(space.from_unit(1, 0.999).get<int>(), 20);
+  EXPECT_EQ(space.from_unit(1, space.to_unit(1, 7)).get<int>(), 7);
+  EXPECT_EQ(space.from_unit(2, 2.0), 256);
+  EXPECT_EQ(space.choice_index(3, "adam"), 1u);
+}
+
+TEST(HpoSpace, CheckNamesWhatIsWrong) {
+  const Space space = Space::parse(kIssueSpace, "space.yaml");
+  EXPECT_NE(space.check({{"lr", 0.01}, {"epochs", 3}, {"batch_size", 64}, {"optimizer", "adam"}, {"momentum", 0.9}})
+                .find("momentum is given but inactive"),
+            std::string::npos);
+  EXPECT_NE(space.check({{"lr", 0.01}, {"epochs", 3}, {"batch_size", 64}, {"optimizer", "sgd"}}).find("momentum is active but missing"),
+            std::string::npos);
+  EXPECT_NE(space.check({{"lr", 0.5}, {"epochs", 3}, {"batch_size", 64}, {"optimizer", "adam"}}).find("outside"),
+            std::string::npos);
+  EXPECT_NE(space.check({{"lr", 0.07}, {"epochs", 3}, {"batch_size", 256}, {"optimizer", "adam"}}).find("constraint"),
+            std::string::npos);
+  EXPECT_EQ(space.check({{"lr", 0.07}, {"epochs", 3}, {"batch_size", 64}, {"optimizer", "adam"}}), "");
+}
+
+TEST(HpoSpace, EnumeratesFiniteSpacesSkippingInactiveParameters) {
+  const Space space = Space::parse(R"(
+parameters:
+  optimizer: [sgd, adam]
+  momentum: {type: categorical, choices: [0.0, 0.9], when: "optimizer == 'sgd'"}
+  layers: {type: int, low: 1, high: 3}
+constraints: ["layers != 2"]
+)",
+                                   "grid.yaml");
+  ASSERT_TRUE(space.finite());
+  const std::vector<Config> all = space.enumerate();
+  // sgd: 2 momenta x 2 layer counts; adam: 2 layer counts.
+  ASSERT_EQ(all.size(), 6u);
+  EXPECT_EQ(all[0].dump(), R"({"optimizer":"sgd","momentum":0.0,"layers":1})");
+  EXPECT_EQ(all[4].dump(), R"({"optimizer":"adam","layers":1})");
+}
+
+TEST(HpoSpace, EveryMistakeNamesFileParameterFieldAndRule) {
+  EXPECT_NE(error_of("parameters:\n  lr: {type: float, low: 0.1, high: 0.01}\n").find("space.yaml: parameters.lr: low 0.1 must be below high 0.01"),
+            std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  lr: {type: float, low: 0, high: 1, log: true}\n").find("parameters.lr.low: 0 must be > 0 with log"),
+            std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  lr: {type: real, low: 0, high: 1}\n").find("parameters.lr.type: 'real' is not a parameter type"),
+            std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  lr: {type: float, low: 0, hihg: 1}\n").find("parameters.lr: unknown field 'hihg'"),
+            std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  n: {type: int, low: 1.5, high: 4}\n").find("parameters.n.low: 1.5 is not an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  lr: {type: float, low: 1}\n").find("parameters.lr.high: missing"), std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  a: {type: float, low: 0, high: 1, when: \"b > 1\"}\n  b: [1, 2]\n")
+                .find("parameters.a.when 'b > 1': refers to 'b', which is declared after it"),
+            std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  a: {type: float, low: 0, high: 1, when: \"c > 1\"}\n").find("parameters.a.when 'c > 1'"),
+            std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  o: {type: categorical, choices: [a, a]}\n").find("parameters.o: value \"a\" is listed twice"),
+            std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  o: {type: categorical, low: 1, choices: [a]}\n").find("parameters.o.low: not a field of a categorical"),
+            std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  x: [1]\nconstraints: [\"y > 1\"]\n").find("constraints[0] 'y > 1'"), std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  x: 3\n").find("parameters.x: expected a list of values"), std::string::npos);
+  EXPECT_NE(error_of("parameter:\n  x: [1]\n").find("unknown key 'parameter'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace paratune::hpo
