@@ -17,9 +17,14 @@
 #include <sstream>
 
 #include "paratune/calib/published_runs.h"
+#include "paratune/hpo/importance.h"
+#include "paratune/hpo/pruner.h"
+#include "paratune/hpo/sampler.h"
+#include "paratune/hpo/study.h"
 #include "paratune/cost/estimate.h"
 #include "paratune/plan/planner.h"
 #include "paratune/report/estimate_report.h"
+#include "paratune/report/hpo_report.h"
 #include "paratune/report/launch.h"
 #include "paratune/report/launch_check.h"
 #include "paratune/report/plan_report.h"
@@ -309,8 +314,29 @@ struct TuneFlags {
   std::string step_time_regex;
   int min_steps = 5;
   int initial = 4;
+  bool initial_given = false;
   std::optional<bool> seed_from_plan;  // default: on when a model is given
+  // Hyperparameter studies (hpo/study.h).
+  std::string objective = hpo::kThroughputObjective;
+  std::string direction;  // required with a metric objective
+  std::string pruner = "none";
+  double eta = 3;
+  long long min_resource = 0;
+  int pruner_startup = 5;
+  long long pruner_warmup = 0;
+  double percentile = 25;
 };
+
+// A hyperparameter study rather than a search of parallel configurations: a metric objective, a
+// pruner, a hyperparameter sampler, or a space with typed or conditional parameters.
+bool is_hpo_study(const TuneFlags& f) {
+  if (f.objective != hpo::kThroughputObjective || f.pruner != "none" || f.algo == "tpe" || f.algo == "gp") return true;
+  if (f.space_path.empty() || (f.algo != "grid" && f.algo != "random")) return false;
+  const hpo::Space space = hpo::Space::load(f.space_path);
+  return std::any_of(space.parameters().begin(), space.parameters().end(), [](const hpo::ParamSpec& p) {
+    return p.type != hpo::ParamType::kCategorical || !p.when.empty();
+  });
+}
 
 // Set by SIGINT / SIGTERM: the study stops its trials, stores them as interrupted and returns.
 std::atomic<int> g_stop_signal{0};
@@ -375,9 +401,120 @@ double optional_duration(const std::string& text, const char* flag) {
   }
 }
 
+trial::TrialLimits limits_from(const TuneFlags& f) {
+  trial::TrialLimits limits;
+  limits.timeout_s = optional_duration(f.timeout, "--timeout");
+  limits.hang_s = optional_duration(f.hang, "--hang");
+  limits.grace_s = optional_duration(f.grace, "--grace");
+  if (!f.memory_limit.empty()) {
+    try {
+      limits.memory_limit_bytes = units::parse_bytes(f.memory_limit);
+    } catch (const Error& e) {
+      throw e.with_context("--memory-limit");
+    }
+  }
+  return limits;
+}
+
+std::filesystem::path trials_dir_from(const TuneFlags& f) {
+  return f.trials_dir.empty() ? std::filesystem::path(f.study_path).replace_extension(".trials")
+                              : std::filesystem::path(f.trials_dir);
+}
+
+trial::LocalBackend backend_from(const TuneFlags& f) {
+  if (f.parallel < 1) throw Error(fmt::format("--parallel {}: must be >= 1", f.parallel));
+  std::vector<std::string> slot_devices;
+  if (!f.slot_devices.empty()) {
+    try {
+      slot_devices = trial::parse_slot_devices(f.slot_devices);
+    } catch (const Error& e) {
+      throw e.with_context("--slot-devices");
+    }
+  }
+  return trial::LocalBackend(f.parallel, slot_devices);
+}
+
+// `paratune tune` for training hyperparameters: a sampler, a pruner and a metric objective.
+int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
+  if (f.space_path.empty())
+    throw Error("tune: a hyperparameter study (--objective, --pruner, --algo tpe|gp or typed parameters) needs "
+                "--space FILE; --model derives a space of parallel configurations, searched for throughput");
+  if (!setup.model.empty() || !f.fix.empty() || !f.allow.empty() || !f.max.empty())
+    throw Error("tune: --model/--fix/--allow/--max derive a space of parallel configurations; a hyperparameter study "
+                "searches its --space file");
+  const hpo::Space space = hpo::Space::load(f.space_path);
+  hpo::HpoOptions options;
+  options.name = f.study_name;
+  options.command = f.command;
+  options.steps = f.steps;
+  options.objective = f.objective;
+  if (f.objective == hpo::kThroughputObjective) {
+    if (!f.direction.empty() && hpo::parse_direction(f.direction) != hpo::Direction::kMaximize)
+      throw Error(fmt::format("--direction {}: the throughput objective is maximized", f.direction));
+    options.direction = hpo::Direction::kMaximize;
+  } else {
+    if (f.direction.empty())
+      throw Error(fmt::format("--objective {}: give --direction minimize or maximize (e.g. minimize a loss, maximize "
+                              "an accuracy)",
+                              f.objective));
+    options.direction = hpo::parse_direction(f.direction);
+  }
+  options.max_trials = f.max_trials;
+  options.budget_s = optional_duration(f.budget, "--budget");
+  options.limits = limits_from(f);
+  options.step_time_regex = f.step_time_regex;
+  options.trials_dir = trials_dir_from(f);
+  hpo::validate(options);
+  const trial::LocalBackend backend = backend_from(f);
+
+  hpo::SamplerKind kind{};
+  try {
+    kind = hpo::parse_sampler(f.algo);
+  } catch (const Error&) {
+    throw Error(fmt::format("--algo {}: searches value lists of parallel configurations for throughput; a "
+                            "hyperparameter study uses grid, random, tpe or gp",
+                            f.algo));
+  }
+  hpo::SamplerOptions sampler_options;
+  sampler_options.direction = options.direction;
+  sampler_options.seed = f.seed;
+  sampler_options.startup_trials = f.initial_given ? f.initial : -1;
+  if (f.initial_given && f.initial < 0) throw Error(fmt::format("--initial {}: must be >= 0", f.initial));
+  const std::unique_ptr<hpo::Sampler> sampler = hpo::make_sampler(kind, space, sampler_options);
+  hpo::PrunerOptions pruner_options;
+  pruner_options.direction = options.direction;
+  pruner_options.max_resource = options.steps;
+  pruner_options.min_resource = f.min_resource;
+  pruner_options.eta = f.eta;
+  pruner_options.startup_trials = f.pruner_startup;
+  pruner_options.warmup_steps = f.pruner_warmup;
+  pruner_options.percentile = f.percentile;
+  const hpo::PrunerKind pruner_kind = hpo::parse_pruner(f.pruner);
+  hpo::validate(pruner_options);
+  const std::unique_ptr<hpo::Pruner> pruner = hpo::make_pruner(pruner_kind, pruner_options);
+  store::StudyStore store(f.study_path);
+
+  std::cerr << fmt::format("paratune tune: {} hyperparameters, {} sampler, {} pruner, objective {} ({}), up to {} "
+                           "steps per trial, {} slot(s); study {} ('{}'), trials in {}\n",
+                           space.size(), sampler->name(), pruner->name(), options.objective,
+                           hpo::to_string(options.direction), options.steps, f.parallel, f.study_path, options.name,
+                           options.trials_dir.string());
+  install_stop_handlers();
+  hpo::HpoSummary summary;
+  {
+    ConsoleObserver observer(0);
+    summary = hpo::run_hpo(space, options, store, backend, *sampler, *pruner, observer, g_stop_signal);
+  }
+  if (json) write_json(to_json(summary));
+  else std::cout << format_hpo_study(summary);
+  if (summary.stop == tune::StopReason::kInterrupted) return 128 + g_stop_signal.load();
+  return summary.best ? 0 : 3;
+}
+
 // `paratune tune`: run real trials over a search space and find the fastest configuration.
 // Exit codes: 0 done with a best trial, 3 no trial completed, 128 + signal when interrupted.
 int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
+  if (is_hpo_study(f)) return run_hpo_tune(setup, f, json);
   const bool derived = f.space_path.empty();
   const bool has_model = !setup.model.empty();
   if (has_model && (setup.cluster.empty() || setup.seq_len == 0 || setup.global_batch == 0))
@@ -407,30 +544,11 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   options.steps = f.steps;
   options.max_trials = f.max_trials;
   options.budget_s = optional_duration(f.budget, "--budget");
-  options.limits.timeout_s = optional_duration(f.timeout, "--timeout");
-  options.limits.hang_s = optional_duration(f.hang, "--hang");
-  options.limits.grace_s = optional_duration(f.grace, "--grace");
-  if (!f.memory_limit.empty()) {
-    try {
-      options.limits.memory_limit_bytes = units::parse_bytes(f.memory_limit);
-    } catch (const Error& e) {
-      throw e.with_context("--memory-limit");
-    }
-  }
+  options.limits = limits_from(f);
   options.step_time_regex = f.step_time_regex;
-  options.trials_dir = f.trials_dir.empty() ? std::filesystem::path(f.study_path).replace_extension(".trials")
-                                            : std::filesystem::path(f.trials_dir);
+  options.trials_dir = trials_dir_from(f);
   tune::validate(options);
-  if (f.parallel < 1) throw Error(fmt::format("--parallel {}: must be >= 1", f.parallel));
-  std::vector<std::string> slot_devices;
-  if (!f.slot_devices.empty()) {
-    try {
-      slot_devices = trial::parse_slot_devices(f.slot_devices);
-    } catch (const Error& e) {
-      throw e.with_context("--slot-devices");
-    }
-  }
-  const trial::LocalBackend backend(f.parallel, slot_devices);
+  const trial::LocalBackend backend = backend_from(f);
   const tune::Algorithm algo = tune::parse_algorithm(f.algo);
   std::unique_ptr<tune::SearchAlgorithm> algorithm;
   std::string prior_line;
@@ -486,6 +604,41 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   return summary.best ? 0 : 3;
 }
 
+// `paratune study show` of a hyperparameter study: its trials, learning curves, pruning and which
+// parameters mattered.
+int show_hpo_study(const std::string& path, const store::StudyInfo& study, const store::StudyStore& store,
+                   const nlohmann::json& identity, bool json) {
+  const std::string objective = identity.value("objective", std::string(hpo::kThroughputObjective));
+  const hpo::Direction direction = hpo::parse_direction(identity.value("direction", std::string("maximize")));
+  const std::vector<store::StoredTrial> trials = store.trials(study.id, true);
+  const std::optional<std::size_t> best = hpo::best_hpo_trial(trials, direction);
+  std::vector<hpo::TrialRecord> records;
+  for (const store::StoredTrial& t : trials)
+    if (t.status != "interrupted") records.push_back(hpo::record_of(t, objective));
+  const hpo::Space space = hpo::Space::parse(identity["space"].dump(), fmt::format("{} (study '{}')", path, study.name));
+  const std::vector<hpo::Importance> importance = hpo::parameter_importance(space, records);
+  const auto completed = static_cast<std::size_t>(std::count_if(
+      records.begin(), records.end(), [](const hpo::TrialRecord& r) { return r.state == hpo::TrialRecord::State::kCompleted; }));
+  if (json) {
+    nlohmann::ordered_json j{{"study", study.name}, {"config", identity}};
+    j.update(trials_json(trials, best));
+    j["curves"] = curves_json(records, direction);
+    j["importance"] = importance_json(importance);
+    j["model"] = study.model_json.empty() ? nlohmann::ordered_json(nullptr)
+                                          : nlohmann::ordered_json::parse(study.model_json, nullptr, false);
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("study '{}' in {}\ncommand: {}\nobjective: {} ({}), up to {} steps per trial, pruner {}\n\n",
+                           study.name, path, identity.value("command", ""), objective, hpo::to_string(direction),
+                           identity["steps"].dump(), identity["pruner"].dump());
+  std::cout << format_hpo_trials(trials, best, objective);
+  for (const std::string& part : {format_pruning(trials), format_curves(records, objective, direction),
+                                  format_importance(importance, completed)})
+    if (!part.empty()) std::cout << "\n" << part;
+  return 0;
+}
+
 // `paratune study show`: every trial of a stored study and the best one.
 int run_study_show(const std::string& path, const std::string& name, bool json) {
   if (!std::filesystem::exists(path)) throw Error(fmt::format("{}: no such study file", path));
@@ -503,9 +656,10 @@ int run_study_show(const std::string& path, const std::string& name, bool json) 
                             name.empty() ? fmt::format("holds several studies; choose one with --study-name ({})",
                                                        join(names))
                                          : unknown_name_message("study", name, names)));
+  const nlohmann::json identity = nlohmann::json::parse(study->config_json, nullptr, false);
+  if (identity.is_object() && identity.value("kind", "") == "hpo") return show_hpo_study(path, *study, store, identity, json);
   const std::vector<store::StoredTrial> trials = store.trials(study->id);
   const std::optional<std::size_t> best = tune::best_trial(trials);
-  const nlohmann::json identity = nlohmann::json::parse(study->config_json, nullptr, false);
   if (json) {
     nlohmann::ordered_json j{{"study", study->name}, {"config", identity}};
     j.update(trials_json(trials, best));
@@ -631,13 +785,34 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--study", tune_flags.study_path, "SQLite study file (created, or resumed)")->required();
   tune_cmd->add_option("--study-name", tune_flags.study_name, "study within the file")->capture_default_str();
   tune_cmd->add_option("--trials-dir", tune_flags.trials_dir, "where trial directories go (default: STUDY.trials)");
-  tune_cmd->add_option("--algo", tune_flags.algo, "grid | random | bo | xgboost | costmodel | oppa")
+  tune_cmd->add_option("--algo", tune_flags.algo,
+                       "grid | random | tpe | gp (hyperparameters) | bo | xgboost | costmodel | oppa (parallel "
+                       "configurations)")
+      ->capture_default_str();
+  tune_cmd->add_option("--objective", tune_flags.objective,
+                       "a metric the trials report (e.g. val_loss, val_accuracy), or throughput")
+      ->capture_default_str();
+  tune_cmd->add_option("--direction", tune_flags.direction, "minimize | maximize (required with a metric objective)");
+  tune_cmd->add_option("--pruner", tune_flags.pruner, "none | median | percentile | asha | hyperband")
+      ->capture_default_str();
+  tune_cmd->add_option("--eta", tune_flags.eta, "asha/hyperband: reduction factor between rungs")->capture_default_str();
+  tune_cmd->add_option("--min-resource", tune_flags.min_resource,
+                       "asha/hyperband: steps of the first rung (0: --steps / eta^3)")
+      ->capture_default_str();
+  tune_cmd->add_option("--pruner-startup", tune_flags.pruner_startup,
+                       "median/percentile: completed trials before any is stopped")
+      ->capture_default_str();
+  tune_cmd->add_option("--pruner-warmup", tune_flags.pruner_warmup, "median/percentile: no stop before this step")
+      ->capture_default_str();
+  tune_cmd->add_option("--percentile", tune_flags.percentile, "percentile pruner: keep trials within the best P %")
       ->capture_default_str();
   tune_cmd->add_option("--seed", tune_flags.seed, "seed of random orders and designs")->capture_default_str();
   tune_cmd->add_option("--min-steps", tune_flags.min_steps, "oppa: steps before a trial may be stopped early (q_min)")
       ->capture_default_str();
-  tune_cmd->add_option("--initial", tune_flags.initial, "model-based searches: designs before the model picks")
-      ->capture_default_str();
+  auto* initial_option = tune_cmd->add_option("--initial", tune_flags.initial,
+                                              "model-based searches: designs before the model picks (tpe: 10 and gp: "
+                                              "max(5, 2 x parameters) unless given)")
+                             ->capture_default_str();
   tune_cmd->add_flag("--seed-from-plan,!--no-seed-from-plan", tune_flags.seed_from_plan,
                      "oppa/costmodel: first designs from the cost model's best predictions (default: on with --model)");
   tune_cmd->add_option("--budget", tune_flags.budget, "wall time of this run, e.g. 30m (running trials are stopped)");
@@ -689,6 +864,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  tune_flags.initial_given = initial_option->count() > 0;
 
   try {
     if (*presets) return run_presets(json);

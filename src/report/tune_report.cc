@@ -45,6 +45,7 @@ std::vector<std::pair<std::string, int>> status_counts(const std::vector<store::
   std::vector<std::string> names;
   for (int s = 0; s <= static_cast<int>(trial::TrialStatus::kInterrupted); ++s)
     names.emplace_back(trial::to_string(static_cast<trial::TrialStatus>(s)));
+  names.emplace_back("pruned");  // hyperparameter studies (hpo/study.h)
   names.emplace_back("running");
   std::vector<std::pair<std::string, int>> out;
   for (const std::string& name : names)
@@ -73,8 +74,10 @@ std::string params_words(const std::string& params_json) {
   const nlohmann::ordered_json params = nlohmann::ordered_json::parse(params_json, nullptr, false);
   if (!params.is_object()) return params_json;
   std::string out;
+  // Floats (sampled hyperparameters) to 4 significant digits: the stored command has them exactly.
   for (const auto& [name, value] : params.items())
-    out += fmt::format("{}{}={}", out.empty() ? "" : " ", name, tune::word(value));
+    out += fmt::format("{}{}={}", out.empty() ? "" : " ", name,
+                       value.is_number_float() ? fmt::format("{:.4g}", value.get<double>()) : tune::word(value));
   return out;
 }
 
@@ -96,7 +99,9 @@ nlohmann::ordered_json to_json(const store::StoredTrial& t) {
           {"dir", t.dir},
           {"command", t.command},
           {"prediction", t.prediction_json.empty() ? nlohmann::ordered_json(nullptr)
-                                                   : nlohmann::ordered_json::parse(t.prediction_json, nullptr, false)}};
+                                                   : nlohmann::ordered_json::parse(t.prediction_json, nullptr, false)},
+          {"objective", optional_json(t.objective)},
+          {"rung", t.rung ? nlohmann::ordered_json(*t.rung) : nlohmann::ordered_json(nullptr)}};
 }
 
 std::string format_predictions(const std::vector<store::StoredTrial>& trials) {
@@ -173,6 +178,7 @@ nlohmann::ordered_json trials_json(const std::vector<store::StoredTrial>& trials
                    {"throughput_ci", ci_json(t)},
                    {"peak_memory_bytes", optional_json(t.peak_memory_bytes)},
                    {"command", t.command}};
+    if (t.objective) out["best"]["objective"] = *t.objective;
   } else {
     out["best"] = nullptr;
   }
@@ -205,6 +211,8 @@ std::string format_trial_started(const store::StoredTrial& t) {
 
 std::string format_trial_finished(const store::StoredTrial& t) {
   std::string out = fmt::format("trial {} {}: {}", t.number, t.status, params_words(t.params_json));
+  if (t.objective) out += fmt::format("  objective {:.6g}", *t.objective);
+  if (t.rung) out += fmt::format("  rung {}", *t.rung);
   if (t.throughput) out += fmt::format("  {} {}", throughput_text(t), ci_text(t));
   if (t.peak_memory_bytes) out += fmt::format("  peak {}", units::format_bytes(*t.peak_memory_bytes));
   if (t.malformed_lines > 0) out += fmt::format("  {} malformed protocol lines ignored", t.malformed_lines);
@@ -214,9 +222,13 @@ std::string format_trial_finished(const store::StoredTrial& t) {
 
 std::string format_progress(const std::vector<tune::TrialProgress>& running, int finished, std::uint64_t valid_points,
                             double elapsed_s, const store::StoredTrial* best) {
-  std::string out = fmt::format("{} of {} points done, {} running, {}", finished, valid_points, running.size(),
-                                clock(elapsed_s));
-  if (best) out += fmt::format(" | best: trial {} {} {}", best->number, throughput_text(*best), params_words(best->params_json));
+  std::string out = valid_points > 0 ? fmt::format("{} of {} points done, {} running, {}", finished, valid_points,
+                                                  running.size(), clock(elapsed_s))
+                                      : fmt::format("{} trials done, {} running, {}", finished, running.size(), clock(elapsed_s));
+  if (best)
+    out += fmt::format(" | best: trial {} {} {}", best->number,
+                       best->objective ? fmt::format("objective {:.6g}", *best->objective) : throughput_text(*best),
+                       params_words(best->params_json));
   out += "\n";
   for (const tune::TrialProgress& r : running) {
     out += fmt::format("  trial {:<4} slot {:<2} step {:>4}/{:<4} {:>14}  {:>6}  {}\n", r.number, r.slot, r.steps,

@@ -11,7 +11,7 @@ namespace paratune::store {
 namespace {
 
 // Version 2 added trials.prediction_json and studies.model_json (a version-1 file is upgraded in place).
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS studies (
@@ -45,6 +45,9 @@ CREATE TABLE IF NOT EXISTS trials (
   peak_memory_bytes REAL,
   malformed_lines INTEGER NOT NULL DEFAULT 0,
   prediction_json TEXT,
+  objective REAL,
+  rung INTEGER,
+  hpo_json TEXT,
   UNIQUE (study_id, number)
 );
 CREATE TABLE IF NOT EXISTS steps (
@@ -172,6 +175,11 @@ StudyStore::StudyStore(const std::filesystem::path& path) : path_(path) {
       exec("ALTER TABLE trials ADD COLUMN prediction_json TEXT");
       exec("ALTER TABLE studies ADD COLUMN model_json TEXT");
     }
+    if (found == 1 || found == 2) {  // upgrade: the hyperparameter studies' columns of version 3
+      exec("ALTER TABLE trials ADD COLUMN objective REAL");
+      exec("ALTER TABLE trials ADD COLUMN rung INTEGER");
+      exec("ALTER TABLE trials ADD COLUMN hpo_json TEXT");
+    }
     exec(kSchema);
     exec(fmt::format("PRAGMA user_version={}", kSchemaVersion).c_str());
   } catch (const Error& e) {
@@ -209,8 +217,11 @@ std::int64_t StudyStore::open_study(const std::string& name, const std::string& 
 }
 
 int StudyStore::mark_running_interrupted(std::int64_t study) {
+  // A trial promoted from a rung rests there again (its checkpoint of that rung is intact); any
+  // other becomes interrupted.
   Statement update(db_,
-                   "UPDATE trials SET status = 'interrupted', reason = 'the controller stopped while it ran', "
+                   "UPDATE trials SET status = CASE WHEN rung IS NULL THEN 'interrupted' ELSE 'pruned' END, "
+                   "reason = 'the controller stopped while it ran', "
                    "ended_unix_s = started_unix_s WHERE study_id = ? AND status = 'running'");
   update.bind(1, study).run();
   return sqlite3_changes(db_);
@@ -240,25 +251,46 @@ std::pair<std::int64_t, int> StudyStore::begin_trial(std::int64_t study, const s
   return {id, number};
 }
 
-void StudyStore::finish_trial(std::int64_t trial, const trial::TrialResult& r) {
+void StudyStore::finish_trial(std::int64_t trial, const trial::TrialResult& r, const TrialOutcome* outcome) {
   Transaction t(db_);
   const bool measured = r.throughput.steps_used > 0;
   Statement update(db_,
-                   "UPDATE trials SET status = ?, started_unix_s = ?, ended_unix_s = ?, exit_code = ?, exit_signal = ?, "
-                   "reason = ?, stdout_path = ?, stderr_path = ?, steps = ?, throughput = ?, throughput_variance = ?, "
-                   "throughput_ci_low = ?, throughput_ci_high = ?, peak_memory_bytes = ?, malformed_lines = ? "
-                   "WHERE id = ?");
-  update.bind(1, std::string(trial::to_string(r.status))).bind(2, r.started_unix_s).bind(3, r.ended_unix_s);
-  update.bind(4, r.exit_code).bind(5, r.exit_signal).bind(6, r.reason).bind(7, r.stdout_path.string());
-  update.bind(8, r.stderr_path.string()).bind(9, static_cast<int>(r.output.steps.size()));
-  update.bind(10, measured ? std::optional<double>(r.throughput.steps_per_s) : std::nullopt);
-  update.bind(11, r.throughput.variance).bind(12, r.throughput.ci95_low).bind(13, r.throughput.ci95_high);
-  update.bind(14, r.output.peak_memory_bytes).bind(15, r.output.malformed_lines).bind(16, trial).run();
+                   "UPDATE trials SET status = ?, started_unix_s = MIN(started_unix_s, ?), ended_unix_s = ?, exit_code = ?, "
+                   "exit_signal = ?, reason = ?, stdout_path = ?, stderr_path = ?, throughput = ?, "
+                   "throughput_variance = ?, throughput_ci_low = ?, throughput_ci_high = ?, "
+                   "peak_memory_bytes = CASE WHEN ?13 IS NULL THEN peak_memory_bytes WHEN peak_memory_bytes IS NULL THEN ?13 "
+                   "ELSE MAX(peak_memory_bytes, ?13) END, malformed_lines = malformed_lines + ?14 WHERE id = ?15");
+  update.bind(1, outcome ? outcome->status : std::string(trial::to_string(r.status))).bind(2, r.started_unix_s);
+  update.bind(3, r.ended_unix_s).bind(4, r.exit_code).bind(5, r.exit_signal);
+  update.bind(6, outcome && !outcome->reason.empty() ? outcome->reason : r.reason).bind(7, r.stdout_path.string());
+  update.bind(8, r.stderr_path.string());
+  update.bind(9, measured ? std::optional<double>(r.throughput.steps_per_s) : std::nullopt);
+  update.bind(10, r.throughput.variance).bind(11, r.throughput.ci95_low).bind(12, r.throughput.ci95_high);
+  update.bind(13, r.output.peak_memory_bytes).bind(14, r.output.malformed_lines).bind(15, trial).run();
   Statement step(db_, "INSERT INTO steps (trial_id, step, step_time_s) VALUES (?, ?, ?)");
   for (const trial::StepReport& s : r.output.steps) step.bind(1, trial).bind(2, s.step).bind(3, s.step_time_s).run();
   Statement metric(db_, "INSERT INTO metrics (trial_id, name, value, step) VALUES (?, ?, ?, ?)");
   for (const trial::MetricReport& m : r.output.metrics)
     metric.bind(1, trial).bind(2, m.name).bind(3, m.value).bind(4, m.step).run();
+  // Every run of a trial adds its steps (a promoted trial resumes where it rested).
+  Statement(db_, "UPDATE trials SET steps = (SELECT COUNT(*) FROM steps WHERE trial_id = ?) WHERE id = ?")
+      .bind(1, trial).bind(2, trial).run();
+  if (outcome) {
+    Statement hpo(db_, "UPDATE trials SET objective = ?, rung = ?, hpo_json = ? WHERE id = ?");
+    hpo.bind(1, outcome->objective).bind(2, outcome->rung ? std::optional<std::int64_t>(*outcome->rung) : std::nullopt);
+    hpo.bind(3, outcome->hpo_json).bind(4, trial).run();
+  }
+  t.commit();
+}
+
+void StudyStore::resume_trial(std::int64_t trial, bool keep_output) {
+  Transaction t(db_);
+  if (!keep_output) {
+    Statement(db_, "DELETE FROM steps WHERE trial_id = ?").bind(1, trial).run();
+    Statement(db_, "DELETE FROM metrics WHERE trial_id = ?").bind(1, trial).run();
+    Statement(db_, "UPDATE trials SET steps = 0, peak_memory_bytes = NULL WHERE id = ?").bind(1, trial).run();
+  }
+  Statement(db_, "UPDATE trials SET status = 'running', ended_unix_s = NULL WHERE id = ?").bind(1, trial).run();
   t.commit();
 }
 
@@ -267,7 +299,7 @@ namespace {
 constexpr const char* kTrialColumns =
     "SELECT id, number, params_json, config_json, command, dir, status, started_unix_s, ended_unix_s, exit_code, "
     "exit_signal, reason, stdout_path, stderr_path, steps, throughput, throughput_variance, throughput_ci_low, "
-    "throughput_ci_high, peak_memory_bytes, malformed_lines, prediction_json FROM trials ";
+    "throughput_ci_high, peak_memory_bytes, malformed_lines, prediction_json, objective, rung, hpo_json FROM trials ";
 
 StoredTrial read_trial(const Statement& q) {
   StoredTrial t;
@@ -293,6 +325,9 @@ StoredTrial read_trial(const Statement& q) {
   if (!q.null(19)) t.peak_memory_bytes = q.real(19);
   t.malformed_lines = q.integer(20);
   t.prediction_json = q.text(21);
+  if (!q.null(22)) t.objective = q.real(22);
+  if (!q.null(23)) t.rung = static_cast<int>(q.integer(23));
+  t.hpo_json = q.text(24);
   return t;
 }
 
@@ -316,6 +351,16 @@ std::vector<StoredTrial> StudyStore::trials(std::int64_t study, bool with_steps)
       s.bind(1, t.id);
       while (s.step()) t.step_times_s.push_back(s.real(0));
       s.reset();
+    }
+    Statement m(db_, "SELECT name, value, step FROM metrics WHERE trial_id = ? ORDER BY rowid");
+    for (StoredTrial& t : out) {
+      m.bind(1, t.id);
+      while (m.step()) {
+        trial::MetricReport r{m.text(0), m.real(1), std::nullopt};
+        if (!m.null(2)) r.step = m.integer(2);
+        t.metrics.push_back(std::move(r));
+      }
+      m.reset();
     }
   }
   return out;

@@ -31,7 +31,8 @@ void usage() {
   std::printf(
       "usage: paratune-train [--option value | --option=value]...\n"
       "Trains a model on real data and reports through paratune's trial protocol. Options may also come\n"
-      "from PARATUNE_PARAMS (a JSON object; the command line overrides it); PARATUNE_MAX_STEPS caps the steps.\n\n"
+      "from PARATUNE_PARAMS (a JSON object; the command line overrides it); PARATUNE_MAX_STEPS caps the steps;\n"
+      "PARATUNE_CHECKPOINT_DIR (without --checkpoint-dir) is where it saves after its last step and resumes from.\n\n"
       "  option              default        rule\n%s",
       train_options_help().c_str());
 }
@@ -94,6 +95,12 @@ int main(int argc, char** argv) {
   const std::string who = rank.empty() ? "paratune-train" : "paratune-train rank " + rank;
   try {
     TrainOptions o = parse_train_options(args, env("PARATUNE_PARAMS"), env("PARATUNE_MAX_STEPS"));
+    // A tuner that pauses and promotes trials (ASHA) gives each trial a checkpoint directory: save
+    // there after the last step, and resume from it when run again.
+    if (const std::string dir = env("PARATUNE_CHECKPOINT_DIR"); !dir.empty() && o.checkpoint_dir.empty()) {
+      o.checkpoint_dir = dir;
+      o.resume = true;
+    }
     const int local = o.ranks / o.nnodes;
     if (o.threads == 0) o.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local);
     if (rank.empty() && local > 1) return launch(o, args);

@@ -109,8 +109,16 @@ class RankTrainer {
       }
       const bool last = step + 1 == run_steps;
       if ((last || (o_.eval_every > 0 && (step + 1) % o_.eval_every == 0)) && !evaluate(step, last)) return 3;
-      if (!o_.checkpoint_dir.empty() && (last || (o_.checkpoint_every > 0 && (step + 1) % o_.checkpoint_every == 0)))
+      if (!o_.checkpoint_dir.empty() && (last || (o_.checkpoint_every > 0 && (step + 1) % o_.checkpoint_every == 0))) {
         save_checkpoint(step);  // before the step line: a runner may stop the trial right after it
+        // Every rank's file is written before the announcement (a runner may stop the group as soon
+        // as it has the step line): the all-reduce is the barrier.
+        if (comm_.world() > 1) {
+          torch::Tensor saved = torch::ones({1});
+          comm_.sum_over_all(saved);
+        }
+        if (reporter()) report(fmt::format(R"({{"checkpoint_step": {}}})", step));
+      }
       if (reporter()) report(fmt::format(R"({{"step": {}, "step_time_s": {}}})", step, std::max(seconds, 1e-9)), true);
     }
     return 0;

@@ -103,7 +103,15 @@ LineReport OutputParser::parse_protocol(std::string_view text) {
     r.kind = LineReport::Kind::kOom;
     return r;
   }
-  return malformed("none of step_time_s, peak_memory_bytes, metric, oom");
+  if (j.contains("checkpoint_step")) {
+    if (auto extra = keys_are({"checkpoint_step"})) return malformed(fmt::format("unknown key '{}'", *extra));
+    if (!is_integer(j["checkpoint_step"]) || j["checkpoint_step"].get<std::int64_t>() < 0)
+      return malformed("'checkpoint_step' must be an integer >= 0");
+    r.kind = LineReport::Kind::kCheckpoint;
+    r.checkpoint_step = j["checkpoint_step"].get<std::int64_t>();
+    return r;
+  }
+  return malformed("none of step_time_s, peak_memory_bytes, metric, oom, checkpoint_step");
 }
 
 LineReport OutputParser::feed(std::string_view line) {
@@ -168,6 +176,7 @@ LineReport OutputParser::feed(std::string_view line) {
     case LineReport::Kind::kMalformed:
       if (output_.malformed_lines++ == 0) output_.first_malformed = r.problem;
       break;
+    case LineReport::Kind::kCheckpoint: output_.checkpoint_step = r.checkpoint_step; break;
     case LineReport::Kind::kNothing: break;
   }
   return r;

@@ -253,8 +253,9 @@ void TrialRunner::start(const TrialLaunch& launch) {
   std::filesystem::create_directories(launch.dir, ec);
   if (ec) throw Error(fmt::format("trial {}: cannot create its directory {}: {}", launch.id, launch.dir.string(), ec.message()));
   const std::filesystem::path dir = std::filesystem::absolute(launch.dir);
-  p->out.log.open(dir / "stdout.log", std::ios::binary | std::ios::trunc);
-  p->err.log.open(dir / "stderr.log", std::ios::binary | std::ios::trunc);
+  const std::ios::openmode mode = std::ios::binary | (launch.append_logs ? std::ios::app : std::ios::trunc);
+  p->out.log.open(dir / "stdout.log", mode);
+  p->err.log.open(dir / "stderr.log", mode);
   if (!p->out.log || !p->err.log) throw Error(fmt::format("trial {}: cannot write its logs in {}", launch.id, dir.string()));
 
   // Everything the child needs is built before fork(): after it, only async-signal-safe calls.
@@ -262,6 +263,7 @@ void TrialRunner::start(const TrialLaunch& launch) {
   std::vector<std::string> env_strings;
   std::vector<std::string> overridden{"PARATUNE_TRIAL_ID", "PARATUNE_TRIAL_DIR", "PARATUNE_PARAMS", "PARATUNE_MAX_STEPS"};
   for (const auto& [key, value] : command.env) overridden.push_back(key);
+  for (const auto& [key, value] : launch.env) overridden.push_back(key);
   for (char** e = environ; *e; ++e) {
     const std::string_view entry(*e);
     const std::string_view key = entry.substr(0, entry.find('='));
@@ -271,6 +273,7 @@ void TrialRunner::start(const TrialLaunch& launch) {
   env_strings.push_back("PARATUNE_TRIAL_DIR=" + dir.string());
   env_strings.push_back("PARATUNE_PARAMS=" + launch.params_json);
   if (launch.max_steps > 0) env_strings.push_back(fmt::format("PARATUNE_MAX_STEPS={}", launch.max_steps));
+  for (const auto& [key, value] : launch.env) env_strings.push_back(key + "=" + value);
   for (const auto& [key, value] : command.env) env_strings.push_back(key + "=" + value);
   std::vector<char*> envp, argv;
   for (std::string& s : env_strings) envp.push_back(s.data());
@@ -403,7 +406,8 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
           const TrialOutput& so_far = p->parser.output();
           if (on_step && !on_step(p->launch.id, r.step, so_far))
             p->stop(TrialStatus::kEarlyStopped, fmt::format("stopped early by the search after {} steps", so_far.steps.size()));
-          else if (p->launch.max_steps > 0 && static_cast<int>(so_far.steps.size()) >= p->launch.max_steps)
+          else if (p->launch.max_steps > 0 &&
+                   p->launch.steps_done + static_cast<std::int64_t>(so_far.steps.size()) >= p->launch.max_steps)
             p->stop(TrialStatus::kCompleted, "");  // ran all its steps; the program need not exit by itself
         }
         s->pending.erase(0, begin);

@@ -1,17 +1,12 @@
 // The study controller loop: propose, launch, wait, store (tune/study.h).
 #include "paratune/tune/study.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/file.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <random>
@@ -19,6 +14,7 @@
 
 #include "paratune/spec/error.h"
 #include "paratune/trial/command.h"
+#include "paratune/tune/study_lock.h"
 
 namespace paratune::tune {
 namespace {
@@ -93,14 +89,6 @@ trial::TrialLaunch make_launch(const SearchSpace& space, const Point& point, con
   return launch;
 }
 
-// As pasteable as it gets: the environment a trial program reads, then the command.
-std::string shown_command(const trial::TrialLaunch& launch) {
-  std::string shown = fmt::format("PARATUNE_MAX_STEPS={} PARATUNE_PARAMS={}", launch.max_steps,
-                                  trial::shell_quote(launch.params_json));
-  for (const std::string& a : launch.argv) shown.append(" ").append(trial::shell_quote(a));
-  return shown;
-}
-
 // Everything that produced a trial, stored with it; the search space is stored once, with the
 // study (StudyInfo::config_json), not with every trial.
 nlohmann::ordered_json trial_config(const StudyOptions& options, const SearchAlgorithm& algorithm,
@@ -118,28 +106,6 @@ nlohmann::ordered_json trial_config(const StudyOptions& options, const SearchAlg
           {"backend", backend.name()},
           {"argv", launch.argv}};
 }
-
-// One controller per study file at a time: an advisory lock on FILE.lock, released by the kernel
-// however the controller ends (a second controller would run the same points again).
-class StudyLock {
- public:
-  explicit StudyLock(const std::filesystem::path& store_path) : path_(store_path.string() + ".lock") {
-    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw Error(fmt::format("{}: cannot create the study lock: {}", path_, std::strerror(errno)));
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      ::close(fd_);
-      throw Error(fmt::format("--study {}: another paratune controller is running this study file (lock {} held)",
-                              store_path.string(), path_));
-    }
-  }
-  ~StudyLock() { ::close(fd_); }
-  StudyLock(const StudyLock&) = delete;
-  StudyLock& operator=(const StudyLock&) = delete;
-
- private:
-  std::string path_;
-  int fd_ = -1;
-};
 
 }  // namespace
 

@@ -384,5 +384,45 @@ TEST(TrainTune, AGridStudyOverTwoLearningRatesRunsTheTrainer) {
   EXPECT_NE(final_loss[0], final_loss[1]);  // the two rates trained differently
 }
 
+
+// A hyperparameter study of the trainer: TPE over a conditional space, ASHA promoting by resuming
+// from the trainer's checkpoints. A promoted trial's curve is the one an uninterrupted run draws,
+// bit for bit.
+TEST(TrainTune, AshaStudyResumesTheTrainerFromItsCheckpoints) {
+  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  const fs::path dir = fs::path(::testing::TempDir()) / "train-hpo";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "space.yaml") << "parameters:\n"
+                                       "  lr: {type: float, low: 1.0e-3, high: 0.3, log: true}\n"
+                                       "  optimizer: [sgd, adam]\n"
+                                       "  momentum: {type: float, low: 0.5, high: 0.95, when: \"optimizer == 'sgd'\"}\n";
+  const std::string command = std::string(PARATUNE_BINARY) + " tune --space " + (dir / "space.yaml").string() +
+                              " --study " + (dir / "study.db").string() + " --algo tpe --seed 2 --pruner asha --eta 3 " +
+                              "--min-resource 1 --steps 9 --max-trials 4 --parallel 2 --objective val_loss --direction "
+                              "minimize --command '" + PARATUNE_TRAIN_BINARY + " " + kTinyMlp + " --steps {steps}' --json";
+  const auto [exit_code, output] = capture(command);
+  ASSERT_EQ(exit_code, 0) << output;
+  const nlohmann::json study = nlohmann::json::parse(output.substr(output.find("{\n")));
+  const nlohmann::json& best = study["best"];
+  ASSERT_TRUE(best.is_object()) << output;
+  const nlohmann::json* completed = nullptr;
+  for (const auto& t : study["trials"])
+    if (t["number"] == best["number"]) completed = &t;
+  ASSERT_NE(completed, nullptr);
+  EXPECT_EQ((*completed)["steps"], 9);
+  // It rested at rungs 1 and 3 and was resumed twice from its checkpoint.
+  const fs::path trial_dir = (*completed)["dir"].get<std::string>();
+  std::ifstream log(trial_dir / "stdout.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  int resumed = 0;
+  for (std::size_t at = text.find("resumed from"); at != std::string::npos; at = text.find("resumed from", at + 1)) ++resumed;
+  EXPECT_EQ(resumed, 2) << text;
+  // The same configuration trained in one go ends at the same validation loss, bit for bit.
+  const TrainRun whole = train(kTinyMlp + " --steps 9", "PARATUNE_PARAMS='" + best["params"].dump() + "'");
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  EXPECT_EQ(whole.metrics.at("val_loss").back(), best["objective"].get<double>());
+}
+
 }  // namespace
 }  // namespace paratune::train

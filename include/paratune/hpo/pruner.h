@@ -64,6 +64,14 @@ class Pruner {
   virtual bool keep_running(const TrialRecord& /*trial*/, const std::vector<TrialRecord>& /*trials*/) { return true; }
   // Before a new trial starts on a free slot: a resting trial to promote instead (ASHA's get_job).
   virtual std::optional<Promotion> promotion(const std::vector<TrialRecord>& /*trials*/) { return std::nullopt; }
+  // When the study can start no new trial (--max-trials reached or the sampler exhausted), nothing
+  // runs, promotion() has nothing and no trial has the full resource: a resting trial to take on
+  // anyway, so that the study ends with a fully trained trial (ASHA's top-1/eta quota assumes trials
+  // keep coming; with a capped study it can leave every trial resting). The one that got furthest,
+  // best at its rung, goes to its next rung.
+  virtual std::optional<Promotion> finishing_promotion(const std::vector<TrialRecord>& /*trials*/) {
+    return std::nullopt;
+  }
   // The rung that `resource` steps complete in `bracket` (-1 when below the first rung or without
   // rungs).
   [[nodiscard]] virtual int rung_of(std::int64_t /*resource*/, int /*bracket*/) const { return -1; }
@@ -75,6 +83,12 @@ enum class PrunerKind { kNone, kMedian, kPercentile, kAsha, kHyperband };
 const char* to_string(PrunerKind kind);
 PrunerKind parse_pruner(std::string_view name);  // throws Error listing the names
 
+// Validates `options`, then builds the pruner.
 std::unique_ptr<Pruner> make_pruner(PrunerKind kind, const PrunerOptions& options);
+
+// Each pruner's factory (one per file; make_pruner chooses).
+std::unique_ptr<Pruner> make_median_pruner(const PrunerOptions& options, PrunerKind kind);  // median, percentile
+std::unique_ptr<Pruner> make_asha_pruner(const PrunerOptions& options);
+std::unique_ptr<Pruner> make_hyperband_pruner(const PrunerOptions& options);
 
 }  // namespace paratune::hpo

@@ -1,12 +1,12 @@
 // The tree-structured Parzen estimator sampler (TPE) and its internals, exposed for tests.
 //
-// Variant: multivariate TPE (Falkner et al. 2018, "BOHB", Sec. 3.2; Optuna's TPESampler with
+// Variant: multivariate TPE (Falkner et al. 2018, "BOHB"; Optuna's TPESampler with
 // multivariate=True, group=True, constant_liar=True), on the model of Bergstra et al. 2011,
 // "Algorithms for hyper-parameter optimization", Sec. 4. The defaults are Optuna 3.x's, which
-// Watanabe 2023 ("Tree-structured Parzen estimator: understanding its algorithm components",
-// Sec. 3-4 and Table 3) found to be robust across benchmarks. Multivariate rather than
+// Watanabe 2023 ("Tree-structured Parzen estimator: understanding its algorithm components")
+// examines component by component and finds robust across benchmarks. Multivariate rather than
 // univariate because a kernel over the joint vector keeps interactions between parameters (lr and
-// batch size) that a product of independent one-dimensional estimators loses (Watanabe 2023, Sec. 4.2).
+// batch size) that a product of independent one-dimensional estimators loses (Watanabe 2023).
 //
 // One proposal:
 //   1. Startup: while fewer than `startup_trials` (default 10) trials have finished (any state
@@ -26,14 +26,14 @@
 //   4. Per tier: l(x) = Parzen estimator of the good trials, g(x) = of the bad ones (below). Draw
 //      24 candidates from l, keep those satisfying the constraints (Space::satisfies on the values
 //      decided so far; at most 240 draws), take the one maximising log l(x) - log g(x) (Bergstra et
-//      al. 2011, Eq. 3: expected improvement is monotone in l(x) / g(x)). No valid candidate: the
+//      al. 2011, Sec. 4.1: expected improvement is monotone in l(x) / g(x)). No valid candidate: the
 //      whole configuration is drawn from the prior instead.
 //
 // The Parzen estimator, in the unit cube (floats and ints via Space::to_unit, log already folded
 // in, ints as equal-width cells; categoricals by choice index), one mixture component per
 // observation plus one prior component, all of equal weight (prior weight 1.0; Optuna ramps down
-// old observations' weights once there are more than 25, a refinement Watanabe 2023 Sec. 3.4 finds
-// of little effect and which has no meaning for trials that finish out of order). A component is
+// old observations' weights once there are more than 25, a refinement Watanabe 2023 finds of
+// small effect and which has no meaning for trials that finish out of order). A component is
 // a product over dimensions:
 //   numerical:   a Gaussian truncated to [0, 1]; observation components centred at the
 //                observation with the multivariate bandwidth (Optuna 3.x, _parzen_estimator.py,
@@ -49,8 +49,10 @@
 //
 // Randomness: one std::mt19937_64 per proposal, seeded with std::seed_seq{seed, number of trials in
 // the history, repeat}: both are specified bit for bit by the standard, so the same seed and
-// history give the same proposal on every platform, and a resumed study goes on as an uninterrupted
-// one would (the draws depend on the history's size, not on how many proposals this object made).
+// history give the same proposal on every platform (up to the last bits of libm's exp, log and erf),
+// and a resumed study goes on as an uninterrupted one would (the draws depend on the history's size,
+// not on how many proposals this object made; `repeat` counts proposals made here on a history of
+// the same size, so asking twice without recording the first still gives two different draws).
 // Gaussian draws are Box-Muller by hand (std::normal_distribution is implementation-defined).
 #pragma once
 

@@ -15,7 +15,8 @@ namespace paratune {
 // A trial as JSON: number, params (object), status, reason, throughput (steps/s or null),
 // throughput_ci ([low, high] or null), step_time_s (1 / throughput), peak_memory_bytes, steps,
 // malformed_lines, exit_code, exit_signal, started_unix_s, ended_unix_s, dir, command, prediction
-// (what a model-based search predicted and why it chose the trial, or null).
+// (what a model-based search predicted and why it chose the trial, or null), objective and rung
+// (hyperparameter studies; null otherwise).
 nlohmann::ordered_json to_json(const store::StoredTrial& trial);
 
 // Predicted vs measured throughput and memory of every trial a model-based search predicted
@@ -33,14 +34,15 @@ nlohmann::ordered_json trials_json(const std::vector<store::StoredTrial>& trials
 // elapsed_s.
 nlohmann::ordered_json to_json(const tune::StudySummary& summary);
 
-// "dp=2 tp=4 mbs=1" from a stored params object.
+// "dp=2 tp=4 mbs=1 lr=0.003162" from a stored params object (floats to 4 significant digits).
 std::string params_words(const std::string& params_json);
 
 // One line per trial event, for logs: "trial 3 started: dp=2 tp=4" / "trial 3 completed: ...".
 std::string format_trial_started(const store::StoredTrial& trial);
 std::string format_trial_finished(const store::StoredTrial& trial);
 
-// The live block on a terminal: the study's state, one line per running trial, the best so far.
+// The live block on a terminal: the study's state, one line per running trial, the best so far
+// (valid_points 0: a space without a count, e.g. continuous hyperparameters).
 std::string format_progress(const std::vector<tune::TrialProgress>& running, int finished, std::uint64_t valid_points,
                             double elapsed_s, const store::StoredTrial* best);
 

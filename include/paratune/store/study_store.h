@@ -8,11 +8,16 @@
 // `mark_running_interrupted` turns them into "interrupted" so the search runs them again, while
 // finished trials are reused as they are.
 //
-// Schema (version 2): studies(id, name, created_unix_s, config_json, model_json), trials(id,
+// Schema (version 3): studies(id, name, created_unix_s, config_json, model_json), trials(id,
 // study_id, number, params_json, config_json, command, dir, status, started_unix_s, ended_unix_s,
 // exit_code, exit_signal, reason, stdout_path, stderr_path, steps, throughput, throughput_variance,
-// throughput_ci_low, throughput_ci_high, peak_memory_bytes, malformed_lines, prediction_json),
-// steps(trial_id, step, step_time_s), metrics(trial_id, name, value, step).
+// throughput_ci_low, throughput_ci_high, peak_memory_bytes, malformed_lines, prediction_json,
+// objective, rung, hpo_json), steps(trial_id, step, step_time_s), metrics(trial_id, name, value,
+// step). Files of versions 1 and 2 are upgraded in place.
+//
+// Hyperparameter studies (hpo/study.h) run a trial in one or more runs: a trial resting at an ASHA
+// rung is "pruned" with its rung, and a promotion runs it again (resume_trial), adding the steps and
+// metrics of the new run to the earlier ones'.
 #pragma once
 
 #include <cstdint>
@@ -47,7 +52,22 @@ struct StoredTrial {
   std::optional<double> peak_memory_bytes;
   std::int64_t malformed_lines = 0;
   std::vector<double> step_times_s;  // filled by trials(..., with_steps = true)
+  std::vector<trial::MetricReport> metrics;  // the same: every metric it reported, in order
   std::string prediction_json;       // what the search predicted for it and why it chose it (empty: nothing)
+  // Hyperparameter studies: the objective (completed: its final value; pruned: its last), the rung
+  // it rests at (ASHA, Hyperband) and the rest of its state (bracket, checkpoint, runs) as JSON.
+  std::optional<double> objective;
+  std::optional<int> rung;
+  std::string hpo_json;
+};
+
+// How a hyperparameter study judges a trial's run (stored with it by finish_trial).
+struct TrialOutcome {
+  std::string status;               // "completed", "pruned", or the run's own status
+  std::string reason;               // replaces the run's when not empty
+  std::optional<double> objective;
+  std::optional<int> rung;
+  std::string hpo_json;
 };
 
 struct StudyInfo {
@@ -72,7 +92,8 @@ class StudyStore {
   // measurements of different things).
   std::int64_t open_study(const std::string& name, const std::string& config_json);
 
-  // Trials left "running" by a controller that died: now "interrupted". Returns how many.
+  // Trials left "running" by a controller that died: now "interrupted", or "pruned" again when they
+  // were running a promotion from a rung. Returns how many.
   int mark_running_interrupted(std::int64_t study);
 
   // A trial that starts now; returns its id and number.
@@ -90,8 +111,13 @@ class StudyStore {
   void set_prediction(std::int64_t trial, const std::string& prediction_json);
   // The search's latest fitted model, kept with the study.
   void set_model(std::int64_t study, const std::string& model_json);
-  // Its end, all at once.
-  void finish_trial(std::int64_t trial, const trial::TrialResult& result);
+  // The end of a trial's run, all at once (one transaction): its status, times, exit, throughput,
+  // steps and metrics (added to those of earlier runs), and `outcome` when a hyperparameter study
+  // judged it.
+  void finish_trial(std::int64_t trial, const trial::TrialResult& result, const TrialOutcome* outcome = nullptr);
+  // A trial runs again (a promotion): "running"; with keep_output false (it starts over rather than
+  // resuming from a checkpoint) its earlier steps and metrics are deleted.
+  void resume_trial(std::int64_t trial, bool keep_output);
 
   [[nodiscard]] std::vector<StoredTrial> trials(std::int64_t study, bool with_steps = false) const;
   [[nodiscard]] StoredTrial trial(std::int64_t id) const;  // throws Error if there is none

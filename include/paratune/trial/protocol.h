@@ -7,6 +7,9 @@
 //   {"peak_memory_bytes": 123456789}               may repeat; the maximum counts
 //   {"metric": "loss", "value": 2.31, "step": 7}   any named metric; "step" is optional
 //   {"oom": true}                                  the trial ran out of memory
+//   {"checkpoint_step": 26}                        it saved a checkpoint after step 26 in
+//                                                  PARATUNE_CHECKPOINT_DIR; run again with the same
+//                                                  directory, it resumes after that step
 // Built in besides: Megatron-LM's "elapsed time per iteration (ms): X" (with "iteration N/" for the
 // step number) and its memory report ("max reserved: X" in MB, else "max allocated"), a
 // `step_time_regex` whose first group is the step time in seconds (a second group, if any, the step
@@ -38,10 +41,11 @@ struct MetricReport {
 
 // What one line carried (at most one kind of report per line).
 struct LineReport {
-  enum class Kind { kNothing, kStep, kPeakMemory, kMetric, kOom, kMalformed } kind = Kind::kNothing;
+  enum class Kind { kNothing, kStep, kPeakMemory, kMetric, kOom, kCheckpoint, kMalformed } kind = Kind::kNothing;
   StepReport step;
   double peak_memory_bytes = 0;
   MetricReport metric;
+  std::int64_t checkpoint_step = 0;
   std::string problem;  // kMalformed: what was wrong
 };
 
@@ -57,6 +61,7 @@ struct TrialOutput {
   std::vector<MetricReport> metrics;
   bool oom = false;
   std::string oom_line;               // the first line that said so
+  std::optional<std::int64_t> checkpoint_step;  // the last checkpoint the trial said it saved
   std::int64_t lines = 0;
   std::int64_t malformed_lines = 0;
   std::string first_malformed;        // the first malformed protocol line's problem

@@ -51,6 +51,13 @@ struct TrialLaunch {
   std::string params_json = "{}";   // PARATUNE_PARAMS
   int max_steps = 0;                // PARATUNE_MAX_STEPS (0: not set)
   TrialLimits limits;
+  // More environment for the program (e.g. PARATUNE_CHECKPOINT_DIR).
+  std::vector<std::pair<std::string, std::string>> env;
+  // A trial resumed from its checkpoint: the steps behind it. It is stopped once steps_done plus the
+  // steps of this run reach max_steps (which counts from the trial's first step).
+  std::int64_t steps_done = 0;
+  // A later run of the same trial (a promotion): its output is appended to the earlier runs' logs.
+  bool append_logs = false;
 };
 
 struct TrialResult {

@@ -1,0 +1,101 @@
+// A hyperparameter study: a sampler proposes configurations, each becomes a real training trial
+// (trial/runner.h), a pruner stops or pauses the bad ones on their learning curves, and every run
+// goes to the study store (store/study_store.h). The objective is any metric the trials report
+// (`--objective val_accuracy --direction maximize`), or their throughput.
+//
+// The controller loop (HyperTune's controller/scheduler split, ../shared/papers/
+// hypertune-distributed-hpo-report.txt Sec. 3; ASHA's get_job, Li et al. 2020 Alg. 2): while there
+// is a free slot and time left, first promote a resting trial if the pruner has one (ASHA), else run
+// a configuration a killed controller left unfinished, else ask the sampler for a new one (while
+// --max-trials allows); wait for output; feed each new intermediate value to the pruner (median,
+// percentile: it may stop the trial); store every run that ends.
+//
+// Runs, rungs and checkpoints: with ASHA or Hyperband a trial first runs to its bracket's first rung
+// (PARATUNE_MAX_STEPS = the rung's steps; {steps} and the schedule keep the full resource), then
+// rests there as "pruned" with its rung. Each run gets PARATUNE_CHECKPOINT_DIR =
+// TRIAL_DIR/checkpoint-<steps>; a program that saves there and says so ({"checkpoint_step": N},
+// trial/protocol.h) is promoted by resuming: the next run gets a copy (hard links) of that
+// checkpoint and PARATUNE_MAX_STEPS = the next rung, and its steps and metrics are added to the
+// earlier ones'. A program that does not checkpoint is promoted by running it again from step 0 for
+// longer (its earlier output is replaced).
+//
+// Resuming (same store, study name and identity — space, command, steps, objective, direction,
+// pruner, memory limit, step-time regex): every finished run is reused; a trial left running on its
+// first run is marked interrupted and its configuration runs again as a new trial; a trial left
+// running on a promotion rests at its rung again, promotable as before (its rung's checkpoint is
+// untouched: the promotion wrote to a directory of its own).
+#pragma once
+
+#include <atomic>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "paratune/hpo/pruner.h"
+#include "paratune/hpo/sampler.h"
+#include "paratune/hpo/space.h"
+#include "paratune/store/study_store.h"
+#include "paratune/trial/runner.h"
+#include "paratune/tune/study.h"
+
+namespace paratune::hpo {
+
+// The objective that means "the trial's measured steps per second" rather than a reported metric.
+inline constexpr const char* kThroughputObjective = "throughput";
+
+struct HpoOptions {
+  std::string name = "main";        // the study within the store file
+  std::string command;              // the command template (trial/command.h)
+  int steps = 20;                   // a full trial's steps: the pruners' max resource, {steps}
+  std::string objective = kThroughputObjective;  // a metric name the trials report, or "throughput"
+  Direction direction = Direction::kMaximize;
+  trial::TrialLimits limits;        // timeout, hang, grace, memory limit (per run)
+  std::string step_time_regex;      // trial/protocol.h
+  int max_trials = 0;               // configurations in the study in all, reused ones included; 0: no limit
+  double budget_s = 0;              // wall time of this run; 0: no limit
+  std::filesystem::path trials_dir; // trial N runs in trials_dir/trial-NNNN (made absolute)
+};
+// Throws Error naming the option and the rule.
+void validate(const HpoOptions& options);
+
+// The placeholders a command template may use besides the space's unconditional parameters (a
+// conditional one may be absent: programs read it from PARATUNE_PARAMS):
+//   {config}  every active parameter as name=value joined by commas;
+//   {steps}   a full trial's steps;
+//   {trial_id}, {trial_dir}: as in the environment.
+std::vector<std::string> hpo_placeholders();
+
+struct HpoSummary {
+  std::string name, sampler, pruner, objective;
+  Direction direction = Direction::kMaximize;
+  int reused = 0;                     // trials found in the store
+  int requeued = 0;                   // configurations of interrupted first runs that run again
+  int leftover_processes_killed = 0;  // processes of a killed controller's trials still alive at resume
+  int started = 0;                    // new trials started by this run
+  int promotions = 0;                 // runs of resting trials started by this run
+  tune::StopReason stop = tune::StopReason::kExhausted;
+  double elapsed_s = 0;
+  std::vector<store::StoredTrial> trials;  // every trial of the study, in number order
+  std::optional<std::size_t> best;         // index into trials
+};
+
+// The best trial: completed with an objective, the best by `direction` (earliest on a tie).
+std::optional<std::size_t> best_hpo_trial(const std::vector<store::StoredTrial>& trials, Direction direction);
+
+// A stored trial (read with its metrics: StudyStore::trials(study, true)) as samplers and pruners
+// see it: state from its status, the objective's curve from its metrics, value when completed.
+TrialRecord record_of(const store::StoredTrial& trial, const std::string& objective);
+
+// The study's identity as stored: what must match to resume it.
+nlohmann::ordered_json hpo_identity(const Space& space, const HpoOptions& options, const Pruner& pruner);
+
+// Runs (or resumes) the study. `stop_requested` is polled; once non-zero, running trials are stopped
+// (first runs stored as interrupted, promotions back at their rung) and the run returns. Throws
+// Error on bad options, a template with an unknown or conditional placeholder, a pruner without
+// intermediate values (objective throughput) or a study stored with another identity.
+HpoSummary run_hpo(const Space& space, const HpoOptions& options, store::StudyStore& store,
+                   const trial::Backend& backend, Sampler& sampler, Pruner& pruner, tune::StudyObserver& observer,
+                   const std::atomic<int>& stop_requested);
+
+}  // namespace paratune::hpo

@@ -1,0 +1,83 @@
+// Grid and random search over a hyperparameter space (hpo/sampler.h).
+//
+// grid: every configuration of a finite space in odometer order (Space::enumerate), each once.
+// random: a finite space of at most kMaxShuffled configurations is visited in a random order drawn
+// from the seed (Fisher-Yates on a 64-bit Mersenne Twister, as `tune`'s random search: sampling
+// without replacement, so a small grid is covered in as many trials as it has points); any other
+// space gets independent draws from the prior (Space::sample).
+#include <algorithm>
+#include <random>
+
+#include "paratune/hpo/sampler.h"
+#include "paratune/spec/error.h"
+#include "paratune/tune/study.h"
+
+namespace paratune::hpo {
+namespace {
+
+constexpr std::size_t kMaxShuffled = 100'000;
+
+// A fixed order of configurations, skipping those some trial already has (any state).
+class OrderedSampler final : public Sampler {
+ public:
+  OrderedSampler(std::string name, std::vector<Config> order) : name_(std::move(name)), order_(std::move(order)) {}
+  [[nodiscard]] std::string name() const override { return name_; }
+  std::optional<Config> propose(const std::vector<TrialRecord>& trials) override {
+    for (; cursor_ < order_.size(); ++cursor_) {
+      const Config& c = order_[cursor_];
+      if (std::none_of(trials.begin(), trials.end(), [&](const TrialRecord& t) { return t.config == c; }))
+        return order_[cursor_++];
+    }
+    return std::nullopt;
+  }
+
+ private:
+  std::string name_;
+  std::vector<Config> order_;
+  std::size_t cursor_ = 0;
+};
+
+class PriorSampler final : public Sampler {
+ public:
+  PriorSampler(const Space& space, std::uint64_t seed) : space_(space), rng_(seed) {}
+  [[nodiscard]] std::string name() const override { return "random"; }
+  // The draws go on from the seed; one equal to a trial's configuration is skipped, so a resumed
+  // study (a fresh sampler, the same seed) continues the sequence rather than repeating it.
+  std::optional<Config> propose(const std::vector<TrialRecord>& trials) override {
+    for (std::size_t attempt = 0;; ++attempt) {
+      Config config = space_.sample(rng_);
+      if (attempt > trials.size() + 1000 ||
+          std::none_of(trials.begin(), trials.end(), [&](const TrialRecord& t) { return t.config == config; }))
+        return config;
+    }
+  }
+
+ private:
+  const Space& space_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace
+
+std::unique_ptr<Sampler> make_grid_sampler(const Space& space, const SamplerOptions&) {
+  return std::make_unique<OrderedSampler>("grid", space.enumerate());
+}
+
+std::unique_ptr<Sampler> make_random_sampler(const Space& space, const SamplerOptions& options) {
+  if (space.finite()) {
+    std::uint64_t combinations = 1;
+    for (const ParamSpec& p : space.parameters()) {
+      combinations *= p.type == ParamType::kCategorical ? p.choices.size() : static_cast<std::uint64_t>(p.high - p.low + 1);
+      if (combinations > kMaxShuffled) break;
+    }
+    if (combinations <= kMaxShuffled) {
+      std::vector<Config> order = space.enumerate();
+      std::mt19937_64 rng(options.seed);
+      for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[tune::uniform_below(rng, i)]);
+      return std::make_unique<OrderedSampler>("random", std::move(order));
+    }
+  }
+  return std::make_unique<PriorSampler>(space, options.seed);
+}
+
+}  // namespace paratune::hpo

@@ -1,0 +1,99 @@
+// The pruner name table, option validation, the factory and the `none` pruner. The algorithms live
+// one per file: median_pruner.cc (median, percentile), asha.cc (asha, hyperband).
+#include "paratune/hpo/pruner.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "paratune/spec/error.h"
+
+namespace paratune::hpo {
+
+namespace {
+
+// The one name table of PrunerKind: parsing, printing and --help all read it.
+constexpr std::array<std::pair<PrunerKind, const char*>, 5> kPrunerNames{{{PrunerKind::kNone, "none"},
+                                                                          {PrunerKind::kMedian, "median"},
+                                                                          {PrunerKind::kPercentile, "percentile"},
+                                                                          {PrunerKind::kAsha, "asha"},
+                                                                          {PrunerKind::kHyperband, "hyperband"}}};
+
+std::vector<std::string> pruner_names() {
+  std::vector<std::string> names;
+  for (const auto& [kind, name] : kPrunerNames) names.emplace_back(name);
+  return names;
+}
+
+// Every trial runs the full resource; nothing is stopped or promoted.
+class NonePruner final : public Pruner {
+ public:
+  explicit NonePruner(std::int64_t max_resource) : max_resource_(max_resource) {}
+  [[nodiscard]] std::string name() const override { return "none"; }
+  Assignment assign_new_trial(const std::vector<TrialRecord>& /*trials*/) override { return {0, max_resource_}; }
+
+ private:
+  std::int64_t max_resource_;
+};
+
+}  // namespace
+
+const char* to_string(PrunerKind kind) {
+  for (const auto& [k, name] : kPrunerNames)
+    if (k == kind) return name;
+  return "?";
+}
+
+PrunerKind parse_pruner(std::string_view name) {
+  for (const auto& [kind, n] : kPrunerNames)
+    if (name == n) return kind;
+  const std::vector<std::string> names = pruner_names();
+  throw Error(fmt::format("--pruner: {}", unknown_name_message("pruner", name, names)));
+}
+
+// The CLI flag of each option is in the message: the person reading it typed the flag. Every rule
+// holds for the defaults except max_resource, which the study sets from --steps.
+void validate(const PrunerOptions& o) {
+  if (o.max_resource < 1)
+    throw Error(fmt::format("--steps {}: must be >= 1 (max_resource: the steps of a full trial)", o.max_resource));
+  if (!(o.eta > 1) || !std::isfinite(o.eta))
+    throw Error(fmt::format("--eta {}: must be > 1 (eta: each rung keeps the best 1/eta of the trials)", o.eta));
+  if (o.min_resource < 0)
+    throw Error(fmt::format("--min-resource {}: must be >= 0 (min_resource: the first rung's steps; 0: "
+                            "--steps / eta^3)",
+                            o.min_resource));
+  if (o.min_resource > 0 && o.min_resource >= o.max_resource)
+    throw Error(fmt::format("--min-resource {}: must be below --steps ({}) (min_resource: the first rung is a "
+                            "partial trial)",
+                            o.min_resource, o.max_resource));
+  if (!(o.percentile > 0 && o.percentile < 100))
+    throw Error(fmt::format("--percentile {}: must be in (0, 100) (percentile: keep a trial within the best p %)",
+                            o.percentile));
+  if (o.startup_trials < 0)
+    throw Error(fmt::format("--pruner-startup {}: must be >= 0 (startup_trials: completed trials before any is "
+                            "stopped)",
+                            o.startup_trials));
+  if (o.warmup_steps < 0)
+    throw Error(fmt::format("--pruner-warmup {}: must be >= 0 (warmup_steps: no stop at steps below this)",
+                            o.warmup_steps));
+}
+
+std::unique_ptr<Pruner> make_pruner(PrunerKind kind, const PrunerOptions& options) {
+  validate(options);
+  switch (kind) {
+    case PrunerKind::kNone: return std::make_unique<NonePruner>(options.max_resource);
+    case PrunerKind::kMedian:
+    case PrunerKind::kPercentile: return make_median_pruner(options, kind);
+    case PrunerKind::kAsha: return make_asha_pruner(options);
+    case PrunerKind::kHyperband: return make_hyperband_pruner(options);
+  }
+  // Not reachable from any name in the table: a PrunerKind made by a cast is a bug, not bad input.
+  throw std::logic_error(fmt::format("make_pruner: PrunerKind {} is not in the name table", static_cast<int>(kind)));
+}
+
+}  // namespace paratune::hpo

@@ -1,0 +1,32 @@
+#include "paratune/hpo/sampler.h"
+
+#include <fmt/format.h>
+
+#include <array>
+
+#include "paratune/spec/error.h"
+
+namespace paratune::hpo {
+namespace {
+constexpr std::array<const char*, 4> kSamplerNames{"grid", "random", "tpe", "gp"};
+}  // namespace
+
+const char* to_string(SamplerKind kind) { return kSamplerNames[static_cast<std::size_t>(kind)]; }
+
+SamplerKind parse_sampler(std::string_view name) {
+  for (std::size_t i = 0; i < kSamplerNames.size(); ++i)
+    if (name == kSamplerNames[i]) return static_cast<SamplerKind>(i);
+  throw Error(fmt::format("--algo {}: unknown hyperparameter sampler (valid: grid, random, tpe, gp)", name));
+}
+
+std::unique_ptr<Sampler> make_sampler(SamplerKind kind, const Space& space, const SamplerOptions& options) {
+  switch (kind) {
+    case SamplerKind::kGrid: return make_grid_sampler(space, options);
+    case SamplerKind::kRandom: return make_random_sampler(space, options);
+    case SamplerKind::kTpe: return make_tpe_sampler(space, options);
+    case SamplerKind::kGp: return make_gp_sampler(space, options);
+  }
+  throw Error("make_sampler: unknown sampler");
+}
+
+}  // namespace paratune::hpo

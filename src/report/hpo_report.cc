@@ -1,0 +1,172 @@
+#include "paratune/report/hpo_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "paratune/report/tune_report.h"
+#include "paratune/spec/units.h"
+
+namespace paratune {
+namespace {
+
+std::string objective_text(const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : "-"; }
+
+std::string best_line(const store::StoredTrial& t, const std::string& objective) {
+  std::string out = fmt::format("best: trial {}  {}\n  {} {}", t.number, params_words(t.params_json), objective,
+                                objective_text(t.objective));
+  if (t.throughput) out += fmt::format(", {:.4g} steps/s", *t.throughput);
+  if (t.peak_memory_bytes) out += fmt::format(", peak memory {}", units::format_bytes(*t.peak_memory_bytes));
+  out += fmt::format("\n  reproduce: {}\n", t.command);
+  return out;
+}
+
+// Percentile by linear interpolation between order statistics of sorted `v`.
+double quantile(const std::vector<double>& v, double q) {
+  const double position = q * static_cast<double>(v.size() - 1);
+  const auto lower = static_cast<std::size_t>(std::floor(position));
+  const std::size_t upper = std::min(lower + 1, v.size() - 1);
+  return v[lower] + (position - static_cast<double>(lower)) * (v[upper] - v[lower]);
+}
+
+// Per step: the values the trials reported there, best first.
+std::map<std::int64_t, std::vector<double>> values_by_step(const std::vector<hpo::TrialRecord>& records,
+                                                           hpo::Direction direction) {
+  std::map<std::int64_t, std::vector<double>> by_step;
+  for (const hpo::TrialRecord& r : records)
+    for (const hpo::IntermediateValue& v : r.curve) by_step[v.step].push_back(v.value);
+  for (auto& [step, values] : by_step)
+    std::sort(values.begin(), values.end(),
+              [&](double a, double b) { return hpo::as_loss(direction, a) < hpo::as_loss(direction, b); });
+  return by_step;
+}
+
+}  // namespace
+
+std::string format_hpo_trials(const std::vector<store::StoredTrial>& trials, std::optional<std::size_t> best,
+                              const std::string& objective) {
+  std::string out = fmt::format("{:>5}  {:<12} {:>4} {:>6} {:>12} {:>14} {:>11}  {}\n", "trial", "status", "rung",
+                                "steps", objective.substr(0, 12), "throughput", "peak memory", "parameters");
+  for (const store::StoredTrial& t : trials) {
+    out += fmt::format("{:>5}  {:<12} {:>4} {:>6} {:>12} {:>14} {:>11}  {}\n", t.number, t.status,
+                       t.rung ? std::to_string(*t.rung) : "-", t.steps, objective_text(t.objective),
+                       t.throughput ? fmt::format("{:.4g} st/s", *t.throughput) : "-",
+                       t.peak_memory_bytes ? units::format_bytes(*t.peak_memory_bytes) : "-", params_words(t.params_json));
+    if (!t.reason.empty() && t.status != "completed") out += fmt::format("{:>7}{}\n", "", t.reason);
+  }
+  out += best ? best_line(trials[*best], objective) : "best: none (no trial completed with a value of the objective)\n";
+  return out;
+}
+
+std::string format_curves(const std::vector<hpo::TrialRecord>& records, const std::string& objective,
+                          hpo::Direction direction, std::size_t max_rows) {
+  const auto by_step = values_by_step(records, direction);
+  if (by_step.empty()) return "";
+  // Rows spread evenly over the steps that have values, the last always included.
+  std::vector<std::int64_t> steps;
+  for (const auto& [step, values] : by_step) steps.push_back(step);
+  std::vector<std::int64_t> shown;
+  const std::size_t rows = std::min(max_rows, steps.size());
+  for (std::size_t i = 0; i < rows; ++i)
+    shown.push_back(steps[rows == 1 ? steps.size() - 1 : i * (steps.size() - 1) / (rows - 1)]);
+  std::string out = fmt::format("learning curves ({}, {}): the trials' values at each step\n", objective,
+                                hpo::to_string(direction));
+  out += fmt::format("{:>8} {:>7} {:>12} {:>12} {:>12}\n", "step", "trials", "best", "median", "worst");
+  for (std::int64_t step : shown) {
+    const std::vector<double>& v = by_step.at(step);
+    out += fmt::format("{:>8} {:>7} {:>12.6g} {:>12.6g} {:>12.6g}\n", step, v.size(), v.front(), quantile(v, 0.5),
+                       v.back());
+  }
+  return out;
+}
+
+nlohmann::ordered_json curves_json(const std::vector<hpo::TrialRecord>& records, hpo::Direction direction) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& [step, v] : values_by_step(records, direction))
+    out.push_back({{"step", step}, {"trials", v.size()}, {"best", v.front()}, {"median", quantile(v, 0.5)},
+                   {"worst", v.back()}});
+  return out;
+}
+
+std::string format_pruning(const std::vector<store::StoredTrial>& trials) {
+  std::map<int, int> by_rung;
+  int without_rung = 0;
+  for (const store::StoredTrial& t : trials) {
+    if (t.status != "pruned") continue;
+    if (t.rung) ++by_rung[*t.rung];
+    else ++without_rung;
+  }
+  if (by_rung.empty() && without_rung == 0) return "";
+  std::string out = "pruned:";
+  for (const auto& [rung, n] : by_rung) out += fmt::format(" {} at rung {};", n, rung);
+  if (without_rung > 0) out += fmt::format(" {} before the first rung (stopped on their curve);", without_rung);
+  out.back() = '\n';
+  return out;
+}
+
+std::string format_importance(const std::vector<hpo::Importance>& importance, std::size_t completed) {
+  if (importance.empty()) return "";
+  std::string out = fmt::format(
+      "parameter importance: share of the objective's variance each parameter's main effect explains "
+      "(eta^2 over {} completed trials; hpo/importance.h)\n",
+      completed);
+  for (const hpo::Importance& i : importance)
+    out += fmt::format("  {:<20} {:>5.1f}%  {}\n", i.parameter, 100 * i.share,
+                       std::string(static_cast<std::size_t>(std::lround(20 * i.share)), '#'));
+  return out;
+}
+
+nlohmann::ordered_json importance_json(const std::vector<hpo::Importance>& importance) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const hpo::Importance& i : importance)
+    out.push_back({{"parameter", i.parameter}, {"share", i.share}, {"groups", i.groups}});
+  return out;
+}
+
+std::string format_hpo_study(const hpo::HpoSummary& s) {
+  std::string out = fmt::format("study '{}': {} sampler, {} pruner, objective {} ({})\n", s.name, s.sampler, s.pruner,
+                                s.objective, hpo::to_string(s.direction));
+  out += fmt::format("this run: {} new trials, {} promotions, {} reused, {} requeued; {} after {}\n", s.started,
+                     s.promotions, s.reused, s.requeued, tune::to_string(s.stop), units::format_duration(s.elapsed_s));
+  std::map<std::string, int> counts;
+  for (const store::StoredTrial& t : s.trials) ++counts[t.status];
+  out += "trials:";
+  for (const auto& [status, n] : counts) out += fmt::format(" {} {};", n, status);
+  out.back() = '\n';
+  out += format_pruning(s.trials);
+  // The five best completed trials.
+  std::vector<std::size_t> completed;
+  for (std::size_t i = 0; i < s.trials.size(); ++i)
+    if (s.trials[i].status == "completed" && s.trials[i].objective) completed.push_back(i);
+  std::stable_sort(completed.begin(), completed.end(), [&](std::size_t a, std::size_t b) {
+    return hpo::as_loss(s.direction, *s.trials[a].objective) < hpo::as_loss(s.direction, *s.trials[b].objective);
+  });
+  if (!completed.empty()) out += fmt::format("\n{:>5}  {:>12}  {}\n", "trial", s.objective.substr(0, 12), "parameters");
+  for (std::size_t k = 0; k < std::min<std::size_t>(5, completed.size()); ++k) {
+    const store::StoredTrial& t = s.trials[completed[k]];
+    out += fmt::format("{:>5}  {:>12}  {}\n", t.number, objective_text(t.objective), params_words(t.params_json));
+  }
+  out += "\n";
+  out += s.best ? best_line(s.trials[*s.best], s.objective) : "best: none (no trial completed with a value of the objective)\n";
+  return out;
+}
+
+nlohmann::ordered_json to_json(const hpo::HpoSummary& s) {
+  nlohmann::ordered_json j{{"study", s.name},
+                           {"sampler", s.sampler},
+                           {"pruner", s.pruner},
+                           {"objective", s.objective},
+                           {"direction", hpo::to_string(s.direction)},
+                           {"reused", s.reused},
+                           {"requeued", s.requeued},
+                           {"started", s.started},
+                           {"promotions", s.promotions},
+                           {"stop", tune::to_string(s.stop)},
+                           {"elapsed_s", s.elapsed_s}};
+  j.update(trials_json(s.trials, s.best));
+  return j;
+}
+
+}  // namespace paratune

@@ -1,0 +1,282 @@
+// End to end: hyperparameter studies through `paratune tune` with real trial processes
+// (bench/functions/function_trial.cc): every sampler and pruner, ASHA's promotions by checkpoint
+// and by re-running, a controller killed with SIGKILL and resumed, and bad input.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "../cli/cli_util.h"
+#include "paratune/hpo/trial_record.h"
+#include "paratune/store/study_store.h"
+
+namespace {
+
+using paratune::testing::Result;
+using paratune::testing::run;
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  const std::filesystem::path dir =
+      std::filesystem::absolute(std::filesystem::path(::testing::TempDir()) / "paratune_hpo" / name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+void write(const std::filesystem::path& path, const std::string& text) { std::ofstream(path) << text; }
+
+const char* kBranin = R"(parameters:
+  x1: {type: float, low: -5, high: 10}
+  x2: {type: float, low: 0, high: 15}
+)";
+
+std::string study_args(const std::filesystem::path& dir, const std::string& program_args, const std::string& extra) {
+  return fmt::format("tune --space {} --study {} --command '{} branin {}' --objective value --direction minimize {}",
+                     (dir / "space.yaml").string(), (dir / "s.db").string(), PARATUNE_FUNCTION_TRIAL, program_args,
+                     extra);
+}
+
+std::vector<paratune::store::StoredTrial> stored_trials(const std::filesystem::path& dir) {
+  const paratune::store::StudyStore store(dir / "s.db");
+  return store.trials(store.studies().at(0).id, true);
+}
+
+// The steps at which a trial reported "value", in report order.
+std::vector<std::int64_t> value_steps(const paratune::store::StoredTrial& t) {
+  std::vector<std::int64_t> steps;
+  for (const auto& m : t.metrics)
+    if (m.name == "value") steps.push_back(m.step.value_or(-1));
+  return steps;
+}
+
+std::vector<std::int64_t> range(std::int64_t n) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t i = 0; i < n; ++i) out.push_back(i);
+  return out;
+}
+
+int count_lines_with(const std::filesystem::path& file, const std::string& text) {
+  std::ifstream in(file);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += line.find(text) != std::string::npos;
+  return n;
+}
+
+TEST(HpoStudy, EverySamplerRunsEndToEnd) {
+  for (const std::string algo : {"grid", "random", "tpe", "gp"}) {
+    const auto dir = fresh_dir("sampler-" + algo);
+    // Grid needs a finite space: a 4 x 4 grid of Branin.
+    write(dir / "space.yaml", algo == "grid" ? "parameters:\n  x1: [-3, 0, 3, 9]\n  x2: [1, 5, 10, 14]\n" : kBranin);
+    const Result r = run(study_args(dir, "", fmt::format("--algo {} --steps 1 --max-trials 14 --parallel 2 --json", algo)));
+    ASSERT_EQ(r.exit_code, 0) << algo << ": " << r.output;
+    const nlohmann::json j = nlohmann::json::parse(r.output.substr(r.output.find("{\n")));
+    EXPECT_EQ(j["sampler"], algo);
+    EXPECT_EQ(j["trials"].size(), 14u) << algo;
+    double min_value = 1e300;
+    for (const auto& t : j["trials"]) {
+      EXPECT_EQ(t["status"], "completed") << algo << ": " << t.dump();
+      min_value = std::min(min_value, t["objective"].get<double>());
+    }
+    EXPECT_EQ(j["best"]["objective"].get<double>(), min_value) << algo;
+    EXPECT_LT(min_value, 30) << algo << ": Branin's values span [0.4, 308]";
+  }
+}
+
+TEST(HpoStudy, EveryPrunerStopsSomeTrialsAndCompletesOthers) {
+  for (const std::string pruner : {"median", "percentile", "asha", "hyperband"}) {
+    const auto dir = fresh_dir("pruner-" + pruner);
+    write(dir / "space.yaml", kBranin);
+    const Result r = run(study_args(dir, "--curve", fmt::format("--algo random --seed 3 --pruner {} --steps 27 "
+                                                                "--max-trials 20 --parallel 2 --pruner-startup 3 --json",
+                                                                pruner)));
+    ASSERT_EQ(r.exit_code, 0) << pruner << ": " << r.output;
+    const nlohmann::json j = nlohmann::json::parse(r.output.substr(r.output.find("{\n")));
+    EXPECT_EQ(j["pruner"], pruner);
+    EXPECT_GT(j["status_counts"].value("pruned", 0), 0) << pruner << ": " << j["status_counts"].dump();
+    EXPECT_GT(j["status_counts"].value("completed", 0), 0) << pruner << ": " << j["status_counts"].dump();
+    for (const auto& t : j["trials"]) {
+      if (t["status"] == "completed") EXPECT_EQ(t["steps"], 27) << pruner << ": " << t.dump();
+      if (pruner == "asha" || pruner == "hyperband") {
+        if (t["status"] == "pruned") EXPECT_TRUE(t["rung"].is_number()) << t.dump();
+      }
+    }
+  }
+}
+
+// ASHA with eta 3 on rungs 1, 3, 9 steps: a completed trial ran three times (1, then 2 more, then 6
+// more steps), each resuming from the checkpoint the previous run saved.
+TEST(HpoStudy, AshaPromotesByResumingFromTheTrialsCheckpoint) {
+  const auto dir = fresh_dir("asha-resume");
+  write(dir / "space.yaml", kBranin);
+  const Result r = run(study_args(dir, "--curve", "--algo random --seed 5 --pruner asha --eta 3 --min-resource 1 "
+                                                  "--steps 9 --max-trials 12 --parallel 1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  int completed = 0;
+  for (const auto& t : stored_trials(dir)) {
+    if (t.status != "completed") continue;
+    ++completed;
+    EXPECT_EQ(t.steps, 9);
+    EXPECT_EQ(value_steps(t), range(9)) << "trial " << t.number << ": every step once, in order";
+    EXPECT_EQ(count_lines_with(std::filesystem::path(t.dir) / "stdout.log", "\"step_time_s\""), 9)
+        << "trial " << t.number << " re-ran steps it had done";
+    EXPECT_EQ(count_lines_with(std::filesystem::path(t.dir) / "stdout.log", "checkpoint_step"), 3);
+    EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(t.dir) / "checkpoint-9"));
+    EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(t.dir) / "checkpoint-1")) << "a left rung's checkpoint is removed";
+  }
+  EXPECT_GE(completed, 1);
+}
+
+// A program that does not checkpoint is promoted by running it again, longer, from step 0; its
+// earlier output is replaced, not added to.
+TEST(HpoStudy, AshaRerunsAProgramWithoutCheckpoints) {
+  const auto dir = fresh_dir("asha-rerun");
+  write(dir / "space.yaml", kBranin);
+  const std::string args = study_args(dir, "--curve", "--algo random --seed 5 --pruner asha --eta 3 --min-resource 1 "
+                                                      "--steps 9 --max-trials 12 --parallel 1");
+  // env -u: the program never sees PARATUNE_CHECKPOINT_DIR, so it never says it saved anything.
+  const std::string without = std::regex_replace(args, std::regex("--command '"), "--command 'env -u PARATUNE_CHECKPOINT_DIR ");
+  const Result r = run(without);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  int completed = 0;
+  for (const auto& t : stored_trials(dir)) {
+    if (t.status != "completed") continue;
+    ++completed;
+    EXPECT_EQ(t.steps, 9);
+    EXPECT_EQ(value_steps(t), range(9)) << "trial " << t.number;
+    // 1 + 3 + 9 step lines over its three runs.
+    EXPECT_EQ(count_lines_with(std::filesystem::path(t.dir) / "stdout.log", "\"step_time_s\""), 13);
+  }
+  EXPECT_GE(completed, 1);
+}
+
+// ASHA's invariant once a study has nothing left to promote: in every rung, the top 1/eta of the
+// trials that completed it went on.
+void expect_asha_invariant(const std::vector<paratune::store::StoredTrial>& trials, const std::vector<std::int64_t>& rungs,
+                           int eta) {
+  for (std::size_t k = 0; k + 1 < rungs.size(); ++k) {
+    std::vector<std::pair<double, const paratune::store::StoredTrial*>> members;
+    for (const auto& t : trials) {
+      if (!t.rung || *t.rung < static_cast<int>(k)) continue;
+      paratune::hpo::TrialRecord r;
+      for (const auto& m : t.metrics)
+        if (m.name == "value") r.curve.push_back({m.step.value_or(0), m.value});
+      members.emplace_back(paratune::hpo::value_at(r, rungs[k]).value_or(1e300), &t);
+    }
+    std::sort(members.begin(), members.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second->number < b.second->number;
+    });
+    const std::size_t top = members.size() / static_cast<std::size_t>(eta);
+    for (std::size_t i = 0; i < top; ++i)
+      EXPECT_GT(*members[i].second->rung, static_cast<int>(k))
+          << "trial " << members[i].second->number << " ranks " << i + 1 << " of " << members.size() << " in rung " << k
+          << " but was never promoted";
+  }
+}
+
+TEST(HpoStudy, KilledControllerResumesKeepingPrunedAndPromotedTrials) {
+  const auto dir = fresh_dir("asha-kill");
+  write(dir / "space.yaml", kBranin);
+  const std::string args = study_args(dir, "--curve --sleep 0.02", "--algo random --seed 8 --pruner asha --eta 3 "
+                                                                   "--min-resource 1 --steps 27 --max-trials 24 "
+                                                                   "--parallel 2 --grace 0.3s");
+  const pid_t controller = fork();
+  if (controller == 0) {
+    const std::string command = std::string("exec ") + PARATUNE_BINARY + " " + args + " > " +
+                                (dir / "first.out").string() + " 2>&1";
+    execl("/bin/sh", "sh", "-c", command.c_str(), nullptr);
+    _exit(127);
+  }
+  // Kill it while a promotion runs (a trial that rested at a rung is running again).
+  bool ready = false;
+  for (int i = 0; i < 600 && !ready; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!std::filesystem::exists(dir / "s.db")) continue;
+    const auto trials = stored_trials(dir);
+    ready = std::any_of(trials.begin(), trials.end(), [](const auto& t) { return t.status == "running" && t.rung; });
+  }
+  ASSERT_TRUE(ready) << "the study did not get going";
+  ::kill(controller, SIGKILL);
+  ::waitpid(controller, nullptr, 0);
+  const auto before = stored_trials(dir);
+
+  const Result resumed = run(args);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto after = stored_trials(dir);
+  std::map<int, const paratune::store::StoredTrial*> by_number;
+  for (const auto& t : after) by_number[t.number] = &t;
+  for (const auto& b : before) {
+    const auto& a = *by_number.at(b.number);
+    if (b.status == "completed") {
+      EXPECT_EQ(a.status, "completed");
+      EXPECT_EQ(a.ended_unix_s, b.ended_unix_s) << "completed trial " << b.number << " ran again";
+    }
+    if (b.status == "pruned") {
+      EXPECT_TRUE(a.status == "pruned" || a.status == "completed") << a.status;
+      EXPECT_GE(a.steps, b.steps) << "trial " << b.number << " lost steps";
+    }
+  }
+  int configurations = 0;
+  for (const auto& t : after) {
+    if (t.status == "interrupted") continue;
+    ++configurations;
+    const std::vector<std::int64_t> steps = value_steps(t);
+    EXPECT_EQ(steps, range(static_cast<std::int64_t>(steps.size()))) << "trial " << t.number << ": steps lost or repeated";
+    if (t.status == "completed") EXPECT_EQ(t.steps, 27);
+  }
+  EXPECT_EQ(configurations, 24);
+  expect_asha_invariant(after, {1, 3, 9, 27}, 3);
+}
+
+TEST(HpoCli, BadInputIsNamedWithExitCode2) {
+  const auto dir = fresh_dir("bad");
+  write(dir / "space.yaml", kBranin);
+  const auto expect_error = [&](const std::string& args, const std::string& message) {
+    const Result r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
+  };
+  const std::string space = (dir / "space.yaml").string(), study = (dir / "s.db").string();
+  const std::string command = fmt::format("--command '{} branin'", PARATUNE_FUNCTION_TRIAL);
+  expect_error(fmt::format("tune --space {} --study {} {} --objective value", space, study, command),
+               "--objective value: give --direction minimize or maximize");
+  expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --pruner asha", space, study, command),
+               "--pruner asha: needs intermediate values of a metric");
+  expect_error(fmt::format("tune --space {} --study {} {} --algo bo --objective value --direction minimize", space, study,
+                           command),
+               "--algo bo: searches value lists of parallel configurations");
+  expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective value --direction up", space, study, command),
+               "--direction up: unknown direction");
+  expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective value --direction minimize --pruner sha",
+                           space, study, command),
+               "--pruner: unknown pruner 'sha' (did you mean 'asha'?)");
+  expect_error(fmt::format("tune --space {} --study {} {} --algo grid --objective value --direction minimize", space, study,
+                           command),
+               "grid search needs every parameter categorical or int");
+  write(dir / "cond.yaml", "parameters:\n  o: [a, b]\n  m: {type: float, low: 0, high: 1, when: \"o == 'a'\"}\n");
+  expect_error(fmt::format("tune --space {} --study {} --command 'echo {{m}}' --algo tpe --objective v --direction minimize",
+                           (dir / "cond.yaml").string(), study),
+               "--command: {m} is a conditional parameter");
+  write(dir / "typo.yaml", "parameters:\n  lr: {type: float, low: 1.0e-5, hi: 0.1, log: true}\n");
+  expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective v --direction minimize",
+                           (dir / "typo.yaml").string(), study, command),
+               "parameters.lr: unknown field 'hi' (did you mean 'high'?)");
+  // A trial that never reports the objective fails, saying what it did report.
+  const Result misnamed = run(fmt::format("tune --space {} --study {} {} --algo random --objective val_loss --direction "
+                                          "minimize --steps 1 --max-trials 2",
+                                          space, (dir / "m.db").string(), command));
+  EXPECT_EQ(misnamed.exit_code, 3) << misnamed.output;
+  EXPECT_NE(misnamed.output.find("reported no 'val_loss' (it reported value)"), std::string::npos) << misnamed.output;
+}
+
+}  // namespace
