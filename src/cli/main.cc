@@ -310,7 +310,11 @@ struct TuneFlags {
   int max_trials = 0;
   int steps = 20;
   int parallel = 1;
+  int slots = 0;  // --slots: the same as --parallel, named for two-level parallelism
+  int trial_ranks = 1;
+  std::string strategy;
   std::string slot_devices;
+  std::string slot_cpus;
   std::string step_time_regex;
   int min_steps = 5;
   int initial = 4;
@@ -328,9 +332,12 @@ struct TuneFlags {
 };
 
 // A hyperparameter study rather than a search of parallel configurations: a metric objective, a
-// pruner, a hyperparameter sampler, or a space with typed or conditional parameters.
+// pruner, a hyperparameter sampler, trials of several ranks, or a space with typed or conditional
+// parameters.
 bool is_hpo_study(const TuneFlags& f) {
-  if (f.objective != hpo::kThroughputObjective || f.pruner != "none" || f.algo == "tpe" || f.algo == "gp") return true;
+  if (f.objective != hpo::kThroughputObjective || f.pruner != "none" || f.algo == "tpe" || f.algo == "gp" ||
+      f.trial_ranks != 1 || !f.strategy.empty())
+    return true;
   if (f.space_path.empty() || (f.algo != "grid" && f.algo != "random")) return false;
   const hpo::Space space = hpo::Space::load(f.space_path);
   return std::any_of(space.parameters().begin(), space.parameters().end(), [](const hpo::ParamSpec& p) {
@@ -422,7 +429,11 @@ std::filesystem::path trials_dir_from(const TuneFlags& f) {
 }
 
 trial::LocalBackend backend_from(const TuneFlags& f) {
-  if (f.parallel < 1) throw Error(fmt::format("--parallel {}: must be >= 1", f.parallel));
+  if (f.slots != 0 && f.parallel != 1)
+    throw Error("--slots and --parallel: give one (--slots is the newer name: the slots trials are packed onto)");
+  const int slots = f.slots != 0 ? f.slots : f.parallel;
+  const std::string flag = f.slots != 0 ? "--slots" : "--parallel";
+  if (slots < 1) throw Error(fmt::format("{} {}: must be >= 1", flag, slots));
   std::vector<std::string> slot_devices;
   if (!f.slot_devices.empty()) {
     try {
@@ -431,7 +442,9 @@ trial::LocalBackend backend_from(const TuneFlags& f) {
       throw e.with_context("--slot-devices");
     }
   }
-  return trial::LocalBackend(f.parallel, slot_devices);
+  std::vector<std::vector<int>> slot_cpus;
+  if (!f.slot_cpus.empty()) slot_cpus = trial::parse_slot_cpus(f.slot_cpus);
+  return trial::LocalBackend(slots, slot_devices, slot_cpus, flag);
 }
 
 // `paratune tune` for training hyperparameters: a sampler, a pruner and a metric objective.
@@ -464,6 +477,8 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   options.limits = limits_from(f);
   options.step_time_regex = f.step_time_regex;
   options.trials_dir = trials_dir_from(f);
+  options.trial_ranks = f.trial_ranks;
+  options.strategy = f.strategy;
   hpo::validate(options);
   const trial::LocalBackend backend = backend_from(f);
 
@@ -495,9 +510,10 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   store::StudyStore store(f.study_path);
 
   std::cerr << fmt::format("paratune tune: {} hyperparameters, {} sampler, {} pruner, objective {} ({}), up to {} "
-                           "steps per trial, {} slot(s); study {} ('{}'), trials in {}\n",
+                           "steps per trial, {} slot(s), {} per trial{}; study {} ('{}'), trials in {}\n",
                            space.size(), sampler->name(), pruner->name(), options.objective,
-                           hpo::to_string(options.direction), options.steps, f.parallel, f.study_path, options.name,
+                           hpo::to_string(options.direction), options.steps, backend.slots(), options.trial_ranks,
+                           options.strategy.empty() ? "" : " (" + options.strategy + ")", f.study_path, options.name,
                            options.trials_dir.string());
   install_stop_handlers();
   hpo::HpoSummary summary;
@@ -591,7 +607,7 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
                            derived ? fmt::format(" (of {} configurations, the rest predicted not to fit)",
                                                  derived_space->candidates)
                                    : fmt::format(" of {} combinations", space.cartesian_size()),
-                           f.algo, prior_line, options.steps, f.parallel, f.study_path, options.name, options.trials_dir.string());
+                           f.algo, prior_line, options.steps, backend.slots(), f.study_path, options.name, options.trials_dir.string());
   install_stop_handlers();
   tune::StudySummary summary;
   {
@@ -820,8 +836,18 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--steps", tune_flags.steps, "training steps per trial (PARATUNE_MAX_STEPS)")->capture_default_str();
   tune_cmd->add_option("--memory-limit", tune_flags.memory_limit, "a measured peak above it is infeasible, e.g. 80GiB");
   tune_cmd->add_option("--parallel", tune_flags.parallel, "trials at once")->capture_default_str();
+  tune_cmd->add_option("--slots", tune_flags.slots,
+                       "slots of this host trials are packed onto (cores or GPUs; the newer name of --parallel)");
+  tune_cmd->add_option("--trial-ranks", tune_flags.trial_ranks,
+                       "hyperparameter studies: slots each trial takes, {ranks} (a space parameter 'ranks' overrides)")
+      ->capture_default_str();
+  tune_cmd->add_option("--strategy", tune_flags.strategy,
+                       "hyperparameter studies: how each trial trains across its ranks, {strategy}: none | dp | mp | "
+                       "gpipe | dp+gpipe");
   tune_cmd->add_option("--slot-devices", tune_flags.slot_devices,
-                       "CUDA_VISIBLE_DEVICES per slot, e.g. \"0,1;2,3\" (one entry per --parallel slot)");
+                       "CUDA_VISIBLE_DEVICES per slot, e.g. \"0,1;2,3\" (one entry per slot)");
+  tune_cmd->add_option("--slot-cpus", tune_flags.slot_cpus,
+                       "CPUs per slot, e.g. \"0;1\" or \"0-3;4-7\": a trial runs on its slots' CPUs only");
   tune_cmd->add_option("--timeout", tune_flags.timeout, "wall-clock limit per trial, e.g. 10m");
   tune_cmd->add_option("--hang", tune_flags.hang, "stop a trial with no new step for this long, e.g. 2m");
   tune_cmd->add_option("--grace", tune_flags.grace, "SIGTERM to SIGKILL delay when stopping a trial")

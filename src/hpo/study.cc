@@ -38,12 +38,16 @@ struct TrialState {
   std::optional<std::int64_t> checkpoint_step;  // the last checkpoint its program announced
   std::string checkpoint_dir;                   // where (a directory name inside the trial's)
   int runs = 0;
+  std::vector<int> slots;                       // the backend's slots of its last run
+  std::string strategy;                         // how it trained across them
 };
 
 std::string state_json(const TrialState& s) {
   nlohmann::ordered_json j{{"bracket", s.bracket}, {"runs", s.runs}};
   j["checkpoint_step"] = s.checkpoint_step ? nlohmann::ordered_json(*s.checkpoint_step) : nlohmann::ordered_json(nullptr);
   j["checkpoint_dir"] = s.checkpoint_dir;
+  j["slots"] = s.slots;
+  j["strategy"] = s.strategy;
   return j.dump();
 }
 
@@ -56,6 +60,10 @@ TrialState parse_state(const std::string& text) {
   if (j.contains("checkpoint_step") && j["checkpoint_step"].is_number_integer())
     s.checkpoint_step = j["checkpoint_step"].get<std::int64_t>();
   s.checkpoint_dir = j.value("checkpoint_dir", "");
+  if (j.contains("slots") && j["slots"].is_array())
+    for (const auto& slot : j["slots"])
+      if (slot.is_number_integer()) s.slots.push_back(slot.get<int>());
+  s.strategy = j.value("strategy", "");
   return s;
 }
 
@@ -109,6 +117,11 @@ TrialRecord record_of(const store::StoredTrial& t, const std::string& objective)
   return r;
 }
 
+const std::vector<std::string>& trial_strategies() {
+  static const std::vector<std::string> names{"none", "dp", "mp", "gpipe", "dp+gpipe"};
+  return names;
+}
+
 void validate(const HpoOptions& o) {
   if (o.name.empty()) throw Error("--study-name: must not be empty");
   if (o.command.empty()) throw Error("--command: a command template is required");
@@ -125,9 +138,14 @@ void validate(const HpoOptions& o) {
   for (const auto& [flag, value] : non_negative)
     if (!(value >= 0) || !std::isfinite(value)) throw Error(fmt::format("{} {}: must be >= 0 (0: none)", flag, value));
   if (o.trials_dir.empty()) throw Error("--trials-dir: must not be empty");
+  if (o.trial_ranks < 1) throw Error(fmt::format("--trial-ranks {}: must be >= 1", o.trial_ranks));
+  if (!o.strategy.empty() &&
+      std::find(trial_strategies().begin(), trial_strategies().end(), o.strategy) == trial_strategies().end())
+    throw Error(fmt::format("--strategy: {}", unknown_name_message("strategy", o.strategy, trial_strategies())));
 }
 
-std::vector<std::string> hpo_placeholders() { return {"config", "steps", "trial_id", "trial_dir"}; }
+std::vector<std::string> hpo_placeholders() { return {"config", "steps", "ranks", "strategy", "trial_id", "trial_dir"}; }
+
 
 std::optional<std::size_t> best_hpo_trial(const std::vector<store::StoredTrial>& trials, Direction direction) {
   std::optional<std::size_t> best;
@@ -147,7 +165,9 @@ nlohmann::ordered_json hpo_identity(const Space& space, const HpoOptions& option
           {"direction", to_string(options.direction)},
           {"pruner", pruner.describe()},
           {"memory_limit_bytes", options.limits.memory_limit_bytes},
-          {"step_time_regex", options.step_time_regex}};
+          {"step_time_regex", options.step_time_regex},
+          {"trial_ranks", options.trial_ranks},
+          {"strategy", options.strategy}};
 }
 
 namespace {
@@ -194,8 +214,16 @@ class Controller {
       }
       while (!stopping && runner_.free_slots() > 0) {
         if (const std::optional<Promotion> promotion = pruner_.promotion(records_)) {
+          if (runner_.free_slots() < ranks_for(record_of_number(promotion->trial_number).config)) break;  // wait
           promote(*promotion);
           ++summary.promotions;
+          continue;
+        }
+        if (held_) {  // proposed earlier, waiting for enough free slots
+          if (runner_.free_slots() < ranks_for(held_->first)) break;
+          start_new(held_->first, held_->second);
+          held_.reset();
+          ++summary.started;
           continue;
         }
         if (exhausted || trials_capped) break;
@@ -220,6 +248,10 @@ class Controller {
             throw Error(fmt::format("the {} sampler proposed {}: {} (a bug)", sampler_.name(), config->dump(), problem));
           notes = sampler_.proposal_notes();
         }
+        if (runner_.free_slots() < ranks_for(*config)) {
+          held_.emplace(*config, notes);
+          break;
+        }
         start_new(*config, notes);
         ++summary.started;
       }
@@ -230,7 +262,7 @@ class Controller {
           continue;
         }
       }
-      if (runner_.idle() && (stopping || exhausted || trials_capped)) break;
+      if (runner_.idle() && (stopping || ((exhausted || trials_capped) && !held_))) break;
 
       const auto on_step = [this](const std::string& id, const trial::StepReport&, const trial::TrialOutput& so_far) {
         return on_progress(id, so_far);
@@ -255,6 +287,18 @@ class Controller {
     bool promotion = false;
     std::string params_json;
   };
+
+  // The slots a configuration's trial takes: its "ranks" parameter, else --trial-ranks.
+  int ranks_for(const Config& config) const {
+    const auto it = config.find("ranks");
+    return it != config.end() && it->is_number_integer() ? it->get<int>() : options_.trial_ranks;
+  }
+
+  const TrialRecord& record_of_number(int number) const {
+    for (const TrialRecord& r : records_)
+      if (r.number == number) return r;
+    throw Error(fmt::format("no trial {} in the study (a bug)", number));
+  }
 
   bool any_completed() const {
     return std::any_of(records_.begin(), records_.end(),
@@ -308,10 +352,13 @@ class Controller {
     launch.params_json = r.config.dump();
     launch.max_steps = static_cast<int>(target);
     launch.limits = options_.limits;
+    launch.slots = ranks_for(r.config);
     std::map<std::string, std::string> values;
     for (const auto& [name, value] : r.config.items()) values[name] = tune::word(value);
     values["config"] = config_word(r.config);
     values["steps"] = std::to_string(options_.steps);
+    values["ranks"] = std::to_string(ranks_for(r.config));
+    values["strategy"] = options_.strategy;
     values["trial_id"] = launch.id;
     values["trial_dir"] = dir.string();
     launch.argv = command_.render(values);
@@ -330,6 +377,8 @@ class Controller {
             {"sampler", sampler_.name()},
             {"pruner", pruner_.name()},
             {"bracket", bracket},
+            {"ranks", launch.slots},
+            {"strategy", options_.strategy},
             {"limits",
              {{"timeout_s", launch.limits.timeout_s},
               {"hang_s", launch.limits.hang_s},
@@ -363,8 +412,9 @@ class Controller {
     TrialState state;
     state.bracket = assignment.bracket;
     state.runs = 1;
+    state.strategy = options_.strategy;
+    state.slots = runner_.start(launch);
     add_record(std::move(r), db_id, launch.dir.string(), state);
-    runner_.start(launch);
     live_.emplace(launch.id, Live{records_.size() - 1, assignment.resource, 0, 0, false, config.dump()});
     observer_.trial_started(store_.trial(db_id));
   }
@@ -396,7 +446,7 @@ class Controller {
     trial::TrialLaunch launch = launch_for(r, dir, promotion.resource);
     launch.steps_done = r.resource;
     launch.append_logs = true;
-    runner_.start(launch);
+    state.slots = runner_.start(launch);
     live_.emplace(launch.id, Live{index, promotion.resource, r.resource, 0, true, r.config.dump()});
     observer_.trial_started(store_.trial(db_ids_[index]));
   }
@@ -567,22 +617,44 @@ class Controller {
   std::vector<std::filesystem::path> dirs_;
   std::vector<TrialState> states_;
   std::deque<Config> requeue_;
+  std::optional<std::pair<Config, nlohmann::ordered_json>> held_;  // a proposal waiting for free slots
   std::map<std::string, Live> live_;  // by PARATUNE_TRIAL_ID
   std::optional<store::StoredTrial> best_;
   nlohmann::ordered_json stored_model_;
 };
 
 // A conditional parameter used as a placeholder has no value where it is inactive.
-void check_template_parameters(const Space& space, const std::string& command) {
+void check_template_parameters(const Space& space, const HpoOptions& options) {
+  const std::string& command = options.command;
   std::set<std::string> all;
   for (const ParamSpec& p : space.parameters()) all.insert(p.name);
   for (const std::string& b : hpo_placeholders()) all.insert(b);
   const trial::CommandTemplate parsed(command, all);
+  if (parsed.placeholders().contains("strategy") && options.strategy.empty())
+    throw Error("--command: {strategy} needs --strategy (none, dp, mp, gpipe or dp+gpipe)");
+  if (!options.strategy.empty() && !parsed.placeholders().contains("strategy"))
+    throw Error(fmt::format("--strategy {}: the command does not use {{strategy}}, so the trials would not train that way",
+                            options.strategy));
   for (const ParamSpec& p : space.parameters())
     if (!p.when.empty() && parsed.placeholders().contains(p.name))
       throw Error(fmt::format("--command: {{{}}} is a conditional parameter (when: {}) and has no value where it is "
                               "inactive; the trial program reads it from PARATUNE_PARAMS",
                               p.name, p.when));
+}
+
+// Every trial must fit on the backend's slots, or the study would wait forever.
+void check_slots(const Space& space, const HpoOptions& options, const trial::Backend& backend) {
+  if (options.trial_ranks > backend.slots())
+    throw Error(fmt::format("--trial-ranks {}: more than the {} slots there are", options.trial_ranks, backend.slots()));
+  const std::optional<std::size_t> ranks = space.index_of("ranks");
+  if (!ranks) return;
+  const ParamSpec& p = space.parameters()[*ranks];
+  const auto too_many = [&](double v) { return v < 1 || v > backend.slots(); };
+  bool bad = p.type == ParamType::kFloat || (p.type == ParamType::kInt && (too_many(p.low) || too_many(p.high)));
+  for (const nlohmann::json& c : p.choices) bad = bad || !c.is_number_integer() || too_many(c.get<double>());
+  if (bad)
+    throw Error(fmt::format("{}: parameters.ranks: each value must be an integer from 1 to the {} slots there are", space.source(),
+                            backend.slots()));
 }
 
 }  // namespace
@@ -596,7 +668,8 @@ HpoSummary run_hpo(const Space& space, const HpoOptions& options, store::StudySt
                             "--pruner none (or --objective METRIC)",
                             pruner.name()));
   const tune::StudyLock lock(store.path());
-  check_template_parameters(space, options.command);
+  check_template_parameters(space, options);
+  check_slots(space, options, backend);
   const trial::OutputParser check_regex(trial::ParserOptions{options.step_time_regex});  // Error before anything runs
   Controller controller(space, options, store, backend, sampler, pruner, observer);
   return controller.run(stop_requested);

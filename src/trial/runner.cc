@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -112,12 +113,51 @@ std::vector<std::string> parse_slot_devices(std::string_view text) {
   return out;
 }
 
-LocalBackend::LocalBackend(int parallel, std::vector<std::string> slot_devices)
-    : parallel_(parallel), slot_devices_(std::move(slot_devices)) {
-  if (parallel < 1) throw Error(fmt::format("--parallel {}: must be >= 1", parallel));
-  if (!slot_devices_.empty() && static_cast<int>(slot_devices_.size()) != parallel)
-    throw Error(fmt::format("--slot-devices gives {} slots but --parallel is {}: give one device list per slot",
-                            slot_devices_.size(), parallel));
+std::vector<std::vector<int>> parse_slot_cpus(std::string_view text) {
+  std::vector<std::vector<int>> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(';', start), text.size());
+    const std::string entry(text.substr(start, end - start));
+    const auto bad = [&] {
+      return Error(fmt::format("--slot-cpus '{}': slot {} is '{}'; expected CPU numbers and ranges like 0-3 or 0,2 and "
+                               "slots separated by ';' (\"0-1;2-3\")",
+                               text, out.size(), entry));
+    };
+    std::vector<int> cpus;
+    std::size_t at = 0;
+    while (at <= entry.size()) {
+      const std::size_t comma = std::min(entry.find(',', at), entry.size());
+      const std::string part = entry.substr(at, comma - at);
+      const std::size_t dash = part.find('-');
+      int first = 0, last = 0;
+      const auto number = [&](const std::string& digits, int& value) {
+        if (digits.empty() || digits.size() > 5 || digits.find_first_not_of("0123456789") != std::string::npos) throw bad();
+        value = std::stoi(digits);
+      };
+      number(part.substr(0, dash), first);
+      if (dash == std::string::npos) last = first;
+      else number(part.substr(dash + 1), last);
+      if (last < first) throw bad();
+      for (int c = first; c <= last; ++c) cpus.push_back(c);
+      at = comma + 1;
+    }
+    out.push_back(std::move(cpus));
+    start = end + 1;
+  }
+  return out;
+}
+
+LocalBackend::LocalBackend(int slots, std::vector<std::string> slot_devices, std::vector<std::vector<int>> slot_cpus,
+                           std::string flag)
+    : slots_(slots), slot_devices_(std::move(slot_devices)), slot_cpus_(std::move(slot_cpus)) {
+  if (slots < 1) throw Error(fmt::format("{} {}: must be >= 1", flag, slots));
+  if (!slot_devices_.empty() && static_cast<int>(slot_devices_.size()) != slots)
+    throw Error(fmt::format("--slot-devices gives {} slots but {} is {}: give one device list per slot",
+                            slot_devices_.size(), flag, slots));
+  if (!slot_cpus_.empty() && static_cast<int>(slot_cpus_.size()) != slots)
+    throw Error(fmt::format("--slot-cpus gives {} slots but {} is {}: give one CPU list per slot", slot_cpus_.size(),
+                            flag, slots));
 }
 
 int kill_trial_processes(const std::filesystem::path& dir) {
@@ -149,15 +189,22 @@ int kill_trial_processes(const std::filesystem::path& dir) {
   return static_cast<int>(found.size());
 }
 
-LaunchCommand LocalBackend::command_for(const std::vector<std::string>& argv, int slot) const {
-  LaunchCommand out{argv, {}};
-  if (!slot_devices_.empty()) out.env.emplace_back("CUDA_VISIBLE_DEVICES", slot_devices_[static_cast<std::size_t>(slot)]);
+LaunchCommand LocalBackend::command_for(const std::vector<std::string>& argv, const std::vector<int>& slots) const {
+  LaunchCommand out{argv, {}, {}};
+  if (!slot_devices_.empty()) {
+    std::string devices;
+    for (int slot : slots) devices += (devices.empty() ? "" : ",") + slot_devices_[static_cast<std::size_t>(slot)];
+    out.env.emplace_back("CUDA_VISIBLE_DEVICES", devices);
+  }
+  if (!slot_cpus_.empty())
+    for (int slot : slots)
+      for (int cpu : slot_cpus_[static_cast<std::size_t>(slot)]) out.cpus.push_back(cpu);
   return out;
 }
 
 struct TrialRunner::Process {
   TrialLaunch launch;
-  int slot = 0;
+  std::vector<int> slots;
   pid_t pid = -1;  // the leader; also the process group id
   int pidfd = -1;  // readable when the leader exits (Linux pidfd_open), so its end wakes poll() at once
   Stream out, err;
@@ -240,15 +287,17 @@ int TrialRunner::free_slots() const {
 
 bool TrialRunner::idle() const { return processes_.empty(); }
 
-void TrialRunner::start(const TrialLaunch& launch) {
-  int slot = 0;
-  while (slot < static_cast<int>(slot_busy_.size()) && slot_busy_[static_cast<std::size_t>(slot)]) ++slot;
-  if (slot == static_cast<int>(slot_busy_.size())) throw Error("no free slot to start a trial on");
+std::vector<int> TrialRunner::start(const TrialLaunch& launch) {
+  std::vector<int> slots;
+  for (int slot = 0; slot < static_cast<int>(slot_busy_.size()) && static_cast<int>(slots.size()) < launch.slots; ++slot)
+    if (!slot_busy_[static_cast<std::size_t>(slot)]) slots.push_back(slot);
+  if (launch.slots < 1 || static_cast<int>(slots.size()) < launch.slots)
+    throw Error(fmt::format("trial {}: needs {} free slots, {} are free", launch.id, launch.slots, free_slots()));
   if (launch.argv.empty()) throw Error(fmt::format("trial {}: empty command", launch.id));
 
   auto p = std::make_unique<Process>(parser_options_);
   p->launch = launch;
-  p->slot = slot;
+  p->slots = slots;
   std::error_code ec;
   std::filesystem::create_directories(launch.dir, ec);
   if (ec) throw Error(fmt::format("trial {}: cannot create its directory {}: {}", launch.id, launch.dir.string(), ec.message()));
@@ -259,7 +308,11 @@ void TrialRunner::start(const TrialLaunch& launch) {
   if (!p->out.log || !p->err.log) throw Error(fmt::format("trial {}: cannot write its logs in {}", launch.id, dir.string()));
 
   // Everything the child needs is built before fork(): after it, only async-signal-safe calls.
-  const LaunchCommand command = backend_.command_for(launch.argv, slot);
+  const LaunchCommand command = backend_.command_for(launch.argv, slots);
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int cpu : command.cpus)
+    if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &cpus);
   std::vector<std::string> env_strings;
   std::vector<std::string> overridden{"PARATUNE_TRIAL_ID", "PARATUNE_TRIAL_DIR", "PARATUNE_PARAMS", "PARATUNE_MAX_STEPS"};
   for (const auto& [key, value] : command.env) overridden.push_back(key);
@@ -301,6 +354,7 @@ void TrialRunner::start(const TrialLaunch& launch) {
     if (devnull >= 0) ::dup2(devnull, 0);
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);
+    if (!command.cpus.empty()) ::sched_setaffinity(0, sizeof cpus, &cpus);
     ::execvpe(argv[0], argv.data(), envp.data());
     const int error = errno;
     [[maybe_unused]] const ssize_t n = ::write(exec_pipe[1], &error, sizeof error);
@@ -325,8 +379,9 @@ void TrialRunner::start(const TrialLaunch& launch) {
   p->started_unix_s = unix_now();
   if (got == static_cast<ssize_t>(sizeof exec_error))
     p->start_error = fmt::format("cannot start '{}': {}", args.front(), std::strerror(exec_error));
-  slot_busy_[static_cast<std::size_t>(slot)] = 1;
+  for (int slot : slots) slot_busy_[static_cast<std::size_t>(slot)] = 1;
   processes_.push_back(std::move(p));
+  return slots;
 }
 
 void TrialRunner::interrupt_all(const std::string& reason) {
@@ -338,7 +393,7 @@ std::vector<RunningTrial> TrialRunner::running() const {
   const Clock::time_point now = Clock::now();
   for (const auto& p : processes_) {
     const auto& steps = p->parser.output().steps;
-    out.push_back({p->launch.id, p->slot, steps.size(), seconds(now - p->started),
+    out.push_back({p->launch.id, p->slots.front(), p->slots, steps.size(), seconds(now - p->started),
                    steps.empty() ? 0.0 : steps.back().step_time_s});
   }
   return out;
@@ -481,7 +536,7 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
       const bool stopped_early = p.stopped && p.stopped->first != TrialStatus::kCompleted;
       std::tie(r.status, r.reason) = stopped_early ? *p.stopped : classify(p, limits, p.err);
       finished.push_back(std::move(r));
-      slot_busy_[static_cast<std::size_t>(p.slot)] = 0;
+      for (int slot : p.slots) slot_busy_[static_cast<std::size_t>(slot)] = 0;
       tell_watchdog(-p.pid);
       it = processes_.erase(it);
     }

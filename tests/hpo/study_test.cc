@@ -238,6 +238,54 @@ TEST(HpoStudy, KilledControllerResumesKeepingPrunedAndPromotedTrials) {
   expect_asha_invariant(after, {1, 3, 9, 27}, 3);
 }
 
+// Two levels of parallelism: trials of 1 and 2 ranks packed onto 3 slots; a trial runs on its
+// slots' CPUs only, and trials that overlap in time never share a slot.
+TEST(HpoStudy, PacksTrialsOfSeveralRanksOntoTheSlots) {
+  const auto dir = fresh_dir("slots");
+  write(dir / "space.yaml", std::string(kBranin) + "  ranks: [1, 2]\n");
+  const std::string command = fmt::format("sh -c \"grep Cpus_allowed_list /proc/self/status; exec {} branin --sleep 0.05\" "
+                                          "--ranks {{ranks}} --strategy {{strategy}}",
+                                          PARATUNE_FUNCTION_TRIAL);
+  const Result r = run(fmt::format("tune --space {} --study {} --command '{}' --objective value --direction minimize "
+                                   "--algo random --seed 4 --steps 4 --max-trials 10 --slots 3 --slot-cpus '0;1;0' "
+                                   "--strategy dp --json",
+                                   (dir / "space.yaml").string(), (dir / "s.db").string(), command));
+  // sh takes --ranks N --strategy dp as its $0.. (the function trial would reject them): they show in
+  // the stored command without reaching the program.
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto trials = stored_trials(dir);
+  ASSERT_EQ(trials.size(), 10u);
+  struct Span {
+    double start, end;
+    std::vector<int> slots;
+  };
+  std::vector<Span> spans;
+  for (const auto& t : trials) {
+    ASSERT_EQ(t.status, "completed") << t.reason;
+    const nlohmann::json params = nlohmann::json::parse(t.params_json);
+    const nlohmann::json state = nlohmann::json::parse(t.hpo_json);
+    const std::vector<int> slots = state["slots"].get<std::vector<int>>();
+    EXPECT_EQ(static_cast<int>(slots.size()), params["ranks"].get<int>()) << t.hpo_json;
+    EXPECT_EQ(state["strategy"], "dp");
+    EXPECT_NE(t.command.find("--ranks " + params["ranks"].dump() + " --strategy dp"), std::string::npos) << t.command;
+    // Pinned: slot 1 is CPU 1, slots 0 and 2 are CPU 0.
+    std::ifstream log(std::filesystem::path(t.dir) / "stdout.log");
+    std::string first;
+    std::getline(log, first);
+    const bool on_cpu1 = std::find(slots.begin(), slots.end(), 1) != slots.end();
+    const bool on_cpu0 = slots.front() == 0 || slots.back() == 2;
+    EXPECT_EQ(first, fmt::format("Cpus_allowed_list:\t{}", on_cpu0 && on_cpu1 ? "0-1" : on_cpu1 ? "1" : "0")) << t.hpo_json;
+    spans.push_back({t.started_unix_s, t.ended_unix_s, slots});
+  }
+  for (std::size_t i = 0; i < spans.size(); ++i)
+    for (std::size_t j = i + 1; j < spans.size(); ++j) {
+      if (spans[i].end <= spans[j].start || spans[j].end <= spans[i].start) continue;
+      for (int slot : spans[i].slots)
+        EXPECT_EQ(std::count(spans[j].slots.begin(), spans[j].slots.end(), slot), 0)
+            << "trials " << i + 1 << " and " << j + 1 << " ran at once on slot " << slot;
+    }
+}
+
 TEST(HpoCli, BadInputIsNamedWithExitCode2) {
   const auto dir = fresh_dir("bad");
   write(dir / "space.yaml", kBranin);
@@ -267,6 +315,16 @@ TEST(HpoCli, BadInputIsNamedWithExitCode2) {
   expect_error(fmt::format("tune --space {} --study {} --command 'echo {{m}}' --algo tpe --objective v --direction minimize",
                            (dir / "cond.yaml").string(), study),
                "--command: {m} is a conditional parameter");
+  expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective v --direction minimize --trial-ranks 3 "
+                           "--slots 2",
+                           space, study, command),
+               "--trial-ranks 3: more than the 2 slots there are");
+  expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective v --direction minimize --strategy dp",
+                           space, study, command),
+               "--strategy dp: the command does not use {strategy}");
+  expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective v --direction minimize --strategy pp",
+                           space, study, command),
+               "--strategy: unknown strategy 'pp'");
   write(dir / "typo.yaml", "parameters:\n  lr: {type: float, low: 1.0e-5, hi: 0.1, log: true}\n");
   expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective v --direction minimize",
                            (dir / "typo.yaml").string(), study, command),

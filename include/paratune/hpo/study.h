@@ -55,14 +55,24 @@ struct HpoOptions {
   int max_trials = 0;               // configurations in the study in all, reused ones included; 0: no limit
   double budget_s = 0;              // wall time of this run; 0: no limit
   std::filesystem::path trials_dir; // trial N runs in trials_dir/trial-NNNN (made absolute)
+  // Two levels of parallelism (HyperTune): each trial takes `trial_ranks` of the backend's slots
+  // ({ranks}) and trains across them with `strategy` ({strategy}: none, dp, mp, gpipe, dp+gpipe;
+  // empty: the command has no {strategy}). A parameter of the space named "ranks" gives each trial
+  // its own count instead, and trials of different sizes are packed onto the free slots.
+  int trial_ranks = 1;
+  std::string strategy;
 };
 // Throws Error naming the option and the rule.
 void validate(const HpoOptions& options);
+// The strategies a trial may train with (paratune-train's --strategy): none, dp, mp, gpipe, dp+gpipe.
+const std::vector<std::string>& trial_strategies();
 
 // The placeholders a command template may use besides the space's unconditional parameters (a
 // conditional one may be absent: programs read it from PARATUNE_PARAMS):
-//   {config}  every active parameter as name=value joined by commas;
-//   {steps}   a full trial's steps;
+//   {config}    every active parameter as name=value joined by commas;
+//   {steps}     a full trial's steps;
+//   {ranks}     the slots (processes, devices) the trial has;
+//   {strategy}  how it trains across them (HpoOptions::strategy);
 //   {trial_id}, {trial_dir}: as in the environment.
 std::vector<std::string> hpo_placeholders();
 

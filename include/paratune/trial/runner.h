@@ -58,6 +58,8 @@ struct TrialLaunch {
   std::int64_t steps_done = 0;
   // A later run of the same trial (a promotion): its output is appended to the earlier runs' logs.
   bool append_logs = false;
+  // The backend's slots it takes (a trial of N ranks takes N; each slot a core group or a GPU).
+  int slots = 1;
 };
 
 struct TrialResult {
@@ -76,7 +78,8 @@ struct TrialResult {
 // A running trial as a progress display sees it.
 struct RunningTrial {
   std::string id;
-  int slot = 0;
+  int slot = 0;                // the first of its slots
+  std::vector<int> slots;      // all of them
   std::size_t steps = 0;
   double elapsed_s = 0;
   double last_step_time_s = 0;  // 0 before the first step
@@ -85,6 +88,7 @@ struct RunningTrial {
 struct LaunchCommand {
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;  // added to the controller's environment
+  std::vector<int> cpus;  // the CPUs it may run on (sched_setaffinity); empty: any
 };
 
 class Backend {
@@ -92,26 +96,34 @@ class Backend {
   virtual ~Backend() = default;
   [[nodiscard]] virtual std::string name() const = 0;
   [[nodiscard]] virtual int slots() const = 0;
-  // How `argv` runs on slot `slot` (0 <= slot < slots()).
-  [[nodiscard]] virtual LaunchCommand command_for(const std::vector<std::string>& argv, int slot) const = 0;
+  // How `argv` runs on the slots `slots` (each 0 <= slot < slots(), distinct, ascending).
+  [[nodiscard]] virtual LaunchCommand command_for(const std::vector<std::string>& argv, const std::vector<int>& slots) const = 0;
 };
 
-// Runs trials as local processes on `parallel` slots. `slot_devices`, if given, has one entry per
-// slot ("0,1") that becomes the slot's CUDA_VISIBLE_DEVICES.
+// Runs trials as local processes on `slots` slots. `slot_devices`, if given, has one entry per slot
+// ("0,1"): a trial's CUDA_VISIBLE_DEVICES is its slots' entries joined. `slot_cpus`, if given, has
+// one CPU list per slot ("0-3"): a trial runs on its slots' CPUs only (sched_setaffinity), so trials
+// side by side do not share cores.
 class LocalBackend final : public Backend {
  public:
-  LocalBackend(int parallel, std::vector<std::string> slot_devices = {});  // throws Error on a mismatch
+  // Throws Error on a count mismatch (`flag` names what gave the slot count, for the message).
+  LocalBackend(int slots, std::vector<std::string> slot_devices = {}, std::vector<std::vector<int>> slot_cpus = {},
+               std::string flag = "--parallel");
   [[nodiscard]] std::string name() const override { return "local"; }
-  [[nodiscard]] int slots() const override { return parallel_; }
-  [[nodiscard]] LaunchCommand command_for(const std::vector<std::string>& argv, int slot) const override;
+  [[nodiscard]] int slots() const override { return slots_; }
+  [[nodiscard]] LaunchCommand command_for(const std::vector<std::string>& argv, const std::vector<int>& slots) const override;
 
  private:
-  int parallel_;
+  int slots_;
   std::vector<std::string> slot_devices_;
+  std::vector<std::vector<int>> slot_cpus_;
 };
 
 // "0,1;2,3" -> {"0,1", "2,3"}; throws Error naming the bad entry.
 std::vector<std::string> parse_slot_devices(std::string_view text);
+// "0-1;2-3" or "0,1;2,3" -> {{0, 1}, {2, 3}}: CPU numbers and ranges per slot; throws Error naming
+// the bad entry.
+std::vector<std::vector<int>> parse_slot_cpus(std::string_view text);
 
 // Kills (SIGKILL, with their process groups) the processes whose environment says
 // PARATUNE_TRIAL_DIR=`dir`: what is left of a trial whose controller was killed before it could
@@ -131,9 +143,10 @@ class TrialRunner {
 
   [[nodiscard]] int free_slots() const;
   [[nodiscard]] bool idle() const;
-  // Starts a trial on a free slot. Throws Error if there is none; a command that cannot be started
+  // Starts a trial on launch.slots free slots (the lowest) and returns them. Throws Error if there
+  // are not that many; a command that cannot be started
   // (no such program) ends as a failed trial, reported by the next wait().
-  void start(const TrialLaunch& launch);
+  std::vector<int> start(const TrialLaunch& launch);
   // Waits up to `timeout_s` for output, exits and limits; returns the trials that ended meanwhile.
   std::vector<TrialResult> wait(double timeout_s, const StepCallback& on_step = {});
   // Stops every running trial (they end as interrupted, reported by wait()).
