@@ -19,6 +19,7 @@
 #include "paratune/calib/published_runs.h"
 #include "paratune/hpo/importance.h"
 #include "paratune/hpo/pruner.h"
+#include "paratune/hpo/retrain.h"
 #include "paratune/hpo/sampler.h"
 #include "paratune/hpo/study.h"
 #include "paratune/cost/estimate.h"
@@ -329,6 +330,8 @@ struct TuneFlags {
   int pruner_startup = 5;
   long long pruner_warmup = 0;
   double percentile = 25;
+  bool retrain = false;
+  int retrain_steps = 0;  // 0: --steps
 };
 
 // A hyperparameter study rather than a search of parallel configurations: a metric objective, a
@@ -521,9 +524,23 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
     ConsoleObserver observer(0);
     summary = hpo::run_hpo(space, options, store, backend, *sampler, *pruner, observer, g_stop_signal);
   }
-  if (json) write_json(to_json(summary));
-  else std::cout << format_hpo_study(summary);
-  if (summary.stop == tune::StopReason::kInterrupted) return 128 + g_stop_signal.load();
+  std::optional<hpo::RetrainResult> retrained;
+  if (f.retrain && summary.best && summary.stop != tune::StopReason::kInterrupted) {
+    const store::StoredTrial& best = summary.trials[*summary.best];
+    const int steps = f.retrain_steps > 0 ? f.retrain_steps : options.steps;
+    std::cerr << fmt::format("paratune tune: retraining trial {} for {} steps\n", best.number, steps);
+    retrained = hpo::retrain_best(space, options, best, steps, store, backend, g_stop_signal);
+  }
+  if (json) {
+    nlohmann::ordered_json j = to_json(summary);
+    if (retrained) j["retrain"] = to_json(*retrained);
+    write_json(j);
+  } else {
+    std::cout << format_hpo_study(summary);
+    if (retrained) std::cout << "\n" << format_retrain(*retrained);
+  }
+  if (summary.stop == tune::StopReason::kInterrupted || g_stop_signal.load() != 0) return 128 + g_stop_signal.load();
+  if (retrained && retrained->trial.status != "completed") return 1;
   return summary.best ? 0 : 3;
 }
 
@@ -663,9 +680,12 @@ int run_study_show(const std::string& path, const std::string& name, bool json) 
   if (studies.empty()) throw Error(fmt::format("{}: holds no study", path));
   const store::StudyInfo* study = nullptr;
   std::vector<std::string> names;
+  // Without --study-name: the one study, leaving out retrains of a search's best (NAME.retrain.N).
+  const auto is_retrain = [](const store::StudyInfo& s) { return s.name.find(".retrain.") != std::string::npos; };
+  const auto searches = std::count_if(studies.begin(), studies.end(), [&](const auto& s) { return !is_retrain(s); });
   for (const store::StudyInfo& s : studies) {
     names.push_back(s.name);
-    if ((name.empty() && studies.size() == 1) || s.name == name) study = &s;
+    if ((name.empty() && searches == 1 && !is_retrain(s)) || s.name == name) study = &s;
   }
   if (!study)
     throw Error(fmt::format("{}: {}", path,
@@ -822,6 +842,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   tune_cmd->add_option("--percentile", tune_flags.percentile, "percentile pruner: keep trials within the best P %")
       ->capture_default_str();
+  tune_cmd->add_flag("--retrain", tune_flags.retrain,
+                     "hyperparameter studies: train the best configuration again for --retrain-steps and report "
+                     "its final metrics (e.g. test_accuracy)");
+  tune_cmd->add_option("--retrain-steps", tune_flags.retrain_steps, "steps of the retrain (default: --steps)");
   tune_cmd->add_option("--seed", tune_flags.seed, "seed of random orders and designs")->capture_default_str();
   tune_cmd->add_option("--min-steps", tune_flags.min_steps, "oppa: steps before a trial may be stopped early (q_min)")
       ->capture_default_str();

@@ -117,6 +117,37 @@ TrialRecord record_of(const store::StoredTrial& t, const std::string& objective)
   return r;
 }
 
+int ranks_of(const HpoOptions& options, const Config& config) {
+  const auto it = config.find("ranks");
+  return it != config.end() && it->is_number_integer() ? it->get<int>() : options.trial_ranks;
+}
+
+trial::TrialLaunch render_run(const Space& space, const HpoOptions& options, const Config& config, const std::string& id,
+                              const std::filesystem::path& dir, int max_steps, int horizon_steps) {
+  std::set<std::string> known;
+  for (const ParamSpec& p : space.parameters())
+    if (p.when.empty()) known.insert(p.name);
+  for (const std::string& b : hpo_placeholders()) known.insert(b);
+  const trial::CommandTemplate command(options.command, known);
+  trial::TrialLaunch launch;
+  launch.id = id;
+  launch.dir = dir;
+  launch.params_json = config.dump();
+  launch.max_steps = max_steps;
+  launch.limits = options.limits;
+  launch.slots = ranks_of(options, config);
+  std::map<std::string, std::string> values;
+  for (const auto& [name, value] : config.items()) values[name] = tune::word(value);
+  values["config"] = config_word(config);
+  values["steps"] = std::to_string(horizon_steps);
+  values["ranks"] = std::to_string(launch.slots);
+  values["strategy"] = options.strategy;
+  values["trial_id"] = id;
+  values["trial_dir"] = dir.string();
+  launch.argv = command.render(values);
+  return launch;
+}
+
 const std::vector<std::string>& trial_strategies() {
   static const std::vector<std::string> names{"none", "dp", "mp", "gpipe", "dp+gpipe"};
   return names;
@@ -184,7 +215,6 @@ class Controller {
         sampler_(sampler),
         pruner_(pruner),
         observer_(observer),
-        command_(options.command, known_placeholders(space)),
         trials_dir_(std::filesystem::absolute(options.trials_dir)),
         runner_(backend, trial::ParserOptions{options.step_time_regex}) {}
 
@@ -288,11 +318,7 @@ class Controller {
     std::string params_json;
   };
 
-  // The slots a configuration's trial takes: its "ranks" parameter, else --trial-ranks.
-  int ranks_for(const Config& config) const {
-    const auto it = config.find("ranks");
-    return it != config.end() && it->is_number_integer() ? it->get<int>() : options_.trial_ranks;
-  }
+  int ranks_for(const Config& config) const { return ranks_of(options_, config); }
 
   const TrialRecord& record_of_number(int number) const {
     for (const TrialRecord& r : records_)
@@ -303,14 +329,6 @@ class Controller {
   bool any_completed() const {
     return std::any_of(records_.begin(), records_.end(),
                        [](const TrialRecord& r) { return r.state == TrialRecord::State::kCompleted; });
-  }
-
-  static std::set<std::string> known_placeholders(const Space& space) {
-    std::set<std::string> known;
-    for (const ParamSpec& p : space.parameters())
-      if (p.when.empty()) known.insert(p.name);
-    for (const std::string& b : hpo_placeholders()) known.insert(b);
-    return known;
   }
 
   // Every stored trial as the sampler and pruner see it; interrupted first runs queued again.
@@ -346,22 +364,8 @@ class Controller {
   }
 
   trial::TrialLaunch launch_for(const TrialRecord& r, const std::filesystem::path& dir, std::int64_t target) {
-    trial::TrialLaunch launch;
-    launch.id = fmt::format("{}-{:04d}", options_.name, r.number);
-    launch.dir = dir;
-    launch.params_json = r.config.dump();
-    launch.max_steps = static_cast<int>(target);
-    launch.limits = options_.limits;
-    launch.slots = ranks_for(r.config);
-    std::map<std::string, std::string> values;
-    for (const auto& [name, value] : r.config.items()) values[name] = tune::word(value);
-    values["config"] = config_word(r.config);
-    values["steps"] = std::to_string(options_.steps);
-    values["ranks"] = std::to_string(ranks_for(r.config));
-    values["strategy"] = options_.strategy;
-    values["trial_id"] = launch.id;
-    values["trial_dir"] = dir.string();
-    launch.argv = command_.render(values);
+    trial::TrialLaunch launch = render_run(space_, options_, r.config, fmt::format("{}-{:04d}", options_.name, r.number),
+                                           dir, static_cast<int>(target), options_.steps);
     // A run that stops short of the full resource rests at a rung: let the program checkpoint.
     if (target < options_.steps || r.rung >= 0)
       launch.env.emplace_back("PARATUNE_CHECKPOINT_DIR", (dir / fmt::format("checkpoint-{}", target)).string());
@@ -607,7 +611,6 @@ class Controller {
   Sampler& sampler_;
   Pruner& pruner_;
   tune::StudyObserver& observer_;
-  trial::CommandTemplate command_;
   std::filesystem::path trials_dir_;
   trial::TrialRunner runner_;
   std::int64_t study_ = 0;

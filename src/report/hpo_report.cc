@@ -169,4 +169,19 @@ nlohmann::ordered_json to_json(const hpo::HpoSummary& s) {
   return j;
 }
 
+std::string format_retrain(const hpo::RetrainResult& r) {
+  std::string out = fmt::format("retrain ({}, study '{}'{}): {} after {} steps{}\n", params_words(r.trial.params_json),
+                                r.study, r.reused ? ", reused" : "", r.trial.status, r.trial.steps,
+                                r.trial.reason.empty() ? "" : " (" + r.trial.reason + ")");
+  for (const auto& [name, value] : r.final) out += fmt::format("  {:<20} {:.6g}\n", name, value);
+  out += fmt::format("  reproduce: {}\n", r.trial.command);
+  return out;
+}
+
+nlohmann::ordered_json to_json(const hpo::RetrainResult& r) {
+  nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
+  for (const auto& [name, value] : r.final) metrics[name] = value;
+  return {{"study", r.study}, {"reused", r.reused}, {"trial", to_json(r.trial)}, {"final_metrics", metrics}};
+}
+
 }  // namespace paratune

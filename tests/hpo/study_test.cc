@@ -286,6 +286,35 @@ TEST(HpoStudy, PacksTrialsOfSeveralRanksOntoTheSlots) {
     }
 }
 
+// --retrain trains the best configuration again and reports its final metrics; run again, the
+// stored retrain is reused.
+TEST(HpoStudy, RetrainRunsTheBestConfigurationAgainForTheFullBudget) {
+  const auto dir = fresh_dir("retrain");
+  write(dir / "space.yaml", kBranin);
+  const std::string args = study_args(dir, "--curve", "--algo tpe --seed 1 --steps 3 --max-trials 6 --retrain "
+                                                      "--retrain-steps 10 --json");
+  const Result r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output.substr(r.output.find("{\n")));
+  const double best = j["best"]["objective"].get<double>();  // f(x) + 10/3 after 3 steps
+  const nlohmann::json& retrain = j["retrain"];
+  EXPECT_EQ(retrain["reused"], false);
+  EXPECT_EQ(retrain["trial"]["status"], "completed");
+  EXPECT_EQ(retrain["trial"]["steps"], 10);
+  EXPECT_EQ(retrain["trial"]["params"], j["best"]["params"]);
+  // The curve after 10 steps: f(x) + 10/10 = best - 10/3 + 1.
+  EXPECT_NEAR(retrain["final_metrics"]["value"].get<double>(), best - 10.0 / 3 + 1, 1e-9);
+  const Result again = run(args);
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  const nlohmann::json k = nlohmann::json::parse(again.output.substr(again.output.find("{\n")));
+  EXPECT_EQ(k["retrain"]["reused"], true);
+  EXPECT_EQ(k["retrain"]["final_metrics"], retrain["final_metrics"]);
+  // `study show` still finds the search without --study-name.
+  const Result show = run("study show " + (dir / "s.db").string());
+  EXPECT_EQ(show.exit_code, 0) << show.output;
+  EXPECT_NE(show.output.find("learning curves"), std::string::npos) << show.output;
+}
+
 TEST(HpoCli, BadInputIsNamedWithExitCode2) {
   const auto dir = fresh_dir("bad");
   write(dir / "space.yaml", kBranin);

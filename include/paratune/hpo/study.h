@@ -93,6 +93,14 @@ struct HpoSummary {
 // The best trial: completed with an objective, the best by `direction` (earliest on a tie).
 std::optional<std::size_t> best_hpo_trial(const std::vector<store::StoredTrial>& trials, Direction direction);
 
+// The slots a configuration's trial takes: its "ranks" parameter, else options.trial_ranks.
+int ranks_of(const HpoOptions& options, const Config& config);
+
+// A run of `config`: its command rendered from the template ({steps} = horizon_steps, the schedule's
+// length), PARATUNE_MAX_STEPS = max_steps, its slots and limits; no checkpoint directory.
+trial::TrialLaunch render_run(const Space& space, const HpoOptions& options, const Config& config, const std::string& id,
+                              const std::filesystem::path& dir, int max_steps, int horizon_steps);
+
 // A stored trial (read with its metrics: StudyStore::trials(study, true)) as samplers and pruners
 // see it: state from its status, the objective's curve from its metrics, value when completed.
 TrialRecord record_of(const store::StoredTrial& trial, const std::string& objective);

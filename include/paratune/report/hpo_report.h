@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "paratune/hpo/importance.h"
+#include "paratune/hpo/retrain.h"
 #include "paratune/hpo/study.h"
 #include "paratune/store/study_store.h"
 
@@ -35,5 +36,9 @@ std::string format_hpo_study(const hpo::HpoSummary& summary);
 // trials_json plus the run: study, sampler, pruner, objective, direction, reused, requeued,
 // started, promotions, stop, elapsed_s.
 nlohmann::ordered_json to_json(const hpo::HpoSummary& summary);
+
+// The retrain of the best configuration: its status and every final metric.
+std::string format_retrain(const hpo::RetrainResult& retrain);
+nlohmann::ordered_json to_json(const hpo::RetrainResult& retrain);
 
 }  // namespace paratune
