@@ -1,4 +1,5 @@
 // paratune-function-trial FUNCTION [--curve] [--sleep SECONDS] [--fail-above NAME VALUE]
+//                                  [--metric-after-step] [--metric-without-step] [--ignore-checkpoint]
 //
 // A trial program (README "Trial protocol") whose objective is a standard test function of its
 // parameters, read from PARATUNE_PARAMS as x1, x2, ...:
@@ -11,7 +12,10 @@
 // only at the end but ranks trials as f does at every step (so a pruner's decisions can be worked
 // out by hand). With PARATUNE_CHECKPOINT_DIR it saves its step there after the last one (and says
 // so) and resumes after it when run again. --fail-above NAME VALUE exits 1 when parameter NAME
-// exceeds VALUE (a region of failing trials). --sleep makes each step take that long.
+// exceeds VALUE (a region of failing trials). --sleep makes each step take that long. For the
+// controller's tests, programs that report differently: --metric-after-step prints each value after
+// its step line, --metric-without-step leaves "step" out of the metric line, --ignore-checkpoint
+// announces checkpoints but always starts from step 0.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -71,13 +75,16 @@ int main(int argc, char** argv) {
       {"branin", {2, branin}}, {"hartmann6", {6, hartmann6}}, {"rosenbrock4", {4, rosenbrock}}};
   if (argc < 2 || !functions.contains(argv[1])) return fail("usage: FUNCTION (branin | hartmann6 | rosenbrock4) [--curve] [--sleep S] [--fail-above NAME VALUE]");
   const auto [dimensions, function] = functions.at(argv[1]);
-  bool curve = false;
+  bool curve = false, metric_after_step = false, metric_without_step = false, ignore_checkpoint = false;
   double sleep_s = 0;
   std::string fail_name;
   double fail_value = 0;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--curve") curve = true;
+    else if (a == "--metric-after-step") metric_after_step = true;
+    else if (a == "--metric-without-step") metric_without_step = true;
+    else if (a == "--ignore-checkpoint") ignore_checkpoint = true;
     else if (a == "--sleep" && i + 1 < argc) sleep_s = std::atof(argv[++i]);
     else if (a == "--fail-above" && i + 2 < argc) {
       fail_name = argv[++i];
@@ -103,7 +110,7 @@ int main(int argc, char** argv) {
   const char* checkpoint_dir = std::getenv("PARATUNE_CHECKPOINT_DIR");
   const std::string state_path = checkpoint_dir ? std::string(checkpoint_dir) + "/state.json" : "";
   long first = 0;
-  if (checkpoint_dir) {
+  if (checkpoint_dir && !ignore_checkpoint) {
     std::ifstream in(state_path);
     const nlohmann::json state = in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json();
     if (state.is_object() && state.contains("step")) first = state["step"].get<long>() + 1;
@@ -113,7 +120,11 @@ int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     if (sleep_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));
     const double reported = curve ? value + 10.0 / static_cast<double>(step + 1) : value;
-    std::printf("@paratune {\"metric\": \"value\", \"value\": %.17g, \"step\": %ld}\n", reported, step);
+    const auto print_metric = [&] {
+      if (metric_without_step) std::printf("@paratune {\"metric\": \"value\", \"value\": %.17g}\n", reported);
+      else std::printf("@paratune {\"metric\": \"value\", \"value\": %.17g, \"step\": %ld}\n", reported, step);
+    };
+    if (!metric_after_step) print_metric();
     if (checkpoint_dir && step + 1 == steps) {
       std::filesystem::create_directories(checkpoint_dir);
       std::ofstream(state_path) << nlohmann::json{{"step", step}}.dump();
@@ -121,6 +132,7 @@ int main(int argc, char** argv) {
     }
     const double seconds = std::max(1e-6, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     std::printf("@paratune {\"step\": %ld, \"step_time_s\": %.9g}\n", step, seconds);
+    if (metric_after_step) print_metric();
     std::fflush(stdout);
   }
   return 0;

@@ -311,7 +311,7 @@ struct TuneFlags {
   int max_trials = 0;
   int steps = 20;
   int parallel = 1;
-  int slots = 0;  // --slots: the same as --parallel, named for two-level parallelism
+  std::optional<int> slots;  // --slots: the same as --parallel, named for two-level parallelism
   int trial_ranks = 1;
   std::string strategy;
   std::string slot_devices;
@@ -319,7 +319,7 @@ struct TuneFlags {
   std::string step_time_regex;
   int min_steps = 5;
   int initial = 4;
-  bool initial_given = false;
+  std::set<std::string> given;  // the flags on the command line (to refuse those that would do nothing)
   std::optional<bool> seed_from_plan;  // default: on when a model is given
   // Hyperparameter studies (hpo/study.h).
   std::string objective = hpo::kThroughputObjective;
@@ -331,7 +331,7 @@ struct TuneFlags {
   long long pruner_warmup = 0;
   double percentile = 25;
   bool retrain = false;
-  int retrain_steps = 0;  // 0: --steps
+  std::optional<int> retrain_steps;  // default: --steps
 };
 
 // A hyperparameter study rather than a search of parallel configurations: a metric objective, a
@@ -432,10 +432,10 @@ std::filesystem::path trials_dir_from(const TuneFlags& f) {
 }
 
 trial::LocalBackend backend_from(const TuneFlags& f) {
-  if (f.slots != 0 && f.parallel != 1)
+  if (f.slots && f.given.contains("--parallel"))
     throw Error("--slots and --parallel: give one (--slots is the newer name: the slots trials are packed onto)");
-  const int slots = f.slots != 0 ? f.slots : f.parallel;
-  const std::string flag = f.slots != 0 ? "--slots" : "--parallel";
+  const int slots = f.slots.value_or(f.parallel);
+  const std::string flag = f.slots ? "--slots" : "--parallel";
   if (slots < 1) throw Error(fmt::format("{} {}: must be >= 1", flag, slots));
   std::vector<std::string> slot_devices;
   if (!f.slot_devices.empty()) {
@@ -451,7 +451,22 @@ trial::LocalBackend backend_from(const TuneFlags& f) {
 }
 
 // `paratune tune` for training hyperparameters: a sampler, a pruner and a metric objective.
+// A flag that would do nothing in this study is refused rather than ignored.
+void refuse_flags(const TuneFlags& f, const std::vector<std::string>& flags, const std::string& why) {
+  for (const std::string& flag : flags)
+    if (f.given.contains(flag)) throw Error(fmt::format("{}: {}", flag, why));
+}
+
 int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
+  refuse_flags(f, {"--min-steps", "--seed-from-plan", "--no-seed-from-plan"},
+               "belongs to the model-based searches of parallel configurations (bo, xgboost, costmodel, oppa)");
+  if (f.pruner != "asha" && f.pruner != "hyperband")
+    refuse_flags(f, {"--eta", "--min-resource"}, fmt::format("rungs belong to --pruner asha or hyperband, not {}", f.pruner));
+  if (f.pruner != "median" && f.pruner != "percentile")
+    refuse_flags(f, {"--pruner-startup", "--pruner-warmup"},
+                 fmt::format("belongs to --pruner median or percentile, not {}", f.pruner));
+  if (f.pruner != "percentile") refuse_flags(f, {"--percentile"}, fmt::format("belongs to --pruner percentile, not {}", f.pruner));
+  if (!f.retrain) refuse_flags(f, {"--retrain-steps"}, "needs --retrain");
   if (f.space_path.empty())
     throw Error("tune: a hyperparameter study (--objective, --pruner, --algo tpe|gp or typed parameters) needs "
                 "--space FILE; --model derives a space of parallel configurations, searched for throughput");
@@ -464,17 +479,11 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   options.command = f.command;
   options.steps = f.steps;
   options.objective = f.objective;
-  if (f.objective == hpo::kThroughputObjective) {
-    if (!f.direction.empty() && hpo::parse_direction(f.direction) != hpo::Direction::kMaximize)
-      throw Error(fmt::format("--direction {}: the throughput objective is maximized", f.direction));
-    options.direction = hpo::Direction::kMaximize;
-  } else {
-    if (f.direction.empty())
-      throw Error(fmt::format("--objective {}: give --direction minimize or maximize (e.g. minimize a loss, maximize "
-                              "an accuracy)",
-                              f.objective));
-    options.direction = hpo::parse_direction(f.direction);
-  }
+  if (f.direction.empty() && f.objective != hpo::kThroughputObjective)
+    throw Error(fmt::format("--objective {}: give --direction minimize or maximize (e.g. minimize a loss, maximize "
+                            "an accuracy)",
+                            f.objective));
+  options.direction = f.direction.empty() ? hpo::Direction::kMaximize : hpo::parse_direction(f.direction);
   options.max_trials = f.max_trials;
   options.budget_s = optional_duration(f.budget, "--budget");
   options.limits = limits_from(f);
@@ -496,8 +505,8 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   hpo::SamplerOptions sampler_options;
   sampler_options.direction = options.direction;
   sampler_options.seed = f.seed;
-  sampler_options.startup_trials = f.initial_given ? f.initial : -1;
-  if (f.initial_given && f.initial < 0) throw Error(fmt::format("--initial {}: must be >= 0", f.initial));
+  sampler_options.startup_trials = f.given.contains("--initial") ? f.initial : -1;
+  if (f.given.contains("--initial") && f.initial < 0) throw Error(fmt::format("--initial {}: must be >= 0", f.initial));
   const std::unique_ptr<hpo::Sampler> sampler = hpo::make_sampler(kind, space, sampler_options);
   hpo::PrunerOptions pruner_options;
   pruner_options.direction = options.direction;
@@ -508,7 +517,6 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   pruner_options.warmup_steps = f.pruner_warmup;
   pruner_options.percentile = f.percentile;
   const hpo::PrunerKind pruner_kind = hpo::parse_pruner(f.pruner);
-  hpo::validate(pruner_options);
   const std::unique_ptr<hpo::Pruner> pruner = hpo::make_pruner(pruner_kind, pruner_options);
   store::StudyStore store(f.study_path);
 
@@ -524,10 +532,11 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
     ConsoleObserver observer(0);
     summary = hpo::run_hpo(space, options, store, backend, *sampler, *pruner, observer, g_stop_signal);
   }
+  if (!json) std::cout << format_hpo_study(summary) << std::flush;  // before the retrain, which may take long
   std::optional<hpo::RetrainResult> retrained;
   if (f.retrain && summary.best && summary.stop != tune::StopReason::kInterrupted) {
     const store::StoredTrial& best = summary.trials[*summary.best];
-    const int steps = f.retrain_steps > 0 ? f.retrain_steps : options.steps;
+    const int steps = f.retrain_steps.value_or(options.steps);
     std::cerr << fmt::format("paratune tune: retraining trial {} for {} steps\n", best.number, steps);
     retrained = hpo::retrain_best(space, options, best, steps, store, backend, g_stop_signal);
   }
@@ -535,9 +544,8 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
     nlohmann::ordered_json j = to_json(summary);
     if (retrained) j["retrain"] = to_json(*retrained);
     write_json(j);
-  } else {
-    std::cout << format_hpo_study(summary);
-    if (retrained) std::cout << "\n" << format_retrain(*retrained);
+  } else if (retrained) {
+    std::cout << "\n" << format_retrain(*retrained);
   }
   if (summary.stop == tune::StopReason::kInterrupted || g_stop_signal.load() != 0) return 128 + g_stop_signal.load();
   if (retrained && retrained->trial.status != "completed") return 1;
@@ -548,6 +556,10 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
 // Exit codes: 0 done with a best trial, 3 no trial completed, 128 + signal when interrupted.
 int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   if (is_hpo_study(f)) return run_hpo_tune(setup, f, json);
+  refuse_flags(f, {"--direction", "--eta", "--min-resource", "--pruner-startup", "--pruner-warmup", "--percentile",
+                   "--retrain", "--retrain-steps"},
+               "belongs to hyperparameter studies (--objective METRIC, --pruner, --algo tpe|gp or a typed space); this "
+               "study searches parallel configurations for throughput");
   const bool derived = f.space_path.empty();
   const bool has_model = !setup.model.empty();
   if (has_model && (setup.cluster.empty() || setup.seq_len == 0 || setup.global_batch == 0))
@@ -914,7 +926,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  tune_flags.initial_given = initial_option->count() > 0;
+  for (const CLI::Option* option : tune_cmd->get_options())
+    if (option->count() > 0) tune_flags.given.insert(option->get_name());
+  (void)initial_option;
 
   try {
     if (*presets) return run_presets(json);

@@ -90,6 +90,14 @@ class MedianPruner final : public Pruner {
     return !(loss_of(options_.direction, latest.value) > percentile_of(others, percentile_));
   }
 
+  // What decides which trials stop: part of a study's identity.
+  [[nodiscard]] nlohmann::ordered_json describe() const override {
+    return {{"pruner", name()},
+            {"percentile", percentile_},
+            {"startup_trials", options_.startup_trials},
+            {"warmup_steps", options_.warmup_steps}};
+  }
+
  private:
   // V_t: the losses at exactly `step` of the trials other than `self` that did not fail.
   [[nodiscard]] std::vector<double> other_losses_at(std::int64_t step, int self,

@@ -36,6 +36,7 @@ class NonePruner final : public Pruner {
   explicit NonePruner(std::int64_t max_resource) : max_resource_(max_resource) {}
   [[nodiscard]] std::string name() const override { return "none"; }
   Assignment assign_new_trial(const std::vector<TrialRecord>& /*trials*/) override { return {0, max_resource_}; }
+  [[nodiscard]] nlohmann::ordered_json describe() const override { return {{"pruner", "none"}}; }
 
  private:
   std::int64_t max_resource_;

@@ -22,7 +22,7 @@ RetrainResult retrain_best(const Space& space, const HpoOptions& options, const 
   if (steps < 1) throw Error(fmt::format("--retrain-steps {}: must be >= 1", steps));
   const tune::StudyLock lock(store.path());
   RetrainResult result;
-  result.study = fmt::format("{}.retrain.{}", options.name, best.number);
+  result.study = fmt::format("{}.retrain.{}.{}steps", options.name, best.number, steps);
   const nlohmann::ordered_json identity{{"kind", "retrain"},      {"of", options.name}, {"trial", best.number},
                                         {"params", best.params_json}, {"command", options.command}, {"steps", steps}};
   const std::int64_t study = store.open_study(result.study, identity.dump());

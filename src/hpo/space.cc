@@ -48,16 +48,6 @@ double number_field(const YAML::Node& node, const std::string& where, const char
   return v.get<double>();
 }
 
-std::vector<nlohmann::json> choices_of(const YAML::Node& list, const std::string& where) {
-  if (!list.IsSequence()) throw Error(fmt::format("{}: expected a list of values like [64, 128, 256]", where));
-  std::vector<nlohmann::json> out;
-  for (const YAML::Node& v : list) {
-    if (!v.IsScalar()) throw Error(fmt::format("{}: values must be numbers, booleans or strings", where));
-    out.push_back(tune::typed_scalar(v));
-  }
-  return out;
-}
-
 ParamSpec typed_parameter(const std::string& name, const YAML::Node& node, const std::string& where) {
   ParamSpec p;
   p.name = name;
@@ -73,7 +63,7 @@ ParamSpec typed_parameter(const std::string& name, const YAML::Node& node, const
     if (!node["choices"]) throw Error(fmt::format("{}.choices: a categorical parameter needs its choices", where));
     for (const char* field : {"low", "high", "log"})
       if (node[field]) throw Error(fmt::format("{}.{}: not a field of a categorical parameter (it has choices)", where, field));
-    p.choices = choices_of(node["choices"], where + ".choices");
+    p.choices = tune::value_list(node["choices"], where + ".choices");
   } else {
     if (node["choices"]) throw Error(fmt::format("{}.choices: a {} parameter has low and high, not choices", where, to_string(p.type)));
     for (const char* field : {"low", "high"})
@@ -179,22 +169,9 @@ Space& Space::operator=(Space&&) noexcept = default;
 Space::~Space() = default;
 
 Space Space::parse(std::string_view text, std::string_view source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    throw Error(fmt::format("{}: not valid YAML/JSON: {}", source, e.what()));
-  }
-  if (!root.IsMap()) throw Error(fmt::format("{}: expected a mapping with 'parameters' (and 'constraints')", source));
-  const std::vector<std::string> keys{"parameters", "constraints"};
-  for (const auto& kv : root)
-    if (std::find(keys.begin(), keys.end(), kv.first.Scalar()) == keys.end())
-      throw Error(fmt::format("{}: {}", source, unknown_name_message("key", kv.first.Scalar(), keys)));
-  const YAML::Node params = root["parameters"];
-  if (!params || !params.IsMap())
-    throw Error(fmt::format("{}: parameters: expected a mapping of name: [values] or name: {{type: ...}}", source));
+  tune::SpaceFile file = tune::read_space_file(text, source);
   std::vector<ParamSpec> parameters;
-  for (const auto& kv : params) {
+  for (const auto& kv : file.parameters) {
     const std::string name = kv.first.Scalar();
     const std::string where = fmt::format("{}: parameters.{}", source, name);
     if (kv.second.IsMap()) {
@@ -203,7 +180,7 @@ Space Space::parse(std::string_view text, std::string_view source) {
       ParamSpec p;
       p.name = name;
       p.type = ParamType::kCategorical;
-      p.choices = choices_of(kv.second, where);
+      p.choices = tune::value_list(kv.second, where);
       parameters.push_back(std::move(p));
     } else {
       throw Error(fmt::format("{}: expected a list of values like [64, 128] or a typed parameter like "
@@ -211,16 +188,7 @@ Space Space::parse(std::string_view text, std::string_view source) {
                               where));
     }
   }
-  std::vector<std::string> constraints;
-  if (const YAML::Node list = root["constraints"]) {
-    if (!list.IsSequence()) throw Error(fmt::format("{}: constraints: expected a list of expressions", source));
-    for (const YAML::Node& c : list) {
-      if (!c.IsScalar() || c.Scalar().empty())
-        throw Error(fmt::format("{}: constraints: each entry must be an expression like 'batch_size <= 128'", source));
-      constraints.push_back(c.Scalar());
-    }
-  }
-  return Space(std::move(parameters), std::move(constraints), std::string(source));
+  return Space(std::move(parameters), std::move(file.constraints), std::string(source));
 }
 
 Space Space::load(const std::filesystem::path& file) {

@@ -184,14 +184,17 @@ Split split_trials(const std::vector<TrialRecord>& trials, Direction direction) 
   Split split;
   for (std::size_t i = 0; i < trials.size(); ++i) {
     const TrialRecord& t = trials[i];
-    if (t.state == State::kRunning) {
+    // A running promotion (ASHA) has a measured curve up to its rung: it ranks as the resting trial
+    // it was, not as a pending proposal (the constant liar would count the best trials as bad).
+    const bool running_promotion = t.state == State::kRunning && t.rung >= 0 && !t.curve.empty();
+    if (t.state == State::kRunning && !running_promotion) {
       running.push_back(i);
       continue;
     }
     ++split.finished;
     if (t.state == State::kCompleted && t.value && std::isfinite(*t.value)) {
       ranked.push_back({0, as_loss(direction, *t.value), 0, i});
-    } else if (t.state == State::kPruned) {
+    } else if (t.state == State::kPruned || running_promotion) {
       const std::optional<double> last = value_at(t, t.resource);
       const double loss = last && std::isfinite(*last) ? as_loss(direction, *last) : kInf;
       ranked.push_back({1, -static_cast<double>(t.resource), loss, i});

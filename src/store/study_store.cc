@@ -253,13 +253,20 @@ std::pair<std::int64_t, int> StudyStore::begin_trial(std::int64_t study, const s
 
 void StudyStore::finish_trial(std::int64_t trial, const trial::TrialResult& r, const TrialOutcome* outcome) {
   Transaction t(db_);
+  if (outcome && outcome->replace_output) {  // a run from step 0 replaces the trial's earlier output
+    Statement(db_, "DELETE FROM steps WHERE trial_id = ?").bind(1, trial).run();
+    Statement(db_, "DELETE FROM metrics WHERE trial_id = ?").bind(1, trial).run();
+    Statement(db_, "UPDATE trials SET peak_memory_bytes = NULL WHERE id = ?").bind(1, trial).run();
+  }
   const bool measured = r.throughput.steps_used > 0;
+  // Numbered parameters: the peak is used three times. The peak over runs is the largest any reported.
   Statement update(db_,
-                   "UPDATE trials SET status = ?, started_unix_s = MIN(started_unix_s, ?), ended_unix_s = ?, exit_code = ?, "
-                   "exit_signal = ?, reason = ?, stdout_path = ?, stderr_path = ?, throughput = ?, "
-                   "throughput_variance = ?, throughput_ci_low = ?, throughput_ci_high = ?, "
-                   "peak_memory_bytes = CASE WHEN ?13 IS NULL THEN peak_memory_bytes WHEN peak_memory_bytes IS NULL THEN ?13 "
-                   "ELSE MAX(peak_memory_bytes, ?13) END, malformed_lines = malformed_lines + ?14 WHERE id = ?15");
+                   "UPDATE trials SET status = ?1, started_unix_s = MIN(started_unix_s, ?2), ended_unix_s = ?3, "
+                   "exit_code = ?4, exit_signal = ?5, reason = ?6, stdout_path = ?7, stderr_path = ?8, "
+                   "throughput = ?9, throughput_variance = ?10, throughput_ci_low = ?11, throughput_ci_high = ?12, "
+                   "peak_memory_bytes = CASE WHEN ?13 IS NULL THEN peak_memory_bytes WHEN peak_memory_bytes IS NULL "
+                   "THEN ?13 ELSE MAX(peak_memory_bytes, ?13) END, malformed_lines = malformed_lines + ?14 "
+                   "WHERE id = ?15");
   update.bind(1, outcome ? outcome->status : std::string(trial::to_string(r.status))).bind(2, r.started_unix_s);
   update.bind(3, r.ended_unix_s).bind(4, r.exit_code).bind(5, r.exit_signal);
   update.bind(6, outcome && !outcome->reason.empty() ? outcome->reason : r.reason).bind(7, r.stdout_path.string());
@@ -283,15 +290,8 @@ void StudyStore::finish_trial(std::int64_t trial, const trial::TrialResult& r, c
   t.commit();
 }
 
-void StudyStore::resume_trial(std::int64_t trial, bool keep_output) {
-  Transaction t(db_);
-  if (!keep_output) {
-    Statement(db_, "DELETE FROM steps WHERE trial_id = ?").bind(1, trial).run();
-    Statement(db_, "DELETE FROM metrics WHERE trial_id = ?").bind(1, trial).run();
-    Statement(db_, "UPDATE trials SET steps = 0, peak_memory_bytes = NULL WHERE id = ?").bind(1, trial).run();
-  }
+void StudyStore::resume_trial(std::int64_t trial) {
   Statement(db_, "UPDATE trials SET status = 'running', ended_unix_s = NULL WHERE id = ?").bind(1, trial).run();
-  t.commit();
 }
 
 namespace {

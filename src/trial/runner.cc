@@ -158,6 +158,16 @@ LocalBackend::LocalBackend(int slots, std::vector<std::string> slot_devices, std
   if (!slot_cpus_.empty() && static_cast<int>(slot_cpus_.size()) != slots)
     throw Error(fmt::format("--slot-cpus gives {} slots but {} is {}: give one CPU list per slot", slot_cpus_.size(),
                             flag, slots));
+  // Every CPU named must be one this process may run on, or pinning would fail (or silently not pin).
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (!slot_cpus_.empty() && ::sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+    for (std::size_t slot = 0; slot < slot_cpus_.size(); ++slot)
+      for (int cpu : slot_cpus_[slot])
+        if (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed))
+          throw Error(fmt::format("--slot-cpus: slot {} names CPU {}, which this process may not run on ({} CPUs "
+                                  "allowed here)",
+                                  slot, cpu, CPU_COUNT(&allowed)));
 }
 
 int kill_trial_processes(const std::filesystem::path& dir) {

@@ -71,23 +71,9 @@ SearchSpace& SearchSpace::operator=(SearchSpace&&) noexcept = default;
 SearchSpace::~SearchSpace() = default;
 
 SearchSpace SearchSpace::parse(std::string_view text, std::string_view source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    throw Error(fmt::format("{}: not valid YAML/JSON: {}", source, e.what()));
-  }
-  if (!root.IsMap()) throw Error(fmt::format("{}: expected a mapping with 'parameters' (and 'constraints')", source));
-  const std::vector<std::string> keys{"parameters", "constraints"};
-  for (const auto& kv : root) {
-    const std::string key = kv.first.Scalar();
-    if (std::find(keys.begin(), keys.end(), key) == keys.end())
-      throw Error(fmt::format("{}: {}", source, unknown_name_message("key", key, keys)));
-  }
+  SpaceFile file = read_space_file(text, source);
   std::vector<Parameter> parameters;
-  const YAML::Node params = root["parameters"];
-  if (!params || !params.IsMap()) throw Error(fmt::format("{}: parameters: expected a mapping of name: [values]", source));
-  for (const auto& kv : params) {
+  for (const auto& kv : file.parameters) {
     Parameter p;
     p.name = kv.first.Scalar();
     if (kv.second.IsMap())
@@ -95,25 +81,10 @@ SearchSpace SearchSpace::parse(std::string_view text, std::string_view source) {
                               "samplers (--algo random, tpe or gp with --objective); --algo bo, xgboost, costmodel and "
                               "oppa search value lists like [1, 2, 4]",
                               source, p.name));
-    if (!kv.second.IsSequence())
-      throw Error(fmt::format("{}: parameters.{}: expected a list of values like [1, 2, 4]", source, p.name));
-    for (const YAML::Node& v : kv.second) {
-      if (!v.IsScalar())
-        throw Error(fmt::format("{}: parameters.{}: values must be numbers, booleans or strings", source, p.name));
-      p.values.push_back(typed_scalar(v));
-    }
+    p.values = value_list(kv.second, fmt::format("{}: parameters.{}", source, p.name));
     parameters.push_back(std::move(p));
   }
-  std::vector<std::string> constraints;
-  if (const YAML::Node list = root["constraints"]) {
-    if (!list.IsSequence()) throw Error(fmt::format("{}: constraints: expected a list of expressions", source));
-    for (const YAML::Node& c : list) {
-      if (!c.IsScalar() || c.Scalar().empty())
-        throw Error(fmt::format("{}: constraints: each entry must be an expression like 'dp * tp == 8'", source));
-      constraints.push_back(c.Scalar());
-    }
-  }
-  return SearchSpace(std::move(parameters), std::move(constraints), std::string(source));
+  return SearchSpace(std::move(parameters), std::move(file.constraints), std::string(source));
 }
 
 SearchSpace SearchSpace::load(const std::filesystem::path& file) {

@@ -1,10 +1,14 @@
 #include "space_file.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <string>
+
+#include "paratune/spec/error.h"
 
 namespace paratune::tune {
 
@@ -28,6 +32,43 @@ nlohmann::json typed_scalar(const YAML::Node& node) {
       ec == std::errc() && end == text.data() + text.size() && std::isfinite(d))
     return d;
   return text;
+}
+
+SpaceFile read_space_file(std::string_view text, std::string_view source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    throw Error(fmt::format("{}: not valid YAML/JSON: {}", source, e.what()));
+  }
+  if (!root.IsMap()) throw Error(fmt::format("{}: expected a mapping with 'parameters' (and 'constraints')", source));
+  const std::vector<std::string> keys{"parameters", "constraints"};
+  for (const auto& kv : root)
+    if (std::find(keys.begin(), keys.end(), kv.first.Scalar()) == keys.end())
+      throw Error(fmt::format("{}: {}", source, unknown_name_message("key", kv.first.Scalar(), keys)));
+  SpaceFile file;
+  file.parameters = root["parameters"];
+  if (!file.parameters || !file.parameters.IsMap())
+    throw Error(fmt::format("{}: parameters: expected a mapping of name: [values] (or name: {{type: ...}})", source));
+  if (const YAML::Node list = root["constraints"]) {
+    if (!list.IsSequence()) throw Error(fmt::format("{}: constraints: expected a list of expressions", source));
+    for (const YAML::Node& c : list) {
+      if (!c.IsScalar() || c.Scalar().empty())
+        throw Error(fmt::format("{}: constraints: each entry must be an expression like 'dp * tp == 8'", source));
+      file.constraints.push_back(c.Scalar());
+    }
+  }
+  return file;
+}
+
+std::vector<nlohmann::json> value_list(const YAML::Node& list, const std::string& where) {
+  if (!list.IsSequence()) throw Error(fmt::format("{}: expected a list of values like [1, 2, 4]", where));
+  std::vector<nlohmann::json> out;
+  for (const YAML::Node& v : list) {
+    if (!v.IsScalar()) throw Error(fmt::format("{}: values must be numbers, booleans or strings", where));
+    out.push_back(typed_scalar(v));
+  }
+  return out;
 }
 
 }  // namespace paratune::tune

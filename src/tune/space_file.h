@@ -4,7 +4,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <nlohmann/json.hpp>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace paratune::tune {
 
@@ -17,5 +19,17 @@ inline constexpr const char* kParameterNameRule =
 // A YAML scalar as a typed JSON value: quoted scalars are strings; plain ones are booleans,
 // integers or floats when they read as such, else strings.
 nlohmann::json typed_scalar(const YAML::Node& node);
+
+// A search-space file's two parts: `parameters` (a mapping, checked to be one) and `constraints`
+// (expressions). Throws Error naming `source` for bad YAML, another top-level key (with a
+// suggestion), or parts of the wrong shape.
+struct SpaceFile {
+  YAML::Node parameters;
+  std::vector<std::string> constraints;
+};
+SpaceFile read_space_file(std::string_view text, std::string_view source);
+
+// A list of scalar values, typed (`where` names it in messages: "space.yaml: parameters.tp").
+std::vector<nlohmann::json> value_list(const YAML::Node& list, const std::string& where);
 
 }  // namespace paratune::tune

@@ -136,7 +136,7 @@ TEST(PrunerNone, RunsEveryTrialToTheFullResource) {
   EXPECT_FALSE(pruner->promotion(trials));
   EXPECT_TRUE(pruner->keep_running(TrialBuilder(2).value_after(1, 1e9).running(), trials));
   EXPECT_EQ(pruner->rung_of(50, 0), -1);
-  EXPECT_TRUE(pruner->describe().empty());
+  EXPECT_EQ(pruner->describe().dump(), R"({"pruner":"none"})");
 }
 
 // --- ASHA ------------------------------------------------------------------------------------------
@@ -420,7 +420,9 @@ TEST(PrunerMedian, StopsAWorseTrialAndKeepsABetterOrEqualOne) {
   auto median = make_pruner(PrunerKind::kMedian, o);
   EXPECT_EQ(median->name(), "median");
   EXPECT_EQ(median->assign_new_trial({}).resource, 10);
-  EXPECT_TRUE(median->describe().empty());
+  // Its rule, part of the study's identity: a resumed study cannot switch to another percentile.
+  EXPECT_EQ(median->describe()["pruner"], "median");
+  EXPECT_EQ(median->describe()["percentile"], 50.0);
 }
 
 TEST(PrunerMedian, InterpolatesLinearlyBetweenTheMiddleTwo) {

@@ -97,9 +97,10 @@ TEST(HpoStudy, EveryPrunerStopsSomeTrialsAndCompletesOthers) {
   for (const std::string pruner : {"median", "percentile", "asha", "hyperband"}) {
     const auto dir = fresh_dir("pruner-" + pruner);
     write(dir / "space.yaml", kBranin);
+    const std::string startup = pruner == "median" || pruner == "percentile" ? "--pruner-startup 3" : "";
     const Result r = run(study_args(dir, "--curve", fmt::format("--algo random --seed 3 --pruner {} --steps 27 "
-                                                                "--max-trials 20 --parallel 2 --pruner-startup 3 --json",
-                                                                pruner)));
+                                                                "--max-trials 20 --parallel 2 {} --json",
+                                                                pruner, startup)));
     ASSERT_EQ(r.exit_code, 0) << pruner << ": " << r.output;
     const nlohmann::json j = nlohmann::json::parse(r.output.substr(r.output.find("{\n")));
     EXPECT_EQ(j["pruner"], pruner);
@@ -184,58 +185,107 @@ void expect_asha_invariant(const std::vector<paratune::store::StoredTrial>& tria
   }
 }
 
+// A controller SIGKILLed while a promotion runs, then resumed: once for a program that checkpoints
+// (the promotion resumes), once for one that does not (the promotion re-runs from step 0, and until
+// it ends the rung's output must stay).
 TEST(HpoStudy, KilledControllerResumesKeepingPrunedAndPromotedTrials) {
-  const auto dir = fresh_dir("asha-kill");
-  write(dir / "space.yaml", kBranin);
-  const std::string args = study_args(dir, "--curve --sleep 0.02", "--algo random --seed 8 --pruner asha --eta 3 "
-                                                                   "--min-resource 1 --steps 27 --max-trials 24 "
-                                                                   "--parallel 2 --grace 0.3s");
-  const pid_t controller = fork();
-  if (controller == 0) {
-    const std::string command = std::string("exec ") + PARATUNE_BINARY + " " + args + " > " +
-                                (dir / "first.out").string() + " 2>&1";
-    execl("/bin/sh", "sh", "-c", command.c_str(), nullptr);
-    _exit(127);
-  }
-  // Kill it while a promotion runs (a trial that rested at a rung is running again).
-  bool ready = false;
-  for (int i = 0; i < 600 && !ready; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (!std::filesystem::exists(dir / "s.db")) continue;
-    const auto trials = stored_trials(dir);
-    ready = std::any_of(trials.begin(), trials.end(), [](const auto& t) { return t.status == "running" && t.rung; });
-  }
-  ASSERT_TRUE(ready) << "the study did not get going";
-  ::kill(controller, SIGKILL);
-  ::waitpid(controller, nullptr, 0);
-  const auto before = stored_trials(dir);
+  for (const bool checkpoints : {true, false}) {
+    SCOPED_TRACE(checkpoints ? "a program that checkpoints" : "a program without checkpoints");
+    const auto dir = fresh_dir(checkpoints ? "asha-kill" : "asha-kill-rerun");
+    write(dir / "space.yaml", kBranin);
+    std::string args = study_args(dir, "--curve --sleep 0.02", "--algo random --seed 8 --pruner asha --eta 3 "
+                                                               "--min-resource 1 --steps 27 --max-trials 24 "
+                                                               "--parallel 2 --grace 0.3s");
+    if (!checkpoints) args = std::regex_replace(args, std::regex("--command '"), "--command 'env -u PARATUNE_CHECKPOINT_DIR ");
+    const pid_t controller = fork();
+    if (controller == 0) {
+      const std::string command = std::string("exec ") + PARATUNE_BINARY + " " + args + " > " +
+                                  (dir / "first.out").string() + " 2>&1";
+      execl("/bin/sh", "sh", "-c", command.c_str(), nullptr);
+      _exit(127);
+    }
+    // Kill it while a promotion runs (a trial that rested at a rung is running again).
+    bool ready = false;
+    for (int i = 0; i < 600 && !ready; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (!std::filesystem::exists(dir / "s.db")) continue;
+      const auto trials = stored_trials(dir);
+      ready = std::any_of(trials.begin(), trials.end(), [](const auto& t) { return t.status == "running" && t.rung; });
+    }
+    ::kill(controller, SIGKILL);
+    ::waitpid(controller, nullptr, 0);
+    ASSERT_TRUE(ready) << "the study did not get going";
+    const auto before = stored_trials(dir);
 
-  const Result resumed = run(args);
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-  const auto after = stored_trials(dir);
-  std::map<int, const paratune::store::StoredTrial*> by_number;
-  for (const auto& t : after) by_number[t.number] = &t;
-  for (const auto& b : before) {
-    const auto& a = *by_number.at(b.number);
-    if (b.status == "completed") {
-      EXPECT_EQ(a.status, "completed");
-      EXPECT_EQ(a.ended_unix_s, b.ended_unix_s) << "completed trial " << b.number << " ran again";
+    const Result resumed = run(args);
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+    const auto after = stored_trials(dir);
+    std::map<int, const paratune::store::StoredTrial*> by_number;
+    for (const auto& t : after) by_number[t.number] = &t;
+    for (const auto& b : before) {
+      const auto& a = *by_number.at(b.number);
+      if (b.status == "completed") {
+        EXPECT_EQ(a.status, "completed");
+        EXPECT_EQ(a.ended_unix_s, b.ended_unix_s) << "completed trial " << b.number << " ran again";
+      }
+      if (b.status == "pruned" || (b.status == "running" && b.rung)) {
+        EXPECT_TRUE(a.status == "pruned" || a.status == "completed") << a.status;
+        EXPECT_GE(a.steps, b.steps) << "trial " << b.number << " lost steps";
+        EXPECT_GE(a.rung.value_or(-1), b.rung.value_or(-1)) << "trial " << b.number << " lost its rung";
+      }
     }
-    if (b.status == "pruned") {
-      EXPECT_TRUE(a.status == "pruned" || a.status == "completed") << a.status;
-      EXPECT_GE(a.steps, b.steps) << "trial " << b.number << " lost steps";
+    int configurations = 0;
+    for (const auto& t : after) {
+      if (t.status == "interrupted") continue;
+      ++configurations;
+      const std::vector<std::int64_t> steps = value_steps(t);
+      EXPECT_EQ(steps, range(static_cast<std::int64_t>(steps.size()))) << "trial " << t.number << ": steps lost or repeated";
+      if (t.status == "completed") EXPECT_EQ(t.steps, 27);
+      if (t.status == "pruned") EXPECT_TRUE(t.objective.has_value()) << "trial " << t.number << " rests without a value";
     }
+    EXPECT_EQ(configurations, 24);
+    expect_asha_invariant(after, {1, 3, 9, 27}, 3);
   }
-  int configurations = 0;
-  for (const auto& t : after) {
-    if (t.status == "interrupted") continue;
-    ++configurations;
-    const std::vector<std::int64_t> steps = value_steps(t);
-    EXPECT_EQ(steps, range(static_cast<std::int64_t>(steps.size()))) << "trial " << t.number << ": steps lost or repeated";
-    if (t.status == "completed") EXPECT_EQ(t.steps, 27);
+}
+
+// Programs that report their values after the step line, or without a step number.
+TEST(HpoStudy, ValuesAfterTheStepLineOrWithoutAStepNumberCount) {
+  {
+    const auto dir = fresh_dir("after-step");
+    write(dir / "space.yaml", kBranin);
+    const Result r = run(study_args(dir, "--metric-after-step", "--algo random --steps 3 --max-trials 3 --json"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    for (const auto& t : stored_trials(dir)) EXPECT_EQ(t.status, "completed") << t.reason;
   }
-  EXPECT_EQ(configurations, 24);
-  expect_asha_invariant(after, {1, 3, 9, 27}, 3);
+  const auto dir = fresh_dir("without-step");
+  write(dir / "space.yaml", kBranin);
+  const Result r = run(study_args(dir, "--curve --metric-without-step", "--algo random --seed 5 --pruner asha "
+                                                                        "--min-resource 1 --steps 9 --max-trials 9"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  int completed = 0;
+  for (const auto& t : stored_trials(dir)) {
+    // Each value is stored with the step its step line closed.
+    EXPECT_EQ(value_steps(t), range(t.steps)) << "trial " << t.number;
+    completed += t.status == "completed";
+  }
+  EXPECT_GE(completed, 1);
+}
+
+// A program that announces checkpoints but starts over from step 0 cannot be promoted by resuming:
+// its promoted runs fail with the reason, rather than storing a mislabelled curve.
+TEST(HpoStudy, AProgramThatDoesNotResumeFromItsCheckpointFailsWithTheReason) {
+  const auto dir = fresh_dir("ignore-checkpoint");
+  write(dir / "space.yaml", kBranin);
+  const Result r = run(study_args(dir, "--curve --ignore-checkpoint", "--algo random --seed 5 --pruner asha "
+                                                                      "--min-resource 1 --steps 9 --max-trials 6"));
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.output;
+  int failed = 0;
+  for (const auto& t : stored_trials(dir))
+    if (t.status == "failed") {
+      ++failed;
+      EXPECT_NE(t.reason.find("does not resume from PARATUNE_CHECKPOINT_DIR"), std::string::npos) << t.reason;
+    }
+  EXPECT_GE(failed, 1) << r.output;
 }
 
 // Two levels of parallelism: trials of 1 and 2 ranks packed onto 3 slots; a trial runs on its
@@ -354,6 +404,18 @@ TEST(HpoCli, BadInputIsNamedWithExitCode2) {
   expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective v --direction minimize --strategy pp",
                            space, study, command),
                "--strategy: unknown strategy 'pp'");
+  expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective v --direction minimize --eta 2",
+                           space, study, command),
+               "--eta: rungs belong to --pruner asha or hyperband, not none");
+  expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective v --direction minimize --retrain-steps 5",
+                           space, study, command),
+               "--retrain-steps: needs --retrain");
+  write(dir / "list.yaml", "parameters:\n  x1: [1, 2]\n  x2: [3, 4]\n");
+  expect_error(fmt::format("tune --space {} --study {} {} --algo grid --retrain", (dir / "list.yaml").string(), study, command),
+               "--retrain: belongs to hyperparameter studies");
+  expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective throughput --direction minimize", space,
+                           study, command),
+               "--direction minimize: the throughput objective is maximized");
   write(dir / "typo.yaml", "parameters:\n  lr: {type: float, low: 1.0e-5, hi: 0.1, log: true}\n");
   expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective v --direction minimize",
                            (dir / "typo.yaml").string(), study, command),

@@ -75,8 +75,9 @@ class Pruner {
   // The rung that `resource` steps complete in `bracket` (-1 when below the first rung or without
   // rungs).
   [[nodiscard]] virtual int rung_of(std::int64_t /*resource*/, int /*bracket*/) const { return -1; }
-  // The rungs' resources per bracket, for reports; empty without rungs.
-  [[nodiscard]] virtual nlohmann::ordered_json describe() const { return nlohmann::ordered_json::object(); }
+  // What decides which trials stop or rest (the rungs per bracket, the percentile, ...): shown in
+  // reports and part of a study's identity, so a resumed study cannot silently change its rules.
+  [[nodiscard]] virtual nlohmann::ordered_json describe() const = 0;
 };
 
 enum class PrunerKind { kNone, kMedian, kPercentile, kAsha, kHyperband };

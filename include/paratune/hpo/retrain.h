@@ -1,9 +1,10 @@
 // After a hyperparameter search: the best configuration trained once more for the full budget, and
 // what it reports at the end (the trainer's test_loss and test_accuracy among them).
 //
-// The run is trial 1 of its own study in the same store, named "NAME.retrain.N" for the search's
-// study NAME and best trial N, so it is durable, shown by `study show --study-name`, and reused when
-// the command is run again (a completed retrain of the same trial and steps is not repeated).
+// The run is trial 1 of its own study in the same store, named "NAME.retrain.N.Ssteps" for the
+// search's study NAME, best trial N and S steps, so it is durable, shown by `study show
+// --study-name`, and reused when the command is run again (a completed retrain of the same trial and
+// steps is not repeated).
 #pragma once
 
 #include <atomic>
@@ -18,7 +19,7 @@
 namespace paratune::hpo {
 
 struct RetrainResult {
-  std::string study;                    // NAME.retrain.N
+  std::string study;                    // NAME.retrain.N.Ssteps
   store::StoredTrial trial;             // the run, as stored
   std::map<std::string, double> final;  // every metric's last reported value
   bool reused = false;                  // found completed in the store

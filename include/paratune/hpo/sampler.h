@@ -1,7 +1,8 @@
 // Samplers: what configuration a hyperparameter study tries next (module DESIGN: one Sampler
 // interface, each algorithm one file behind it).
 //   grid    every configuration of a finite space in odometer order (grid_sampler.cc)
-//   random  independent draws from the prior (random_sampler.cc)
+//   random  a small finite space in a seeded random order, else independent draws from the prior
+//           (grid_sampler.cc too: both are fixed orders or plain draws)
 //   tpe     tree-structured Parzen estimator, multivariate (tpe.cc, hpo/tpe.h)
 //   gp      Gaussian-process regression with log expected improvement (gp_sampler.cc)
 #pragma once

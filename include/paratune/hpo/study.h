@@ -3,7 +3,7 @@
 // goes to the study store (store/study_store.h). The objective is any metric the trials report
 // (`--objective val_accuracy --direction maximize`), or their throughput.
 //
-// The controller loop (HyperTune's controller/scheduler split, ../shared/papers/
+// The controller loop (src/hpo/controller.cc; HyperTune's controller/scheduler split, ../shared/papers/
 // hypertune-distributed-hpo-report.txt Sec. 3; ASHA's get_job, Li et al. 2020 Alg. 2): while there
 // is a free slot and time left, first promote a resting trial if the pruner has one (ASHA), else run
 // a configuration a killed controller left unfinished, else ask the sampler for a new one (while
@@ -17,10 +17,13 @@
 // trial/protocol.h) is promoted by resuming: the next run gets a copy (hard links) of that
 // checkpoint and PARATUNE_MAX_STEPS = the next rung, and its steps and metrics are added to the
 // earlier ones'. A program that does not checkpoint is promoted by running it again from step 0 for
-// longer (its earlier output is replaced).
+// longer (its earlier output is replaced when that run ends, not before, so an interrupted promotion
+// loses nothing). A resumed run whose first step is not the one after its checkpoint fails with that
+// reason (the program announced checkpoints it does not resume from).
 //
 // Resuming (same store, study name and identity — space, command, steps, objective, direction,
-// pruner, memory limit, step-time regex): every finished run is reused; a trial left running on its
+// pruner and its settings, memory limit, step-time regex, trial ranks, strategy): every finished run
+// is reused; a trial left running on its
 // first run is marked interrupted and its configuration runs again as a new trial; a trial left
 // running on a promotion rests at its rung again, promotable as before (its rung's checkpoint is
 // untouched: the promotion wrote to a directory of its own).

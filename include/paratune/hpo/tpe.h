@@ -139,7 +139,7 @@ struct Split {
   std::vector<std::size_t> good;
   std::vector<std::size_t> bad;   // ranked beyond the good ones, then failed, then running
   std::size_t ranked = 0;         // completed + pruned (with a finite loss)
-  std::size_t finished = 0;       // every trial not running
+  std::size_t finished = 0;       // every trial not running (a running promotion counts: it has a curve)
 };
 // Completed trials without a finite value count as failed.
 Split split_trials(const std::vector<TrialRecord>& trials, Direction direction);

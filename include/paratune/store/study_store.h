@@ -68,6 +68,9 @@ struct TrialOutcome {
   std::optional<double> objective;
   std::optional<int> rung;
   std::string hpo_json;
+  // The run started again from step 0 (a promotion of a program without checkpoints): the trial's
+  // earlier steps and metrics are replaced by this run's, in the same transaction.
+  bool replace_output = false;
 };
 
 struct StudyInfo {
@@ -115,9 +118,9 @@ class StudyStore {
   // steps and metrics (added to those of earlier runs), and `outcome` when a hyperparameter study
   // judged it.
   void finish_trial(std::int64_t trial, const trial::TrialResult& result, const TrialOutcome* outcome = nullptr);
-  // A trial runs again (a promotion): "running"; with keep_output false (it starts over rather than
-  // resuming from a checkpoint) its earlier steps and metrics are deleted.
-  void resume_trial(std::int64_t trial, bool keep_output);
+  // A trial runs again (a promotion): "running". Its earlier output stays until the run ends
+  // (finish_trial adds to it, or replaces it with TrialOutcome::replace_output).
+  void resume_trial(std::int64_t trial);
 
   [[nodiscard]] std::vector<StoredTrial> trials(std::int64_t study, bool with_steps = false) const;
   [[nodiscard]] StoredTrial trial(std::int64_t id) const;  // throws Error if there is none

@@ -1,0 +1,549 @@
+// The hyperparameter study's controller loop: promote, propose, launch, prune, store (hpo/study.h).
+#include "controller.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <map>
+#include <set>
+
+#include "paratune/spec/error.h"
+#include "paratune/tune/study_lock.h"
+#include "trial_state.h"
+
+namespace paratune::hpo {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr double kTickS = 0.25;  // how often progress is reported while trials run
+
+// Better in the study's direction (a tie keeps the earlier).
+bool better(Direction direction, double a, double b) { return as_loss(direction, a) < as_loss(direction, b); }
+
+// The names of the metrics a run reported, for the message when the objective is not among them.
+std::string reported_metrics(const trial::TrialOutput& output) {
+  std::set<std::string> names;
+  for (const trial::MetricReport& m : output.metrics) names.insert(m.name);
+  if (names.empty()) return "no metric at all";
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// A copy of a checkpoint directory made of hard links (the program replaces files by renaming, so
+// the original stays intact); files are copied where links are not possible.
+void link_checkpoint(const std::filesystem::path& from, const std::filesystem::path& to) {
+  std::filesystem::remove_all(to);
+  std::filesystem::create_directories(to);
+  for (const auto& entry : std::filesystem::directory_iterator(from)) {
+    if (!entry.is_regular_file()) continue;
+    std::error_code ec;
+    std::filesystem::create_hard_link(entry.path(), to / entry.path().filename(), ec);
+    if (ec) std::filesystem::copy_file(entry.path(), to / entry.path().filename());
+  }
+}
+
+std::string checkpoint_dir_name(std::int64_t steps) { return fmt::format("checkpoint-{}", steps); }
+
+class Controller {
+ public:
+  Controller(const Space& space, const HpoOptions& options, store::StudyStore& store, const trial::Backend& backend,
+             Sampler& sampler, Pruner& pruner, tune::StudyObserver& observer)
+      : space_(space),
+        options_(options),
+        store_(store),
+        backend_(backend),
+        sampler_(sampler),
+        pruner_(pruner),
+        observer_(observer),
+        throughput_objective_(options.objective == kThroughputObjective),
+        trials_dir_(std::filesystem::absolute(options.trials_dir)),
+        runner_(backend, trial::ParserOptions{options.step_time_regex}) {}
+
+  HpoSummary run(const std::atomic<int>& stop_requested) {
+    HpoSummary summary;
+    summary.name = options_.name;
+    summary.sampler = sampler_.name();
+    summary.pruner = pruner_.name();
+    summary.objective = options_.objective;
+    summary.direction = options_.direction;
+    study_ = store_.open_study(options_.name, hpo_identity(space_, options_, pruner_).dump());
+    load(summary);
+    const Clock::time_point start = Clock::now();
+    std::optional<tune::StopReason> stop;
+    bool stopping = false;
+    for (;;) {
+      if (!stopping && stop_requested.load() != 0) {
+        stop = tune::StopReason::kInterrupted;
+        runner_.interrupt_all("the controller got SIGINT or SIGTERM");
+        stopping = true;
+      }
+      const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      if (!stopping && options_.budget_s > 0 && elapsed >= options_.budget_s) {
+        stop = tune::StopReason::kBudget;
+        runner_.interrupt_all(fmt::format("the study's budget of {:.0f} s was spent", options_.budget_s));
+        stopping = true;
+      }
+      if (!stopping) fill_free_slots(summary, stop);
+      if (runner_.idle() && (stopping || no_more_work())) break;
+      const auto on_step = [this](const std::string& id, const trial::StepReport&, const trial::TrialOutput& so_far) {
+        return on_progress(id, so_far);
+      };
+      for (const trial::TrialResult& result : runner_.wait(kTickS, on_step)) finish(result);
+      report_progress();
+    }
+    summary.stop = stop.value_or(tune::StopReason::kExhausted);
+    summary.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
+    summary.trials = store_.trials(study_);
+    summary.best = best_hpo_trial(summary.trials, options_.direction);
+    return summary;
+  }
+
+ private:
+  // What the controller keeps of a trial besides what samplers and pruners see (records_).
+  struct Book {
+    std::int64_t db_id = 0;
+    std::filesystem::path dir;
+    TrialState state;
+  };
+
+  // A run in progress.
+  struct Live {
+    int number = 0;
+    std::int64_t target = 0;       // the steps it runs to
+    std::int64_t steps_done = 0;   // steps behind it (resumed from a checkpoint)
+    bool promotion = false;
+    std::size_t metrics_seen = 0;  // of its output's metrics, taken in
+    std::vector<std::int64_t> metric_steps;  // each taken metric's step (inferred where the line had none)
+    // A promotion that runs again from step 0: the curve and resource it replaces, kept in case the
+    // run is interrupted (the store still has them until the run ends). The record keeps showing the
+    // old curve (samplers rank the trial by it) until the run's first value arrives.
+    std::optional<std::pair<std::vector<IntermediateValue>, std::int64_t>> replaced;
+    bool old_curve_shown = false;
+    std::string params_json;
+  };
+
+  // ---- Filling slots: promotions first, then requeued configurations, then new proposals. ----
+
+  void fill_free_slots(HpoSummary& summary, std::optional<tune::StopReason>& stop) {
+    while (runner_.free_slots() > 0) {
+      if (const std::optional<Promotion> promotion = pruner_.promotion(records_)) {
+        if (runner_.free_slots() < ranks_of(options_, record(promotion->trial_number).config)) return;  // wait
+        promote(*promotion);
+        ++summary.promotions;
+        continue;
+      }
+      if (!held_) {
+        if (exhausted_ || capped_) break;
+        if (options_.max_trials > 0 && static_cast<int>(records_.size()) >= options_.max_trials) {
+          capped_ = true;
+          if (!stop) stop = tune::StopReason::kMaxTrials;
+          break;
+        }
+        held_ = next_configuration();
+        if (!held_) {
+          exhausted_ = true;
+          break;
+        }
+      }
+      if (runner_.free_slots() < ranks_of(options_, held_->first)) return;  // wait: nothing overtakes it
+      start_new(held_->first, held_->second);
+      held_.reset();
+      ++summary.started;
+    }
+    // A capped study whose trials all rest below the full resource: finish the most promising.
+    if (runner_.idle() && (exhausted_ || capped_) && !held_ && !any_completed())
+      if (const std::optional<Promotion> promotion = pruner_.finishing_promotion(records_)) {
+        promote(*promotion);
+        ++summary.promotions;
+      }
+  }
+
+  bool no_more_work() const { return (exhausted_ || capped_) && !held_; }
+
+  // A killed controller's unfinished configuration first, else the sampler's proposal.
+  std::optional<std::pair<Config, nlohmann::ordered_json>> next_configuration() {
+    if (!requeue_.empty()) {
+      Config config = requeue_.front();
+      requeue_.pop_front();
+      return std::make_pair(config, nlohmann::ordered_json{
+                                        {"requeued", "the configuration of a trial a killed controller left unfinished"}});
+    }
+    std::optional<Config> config = sampler_.propose(records_);
+    if (!config) return std::nullopt;
+    if (const std::string problem = space_.check(*config); !problem.empty())
+      throw Error(fmt::format("the {} sampler proposed {}: {} (a bug)", sampler_.name(), config->dump(), problem));
+    return std::make_pair(*config, sampler_.proposal_notes());
+  }
+
+  // ---- Records. ----
+
+  TrialRecord& record(int number) {
+    for (TrialRecord& r : records_)
+      if (r.number == number) return r;
+    throw Error(fmt::format("no trial {} in the study (a bug)", number));
+  }
+
+  bool any_completed() const {
+    return std::any_of(records_.begin(), records_.end(),
+                       [](const TrialRecord& r) { return r.state == TrialRecord::State::kCompleted; });
+  }
+
+  // Every stored trial as the sampler and pruner see it; interrupted first runs queued again.
+  void load(HpoSummary& summary) {
+    std::vector<store::StoredTrial> stored = store_.trials(study_, true);
+    for (store::StoredTrial& t : stored)
+      if (t.status == "running") {
+        summary.leftover_processes_killed += trial::kill_trial_processes(t.dir);
+        t.status = t.rung ? "pruned" : "interrupted";  // as mark_running_interrupted stores it
+      }
+    store_.mark_running_interrupted(study_);
+    std::vector<Config> interrupted;
+    for (const store::StoredTrial& t : stored) {
+      if (t.status == "interrupted") {
+        interrupted.push_back(Config::parse(t.params_json));
+        continue;
+      }
+      records_.push_back(record_of(t, options_.objective));
+      books_[t.number] = Book{t.id, t.dir, parse_state(t.hpo_json)};
+    }
+    summary.reused = static_cast<int>(records_.size());
+    for (const Config& c : interrupted)
+      if (std::none_of(records_.begin(), records_.end(), [&](const TrialRecord& r) { return r.config == c; }) &&
+          std::find(requeue_.begin(), requeue_.end(), c) == requeue_.end())
+        requeue_.push_back(c);
+    summary.requeued = static_cast<int>(requeue_.size());
+    if (const std::optional<std::size_t> best = best_hpo_trial(stored, options_.direction)) best_ = stored[*best];
+  }
+
+  // ---- Starting runs. ----
+
+  trial::TrialLaunch launch_for(const TrialRecord& r, const std::filesystem::path& dir, std::int64_t target) const {
+    trial::TrialLaunch launch = render_run(space_, options_, r.config, fmt::format("{}-{:04d}", options_.name, r.number),
+                                           dir, static_cast<int>(target), options_.steps);
+    // A run that stops short of the full resource rests at a rung: let the program checkpoint.
+    if (target < options_.steps || r.rung >= 0)
+      launch.env.emplace_back("PARATUNE_CHECKPOINT_DIR", (dir / checkpoint_dir_name(target)).string());
+    return launch;
+  }
+
+  nlohmann::ordered_json trial_config(const trial::TrialLaunch& launch, int bracket) const {
+    return {{"study", options_.name},
+            {"command", options_.command},
+            {"steps", options_.steps},
+            {"objective", options_.objective},
+            {"direction", to_string(options_.direction)},
+            {"sampler", sampler_.name()},
+            {"pruner", pruner_.name()},
+            {"bracket", bracket},
+            {"ranks", launch.slots},
+            {"strategy", options_.strategy},
+            {"limits",
+             {{"timeout_s", launch.limits.timeout_s},
+              {"hang_s", launch.limits.hang_s},
+              {"grace_s", launch.limits.grace_s},
+              {"memory_limit_bytes", launch.limits.memory_limit_bytes}}},
+            {"backend", backend_.name()},
+            {"argv", launch.argv}};
+  }
+
+  void start_new(const Config& config, const nlohmann::ordered_json& notes) {
+    const Assignment assignment = pruner_.assign_new_trial(records_);
+    TrialRecord r;
+    r.config = config;
+    r.state = TrialRecord::State::kRunning;
+    r.bracket = assignment.bracket;
+    trial::TrialLaunch launch;
+    const auto [db_id, number] = store_.begin_trial(study_, config.dump(), [&](int n) {
+      r.number = n;
+      launch = launch_for(r, trials_dir_ / fmt::format("trial-{:04d}", n), assignment.resource);
+      // What reproduces the trial: its command for the full resource, from scratch.
+      trial::TrialLaunch full = launch_for(r, launch.dir, options_.steps);
+      full.env.clear();
+      return store::StudyStore::LaunchRecord{trial_config(launch, assignment.bracket).dump(), tune::shown_command(full),
+                                             launch.dir.string()};
+    });
+    if (!notes.empty()) store_.set_prediction(db_id, notes.dump());
+    if (const nlohmann::ordered_json model = sampler_.model_summary(); !model.empty() && model != stored_model_) {
+      store_.set_model(study_, model.dump());
+      stored_model_ = model;
+    }
+    Book book{db_id, launch.dir, {}};
+    book.state.bracket = assignment.bracket;
+    book.state.runs = 1;
+    book.state.strategy = options_.strategy;
+    book.state.slots = runner_.start(launch);
+    books_[number] = book;
+    records_.push_back(std::move(r));
+    Live live;
+    live.number = number;
+    live.target = assignment.resource;
+    live.params_json = config.dump();
+    live_.emplace(launch.id, std::move(live));
+    observer_.trial_started(store_.trial(db_id));
+  }
+
+  // ASHA's promotion: the resting trial runs on to the next rung, from its checkpoint when it has one,
+  // else from step 0 (its earlier output is replaced when the new run ends).
+  void promote(const Promotion& promotion) {
+    TrialRecord& r = record(promotion.trial_number);
+    if (r.state != TrialRecord::State::kPruned)
+      throw Error(fmt::format("the {} pruner promoted trial {}, which is not resting (a bug)", pruner_.name(), r.number));
+    Book& book = books_.at(r.number);
+    const std::filesystem::path from = book.dir / book.state.checkpoint_dir;
+    const bool resume = book.state.checkpoint_step && *book.state.checkpoint_step + 1 == r.resource &&
+                        !book.state.checkpoint_dir.empty() && std::filesystem::is_directory(from);
+    const std::filesystem::path to = book.dir / checkpoint_dir_name(promotion.resource);
+    if (resume) link_checkpoint(from, to);
+    else std::filesystem::remove_all(to);
+    Live live;
+    live.number = r.number;
+    live.target = promotion.resource;
+    live.promotion = true;
+    live.params_json = r.config.dump();
+    if (!resume) {
+      live.replaced.emplace(r.curve, r.resource);
+      live.old_curve_shown = true;
+    }
+    live.steps_done = resume ? r.resource : 0;
+    store_.resume_trial(book.db_id);
+    r.state = TrialRecord::State::kRunning;
+    ++book.state.runs;
+    trial::TrialLaunch launch = launch_for(r, book.dir, promotion.resource);
+    launch.steps_done = live.steps_done;
+    launch.append_logs = true;
+    book.state.slots = runner_.start(launch);
+    live_.emplace(launch.id, std::move(live));
+    observer_.trial_started(store_.trial(book.db_id));
+  }
+
+  // ---- While runs go on. ----
+
+  // New intermediate values into the trial's curve; true when there was one.
+  bool take_metrics(Live& live, TrialRecord& r, const trial::TrialOutput& output) {
+    const std::int64_t reached = live.steps_done + static_cast<std::int64_t>(output.steps.size());
+    bool fresh = false;
+    for (; live.metrics_seen < output.metrics.size(); ++live.metrics_seen) {
+      const trial::MetricReport& m = output.metrics[live.metrics_seen];
+      // A value without a step belongs to the step its step line closes (the last one seen).
+      const std::int64_t step = m.step.value_or(reached - 1);
+      live.metric_steps.push_back(step);
+      if (m.name != options_.objective || throughput_objective_) continue;
+      if (live.old_curve_shown) {  // a re-run's first value: the old curve goes
+        r.curve.clear();
+        live.old_curve_shown = false;
+      }
+      r.curve.push_back({step, m.value});
+      fresh = true;
+    }
+    if (!live.old_curve_shown) r.resource = reached;  // a re-run shows its old state until it has a value
+    return fresh;
+  }
+
+  // After each step line: the pruner judges the new values (false stops the trial).
+  bool on_progress(const std::string& id, const trial::TrialOutput& so_far) {
+    const auto it = live_.find(id);
+    if (it == live_.end()) return true;
+    TrialRecord& r = record(it->second.number);
+    return !take_metrics(it->second, r, so_far) || pruner_.keep_running(r, records_);
+  }
+
+  // ---- Ending runs. ----
+
+  void finish(const trial::TrialResult& ended) {
+    const auto it = live_.find(ended.id);
+    if (it == live_.end()) return;  // not ours: cannot happen
+    Live live = std::move(it->second);
+    live_.erase(it);
+    TrialRecord& r = record(live.number);
+    Book& book = books_.at(live.number);
+    take_metrics(live, r, ended.output);  // whatever came after the last step line (not judged)
+    if (live.old_curve_shown && result_is_final(ended)) {  // a re-run that reported no value at all
+      r.curve.clear();
+      r.resource = static_cast<std::int64_t>(ended.output.steps.size());
+    }
+    // The store keeps each metric with its step, inferred ones included.
+    trial::TrialResult result = ended;
+    for (std::size_t i = 0; i < result.output.metrics.size() && i < live.metric_steps.size(); ++i)
+      result.output.metrics[i].step = live.metric_steps[i];
+
+    if (result.status == trial::TrialStatus::kInterrupted) return finish_interrupted(live, r, book, result);
+    const std::string left_checkpoint = book.state.checkpoint_dir;
+    if (result.output.checkpoint_step) {
+      book.state.checkpoint_step = result.output.checkpoint_step;
+      book.state.checkpoint_dir = checkpoint_dir_name(live.target);
+    }
+    store::TrialOutcome outcome = judge(live, r, result);
+    outcome.hpo_json = state_json(book.state);
+    outcome.replace_output = live.replaced.has_value();
+    store_.finish_trial(book.db_id, result, &outcome);
+    // Only now that the new state is stored: the rung's checkpoint it left is no longer needed.
+    if (!left_checkpoint.empty() && left_checkpoint != book.state.checkpoint_dir)
+      std::filesystem::remove_all(book.dir / left_checkpoint);
+    const store::StoredTrial stored = store_.trial(book.db_id);
+    if (stored.status == "completed" && stored.objective &&
+        (!best_ || better(options_.direction, *stored.objective, *best_->objective)))
+      best_ = stored;
+    observer_.trial_finished(stored);
+  }
+
+  static bool result_is_final(const trial::TrialResult& r) { return r.status != trial::TrialStatus::kInterrupted; }
+
+  // How a run that was not interrupted ended: completed, resting at a rung, pruned or failed.
+  store::TrialOutcome judge(const Live& live, TrialRecord& r, const trial::TrialResult& result) {
+    store::TrialOutcome outcome;
+    const std::optional<double> last = r.curve.empty() ? std::nullopt : std::optional<double>(r.curve.back().value);
+    // A resumed run must continue where its checkpoint left off; a program that announces
+    // checkpoints but starts over would repeat steps and mislabel its curve.
+    if (live.steps_done > 0 && !result.output.steps.empty() && result.output.steps.front().step != live.steps_done) {
+      r.state = TrialRecord::State::kFailed;
+      outcome.status = "failed";
+      outcome.reason = fmt::format("resumed after step {} from its checkpoint, but its first step was {}: the program "
+                                   "does not resume from PARATUNE_CHECKPOINT_DIR",
+                                   live.steps_done - 1, result.output.steps.front().step);
+      return outcome;
+    }
+    switch (result.status) {
+      case trial::TrialStatus::kCompleted:
+        return judge_completed(live, r, result, last);
+      case trial::TrialStatus::kEarlyStopped:
+        r.state = TrialRecord::State::kPruned;
+        outcome.status = "pruned";
+        outcome.objective = last;
+        outcome.reason = fmt::format("stopped by the {} pruner at step {} ({} {})", pruner_.name(),
+                                     r.curve.empty() ? 0 : r.curve.back().step, options_.objective,
+                                     last ? fmt::format("{}", *last) : "?");
+        if (r.rung >= 0) outcome.rung = r.rung;
+        return outcome;
+      default:  // oom, infeasible, failed, timeout: information for the sampler
+        r.state = TrialRecord::State::kFailed;
+        outcome.status = trial::to_string(result.status);
+        return outcome;
+    }
+  }
+
+  store::TrialOutcome judge_completed(const Live& live, TrialRecord& r, const trial::TrialResult& result,
+                                      const std::optional<double>& last) {
+    store::TrialOutcome outcome;
+    const bool reached_target = r.resource >= live.target;
+    if (reached_target && live.target < options_.steps) {  // rests at a rung
+      r.rung = std::max(r.rung, pruner_.rung_of(r.resource, r.bracket));
+      outcome.rung = r.rung;
+      outcome.objective = value_at(r, r.resource);
+      if (!throughput_objective_ && !outcome.objective) {
+        r.state = TrialRecord::State::kFailed;
+        outcome.status = "failed";
+        outcome.reason = fmt::format("reported no '{}' by step {}, the end of rung {} (it reported {}); a program that "
+                                     "evaluates every N steps needs --min-resource a multiple of N",
+                                     options_.objective, r.resource - 1, r.rung, reported_metrics(result.output));
+        return outcome;
+      }
+      r.state = TrialRecord::State::kPruned;
+      outcome.status = "pruned";
+      outcome.reason = fmt::format("rests at rung {} ({} steps{}), promoted if it ranks in the top of its rung", r.rung,
+                                   r.resource,
+                                   outcome.objective ? fmt::format(", {} {}", options_.objective, *outcome.objective) : "");
+      return outcome;
+    }
+    // The full resource (or all the program does by itself).
+    r.value = throughput_objective_
+                  ? (result.throughput.steps_used > 0 ? std::optional<double>(result.throughput.steps_per_s) : std::nullopt)
+                  : last;
+    if (!r.value || !std::isfinite(*r.value)) {
+      r.state = TrialRecord::State::kFailed;
+      outcome.status = "failed";
+      outcome.reason = throughput_objective_ ? "no usable step time (too few steps)"
+                                             : fmt::format("reported no '{}' (it reported {})", options_.objective,
+                                                           reported_metrics(result.output));
+      return outcome;
+    }
+    r.state = TrialRecord::State::kCompleted;
+    outcome.status = "completed";
+    outcome.objective = r.value;
+    if (reached_target) r.rung = std::max(r.rung, pruner_.rung_of(r.resource, r.bracket));
+    if (r.rung >= 0) outcome.rung = r.rung;
+    return outcome;
+  }
+
+  // Stopped by the controller (Ctrl-C, the budget). A promotion goes back to its rung as it was: its
+  // output is dropped (the store still has the rung's, and the rung's checkpoint is intact, the run
+  // wrote into a directory of its own). A first run is stored as interrupted and leaves the records
+  // (a resumed study runs its configuration again).
+  void finish_interrupted(const Live& live, TrialRecord& r, Book& book, trial::TrialResult result) {
+    store::TrialOutcome outcome;
+    if (live.promotion) {
+      if (live.replaced) {
+        std::tie(r.curve, r.resource) = *live.replaced;
+      } else {
+        r.curve.erase(std::remove_if(r.curve.begin(), r.curve.end(),
+                                     [&](const IntermediateValue& v) { return v.step >= live.steps_done; }),
+                      r.curve.end());
+        r.resource = live.steps_done;
+      }
+      r.state = TrialRecord::State::kPruned;
+      result.output = {};
+      result.throughput = {};
+      outcome = {"pruned", "its promotion was interrupted; it rests at its rung again", value_at(r, r.resource), r.rung,
+                 state_json(book.state), false};
+      store_.finish_trial(book.db_id, result, &outcome);
+      observer_.trial_finished(store_.trial(book.db_id));
+      return;
+    }
+    outcome.status = "interrupted";
+    outcome.hpo_json = state_json(book.state);
+    store_.finish_trial(book.db_id, result, &outcome);
+    observer_.trial_finished(store_.trial(book.db_id));
+    records_.erase(std::find_if(records_.begin(), records_.end(), [&](const TrialRecord& t) { return t.number == live.number; }));
+    books_.erase(live.number);
+  }
+
+  void report_progress() {
+    std::vector<tune::TrialProgress> progress;
+    for (const trial::RunningTrial& running : runner_.running()) {
+      const auto it = live_.find(running.id);
+      if (it == live_.end()) continue;
+      progress.push_back({it->second.number, it->second.params_json, running.slot,
+                          static_cast<std::size_t>(it->second.steps_done) + running.steps,
+                          static_cast<int>(it->second.target), running.elapsed_s, running.last_step_time_s});
+    }
+    const int done = static_cast<int>(std::count_if(records_.begin(), records_.end(), [](const TrialRecord& r) {
+      return r.state != TrialRecord::State::kRunning;
+    }));
+    observer_.progress(progress, done, best_ ? &*best_ : nullptr);
+  }
+
+  const Space& space_;
+  const HpoOptions& options_;
+  store::StudyStore& store_;
+  const trial::Backend& backend_;
+  Sampler& sampler_;
+  Pruner& pruner_;
+  tune::StudyObserver& observer_;
+  const bool throughput_objective_;
+  std::filesystem::path trials_dir_;
+  trial::TrialRunner runner_;
+  std::int64_t study_ = 0;
+  std::vector<TrialRecord> records_;  // what samplers and pruners see, in start order
+  std::map<int, Book> books_;         // by trial number
+  std::deque<Config> requeue_;
+  std::optional<std::pair<Config, nlohmann::ordered_json>> held_;  // a proposal waiting for free slots
+  bool exhausted_ = false;  // the sampler has nothing more
+  bool capped_ = false;     // --max-trials reached
+  std::map<std::string, Live> live_;  // by PARATUNE_TRIAL_ID
+  std::optional<store::StoredTrial> best_;
+  nlohmann::ordered_json stored_model_;
+};
+
+}  // namespace
+
+HpoSummary run_controller(const Space& space, const HpoOptions& options, store::StudyStore& store,
+                          const trial::Backend& backend, Sampler& sampler, Pruner& pruner,
+                          tune::StudyObserver& observer, const std::atomic<int>& stop_requested) {
+  Controller controller(space, options, store, backend, sampler, pruner, observer);
+  return controller.run(stop_requested);
+}
+
+}  // namespace paratune::hpo

@@ -1,0 +1,33 @@
+// What the hyperparameter controller keeps of a trial beyond the store's columns (its hpo_json),
+// shared by study.cc (reading stored trials) and controller.cc (running them).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "paratune/hpo/trial_record.h"
+
+namespace paratune::hpo {
+
+struct TrialState {
+  int bracket = 0;
+  std::optional<std::int64_t> checkpoint_step;  // the last checkpoint its program announced
+  std::string checkpoint_dir;                   // where (a directory name inside the trial's)
+  int runs = 0;
+  std::vector<int> slots;                       // the backend's slots of its last run
+  std::string strategy;                         // how it trained across them
+};
+
+std::string state_json(const TrialState& state);
+// Missing or malformed fields keep their defaults (the JSON is ours, written by state_json).
+TrialState parse_state(const std::string& json);
+
+// A stored status as samplers and pruners see it: oom, infeasible, failed and timeout are kFailed.
+TrialRecord::State state_of(const std::string& status);
+
+// "lr=0.01,batch_size=64": the {config} placeholder.
+std::string config_word(const Config& config);
+
+}  // namespace paratune::hpo
