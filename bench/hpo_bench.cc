@@ -234,7 +234,7 @@ void overhead_case(hpo::SamplerKind kind, hpo::PrunerKind pruner_kind, int trial
   auto sampler = hpo::make_sampler(kind, space, hpo::SamplerOptions{});
   hpo::PrunerOptions pruner_options;
   pruner_options.max_resource = steps;
-  pruner_options.min_resource = 1;
+  if (pruner_kind == hpo::PrunerKind::kAsha) pruner_options.min_resource = 1;
   auto pruner = hpo::make_pruner(pruner_kind, pruner_options);
   tune::StudyObserver quiet;
   const std::atomic<int> no_stop{0};
