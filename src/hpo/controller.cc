@@ -11,7 +11,7 @@
 #include <set>
 
 #include "paratune/spec/error.h"
-#include "paratune/tune/study_lock.h"
+#include "paratune/tune/study_common.h"
 #include "trial_state.h"
 
 namespace paratune::hpo {

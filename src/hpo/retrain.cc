@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "paratune/spec/error.h"
-#include "paratune/tune/study_lock.h"
+#include "paratune/tune/study_common.h"
 
 namespace paratune::hpo {
 namespace {

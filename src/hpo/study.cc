@@ -14,7 +14,7 @@
 
 #include "paratune/spec/error.h"
 #include "paratune/trial/command.h"
-#include "paratune/tune/study_lock.h"
+#include "paratune/tune/study_common.h"
 #include "controller.h"
 #include "trial_state.h"
 
@@ -92,13 +92,7 @@ void validate(const HpoOptions& o) {
   if (is_throughput(o) && o.direction != Direction::kMaximize)
     throw Error("--direction minimize: the throughput objective is maximized");
   if (o.max_trials < 0) throw Error(fmt::format("--max-trials {}: must be >= 0 (0: no limit)", o.max_trials));
-  const std::array<std::pair<const char*, double>, 5> non_negative{{{"--budget", o.budget_s},
-                                                                    {"--timeout", o.limits.timeout_s},
-                                                                    {"--hang", o.limits.hang_s},
-                                                                    {"--grace", o.limits.grace_s},
-                                                                    {"--memory-limit", o.limits.memory_limit_bytes}}};
-  for (const auto& [flag, value] : non_negative)
-    if (!(value >= 0) || !std::isfinite(value)) throw Error(fmt::format("{} {}: must be >= 0 (0: none)", flag, value));
+  tune::validate_limits(o.limits, o.budget_s);
   if (o.trials_dir.empty()) throw Error("--trials-dir: must not be empty");
   if (o.trial_ranks < 1) throw Error(fmt::format("--trial-ranks {}: must be >= 1", o.trial_ranks));
   if (!o.strategy.empty() &&

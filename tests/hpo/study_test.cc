@@ -47,9 +47,11 @@ std::string study_args(const std::filesystem::path& dir, const std::string& prog
                      extra);
 }
 
+// Every trial of the study in dir/s.db (none while the controller has only created the file).
 std::vector<paratune::store::StoredTrial> stored_trials(const std::filesystem::path& dir) {
   const paratune::store::StudyStore store(dir / "s.db");
-  return store.trials(store.studies().at(0).id, true);
+  const auto studies = store.studies();
+  return studies.empty() ? std::vector<paratune::store::StoredTrial>{} : store.trials(studies.front().id, true);
 }
 
 // The steps at which a trial reported "value", in report order.

@@ -24,6 +24,7 @@
 #include "paratune/train/corpus.h"
 #include "paratune/train/idx.h"
 #include "paratune/train/options.h"
+#include "paratune/train/workload.h"
 
 namespace paratune::train {
 namespace {
@@ -121,6 +122,34 @@ TEST(TrainModels, ShapesAndParameterCounts) {
   };
   EXPECT_TRUE(torch::allclose(run_all(a).slice(1, 0, 10), run_all(b).slice(1, 0, 10)));
   EXPECT_FALSE(torch::allclose(run_all(a).slice(1, 10, 11), run_all(b).slice(1, 10, 11)));
+}
+
+// The description without libtorch (train/workload.h) is the model the trainer builds: per unit the
+// same FLOPs, and parameters that add up to the model's (a tied projection counted once).
+TEST(TrainModels, TheWorkloadDescriptionMatchesTheBuiltModels) {
+  for (const std::string args : {"--model mlp --mlp-hidden 64,32", "--model cnn --cnn-channels 8,16",
+                                 "--model cnn --cnn-channels 16,32,64", "--model gpt --layers 2 --d-model 32 --heads 4 --seq-len 16",
+                                 "--model gpt --layers 1 --d-model 32 --heads 4 --seq-len 16 --tied-embeddings false"}) {
+    std::vector<std::string> words;
+    std::istringstream in(args);
+    for (std::string w; in >> w;) words.push_back(w);
+    const TrainOptions o = parse_train_options(words, "", "");
+    const Model model = build_model(o);
+    const std::vector<UnitShape> units = workload_units(o);
+    ASSERT_EQ(units.size(), model.units.size()) << args;
+    std::int64_t parameters = 0;
+    // One sample through the model: each unit's output has the described size.
+    torch::NoGradGuard no_grad;
+    torch::Tensor x = o.model == Workload::kGpt ? torch::zeros({1, o.seq_len}, torch::kLong) : torch::zeros({1, 1, 28, 28});
+    for (std::size_t i = 0; i < units.size(); ++i) {
+      EXPECT_EQ(units[i].forward_flops_per_sample, model.unit_flops()[i]) << args << " unit " << i;
+      model.units[i]->eval();
+      x = model.units[i]->forward(x);
+      EXPECT_EQ(units[i].output_elements, x.numel()) << args << " unit " << i;
+      parameters += units[i].parameters;
+    }
+    EXPECT_EQ(parameters, model.parameter_count()) << args;
+  }
 }
 
 TEST(TrainProtocol, EveryStepReportsLossThenItsStepLine) {

@@ -1,11 +1,13 @@
-#include "paratune/tune/study_lock.h"
+#include "paratune/tune/study_common.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 #include "paratune/spec/error.h"
@@ -31,6 +33,16 @@ std::string shown_command(const trial::TrialLaunch& launch) {
   for (const auto& [key, value] : launch.env) shown.append(fmt::format(" {}={}", key, trial::shell_quote(value)));
   for (const std::string& a : launch.argv) shown.append(" ").append(trial::shell_quote(a));
   return shown;
+}
+
+void validate_limits(const trial::TrialLimits& limits, double budget_s) {
+  const std::array<std::pair<const char*, double>, 5> non_negative{{{"--budget", budget_s},
+                                                                    {"--timeout", limits.timeout_s},
+                                                                    {"--hang", limits.hang_s},
+                                                                    {"--grace", limits.grace_s},
+                                                                    {"--memory-limit", limits.memory_limit_bytes}}};
+  for (const auto& [flag, value] : non_negative)
+    if (!(value >= 0) || !std::isfinite(value)) throw Error(fmt::format("{} {}: must be >= 0 (0: none)", flag, value));
 }
 
 }  // namespace paratune::tune
