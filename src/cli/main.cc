@@ -828,7 +828,8 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--max", tune_flags.max, "with --model: upper bounds, e.g. pp=4");
   tune_cmd->add_option("--command", tune_flags.command,
                        "trial command template, e.g. 'torchrun --nproc-per-node {gpus} train.py --tp {tp}'; "
-                       "placeholders: the parameters, {gpus} {config} {steps} {trial_id} {trial_dir}")
+                       "placeholders: the parameters, {gpus} {config} {steps} {trial_id} {trial_dir} (hyperparameter studies: "
+                       "{ranks} {strategy}, and no {gpus})")
       ->required();
   tune_cmd->add_option("--study", tune_flags.study_path, "SQLite study file (created, or resumed)")->required();
   tune_cmd->add_option("--study-name", tune_flags.study_name, "study within the file")->capture_default_str();
