@@ -173,6 +173,7 @@ const std::vector<OptionSpec>& option_table() {
       integer("warmup_steps", &TrainOptions::warmup_steps, 0, kIntMax, "an integer >= 0"),
       choice("schedule", &TrainOptions::schedule, kSchedules),
       integer("step_size", &TrainOptions::step_size, 1, kIntMax, "an integer >= 1"),
+      real("step_epochs", &TrainOptions::step_epochs, 0, true, 1e6, false, "a number in (0, 1e6]"),
       real("gamma", &TrainOptions::gamma, 0, true, 1, false, "a number in (0, 1]"),
       real("min_lr_ratio", &TrainOptions::min_lr_ratio, 0, false, 1, false, "a number in [0, 1]"),
       real("dropout", &TrainOptions::dropout, 0, false, 1, true, "a number in [0, 1)"),
@@ -301,6 +302,8 @@ TrainOptions parse_train_options(const std::vector<std::string>& args, const std
   if (given.count("epochs") && given.count("steps"))
     throw Error("epochs and steps: give one training length, not both");
   if (!given.count("epochs") && !given.count("steps")) options.epochs = 1;
+  if (given.count("step_size") && given.count("step_epochs"))
+    throw Error("step_size and step_epochs: give one interval between decays, in steps or in epochs");
   if (!max_steps_env.empty()) {
     try {
       options.max_steps = parse_int(max_steps_env, "an integer >= 1");

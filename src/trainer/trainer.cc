@@ -92,12 +92,13 @@ class RankTrainer {
   // Each step's lines end with its step line: the trial runner may stop the program as soon as it
   // has PARATUNE_MAX_STEPS step lines, so the train loss and any evaluation come first.
   int run() {
-    const std::int64_t total = total_steps(o_, data_->steps_per_epoch(o_.batch_size));
+    const std::int64_t steps_per_epoch = data_->steps_per_epoch(o_.batch_size);
+    const std::int64_t total = total_steps(o_, steps_per_epoch);
     const std::int64_t run_steps = o_.max_steps > 0 ? std::min(total, o_.max_steps) : total;
     const std::int64_t first_step = o_.resume ? resume_from_checkpoint() : 0;
     for (std::int64_t step = first_step; step < run_steps; ++step) {
       const auto start = std::chrono::steady_clock::now();
-      const double loss = train_step(step, learning_rate(o_, step, total));
+      const double loss = train_step(step, learning_rate(o_, step, total, steps_per_epoch));
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (reporter()) {
         if (!std::isfinite(loss)) {

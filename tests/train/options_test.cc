@@ -133,6 +133,12 @@ TEST(TrainSchedule, WarmupThenConstantStepAndCosine) {
   EXPECT_DOUBLE_EQ(learning_rate(o, 4, 104), 0.1);
   EXPECT_NEAR(learning_rate(o, 54, 104), 0.1 * (0.1 + 0.9 * 0.5), 1e-15);  // half way
   EXPECT_NEAR(learning_rate(o, 104, 104), 0.01, 1e-15);
+  // Decay per epoch (HyperTune's StepLR): step_epochs 1 with 10 steps per epoch is step_size 10.
+  TrainOptions per_epoch = parse_train_options({"--schedule", "step", "--lr", "0.1", "--gamma", "0.5", "--step-epochs", "1"}, "", "");
+  EXPECT_DOUBLE_EQ(learning_rate(per_epoch, 9, 100, 10), 0.1);
+  EXPECT_DOUBLE_EQ(learning_rate(per_epoch, 10, 100, 10), 0.05);
+  EXPECT_DOUBLE_EQ(learning_rate(per_epoch, 25, 100, 10), 0.025);
+  EXPECT_THROW(parse_train_options({"--step-size", "5", "--step-epochs", "1"}, "", ""), Error);
   o.steps = 0;
   o.epochs = 2.5;
   EXPECT_EQ(total_steps(o, 7), 18);

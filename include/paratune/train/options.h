@@ -39,7 +39,8 @@ struct TrainOptions {
   int batch_size = 64;       // global: samples (sequences) per optimizer step, over all replicas
   int warmup_steps = 0;      // linear warm-up from lr/warmup_steps to lr
   Schedule schedule = Schedule::kConstant;
-  int step_size = 1000;      // schedule=step: multiply the rate by gamma every step_size steps
+  int step_size = 1000;      // schedule=step: multiply the rate by gamma every step_size steps ...
+  double step_epochs = 0;    // ... or every step_epochs epochs (PyTorch's StepLR stepped per epoch); 0: unset
   double gamma = 0.1;
   double min_lr_ratio = 0;   // schedule=cosine: the rate decays to lr x this
   double dropout = 0;
