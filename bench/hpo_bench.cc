@@ -75,17 +75,18 @@ const std::vector<Function>& functions() {
 
 const std::vector<int> kCheckpoints{10, 25, 50, 100};
 
-// One study; returns the best value after each checkpoint's number of evaluations (trial order).
-std::vector<double> one_study(const Function& f, hpo::SamplerKind kind, std::uint64_t seed, int evaluations,
-                              double& seconds) {
-  const std::filesystem::path dir = scratch(fmt::format("{}-{}-{}", f.name, hpo::to_string(kind), seed));
+// One study of function `f` as real trial processes, one at a time, minimizing its value; the
+// study's wall time goes to `seconds`.
+hpo::HpoSummary function_study(const Function& f, const std::string& program_args, int steps, int max_trials,
+                               hpo::SamplerKind kind, std::uint64_t seed, hpo::PrunerKind pruner_kind,
+                               std::int64_t min_resource, const std::filesystem::path& dir, double& seconds) {
   const hpo::Space space = hpo::Space::parse(f.space, f.name);
   hpo::HpoOptions options;
-  options.command = fmt::format("{} {}", PARATUNE_FUNCTION_TRIAL, f.name);
-  options.steps = 1;
+  options.command = fmt::format("{} {} {}", PARATUNE_FUNCTION_TRIAL, f.name, program_args);
+  options.steps = steps;
   options.objective = "value";
   options.direction = hpo::Direction::kMinimize;
-  options.max_trials = evaluations;
+  options.max_trials = max_trials;
   options.trials_dir = dir / "trials";
   store::StudyStore store(dir / "study.db");
   trial::LocalBackend backend(1);
@@ -93,13 +94,22 @@ std::vector<double> one_study(const Function& f, hpo::SamplerKind kind, std::uin
   sampler_options.seed = seed;
   auto sampler = hpo::make_sampler(kind, space, sampler_options);
   hpo::PrunerOptions pruner_options;
-  pruner_options.max_resource = 1;
-  auto pruner = hpo::make_pruner(hpo::PrunerKind::kNone, pruner_options);
+  pruner_options.max_resource = steps;
+  pruner_options.min_resource = min_resource;
+  auto pruner = hpo::make_pruner(pruner_kind, pruner_options);
   tune::StudyObserver quiet;
   const std::atomic<int> no_stop{0};
   const Clock::time_point start = Clock::now();
-  const hpo::HpoSummary s = hpo::run_hpo(space, options, store, backend, *sampler, *pruner, quiet, no_stop);
+  hpo::HpoSummary s = hpo::run_hpo(space, options, store, backend, *sampler, *pruner, quiet, no_stop);
   seconds = since(start);
+  return s;
+}
+
+// One study; returns the best value after each checkpoint's number of evaluations (trial order).
+std::vector<double> one_study(const Function& f, hpo::SamplerKind kind, std::uint64_t seed, int evaluations,
+                              double& seconds) {
+  const std::filesystem::path dir = scratch(fmt::format("{}-{}-{}", f.name, hpo::to_string(kind), seed));
+  const hpo::HpoSummary s = function_study(f, "", 1, evaluations, kind, seed, hpo::PrunerKind::kNone, 0, dir, seconds);
   std::vector<double> best_after;
   double best = INFINITY;
   std::size_t next = 0;
@@ -220,27 +230,9 @@ double bare_runs(int n, const std::string& params) {
 
 void overhead_case(hpo::SamplerKind kind, hpo::PrunerKind pruner_kind, int trials, int steps) {
   const std::filesystem::path dir = scratch("overhead");
-  const Function& f = functions()[0];
-  const hpo::Space space = hpo::Space::parse(f.space, f.name);
-  hpo::HpoOptions options;
-  options.command = fmt::format("{} branin --curve", PARATUNE_FUNCTION_TRIAL);
-  options.steps = steps;
-  options.objective = "value";
-  options.direction = hpo::Direction::kMinimize;
-  options.max_trials = trials;
-  options.trials_dir = dir / "trials";
-  store::StudyStore store(dir / "study.db");
-  trial::LocalBackend backend(1);
-  auto sampler = hpo::make_sampler(kind, space, hpo::SamplerOptions{});
-  hpo::PrunerOptions pruner_options;
-  pruner_options.max_resource = steps;
-  if (pruner_kind == hpo::PrunerKind::kAsha) pruner_options.min_resource = 1;
-  auto pruner = hpo::make_pruner(pruner_kind, pruner_options);
-  tune::StudyObserver quiet;
-  const std::atomic<int> no_stop{0};
-  const Clock::time_point start = Clock::now();
-  const hpo::HpoSummary s = hpo::run_hpo(space, options, store, backend, *sampler, *pruner, quiet, no_stop);
-  const double wall = since(start);
+  double wall = 0;
+  const hpo::HpoSummary s = function_study(functions()[0], "--curve", steps, trials, kind, 0, pruner_kind,
+                                           pruner_kind == hpo::PrunerKind::kAsha ? 1 : 0, dir, wall);
   const int runs = s.started + s.promotions;
   const double bare = bare_runs(runs, R"({"x1": 1, "x2": 2})");
   fmt::print("  {:<7} + {:<9} {:>4} trials, {:>4} runs of up to {} steps: {:6.2f} s wall; the program run {} times "
