@@ -6,6 +6,8 @@
 //                                       work (same model code, data, optimizer, threads)
 //   bench_train accuracy                time to 90% Fashion-MNIST test accuracy (CNN)
 //   bench_train perplexity              the GPT's validation perplexity after a fixed budget of steps
+//   bench_train auto [--runs 2]         paratune's strategy cost model (--strategy auto) against measured
+//                                       steps: predicted and measured s/step per strategy on 2 ranks
 //
 // Every figure is measured; each mode prints a Markdown table. Timings come from the step lines'
 // arrival at this process (everything the trainer does per step, printing included) and from the
@@ -29,6 +31,8 @@
 #include "models.h"
 #include "trainer.h"
 #include "paratune/train/options.h"
+#include "paratune/train/strategy_cost.h"
+#include "paratune/trial/command.h"
 
 namespace {
 
@@ -140,6 +144,89 @@ int strategies(int runs) {
       std::fflush(stdout);
     }
   }
+  return 0;
+}
+
+// ---- auto: the strategy cost model against measured steps ----
+
+// `paratune-train ARGS --profile`, as paratune's --strategy auto runs it, and how long it took.
+std::pair<StrategyProfile, double> measure_profile(const std::string& args) {
+  const auto start = Clock::now();
+  FILE* pipe = popen(fmt::format("{} {} --profile 2>&1", PARATUNE_TRAIN_BINARY, args).c_str(), "r");
+  std::string line, log;
+  char buffer[65536];
+  while (fgets(buffer, sizeof buffer, pipe)) {
+    log += buffer;
+    if (std::string(buffer).rfind("@profile ", 0) == 0) line = std::string(buffer).substr(9);
+  }
+  if (pclose(pipe) != 0 || line.empty()) {
+    std::fprintf(stderr, "bench_train: the profile of %s failed:\n%s\n", args.c_str(), log.c_str());
+    std::exit(1);
+  }
+  return {StrategyProfile::from_json(nlohmann::json::parse(line), "profile"),
+          std::chrono::duration<double>(Clock::now() - start).count()};
+}
+
+int auto_strategy(int runs) {
+  struct Case {
+    std::string name, model, batch_args;
+    int steps;
+  };
+  const std::string gpt = "--model gpt --layers 6 --d-model 384 --heads 6 --seq-len 128";
+  const std::string small_gpt = "--model gpt --layers 4 --d-model 128 --heads 4 --seq-len 128";
+  const std::vector<Case> cases{
+      {"CNN 16,32,64", "--model cnn", "--batch-size 32", 40},
+      {"CNN 16,32,64", "--model cnn", "--batch-size 128", 30},
+      {"CNN 16,32,64", "--model cnn", "--batch-size 512", 12},
+      {"CNN 8,16", "--model cnn --cnn-channels 8,16", "--batch-size 64", 40},
+      {"CNN 8,16", "--model cnn --cnn-channels 8,16", "--batch-size 256", 30},
+      {"MLP 256,128", "--model mlp", "--batch-size 64", 60},
+      {"GPT 4x128", small_gpt, "--batch-size 8", 20},
+      {"GPT 6x384 (10.8M)", gpt, "--batch-size 16", 10},
+  };
+  constexpr int kRanks = 2;
+  std::printf("Strategy cost model (paratune tune --strategy auto) against measured steps: %d ranks, 1 thread each, "
+              "median of %d run(s) per strategy.\n\n",
+              kRanks, runs);
+  std::printf("| workload | batch | profile s | strategy | predicted s/step | measured s/step | error | auto's pick | "
+              "measured fastest | pick / fastest |\n|---|---|---|---|---|---|---|---|---|---|\n");
+  std::vector<double> errors, regrets;
+  std::map<std::string, std::pair<StrategyProfile, double>> profiles;
+  for (const Case& c : cases) {
+    if (!profiles.contains(c.model)) profiles[c.model] = measure_profile(fmt::format("{} --ranks {}", c.model, kRanks));
+    const auto& [profile, profile_s] = profiles.at(c.model);
+    TrainOptions o = read_train_options(paratune::trial::split_words(fmt::format("{} {} --ranks {}", c.model, c.batch_args, kRanks)), "", "");
+    const std::vector<StrategyPrediction> ranked = rank_strategies(o, profile);
+    std::map<std::string, double> measured;
+    for (const StrategyPrediction& p : ranked) {
+      std::vector<double> times;
+      for (int r = 0; r < runs; ++r) {
+        const Trace t = run_trainer(fmt::format("{} {} --steps {} --strategy {} --ranks {} --eval-limit 64",
+                                                c.model, c.batch_args, c.steps, to_string(p.strategy), kRanks));
+        times.push_back(median_interval(t, 2));
+      }
+      measured[to_string(p.strategy)] = median(times);
+    }
+    const auto fastest = std::min_element(measured.begin(), measured.end(),
+                                          [](const auto& a, const auto& b) { return a.second < b.second; });
+    const std::string pick = to_string(ranked.front().strategy);
+    const double regret = measured.at(pick) / fastest->second;
+    regrets.push_back(regret);
+    for (const StrategyPrediction& p : ranked) {
+      const double truth = measured.at(to_string(p.strategy));
+      const double error = (p.step_s - truth) / truth;
+      errors.push_back(std::abs(error));
+      std::printf("| %s | %s | %.1f | %s | %.4f | %.4f | %+.0f%% | %s | %s | %.2f |\n", c.name.c_str(),
+                  c.batch_args.substr(13).c_str(), profile_s, to_string(p.strategy), p.step_s, truth, 100 * error,
+                  pick.c_str(), fastest->first.c_str(), regret);
+      std::fflush(stdout);
+    }
+  }
+  std::printf("\nmedian |error| %.0f%%, max %.0f%%; auto picked the measured fastest in %ld of %zu cases; worst pick / "
+              "fastest %.2f\n",
+              100 * median(errors), 100 * *std::max_element(errors.begin(), errors.end()),
+              std::count_if(regrets.begin(), regrets.end(), [](double r) { return r <= 1.0; }), regrets.size(),
+              *std::max_element(regrets.begin(), regrets.end()));
   return 0;
 }
 
@@ -276,6 +363,7 @@ int main(int argc, char** argv) {
     if (std::string(argv[i]) == "--runs") runs = std::max(1, std::atoi(argv[i + 1]));
   if (mode == "strategies") return strategies(runs);
   if (mode == "overhead") return overhead(runs);
+  if (mode == "auto") return auto_strategy(runs);
   // bench_train bare-loop STEPS TRAINER-ARGS...: one step time per line; with the trainer's allocator
   // setting unless BARE_LOOP_DEFAULT_MALLOC is set.
   if (mode == "bare-loop" && argc > 2) {
@@ -287,6 +375,6 @@ int main(int argc, char** argv) {
   }
   if (mode == "accuracy") return accuracy();
   if (mode == "perplexity") return perplexity();
-  std::fprintf(stderr, "usage: bench_train strategies|overhead|accuracy|perplexity [--runs N]\n");
+  std::fprintf(stderr, "usage: bench_train strategies|overhead|accuracy|perplexity|auto [--runs N]\n");
   return 2;
 }

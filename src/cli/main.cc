@@ -880,7 +880,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   tune_cmd->add_option("--strategy", tune_flags.strategy,
                        "hyperparameter studies: how each trial trains across its ranks, {strategy}: none | dp | mp | "
-                       "gpipe | dp+gpipe");
+                       "gpipe | dp+gpipe | auto (paratune-train trials: the fastest by paratune's cost model, per "
+                       "trial)");
   tune_cmd->add_option("--slot-devices", tune_flags.slot_devices,
                        "CUDA_VISIBLE_DEVICES per slot, e.g. \"0,1;2,3\" (one entry per slot)");
   tune_cmd->add_option("--slot-cpus", tune_flags.slot_cpus,

@@ -12,6 +12,7 @@
 
 #include "paratune/spec/error.h"
 #include "paratune/tune/study_common.h"
+#include "auto_strategy.h"
 #include "trial_state.h"
 
 namespace paratune::hpo {
@@ -61,7 +62,9 @@ class Controller {
         observer_(observer),
         throughput_objective_(options.objective == kThroughputObjective),
         trials_dir_(std::filesystem::absolute(options.trials_dir)),
-        runner_(backend, trial::ParserOptions{options.step_time_regex}) {}
+        runner_(backend, trial::ParserOptions{options.step_time_regex}) {
+    if (options.strategy == kAutoStrategy) auto_strategy_.emplace(space, options, trials_dir_ / "strategy-profiles");
+  }
 
   HpoSummary run(const std::atomic<int>& stop_requested) {
     HpoSummary summary;
@@ -221,16 +224,17 @@ class Controller {
 
   // ---- Starting runs. ----
 
-  trial::TrialLaunch launch_for(const TrialRecord& r, const std::filesystem::path& dir, std::int64_t target) const {
+  trial::TrialLaunch launch_for(const TrialRecord& r, const std::filesystem::path& dir, std::int64_t target,
+                                const std::string& strategy) const {
     trial::TrialLaunch launch = render_run(space_, options_, r.config, fmt::format("{}-{:04d}", options_.name, r.number),
-                                           dir, static_cast<int>(target), options_.steps);
+                                           dir, static_cast<int>(target), options_.steps, strategy);
     // A run that stops short of the full resource rests at a rung: let the program checkpoint.
     if (target < options_.steps || r.rung >= 0)
       launch.env.emplace_back("PARATUNE_CHECKPOINT_DIR", (dir / checkpoint_dir_name(target)).string());
     return launch;
   }
 
-  nlohmann::ordered_json trial_config(const trial::TrialLaunch& launch, int bracket) const {
+  nlohmann::ordered_json trial_config(const trial::TrialLaunch& launch, int bracket, const std::string& strategy) const {
     return {{"study", options_.name},
             {"command", options_.command},
             {"steps", options_.steps},
@@ -240,7 +244,7 @@ class Controller {
             {"pruner", pruner_.name()},
             {"bracket", bracket},
             {"ranks", launch.slots},
-            {"strategy", options_.strategy},
+            {"strategy", strategy},
             {"limits",
              {{"timeout_s", launch.limits.timeout_s},
               {"hang_s", launch.limits.hang_s},
@@ -250,8 +254,17 @@ class Controller {
             {"argv", launch.argv}};
   }
 
-  void start_new(const Config& config, const nlohmann::ordered_json& notes) {
+  void start_new(const Config& config, nlohmann::ordered_json notes) {
     const Assignment assignment = pruner_.assign_new_trial(records_);
+    // --strategy auto: the cost model's choice for this trial's model, batch and ranks (measuring
+    // the model's profile first when it is new), kept with the trial's notes.
+    std::string strategy = options_.strategy;
+    if (auto_strategy_) {
+      AutoStrategy::Choice choice = auto_strategy_->choose(config, ranks_of(options_, config));
+      strategy = choice.strategy;
+      if (!notes.is_object()) notes = nlohmann::ordered_json::object();
+      notes["strategy_auto"] = std::move(choice.notes);
+    }
     TrialRecord r;
     r.config = config;
     r.state = TrialRecord::State::kRunning;
@@ -259,12 +272,12 @@ class Controller {
     trial::TrialLaunch launch;
     const auto [db_id, number] = store_.begin_trial(study_, config.dump(), [&](int n) {
       r.number = n;
-      launch = launch_for(r, trials_dir_ / fmt::format("trial-{:04d}", n), assignment.resource);
+      launch = launch_for(r, trials_dir_ / fmt::format("trial-{:04d}", n), assignment.resource, strategy);
       // What reproduces the trial: its command for the full resource, from scratch.
-      trial::TrialLaunch full = launch_for(r, launch.dir, options_.steps);
+      trial::TrialLaunch full = launch_for(r, launch.dir, options_.steps, strategy);
       full.env.clear();
-      return store::StudyStore::LaunchRecord{trial_config(launch, assignment.bracket).dump(), tune::shown_command(full),
-                                             launch.dir.string()};
+      return store::StudyStore::LaunchRecord{trial_config(launch, assignment.bracket, strategy).dump(),
+                                             tune::shown_command(full), launch.dir.string()};
     });
     if (!notes.empty()) store_.set_prediction(db_id, notes.dump());
     if (const nlohmann::ordered_json model = sampler_.model_summary(); !model.empty() && model != stored_model_) {
@@ -274,7 +287,7 @@ class Controller {
     Book book{db_id, launch.dir, {}};
     book.state.bracket = assignment.bracket;
     book.state.runs = 1;
-    book.state.strategy = options_.strategy;
+    book.state.strategy = strategy;
     book.state.slots = runner_.start(launch);
     books_[number] = book;
     records_.push_back(std::move(r));
@@ -312,7 +325,9 @@ class Controller {
     store_.resume_trial(book.db_id);
     r.state = TrialRecord::State::kRunning;
     ++book.state.runs;
-    trial::TrialLaunch launch = launch_for(r, book.dir, promotion.resource);
+    // The strategy of its first run: a checkpoint holds that run's stages.
+    trial::TrialLaunch launch = launch_for(r, book.dir, promotion.resource,
+                                           book.state.strategy.empty() ? options_.strategy : book.state.strategy);
     launch.steps_done = live.steps_done;
     launch.append_logs = true;
     book.state.slots = runner_.start(launch);
@@ -535,6 +550,7 @@ class Controller {
   std::map<std::string, Live> live_;  // by PARATUNE_TRIAL_ID
   std::optional<store::StoredTrial> best_;
   nlohmann::ordered_json stored_model_;
+  std::optional<AutoStrategy> auto_strategy_;  // --strategy auto
 };
 
 }  // namespace

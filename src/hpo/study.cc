@@ -52,7 +52,8 @@ int ranks_of(const HpoOptions& options, const Config& config) {
 }
 
 trial::TrialLaunch render_run(const Space& space, const HpoOptions& options, const Config& config, const std::string& id,
-                              const std::filesystem::path& dir, int max_steps, int horizon_steps) {
+                              const std::filesystem::path& dir, int max_steps, int horizon_steps,
+                              const std::string& strategy) {
   std::set<std::string> known;
   for (const ParamSpec& p : space.parameters())
     if (p.when.empty()) known.insert(p.name);
@@ -70,7 +71,7 @@ trial::TrialLaunch render_run(const Space& space, const HpoOptions& options, con
   values["config"] = config_word(config);
   values["steps"] = std::to_string(horizon_steps);
   values["ranks"] = std::to_string(launch.slots);
-  values["strategy"] = options.strategy;
+  values["strategy"] = strategy;
   values["trial_id"] = id;
   values["trial_dir"] = dir.string();
   launch.argv = command.render(values);
@@ -78,7 +79,7 @@ trial::TrialLaunch render_run(const Space& space, const HpoOptions& options, con
 }
 
 const std::vector<std::string>& trial_strategies() {
-  static const std::vector<std::string> names{"none", "dp", "mp", "gpipe", "dp+gpipe"};
+  static const std::vector<std::string> names{"none", "dp", "mp", "gpipe", "dp+gpipe", kAutoStrategy};
   return names;
 }
 
@@ -136,7 +137,7 @@ void check_template_parameters(const Space& space, const HpoOptions& options) {
   for (const std::string& b : hpo_placeholders()) all.insert(b);
   const trial::CommandTemplate parsed(command, all);
   if (parsed.placeholders().contains("strategy") && options.strategy.empty())
-    throw Error("--command: {strategy} needs --strategy (none, dp, mp, gpipe or dp+gpipe)");
+    throw Error("--command: {strategy} needs --strategy (none, dp, mp, gpipe, dp+gpipe or auto)");
   if (!options.strategy.empty() && !parsed.placeholders().contains("strategy"))
     throw Error(fmt::format("--strategy {}: the command does not use {{strategy}}, so the trials would not train that way",
                             options.strategy));

@@ -43,17 +43,34 @@ std::map<std::int64_t, std::vector<double>> values_by_step(const std::vector<hpo
   return by_step;
 }
 
+
+// "2 dp": the slots a trial's last run had and the strategy it trained with (its hpo_json, written
+// when a run ends); "" when it has no strategy.
+std::string placement(const store::StoredTrial& t) {
+  const nlohmann::json j = nlohmann::json::parse(t.hpo_json.empty() ? "{}" : t.hpo_json, nullptr, false);
+  if (!j.is_object() || !j.contains("strategy") || !j["strategy"].is_string() || j["strategy"].get<std::string>().empty())
+    return "";
+  const std::size_t slots = j.contains("slots") && j["slots"].is_array() ? j["slots"].size() : 0;
+  return fmt::format("{} {}", slots > 0 ? std::to_string(slots) : "?", j["strategy"].get<std::string>());
+}
+
 }  // namespace
 
 std::string format_hpo_trials(const std::vector<store::StoredTrial>& trials, std::optional<std::size_t> best,
                               const std::string& objective) {
-  std::string out = fmt::format("{:>5}  {:<12} {:>4} {:>6} {:>12} {:>14} {:>11}  {}\n", "trial", "status", "rung",
-                                "steps", objective.substr(0, 12), "throughput", "peak memory", "parameters");
+  // A "ranks" column (slots and strategy) when the trials trained with a strategy.
+  const bool placed = std::any_of(trials.begin(), trials.end(), [](const auto& t) { return !placement(t).empty(); });
+  auto ranks_cell = [&](const std::string& text) { return placed ? fmt::format(" {:<12}", text) : std::string(); };
+  std::string out = fmt::format("{:>5}  {:<12} {:>4} {:>6} {:>12} {:>14} {:>11}{}  {}\n", "trial", "status", "rung",
+                                "steps", objective.substr(0, 12), "throughput", "peak memory", ranks_cell("ranks"),
+                                "parameters");
   for (const store::StoredTrial& t : trials) {
-    out += fmt::format("{:>5}  {:<12} {:>4} {:>6} {:>12} {:>14} {:>11}  {}\n", t.number, t.status,
+    const std::string where = placement(t);
+    out += fmt::format("{:>5}  {:<12} {:>4} {:>6} {:>12} {:>14} {:>11}{}  {}\n", t.number, t.status,
                        t.rung ? std::to_string(*t.rung) : "-", t.steps, objective_text(t.objective),
                        t.throughput ? fmt::format("{:.4g} st/s", *t.throughput) : "-",
-                       t.peak_memory_bytes ? units::format_bytes(*t.peak_memory_bytes) : "-", params_words(t.params_json));
+                       t.peak_memory_bytes ? units::format_bytes(*t.peak_memory_bytes) : "-",
+                       ranks_cell(where.empty() ? "-" : where), params_words(t.params_json));
     if (!t.reason.empty() && t.status != "completed") out += fmt::format("{:>7}{}\n", "", t.reason);
   }
   out += best ? best_line(trials[*best], objective) : "best: none (no trial completed with a value of the objective)\n";

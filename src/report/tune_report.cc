@@ -101,7 +101,10 @@ nlohmann::ordered_json to_json(const store::StoredTrial& t) {
           {"prediction", t.prediction_json.empty() ? nlohmann::ordered_json(nullptr)
                                                    : nlohmann::ordered_json::parse(t.prediction_json, nullptr, false)},
           {"objective", optional_json(t.objective)},
-          {"rung", t.rung ? nlohmann::ordered_json(*t.rung) : nlohmann::ordered_json(nullptr)}};
+          {"rung", t.rung ? nlohmann::ordered_json(*t.rung) : nlohmann::ordered_json(nullptr)},
+          // A hyperparameter study's own record of the trial: its slots, strategy, runs, checkpoint.
+          {"hpo", t.hpo_json.empty() ? nlohmann::ordered_json(nullptr)
+                                     : nlohmann::ordered_json::parse(t.hpo_json, nullptr, false)}};
 }
 
 std::string format_predictions(const std::vector<store::StoredTrial>& trials) {

@@ -268,6 +268,13 @@ const char* to_string(Strategy v) { return name_of(kStrategies, v); }
 
 TrainOptions parse_train_options(const std::vector<std::string>& args, const std::string& params_json,
                                  const std::string& max_steps_env) {
+  TrainOptions options = read_train_options(args, params_json, max_steps_env);
+  resolve(options);
+  return options;
+}
+
+TrainOptions read_train_options(const std::vector<std::string>& args, const std::string& params_json,
+                                const std::string& max_steps_env) {
   TrainOptions options;
   std::set<std::string> given;
   if (!params_json.empty()) {
@@ -312,7 +319,6 @@ TrainOptions parse_train_options(const std::vector<std::string>& args, const std
       throw Error(fmt::format("PARATUNE_MAX_STEPS: value '{}' must be {}", max_steps_env, e.what()));
     }
   }
-  resolve(options);
   return options;
 }
 

@@ -13,6 +13,7 @@
 #include "paratune/spec/error.h"
 #include "paratune/train/launcher.h"
 #include "paratune/train/options.h"
+#include "profile.h"
 #include "trainer.h"
 
 namespace {
@@ -32,7 +33,9 @@ void usage() {
       "usage: paratune-train [--option value | --option=value]...\n"
       "Trains a model on real data and reports through paratune's trial protocol. Options may also come\n"
       "from PARATUNE_PARAMS (a JSON object; the command line overrides it); PARATUNE_MAX_STEPS caps the steps;\n"
-      "PARATUNE_CHECKPOINT_DIR (without --checkpoint-dir) is where it saves after its last step and resumes from.\n\n"
+      "PARATUNE_CHECKPOINT_DIR (without --checkpoint-dir) is where it saves after its last step and resumes from.\n"
+      "--profile instead measures the model's layers, optimizer step and collectives with --ranks ranks busy\n"
+      "and prints them as one line, \"@profile {json}\" (what paratune tune --strategy auto decides from).\n\n"
       "  option              default        rule\n%s",
       train_options_help().c_str());
 }
@@ -70,15 +73,15 @@ int launch(const TrainOptions& o, const std::vector<std::string>& args) {
   return failure.exit_code;
 }
 
-int rank_main(const TrainOptions& o) {
+int rank_main(const TrainOptions& o, bool profile) {
   const std::string rank_text = env(kRankVariable);
   const int rank = rank_text.empty() ? o.node_rank * (o.ranks / o.nnodes) : std::stoi(rank_text);
   if (o.ranks == 1) {
     Comm comm;
-    return train_rank(o, comm);
+    return profile ? profile_rank(o, comm) : train_rank(o, comm);
   }
   Comm comm(o, rank, env(kStoreVariable));
-  return train_rank(o, comm);
+  return profile ? profile_rank(o, comm) : train_rank(o, comm);
 }
 
 }  // namespace
@@ -91,10 +94,26 @@ int main(int argc, char** argv) {
       usage();
       return 0;
     }
+  // --profile is a mode, not a training option: the ranks get it too (the launcher passes `args`).
+  std::vector<std::string> options_args;
+  bool profile = false;
+  for (const auto& a : args) (a == "--profile" ? profile = true : (options_args.push_back(a), false));
   const std::string rank = env(kRankVariable);
   const std::string who = rank.empty() ? "paratune-train" : "paratune-train rank " + rank;
   try {
-    TrainOptions o = parse_train_options(args, env("PARATUNE_PARAMS"), env("PARATUNE_MAX_STEPS"));
+    TrainOptions o = read_train_options(options_args, env("PARATUNE_PARAMS"), env("PARATUNE_MAX_STEPS"));
+    if (profile && o.ranks > 1) {
+      // Ranks 0 and 1 must be neighbouring stages (the point-to-point times): every rank a stage,
+      // or, with fewer layer units than ranks, pairs of stages; with an odd count of ranks that
+      // exceeds the units, replicas only (no pipeline can use those ranks; nothing sent).
+      const int units = static_cast<int>(build_model(o).units.size());
+      o.strategy = units >= o.ranks ? Strategy::kMp : o.ranks % 2 == 0 ? Strategy::kDpGpipe : Strategy::kDp;
+      o.pp = o.strategy == Strategy::kMp ? o.ranks : o.strategy == Strategy::kDpGpipe ? 2 : 1;
+      o.dp = o.ranks / o.pp;
+      o.micro_batches = 1;
+      o.stage_layers.clear();
+    }
+    resolve(o);
     // A tuner that pauses and promotes trials (ASHA) gives each trial a checkpoint directory: save
     // there after the last step, and resume from it when run again.
     if (const std::string dir = env("PARATUNE_CHECKPOINT_DIR"); !dir.empty() && o.checkpoint_dir.empty()) {
@@ -104,7 +123,7 @@ int main(int argc, char** argv) {
     const int local = o.ranks / o.nnodes;
     if (o.threads == 0) o.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local);
     if (rank.empty() && local > 1) return launch(o, args);
-    return rank_main(o);
+    return rank_main(o, profile);
   } catch (const Error& e) {
     std::fprintf(stderr, "%s: error: %s\n", who.c_str(), e.what());
     return 2;

@@ -39,23 +39,6 @@ std::int64_t peak_rss_bytes() {
   return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainOptions& o, const std::vector<torch::Tensor>& params) {
-  switch (o.optimizer) {
-    case Optimizer::kSgd:
-      return std::make_unique<torch::optim::SGD>(
-          params, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay));
-    case Optimizer::kAdam:
-      return std::make_unique<torch::optim::Adam>(
-          params,
-          torch::optim::AdamOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
-    case Optimizer::kAdamW:
-      return std::make_unique<torch::optim::AdamW>(
-          params,
-          torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
-  }
-  return nullptr;
-}
-
 class RankTrainer {
  public:
   RankTrainer(const TrainOptions& o, Comm& comm) : o_(o), comm_(comm) {
@@ -390,6 +373,23 @@ class RankTrainer {
 };
 
 }  // namespace
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainOptions& o, const std::vector<torch::Tensor>& params) {
+  switch (o.optimizer) {
+    case Optimizer::kSgd:
+      return std::make_unique<torch::optim::SGD>(
+          params, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay));
+    case Optimizer::kAdam:
+      return std::make_unique<torch::optim::Adam>(
+          params,
+          torch::optim::AdamOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
+    case Optimizer::kAdamW:
+      return std::make_unique<torch::optim::AdamW>(
+          params,
+          torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
+  }
+  return nullptr;
+}
 
 std::vector<int> stage_layers_for(const TrainOptions& o, const std::vector<double>& unit_flops) {
   if (!o.stage_layers.empty()) {

@@ -19,6 +19,10 @@ namespace paratune::train {
 // Throws Error for bad input found while loading (data files, stage layers).
 int train_rank(const TrainOptions& options, Comm& comm);
 
+// The optimizer options.optimizer names, with its options, over `parameters`.
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainOptions& options,
+                                                        const std::vector<torch::Tensor>& parameters);
+
 // Makes glibc keep freed memory for reuse instead of returning it to the kernel: by default blocks
 // above 128 KiB (the threshold then adapts, up to 32 MiB) are mmap'ed and unmapped one by one and the
 // heap's top is trimmed, so every step's activations arrive as fresh zeroed pages. Measured here

@@ -24,6 +24,7 @@
 #include "paratune/train/corpus.h"
 #include "paratune/train/idx.h"
 #include "paratune/train/options.h"
+#include "paratune/train/strategy_cost.h"
 #include "paratune/train/workload.h"
 
 namespace paratune::train {
@@ -451,6 +452,90 @@ TEST(TrainTune, AshaStudyResumesTheTrainerFromItsCheckpoints) {
   const TrainRun whole = train(kTinyMlp + " --steps 9", "PARATUNE_PARAMS='" + best["params"].dump() + "'");
   ASSERT_EQ(whole.exit_code, 0) << whole.output;
   EXPECT_EQ(whole.metrics.at("val_loss").back(), best["objective"].get<double>());
+}
+
+
+// --profile: what paratune's --strategy auto decides from, measured with two ranks busy.
+TEST(TrainProfile, MeasuresEachUnitTheOptimizerAndTheCollectives) {
+  const auto [exit_code, output] = capture(std::string(PARATUNE_TRAIN_BINARY) + " --model mlp --mlp-hidden 32 --ranks 2 --profile");
+  ASSERT_EQ(exit_code, 0) << output;
+  const std::size_t at = output.find("@profile ");
+  ASSERT_NE(at, std::string::npos) << output;
+  const StrategyProfile p =
+      StrategyProfile::from_json(nlohmann::json::parse(output.substr(at + 9, output.find('\n', at) - at - 9)), "profile");
+  EXPECT_EQ(p.ranks, 2);
+  EXPECT_GE(p.threads, 1);
+  ASSERT_EQ(p.unit_seconds.size(), 2u);  // 784 -> 32 -> 10
+  ASSERT_GE(p.batches.size(), 2u);
+  for (const auto& unit : p.unit_seconds) EXPECT_GT(unit.back(), 0);
+  EXPECT_GT(p.optimizer_s, 0);
+  EXPECT_GT(p.allreduce.seconds(1 << 20), 0);  // Gloo between two processes costs something
+  EXPECT_GT(p.p2p.seconds(1 << 20), 0);
+  // A bad option is the trainer's usual error.
+  const auto [bad_code, bad_output] = capture(std::string(PARATUNE_TRAIN_BINARY) + " --model mlp --ranks 0 --profile");
+  EXPECT_EQ(bad_code, 2);
+  EXPECT_NE(bad_output.find("ranks"), std::string::npos) << bad_output;
+}
+
+// --strategy auto: trials of one rank train with none; trials of two get the strategy the cost
+// model predicts fastest for their batch, recorded with the predictions; the profile is measured
+// once and kept.
+TEST(TrainTune, StrategyAutoGivesEachTrialTheCostModelsChoice) {
+  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  const fs::path dir = fs::path(::testing::TempDir()) / "train-auto";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "space.yaml") << "parameters:\n  ranks: [1, 2]\n  batch_size: [16, 64]\n";
+  const std::string command = std::string(PARATUNE_BINARY) + " tune --space " + (dir / "space.yaml").string() +
+                              " --study " + (dir / "study.db").string() + " --trials-dir " + (dir / "trials").string() +
+                              " --slots 2 --strategy auto --steps 4 --objective val_loss --direction minimize --command '" +
+                              PARATUNE_TRAIN_BINARY +
+                              " --model mlp --mlp-hidden 64,32 --eval-limit 128 --steps {steps} --ranks {ranks} "
+                              "--strategy {strategy}' --json";
+  const auto [exit_code, output] = capture(command);
+  ASSERT_EQ(exit_code, 0) << output;
+  const nlohmann::json study = nlohmann::json::parse(output.substr(output.find("{\n")));
+  ASSERT_EQ(study["trials"].size(), 4u) << output;
+  for (const auto& t : study["trials"]) {
+    ASSERT_EQ(t["status"], "completed") << t.dump();
+    const nlohmann::json& choice = t["prediction"]["strategy_auto"];
+    const std::string strategy = t["hpo"]["strategy"].get<std::string>();
+    EXPECT_EQ(choice["strategy"], strategy) << t.dump();
+    EXPECT_NE(t["command"].get<std::string>().find("--strategy " + strategy), std::string::npos) << t.dump();
+    EXPECT_EQ(t["hpo"]["slots"].size(), t["params"]["ranks"].get<std::size_t>()) << t.dump();
+    if (t["params"]["ranks"] == 1) {
+      EXPECT_EQ(strategy, "none");
+      continue;
+    }
+    // The fastest of the predictions it recorded, each strategy that can run two ranks.
+    const nlohmann::json& predicted = choice["predicted_step_s"];
+    ASSERT_EQ(predicted.size(), 3u) << choice.dump();
+    for (const auto& [name, seconds] : predicted.items()) EXPECT_LE(predicted[strategy].get<double>(), seconds.get<double>());
+  }
+  // One profile: the model and two ranks (one-rank trials need none).
+  int profiles = 0;
+  for (const auto& entry : fs::directory_iterator(dir / "trials" / "strategy-profiles")) profiles += entry.path().extension() == ".json";
+  EXPECT_EQ(profiles, 1);
+  // study show lists each trial's ranks and strategy.
+  const auto [show_code, shown] = capture(std::string(PARATUNE_BINARY) + " study show " + (dir / "study.db").string());
+  ASSERT_EQ(show_code, 0) << shown;
+  EXPECT_TRUE(std::regex_search(shown, std::regex("2 (dp|gpipe|mp) "))) << shown;
+  EXPECT_NE(shown.find("1 none"), std::string::npos) << shown;
+}
+
+// --strategy auto models paratune-train only: another program is refused before anything runs.
+TEST(TrainTune, StrategyAutoRefusesAProgramItCannotModel) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "train-auto-refused";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "space.yaml") << "parameters:\n  lr: [0.1, 0.2]\n";
+  const auto [exit_code, output] =
+      capture(std::string(PARATUNE_BINARY) + " tune --space " + (dir / "space.yaml").string() + " --study " +
+              (dir / "study.db").string() + " --trial-ranks 2 --slots 2 --strategy auto --steps 4 --objective loss "
+              "--direction minimize --command 'python3 train.py --ranks {ranks} --strategy {strategy}'");
+  EXPECT_EQ(exit_code, 2) << output;
+  EXPECT_NE(output.find("--strategy auto"), std::string::npos) << output;
+  EXPECT_NE(output.find("'python3'"), std::string::npos) << output;
 }
 
 }  // namespace

@@ -59,15 +59,20 @@ struct HpoOptions {
   double budget_s = 0;              // wall time of this run; 0: no limit
   std::filesystem::path trials_dir; // trial N runs in trials_dir/trial-NNNN (made absolute)
   // Two levels of parallelism (HyperTune): each trial takes `trial_ranks` of the backend's slots
-  // ({ranks}) and trains across them with `strategy` ({strategy}: none, dp, mp, gpipe, dp+gpipe;
-  // empty: the command has no {strategy}). A parameter of the space named "ranks" gives each trial
-  // its own count instead, and trials of different sizes are packed onto the free slots.
+  // ({ranks}) and trains across them with `strategy` ({strategy}: none, dp, mp, gpipe, dp+gpipe,
+  // or auto: chosen per trial; empty: the command has no {strategy}). A parameter of the space
+  // named "ranks" gives each trial its own count instead, and trials of different sizes are packed
+  // onto the free slots.
   int trial_ranks = 1;
   std::string strategy;
 };
 // Throws Error naming the option and the rule.
 void validate(const HpoOptions& options);
-// The strategies a trial may train with (paratune-train's --strategy): none, dp, mp, gpipe, dp+gpipe.
+// --strategy auto: each trial's strategy chosen by paratune's cost model of paratune-train
+// (train/strategy_cost.h, src/hpo/auto_strategy.h); the command must run paratune-train.
+inline constexpr const char* kAutoStrategy = "auto";
+// The strategies a trial may train with (paratune-train's --strategy: none, dp, mp, gpipe,
+// dp+gpipe), and auto.
 const std::vector<std::string>& trial_strategies();
 
 // The placeholders a command template may use besides the space's unconditional parameters (a
@@ -75,7 +80,7 @@ const std::vector<std::string>& trial_strategies();
 //   {config}    every active parameter as name=value joined by commas;
 //   {steps}     a full trial's steps;
 //   {ranks}     the slots (processes, devices) the trial has;
-//   {strategy}  how it trains across them (HpoOptions::strategy);
+//   {strategy}  how it trains across them (HpoOptions::strategy, or the trial's own with auto);
 //   {trial_id}, {trial_dir}: as in the environment.
 std::vector<std::string> hpo_placeholders();
 
@@ -100,9 +105,11 @@ std::optional<std::size_t> best_hpo_trial(const std::vector<store::StoredTrial>&
 int ranks_of(const HpoOptions& options, const Config& config);
 
 // A run of `config`: its command rendered from the template ({steps} = horizon_steps, the schedule's
-// length), PARATUNE_MAX_STEPS = max_steps, its slots and limits; no checkpoint directory.
+// length; {strategy} = `strategy`, the trial's own with --strategy auto), PARATUNE_MAX_STEPS =
+// max_steps, its slots and limits; no checkpoint directory.
 trial::TrialLaunch render_run(const Space& space, const HpoOptions& options, const Config& config, const std::string& id,
-                              const std::filesystem::path& dir, int max_steps, int horizon_steps);
+                              const std::filesystem::path& dir, int max_steps, int horizon_steps,
+                              const std::string& strategy);
 
 // A stored trial (read with its metrics: StudyStore::trials(study, true)) as samplers and pruners
 // see it: state from its status, the objective's curve from its metrics, value when completed.

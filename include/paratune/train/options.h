@@ -85,6 +85,11 @@ struct TrainOptions {
 TrainOptions parse_train_options(const std::vector<std::string>& args, const std::string& params_json,
                                  const std::string& max_steps_env);
 
+// parse_train_options without resolve(): what the user gave, dp, pp and micro_batches still 0 where
+// not given (paratune's --strategy auto resolves it once per candidate strategy).
+TrainOptions read_train_options(const std::vector<std::string>& args, const std::string& params_json,
+                                const std::string& max_steps_env);
+
 // Fills dp, pp and micro_batches from the strategy and checks what depends on several options
 // (ranks = dp x pp, the batch splitting into replicas and micro-batches, heads dividing d_model,
 // the stage layers' count). Throws Error.

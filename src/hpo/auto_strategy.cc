@@ -1,0 +1,190 @@
+#include "auto_strategy.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <functional>
+
+#include "paratune/spec/error.h"
+#include "paratune/trial/command.h"
+#include "paratune/tune/study_common.h"
+
+extern char** environ;
+
+namespace paratune::hpo {
+namespace {
+
+constexpr const char* kTrainer = "paratune-train";
+constexpr const char* kProfileLine = "@profile ";
+constexpr double kProfileTimeoutS = 600;
+
+struct Captured {
+  int status = 0;
+  std::string out, err;
+  bool timed_out = false;
+};
+
+// Runs `argv` (looked up in PATH, as trials are) with the controller's environment, collecting its
+// standard output and error; killed after `timeout_s`.
+Captured run_captured(const std::vector<std::string>& argv, double timeout_s) {
+  int out_pipe[2], err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
+    throw Error("--strategy auto: cannot create a pipe for the profile");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  Captured c;
+  if (spawned != 0) {
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    throw Error(fmt::format("--strategy auto: cannot run '{}' ({})", argv[0], std::strerror(spawned)));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&c.out, &c.err};
+  int open_pipes = 2;
+  while (open_pipes > 0) {
+    const auto left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) {
+      c.timed_out = true;
+      kill(pid, SIGKILL);
+      break;
+    }
+    if (poll(fds, 2, static_cast<int>(std::min(left, 1.0) * 1000) + 1) < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buffer[4096];
+      const ssize_t n = read(fds[i].fd, buffer, sizeof buffer);
+      if (n > 0) {
+        sinks[i]->append(buffer, static_cast<std::size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_pipes;
+      }
+    }
+  }
+  for (pollfd& f : fds)
+    if (f.fd >= 0) close(f.fd);
+  while (waitpid(pid, &c.status, 0) < 0 && errno == EINTR) {
+  }
+  return c;
+}
+
+std::string last_lines(const std::string& text, std::size_t lines) {
+  std::size_t at = text.size();
+  while (at > 0 && (text[at - 1] == '\n')) --at;
+  const std::size_t end = at;
+  for (std::size_t n = 0; at > 0 && n < lines; --at)
+    if (text[at - 1] == '\n' && ++n == lines) break;
+  return text.substr(at, end - at);
+}
+
+}  // namespace
+
+AutoStrategy::AutoStrategy(const Space& space, const HpoOptions& options, std::filesystem::path profiles_dir)
+    : space_(space), options_(options), profiles_dir_(std::move(profiles_dir)) {
+  const std::vector<std::string> words = trial::split_words(options.command);
+  const std::string program = words.empty() ? "" : std::filesystem::path(words.front()).filename().string();
+  if (program != kTrainer)
+    throw Error(fmt::format("--strategy auto: picks each trial's strategy with paratune's cost model of {}, and the "
+                            "command runs '{}'; name the strategy (none, dp, mp, gpipe or dp+gpipe) for another program",
+                            kTrainer, words.empty() ? "" : words.front()));
+}
+
+AutoStrategy::Choice AutoStrategy::choose(const Config& config, int ranks) {
+  Choice choice;
+  if (ranks == 1) {
+    choice.strategy = "none";
+    choice.notes = {{"strategy", "none"}, {"why", "one rank"}};
+    return choice;
+  }
+  // The trial's options as paratune-train will read them: its command (any strategy will do for
+  // reading) and its configuration in PARATUNE_PARAMS.
+  const trial::TrialLaunch launch = render_run(space_, options_, config, "profile", profiles_dir_, options_.steps,
+                                               options_.steps, "dp");
+  train::TrainOptions trial_options;
+  try {
+    trial_options = train::read_train_options(std::vector<std::string>(launch.argv.begin() + 1, launch.argv.end()),
+                                              config.dump(), "");
+  } catch (const Error& e) {
+    choice.strategy = "dp";
+    choice.notes = {{"strategy", "dp"}, {"why", fmt::format("not chosen: {} refuses the options ({})", kTrainer, e.what())}};
+    return choice;
+  }
+  trial_options.ranks = ranks;
+  std::vector<std::string> rejected;
+  const std::vector<train::StrategyPrediction> ranked =
+      train::rank_strategies(trial_options, profile(launch.argv.front(), trial_options, ranks), &rejected);
+  nlohmann::ordered_json predicted = nlohmann::ordered_json::object();
+  for (const train::StrategyPrediction& p : ranked) {
+    std::string name = train::to_string(p.strategy);
+    if (p.strategy == train::Strategy::kDpGpipe) name += fmt::format(" (dp {} x pp {})", p.dp, p.pp);
+    predicted[name] = p.step_s;
+  }
+  if (ranked.empty()) {
+    choice.strategy = "dp";
+    choice.notes = {{"strategy", "dp"}, {"why", "not chosen: no strategy can run this configuration"}, {"rejected", rejected}};
+    return choice;
+  }
+  choice.strategy = train::to_string(ranked.front().strategy);
+  choice.notes = {{"strategy", choice.strategy}, {"predicted_step_s", predicted}};
+  if (!rejected.empty()) choice.notes["rejected"] = rejected;
+  return choice;
+}
+
+const train::StrategyProfile& AutoStrategy::profile(const std::string& program, const train::TrainOptions& options,
+                                                    int ranks) {
+  std::vector<std::string> argv{program};
+  for (const std::string& a : train::profile_model_arguments(options)) argv.push_back(a);
+  argv.insert(argv.end(), {"--ranks", std::to_string(ranks), "--profile"});
+  std::string key;
+  for (const std::string& a : argv) key += trial::shell_quote(a) + " ";
+  if (const auto it = profiles_.find(key); it != profiles_.end()) return it->second;
+
+  // Kept on disk under a name from the command line, with the command line inside to check.
+  const std::filesystem::path file =
+      profiles_dir_ / fmt::format("profile-{:016x}.json", std::hash<std::string>{}(key));
+  if (std::filesystem::exists(file)) {
+    std::ifstream in(file);
+    const nlohmann::json saved = nlohmann::json::parse(in, nullptr, false);
+    if (!saved.is_discarded() && saved.value("command", "") == key)
+      return profiles_[key] = train::StrategyProfile::from_json(saved["profile"], file.string());
+  }
+  const Captured run = run_captured(argv, kProfileTimeoutS);
+  std::string line;
+  for (std::size_t at = run.out.find(kProfileLine); at != std::string::npos; at = run.out.find(kProfileLine, at + 1))
+    if (at == 0 || run.out[at - 1] == '\n') line = run.out.substr(at + std::strlen(kProfileLine), run.out.find('\n', at) - at - std::strlen(kProfileLine));
+  if (run.timed_out || !WIFEXITED(run.status) || WEXITSTATUS(run.status) != 0 || line.empty())
+    throw Error(fmt::format("--strategy auto: measuring the strategy profile failed ({}): {}\n{}", key,
+                            run.timed_out ? fmt::format("no result in {:.0f} s", kProfileTimeoutS)
+                            : WIFEXITED(run.status) ? fmt::format("exit code {}", WEXITSTATUS(run.status))
+                                                    : "killed by a signal",
+                            last_lines(run.err, 5)));
+  const nlohmann::json json = nlohmann::json::parse(line, nullptr, false);
+  train::StrategyProfile measured = train::StrategyProfile::from_json(json, key);
+  std::filesystem::create_directories(profiles_dir_);
+  const std::filesystem::path temporary = file.string() + ".tmp";
+  std::ofstream(temporary) << nlohmann::ordered_json{{"command", key}, {"profile", measured.to_json()}}.dump(1) << "\n";
+  std::filesystem::rename(temporary, file);
+  return profiles_[key] = std::move(measured);
+}
+
+}  // namespace paratune::hpo
