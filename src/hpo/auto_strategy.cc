@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <set>
 
 #include "paratune/spec/error.h"
 #include "paratune/trial/command.h"
@@ -107,15 +108,22 @@ AutoStrategy::AutoStrategy(const Space& space, const HpoOptions& options, std::f
     throw Error(fmt::format("--strategy auto: picks each trial's strategy with paratune's cost model of {}, and the "
                             "command runs '{}'; name the strategy (none, dp, mp, gpipe or dp+gpipe) for another program",
                             kTrainer, words.empty() ? "" : words.front()));
+  // The rank counts: the space's "ranks" parameter's values, else --trial-ranks.
+  std::set<int> ranks{options.trial_ranks};
+  if (const std::optional<std::size_t> i = space.index_of("ranks")) {
+    const ParamSpec& p = space.parameters()[*i];
+    ranks.clear();
+    for (const nlohmann::json& c : p.choices)
+      if (c.is_number_integer()) ranks.insert(c.get<int>());
+    if (p.type == ParamType::kInt)
+      for (auto r = static_cast<int>(p.low); r <= static_cast<int>(p.high); ++r) ranks.insert(r);
+  }
+  for (int r : ranks)
+    if (r > 1) study_ranks_.push_back(r);
 }
 
 AutoStrategy::Choice AutoStrategy::choose(const Config& config, int ranks) {
   Choice choice;
-  if (ranks == 1) {
-    choice.strategy = "none";
-    choice.notes = {{"strategy", "none"}, {"why", "one rank"}};
-    return choice;
-  }
   // The trial's options as paratune-train will read them: its command (any strategy will do for
   // reading) and its configuration in PARATUNE_PARAMS.
   const trial::TrialLaunch launch = render_run(space_, options_, config, "profile", profiles_dir_, options_.steps,
@@ -125,8 +133,16 @@ AutoStrategy::Choice AutoStrategy::choose(const Config& config, int ranks) {
     trial_options = train::read_train_options(std::vector<std::string>(launch.argv.begin() + 1, launch.argv.end()),
                                               config.dump(), "");
   } catch (const Error& e) {
-    choice.strategy = "dp";
-    choice.notes = {{"strategy", "dp"}, {"why", fmt::format("not chosen: {} refuses the options ({})", kTrainer, e.what())}};
+    choice.strategy = ranks == 1 ? "none" : "dp";
+    choice.notes = {{"strategy", choice.strategy},
+                    {"why", fmt::format("not chosen: {} refuses the options ({})", kTrainer, e.what())}};
+    return choice;
+  }
+  // A new model shape: every rank count's profile now, while none of its trials runs.
+  for (int r : study_ranks_) (void)profile(launch.argv.front(), trial_options, r);
+  if (ranks == 1) {
+    choice.strategy = "none";
+    choice.notes = {{"strategy", "none"}, {"why", "one rank"}};
     return choice;
   }
   trial_options.ranks = ranks;
