@@ -18,11 +18,11 @@ MupScaling mup_scaling(WeightRole role, Optimizer optimizer, double fan_in_multi
     case WeightRole::kInput:  // fan-in fixed (pixels, bytes): SP's variance already right
       s.learning_rate = sgd ? fan_out_multiplier : 1;
       break;
-    case WeightRole::kHidden:  // MuSGD: / (m_in / m_out); MuAdam: / m_in
+    case WeightRole::kHidden:  // variance 1/fan_in; MuSGD: / (m_in / m_out); MuAdam: / m_in
+      s.init_std = 1 / std::sqrt(fan_in_multiplier);
       s.learning_rate = sgd ? fan_out_multiplier / fan_in_multiplier : 1 / fan_in_multiplier;
       break;
-    case WeightRole::kOutput:  // MuReadout: zero init, input / m_in; vector-like in MuSGD
-      s.init_std = 0;
+    case WeightRole::kOutput:  // MuReadout: the base's std, input / m_in; vector-like in MuSGD
       s.forward_multiplier = 1 / fan_in_multiplier;
       s.learning_rate = sgd ? fan_in_multiplier : 1;
       break;
@@ -30,6 +30,7 @@ MupScaling mup_scaling(WeightRole role, Optimizer optimizer, double fan_in_multi
       s.learning_rate = sgd ? fan_out_multiplier : 1;
       break;
   }
+  s.weight_decay = 1 / s.learning_rate;  // lr x wd unchanged (mup's decoupled_wd=False)
   return s;
 }
 

@@ -31,6 +31,8 @@ constexpr std::array<Named<Strategy>, 5> kStrategies{{{"none", Strategy::kNone},
                                                       {"mp", Strategy::kMp},
                                                       {"gpipe", Strategy::kGpipe},
                                                       {"dp+gpipe", Strategy::kDpGpipe}}};
+constexpr std::array<Named<Parametrization>, 2> kParametrizations{
+    {{"sp", Parametrization::kStandard}, {"mup", Parametrization::kMup}}};
 
 template <typename E, std::size_t N>
 const char* name_of(const std::array<Named<E>, N>& table, E value) {
@@ -192,6 +194,9 @@ const std::vector<OptionSpec>& option_table() {
       integer("seq_len", &TrainOptions::seq_len, 1, 1 << 16, "an integer in [1, 65536]"),
       integer("mlp_ratio", &TrainOptions::mlp_ratio, 1, 64, "an integer in [1, 64]"),
       flag("tied_embeddings", &TrainOptions::tied_embeddings),
+      choice("parametrization", &TrainOptions::parametrization, kParametrizations),
+      real("surrogate_ratio", &TrainOptions::surrogate_ratio, 1, false, 4096, false,
+           "a number in [1, 4096] dividing every width into a whole number"),
       choice("strategy", &TrainOptions::strategy, kStrategies),
       integer("ranks", &TrainOptions::ranks, 1, 4096, "an integer in [1, 4096]"),
       integer("dp", &TrainOptions::dp, 1, 4096, "an integer in [1, 4096]"),
@@ -265,6 +270,7 @@ const char* to_string(Workload v) { return name_of(kWorkloads, v); }
 const char* to_string(Optimizer v) { return name_of(kOptimizers, v); }
 const char* to_string(Schedule v) { return name_of(kSchedules, v); }
 const char* to_string(Strategy v) { return name_of(kStrategies, v); }
+const char* to_string(Parametrization v) { return name_of(kParametrizations, v); }
 
 TrainOptions parse_train_options(const std::vector<std::string>& args, const std::string& params_json,
                                  const std::string& max_steps_env) {
@@ -383,9 +389,44 @@ void resolve(TrainOptions& o) {
   if (o.model == Workload::kGpt)
     require(o.d_model % o.heads == 0,
             fmt::format("heads: value {} must divide d_model ({})", o.heads, o.d_model));
+  if (o.surrogate_ratio != 1) {
+    // Only the widths the model uses must divide: a CNN's unused mlp_hidden does not matter.
+    auto check = [&](const char* name, int width) {
+      const double narrowed_width = width / o.surrogate_ratio;
+      require(narrowed_width >= 1 && narrowed_width == std::floor(narrowed_width),
+              fmt::format("surrogate_ratio: value {} must divide {} ({}) into a whole number >= 1", o.surrogate_ratio,
+                          name, width));
+    };
+    switch (o.model) {
+      case Workload::kMlp:
+        for (int w : o.mlp_hidden) check("mlp_hidden", w);
+        break;
+      case Workload::kCnn:
+        for (int c : o.cnn_channels) check("cnn_channels", c);
+        break;
+      case Workload::kGpt: {
+        check("d_model", o.d_model);
+        const int d = static_cast<int>(o.d_model / o.surrogate_ratio);
+        require(d % o.heads == 0, fmt::format("surrogate_ratio: value {} leaves d_model {} / {} = {}, which heads ({}) "
+                                              "must divide (heads are kept; each gets narrower)",
+                                              o.surrogate_ratio, o.d_model, o.surrogate_ratio, d, o.heads));
+        break;
+      }
+    }
+  }
   require(o.schedule != Schedule::kStep || o.step_size >= 1, "step_size: must be >= 1");
   require(!o.resume || !o.checkpoint_dir.empty(), "resume: needs --checkpoint-dir (where the checkpoint is)");
   require(o.checkpoint_every == 0 || !o.checkpoint_dir.empty(), "checkpoint_every: needs --checkpoint-dir");
+}
+
+TrainOptions narrowed(const TrainOptions& o) {
+  TrainOptions n = o;
+  auto divide = [&](int width) { return static_cast<int>(std::lround(width / o.surrogate_ratio)); };
+  for (int& w : n.mlp_hidden) w = divide(w);
+  for (int& c : n.cnn_channels) c = divide(c);
+  n.d_model = divide(o.d_model);
+  n.surrogate_ratio = 1;
+  return n;
 }
 
 std::string train_options_help() {

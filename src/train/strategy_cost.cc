@@ -229,7 +229,8 @@ std::vector<StrategyPrediction> rank_strategies(const TrainOptions& options, con
   return ranked;
 }
 
-std::vector<std::string> profile_model_arguments(const TrainOptions& o) {
+std::vector<std::string> profile_model_arguments(const TrainOptions& options) {
+  const TrainOptions o = narrowed(options);  // a surrogate is profiled at its own widths
   auto list = [](const std::vector<int>& values) {
     std::string text;
     for (int v : values) text += (text.empty() ? "" : ",") + std::to_string(v);

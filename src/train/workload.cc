@@ -27,7 +27,8 @@ UnitShape residual(std::int64_t in, std::int64_t out, std::int64_t stride, std::
 
 }  // namespace
 
-std::vector<UnitShape> workload_units(const TrainOptions& o) {
+std::vector<UnitShape> workload_units(const TrainOptions& options) {
+  const TrainOptions o = narrowed(options);  // the trained widths
   std::vector<UnitShape> units;
   switch (o.model) {
     case Workload::kMlp: {

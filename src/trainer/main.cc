@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "comm.h"
+#include "coord_check.h"
 #include "models.h"
 #include "paratune/spec/error.h"
 #include "paratune/train/launcher.h"
@@ -35,7 +36,9 @@ void usage() {
       "from PARATUNE_PARAMS (a JSON object; the command line overrides it); PARATUNE_MAX_STEPS caps the steps;\n"
       "PARATUNE_CHECKPOINT_DIR (without --checkpoint-dir) is where it saves after its last step and resumes from.\n"
       "--profile instead measures the model's layers, optimizer step and collectives with --ranks ranks busy\n"
-      "and prints them as one line, \"@profile {json}\" (what paratune tune --strategy auto decides from).\n\n"
+      "and prints them as one line, \"@profile {json}\" (what paratune tune --strategy auto decides from).\n"
+      "--coord-check instead trains one process for --steps steps at the constant --lr and prints each layer's\n"
+      "mean |output| at each step, \"@coord {json}\" (mup's coordinate check: flat across widths under muP).\n\n"
       "  option              default        rule\n%s",
       train_options_help().c_str());
 }
@@ -94,10 +97,15 @@ int main(int argc, char** argv) {
       usage();
       return 0;
     }
-  // --profile is a mode, not a training option: the ranks get it too (the launcher passes `args`).
+  // --profile and --coord-check are modes, not training options: the ranks get them too (the
+  // launcher passes `args`).
   std::vector<std::string> options_args;
-  bool profile = false;
-  for (const auto& a : args) (a == "--profile" ? profile = true : (options_args.push_back(a), false));
+  bool profile = false, coord_check = false;
+  for (const auto& a : args) {
+    if (a == "--profile") profile = true;
+    else if (a == "--coord-check") coord_check = true;
+    else options_args.push_back(a);
+  }
   const std::string rank = env(kRankVariable);
   const std::string who = rank.empty() ? "paratune-train" : "paratune-train rank " + rank;
   try {
@@ -114,6 +122,14 @@ int main(int argc, char** argv) {
       o.stage_layers.clear();
     }
     resolve(o);
+    if (coord_check) {
+      if (profile || o.ranks > 1 || o.steps < 1 || o.steps > 10000)
+        throw Error("--coord-check: one process (ranks 1, not with --profile) and --steps in [1, 10000]");
+      if (o.threads == 0) o.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+      torch::set_num_threads(o.threads);
+      std::fputs(coordinate_lines(coordinate_check(o, static_cast<int>(o.steps))).c_str(), stdout);
+      return 0;
+    }
     // A tuner that pauses and promotes trials (ASHA) gives each trial a checkpoint directory: save
     // there after the last step, and resume from it when run again.
     if (const std::string dir = env("PARATUNE_CHECKPOINT_DIR"); !dir.empty() && o.checkpoint_dir.empty()) {

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <set>
 
+#include "paratune/train/mup.h"
+
 namespace paratune::train {
 namespace {
 
@@ -12,26 +14,80 @@ namespace nn = torch::nn;
 
 constexpr int kImageSide = 28, kClasses = 10, kBytes = 256;
 
-void normal_init(torch::Tensor& weight, double std) {
-  torch::NoGradGuard no_grad;
-  weight.normal_(0, std);
-}
+// How the units initialize their weights, scale their rates and multiply their readout: the
+// standard parametrization (SP) at the trained width, or muP against the base model, the options'
+// own widths (train/mup.h). A width that grows is surrogate_ratio = S times its trained size at
+// the base: m = 1/S. A weight's role follows from which of its dimensions grow.
+class WidthRules {
+ public:
+  WidthRules(const TrainOptions& o, Model& model)
+      : mup_(o.parametrization == Parametrization::kMup), optimizer_(o.optimizer), ratio_(o.surrogate_ratio),
+        model_(model) {}
 
-// fan_in of a Linear or Conv2d weight: every input it sums over.
-double fan_in(const torch::Tensor& weight) { return static_cast<double>(weight.numel() / weight.size(0)); }
+  // A dimension at the base width: S times the trained one when it grows with width.
+  [[nodiscard]] double base(double size, bool grows) const { return grows ? size * ratio_ : size; }
+
+  // Draws `weight` from normal(0, std) and records its rate scaling. `sp_std`: the model's
+  // initialization at the trained width (SP); `base_std`: the same formula at the base width,
+  // which muP's init factor multiplies.
+  void init(torch::Tensor& weight, bool fan_in_grows, bool fan_out_grows, double sp_std, double base_std) {
+    const MupScaling s = scaling(fan_in_grows, fan_out_grows);
+    torch::NoGradGuard no_grad;
+    weight.normal_(0, mup_ ? base_std * s.init_std : sp_std);
+    model_.rate_scaling[weight.unsafeGetTensorImpl()] = {s.learning_rate, s.weight_decay};
+  }
+
+  // A bias or a norm's gain or shift (initialized by its module): records its rate scaling.
+  void vector(const torch::Tensor& parameter, bool grows) {
+    const MupScaling s = scaling(false, grows);
+    model_.rate_scaling[parameter.unsafeGetTensorImpl()] = {s.learning_rate, s.weight_decay};
+  }
+
+  // The output layer's input multiplier (MuReadout's 1/m_in).
+  [[nodiscard]] double readout_multiplier() const { return mup_ ? ratio_ : 1; }
+
+  // Attention scores' scale: 1/sqrt(d_head) under SP, sqrt(d_head_base)/d_head under muP.
+  [[nodiscard]] double attention_scale(int head_dim) const {
+    return mup_ ? mup_attention_scale(head_dim, static_cast<int>(std::lround(head_dim * ratio_)))
+                : 1 / std::sqrt(static_cast<double>(head_dim));
+  }
+
+ private:
+  // input: fan-out grows; hidden: both; output: fan-in; a weight of neither (a linear model's one
+  // layer, the classifier's bias) is scaled by nothing.
+  [[nodiscard]] MupScaling scaling(bool fan_in_grows, bool fan_out_grows) const {
+    if (!mup_) return {};
+    const double m = 1 / ratio_, m_in = fan_in_grows ? m : 1, m_out = fan_out_grows ? m : 1;
+    if (fan_in_grows && fan_out_grows) return mup_scaling(WeightRole::kHidden, optimizer_, m_in, m_out);
+    if (fan_in_grows) return mup_scaling(WeightRole::kOutput, optimizer_, m_in, m_out);
+    if (fan_out_grows) return mup_scaling(WeightRole::kInput, optimizer_, m_in, m_out);
+    return mup_scaling(WeightRole::kVector, optimizer_, 1, 1);
+  }
+
+  bool mup_;
+  Optimizer optimizer_;
+  double ratio_;
+  Model& model_;
+};
 
 // ---- MLP: [Linear + ReLU + dropout] per hidden width, then a Linear classifier. ----
 
 class DenseUnit final : public Unit {
  public:
-  DenseUnit(int in, int out, bool relu, double dropout, double init_scale, bool flatten)
-      : relu_(relu), flatten_(flatten), dropout_p_(dropout), in_(in), out_(out) {
+  // The first layer's input (pixels) and the last's output (classes) keep their size at any width.
+  DenseUnit(int in, int out, bool first, bool last, double dropout, double init_scale, WidthRules& rules)
+      : relu_(!last), flatten_(first), dropout_p_(dropout), in_(in), out_(out),
+        input_multiplier_(last ? rules.readout_multiplier() : 1) {
     linear_ = register_module("linear", nn::Linear(in, out));
-    normal_init(linear_->weight, init_scale * std::sqrt((relu ? 2.0 : 1.0) / in));
+    const double gain = relu_ ? 2.0 : 1.0;
+    rules.init(linear_->weight, !first, !last, init_scale * std::sqrt(gain / in),
+               init_scale * std::sqrt(gain / rules.base(in, !first)));
     nn::init::zeros_(linear_->bias);
+    rules.vector(linear_->bias, !last);
   }
   torch::Tensor forward(const torch::Tensor& input) override {
     torch::Tensor x = flatten_ ? input.flatten(1) : input;
+    if (input_multiplier_ != 1) x = x * input_multiplier_;
     x = linear_->forward(x);
     if (relu_) x = torch::relu(x);
     if (relu_ && dropout_p_ > 0) x = torch::dropout(x, dropout_p_, is_training());
@@ -45,21 +101,31 @@ class DenseUnit final : public Unit {
   bool relu_, flatten_;
   double dropout_p_;
   int in_, out_;
+  double input_multiplier_;
 };
 
 // ---- CNN: a stem, one ResNet basic block per channel count (He et al. 2016), pool + classifier. ----
 
-nn::Conv2d conv3x3(int in, int out, int stride, double init_scale) {
+// `in_grows`: false for the stem's one input channel.
+nn::Conv2d conv3x3(int in, int out, int stride, double init_scale, WidthRules& rules, bool in_grows = true) {
   auto conv = nn::Conv2d(nn::Conv2dOptions(in, out, 3).stride(stride).padding(1).bias(false));
-  normal_init(conv->weight, init_scale * std::sqrt(2.0 / fan_in(conv->weight)));
+  rules.init(conv->weight, in_grows, true, init_scale * std::sqrt(2.0 / (9.0 * in)),
+             init_scale * std::sqrt(2.0 / (9.0 * rules.base(in, in_grows))));
   return conv;
+}
+
+nn::BatchNorm2d batch_norm(int channels, WidthRules& rules) {
+  auto norm = nn::BatchNorm2d(channels);
+  rules.vector(norm->weight, true);
+  rules.vector(norm->bias, true);
+  return norm;
 }
 
 class StemUnit final : public Unit {
  public:
-  StemUnit(int channels, double init_scale) : channels_(channels) {
-    conv_ = register_module("conv", conv3x3(1, channels, 1, init_scale));
-    norm_ = register_module("norm", nn::BatchNorm2d(channels));
+  StemUnit(int channels, double init_scale, WidthRules& rules) : channels_(channels) {
+    conv_ = register_module("conv", conv3x3(1, channels, 1, init_scale, rules, false));
+    norm_ = register_module("norm", batch_norm(channels, rules));
   }
   torch::Tensor forward(const torch::Tensor& input) override {
     return torch::relu(norm_->forward(conv_->forward(input)));
@@ -76,16 +142,17 @@ class StemUnit final : public Unit {
 class ResidualUnit final : public Unit {
  public:
   // `side`: the input's height and width.
-  ResidualUnit(int in, int out, int stride, int side, double init_scale)
+  ResidualUnit(int in, int out, int stride, int side, double init_scale, WidthRules& rules)
       : in_(in), out_(out), stride_(stride), out_side_((side + stride - 1) / stride) {
-    conv1_ = register_module("conv1", conv3x3(in, out, stride, init_scale));
-    norm1_ = register_module("norm1", nn::BatchNorm2d(out));
-    conv2_ = register_module("conv2", conv3x3(out, out, 1, init_scale));
-    norm2_ = register_module("norm2", nn::BatchNorm2d(out));
+    conv1_ = register_module("conv1", conv3x3(in, out, stride, init_scale, rules));
+    norm1_ = register_module("norm1", batch_norm(out, rules));
+    conv2_ = register_module("conv2", conv3x3(out, out, 1, init_scale, rules));
+    norm2_ = register_module("norm2", batch_norm(out, rules));
     if (stride != 1 || in != out) {
       shortcut_ = register_module("shortcut", nn::Conv2d(nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)));
-      normal_init(shortcut_->weight, init_scale * std::sqrt(1.0 / in));
-      shortcut_norm_ = register_module("shortcut_norm", nn::BatchNorm2d(out));
+      rules.init(shortcut_->weight, true, true, init_scale * std::sqrt(1.0 / in),
+                 init_scale * std::sqrt(1.0 / rules.base(in, true)));
+      shortcut_norm_ = register_module("shortcut_norm", batch_norm(out, rules));
     }
   }
   torch::Tensor forward(const torch::Tensor& input) override {
@@ -110,14 +177,18 @@ class ResidualUnit final : public Unit {
 
 class PoolClassifierUnit final : public Unit {
  public:
-  PoolClassifierUnit(int channels, double dropout, double init_scale) : channels_(channels), dropout_p_(dropout) {
+  PoolClassifierUnit(int channels, double dropout, double init_scale, WidthRules& rules)
+      : channels_(channels), dropout_p_(dropout), input_multiplier_(rules.readout_multiplier()) {
     linear_ = register_module("linear", nn::Linear(channels, kClasses));
-    normal_init(linear_->weight, init_scale * std::sqrt(1.0 / channels));
+    rules.init(linear_->weight, true, false, init_scale * std::sqrt(1.0 / channels),
+               init_scale * std::sqrt(1.0 / rules.base(channels, true)));
     nn::init::zeros_(linear_->bias);
+    rules.vector(linear_->bias, false);
   }
   torch::Tensor forward(const torch::Tensor& input) override {
     torch::Tensor x = input.mean({2, 3});  // global average pool
     if (dropout_p_ > 0) x = torch::dropout(x, dropout_p_, is_training());
+    if (input_multiplier_ != 1) x = x * input_multiplier_;
     return linear_->forward(x);
   }
   double forward_flops_per_sample() const override { return 2.0 * channels_ * kClasses; }
@@ -126,19 +197,27 @@ class PoolClassifierUnit final : public Unit {
  private:
   nn::Linear linear_{nullptr};
   int channels_;
-  double dropout_p_;
+  double dropout_p_, input_multiplier_;
 };
+
+nn::LayerNorm layer_norm(int d_model, WidthRules& rules) {
+  auto norm = nn::LayerNorm(nn::LayerNormOptions({d_model}));
+  rules.vector(norm->weight, true);
+  rules.vector(norm->bias, true);
+  return norm;
+}
 
 // ---- GPT: token + position embedding, pre-norm decoder blocks, final norm + output projection. ----
 
 class EmbeddingUnit final : public Unit {
  public:
-  EmbeddingUnit(int d_model, int seq_len, double dropout, double init_scale)
+  // Both tables are input weights (a byte or a position in, d_model out): 0.02 at any width.
+  EmbeddingUnit(int d_model, int seq_len, double dropout, double init_scale, WidthRules& rules)
       : d_model_(d_model), seq_len_(seq_len), dropout_p_(dropout) {
     tokens_ = register_module("tokens", nn::Embedding(kBytes, d_model));
     positions_ = register_parameter("positions", torch::empty({seq_len, d_model}));
-    normal_init(tokens_->weight, 0.02 * init_scale);
-    normal_init(positions_, 0.02 * init_scale);
+    rules.init(tokens_->weight, false, true, 0.02 * init_scale, 0.02 * init_scale);
+    rules.init(positions_, false, true, 0.02 * init_scale, 0.02 * init_scale);
   }
   torch::Tensor forward(const torch::Tensor& input) override {  // input: [B, T] byte values
     const std::int64_t t = input.size(1);
@@ -159,25 +238,31 @@ class EmbeddingUnit final : public Unit {
 
 class DecoderBlockUnit final : public Unit {
  public:
-  DecoderBlockUnit(int d_model, int heads, int seq_len, int mlp_ratio, double dropout, double init_scale, int layers)
-      : d_model_(d_model), heads_(heads), seq_len_(seq_len), mlp_ratio_(mlp_ratio), dropout_p_(dropout) {
-    norm1_ = register_module("norm1", nn::LayerNorm(nn::LayerNormOptions({d_model})));
+  // Every projection is a hidden weight: GPT-2's constant std is SP's at any width, muP's at the base.
+  DecoderBlockUnit(int d_model, int heads, int seq_len, int mlp_ratio, double dropout, double init_scale, int layers,
+                   WidthRules& rules)
+      : d_model_(d_model), heads_(heads), seq_len_(seq_len), mlp_ratio_(mlp_ratio), dropout_p_(dropout),
+        attention_scale_(rules.attention_scale(d_model / heads)) {
+    norm1_ = register_module("norm1", layer_norm(d_model, rules));
     qkv_ = register_module("qkv", nn::Linear(d_model, 3 * d_model));
     out_ = register_module("out", nn::Linear(d_model, d_model));
-    norm2_ = register_module("norm2", nn::LayerNorm(nn::LayerNormOptions({d_model})));
+    norm2_ = register_module("norm2", layer_norm(d_model, rules));
     up_ = register_module("up", nn::Linear(d_model, mlp_ratio * d_model));
     down_ = register_module("down", nn::Linear(mlp_ratio * d_model, d_model));
     const double std = 0.02 * init_scale, residual_std = std / std::sqrt(2.0 * layers);
-    for (auto* linear : {&qkv_, &up_}) normal_init((*linear)->weight, std);
-    for (auto* linear : {&out_, &down_}) normal_init((*linear)->weight, residual_std);
-    for (auto* linear : {&qkv_, &out_, &up_, &down_}) nn::init::zeros_((*linear)->bias);
+    for (auto* linear : {&qkv_, &up_}) rules.init((*linear)->weight, true, true, std, std);
+    for (auto* linear : {&out_, &down_}) rules.init((*linear)->weight, true, true, residual_std, residual_std);
+    for (auto* linear : {&qkv_, &out_, &up_, &down_}) {
+      nn::init::zeros_((*linear)->bias);
+      rules.vector((*linear)->bias, true);
+    }
   }
   torch::Tensor forward(const torch::Tensor& input) override {  // [B, T, d]
     const std::int64_t b = input.size(0), t = input.size(1), hd = d_model_ / heads_;
     // Causal self-attention (Vaswani et al. 2017), heads split from the fused projection.
     auto qkv = qkv_->forward(norm1_->forward(input)).view({b, t, 3, heads_, hd}).permute({2, 0, 3, 1, 4});
     const torch::Tensor q = qkv[0], k = qkv[1], v = qkv[2];  // [B, H, T, hd]
-    torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(hd));
+    torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) * attention_scale_;
     const torch::Tensor future = torch::ones({t, t}, torch::kBool).triu(1);
     scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
     torch::Tensor attention = torch::softmax(scores, -1);
@@ -203,24 +288,27 @@ class DecoderBlockUnit final : public Unit {
   nn::LayerNorm norm1_{nullptr}, norm2_{nullptr};
   nn::Linear qkv_{nullptr}, out_{nullptr}, up_{nullptr}, down_{nullptr};
   int d_model_, heads_, seq_len_, mlp_ratio_;
-  double dropout_p_;
+  double dropout_p_, attention_scale_;
 };
 
 class OutputUnit final : public Unit {
  public:
   // `tied`: the token embedding's weight [V, d], else a weight of its own.
-  OutputUnit(int d_model, int seq_len, const torch::Tensor& tied, double init_scale)
-      : d_model_(d_model), seq_len_(seq_len), tied_(tied.defined()) {
-    norm_ = register_module("norm", nn::LayerNorm(nn::LayerNormOptions({d_model})));
+  // A tied weight keeps the embedding's rules (mup's MuSharedReadout); both divide the input by m.
+  OutputUnit(int d_model, int seq_len, const torch::Tensor& tied, double init_scale, WidthRules& rules)
+      : d_model_(d_model), seq_len_(seq_len), tied_(tied.defined()), input_multiplier_(rules.readout_multiplier()) {
+    norm_ = register_module("norm", layer_norm(d_model, rules));
     if (tied_) {
       weight_ = register_parameter("weight", tied);
     } else {
       weight_ = register_parameter("weight", torch::empty({kBytes, d_model}));
-      normal_init(weight_, 0.02 * init_scale);
+      rules.init(weight_, true, false, 0.02 * init_scale, 0.02 * init_scale);
     }
   }
   torch::Tensor forward(const torch::Tensor& input) override {
-    return torch::matmul(norm_->forward(input), weight_.t());  // logits [B, T, 256]
+    torch::Tensor x = norm_->forward(input);
+    if (input_multiplier_ != 1) x = x * input_multiplier_;
+    return torch::matmul(x, weight_.t());  // logits [B, T, 256]
   }
   double forward_flops_per_sample() const override { return 2.0 * seq_len_ * d_model_ * kBytes; }
   std::string describe() const override {
@@ -232,6 +320,7 @@ class OutputUnit final : public Unit {
   torch::Tensor weight_;
   int d_model_, seq_len_;
   bool tied_;
+  double input_multiplier_;
 };
 
 }  // namespace
@@ -257,42 +346,51 @@ std::vector<torch::Tensor> unique_parameters(const Model& model, int first, int 
   return out;
 }
 
-Model build_model(const TrainOptions& o) {
-  torch::manual_seed(o.seed);
+RateScaling Model::rate_scaling_of(const torch::Tensor& parameter) const {
+  const auto found = rate_scaling.find(parameter.unsafeGetTensorImpl());
+  if (found == rate_scaling.end()) throw std::logic_error("a model parameter without its rate scaling");
+  return found->second;
+}
+
+Model build_model(const TrainOptions& options) {
+  torch::manual_seed(options.seed);
   Model model;
+  WidthRules rules(options, model);
+  const TrainOptions o = narrowed(options);  // the trained widths
   switch (o.model) {
     case Workload::kMlp: {
       int in = kImageSide * kImageSide;
       for (int width : o.mlp_hidden) {
-        model.units.push_back(std::make_shared<DenseUnit>(in, width, true, o.dropout, o.init_scale, model.units.empty()));
+        model.units.push_back(
+            std::make_shared<DenseUnit>(in, width, model.units.empty(), false, o.dropout, o.init_scale, rules));
         in = width;
       }
       model.units.push_back(
-          std::make_shared<DenseUnit>(in, kClasses, false, 0.0, o.init_scale, model.units.empty()));
+          std::make_shared<DenseUnit>(in, kClasses, model.units.empty(), true, 0.0, o.init_scale, rules));
       model.classes = kClasses;
       break;
     }
     case Workload::kCnn: {
       int channels = o.cnn_channels.front(), side = kImageSide;
-      model.units.push_back(std::make_shared<StemUnit>(channels, o.init_scale));
+      model.units.push_back(std::make_shared<StemUnit>(channels, o.init_scale, rules));
       for (int next : o.cnn_channels) {
         const int stride = next > channels ? 2 : 1;  // widen and halve the resolution together
-        model.units.push_back(std::make_shared<ResidualUnit>(channels, next, stride, side, o.init_scale));
+        model.units.push_back(std::make_shared<ResidualUnit>(channels, next, stride, side, o.init_scale, rules));
         side = (side + stride - 1) / stride;
         channels = next;
       }
-      model.units.push_back(std::make_shared<PoolClassifierUnit>(channels, o.dropout, o.init_scale));
+      model.units.push_back(std::make_shared<PoolClassifierUnit>(channels, o.dropout, o.init_scale, rules));
       model.classes = kClasses;
       break;
     }
     case Workload::kGpt: {
-      auto embedding = std::make_shared<EmbeddingUnit>(o.d_model, o.seq_len, o.dropout, o.init_scale);
+      auto embedding = std::make_shared<EmbeddingUnit>(o.d_model, o.seq_len, o.dropout, o.init_scale, rules);
       model.units.push_back(embedding);
       for (int l = 0; l < o.layers; ++l)
         model.units.push_back(std::make_shared<DecoderBlockUnit>(o.d_model, o.heads, o.seq_len, o.mlp_ratio, o.dropout,
-                                                                 o.init_scale, o.layers));
+                                                                 o.init_scale, o.layers, rules));
       if (o.tied_embeddings) model.tied_weight = embedding->token_weight();
-      model.units.push_back(std::make_shared<OutputUnit>(o.d_model, o.seq_len, model.tied_weight, o.init_scale));
+      model.units.push_back(std::make_shared<OutputUnit>(o.d_model, o.seq_len, model.tied_weight, o.init_scale, rules));
       model.sequence_targets = true;
       model.classes = kBytes;
       break;

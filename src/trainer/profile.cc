@@ -113,8 +113,8 @@ class Profiler {
   double optimizer_step() {
     std::vector<torch::Tensor> parameters = unique_parameters(model_, 0, static_cast<int>(model_.units.size()));
     for (auto& p : parameters) p.mutable_grad() = torch::randn_like(p) * 1e-3;
-    auto optimizer = make_optimizer(o_, parameters);
-    return median_seconds([&] { optimizer->step(); }, 5);
+    ScaledOptimizer optimizer = make_optimizer(o_, model_, parameters);
+    return median_seconds([&] { optimizer.optimizer->step(); }, 5);
   }
 
   // (bytes, seconds) of `collective` on float tensors from 256 B to 8 MiB.

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <numeric>
 
 #include "data.h"
@@ -58,7 +59,7 @@ class RankTrainer {
     // A tied embedding split over the pipeline: the first and last stages each hold it.
     if (model.tied_weight.defined() && comm.pp() > 1 && (comm.first_stage() || comm.last_stage()))
       tied_ = model.tied_weight;
-    optimizer_ = make_optimizer(o, parameters_);
+    optimizer_ = make_optimizer(o, model, parameters_);
     sync_ = std::make_unique<GradientSync>(comm, parameters_, o.bucket_mb, o.overlap);
     data_ = o.model == Workload::kGpt ? load_text_data(o) : load_fashion_data(o);
     if (reporter()) {
@@ -157,8 +158,8 @@ class RankTrainer {
     sync_->finish();
     sum_tied_gradient();
     if (o_.clip_norm > 0) clip_gradients();
-    for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
-    optimizer_->step();
+    optimizer_.set_learning_rate(lr);
+    optimizer_.optimizer->step();
 
     if (!comm_.last_stage()) return 0;
     double loss = 0;
@@ -240,8 +241,10 @@ class RankTrainer {
   std::string checkpoint_identity() const {
     std::string layout;
     for (int n : split_) layout += std::to_string(n) + ",";
-    return fmt::format("model={} units={} dp={} pp={} stage_layers={} optimizer={} rank={}", to_string(o_.model),
-                       model_units_, comm_.dp(), comm_.pp(), layout, to_string(o_.optimizer), comm_.rank());
+    return fmt::format("model={} units={} dp={} pp={} stage_layers={} optimizer={} parametrization={} "
+                       "surrogate_ratio={} rank={}",
+                       to_string(o_.model), model_units_, comm_.dp(), comm_.pp(), layout, to_string(o_.optimizer),
+                       to_string(o_.parametrization), o_.surrogate_ratio, comm_.rank());
   }
 
   std::filesystem::path checkpoint_path() const {
@@ -259,7 +262,7 @@ class RankTrainer {
       archive.write(fmt::format("unit{}", i), unit);
     }
     torch::serialize::OutputArchive optimizer;
-    optimizer_->save(optimizer);
+    optimizer_.optimizer->save(optimizer);
     archive.write("optimizer", optimizer);
     archive.write("random_state", at::detail::getDefaultCPUGenerator().get_state());
     std::filesystem::create_directories(o_.checkpoint_dir);
@@ -306,7 +309,7 @@ class RankTrainer {
     }
     torch::serialize::InputArchive optimizer;
     archive.read("optimizer", optimizer);
-    optimizer_->load(optimizer);
+    optimizer_.optimizer->load(optimizer);
     torch::Tensor random_state;
     archive.read("random_state", random_state);
     at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle to the default one
@@ -367,28 +370,61 @@ class RankTrainer {
   torch::Tensor tied_;
   bool sequence_targets_ = false;
   int classes_ = 0;
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  ScaledOptimizer optimizer_;
   std::unique_ptr<GradientSync> sync_;
   std::unique_ptr<TrainingData> data_;
 };
 
 }  // namespace
 
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainOptions& o, const std::vector<torch::Tensor>& params) {
+void ScaledOptimizer::set_learning_rate(double lr) {
+  auto& groups = optimizer->param_groups();
+  for (std::size_t g = 0; g < groups.size(); ++g) groups[g].options().set_lr(lr * rate_multipliers[g]);
+}
+
+ScaledOptimizer make_optimizer(const TrainOptions& o, const Model& model, const std::vector<torch::Tensor>& params) {
+  // Groups in the order of their first parameter, so every run (and its checkpoint) has the same.
+  std::vector<RateScaling> scalings;
+  std::map<RateScaling, std::vector<torch::Tensor>> members;
+  for (const auto& p : params) {
+    const RateScaling s = model.rate_scaling_of(p);
+    if (!members.count(s)) scalings.push_back(s);
+    members[s].push_back(p);
+  }
+  ScaledOptimizer out;
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  for (const RateScaling& s : scalings) {
+    out.rate_multipliers.push_back(s.learning_rate);
+    const double lr = o.lr * s.learning_rate, wd = o.weight_decay * s.weight_decay;
+    std::unique_ptr<torch::optim::OptimizerOptions> options;
+    switch (o.optimizer) {
+      case Optimizer::kSgd:
+        options = std::make_unique<torch::optim::SGDOptions>(
+            torch::optim::SGDOptions(lr).momentum(o.momentum).weight_decay(wd));
+        break;
+      case Optimizer::kAdam:
+        options = std::make_unique<torch::optim::AdamOptions>(
+            torch::optim::AdamOptions(lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(wd));
+        break;
+      case Optimizer::kAdamW:
+        options = std::make_unique<torch::optim::AdamWOptions>(
+            torch::optim::AdamWOptions(lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(wd));
+        break;
+    }
+    groups.emplace_back(members[s], std::move(options));
+  }
   switch (o.optimizer) {
     case Optimizer::kSgd:
-      return std::make_unique<torch::optim::SGD>(
-          params, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay));
+      out.optimizer = std::make_unique<torch::optim::SGD>(groups, torch::optim::SGDOptions(o.lr));
+      break;
     case Optimizer::kAdam:
-      return std::make_unique<torch::optim::Adam>(
-          params,
-          torch::optim::AdamOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
+      out.optimizer = std::make_unique<torch::optim::Adam>(groups, torch::optim::AdamOptions(o.lr));
+      break;
     case Optimizer::kAdamW:
-      return std::make_unique<torch::optim::AdamW>(
-          params,
-          torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
+      out.optimizer = std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(o.lr));
+      break;
   }
-  return nullptr;
+  return out;
 }
 
 std::vector<int> stage_layers_for(const TrainOptions& o, const std::vector<double>& unit_flops) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "comm.h"
+#include "models.h"
 #include "paratune/train/options.h"
 
 namespace paratune::train {
@@ -19,9 +20,18 @@ namespace paratune::train {
 // Throws Error for bad input found while loading (data files, stage layers).
 int train_rank(const TrainOptions& options, Comm& comm);
 
-// The optimizer options.optimizer names, with its options, over `parameters`.
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainOptions& options,
-                                                        const std::vector<torch::Tensor>& parameters);
+// The optimizer options.optimizer names over `parameters` of `model`, one parameter group per rate
+// scaling (muP's per-layer factors, train/mup.h; one group under the standard parametrization),
+// each group's weight decay multiplied by its factor.
+struct ScaledOptimizer {
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::vector<double> rate_multipliers;  // one per parameter group
+
+  // Sets every group's rate to lr x its multiplier (the schedule's rate, each step).
+  void set_learning_rate(double lr);
+};
+ScaledOptimizer make_optimizer(const TrainOptions& options, const Model& model,
+                               const std::vector<torch::Tensor>& parameters);
 
 // Makes glibc keep freed memory for reuse instead of returning it to the kernel: by default blocks
 // above 128 KiB (the threshold then adapts, up to 32 MiB) are mmap'ed and unmapped one by one and the

@@ -77,6 +77,30 @@ TEST(TrainOptions, BadValuesNameTheSourceOptionValueAndRule) {
   EXPECT_EQ(error_of({}, "", "ten"), "PARATUNE_MAX_STEPS: value 'ten' must be an integer >= 1");
 }
 
+// --surrogate-ratio divides the widths the model uses into whole numbers, or says which does not.
+TEST(TrainOptions, SurrogateRatioNarrowsEveryWidthOrNamesTheOneItCannot) {
+  TrainOptions o = parse({"--model", "mlp", "--mlp-hidden", "256,128", "--surrogate-ratio", "4", "--parametrization",
+                          "mup"});
+  EXPECT_EQ(o.parametrization, Parametrization::kMup);
+  EXPECT_EQ(narrowed(o).mlp_hidden, (std::vector<int>{64, 32}));
+  EXPECT_EQ(narrowed(o).surrogate_ratio, 1);
+  EXPECT_EQ(o.mlp_hidden, (std::vector<int>{256, 128}));  // the base stays in the options
+  o = parse({"--model", "gpt", "--d-model", "128", "--heads", "4", "--surrogate-ratio", "8"});
+  EXPECT_EQ(narrowed(o).d_model, 16);
+  o = parse({"--model", "cnn", "--cnn-channels", "16,32", "--surrogate-ratio", "2"});  // mlp_hidden unused
+  EXPECT_EQ(narrowed(o).cnn_channels, (std::vector<int>{8, 16}));
+  EXPECT_EQ(error_of({"--model", "mlp", "--mlp-hidden", "256,100", "--surrogate-ratio", "8"}),
+            "surrogate_ratio: value 8 must divide mlp_hidden (100) into a whole number >= 1");
+  EXPECT_EQ(error_of({"--model", "gpt", "--d-model", "192", "--heads", "8", "--surrogate-ratio", "16"}),
+            "surrogate_ratio: value 16 leaves d_model 192 / 16 = 12, which heads (8) must divide (heads are kept; each "
+            "gets narrower)");
+  EXPECT_EQ(error_of({"--surrogate-ratio", "0.5"}),
+            "--surrogate-ratio: surrogate_ratio: value '0.5' must be a number in [1, 4096] dividing every width into a "
+            "whole number");
+  EXPECT_EQ(error_of({"--parametrization", "ntk"}),
+            "--parametrization: parametrization: value 'ntk' must be one of sp mup");
+}
+
 TEST(TrainOptions, StrategiesDeriveTheirDegreesAndRefuseContradictions) {
   TrainOptions o = parse({"--strategy", "dp", "--ranks", "2", "--batch-size", "8"});
   EXPECT_EQ(o.dp, 2);

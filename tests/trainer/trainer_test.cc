@@ -130,7 +130,11 @@ TEST(TrainModels, ShapesAndParameterCounts) {
 TEST(TrainModels, TheWorkloadDescriptionMatchesTheBuiltModels) {
   for (const std::string args : {"--model mlp --mlp-hidden 64,32", "--model cnn --cnn-channels 8,16",
                                  "--model cnn --cnn-channels 16,32,64", "--model gpt --layers 2 --d-model 32 --heads 4 --seq-len 16",
-                                 "--model gpt --layers 1 --d-model 32 --heads 4 --seq-len 16 --tied-embeddings false"}) {
+                                 "--model gpt --layers 1 --d-model 32 --heads 4 --seq-len 16 --tied-embeddings false",
+                                 "--model mlp --mlp-hidden 64,32 --surrogate-ratio 4 --parametrization mup",
+                                 "--model cnn --cnn-channels 16,32 --surrogate-ratio 2",
+                                 "--model gpt --layers 1 --d-model 64 --heads 2 --seq-len 16 --surrogate-ratio 4 "
+                                 "--parametrization mup --tied-embeddings false"}) {
     std::vector<std::string> words;
     std::istringstream in(args);
     for (std::string w; in >> w;) words.push_back(w);

@@ -19,6 +19,7 @@ enum class Workload { kMlp, kCnn, kGpt };
 enum class Optimizer { kSgd, kAdam, kAdamW };
 enum class Schedule { kConstant, kStep, kCosine };
 enum class Strategy { kNone, kDp, kMp, kGpipe, kDpGpipe };
+enum class Parametrization { kStandard, kMup };
 
 struct TrainOptions {
   // Workload and data.
@@ -56,6 +57,12 @@ struct TrainOptions {
   int layers = 4, d_model = 128, heads = 4, seq_len = 128;
   int mlp_ratio = 4;
   bool tied_embeddings = true;
+
+  // Parametrization and width (train/mup.h). The shapes above are the base model; surrogate_ratio S
+  // trains it with every width (mlp_hidden, cnn_channels, d_model) divided by S (Hydro's surrogate),
+  // and muP scales initialization, rates and multipliers against the base.
+  Parametrization parametrization = Parametrization::kStandard;
+  double surrogate_ratio = 1;
 
   // Parallel strategy of the trial.
   Strategy strategy = Strategy::kNone;
@@ -95,6 +102,10 @@ TrainOptions read_train_options(const std::vector<std::string>& args, const std:
 // the stage layers' count). Throws Error.
 void resolve(TrainOptions& options);
 
+// The model's shapes with every width divided by surrogate_ratio (what is built and trained;
+// surrogate_ratio 1 in the result). resolve() has checked each quotient is whole.
+TrainOptions narrowed(const TrainOptions& options);
+
 // The option table as help text: name, default, rule.
 std::string train_options_help();
 
@@ -102,5 +113,6 @@ const char* to_string(Workload);
 const char* to_string(Optimizer);
 const char* to_string(Schedule);
 const char* to_string(Strategy);
+const char* to_string(Parametrization);
 
 }  // namespace paratune::train
