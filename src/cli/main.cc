@@ -332,6 +332,7 @@ struct TuneFlags {
   double percentile = 25;
   bool retrain = false;
   std::optional<int> retrain_steps;  // default: --steps
+  double surrogate_ratio = 1;
 };
 
 // A hyperparameter study rather than a search of parallel configurations: a metric objective, a
@@ -339,7 +340,7 @@ struct TuneFlags {
 // parameters.
 bool is_hpo_study(const TuneFlags& f) {
   if (f.objective != hpo::kThroughputObjective || f.pruner != "none" || f.algo == "tpe" || f.algo == "gp" ||
-      f.trial_ranks != 1 || !f.strategy.empty())
+      f.trial_ranks != 1 || !f.strategy.empty() || f.given.contains("--surrogate-ratio"))
     return true;
   if (f.space_path.empty() || (f.algo != "grid" && f.algo != "random")) return false;
   const hpo::Space space = hpo::Space::load(f.space_path);
@@ -491,6 +492,7 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   options.trials_dir = trials_dir_from(f);
   options.trial_ranks = f.trial_ranks;
   options.strategy = f.strategy;
+  options.surrogate_ratio = f.surrogate_ratio;
   hpo::validate(options);
   const trial::LocalBackend backend = backend_from(f);
 
@@ -533,15 +535,22 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
     summary = hpo::run_hpo(space, options, store, backend, *sampler, *pruner, observer, g_stop_signal);
   }
   if (!json) std::cout << format_hpo_study(summary) << std::flush;  // before the retrain, which may take long
+  std::optional<hpo::Transfer> transfer;
+  if (options.surrogate_ratio != 1 && summary.best) {
+    transfer = hpo::transfer_to_target(space, options, hpo::Config::parse(summary.trials[*summary.best].params_json));
+    if (!json) std::cout << "\n" << format_transfer(*transfer) << std::flush;
+  }
   std::optional<hpo::RetrainResult> retrained;
   if (f.retrain && summary.best && summary.stop != tune::StopReason::kInterrupted) {
     const store::StoredTrial& best = summary.trials[*summary.best];
     const int steps = f.retrain_steps.value_or(options.steps);
-    std::cerr << fmt::format("paratune tune: retraining trial {} for {} steps\n", best.number, steps);
+    std::cerr << fmt::format("paratune tune: retraining trial {} for {} steps{}\n", best.number, steps,
+                             transfer ? " at the target's width" : "");
     retrained = hpo::retrain_best(space, options, best, steps, store, backend, g_stop_signal);
   }
   if (json) {
     nlohmann::ordered_json j = to_json(summary);
+    if (transfer) j["transfer"] = to_json(*transfer);
     if (retrained) j["retrain"] = to_json(*retrained);
     write_json(j);
   } else if (retrained) {
@@ -859,6 +868,10 @@ int main(int argc, char** argv) {
                      "hyperparameter studies: train the best configuration again for --retrain-steps and report "
                      "its final metrics (e.g. test_accuracy)");
   tune_cmd->add_option("--retrain-steps", tune_flags.retrain_steps, "steps of the retrain (default: --steps)");
+  tune_cmd->add_option("--surrogate-ratio", tune_flags.surrogate_ratio,
+                       "hyperparameter studies of paratune-train: trials train the model with every width / S under "
+                       "muP (Hydro's surrogates); the best is transferred to, and --retrain trains, the target")
+      ->capture_default_str();
   tune_cmd->add_option("--seed", tune_flags.seed, "seed of random orders and designs")->capture_default_str();
   tune_cmd->add_option("--min-steps", tune_flags.min_steps, "oppa: steps before a trial may be stopped early (q_min)")
       ->capture_default_str();

@@ -125,13 +125,13 @@ AutoStrategy::AutoStrategy(const Space& space, const HpoOptions& options, std::f
 AutoStrategy::Choice AutoStrategy::choose(const Config& config, int ranks) {
   Choice choice;
   // The trial's options as paratune-train will read them: its command (any strategy will do for
-  // reading) and its configuration in PARATUNE_PARAMS.
+  // reading) and its PARATUNE_PARAMS (a surrogate's narrowed widths among them).
   const trial::TrialLaunch launch = render_run(space_, options_, config, "profile", profiles_dir_, options_.steps,
                                                options_.steps, "dp");
   train::TrainOptions trial_options;
   try {
     trial_options = train::read_train_options(std::vector<std::string>(launch.argv.begin() + 1, launch.argv.end()),
-                                              config.dump(), "");
+                                              launch.params_json, "");
   } catch (const Error& e) {
     choice.strategy = ranks == 1 ? "none" : "dp";
     choice.notes = {{"strategy", choice.strategy},

@@ -37,13 +37,16 @@ RetrainResult retrain_best(const Space& space, const HpoOptions& options, const 
     }
 
   const Config config = Config::parse(best.params_json);
+  // The target: a surrogate study's best (trained narrower) is retrained at the full width.
+  HpoOptions target = options;
+  target.surrogate_ratio = 1;
   // The strategy the trial trained with (its own with --strategy auto).
   const std::string trial_strategy = parse_state(best.hpo_json).strategy;
   const std::string strategy = trial_strategy.empty() ? options.strategy : trial_strategy;
   const std::filesystem::path trials_dir = std::filesystem::absolute(options.trials_dir);
   trial::TrialLaunch launch;
   const auto [db_id, number] = store.begin_trial(study, best.params_json, [&](int n) {
-    launch = render_run(space, options, config, fmt::format("{}-{:04d}", result.study, n),
+    launch = render_run(space, target, config, fmt::format("{}-{:04d}", result.study, n),
                         trials_dir / fmt::format("retrain-{:04d}-of-trial-{:04d}", n, best.number), steps, steps,
                         strategy);
     const nlohmann::ordered_json record{{"study", result.study}, {"retrain_of", best.number}, {"steps", steps},

@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 
+#include "paratune/hpo/surrogate.h"
 #include "paratune/spec/error.h"
 #include "paratune/trial/command.h"
 #include "paratune/tune/study_common.h"
@@ -62,7 +63,7 @@ trial::TrialLaunch render_run(const Space& space, const HpoOptions& options, con
   trial::TrialLaunch launch;
   launch.id = id;
   launch.dir = dir;
-  launch.params_json = config.dump();
+  launch.params_json = trial_params(options, config).dump();
   launch.max_steps = max_steps;
   launch.limits = options.limits;
   launch.slots = ranks_of(options, config);
@@ -99,6 +100,7 @@ void validate(const HpoOptions& o) {
   if (!o.strategy.empty() &&
       std::find(trial_strategies().begin(), trial_strategies().end(), o.strategy) == trial_strategies().end())
     throw Error(fmt::format("--strategy: {}", unknown_name_message("strategy", o.strategy, trial_strategies())));
+  validate_surrogate(o);
 }
 
 std::vector<std::string> hpo_placeholders() { return {"config", "steps", "ranks", "strategy", "trial_id", "trial_dir"}; }
@@ -114,7 +116,7 @@ std::optional<std::size_t> best_hpo_trial(const std::vector<store::StoredTrial>&
 }
 
 nlohmann::ordered_json hpo_identity(const Space& space, const HpoOptions& options, const Pruner& pruner) {
-  return {{"kind", "hpo"},
+  nlohmann::ordered_json identity{{"kind", "hpo"},
           {"space", space.describe()},
           {"command", options.command},
           {"steps", options.steps},
@@ -125,6 +127,9 @@ nlohmann::ordered_json hpo_identity(const Space& space, const HpoOptions& option
           {"step_time_regex", options.step_time_regex},
           {"trial_ranks", options.trial_ranks},
           {"strategy", options.strategy}};
+  // Only where set, so the studies stored before it existed keep their identity.
+  if (options.surrogate_ratio != 1) identity["surrogate_ratio"] = options.surrogate_ratio;
+  return identity;
 }
 
 namespace {
@@ -175,6 +180,7 @@ HpoSummary run_hpo(const Space& space, const HpoOptions& options, store::StudySt
                             pruner.name()));
   const tune::StudyLock lock(store.path());
   check_template_parameters(space, options);
+  check_surrogate_space(space, options);
   check_slots(space, options, backend);
   const trial::OutputParser check_regex(trial::ParserOptions{options.step_time_regex});  // Error before anything runs
   return run_controller(space, options, store, backend, sampler, pruner, observer, stop_requested);

@@ -201,4 +201,34 @@ nlohmann::ordered_json to_json(const hpo::RetrainResult& r) {
   return {{"study", r.study}, {"reused", r.reused}, {"trial", to_json(r.trial)}, {"final_metrics", metrics}};
 }
 
+std::string format_transfer(const hpo::Transfer& t) {
+  std::string out = fmt::format("transfer to the target (muP; surrogate {:g}x narrower: {} -> {}):\n", t.ratio,
+                                t.surrogate_widths, t.target_widths);
+  out += fmt::format("  the target's hyperparameters: {} (muP keeps the global values: its per-layer factors, which\n"
+                     "  made the surrogate train like the target, are 1 at the target's width)\n",
+                     params_words(t.hyperparameters.dump()));
+  out += fmt::format("  {:<8} {:>14} {:>14} {:>16} {:>16}   ({})\n", "weights", "lr surrogate", "lr target", "decay surrogate",
+                     "decay target", t.optimizer);
+  for (const hpo::RoleRates& r : t.rates)
+    out += fmt::format("  {:<8} {:>14.6g} {:>14.6g} {:>16.6g} {:>16.6g}\n", r.role, r.surrogate_lr, r.target_lr,
+                       r.surrogate_weight_decay, r.target_weight_decay);
+  return out;
+}
+
+nlohmann::ordered_json to_json(const hpo::Transfer& t) {
+  nlohmann::ordered_json rates = nlohmann::ordered_json::array();
+  for (const hpo::RoleRates& r : t.rates)
+    rates.push_back({{"role", r.role},
+                     {"surrogate_lr", r.surrogate_lr},
+                     {"target_lr", r.target_lr},
+                     {"surrogate_weight_decay", r.surrogate_weight_decay},
+                     {"target_weight_decay", r.target_weight_decay}});
+  return {{"surrogate_ratio", t.ratio},
+          {"optimizer", t.optimizer},
+          {"surrogate_widths", t.surrogate_widths},
+          {"target_widths", t.target_widths},
+          {"hyperparameters", t.hyperparameters},
+          {"rates", rates}};
+}
+
 }  // namespace paratune

@@ -527,6 +527,71 @@ TEST(TrainTune, StrategyAutoGivesEachTrialTheCostModelsChoice) {
   EXPECT_NE(shown.find("1 none"), std::string::npos) << shown;
 }
 
+// Hydro's surrogate study: the trials train the model 4x narrower under muP (MLP 64,32 -> 16,8:
+// 12,786 parameters instead of 52,650), the best is transferred (Adam: the hidden weights' rate 4x on
+// the surrogate, 1x on the target) and --retrain trains the target.
+TEST(TrainTune, SurrogateStudyTunesANarrowModelAndRetrainsTheTarget) {
+  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  const fs::path dir = fs::path(::testing::TempDir()) / "train-surrogate";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "space.yaml") << "parameters:\n  lr: [0.003, 0.03]\n";
+  const std::string command = std::string(PARATUNE_BINARY) + " tune --space " + (dir / "space.yaml").string() +
+                              " --study " + (dir / "study.db").string() + " --trials-dir " + (dir / "trials").string() +
+                              " --steps 8 --surrogate-ratio 4 --objective val_loss --direction minimize --retrain "
+                              "--command '" + PARATUNE_TRAIN_BINARY +
+                              " --model mlp --mlp-hidden 64,32 --optimizer adam --eval-limit 128 --steps {steps} "
+                              "--threads 1' --json";
+  const auto [exit_code, output] = capture(command);
+  ASSERT_EQ(exit_code, 0) << output;
+  const nlohmann::json study = nlohmann::json::parse(output.substr(output.find("{\n")));
+  ASSERT_EQ(study["trials"].size(), 2u) << output;
+  auto log_of = [&](const std::string& name) {
+    std::ifstream in(dir / "trials" / name / "stdout.log");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  for (const char* trial : {"trial-0001", "trial-0002"})
+    EXPECT_NE(log_of(trial).find("mlp, 12786 parameters"), std::string::npos) << log_of(trial);
+  EXPECT_NE(log_of("retrain-0001-of-trial-0001").find("mlp, 52650 parameters"), std::string::npos)
+      << log_of("retrain-0001-of-trial-0001");
+  const nlohmann::json& transfer = study["transfer"];
+  EXPECT_EQ(transfer["surrogate_widths"], "mlp_hidden 16,8");
+  EXPECT_EQ(transfer["target_widths"], "mlp_hidden 64,32");
+  const double lr = study["trials"][0]["objective"] < study["trials"][1]["objective"] ? 0.003 : 0.03;
+  EXPECT_EQ(transfer["hyperparameters"]["lr"], lr);
+  for (const auto& role : transfer["rates"]) {
+    EXPECT_DOUBLE_EQ(role["target_lr"].get<double>(), lr);
+    EXPECT_DOUBLE_EQ(role["surrogate_lr"].get<double>(), role["role"] == "hidden" ? 4 * lr : lr) << role.dump();
+  }
+  EXPECT_EQ(study["retrain"]["trial"]["status"], "completed");
+  EXPECT_EQ(study["retrain"]["trial"]["params"]["lr"], lr);
+}
+
+// --surrogate-ratio narrows paratune-train's model: another program, or a throughput objective, is
+// refused before anything runs.
+TEST(TrainTune, SurrogateRatioRefusesWhatItCannotNarrow) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "train-surrogate-refused";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "space.yaml") << "parameters:\n  lr: [0.1, 0.2]\n";
+  const std::string tune = std::string(PARATUNE_BINARY) + " tune --space " + (dir / "space.yaml").string() +
+                           " --study " + (dir / "study.db").string() + " --steps 4 --surrogate-ratio 4 ";
+  auto [exit_code, output] =
+      capture(tune + "--objective loss --direction minimize --command 'python3 train.py --lr {lr}'");
+  EXPECT_EQ(exit_code, 2) << output;
+  EXPECT_NE(output.find("--surrogate-ratio: narrows the model of paratune-train"), std::string::npos) << output;
+  EXPECT_NE(output.find("'python3'"), std::string::npos) << output;
+  std::tie(exit_code, output) = capture(tune + "--command '" + PARATUNE_TRAIN_BINARY + " --lr {lr}'");
+  EXPECT_EQ(exit_code, 2) << output;
+  EXPECT_NE(output.find("a surrogate's throughput says nothing of the target's"), std::string::npos) << output;
+  std::tie(exit_code, output) = capture(std::string(PARATUNE_BINARY) + " tune --space " + (dir / "space.yaml").string() +
+                                        " --study " + (dir / "study.db").string() +
+                                        " --steps 4 --surrogate-ratio 0.5 --objective loss --direction minimize "
+                                        "--command '" + PARATUNE_TRAIN_BINARY + " --lr {lr}'");
+  EXPECT_EQ(exit_code, 2) << output;
+  EXPECT_NE(output.find("--surrogate-ratio 0.5: must be a number >= 1"), std::string::npos) << output;
+}
+
 // --strategy auto models paratune-train only: another program is refused before anything runs.
 TEST(TrainTune, StrategyAutoRefusesAProgramItCannotModel) {
   const fs::path dir = fs::path(::testing::TempDir()) / "train-auto-refused";

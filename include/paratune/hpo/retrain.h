@@ -1,5 +1,6 @@
 // After a hyperparameter search: the best configuration trained once more for the full budget, and
-// what it reports at the end (the trainer's test_loss and test_accuracy among them).
+// what it reports at the end (the trainer's test_loss and test_accuracy among them). A surrogate
+// study's best (hpo/surrogate.h) is retrained at the target's width: the transfer, trained.
 //
 // The run is trial 1 of its own study in the same store, named "NAME.retrain.N.Ssteps" for the
 // search's study NAME, best trial N and S steps, so it is durable, shown by `study show

@@ -65,6 +65,10 @@ struct HpoOptions {
   // onto the free slots.
   int trial_ranks = 1;
   std::string strategy;
+  // Hydro's surrogate models (hpo/surrogate.h): trials train paratune-train's model with every
+  // width divided by this, under muP (PARATUNE_PARAMS gets surrogate_ratio and parametrization
+  // mup); a retrain trains the target (1). 1: the model as the command describes it.
+  double surrogate_ratio = 1;
 };
 // Throws Error naming the option and the rule.
 void validate(const HpoOptions& options);

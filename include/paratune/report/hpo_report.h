@@ -10,6 +10,7 @@
 #include "paratune/hpo/importance.h"
 #include "paratune/hpo/retrain.h"
 #include "paratune/hpo/study.h"
+#include "paratune/hpo/surrogate.h"
 #include "paratune/store/study_store.h"
 
 namespace paratune {
@@ -40,5 +41,10 @@ nlohmann::ordered_json to_json(const hpo::HpoSummary& summary);
 // The retrain of the best configuration: its status and every final metric.
 std::string format_retrain(const hpo::RetrainResult& retrain);
 nlohmann::ordered_json to_json(const hpo::RetrainResult& retrain);
+
+// A surrogate study's best configuration at the target width: its values, and each weight role's
+// effective learning rate and weight decay on the surrogate and on the target (hpo/surrogate.h).
+std::string format_transfer(const hpo::Transfer& transfer);
+nlohmann::ordered_json to_json(const hpo::Transfer& transfer);
 
 }  // namespace paratune
