@@ -1,0 +1,440 @@
+// Hydro's surrogate tuning (issue 20, part 1) measured with the real trainer, paratune-train
+// (README "Surrogate tuning (Hydro)"). Every number is a real training run on this machine; two
+// runs at a time, one thread each.
+//
+//   bench_hydro lr-width [--model gpt|cnn] [--steps N] [--out DIR]
+//       The optimal learning rate against width under the standard parametrization (SP) and muP
+//       (Hydro's slide "Scaling Effect"; Tensor Programs V Fig. 1): the model at 1/8, 1/4, 1/2 and
+//       1x its base width, each trained at 7 learning rates a factor 2 apart, its final validation
+//       loss. DIR/lr_width_MODEL.md (the table and each width's optimum) and .svg.
+//
+//   bench_hydro rank-transfer [--model gpt|cnn] [--configs 10] [--steps N] [--out DIR]
+//       Ranking transfer: 10 configurations (learning rate, init scale, weight decay or momentum,
+//       drawn by a fixed seed) trained at the base width and as surrogates 4x and 8x narrower,
+//       under muP and under SP; Kendall's tau-b between the base's ranking by final validation loss
+//       and each surrogate's. DIR/rank_transfer_MODEL.md.
+//
+//   bench_hydro end-to-end [--ratio 8] [--trials 24] [--seeds 0-1] [--steps 300] [--out DIR]
+//       `paratune tune` with TPE over the GPT's learning rate, init scale and weight decay, the same
+//       number of trials: on the target directly, and on the surrogate (--surrogate-ratio) with the
+//       best transferred and retrained at the target's width (--retrain). CPU time of each whole
+//       tuning (the paratune process and every trial it ran: wait4's rusage), its wall time, and
+//       the target's final validation loss. DIR/end_to_end.md.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "paratune/trial/command.h"
+#include "svg_chart.h"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using paratune::bench::line_chart_svg;
+using paratune::bench::Panel;
+using paratune::bench::Series;
+
+// The two models of the issue at their base (target) widths, one thread per run.
+struct ModelSetup {
+  std::string name, args, lr_note;
+  std::vector<double> lr_grid;  // the lr-width sweep's rates
+  int steps = 200;
+};
+
+ModelSetup model_setup(const std::string& name) {
+  std::vector<double> grid;
+  if (name == "gpt") {
+    // Byte-level Transformer (fortunes), AdamW: muP's Adam rules.
+    for (int k = -1; k <= 5; ++k) grid.push_back(1e-3 * std::pow(2.0, k));  // 5e-4 .. 3.2e-2
+    return {"gpt",
+            "--model gpt --layers 2 --d-model 256 --heads 4 --seq-len 64 --batch-size 16 --optimizer adamw "
+            "--eval-limit 512 --threads 1",
+            "AdamW", grid, 200};
+  }
+  if (name == "cnn") {
+    // ResNet-style CNN (Fashion-MNIST), SGD with momentum: muP's SGD rules.
+    for (int k = 0; k <= 6; ++k) grid.push_back(0.0125 * std::pow(2.0, k));  // 0.0125 .. 0.8
+    return {"cnn",
+            "--model cnn --cnn-channels 32,64,128 --batch-size 32 --optimizer sgd --momentum 0.9 --eval-limit 2000 "
+            "--threads 1",
+            "SGD, momentum 0.9", grid, 200};
+  }
+  throw std::runtime_error("--model: gpt or cnn, not " + name);
+}
+
+// One paratune-train run and what it ended with.
+struct Run {
+  std::string args;
+  double val_loss = NAN;  // the last one reported; NAN when the run diverged or failed
+  int exit_code = -1;
+  double seconds = 0;
+  std::string tail;  // the output's last lines, for a failure
+};
+
+void execute(Run& run) {
+  const auto start = std::chrono::steady_clock::now();
+  FILE* pipe = popen((std::string(PARATUNE_TRAIN_BINARY) + " " + run.args + " 2>&1").c_str(), "r");
+  char line[4096];
+  std::vector<std::string> lines;
+  while (pipe && fgets(line, sizeof line, pipe)) {
+    const std::string text = line;
+    if (text.rfind("@paratune ", 0) == 0) {
+      const nlohmann::json j = nlohmann::json::parse(text.substr(10), nullptr, false);
+      if (!j.is_discarded() && j.value("metric", "") == "val_loss") run.val_loss = j["value"].get<double>();
+    } else {
+      lines.push_back(text);
+    }
+  }
+  const int status = pipe ? pclose(pipe) : -1;
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (run.exit_code != 0) run.val_loss = NAN;  // 3: diverged (the trainer stops at a non-finite loss)
+  for (std::size_t i = lines.size() > 3 ? lines.size() - 3 : 0; i < lines.size(); ++i) run.tail += lines[i];
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Runs every job, `workers` at a time, printing each as it ends.
+void run_all(std::vector<Run>& runs, int workers = 2) {
+  std::atomic<std::size_t> next{0};
+  std::mutex print;
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w)
+    threads.emplace_back([&] {
+      for (std::size_t i; (i = next++) < runs.size();) {
+        execute(runs[i]);
+        std::lock_guard lock(print);
+        std::fprintf(stderr, "[%zu/%zu] %.1f s  val_loss %.4f  exit %d  %s\n", i + 1, runs.size(), runs[i].seconds,
+                     runs[i].val_loss, runs[i].exit_code, runs[i].args.c_str());
+        if (runs[i].exit_code != 0 && runs[i].exit_code != 3) std::fprintf(stderr, "%s", runs[i].tail.c_str());
+      }
+    });
+  for (auto& t : threads) t.join();
+}
+
+// Kendall's tau-b of two score lists (ties in either count as neither concordant nor discordant,
+// and shrink the denominator). A NAN score (a diverged run) ranks last, tied with other NANs.
+double kendall_tau_b(const std::vector<double>& a, const std::vector<double>& b) {
+  auto key = [](double v) { return std::isnan(v) ? INFINITY : v; };
+  double concordant = 0, discordant = 0, ties_a = 0, ties_b = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    for (std::size_t j = i + 1; j < a.size(); ++j) {
+      const double da = key(a[i]) == key(a[j]) ? 0 : key(a[i]) < key(a[j]) ? 1 : -1;
+      const double db = key(b[i]) == key(b[j]) ? 0 : key(b[i]) < key(b[j]) ? 1 : -1;
+      if (da == 0 && db == 0) continue;
+      if (da == 0) ++ties_a;
+      else if (db == 0) ++ties_b;
+      else (da == db ? concordant : discordant) += 1;
+    }
+  const double denominator = std::sqrt((concordant + discordant + ties_a) * (concordant + discordant + ties_b));
+  return denominator > 0 ? (concordant - discordant) / denominator : NAN;
+}
+
+void write(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+  std::fprintf(stderr, "wrote %s\n", path.c_str());
+}
+
+void to_png(const fs::path& svg) {
+  const std::string command = fmt::format("rsvg-convert -o {} {} 2>/dev/null", paratune::trial::shell_quote(
+                                              fs::path(svg).replace_extension(".png").string()),
+                                          paratune::trial::shell_quote(svg.string()));
+  if (std::system(command.c_str()) != 0) std::fprintf(stderr, "(no PNG: rsvg-convert is not installed)\n");
+}
+
+constexpr int kRatios[] = {8, 4, 2, 1};
+
+int lr_width(const ModelSetup& m, int steps, const fs::path& out) {
+  struct Cell {
+    std::string parametrization;
+    int ratio;
+    double lr;
+  };
+  std::vector<Cell> cells;
+  std::vector<Run> runs;
+  for (const char* p : {"sp", "mup"})
+    for (int s : kRatios)
+      for (double lr : m.lr_grid) {
+        // SP at the base width is muP at the base width, bit for bit (tested): run it once.
+        if (std::string(p) == "mup" && s == 1) continue;
+        cells.push_back({p, s, lr});
+        runs.push_back({fmt::format("{} --steps {} --lr {} --parametrization {} --surrogate-ratio {}", m.args, steps,
+                                    lr, p, s)});
+      }
+  run_all(runs);
+  auto loss_of = [&](const std::string& p, int s, double lr) {
+    for (std::size_t i = 0; i < cells.size(); ++i)
+      if (cells[i].ratio == s && cells[i].lr == lr && (cells[i].parametrization == p || s == 1)) return runs[i].val_loss;
+    return std::nan("");
+  };
+  std::string md = fmt::format(
+      "# Optimal learning rate against width: {} ({}), {} steps\n\n"
+      "Final validation loss of `paratune-train {} --steps {}` at each learning rate and width (the base divided by "
+      "S), under SP and under muP (base: S = 1, where the two are the same run). `-`: diverged. One run per cell "
+      "(seed 0), this machine, one thread per run.\n\n",
+      m.name, m.lr_note, steps, m.args, steps);
+  std::vector<Panel> panels;
+  for (const char* p : {"sp", "mup"}) {
+    Panel panel{std::string(p) == "sp" ? "standard parametrization" : "muP", "learning rate", "final validation loss",
+                true};
+    md += fmt::format("## {}\n\n| width (S) |", p);
+    for (double lr : m.lr_grid) md += fmt::format(" lr {:g} |", lr);
+    md += " best lr |\n|---|";
+    for (std::size_t i = 0; i <= m.lr_grid.size(); ++i) md += "---|";
+    md += "\n";
+    for (int s : kRatios) {
+      Series series{fmt::format("1/{} width", s)};
+      if (s == 1) series.name = "base width";
+      std::size_t best = 0;
+      md += fmt::format("| 1/{} |", s);
+      for (std::size_t k = 0; k < m.lr_grid.size(); ++k) {
+        const double v = loss_of(p, s, m.lr_grid[k]);
+        series.points.emplace_back(m.lr_grid[k], v);
+        md += std::isnan(v) ? " - |" : fmt::format(" {:.4f} |", v);
+        if (!std::isnan(v) && (std::isnan(series.points[best].second) || v < series.points[best].second)) best = k;
+      }
+      series.highlighted = {best};
+      md += fmt::format(" **{:g}** |\n", m.lr_grid[best]);
+      panel.series.push_back(series);
+    }
+    md += "\n";
+    panels.push_back(panel);
+  }
+  // A shared y range: the best losses and a bit above, so diverging rates do not squash the curves.
+  double low = INFINITY;
+  for (const Run& r : runs)
+    if (!std::isnan(r.val_loss)) low = std::min(low, r.val_loss);
+  for (Panel& p : panels) p.y_low = low - 0.05, p.y_high = low + (m.name == "gpt" ? 1.0 : 0.6);
+  const fs::path svg = out / fmt::format("lr_width_{}.svg", m.name);
+  write(svg, line_chart_svg(fmt::format("{}: final validation loss vs learning rate at 4 widths ({} steps)", m.name, steps),
+                            panels, "circled: each width's best rate; off the top: diverged or worse"));
+  to_png(svg);
+  write(out / fmt::format("lr_width_{}.md", m.name), md);
+  return 0;
+}
+
+int rank_transfer(const ModelSetup& m, int configs, int steps, const fs::path& out) {
+  std::mt19937_64 rng(20);
+  auto log_uniform = [&](double low, double high) {
+    return std::exp(std::uniform_real_distribution<double>(std::log(low), std::log(high))(rng));
+  };
+  std::vector<std::string> config_args;
+  for (int c = 0; c < configs; ++c) {
+    if (m.name == "gpt")
+      config_args.push_back(fmt::format("--lr {:.3g} --init-scale {:.3g} --weight-decay {:.3g}", log_uniform(3e-4, 3e-2),
+                                        log_uniform(0.5, 2), log_uniform(1e-4, 0.3)));
+    else
+      config_args.push_back(fmt::format("--lr {:.3g} --init-scale {:.3g} --momentum {:.3g}", log_uniform(0.01, 0.5),
+                                        log_uniform(0.5, 2), std::uniform_real_distribution<double>(0.8, 0.95)(rng)));
+  }
+  const std::vector<std::pair<std::string, int>> settings{{"sp", 1}, {"mup", 4}, {"mup", 8}, {"sp", 4}, {"sp", 8}};
+  std::vector<Run> runs;
+  for (const auto& [p, s] : settings)
+    for (const std::string& c : config_args)
+      runs.push_back({fmt::format("{} --steps {} {} --parametrization {} --surrogate-ratio {}", m.args, steps, c, p, s)});
+  run_all(runs);
+  auto losses = [&](std::size_t setting) {
+    std::vector<double> v;
+    for (int c = 0; c < configs; ++c) v.push_back(runs[setting * configs + c].val_loss);
+    return v;
+  };
+  std::string md = fmt::format(
+      "# Ranking transfer: {} ({}), {} configurations, {} steps\n\n"
+      "Each configuration trained at the base width (S = 1) and as surrogates S = 4 and 8 times narrower, under "
+      "muP and under SP; final validation loss (`-`: diverged, ranked last). One run each (seed 0).\n\n"
+      "| configuration | S=1 | muP S=4 | muP S=8 | SP S=4 | SP S=8 |\n|---|---|---|---|---|---|\n",
+      m.name, m.lr_note, configs, steps);
+  for (int c = 0; c < configs; ++c) {
+    md += fmt::format("| `{}` |", config_args[c]);
+    for (std::size_t s = 0; s < settings.size(); ++s) {
+      const double v = runs[s * configs + c].val_loss;
+      md += std::isnan(v) ? " - |" : fmt::format(" {:.4f} |", v);
+    }
+    md += "\n";
+  }
+  md += "\nKendall's tau-b with the base's ranking (1: the same order; 0: unrelated):\n\n| | S=4 | S=8 |\n|---|---|---|\n";
+  md += fmt::format("| muP | {:.3f} | {:.3f} |\n", kendall_tau_b(losses(0), losses(1)), kendall_tau_b(losses(0), losses(2)));
+  md += fmt::format("| SP | {:.3f} | {:.3f} |\n", kendall_tau_b(losses(0), losses(3)), kendall_tau_b(losses(0), losses(4)));
+  // Does the surrogate's best configuration do well at the base width?
+  auto best_of = [](const std::vector<double>& v) {
+    std::size_t b = 0;
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (!std::isnan(v[i]) && (std::isnan(v[b]) || v[i] < v[b])) b = i;
+    return b;
+  };
+  const std::vector<double> base = losses(0);
+  md += fmt::format("\nThe base's best configuration: #{} (loss {:.4f}). Each surrogate's best, trained at the base:\n\n",
+                    best_of(base) + 1, base[best_of(base)]);
+  for (std::size_t s = 1; s < settings.size(); ++s) {
+    const std::size_t b = best_of(losses(s));
+    md += fmt::format("- {} S={}: #{}, base loss {:.4f} ({:+.2f}% against the base's best)\n", settings[s].first,
+                      settings[s].second, b + 1, base[b], 100 * (base[b] / base[best_of(base)] - 1));
+  }
+  write(out / fmt::format("rank_transfer_{}.md", m.name), md);
+  return 0;
+}
+
+// `paratune tune ...` as a child: its JSON output, wall time and CPU time (its own and every trial's:
+// the trials are its children, waited for, so wait4's rusage counts them).
+struct TuneRun {
+  nlohmann::json result;
+  double wall_s = 0, cpu_s = 0;
+  int exit_code = -1;
+};
+
+TuneRun run_tune(const std::vector<std::string>& argv, const fs::path& log) {
+  TuneRun t;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  const fs::path json = fs::path(log).replace_extension(".json");
+  posix_spawn_file_actions_addopen(&actions, 1, json.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const auto start = std::chrono::steady_clock::now();
+  pid_t pid = 0;
+  if (posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ) != 0) throw std::runtime_error("spawn failed");
+  posix_spawn_file_actions_destroy(&actions);
+  int status = 0;
+  rusage usage{};
+  wait4(pid, &status, 0, &usage);
+  t.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  t.cpu_s = usage.ru_utime.tv_sec + usage.ru_utime.tv_usec * 1e-6 + usage.ru_stime.tv_sec + usage.ru_stime.tv_usec * 1e-6;
+  t.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream in(json);
+  t.result = nlohmann::json::parse(in, nullptr, false);
+  return t;
+}
+
+int end_to_end(double ratio, int trials, int first_seed, int last_seed, int steps, const fs::path& out) {
+  const ModelSetup m = model_setup("gpt");
+  fs::create_directories(out / "end-to-end");
+  const fs::path space = out / "end-to-end" / "space.yaml";
+  std::ofstream(space) << "parameters:\n"
+                          "  lr: {type: float, low: 1.0e-4, high: 1.0e-1, log: true}\n"
+                          "  init_scale: {type: float, low: 0.25, high: 4.0, log: true}\n"
+                          "  weight_decay: {type: float, low: 1.0e-4, high: 0.3, log: true}\n";
+  std::string md = fmt::format(
+      "# End to end: tuning the GPT on a {:g}x narrower muP surrogate vs tuning it directly\n\n"
+      "`paratune tune --algo tpe --max-trials {} --steps {} --slots 2` over lr, init_scale and weight_decay "
+      "(log-uniform) of `paratune-train {}`, objective val_loss; the surrogate run adds `--surrogate-ratio {:g} "
+      "--retrain` (the best configuration transferred and trained at the target's width: its final validation "
+      "loss is the surrogate tuning's result). CPU time: the paratune process and every trial it ran (wait4). "
+      "Same TPE seed for both.\n\n"
+      "| seed | direct: CPU s | wall s | target val_loss | surrogate: CPU s | wall s | target val_loss (retrain) | "
+      "CPU saving | loss difference |\n|---|---|---|---|---|---|---|---|---|\n",
+      ratio, trials, steps, m.args, ratio);
+  std::vector<double> savings, differences;
+  for (int seed = first_seed; seed <= last_seed; ++seed) {
+    std::map<std::string, TuneRun> by_kind;
+    for (const std::string kind : {"direct", "surrogate"}) {
+      const fs::path dir = out / "end-to-end" / fmt::format("{}-seed{}", kind, seed);
+      fs::remove_all(dir);
+      fs::create_directories(dir);
+      std::vector<std::string> argv{PARATUNE_BINARY, "tune", "--space", space.string(), "--study",
+                                    (dir / "study.db").string(), "--trials-dir", (dir / "trials").string(),
+                                    "--algo", "tpe", "--seed", std::to_string(seed), "--max-trials",
+                                    std::to_string(trials), "--steps", std::to_string(steps), "--slots", "2",
+                                    "--objective", "val_loss", "--direction", "minimize", "--json", "--command",
+                                    std::string(PARATUNE_TRAIN_BINARY) + " " + m.args +
+                                        " --steps {steps}"};
+      if (kind == "surrogate")
+        argv.insert(argv.end(), {"--surrogate-ratio", fmt::format("{:g}", ratio), "--retrain"});
+      std::fprintf(stderr, "%s seed %d ...\n", kind.c_str(), seed);
+      by_kind[kind] = run_tune(argv, dir / "tune.log");
+      const TuneRun& t = by_kind[kind];
+      std::fprintf(stderr, "  exit %d, %.0f s wall, %.0f s CPU\n", t.exit_code, t.wall_s, t.cpu_s);
+      if (t.exit_code != 0 || t.result.is_discarded()) {
+        std::fprintf(stderr, "paratune tune failed: see %s\n", (dir / "tune.log").c_str());
+        return 1;
+      }
+    }
+    const TuneRun& direct = by_kind["direct"];
+    const TuneRun& surrogate = by_kind["surrogate"];
+    const double direct_loss = direct.result["best"]["objective"].get<double>();
+    const double surrogate_loss = surrogate.result["retrain"]["final_metrics"]["val_loss"].get<double>();
+    savings.push_back(direct.cpu_s / surrogate.cpu_s);
+    differences.push_back(100 * (surrogate_loss / direct_loss - 1));
+    md += fmt::format("| {} | {:.0f} | {:.0f} | {:.4f} | {:.0f} | {:.0f} | {:.4f} | {:.1f}x | {:+.2f}% |\n", seed,
+                      direct.cpu_s, direct.wall_s, direct_loss, surrogate.cpu_s, surrogate.wall_s, surrogate_loss,
+                      savings.back(), differences.back());
+    md += fmt::format("|  | best: `{}` | | | best (surrogate): `{}` | | | | |\n", direct.result["best"]["params"].dump(),
+                      surrogate.result["best"]["params"].dump());
+  }
+  double saving = 0, difference = 0;
+  for (double s : savings) saving += s / savings.size();
+  for (double d : differences) difference += d / differences.size();
+  md += fmt::format("\nMean over {} seeds: {:.1f}x less CPU time, target validation loss {:+.2f}% against direct "
+                    "tuning (goal: >= 5x, <= +1%).\n",
+                    savings.size(), saving, difference);
+  write(out / "end_to_end.md", md);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::fprintf(stderr, "usage: bench_hydro lr-width|rank-transfer|end-to-end [options] (see bench/hydro_bench.cc)\n");
+    return 2;
+  }
+  std::map<std::string, std::string> flags;
+  for (std::size_t i = 1; i + 1 < args.size(); i += 2) {
+    if (args[i].rfind("--", 0) != 0) {
+      std::fprintf(stderr, "bench_hydro: expected --flag value, not '%s'\n", args[i].c_str());
+      return 2;
+    }
+    flags[args[i].substr(2)] = args[i + 1];
+  }
+  if (args.size() % 2 == 0) {
+    std::fprintf(stderr, "bench_hydro: '%s' has no value\n", args.back().c_str());
+    return 2;
+  }
+  auto flag = [&](const std::string& name, const std::string& fallback) {
+    const auto it = flags.find(name);
+    return it == flags.end() ? fallback : it->second;
+  };
+  try {
+    const fs::path out = flag("out", "bench/results/hydro");
+    if (args[0] == "lr-width") {
+      const ModelSetup m = model_setup(flag("model", "gpt"));
+      return lr_width(m, std::stoi(flag("steps", std::to_string(m.steps))), out);
+    }
+    if (args[0] == "rank-transfer") {
+      const ModelSetup m = model_setup(flag("model", "gpt"));
+      return rank_transfer(m, std::stoi(flag("configs", "10")), std::stoi(flag("steps", std::to_string(m.steps))), out);
+    }
+    if (args[0] == "end-to-end") {
+      const std::string seeds = flag("seeds", "0-1");
+      const auto dash = seeds.find('-');
+      const int first = std::stoi(seeds.substr(0, dash)), last = dash == std::string::npos ? first : std::stoi(seeds.substr(dash + 1));
+      return end_to_end(std::stod(flag("ratio", "8")), std::stoi(flag("trials", "24")), first, last,
+                        std::stoi(flag("steps", "300")), out);
+    }
+    std::fprintf(stderr, "bench_hydro: unknown command '%s'\n", args[0].c_str());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_hydro: %s\n", e.what());
+    return 1;
+  }
+}
