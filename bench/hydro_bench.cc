@@ -64,15 +64,15 @@ ModelSetup model_setup(const std::string& name) {
   std::vector<double> grid;
   if (name == "gpt") {
     // Byte-level Transformer (fortunes), AdamW: muP's Adam rules.
-    for (int k = -1; k <= 5; ++k) grid.push_back(1e-3 * std::pow(2.0, k));  // 5e-4 .. 3.2e-2
+    for (int k = 0; k <= 6; ++k) grid.push_back(1.25e-4 * std::pow(2.0, k));  // 1.25e-4 .. 8e-3
     return {"gpt",
             "--model gpt --layers 2 --d-model 256 --heads 4 --seq-len 64 --batch-size 16 --optimizer adamw "
-            "--eval-limit 512 --threads 1",
+            "--warmup-steps 20 --eval-limit 512 --threads 1",
             "AdamW", grid, 200};
   }
   if (name == "cnn") {
     // ResNet-style CNN (Fashion-MNIST), SGD with momentum: muP's SGD rules.
-    for (int k = 0; k <= 6; ++k) grid.push_back(0.0125 * std::pow(2.0, k));  // 0.0125 .. 0.8
+    for (int k = 0; k <= 6; ++k) grid.push_back(0.003125 * std::pow(2.0, k));  // 0.003125 .. 0.2
     return {"cnn",
             "--model cnn --cnn-channels 32,64,128 --batch-size 32 --optimizer sgd --momentum 0.9 --eval-limit 2000 "
             "--threads 1",
@@ -85,6 +85,7 @@ ModelSetup model_setup(const std::string& name) {
 struct Run {
   std::string args;
   double val_loss = NAN;  // the last one reported; NAN when the run diverged or failed
+  double train_tail = NAN;  // mean train loss over the last quarter of the steps (Tensor Programs V's Fig. 1)
   int exit_code = -1;
   double seconds = 0;
   std::string tail;  // the output's last lines, for a failure
@@ -95,18 +96,27 @@ void execute(Run& run) {
   FILE* pipe = popen((std::string(PARATUNE_TRAIN_BINARY) + " " + run.args + " 2>&1").c_str(), "r");
   char line[4096];
   std::vector<std::string> lines;
+  std::vector<double> train_losses;
   while (pipe && fgets(line, sizeof line, pipe)) {
     const std::string text = line;
     if (text.rfind("@paratune ", 0) == 0) {
       const nlohmann::json j = nlohmann::json::parse(text.substr(10), nullptr, false);
-      if (!j.is_discarded() && j.value("metric", "") == "val_loss") run.val_loss = j["value"].get<double>();
+      if (j.is_discarded()) continue;
+      if (j.value("metric", "") == "val_loss") run.val_loss = j["value"].get<double>();
+      if (j.value("metric", "") == "train_loss") train_losses.push_back(j["value"].get<double>());
     } else {
       lines.push_back(text);
     }
   }
   const int status = pipe ? pclose(pipe) : -1;
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  if (run.exit_code != 0) run.val_loss = NAN;  // 3: diverged (the trainer stops at a non-finite loss)
+  const std::size_t tail = std::max<std::size_t>(1, train_losses.size() / 4);
+  if (train_losses.size() >= tail) {
+    double sum = 0;
+    for (std::size_t i = train_losses.size() - tail; i < train_losses.size(); ++i) sum += train_losses[i];
+    run.train_tail = sum / static_cast<double>(tail);
+  }
+  if (run.exit_code != 0) run.val_loss = run.train_tail = NAN;  // 3: diverged (a non-finite loss stops the trainer)
   for (std::size_t i = lines.size() > 3 ? lines.size() - 3 : 0; i < lines.size(); ++i) run.tail += lines[i];
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -182,19 +192,21 @@ int lr_width(const ModelSetup& m, int steps, const fs::path& out) {
   run_all(runs);
   auto loss_of = [&](const std::string& p, int s, double lr) {
     for (std::size_t i = 0; i < cells.size(); ++i)
-      if (cells[i].ratio == s && cells[i].lr == lr && (cells[i].parametrization == p || s == 1)) return runs[i].val_loss;
+      if (cells[i].ratio == s && cells[i].lr == lr && (cells[i].parametrization == p || s == 1)) return runs[i].train_tail;
     return std::nan("");
   };
   std::string md = fmt::format(
       "# Optimal learning rate against width: {} ({}), {} steps\n\n"
-      "Final validation loss of `paratune-train {} --steps {}` at each learning rate and width (the base divided by "
+      "Training loss (the mean over the last quarter of the steps, as Tensor Programs V's Figure 1; less noisy than "
+      "one final evaluation) of `paratune-train {} --steps {}` at each learning rate and width (the base divided by "
       "S), under SP and under muP (base: S = 1, where the two are the same run). `-`: diverged. One run per cell "
       "(seed 0), this machine, one thread per run.\n\n",
       m.name, m.lr_note, steps, m.args, steps);
   std::vector<Panel> panels;
   for (const char* p : {"sp", "mup"}) {
-    Panel panel{std::string(p) == "sp" ? "standard parametrization" : "muP", "learning rate", "final validation loss",
-                true};
+    Panel panel{std::string(p) == "sp" ? "standard parametrization" : "muP", "learning rate",
+                "training loss (last quarter)", true};
+    panel.x_ticks = m.lr_grid;
     md += fmt::format("## {}\n\n| width (S) |", p);
     for (double lr : m.lr_grid) md += fmt::format(" lr {:g} |", lr);
     md += " best lr |\n|---|";
@@ -221,10 +233,10 @@ int lr_width(const ModelSetup& m, int steps, const fs::path& out) {
   // A shared y range: the best losses and a bit above, so diverging rates do not squash the curves.
   double low = INFINITY;
   for (const Run& r : runs)
-    if (!std::isnan(r.val_loss)) low = std::min(low, r.val_loss);
+    if (!std::isnan(r.train_tail)) low = std::min(low, r.train_tail);
   for (Panel& p : panels) p.y_low = low - 0.05, p.y_high = low + (m.name == "gpt" ? 1.0 : 0.6);
   const fs::path svg = out / fmt::format("lr_width_{}.svg", m.name);
-  write(svg, line_chart_svg(fmt::format("{}: final validation loss vs learning rate at 4 widths ({} steps)", m.name, steps),
+  write(svg, line_chart_svg(fmt::format("{} ({}): training loss vs learning rate at 4 widths ({} steps)", m.name, m.lr_note, steps),
                             panels, "circled: each width's best rate; off the top: diverged or worse"));
   to_png(svg);
   write(out / fmt::format("lr_width_{}.md", m.name), md);
@@ -239,10 +251,10 @@ int rank_transfer(const ModelSetup& m, int configs, int steps, const fs::path& o
   std::vector<std::string> config_args;
   for (int c = 0; c < configs; ++c) {
     if (m.name == "gpt")
-      config_args.push_back(fmt::format("--lr {:.3g} --init-scale {:.3g} --weight-decay {:.3g}", log_uniform(3e-4, 3e-2),
+      config_args.push_back(fmt::format("--lr {:.3g} --init-scale {:.3g} --weight-decay {:.3g}", log_uniform(1e-4, 1e-2),
                                         log_uniform(0.5, 2), log_uniform(1e-4, 0.3)));
     else
-      config_args.push_back(fmt::format("--lr {:.3g} --init-scale {:.3g} --momentum {:.3g}", log_uniform(0.01, 0.5),
+      config_args.push_back(fmt::format("--lr {:.3g} --init-scale {:.3g} --momentum {:.3g}", log_uniform(0.003, 0.2),
                                         log_uniform(0.5, 2), std::uniform_real_distribution<double>(0.8, 0.95)(rng)));
   }
   const std::vector<std::pair<std::string, int>> settings{{"sp", 1}, {"mup", 4}, {"mup", 8}, {"sp", 4}, {"sp", 8}};
@@ -330,7 +342,7 @@ int end_to_end(double ratio, int trials, int first_seed, int last_seed, int step
   fs::create_directories(out / "end-to-end");
   const fs::path space = out / "end-to-end" / "space.yaml";
   std::ofstream(space) << "parameters:\n"
-                          "  lr: {type: float, low: 1.0e-4, high: 1.0e-1, log: true}\n"
+                          "  lr: {type: float, low: 3.0e-5, high: 3.0e-2, log: true}\n"
                           "  init_scale: {type: float, low: 0.25, high: 4.0, log: true}\n"
                           "  weight_decay: {type: float, low: 1.0e-4, high: 0.3, log: true}\n";
   std::string md = fmt::format(

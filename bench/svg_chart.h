@@ -26,6 +26,7 @@ struct Panel {
   bool log_x = false, log_y = false;
   std::vector<Series> series;
   double y_low = NAN, y_high = NAN;  // NAN: from the data
+  std::vector<double> x_ticks;       // empty: 6 even steps of the axis
 };
 
 inline const char* palette(std::size_t i) {
@@ -72,9 +73,13 @@ inline std::string line_chart_svg(const std::string& title, const std::vector<Pa
       const double ty = tyl + (tyh - tyl) * i / 5, y = panel.log_y ? std::pow(10, ty) : ty;
       svg += fmt::format(R"(<line x1="{0}" y1="{1:.1f}" x2="{2}" y2="{1:.1f}" stroke="#e4e4e4"/><text x="{3}" y="{4:.1f}" text-anchor="end">{5:.3g}</text>)" "\n",
                          x0, Y(y), x0 + pw, x0 - 4, Y(y) + 4, y);
+      if (!panel.x_ticks.empty()) continue;
       const double txi = txl + (txh - txl) * i / 5, x = panel.log_x ? std::pow(10, txi) : txi;
       svg += fmt::format(R"(<text x="{:.1f}" y="{}" text-anchor="middle">{:.3g}</text>)" "\n", X(x), top + ph + 16, x);
     }
+    for (double x : panel.x_ticks)
+      svg += fmt::format(R"(<line x1="{0:.1f}" y1="{1}" x2="{0:.1f}" y2="{2}" stroke="#e4e4e4"/><text x="{0:.1f}" y="{3}" text-anchor="middle">{4:.3g}</text>)" "\n",
+                         X(x), top, top + ph, top + ph + 16, x);
     svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">{}</text>)" "\n", x0 + pw / 2, top + ph + 34,
                        panel.x_label);
     svg += fmt::format(R"svg(<text x="{0}" y="{1}" text-anchor="middle" transform="rotate(-90 {0} {1})">{2}</text>)svg" "\n",

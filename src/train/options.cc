@@ -1,7 +1,9 @@
 #include "paratune/train/options.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -417,6 +419,57 @@ void resolve(TrainOptions& o) {
   require(o.schedule != Schedule::kStep || o.step_size >= 1, "step_size: must be >= 1");
   require(!o.resume || !o.checkpoint_dir.empty(), "resume: needs --checkpoint-dir (where the checkpoint is)");
   require(o.checkpoint_every == 0 || !o.checkpoint_dir.empty(), "checkpoint_every: needs --checkpoint-dir");
+}
+
+const std::vector<std::string>& fusable_options() {
+  static const std::vector<std::string> names{"lr",         "momentum",    "beta1", "beta2",        "eps",
+                                              "weight_decay", "warmup_steps", "schedule", "step_size", "step_epochs",
+                                              "gamma",      "min_lr_ratio", "init_scale", "clip_norm"};
+  return names;
+}
+
+std::vector<TrainOptions> parse_fused_members(const std::vector<std::string>& args, const std::string& params_array,
+                                              const std::string& max_steps_env) {
+  nlohmann::json members;
+  try {
+    members = nlohmann::json::parse(params_array);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("PARATUNE_PARAMS: not valid JSON ({})", e.what()));
+  }
+  if (!members.is_array() || members.size() < 2)
+    throw Error("PARATUNE_PARAMS: a fused group is a JSON array of at least 2 objects, one per trial");
+  std::vector<TrainOptions> out;
+  for (std::size_t b = 0; b < members.size(); ++b) {
+    if (!members[b].is_object())
+      throw Error(fmt::format("PARATUNE_PARAMS[{}]: must be a JSON object of option names and values", b));
+    try {
+      out.push_back(read_train_options(args, members[b].dump(), max_steps_env));
+    } catch (const Error& e) {
+      throw Error(fmt::format("PARATUNE_PARAMS[{}]: {}", b, e.what()));
+    }
+  }
+  const TrainOptions& first = out.front();
+  if (first.ranks != 1 || first.strategy != Strategy::kNone)
+    throw Error(fmt::format("strategy: value {} with ranks {}: a fused group trains in one process (strategy none)",
+                            to_string(first.strategy), first.ranks));
+  if (!first.checkpoint_dir.empty()) throw Error("checkpoint_dir: fused groups do not checkpoint");
+  const std::vector<std::string>& fusable = fusable_options();
+  for (std::size_t b = 1; b < out.size(); ++b)
+    for (const OptionSpec& spec : option_table()) {
+      if (std::find(fusable.begin(), fusable.end(), spec.name) != fusable.end()) continue;
+      if (spec.show(out[b]) != spec.show(first))
+        throw Error(fmt::format("PARATUNE_PARAMS[{}]: {}: value {} differs from member 0's {}: fused trials differ "
+                                "only in the fusable options ({})",
+                                b, spec.name, spec.show(out[b]), spec.show(first), fmt::join(fusable, ", ")));
+    }
+  for (std::size_t b = 0; b < out.size(); ++b) {
+    try {
+      resolve(out[b]);
+    } catch (const Error& e) {
+      throw Error(fmt::format("PARATUNE_PARAMS[{}]: {}", b, e.what()));
+    }
+  }
+  return out;
 }
 
 TrainOptions narrowed(const TrainOptions& o) {

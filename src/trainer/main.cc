@@ -10,6 +10,7 @@
 
 #include "comm.h"
 #include "coord_check.h"
+#include "fused_trainer.h"
 #include "models.h"
 #include "paratune/spec/error.h"
 #include "paratune/train/launcher.h"
@@ -38,7 +39,10 @@ void usage() {
       "--profile instead measures the model's layers, optimizer step and collectives with --ranks ranks busy\n"
       "and prints them as one line, \"@profile {json}\" (what paratune tune --strategy auto decides from).\n"
       "--coord-check instead trains one process for --steps steps at the constant --lr and prints each layer's\n"
-      "mean |output| at each step, \"@coord {json}\" (mup's coordinate check: flat across widths under muP).\n\n"
+      "mean |output| at each step, \"@coord {json}\" (mup's coordinate check: flat across widths under muP).\n"
+      "PARATUNE_PARAMS holding a JSON array trains a fused group: one model per object (options that differ only\n"
+      "in lr, momentum, betas, eps, weight decay, schedule, init scale, clip norm), as one fused model in this\n"
+      "process; each protocol line names its \"member\".\n\n"
       "  option              default        rule\n%s",
       train_options_help().c_str());
 }
@@ -109,7 +113,17 @@ int main(int argc, char** argv) {
   const std::string rank = env(kRankVariable);
   const std::string who = rank.empty() ? "paratune-train" : "paratune-train rank " + rank;
   try {
-    TrainOptions o = read_train_options(options_args, env("PARATUNE_PARAMS"), env("PARATUNE_MAX_STEPS"));
+    // A JSON array in PARATUNE_PARAMS: a fused group of trials, one process (fused_trainer.h).
+    const std::string params = env("PARATUNE_PARAMS");
+    if (params.find_first_not_of(" \t\n") != std::string::npos && params[params.find_first_not_of(" \t\n")] == '[') {
+      if (profile || coord_check) throw Error("--profile and --coord-check measure one model, not a fused group");
+      std::vector<TrainOptions> members = parse_fused_members(options_args, params, env("PARATUNE_MAX_STEPS"));
+      const int threads = members.front().threads > 0 ? members.front().threads
+                                                      : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+      for (TrainOptions& m : members) m.threads = threads;
+      return train_fused(members);
+    }
+    TrainOptions o = read_train_options(options_args, params, env("PARATUNE_MAX_STEPS"));
     if (profile && o.ranks > 1) {
       // Ranks 0 and 1 must be neighbouring stages (the point-to-point times): every rank a stage,
       // or, with fewer layer units than ranks, pairs of stages; with an odd count of ranks that

@@ -94,6 +94,11 @@ class DenseUnit final : public Unit {
     return x;
   }
   double forward_flops_per_sample() const override { return 2.0 * in_ * out_; }
+  UnitSpec spec() const override {
+    UnitSpec s{UnitSpec::Kind::kDense, in_, out_};
+    s.relu = relu_, s.flatten = flatten_, s.dropout = dropout_p_, s.input_multiplier = input_multiplier_;
+    return s;
+  }
   std::string describe() const override { return fmt::format("linear {}->{}{}", in_, out_, relu_ ? " relu" : ""); }
 
  private:
@@ -131,6 +136,7 @@ class StemUnit final : public Unit {
     return torch::relu(norm_->forward(conv_->forward(input)));
   }
   double forward_flops_per_sample() const override { return 2.0 * 9 * channels_ * kImageSide * kImageSide; }
+  UnitSpec spec() const override { return {UnitSpec::Kind::kStem, 1, channels_}; }
   std::string describe() const override { return fmt::format("stem conv3x3 1->{} bn relu", channels_); }
 
  private:
@@ -168,6 +174,11 @@ class ResidualUnit final : public Unit {
   std::string describe() const override {
     return fmt::format("residual block {}->{} stride {} ({}x{})", in_, out_, stride_, out_side_, out_side_);
   }
+  UnitSpec spec() const override {
+    UnitSpec s{UnitSpec::Kind::kResidual, in_, out_};
+    s.stride = stride_;
+    return s;
+  }
 
  private:
   nn::Conv2d conv1_{nullptr}, conv2_{nullptr}, shortcut_{nullptr};
@@ -193,6 +204,11 @@ class PoolClassifierUnit final : public Unit {
   }
   double forward_flops_per_sample() const override { return 2.0 * channels_ * kClasses; }
   std::string describe() const override { return fmt::format("pool + linear {}->{}", channels_, kClasses); }
+  UnitSpec spec() const override {
+    UnitSpec s{UnitSpec::Kind::kPoolClassifier, channels_, kClasses};
+    s.dropout = dropout_p_, s.input_multiplier = input_multiplier_;
+    return s;
+  }
 
  private:
   nn::Linear linear_{nullptr};
@@ -227,6 +243,11 @@ class EmbeddingUnit final : public Unit {
   }
   double forward_flops_per_sample() const override { return 1.0 * seq_len_ * d_model_; }  // the addition
   std::string describe() const override { return fmt::format("embedding {}x{} + positions", kBytes, d_model_); }
+  UnitSpec spec() const override {
+    UnitSpec s{UnitSpec::Kind::kEmbedding, kBytes, d_model_};
+    s.dropout = dropout_p_;
+    return s;
+  }
   torch::Tensor& token_weight() { return tokens_->weight; }
 
  private:
@@ -283,6 +304,11 @@ class DecoderBlockUnit final : public Unit {
   std::string describe() const override {
     return fmt::format("decoder block d={} heads={} mlp={}", d_model_, heads_, mlp_ratio_ * d_model_);
   }
+  UnitSpec spec() const override {
+    UnitSpec s{UnitSpec::Kind::kDecoderBlock, d_model_, d_model_};
+    s.dropout = dropout_p_, s.attention_scale = attention_scale_, s.heads = heads_, s.mlp_ratio = mlp_ratio_;
+    return s;
+  }
 
  private:
   nn::LayerNorm norm1_{nullptr}, norm2_{nullptr};
@@ -313,6 +339,11 @@ class OutputUnit final : public Unit {
   double forward_flops_per_sample() const override { return 2.0 * seq_len_ * d_model_ * kBytes; }
   std::string describe() const override {
     return fmt::format("norm + output {}->{}{}", d_model_, kBytes, tied_ ? " (tied)" : "");
+  }
+  UnitSpec spec() const override {
+    UnitSpec s{UnitSpec::Kind::kOutput, d_model_, kBytes};
+    s.tied = tied_, s.input_multiplier = input_multiplier_;
+    return s;
   }
 
  private:

@@ -14,9 +14,25 @@
 namespace paratune::train {
 
 // One layer of a model: a module with one input and one output tensor.
+// What a unit is and how it computes, beyond its weights (fused_models.h rebuilds the computation
+// for B models at once from it and the members' named parameters).
+struct UnitSpec {
+  enum class Kind { kDense, kStem, kResidual, kPoolClassifier, kEmbedding, kDecoderBlock, kOutput };
+  Kind kind = Kind::kDense;
+  int in = 0, out = 0;        // dense: features; stem, residual, pool: channels; GPT: d_model
+  int stride = 1;             // residual
+  bool relu = false, flatten = false;  // dense
+  bool tied = false;          // output: the embedding's token weight
+  double dropout = 0;
+  double input_multiplier = 1;  // muP's readout multiplier (dense, pool classifier, output)
+  double attention_scale = 0;   // decoder block
+  int heads = 0, mlp_ratio = 0; // decoder block
+};
+
 class Unit : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(const torch::Tensor& input) = 0;
+  [[nodiscard]] virtual UnitSpec spec() const = 0;
   // Forward FLOPs for one sample (a multiply-add is 2), counted from the shapes: the pipeline split
   // balances them (train/stage_split.h).
   [[nodiscard]] virtual double forward_flops_per_sample() const = 0;

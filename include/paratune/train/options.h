@@ -106,6 +106,18 @@ void resolve(TrainOptions& options);
 // surrogate_ratio 1 in the result). resolve() has checked each quotient is whole.
 TrainOptions narrowed(const TrainOptions& options);
 
+// Inter-trial fusion (fused_models.h): the options a fused group's members may differ in -- the
+// optimizer's hyperparameters, the schedule and the initialization scale; everything else (model,
+// widths, batch, data, seed, steps, parametrization) they share.
+const std::vector<std::string>& fusable_options();
+
+// PARATUNE_PARAMS as a JSON array: one member of a fused group per object, each read as
+// parse_train_options reads a trial's PARATUNE_PARAMS with the same arguments. Throws Error naming
+// the member when it differs from member 0 in an option that is not fusable, and when the group
+// asks for what fusion does not do (several ranks, checkpoints, fewer than 2 members).
+std::vector<TrainOptions> parse_fused_members(const std::vector<std::string>& args, const std::string& params_array,
+                                              const std::string& max_steps_env);
+
 // The option table as help text: name, default, rule.
 std::string train_options_help();
 
