@@ -8,11 +8,21 @@
 //       1x its base width, each trained at 7 learning rates a factor 2 apart, its final validation
 //       loss. DIR/lr_width_MODEL.md (the table and each width's optimum) and .svg.
 //
+//   bench_hydro coord-check [--steps 4] [--out DIR]
+//       mup's coordinate check as pictures: each layer's mean |output| after the last step against
+//       width (1/16 .. 1 of the base), SP and muP, for the GPT (Adam) and the MLP (SGD).
+//       DIR/coord_check_{gpt,mlp}.svg and .png, DIR/coord_check.md.
+//
 //   bench_hydro rank-transfer [--model gpt|cnn] [--configs 10] [--steps N] [--out DIR]
-//       Ranking transfer: 10 configurations (learning rate, init scale, weight decay or momentum,
+//       Ranking transfer: 10 configurations (learning rate, init scale, weight decay,
 //       drawn by a fixed seed) trained at the base width and as surrogates 4x and 8x narrower,
 //       under muP and under SP; Kendall's tau-b between the base's ranking by final validation loss
 //       and each surrogate's. DIR/rank_transfer_MODEL.md.
+//
+//   bench_hydro fusion [--steps 40] [--out DIR]
+//       Inter-trial fusion (issue 20, part 2): per-trial throughput of B = 1, 2, 4, 8, 16 GPT trials
+//       fused in one process against B separate processes on the same cores, for the surrogate (S = 8)
+//       and the target; peak memory of each. DIR/fusion.md.
 //
 //   bench_hydro end-to-end [--ratio 8] [--trials 24] [--seeds 0-1] [--steps 300] [--out DIR]
 //       `paratune tune` with TPE over the GPT's learning rate, init scale and weight decay, the same
@@ -63,19 +73,21 @@ struct ModelSetup {
 ModelSetup model_setup(const std::string& name) {
   std::vector<double> grid;
   if (name == "gpt") {
-    // Byte-level Transformer (fortunes), AdamW: muP's Adam rules.
+    // Byte-level Transformer (fortunes), AdamW as nanoGPT trains one (beta2 0.95, clipping 1, warm-up and
+    // cosine decay: with beta2 0.999 and no clipping, 200-step runs spiked, their losses too noisy to rank):
+    // muP's Adam rules.
     for (int k = 0; k <= 6; ++k) grid.push_back(1.25e-4 * std::pow(2.0, k));  // 1.25e-4 .. 8e-3
     return {"gpt",
             "--model gpt --layers 2 --d-model 256 --heads 4 --seq-len 64 --batch-size 16 --optimizer adamw "
-            "--warmup-steps 20 --eval-limit 512 --threads 1",
+            "--beta2 0.95 --clip-norm 1 --warmup-steps 20 --schedule cosine --eval-limit 512 --threads 1",
             "AdamW", grid, 200};
   }
   if (name == "cnn") {
     // ResNet-style CNN (Fashion-MNIST), SGD with momentum: muP's SGD rules.
     for (int k = 0; k <= 6; ++k) grid.push_back(0.003125 * std::pow(2.0, k));  // 0.003125 .. 0.2
     return {"cnn",
-            "--model cnn --cnn-channels 32,64,128 --batch-size 32 --optimizer sgd --momentum 0.9 --eval-limit 2000 "
-            "--threads 1",
+            "--model cnn --cnn-channels 32,64,128 --batch-size 32 --optimizer sgd --momentum 0.9 --schedule cosine "
+            "--eval-limit 2000 --threads 1",
             "SGD, momentum 0.9", grid, 200};
   }
   throw std::runtime_error("--model: gpt or cnn, not " + name);
@@ -137,6 +149,9 @@ void run_all(std::vector<Run>& runs, int workers = 2) {
       }
     });
   for (auto& t : threads) t.join();
+  // Exit 2 is paratune-train refusing its options: the benchmark's mistake, not a result.
+  for (const Run& r : runs)
+    if (r.exit_code == 2) throw std::runtime_error("paratune-train refused its options: " + r.args + "\n" + r.tail);
 }
 
 // Kendall's tau-b of two score lists (ties in either count as neither concordant nor discordant,
@@ -254,8 +269,8 @@ int rank_transfer(const ModelSetup& m, int configs, int steps, const fs::path& o
       config_args.push_back(fmt::format("--lr {:.3g} --init-scale {:.3g} --weight-decay {:.3g}", log_uniform(1e-4, 1e-2),
                                         log_uniform(0.5, 2), log_uniform(1e-4, 0.3)));
     else
-      config_args.push_back(fmt::format("--lr {:.3g} --init-scale {:.3g} --momentum {:.3g}", log_uniform(0.003, 0.2),
-                                        log_uniform(0.5, 2), std::uniform_real_distribution<double>(0.8, 0.95)(rng)));
+      config_args.push_back(fmt::format("--lr {:.3g} --init-scale {:.3g} --weight-decay {:.3g}", log_uniform(0.003, 0.2),
+                                        log_uniform(0.5, 2), log_uniform(1e-5, 1e-2)));
   }
   const std::vector<std::pair<std::string, int>> settings{{"sp", 1}, {"mup", 4}, {"mup", 8}, {"sp", 4}, {"sp", 8}};
   std::vector<Run> runs;
@@ -402,6 +417,161 @@ int end_to_end(double ratio, int trials, int first_seed, int last_seed, int step
   return 0;
 }
 
+
+// mup's coordinate check as a picture: each unit's mean |output| after `steps` steps against width,
+// under SP and muP, for the GPT (AdamW) and the MLP (SGD).
+int coord_check(int steps, const fs::path& out) {
+  struct Setup {
+    std::string name, args;
+  };
+  const std::vector<Setup> setups{
+      {"GPT, AdamW lr 3e-3", "--model gpt --layers 2 --d-model 256 --heads 4 --seq-len 64 --batch-size 16 "
+                             "--optimizer adam --lr 0.003 --threads 2"},
+      {"MLP, SGD lr 0.05", "--model mlp --mlp-hidden 1024,1024 --batch-size 64 --optimizer sgd --lr 0.05 --threads 2"}};
+  const std::vector<int> ratios{16, 8, 4, 2, 1};
+  std::vector<Panel> panels;
+  std::string md = fmt::format("# Coordinate check ({} steps)\n\nmean |output| of each layer after step {} (mup's "
+                               "coordinate check), widths 1/16 .. 1 of the base.\n\n",
+                               steps, steps - 1);
+  for (const Setup& setup : setups)
+    for (const char* p : {"sp", "mup"}) {
+      Panel panel{fmt::format("{}: {}", setup.name, std::string(p) == "sp" ? "SP" : "muP"), "width (of the base)",
+                  "mean |output|", true, true};
+      std::map<std::string, Series> by_unit;
+      std::vector<std::string> order;
+      md += fmt::format("## {} {}\n\n| layer |", setup.name, p);
+      for (int s : ratios) md += fmt::format(" 1/{} |", s);
+      md += "\n|---|";
+      for (std::size_t i = 0; i < ratios.size(); ++i) md += "---|";
+      md += "\n";
+      std::map<std::string, std::vector<double>> rows;
+      for (int s : ratios) {
+        const std::string command = fmt::format("{} {} --coord-check --steps {} --parametrization {} --surrogate-ratio {} 2>&1",
+                                                PARATUNE_TRAIN_BINARY, setup.args, steps, p, s);
+        FILE* pipe = popen(command.c_str(), "r");
+        char line[4096];
+        while (pipe && fgets(line, sizeof line, pipe)) {
+          const std::string text = line;
+          if (text.rfind("@coord ", 0) != 0) continue;
+          const nlohmann::json j = nlohmann::json::parse(text.substr(7));
+          if (j["step"].get<int>() != steps - 1) continue;
+          const std::string unit = fmt::format("layer {}", j["unit"].get<int>());
+          if (!by_unit.count(unit)) order.push_back(unit), by_unit[unit].name = unit;
+          by_unit[unit].points.emplace_back(1.0 / s, j["l1"].get<double>());
+          rows[unit].push_back(j["l1"].get<double>());
+        }
+        if (pipe) pclose(pipe);
+      }
+      for (const std::string& unit : order) {
+        panel.series.push_back(by_unit[unit]);
+        md += "| " + unit + " |";
+        for (double v : rows[unit]) md += fmt::format(" {:.3g} |", v);
+        md += "\n";
+      }
+      md += "\n";
+      panel.x_ticks = {1.0 / 16, 1.0 / 8, 1.0 / 4, 1.0 / 2, 1};
+      panels.push_back(panel);
+    }
+  // Two pictures of two panels: GPT, then MLP.
+  for (std::size_t k = 0; k < 2; ++k) {
+    const fs::path svg = out / fmt::format("coord_check_{}.svg", k == 0 ? "gpt" : "mlp");
+    write(svg, line_chart_svg(fmt::format("Coordinate check: each layer's mean |output| after {} steps vs width", steps),
+                              {panels[2 * k], panels[2 * k + 1]}, "flat lines: the layer's scale does not depend on width"));
+    to_png(svg);
+  }
+  write(out / "coord_check.md", md);
+  return 0;
+}
+
+// One process of paratune-train (PARATUNE_PARAMS `params`, "" = none) to its end: wall seconds,
+// the median step time after the first 5 steps, and peak RSS (the protocol's peak_memory_bytes).
+struct Timed {
+  double wall_s = 0, median_step_s = 0, peak_bytes = 0;
+  int exit_code = -1;
+};
+
+Timed timed_run(const std::string& args, const std::string& params) {
+  Timed t;
+  const auto start = std::chrono::steady_clock::now();
+  const std::string command = (params.empty() ? "" : "PARATUNE_PARAMS=" + paratune::trial::shell_quote(params) + " ") +
+                              PARATUNE_TRAIN_BINARY + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  char line[4096];
+  std::vector<double> steps;
+  while (pipe && fgets(line, sizeof line, pipe)) {
+    const std::string text = line;
+    if (text.rfind("@paratune ", 0) != 0) continue;
+    const nlohmann::json j = nlohmann::json::parse(text.substr(10), nullptr, false);
+    if (j.is_discarded()) continue;
+    if (j.contains("step_time_s")) steps.push_back(j["step_time_s"].get<double>());
+    if (j.contains("peak_memory_bytes")) t.peak_bytes = std::max(t.peak_bytes, j["peak_memory_bytes"].get<double>());
+  }
+  const int status = pipe ? pclose(pipe) : -1;
+  t.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  t.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (steps.size() > 5) steps.erase(steps.begin(), steps.begin() + 5);
+  std::sort(steps.begin(), steps.end());
+  t.median_step_s = steps.empty() ? NAN : steps[steps.size() / 2];
+  return t;
+}
+
+// B trials (learning rates 1e-3 x 1.1^b) as one fused process with 2 threads, or as B processes of
+// one thread each on the same 2 cores at once.
+int fusion(int steps, const fs::path& out) {
+  const ModelSetup m = model_setup("gpt");
+  std::string args = m.args;
+  args.replace(args.find("--threads 1"), 11, "--threads {}");
+  std::string md = fmt::format(
+      "# Inter-trial fusion: per-trial throughput against the group size B\n\n"
+      "B trials of `paratune-train {}` (AdamW; trial b's lr = 1e-3 x 1.1^b), {} steps each: **fused** = one "
+      "process training them as one fused model (`PARATUNE_PARAMS='[{{...}}, ...]'`, 2 threads); **separate** = B "
+      "processes at once, one thread each, on the same 2 cores. Trial-steps/s = B x steps / wall time of the whole "
+      "run (start-up and final evaluation included); steady = B / the median step time after 5 steps (fused only: "
+      "the separate processes' steps overlap). Peak memory: fused, the process; separate, the sum of the processes' "
+      "peaks. One run per cell, this machine (2 cores).\n\n",
+      m.args, steps);
+  for (const auto& [label, ratio] : std::vector<std::pair<std::string, int>>{{"surrogate (S = 8, d_model 32)", 8},
+                                                                               {"target (d_model 256)", 1}}) {
+    md += fmt::format("## {}\n\n| B | fused: trial-steps/s | steady | peak MiB | separate: trial-steps/s | peak MiB "
+                      "(sum) | fused / separate |\n|---|---|---|---|---|---|---|\n",
+                      label);
+    for (int b : {1, 2, 4, 8, 16}) {
+      const std::string common = fmt::format(fmt::runtime(args), 2) +
+                                 fmt::format(" --steps {} --surrogate-ratio {} --parametrization mup", steps, ratio);
+      std::string group = "[";
+      for (int k = 0; k < b; ++k) group += fmt::format("{}{{\"lr\": {:.6g}}}", k ? "," : "", 1e-3 * std::pow(1.1, k));
+      group += "]";
+      // B = 1 is a plain trial (a fused group has at least 2 members).
+      const Timed fused = b == 1 ? timed_run(common + " --lr 0.001", "") : timed_run(common, group);
+      // Separate: B processes of one thread each, started together.
+      const auto start = std::chrono::steady_clock::now();
+      std::vector<std::thread> threads;
+      std::vector<Timed> separate(static_cast<std::size_t>(b));
+      for (int k = 0; k < b; ++k)
+        threads.emplace_back([&, k] {
+          separate[static_cast<std::size_t>(k)] =
+              timed_run(fmt::format(fmt::runtime(args), 1) +
+                            fmt::format(" --steps {} --surrogate-ratio {} --parametrization mup --lr {:.6g}", steps,
+                                        ratio, 1e-3 * std::pow(1.1, k)),
+                        "");
+        });
+      for (auto& t : threads) t.join();
+      const double separate_wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      double separate_peak = 0;
+      for (const Timed& t : separate) separate_peak += t.peak_bytes;
+      const double fused_rate = b * steps / fused.wall_s, separate_rate = b * steps / separate_wall;
+      md += fmt::format("| {} | {:.1f} | {:.1f} | {:.0f} | {:.1f} | {:.0f} | {:.2f}x |\n", b, fused_rate,
+                        b / fused.median_step_s, fused.peak_bytes / (1 << 20), separate_rate, separate_peak / (1 << 20),
+                        fused_rate / separate_rate);
+      std::fprintf(stderr, "%s B=%d: fused %.1f trial-steps/s (exit %d), separate %.1f\n", label.c_str(), b, fused_rate,
+                   fused.exit_code, separate_rate);
+    }
+    md += "\n";
+  }
+  write(out / "fusion.md", md);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -436,6 +606,8 @@ int main(int argc, char** argv) {
       const ModelSetup m = model_setup(flag("model", "gpt"));
       return rank_transfer(m, std::stoi(flag("configs", "10")), std::stoi(flag("steps", std::to_string(m.steps))), out);
     }
+    if (args[0] == "fusion") return fusion(std::stoi(flag("steps", "40")), out);
+    if (args[0] == "coord-check") return coord_check(std::stoi(flag("steps", "4")), out);
     if (args[0] == "end-to-end") {
       const std::string seeds = flag("seeds", "0-1");
       const auto dash = seeds.find('-');

@@ -438,10 +438,24 @@ std::vector<TrainOptions> parse_fused_members(const std::vector<std::string>& ar
   }
   if (!members.is_array() || members.size() < 2)
     throw Error("PARATUNE_PARAMS: a fused group is a JSON array of at least 2 objects, one per trial");
+  // The command line overrides PARATUNE_PARAMS: a member's option also given there would be
+  // overridden for every member, silently making them alike.
+  std::set<std::string> on_command_line;
+  for (const std::string& arg : args)
+    if (arg.rfind("--", 0) == 0 && arg.size() > 2)
+      on_command_line.insert(find_option(arg.substr(2, arg.find('=') == std::string::npos ? std::string::npos
+                                                                                            : arg.find('=') - 2),
+                                         "argument '" + arg + "'")
+                                 .name);
   std::vector<TrainOptions> out;
   for (std::size_t b = 0; b < members.size(); ++b) {
     if (!members[b].is_object())
       throw Error(fmt::format("PARATUNE_PARAMS[{}]: must be a JSON object of option names and values", b));
+    for (const auto& [key, value] : members[b].items())
+      if (on_command_line.count(find_option(key, fmt::format("PARATUNE_PARAMS[{}]", b)).name))
+        throw Error(fmt::format("PARATUNE_PARAMS[{}]: {}: also on the command line, which would set it for every "
+                                "member of the fused group",
+                                b, key));
     try {
       out.push_back(read_train_options(args, members[b].dump(), max_steps_env));
     } catch (const Error& e) {

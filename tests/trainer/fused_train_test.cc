@@ -117,6 +117,8 @@ TEST(FusedTraining, ADivergingMemberLeavesTheOthersUntouched) {
   EXPECT_EQ(all.exit_code, 3) << all.text;
 }
 
+// Members differing in a shared option, a member's option also on the command line (which would
+// override every member's), a group of one, a bad value, several ranks: refused, naming the member.
 TEST(FusedTraining, MembersThatDifferInASharedOptionAreRefused) {
   const Output batch = run("--model mlp --steps 2", R"([{"lr": 0.1}, {"lr": 0.1, "batch_size": 16}])");
   EXPECT_EQ(batch.exit_code, 2);
@@ -128,6 +130,10 @@ TEST(FusedTraining, MembersThatDifferInASharedOptionAreRefused) {
   const Output bad = run("--model mlp --steps 2", R"([{"lr": 0.1}, {"lr": -1}])");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.text.find("PARATUNE_PARAMS[1]: PARATUNE_PARAMS: lr: value '-1'"), std::string::npos) << bad.text;
+  const Output overridden = run("--model mlp --steps 2 --lr 0.5", R"([{"lr": 0.1}, {"lr": 0.2}])");
+  EXPECT_EQ(overridden.exit_code, 2);
+  EXPECT_NE(overridden.text.find("PARATUNE_PARAMS[0]: lr: also on the command line"), std::string::npos)
+      << overridden.text;
   const Output ranks = run("--model mlp --steps 2 --strategy dp --ranks 2", R"([{"lr": 0.1}, {"lr": 0.2}])");
   EXPECT_EQ(ranks.exit_code, 2);
   EXPECT_NE(ranks.text.find("a fused group trains in one process"), std::string::npos) << ranks.text;
