@@ -11,6 +11,8 @@
 namespace paratune::train {
 
 CoordinateScales coordinate_check(const TrainOptions& o, int steps) {
+  // The options' thread count (a run with a fixed count is deterministic; 0: libtorch's default).
+  if (o.threads > 0) torch::set_num_threads(o.threads);
   Model model = build_model(o);
   const std::vector<torch::Tensor> parameters = unique_parameters(model, 0, static_cast<int>(model.units.size()));
   ScaledOptimizer optimizer = make_optimizer(o, model, parameters);
