@@ -17,13 +17,14 @@
 #include "paratune/spec/error.h"
 #include "paratune/trial/command.h"
 #include "paratune/tune/study_common.h"
+#include "trainer_command.h"
 
 extern char** environ;
 
 namespace paratune::hpo {
 namespace {
 
-constexpr const char* kTrainer = "paratune-train";
+constexpr const char* kTrainer = kTrainerProgram;
 constexpr const char* kProfileLine = "@profile ";
 constexpr double kProfileTimeoutS = 600;
 
@@ -102,12 +103,10 @@ std::string last_lines(const std::string& text, std::size_t lines) {
 
 AutoStrategy::AutoStrategy(const Space& space, const HpoOptions& options, std::filesystem::path profiles_dir)
     : space_(space), options_(options), profiles_dir_(std::move(profiles_dir)) {
-  const std::vector<std::string> words = trial::split_words(options.command);
-  const std::string program = words.empty() ? "" : std::filesystem::path(words.front()).filename().string();
-  if (program != kTrainer)
+  if (!runs_trainer(options.command))
     throw Error(fmt::format("--strategy auto: picks each trial's strategy with paratune's cost model of {}, and the "
                             "command runs '{}'; name the strategy (none, dp, mp, gpipe or dp+gpipe) for another program",
-                            kTrainer, words.empty() ? "" : words.front()));
+                            kTrainer, command_program(options.command)));
   // The rank counts: the space's "ranks" parameter's values, else --trial-ranks.
   std::set<int> ranks{options.trial_ranks};
   if (const std::optional<std::size_t> i = space.index_of("ranks")) {

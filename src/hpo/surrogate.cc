@@ -9,11 +9,10 @@
 #include "paratune/train/mup.h"
 #include "paratune/train/options.h"
 #include "paratune/trial/command.h"
+#include "trainer_command.h"
 
 namespace paratune::hpo {
 namespace {
-
-constexpr const char* kTrainer = "paratune-train";
 
 std::string widths_of(const train::TrainOptions& o) {
   auto list = [](const std::vector<int>& values) {
@@ -48,12 +47,10 @@ void validate_surrogate(const HpoOptions& options) {
   if (options.objective == kThroughputObjective)
     throw Error("--surrogate-ratio: tunes training hyperparameters on a narrower model; a surrogate's throughput says "
                 "nothing of the target's (give --objective METRIC --direction ...)");
-  const std::vector<std::string> words = trial::split_words(options.command);
-  const std::string program = words.empty() ? "" : std::filesystem::path(words.front()).filename().string();
-  if (program != kTrainer)
+  if (!runs_trainer(options.command))
     throw Error(fmt::format("--surrogate-ratio: narrows the model of {} (its --surrogate-ratio and muP), and the "
                             "command runs '{}'",
-                            kTrainer, words.empty() ? "" : words.front()));
+                            kTrainerProgram, command_program(options.command)));
 }
 
 void check_surrogate_space(const Space& space, const HpoOptions& options) {
