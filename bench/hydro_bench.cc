@@ -30,6 +30,12 @@
 //       best transferred and retrained at the target's width (--retrain). CPU time of each whole
 //       tuning (the paratune process and every trial it ran: wait4's rusage), its wall time, and
 //       the target's final validation loss. DIR/end_to_end.md.
+//
+//   bench_hydro tuning-fusion [--ratio 8] [--trials 24] [--seeds 0-2] [--steps 300] [--out DIR]
+//       The whole tuning with and without inter-trial fusion: the end-to-end bench's surrogate study
+//       (TPE, 2 slots, no retrain) run with --fuse 1 and with --fuse auto, the same seed; CPU and wall
+//       time of each, the best surrogate val_loss it found, how many groups it fused, the probe's
+//       choice. DIR/tuning_fusion.md.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <spawn.h>
@@ -573,11 +579,77 @@ int fusion(int steps, const fs::path& out) {
 }
 
 }  // namespace
+int tuning_fusion(double ratio, int trials, int first_seed, int last_seed, int steps, const fs::path& out) {
+  const ModelSetup m = model_setup("gpt");
+  fs::create_directories(out / "tuning-fusion");
+  const fs::path space = out / "tuning-fusion" / "space.yaml";
+  std::ofstream(space) << "parameters:\n"
+                          "  lr: {type: float, low: 3.0e-5, high: 3.0e-2, log: true}\n"
+                          "  init_scale: {type: float, low: 0.25, high: 4.0, log: true}\n"
+                          "  weight_decay: {type: float, low: 1.0e-4, high: 0.3, log: true}\n";
+  std::string md = fmt::format(
+      "# The whole tuning with and without inter-trial fusion\n\n"
+      "`paratune tune --algo tpe --max-trials {} --steps {} --slots 2 --surrogate-ratio {:g}` over lr, init_scale "
+      "and weight_decay of `paratune-train {}`, objective val_loss, with `--fuse 1` (every trial its own process) "
+      "and `--fuse auto` (the probe's B per process); same TPE seed. CPU time: the paratune process and every "
+      "process it ran, the probe's included (wait4).\n\n"
+      "| seed | alone: wall s | CPU s | best val_loss | fused: wall s | CPU s | best val_loss | groups (trials) | "
+      "probe's B | wall saving | CPU saving |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+      trials, steps, ratio, m.args);
+  std::vector<double> wall_savings, cpu_savings;
+  for (int seed = first_seed; seed <= last_seed; ++seed) {
+    std::map<std::string, TuneRun> by_kind;
+    for (const std::string kind : {"alone", "fused"}) {
+      const fs::path dir = out / "tuning-fusion" / fmt::format("{}-seed{}", kind, seed);
+      fs::remove_all(dir);
+      fs::create_directories(dir);
+      const std::vector<std::string> argv{
+          PARATUNE_BINARY, "tune", "--space", space.string(), "--study", (dir / "study.db").string(), "--trials-dir",
+          (dir / "trials").string(), "--algo", "tpe", "--seed", std::to_string(seed), "--max-trials",
+          std::to_string(trials), "--steps", std::to_string(steps), "--slots", "2", "--objective", "val_loss",
+          "--direction", "minimize", "--surrogate-ratio", fmt::format("{:g}", ratio), "--fuse",
+          kind == "fused" ? "auto" : "1", "--json", "--command",
+          std::string(PARATUNE_TRAIN_BINARY) + " " + m.args + " --steps {steps}"};
+      std::fprintf(stderr, "%s seed %d ...\n", kind.c_str(), seed);
+      by_kind[kind] = run_tune(argv, dir / "tune.log");
+      const TuneRun& t = by_kind[kind];
+      std::fprintf(stderr, "  exit %d, %.0f s wall, %.0f s CPU\n", t.exit_code, t.wall_s, t.cpu_s);
+      if (t.exit_code != 0 || t.result.is_discarded()) {
+        std::fprintf(stderr, "paratune tune failed: see %s\n", (dir / "tune.log").c_str());
+        return 1;
+      }
+    }
+    const TuneRun& alone = by_kind["alone"];
+    const TuneRun& fused = by_kind["fused"];
+    wall_savings.push_back(alone.wall_s / fused.wall_s);
+    cpu_savings.push_back(alone.cpu_s / fused.cpu_s);
+    const nlohmann::json& probe = fused.result["fusion_probe"];
+    md += fmt::format("| {} | {:.0f} | {:.0f} | {:.4f} | {:.0f} | {:.0f} | {:.4f} | {} ({}) | {} | {:.2f}x | {:.2f}x |\n",
+                      seed, alone.wall_s, alone.cpu_s, alone.result["best"]["objective"].get<double>(), fused.wall_s,
+                      fused.cpu_s, fused.result["best"]["objective"].get<double>(), fused.result["fused_groups"].get<int>(),
+                      fused.result["fused_trials"].get<int>(), probe.is_object() ? probe["chosen"].get<int>() : 1,
+                      wall_savings.back(), cpu_savings.back());
+    if (probe.is_object()) {
+      md += fmt::format("|  | probe: ");
+      for (const auto& r : probe["runs"])
+        md += fmt::format("B={} {:.2f} trial-steps/s; ", r["size"].get<int>(), r["trial_steps_per_s"].get<double>());
+      md += probe["reason"].get<std::string>() + " | | | | | | | | | |\n";
+    }
+  }
+  double wall = 0, cpu = 0;
+  for (double s : wall_savings) wall += s / wall_savings.size();
+  for (double s : cpu_savings) cpu += s / cpu_savings.size();
+  md += fmt::format("\nMean over {} seeds: fusion takes {:.2f}x less wall time and {:.2f}x less CPU time.\n",
+                    wall_savings.size(), wall, cpu);
+  write(out / "tuning_fusion.md", md);
+  return 0;
+}
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
-    std::fprintf(stderr, "usage: bench_hydro lr-width|rank-transfer|end-to-end [options] (see bench/hydro_bench.cc)\n");
+    std::fprintf(stderr, "usage: bench_hydro lr-width|rank-transfer|coord-check|fusion|end-to-end|tuning-fusion [options] (see "
+                         "bench/hydro_bench.cc)\n");
     return 2;
   }
   std::map<std::string, std::string> flags;
@@ -608,12 +680,13 @@ int main(int argc, char** argv) {
     }
     if (args[0] == "fusion") return fusion(std::stoi(flag("steps", "40")), out);
     if (args[0] == "coord-check") return coord_check(std::stoi(flag("steps", "4")), out);
-    if (args[0] == "end-to-end") {
-      const std::string seeds = flag("seeds", "0-1");
+    if (args[0] == "end-to-end" || args[0] == "tuning-fusion") {
+      const std::string seeds = flag("seeds", args[0] == "end-to-end" ? "0-1" : "0-2");
       const auto dash = seeds.find('-');
       const int first = std::stoi(seeds.substr(0, dash)), last = dash == std::string::npos ? first : std::stoi(seeds.substr(dash + 1));
-      return end_to_end(std::stod(flag("ratio", "8")), std::stoi(flag("trials", "24")), first, last,
-                        std::stoi(flag("steps", "300")), out);
+      return (args[0] == "end-to-end" ? end_to_end : tuning_fusion)(std::stod(flag("ratio", "8")),
+                                                                     std::stoi(flag("trials", "24")), first, last,
+                                                                     std::stoi(flag("steps", "300")), out);
     }
     std::fprintf(stderr, "bench_hydro: unknown command '%s'\n", args[0].c_str());
     return 2;

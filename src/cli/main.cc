@@ -4,11 +4,13 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -17,6 +19,7 @@
 #include <sstream>
 
 #include "paratune/calib/published_runs.h"
+#include "paratune/hpo/fusion.h"
 #include "paratune/hpo/importance.h"
 #include "paratune/hpo/pruner.h"
 #include "paratune/hpo/retrain.h"
@@ -333,6 +336,7 @@ struct TuneFlags {
   bool retrain = false;
   std::optional<int> retrain_steps;  // default: --steps
   double surrogate_ratio = 1;
+  std::string fuse;  // "auto" or a size (hpo/fusion.h); empty: no fusion
 };
 
 // A hyperparameter study rather than a search of parallel configurations: a metric objective, a
@@ -340,7 +344,7 @@ struct TuneFlags {
 // parameters.
 bool is_hpo_study(const TuneFlags& f) {
   if (f.objective != hpo::kThroughputObjective || f.pruner != "none" || f.algo == "tpe" || f.algo == "gp" ||
-      f.trial_ranks != 1 || !f.strategy.empty() || f.given.contains("--surrogate-ratio"))
+      f.trial_ranks != 1 || !f.strategy.empty() || f.given.contains("--surrogate-ratio") || f.given.contains("--fuse"))
     return true;
   if (f.space_path.empty() || (f.algo != "grid" && f.algo != "random")) return false;
   const hpo::Space space = hpo::Space::load(f.space_path);
@@ -493,6 +497,14 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   options.trial_ranks = f.trial_ranks;
   options.strategy = f.strategy;
   options.surrogate_ratio = f.surrogate_ratio;
+  if (f.fuse == "auto") {
+    options.fuse_auto = true;
+  } else if (!f.fuse.empty()) {
+    int size = 0;
+    const auto [end, ec] = std::from_chars(f.fuse.data(), f.fuse.data() + f.fuse.size(), size);
+    if (ec != std::errc() || end != f.fuse.data() + f.fuse.size()) throw Error(fmt::format("--fuse {}: must be auto or a size from 1 to {}", f.fuse, hpo::kMaxFusedTrials));
+    options.fuse = size;
+  }
   hpo::validate(options);
   const trial::LocalBackend backend = backend_from(f);
 
@@ -872,6 +884,10 @@ int main(int argc, char** argv) {
                        "hyperparameter studies of paratune-train: trials train the model with every width / S under "
                        "muP (Hydro's surrogates); the best is transferred to, and --retrain trains, the target")
       ->capture_default_str();
+  tune_cmd->add_option("--fuse", tune_flags.fuse,
+                       "hyperparameter studies of paratune-train: up to B trials that differ only in optimizer "
+                       "options train as one fused model in one process (HFTA/Hydro); auto: B from a probe of "
+                       "B = 1, 2, 4, ... fused");
   tune_cmd->add_option("--seed", tune_flags.seed, "seed of random orders and designs")->capture_default_str();
   tune_cmd->add_option("--min-steps", tune_flags.min_steps, "oppa: steps before a trial may be stopped early (q_min)")
       ->capture_default_str();

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "paratune/hpo/fusion.h"
 #include "paratune/spec/error.h"
 #include "paratune/tune/study_common.h"
 #include "auto_strategy.h"
@@ -62,7 +63,8 @@ class Controller {
         observer_(observer),
         throughput_objective_(options.objective == kThroughputObjective),
         trials_dir_(std::filesystem::absolute(options.trials_dir)),
-        runner_(backend, trial::ParserOptions{options.step_time_regex}) {
+        runner_(backend, trial::ParserOptions{options.step_time_regex}),
+        fuse_size_(options.fuse_auto ? 0 : options.fuse) {
     if (options.strategy == kAutoStrategy) auto_strategy_.emplace(space, options, trials_dir_ / "strategy-profiles");
   }
 
@@ -91,17 +93,20 @@ class Controller {
         stopping = true;
       }
       if (!stopping) fill_free_slots(summary, stop);
+      if (runner_.idle() && stopping) abandon_split();
       if (runner_.idle() && (stopping || no_more_work())) break;
       const auto on_step = [this](const std::string& id, const trial::StepReport&, const trial::TrialOutput& so_far) {
-        return on_progress(id, so_far);
+        return groups_.contains(id) ? on_group_progress(id, so_far) : on_progress(id, so_far);
       };
-      for (const trial::TrialResult& result : runner_.wait(kTickS, on_step)) finish(result);
+      for (const trial::TrialResult& result : runner_.wait(kTickS, on_step))
+        groups_.contains(result.id) ? finish_group(result) : finish(result);
       report_progress();
     }
     summary.stop = stop.value_or(tune::StopReason::kExhausted);
     summary.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
     summary.trials = store_.trials(study_);
     summary.best = best_hpo_trial(summary.trials, options_.direction);
+    if (probe_) summary.fusion_probe = to_json(*probe_);
     return summary;
   }
 
@@ -129,30 +134,47 @@ class Controller {
     std::string params_json;
   };
 
+  // A new trial stored, with the launch that runs it alone to `resource` steps.
+  struct Begun {
+    int number = 0;
+    trial::TrialLaunch launch;
+    std::int64_t resource = 0;
+  };
+
+  // A fused group's process (hpo/fusion.h): its members' trial ids, by member index.
+  struct Group {
+    std::vector<std::string> member_ids;
+    std::vector<Begun> alone;  // each member's own launch: a group that fails at start-up is split
+    std::filesystem::path dir;
+    double started_unix_s = 0;
+  };
+
   // ---- Filling slots: promotions first, then requeued configurations, then new proposals. ----
 
   void fill_free_slots(HpoSummary& summary, std::optional<tune::StopReason>& stop) {
     while (runner_.free_slots() > 0) {
+      if (!split_.empty()) {  // members of a group that failed at start-up, alone
+        launch_alone(split_.front());
+        split_.pop_front();
+        continue;
+      }
       if (const std::optional<Promotion> promotion = pruner_.promotion(records_)) {
         if (runner_.free_slots() < ranks_of(options_, record(promotion->trial_number).config)) return;  // wait
         promote(*promotion);
         ++summary.promotions;
         continue;
       }
-      if (!held_) {
-        if (exhausted_ || capped_) break;
-        if (options_.max_trials > 0 && static_cast<int>(records_.size()) >= options_.max_trials) {
-          capped_ = true;
-          if (!stop) stop = tune::StopReason::kMaxTrials;
-          break;
-        }
-        held_ = next_configuration();
-        if (!held_) {
-          exhausted_ = true;
-          break;
-        }
-      }
+      if (!held_ && !hold_next(stop)) break;
       if (runner_.free_slots() < ranks_of(options_, held_->first)) return;  // wait: nothing overtakes it
+      if (fuse_size_ == 0) {  // --fuse auto: measure on the first configuration, with nothing else running
+        if (!runner_.idle()) return;
+        probe_ = probe_fusion(space_, options_, backend_, held_->first, trials_dir_ / "fusion-probe");
+        fuse_size_ = probe_->chosen;
+      }
+      if (fuse_size_ > 1) {
+        start_fused_group(summary, stop);
+        continue;
+      }
       start_new(held_->first, held_->second);
       held_.reset();
       ++summary.started;
@@ -165,7 +187,36 @@ class Controller {
       }
   }
 
-  bool no_more_work() const { return (exhausted_ || capped_) && !held_; }
+  bool no_more_work() const { return (exhausted_ || capped_) && !held_ && split_.empty(); }
+
+  // Stopped before a split group's members ran alone: stored as interrupted (run again on resume).
+  void abandon_split() {
+    for (const Begun& member : split_) {
+      Live live;
+      live.number = member.number;
+      live.target = member.resource;
+      live_.emplace(member.launch.id, std::move(live));
+      trial::TrialResult result;
+      result.id = member.launch.id;
+      result.status = trial::TrialStatus::kInterrupted;
+      result.reason = "the study stopped before it ran";
+      finish(result);
+    }
+    split_.clear();
+  }
+
+  // The next configuration into held_; false when --max-trials is reached or the sampler is done.
+  bool hold_next(std::optional<tune::StopReason>& stop) {
+    if (exhausted_ || capped_) return false;
+    if (options_.max_trials > 0 && static_cast<int>(records_.size()) >= options_.max_trials) {
+      capped_ = true;
+      if (!stop) stop = tune::StopReason::kMaxTrials;
+      return false;
+    }
+    held_ = next_configuration();
+    if (!held_) exhausted_ = true;
+    return held_.has_value();
+  }
 
   // A killed controller's unfinished configuration first, else the sampler's proposal.
   std::optional<std::pair<Config, nlohmann::ordered_json>> next_configuration() {
@@ -201,6 +252,10 @@ class Controller {
     for (store::StoredTrial& t : stored)
       if (t.status == "running") {
         summary.leftover_processes_killed += trial::kill_trial_processes(t.dir);
+        // A fused group's member after the first: its process ran in the first member's directory.
+        const nlohmann::json config = nlohmann::json::parse(t.config_json, nullptr, false);
+        if (config.is_object() && config.contains("fused") && config["fused"].contains("dir"))
+          summary.leftover_processes_killed += trial::kill_trial_processes(config["fused"]["dir"].get<std::string>());
         t.status = t.rung ? "pruned" : "interrupted";  // as mark_running_interrupted stores it
       }
     store_.mark_running_interrupted(study_);
@@ -254,8 +309,16 @@ class Controller {
             {"argv", launch.argv}};
   }
 
-  void start_new(const Config& config, nlohmann::ordered_json notes) {
-    const Assignment assignment = pruner_.assign_new_trial(records_);
+  // Stores a new trial (its number, record and book). `fused`: its place in a fused group, kept with
+  // its configuration.
+  // A fused group's member after the first: the group's process runs in the first member's
+  // directory (hpo/fusion.h).
+  struct FusedPlace {
+    int member = 0;
+    std::filesystem::path group_dir;
+  };
+  Begun begin_new(const Config& config, nlohmann::ordered_json notes, const Assignment& assignment,
+                  std::optional<FusedPlace> fused = std::nullopt) {
     // --strategy auto: the cost model's choice for this trial's model, batch and ranks (measuring
     // the model's profile first when it is new), kept with the trial's notes.
     std::string strategy = options_.strategy;
@@ -273,11 +336,12 @@ class Controller {
     const auto [db_id, number] = store_.begin_trial(study_, config.dump(), [&](int n) {
       r.number = n;
       launch = launch_for(r, trials_dir_ / fmt::format("trial-{:04d}", n), assignment.resource, strategy);
-      // What reproduces the trial: its command for the full resource, from scratch.
+      // What reproduces the trial: its command for the full resource, from scratch, alone.
       trial::TrialLaunch full = launch_for(r, launch.dir, options_.steps, strategy);
       full.env.clear();
-      return store::StudyStore::LaunchRecord{trial_config(launch, assignment.bracket, strategy).dump(),
-                                             tune::shown_command(full), launch.dir.string()};
+      nlohmann::ordered_json config_record = trial_config(launch, assignment.bracket, strategy);
+      if (fused) config_record["fused"] = {{"dir", fused->group_dir.string()}, {"member", fused->member}};
+      return store::StudyStore::LaunchRecord{config_record.dump(), tune::shown_command(full), launch.dir.string()};
     });
     if (!notes.empty()) store_.set_prediction(db_id, notes.dump());
     if (const nlohmann::ordered_json model = sampler_.model_summary(); !model.empty() && model != stored_model_) {
@@ -288,15 +352,76 @@ class Controller {
     book.state.bracket = assignment.bracket;
     book.state.runs = 1;
     book.state.strategy = strategy;
-    book.state.slots = runner_.start(launch);
     books_[number] = book;
     records_.push_back(std::move(r));
+    return {number, std::move(launch), assignment.resource};
+  }
+
+  void start_new(const Config& config, nlohmann::ordered_json notes) {
+    launch_alone(begin_new(config, std::move(notes), pruner_.assign_new_trial(records_)));
+  }
+
+  void launch_alone(const Begun& begun) {
+    Book& book = books_.at(begun.number);
+    book.state.slots = runner_.start(begun.launch);
     Live live;
-    live.number = number;
-    live.target = assignment.resource;
-    live.params_json = config.dump();
-    live_.emplace(launch.id, std::move(live));
-    observer_.trial_started(store_.trial(db_id));
+    live.number = begun.number;
+    live.target = begun.resource;
+    live.params_json = record(begun.number).config.dump();
+    live_.emplace(begun.launch.id, std::move(live));
+    observer_.trial_started(store_.trial(book.db_id));
+  }
+
+  // Up to fuse_size_ new trials, starting with held_, that share every non-fusable value and the
+  // pruner's first resource, as one fused process (hpo/fusion.h). Each is stored before the next
+  // proposal, so samplers see it running. A proposal that does not match stays held for the next.
+  void start_fused_group(HpoSummary& summary, std::optional<tune::StopReason>& stop) {
+    const std::string key = shared_key(held_->first);
+    std::vector<Begun> members;
+    std::optional<Assignment> assignment = pruner_.assign_new_trial(records_);
+    for (;;) {
+      std::optional<FusedPlace> place;
+      if (!members.empty()) place = FusedPlace{static_cast<int>(members.size()), members.front().launch.dir};
+      members.push_back(begin_new(held_->first, held_->second, *assignment, place));
+      held_.reset();
+      ++summary.started;
+      if (static_cast<int>(members.size()) >= fuse_size_ || !hold_next(stop)) break;
+      assignment = pruner_.assign_new_trial(records_);
+      if (shared_key(held_->first) != key || assignment->resource != members.front().resource) break;
+    }
+    if (members.size() == 1) return launch_alone(members.front());
+    const std::filesystem::path dir = members.front().launch.dir;
+    // One process for all: rendered as the first member's run (the shared options), in the group's
+    // directory, with every member's PARATUNE_PARAMS in an array and no checkpoint directory.
+    const TrialRecord& first = record(members.front().number);
+    trial::TrialLaunch launch = render_run(space_, options_, first.config,
+                                           members.front().launch.id + "-fused", dir,
+                                           static_cast<int>(members.front().resource), options_.steps,
+                                           books_.at(first.number).state.strategy);
+    nlohmann::ordered_json params = nlohmann::ordered_json::array();
+    Group group;
+    group.dir = dir;
+    for (const Begun& m : members) {
+      params.push_back(nlohmann::ordered_json::parse(m.launch.params_json));
+      group.member_ids.push_back(m.launch.id);
+    }
+    group.alone = members;
+    launch.params_json = params.dump();
+    const std::vector<int> slots = runner_.start(launch);
+    group.started_unix_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    for (const Begun& m : members) {
+      Book& book = books_.at(m.number);
+      book.state.slots = slots;
+      Live live;
+      live.number = m.number;
+      live.target = m.resource;
+      live.params_json = record(m.number).config.dump();
+      live_.emplace(m.launch.id, std::move(live));
+      observer_.trial_started(store_.trial(book.db_id));
+    }
+    groups_.emplace(launch.id, std::move(group));
+    ++summary.fused_groups;
+    summary.fused_trials += static_cast<int>(members.size());
   }
 
   // ASHA's promotion: the resting trial runs on to the next rung, from its checkpoint when it has one,
@@ -366,6 +491,37 @@ class Controller {
     return !take_metrics(it->second, r, so_far) || pruner_.keep_running(r, records_);
   }
 
+  // A fused group's step: each member still in the search judged on its own lines. One the pruner
+  // stops, or that diverged, ends now; the process goes on while any member is left.
+  bool on_group_progress(const std::string& id, const trial::TrialOutput& so_far) {
+    const Group& group = groups_.at(id);
+    bool any_left = false;
+    for (std::size_t b = 0; b < group.member_ids.size(); ++b) {
+      const std::string& member_id = group.member_ids[b];
+      if (!live_.contains(member_id)) continue;
+      const trial::TrialOutput view = member_output(so_far, static_cast<int>(b));
+      const bool diverged = !view.diverged.empty();
+      if (!diverged && on_progress(member_id, view)) {
+        any_left = true;
+        continue;
+      }
+      trial::TrialResult result;
+      result.id = member_id;
+      result.status = diverged ? trial::TrialStatus::kFailed : trial::TrialStatus::kEarlyStopped;
+      result.reason = diverged ? "diverged in its fused group: " + view.diverged.front().reason : "";
+      result.started_unix_s = group.started_unix_s;
+      result.ended_unix_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+      result.output = view;
+      std::vector<double> times;
+      for (const trial::StepReport& s : view.steps) times.push_back(s.step_time_s);
+      result.throughput = trial::estimate_throughput(times);
+      result.stdout_path = group.dir / "stdout.log";
+      result.stderr_path = group.dir / "stderr.log";
+      finish(result);
+    }
+    return any_left;
+  }
+
   // ---- Ending runs. ----
 
   void finish(const trial::TrialResult& ended) {
@@ -403,6 +559,32 @@ class Controller {
         (!best_ || better(options_.direction, *stored.objective, *best_->objective)))
       best_ = stored;
     observer_.trial_finished(stored);
+  }
+
+  // A fused group's process ended: each member still in the search ends with it, on its own lines
+  // (a member that diverged fails; the others share the process's status).
+  void finish_group(const trial::TrialResult& ended) {
+    const Group group = std::move(groups_.at(ended.id));
+    groups_.erase(ended.id);
+    // Refused before its first step (one member's bad value, a fused option the program rejects):
+    // each member runs again alone, so the failure is only the failing member's.
+    if (ended.output.steps.empty() && !ended.output.oom &&
+        (ended.status == trial::TrialStatus::kFailed || ended.status == trial::TrialStatus::kInfeasible)) {
+      for (std::size_t b = 0; b < group.member_ids.size(); ++b)
+        if (live_.erase(group.member_ids[b]) > 0) split_.push_back(group.alone[b]);
+      return;
+    }
+    for (std::size_t b = 0; b < group.member_ids.size(); ++b) {
+      if (!live_.contains(group.member_ids[b])) continue;
+      trial::TrialResult result = ended;
+      result.id = group.member_ids[b];
+      result.output = member_output(ended.output, static_cast<int>(b));
+      if (!result.output.diverged.empty() && ended.status != trial::TrialStatus::kInterrupted) {
+        result.status = trial::TrialStatus::kFailed;
+        result.reason = "diverged in its fused group: " + result.output.diverged.front().reason;
+      }
+      finish(result);
+    }
   }
 
   static bool result_is_final(const trial::TrialResult& r) { return r.status != trial::TrialStatus::kInterrupted; }
@@ -518,11 +700,15 @@ class Controller {
   void report_progress() {
     std::vector<tune::TrialProgress> progress;
     for (const trial::RunningTrial& running : runner_.running()) {
-      const auto it = live_.find(running.id);
-      if (it == live_.end()) continue;
-      progress.push_back({it->second.number, it->second.params_json, running.slot,
-                          static_cast<std::size_t>(it->second.steps_done) + running.steps,
-                          static_cast<int>(it->second.target), running.elapsed_s, running.last_step_time_s});
+      const auto group = groups_.find(running.id);
+      const std::vector<std::string> ids = group == groups_.end() ? std::vector<std::string>{running.id} : group->second.member_ids;
+      for (const std::string& id : ids) {
+        const auto it = live_.find(id);
+        if (it == live_.end()) continue;
+        progress.push_back({it->second.number, it->second.params_json, running.slot,
+                            static_cast<std::size_t>(it->second.steps_done) + running.steps,
+                            static_cast<int>(it->second.target), running.elapsed_s, running.last_step_time_s});
+      }
     }
     const int done = static_cast<int>(std::count_if(records_.begin(), records_.end(), [](const TrialRecord& r) {
       return r.state != TrialRecord::State::kRunning;
@@ -547,7 +733,11 @@ class Controller {
   std::optional<std::pair<Config, nlohmann::ordered_json>> held_;  // a proposal waiting for free slots
   bool exhausted_ = false;  // the sampler has nothing more
   bool capped_ = false;     // --max-trials reached
-  std::map<std::string, Live> live_;  // by PARATUNE_TRIAL_ID
+  std::map<std::string, Live> live_;  // by PARATUNE_TRIAL_ID (a fused member's: its own, not the group's)
+  std::map<std::string, Group> groups_;  // fused groups running, by their process's PARATUNE_TRIAL_ID
+  std::deque<Begun> split_;              // members of a group refused at start-up, to run alone
+  int fuse_size_ = 1;                    // trials per fused group; 0: --fuse auto before its probe
+  std::optional<FusionProbe> probe_;
   std::optional<store::StoredTrial> best_;
   nlohmann::ordered_json stored_model_;
   std::optional<AutoStrategy> auto_strategy_;  // --strategy auto

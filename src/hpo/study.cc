@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 
+#include "paratune/hpo/fusion.h"
 #include "paratune/hpo/surrogate.h"
 #include "paratune/spec/error.h"
 #include "paratune/trial/command.h"
@@ -101,6 +102,7 @@ void validate(const HpoOptions& o) {
       std::find(trial_strategies().begin(), trial_strategies().end(), o.strategy) == trial_strategies().end())
     throw Error(fmt::format("--strategy: {}", unknown_name_message("strategy", o.strategy, trial_strategies())));
   validate_surrogate(o);
+  validate_fusion(o);
 }
 
 std::vector<std::string> hpo_placeholders() { return {"config", "steps", "ranks", "strategy", "trial_id", "trial_dir"}; }
@@ -181,6 +183,7 @@ HpoSummary run_hpo(const Space& space, const HpoOptions& options, store::StudySt
   const tune::StudyLock lock(store.path());
   check_template_parameters(space, options);
   check_surrogate_space(space, options);
+  check_fusion_space(space, options);
   check_slots(space, options, backend);
   const trial::OutputParser check_regex(trial::ParserOptions{options.step_time_regex});  // Error before anything runs
   return run_controller(space, options, store, backend, sampler, pruner, observer, stop_requested);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "paratune/hpo/fusion.h"
 #include "paratune/report/tune_report.h"
 #include "paratune/spec/units.h"
 
@@ -142,11 +143,31 @@ nlohmann::ordered_json importance_json(const std::vector<hpo::Importance>& impor
   return out;
 }
 
+// --fuse auto's probe (hpo/fusion.h to_json(FusionProbe)).
+static std::string format_fusion_probe(const nlohmann::ordered_json& probe) {
+  std::string out = fmt::format("fusion probe ({} steps each; memory budget {}):\n", hpo::kFusionProbeSteps,
+                                probe["memory_budget_bytes"].get<double>() > 0
+                                    ? units::format_bytes(probe["memory_budget_bytes"].get<double>())
+                                    : std::string("unknown"));
+  out += fmt::format("  {:>4}  {:>11}  {:>13}  {:>11}  {}\n", "B", "step time", "trial-steps/s", "peak memory", "status");
+  for (const auto& run : probe["runs"])
+    out += fmt::format("  {:>4}  {:>9.4f} s  {:>13.3f}  {:>11}  {}\n", run["size"].get<int>(),
+                       run["step_time_s"].get<double>(), run["trial_steps_per_s"].get<double>(),
+                       run["peak_memory_bytes"].is_null() ? std::string("-")
+                                                          : units::format_bytes(run["peak_memory_bytes"].get<double>()),
+                       run["status"].get<std::string>());
+  out += fmt::format("  chose B = {}: {}\n", probe["chosen"].get<int>(), probe["reason"].get<std::string>());
+  return out;
+}
+
 std::string format_hpo_study(const hpo::HpoSummary& s) {
   std::string out = fmt::format("study '{}': {} sampler, {} pruner, objective {} ({})\n", s.name, s.sampler, s.pruner,
                                 s.objective, hpo::to_string(s.direction));
   out += fmt::format("this run: {} new trials, {} promotions, {} reused, {} requeued; {} after {}\n", s.started,
                      s.promotions, s.reused, s.requeued, tune::to_string(s.stop), units::format_duration(s.elapsed_s));
+  if (s.fused_groups > 0)
+    out += fmt::format("fused: {} of the new trials trained in {} fused groups\n", s.fused_trials, s.fused_groups);
+  if (!s.fusion_probe.is_null()) out += format_fusion_probe(s.fusion_probe);
   std::map<std::string, int> counts;
   for (const store::StoredTrial& t : s.trials) ++counts[t.status];
   out += "trials:";
@@ -180,8 +201,11 @@ nlohmann::ordered_json to_json(const hpo::HpoSummary& s) {
                            {"requeued", s.requeued},
                            {"started", s.started},
                            {"promotions", s.promotions},
+                           {"fused_groups", s.fused_groups},
+                           {"fused_trials", s.fused_trials},
                            {"stop", tune::to_string(s.stop)},
                            {"elapsed_s", s.elapsed_s}};
+  if (!s.fusion_probe.is_null()) j["fusion_probe"] = s.fusion_probe;
   j.update(trials_json(s.trials, s.best));
   return j;
 }

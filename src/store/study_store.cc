@@ -356,7 +356,7 @@ std::vector<StoredTrial> StudyStore::trials(std::int64_t study, bool with_steps)
     for (StoredTrial& t : out) {
       m.bind(1, t.id);
       while (m.step()) {
-        trial::MetricReport r{m.text(0), m.real(1), std::nullopt};
+        trial::MetricReport r{m.text(0), m.real(1), std::nullopt, std::nullopt};
         if (!m.null(2)) r.step = m.integer(2);
         t.metrics.push_back(std::move(r));
       }

@@ -83,8 +83,20 @@ LineReport OutputParser::parse_protocol(std::string_view text) {
     r.peak_memory_bytes = bytes.get<double>();
     return r;
   }
+  // A fused group's member: an integer >= 0.
+  const bool member_ok = !j.contains("member") || (is_integer(j["member"]) && j["member"].get<std::int64_t>() >= 0 &&
+                                                   j["member"].get<std::int64_t>() < (1 << 20));
+  if (j.contains("diverged")) {
+    if (auto extra = keys_are({"member", "diverged"})) return malformed(fmt::format("unknown key '{}'", *extra));
+    if (!j.contains("member") || !member_ok) return malformed("'member' must be an integer >= 0");
+    if (!j["diverged"].is_string()) return malformed("'diverged' must be a string (why)");
+    r.kind = LineReport::Kind::kDiverged;
+    r.diverged = {j["member"].get<int>(), j["diverged"].get<std::string>()};
+    return r;
+  }
   if (j.contains("metric")) {
-    if (auto extra = keys_are({"metric", "value", "step"})) return malformed(fmt::format("unknown key '{}'", *extra));
+    if (auto extra = keys_are({"metric", "value", "step", "member"})) return malformed(fmt::format("unknown key '{}'", *extra));
+    if (!member_ok) return malformed("'member' must be an integer >= 0");
     if (!j["metric"].is_string() || j["metric"].get<std::string>().empty())
       return malformed("'metric' must be a non-empty string");
     if (!j.contains("value") || !j["value"].is_number() || !std::isfinite(j["value"].get<double>()))
@@ -95,6 +107,7 @@ LineReport OutputParser::parse_protocol(std::string_view text) {
     r.metric.name = j["metric"].get<std::string>();
     r.metric.value = j["value"].get<double>();
     if (j.contains("step")) r.metric.step = j["step"].get<std::int64_t>();
+    if (j.contains("member")) r.metric.member = j["member"].get<int>();
     return r;
   }
   if (j.contains("oom")) {
@@ -111,7 +124,7 @@ LineReport OutputParser::parse_protocol(std::string_view text) {
     r.checkpoint_step = j["checkpoint_step"].get<std::int64_t>();
     return r;
   }
-  return malformed("none of step_time_s, peak_memory_bytes, metric, oom, checkpoint_step");
+  return malformed("none of step_time_s, peak_memory_bytes, metric, oom, checkpoint_step, diverged");
 }
 
 LineReport OutputParser::feed(std::string_view line) {
@@ -169,6 +182,7 @@ LineReport OutputParser::feed(std::string_view line) {
       output_.peak_memory_bytes = std::max(output_.peak_memory_bytes.value_or(0), r.peak_memory_bytes);
       break;
     case LineReport::Kind::kMetric: output_.metrics.push_back(r.metric); break;
+    case LineReport::Kind::kDiverged: output_.diverged.push_back(r.diverged); break;
     case LineReport::Kind::kOom:
       if (!output_.oom) output_.oom_line = std::string(line.substr(0, 500));
       output_.oom = true;

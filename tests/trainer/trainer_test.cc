@@ -21,6 +21,7 @@
 #include <tuple>
 
 #include "models.h"
+#include "paratune/hpo/fusion.h"
 #include "paratune/train/corpus.h"
 #include "paratune/train/idx.h"
 #include "paratune/train/options.h"
@@ -605,6 +606,174 @@ TEST(TrainTune, StrategyAutoRefusesAProgramItCannotModel) {
   EXPECT_EQ(exit_code, 2) << output;
   EXPECT_NE(output.find("--strategy auto"), std::string::npos) << output;
   EXPECT_NE(output.find("'python3'"), std::string::npos) << output;
+}
+
+// Inter-trial fusion in the search (hpo/fusion.h): `--fuse 3` trains the trials that differ only in
+// optimizer options three to a process, and each trial's objective is the one it gets alone (the
+// same study without fusion), within the fused kernels' rounding (1e-5 relative, as
+// fused_train_test.cc measures per step).
+std::string fusion_study(const fs::path& dir, const std::string& space, const std::string& name,
+                         const std::string& extra, const std::string& trainer_args) {
+  return std::string(PARATUNE_BINARY) + " tune --space " + (dir / space).string() + " --study " +
+         (dir / "study.db").string() + " --study-name " + name + " --trials-dir " + (dir / name).string() +
+         " --objective val_loss --direction minimize " + extra + " --command '" + PARATUNE_TRAIN_BINARY +
+         " --model mlp --mlp-hidden 64,32 --optimizer sgd --eval-limit 256 --eval-every 5 --steps {steps} --threads 1 " +
+         trainer_args + "' --json";
+}
+
+nlohmann::json study_json(const std::string& output) { return nlohmann::json::parse(output.substr(output.find("{\n"))); }
+
+TEST(TrainTune, FusedTrialsGetTheObjectiveTheyGetAlone) {
+  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  const fs::path dir = fs::path(::testing::TempDir()) / "train-fused-study";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "space.yaml") << "parameters:\n  lr: [0.01, 0.03, 0.1]\n  momentum: [0.5, 0.9]\n";
+  auto [exit_code, output] = capture(fusion_study(dir, "space.yaml", "fused", "--steps 10 --fuse 3", ""));
+  ASSERT_EQ(exit_code, 0) << output;
+  const nlohmann::json fused = study_json(output);
+  EXPECT_EQ(fused["fused_groups"], 2);
+  EXPECT_EQ(fused["fused_trials"], 6);
+  std::tie(exit_code, output) = capture(fusion_study(dir, "space.yaml", "alone", "--steps 10", ""));
+  ASSERT_EQ(exit_code, 0) << output;
+  const nlohmann::json alone = study_json(output);
+  EXPECT_EQ(alone["fused_groups"], 0);
+  ASSERT_EQ(fused["trials"].size(), 6u);
+  ASSERT_EQ(alone["trials"].size(), 6u);
+  for (std::size_t i = 0; i < 6; ++i) {
+    const nlohmann::json &f = fused["trials"][i], &a = alone["trials"][i];
+    ASSERT_EQ(f["params"], a["params"]);
+    ASSERT_EQ(f["status"], "completed") << f.dump();
+    EXPECT_EQ(f["steps"], 10);
+    EXPECT_NEAR(f["objective"].get<double>(), a["objective"].get<double>(), 1e-5 * a["objective"].get<double>())
+        << f["params"].dump();
+  }
+  // One process per group, in its first member's directory; every member's stored command
+  // reproduces it alone.
+  std::ifstream log(dir / "fused" / "trial-0001" / "stdout.log");
+  const std::string text(std::istreambuf_iterator<char>(log), {});
+  EXPECT_NE(text.find("3 fused trials of mlp"), std::string::npos) << text;
+  EXPECT_FALSE(fs::exists(dir / "fused" / "trial-0002" / "stdout.log"));
+  EXPECT_NE(fused["trials"][1]["command"].get<std::string>().find(R"(PARATUNE_PARAMS='{"lr":0.01,"momentum":0.9}')"),
+            std::string::npos)
+      << fused["trials"][1]["command"];
+}
+
+// A member the pruner stops ends at once while its group trains on; a member that diverges fails
+// alone; a group refused at start-up (one member's bad value) is split and each member runs alone.
+TEST(TrainTune, FusedGroupsLoseOnlyTheirFailingMembers) {
+  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  const fs::path dir = fs::path(::testing::TempDir()) / "train-fused-members";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // Group 1: three good rates (the median pruner's start-up trials); group 2: a rate too small to
+  // learn (pruned at the first evaluation), a good one, and 10 with decay 1 (diverges).
+  std::ofstream(dir / "space.yaml") << "parameters:\n  lr: [0.05, 0.1, 0.02, 0.000001, 0.04, 10]\n";
+  auto [exit_code, output] = capture(fusion_study(dir, "space.yaml", "pruned",
+                                                  "--steps 20 --fuse 3 --pruner median --pruner-startup 3",
+                                                  "--momentum 0.9 --weight-decay 1"));
+  ASSERT_EQ(exit_code, 0) << output;
+  nlohmann::json study = study_json(output);
+  ASSERT_EQ(study["trials"].size(), 6u) << output;
+  EXPECT_EQ(study["fused_groups"], 2);
+  const nlohmann::json& tiny = study["trials"][3];
+  const nlohmann::json& good = study["trials"][4];
+  const nlohmann::json& diverged = study["trials"][5];
+  EXPECT_EQ(tiny["status"], "pruned") << tiny.dump();
+  EXPECT_EQ(tiny["steps"], 5);
+  EXPECT_GT(good["steps"].get<int>(), 5) << good.dump();  // trained on after its group-mate was pruned
+  EXPECT_EQ(diverged["status"], "failed") << diverged.dump();
+  EXPECT_NE(diverged["reason"].get<std::string>().find("diverged in its fused group"), std::string::npos)
+      << diverged.dump();
+  // A value paratune-train refuses: the group fails before its first step, its members run alone.
+  std::ofstream(dir / "bad.yaml") << "parameters:\n  lr: [0.05, 0.1, 50]\n";
+  std::tie(exit_code, output) = capture(fusion_study(dir, "bad.yaml", "split", "--steps 10 --fuse 3", ""));
+  ASSERT_EQ(exit_code, 0) << output;
+  study = study_json(output);
+  ASSERT_EQ(study["trials"].size(), 3u) << output;
+  EXPECT_EQ(study["trials"][0]["status"], "completed");
+  EXPECT_EQ(study["trials"][1]["status"], "completed");
+  EXPECT_EQ(study["trials"][2]["status"], "failed");
+  EXPECT_NE(study["trials"][2]["reason"].get<std::string>().find("lr: value '50' must be a number in (0, 10]"),
+            std::string::npos)
+      << study["trials"][2].dump();
+}
+
+// --fuse auto measures B = 1, 2, ... fused before the first group and keeps the size its rule
+// picks from those measurements; ASHA's promotions of fused members run again alone from step 0.
+TEST(TrainTune, FuseAutoPicksItsSizeFromTheProbeAndAshaPromotesMembersAlone) {
+  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  const fs::path dir = fs::path(::testing::TempDir()) / "train-fuse-auto";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "space.yaml") << "parameters:\n  lr: {type: float, low: 0.001, high: 0.3, log: true}\n";
+  auto [exit_code, output] =
+      capture(fusion_study(dir, "space.yaml", "auto",
+                           "--algo random --max-trials 9 --steps 15 --fuse auto --pruner asha --min-resource 5 --eta 3",
+                           "--surrogate-ratio 2"));
+  ASSERT_EQ(exit_code, 0) << output;
+  const nlohmann::json study = study_json(output);
+  const nlohmann::json& probe = study["fusion_probe"];
+  ASSERT_TRUE(probe.is_object()) << output;
+  std::vector<hpo::FusionProbeRun> runs;
+  int size = 1;
+  for (const auto& r : probe["runs"]) {
+    EXPECT_EQ(r["size"], size);
+    size *= 2;
+    hpo::FusionProbeRun run;
+    run.size = r["size"];
+    run.status = r["status"];
+    run.step_time_s = r["step_time_s"];
+    run.trial_steps_per_s = r["trial_steps_per_s"];
+    if (!r["peak_memory_bytes"].is_null()) run.peak_memory_bytes = r["peak_memory_bytes"].get<double>();
+    runs.push_back(run);
+  }
+  ASSERT_GE(runs.size(), 2u) << probe.dump();
+  EXPECT_EQ(runs.front().status, "completed");
+  const hpo::FusionDecision decision = hpo::decide_fusion(runs, probe["memory_budget_bytes"], 9);
+  EXPECT_FALSE(decision.next.has_value());
+  EXPECT_EQ(probe["chosen"], decision.chosen) << probe.dump();
+  EXPECT_EQ(study["fused_groups"].get<int>() > 0, decision.chosen > 1) << output;
+  // ASHA: 9 trials at 5 steps, the best third promoted to 15 (alone, from step 0: 15 steps done).
+  EXPECT_GT(study["promotions"].get<int>(), 0) << output;
+  int finished = 0;
+  for (const auto& t : study["trials"])
+    if (t["status"] == "completed") {
+      EXPECT_EQ(t["steps"], 15) << t.dump();
+      ++finished;
+    }
+  EXPECT_GT(finished, 0) << output;
+}
+
+// --fuse needs paratune-train, a metric objective, one slot per trial and trial options off the
+// shared command line; the size is a number from 1 to 64 or auto.
+TEST(TrainTune, FuseRefusesWhatItCannotFuse) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "train-fuse-refused";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "space.yaml") << "parameters:\n  lr: [0.1, 0.2]\n  batch_size: [32, 64]\n";
+  const std::string tune = std::string(PARATUNE_BINARY) + " tune --space " + (dir / "space.yaml").string() +
+                           " --study " + (dir / "study.db").string() + " --steps 4 ";
+  const std::string trainer = std::string(" --command '") + PARATUNE_TRAIN_BINARY;
+  const std::pair<std::string, std::string> cases[] = {
+      {"--fuse 4 --objective loss --direction minimize --command 'python3 train.py'",
+       "--fuse 4: fuses the trials of paratune-train"},
+      {"--fuse 4" + trainer + " --model mlp'", "--fuse 4: a fused trial has no throughput of its own"},
+      {"--fuse 4 --objective val_loss --direction minimize" + trainer + " --model mlp --lr {lr}'",
+       "--command: {lr} differs between fused trials (--fuse 4)"},
+      {"--fuse 0 --objective val_loss --direction minimize" + trainer + " --model mlp'",
+       "--fuse 0: must be auto or a size from 1 to 64"},
+      {"--fuse many --objective val_loss --direction minimize" + trainer + " --model mlp'",
+       "--fuse many: must be auto or a size from 1 to 64"},
+      {"--fuse auto --trial-ranks 2 --slots 2 --strategy dp --objective val_loss --direction minimize" + trainer +
+           " --model mlp --ranks {ranks} --strategy {strategy}'",
+       "--fuse auto: fused groups train on one slot; --trial-ranks is 2"},
+  };
+  for (const auto& [flags, message] : cases) {
+    const auto [exit_code, output] = capture(tune + flags);
+    EXPECT_EQ(exit_code, 2) << flags << "\n" << output;
+    EXPECT_NE(output.find(message), std::string::npos) << flags << "\n" << output;
+  }
 }
 
 }  // namespace

@@ -63,6 +63,27 @@ TEST(Protocol, MalformedLinesAreCountedAndIgnored) {
   EXPECT_FALSE(p.output().peak_memory_bytes.has_value());
 }
 
+// A fused group's lines name their member (hpo/fusion.h splits the output by it).
+TEST(Protocol, FusedMembersMetricsAndDivergence) {
+  OutputParser p;
+  LineReport r = p.feed(R"(@paratune {"member": 2, "metric": "train_loss", "value": 1.5, "step": 3})");
+  ASSERT_EQ(r.kind, Kind::kMetric);
+  EXPECT_EQ(r.metric.member, 2);
+  EXPECT_EQ(p.feed(R"(@paratune {"metric": "train_loss", "value": 1.5})").metric.member, std::nullopt);
+  r = p.feed(R"(@paratune {"member": 1, "diverged": "the train loss is nan at step 4"})");
+  ASSERT_EQ(r.kind, Kind::kDiverged);
+  EXPECT_EQ(r.diverged.member, 1);
+  EXPECT_EQ(r.diverged.reason, "the train loss is nan at step 4");
+  for (const char* bad : {R"(@paratune {"member": -1, "metric": "x", "value": 1})",
+                          R"(@paratune {"member": 1.5, "metric": "x", "value": 1})",
+                          R"(@paratune {"member": "a", "diverged": "why"})", R"(@paratune {"diverged": "no member"})",
+                          R"(@paratune {"member": 0, "diverged": 3})", R"(@paratune {"member": 0, "diverged": "x", "y": 1})"})
+    EXPECT_EQ(p.feed(bad).kind, Kind::kMalformed) << bad;
+  ASSERT_EQ(p.output().diverged.size(), 1u);
+  EXPECT_EQ(p.output().metrics.size(), 2u);
+  EXPECT_EQ(p.output().malformed_lines, 6);
+}
+
 TEST(Protocol, ReadsMegatronLogLines) {
   OutputParser p;
   LineReport r = p.feed(

@@ -69,6 +69,11 @@ struct HpoOptions {
   // width divided by this, under muP (PARATUNE_PARAMS gets surrogate_ratio and parametrization
   // mup); a retrain trains the target (1). 1: the model as the command describes it.
   double surrogate_ratio = 1;
+  // Inter-trial fusion (hpo/fusion.h): up to `fuse` trials that differ only in fusable options
+  // train as one fused model in one process; `fuse_auto` picks the size by a probe (fuse is then
+  // the largest it may pick). 1 and not auto: every trial alone.
+  int fuse = 1;
+  bool fuse_auto = false;
 };
 // Throws Error naming the option and the rule.
 void validate(const HpoOptions& options);
@@ -96,6 +101,9 @@ struct HpoSummary {
   int leftover_processes_killed = 0;  // processes of a killed controller's trials still alive at resume
   int started = 0;                    // new trials started by this run
   int promotions = 0;                 // runs of resting trials started by this run
+  int fused_groups = 0;               // processes that trained several new trials fused (hpo/fusion.h)
+  int fused_trials = 0;               // the new trials they trained
+  nlohmann::ordered_json fusion_probe;  // --fuse auto's measurements and choice (to_json(FusionProbe)); null without
   tune::StopReason stop = tune::StopReason::kExhausted;
   double elapsed_s = 0;
   std::vector<store::StoredTrial> trials;  // every trial of the study, in number order

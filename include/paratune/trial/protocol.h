@@ -10,6 +10,11 @@
 //   {"checkpoint_step": 26}                        it saved a checkpoint after step 26 in
 //                                                  PARATUNE_CHECKPOINT_DIR; run again with the same
 //                                                  directory, it resumes after that step
+// A process that trains a fused group of trials (PARATUNE_PARAMS a JSON array, hpo/fusion.h) says
+// whose each metric is, and which member diverged (its later values are not sent):
+//   {"member": 2, "metric": "loss", "value": 2.31, "step": 7}
+//   {"member": 2, "diverged": "the train loss is nan at step 7"}
+// Its step lines and memory are the group's (one process).
 // Built in besides: Megatron-LM's "elapsed time per iteration (ms): X" (with "iteration N/" for the
 // step number) and its memory report ("max reserved: X" in MB, else "max allocated"), a
 // `step_time_regex` whose first group is the step time in seconds (a second group, if any, the step
@@ -37,15 +42,23 @@ struct MetricReport {
   std::string name;
   double value = 0;
   std::optional<std::int64_t> step;
+  std::optional<int> member;  // whose, in a fused group
+};
+
+// A fused group's member that diverged (it is dropped from the group's training).
+struct MemberDivergence {
+  int member = 0;
+  std::string reason;
 };
 
 // What one line carried (at most one kind of report per line).
 struct LineReport {
-  enum class Kind { kNothing, kStep, kPeakMemory, kMetric, kOom, kCheckpoint, kMalformed } kind = Kind::kNothing;
+  enum class Kind { kNothing, kStep, kPeakMemory, kMetric, kOom, kCheckpoint, kDiverged, kMalformed } kind = Kind::kNothing;
   StepReport step;
   double peak_memory_bytes = 0;
   MetricReport metric;
   std::int64_t checkpoint_step = 0;
+  MemberDivergence diverged;
   std::string problem;  // kMalformed: what was wrong
 };
 
@@ -62,6 +75,7 @@ struct TrialOutput {
   bool oom = false;
   std::string oom_line;               // the first line that said so
   std::optional<std::int64_t> checkpoint_step;  // the last checkpoint the trial said it saved
+  std::vector<MemberDivergence> diverged;       // fused members that diverged, in order
   std::int64_t lines = 0;
   std::int64_t malformed_lines = 0;
   std::string first_malformed;        // the first malformed protocol line's problem
