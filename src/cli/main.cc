@@ -19,7 +19,10 @@
 #include <sstream>
 
 #include "paratune/calib/published_runs.h"
+#include "paratune/cost/surrogate_footprint.h"
 #include "paratune/hpo/fusion.h"
+#include "paratune/report/harvest_report.h"
+#include "paratune/sim/harvest.h"
 #include "paratune/hpo/importance.h"
 #include "paratune/hpo/pruner.h"
 #include "paratune/hpo/retrain.h"
@@ -147,6 +150,11 @@ struct SimulateFlags {
   std::string trace_path;
   std::string svg_path;
   bool compare_grad_sync = false;
+  // Bubble harvest (sim/harvest.h): muP surrogates `harvest_ratio` times narrower as tuning trials.
+  int harvest_ratio = 0;
+  std::string harvest_switch = "1ms";
+  std::string harvest_runtime = "1GiB";
+  int harvest_max_members = 64;
 };
 
 // `paratune simulate`: replay one iteration of the configuration's pipeline schedule.
@@ -204,6 +212,28 @@ int run_simulate(const SetupFlags& setup, const SimulateFlags& f, bool json) {
     }
   }
 
+  // Hydro's bubble harvest: the surrogate's footprint from the cost model, packed into the idle
+  // intervals; every GPU of a stage (dp x tp x cp of them) has the stage's timeline.
+  std::optional<HarvestReport> harvest;
+  if (f.harvest_ratio != 0) {
+    if (!meshes.empty()) throw Error("--harvest-ratio: stage meshes give stages different GPU counts; not supported");
+    if (f.harvest_max_members < 1)
+      throw Error(fmt::format("--harvest-max-members {}: must be >= 1", f.harvest_max_members));
+    HarvestReport r;
+    try {
+      r.footprint = surrogate_footprint(model, cluster, training, f.harvest_ratio, calibration);
+    } catch (const Error& e) {
+      throw e.with_context("--harvest-ratio");
+    }
+    r.trial.step_time_s = r.footprint.step_time_s;
+    r.trial.memory_bytes = r.footprint.memory_bytes;
+    r.trial.switch_s = units::parse_duration(f.harvest_switch);
+    r.trial.runtime_memory_bytes = units::parse_bytes(f.harvest_runtime);
+    r.trial.max_members = f.harvest_max_members;
+    r.harvest = sim::pack_bubbles(problem, result, r.trial);
+    r.gpus_per_stage = config.dp * config.tp * config.cp;
+    harvest = std::move(r);
+  }
   if (!f.trace_path.empty()) write_file(f.trace_path, chrome_trace(result, problem).dump() + "\n");
   if (!f.svg_path.empty())
     write_file(f.svg_path,
@@ -217,6 +247,7 @@ int run_simulate(const SetupFlags& setup, const SimulateFlags& f, bool json) {
     j["tokens_per_s"] = tokens / result.iteration_time_s;
     if (!meshes.empty()) j["stage_mesh"] = f.stage_mesh;
     if (f.compare_grad_sync) j["grad_sync_comparison"] = comparison;
+    if (harvest) j["harvest"] = to_json(*harvest);
     write_json(j);
     return 0;
   }
@@ -226,6 +257,7 @@ int run_simulate(const SetupFlags& setup, const SimulateFlags& f, bool json) {
                            meshes.empty() ? "" : " with stage meshes " + f.stage_mesh);
   std::cout << fmt::format("tokens/s         {:.0f}\n", tokens / result.iteration_time_s);
   std::cout << format_simulation(result, problem) << comparison_text;
+  if (harvest) std::cout << format_harvest(*harvest);
   if (!f.trace_path.empty()) std::cout << "wrote " << f.trace_path << " (Chrome trace: open in ui.perfetto.dev)\n";
   if (!f.svg_path.empty()) std::cout << "wrote " << f.svg_path << "\n";
   return 0;
@@ -818,6 +850,18 @@ int main(int argc, char** argv) {
                            "per-stage DPxTP meshes, e.g. 8x1,4x2,4x2,4x2 (Alpa-style; micro-batch = dp*mbs of --config)");
   simulate_cmd->add_option("--trace", sim_flags.trace_path, "write a Chrome trace-event JSON (Perfetto, chrome://tracing)");
   simulate_cmd->add_option("--svg", sim_flags.svg_path, "write an SVG timeline");
+  simulate_cmd->add_option("--harvest-ratio", sim_flags.harvest_ratio,
+                           "Hydro's bubble harvest: how much tuning of the model's muP surrogate (every width / S) "
+                           "fits into the pipeline bubbles, per stage and in GPU-hours per day");
+  simulate_cmd->add_option("--harvest-switch", sim_flags.harvest_switch,
+                           "harvest: time to pause and resume a trial, per bubble used")
+      ->capture_default_str();
+  simulate_cmd->add_option("--harvest-runtime", sim_flags.harvest_runtime,
+                           "harvest: a trial process's own GPU memory (CUDA context, workspace)")
+      ->capture_default_str();
+  simulate_cmd->add_option("--harvest-max-members", sim_flags.harvest_max_members,
+                           "harvest: the largest fused group of trials")
+      ->capture_default_str();
   simulate_cmd->add_flag("--json", json, "machine-readable output");
 
   SetupFlags plan_setup;

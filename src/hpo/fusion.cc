@@ -116,6 +116,11 @@ std::optional<double> extrapolated_memory(const std::vector<FusionProbeRun>& run
   return *one + std::max(0.0, *two - *one) * (size - 1);
 }
 
+double full_trial_rate(int size, double step_time_s, double fixed_s, int steps) {
+  const double seconds = std::max(0.0, fixed_s) + steps * step_time_s;
+  return seconds > 0 ? size * static_cast<double>(steps) / seconds : 0;
+}
+
 FusionDecision decide_fusion(const std::vector<FusionProbeRun>& runs, double memory_budget_bytes, int cap) {
   FusionDecision d;
   if (runs.empty()) {
@@ -123,6 +128,7 @@ FusionDecision decide_fusion(const std::vector<FusionProbeRun>& runs, double mem
     return d;
   }
   const FusionProbeRun* chosen = nullptr;
+  int without_gain = 0;  // sizes in a row that did not beat the chosen one
   for (const FusionProbeRun& run : runs) {
     if (run.status != "completed" || run.step_time_s <= 0) {
       d.reason = run.status == "completed" ? fmt::format("B = {} reported too few steps to time", run.size)
@@ -134,20 +140,22 @@ FusionDecision decide_fusion(const std::vector<FusionProbeRun>& runs, double mem
                              gib(memory_budget_bytes));
       break;
     }
-    if (chosen && run.trial_steps_per_s < (1 + kFusionMinGain) * chosen->trial_steps_per_s) {
-      d.reason = fmt::format("B = {} trains {:.3g} trial-steps/s against {:.3g} at B = {}: less than {:.0f}% more",
-                             run.size, run.trial_steps_per_s, chosen->trial_steps_per_s, chosen->size,
-                             100 * kFusionMinGain);
+    if (!chosen || run.trial_steps_per_s >= (1 + kFusionMinGain) * chosen->trial_steps_per_s) {
+      chosen = &run;
+      without_gain = 0;
+    } else if (++without_gain == 2) {
+      d.reason = fmt::format("B = {} and {} gain less than {:.0f}% over B = {} ({:.3g} trial-steps/s)", run.size / 2,
+                             run.size, 100 * kFusionMinGain, chosen->size, chosen->trial_steps_per_s);
       break;
     }
-    chosen = &run;
   }
   d.chosen = chosen ? chosen->size : 1;
   if (!d.reason.empty()) return d;
   const int next = runs.back().size * 2;
   const std::optional<double> memory = extrapolated_memory(runs, next);
   if (next > cap)
-    d.reason = fmt::format("B = {} is the largest allowed", runs.back().size);
+    d.reason = fmt::format("B = {} is the largest allowed; B = {} has the best rate ({:.3g} trial-steps/s)",
+                           runs.back().size, d.chosen, chosen ? chosen->trial_steps_per_s : 0.0);
   else if (memory_budget_bytes > 0 && memory && *memory > memory_budget_bytes)
     d.reason = fmt::format("B = {} would need about {} (extrapolated from B = 1 and 2), over the budget of {}", next,
                            gib(*memory), gib(memory_budget_bytes));
@@ -199,7 +207,9 @@ FusionProbe probe_fusion(const Space& space, const HpoOptions& options, const tr
     const trial::TrialResult& result = ended.front();
     run.status = trial::to_string(result.status);
     run.step_time_s = steady_step_time(result.output.steps);
-    if (run.step_time_s > 0) run.trial_steps_per_s = size / run.step_time_s;
+    run.fixed_s = std::max(0.0, result.ended_unix_s - result.started_unix_s -
+                                    static_cast<double>(result.output.steps.size()) * run.step_time_s);
+    if (run.step_time_s > 0) run.trial_steps_per_s = full_trial_rate(size, run.step_time_s, run.fixed_s, options.steps);
     run.peak_memory_bytes = result.output.peak_memory_bytes;
     probe.runs.push_back(run);
   }
@@ -209,7 +219,7 @@ nlohmann::ordered_json to_json(const FusionProbe& probe) {
   nlohmann::ordered_json runs = nlohmann::ordered_json::array();
   for (const FusionProbeRun& r : probe.runs) {
     nlohmann::ordered_json j{{"size", r.size}, {"status", r.status}, {"step_time_s", r.step_time_s},
-                             {"trial_steps_per_s", r.trial_steps_per_s}};
+                             {"fixed_s", r.fixed_s}, {"trial_steps_per_s", r.trial_steps_per_s}};
     j["peak_memory_bytes"] = r.peak_memory_bytes ? nlohmann::ordered_json(*r.peak_memory_bytes) : nullptr;
     if (r.predicted_memory_bytes) j["predicted_memory_bytes"] = *r.predicted_memory_bytes;
     runs.push_back(std::move(j));

@@ -145,14 +145,17 @@ nlohmann::ordered_json importance_json(const std::vector<hpo::Importance>& impor
 
 // --fuse auto's probe (hpo/fusion.h to_json(FusionProbe)).
 static std::string format_fusion_probe(const nlohmann::ordered_json& probe) {
-  std::string out = fmt::format("fusion probe ({} steps each; memory budget {}):\n", hpo::kFusionProbeSteps,
+  std::string out = fmt::format("fusion probe ({} steps each; trial-steps/s of full trials, start-up and final "
+                                "evaluation included; memory budget {}):\n",
+                                hpo::kFusionProbeSteps,
                                 probe["memory_budget_bytes"].get<double>() > 0
                                     ? units::format_bytes(probe["memory_budget_bytes"].get<double>())
                                     : std::string("unknown"));
-  out += fmt::format("  {:>4}  {:>11}  {:>13}  {:>11}  {}\n", "B", "step time", "trial-steps/s", "peak memory", "status");
+  out += fmt::format("  {:>4}  {:>11}  {:>11}  {:>13}  {:>11}  {}\n", "B", "step time", "start-up", "trial-steps/s",
+                     "peak memory", "status");
   for (const auto& run : probe["runs"])
-    out += fmt::format("  {:>4}  {:>9.4f} s  {:>13.3f}  {:>11}  {}\n", run["size"].get<int>(),
-                       run["step_time_s"].get<double>(), run["trial_steps_per_s"].get<double>(),
+    out += fmt::format("  {:>4}  {:>9.4f} s  {:>9.2f} s  {:>13.3f}  {:>11}  {}\n", run["size"].get<int>(),
+                       run["step_time_s"].get<double>(), run["fixed_s"].get<double>(), run["trial_steps_per_s"].get<double>(),
                        run["peak_memory_bytes"].is_null() ? std::string("-")
                                                           : units::format_bytes(run["peak_memory_bytes"].get<double>()),
                        run["status"].get<std::string>());

@@ -20,10 +20,16 @@
 // group's process is stopped when no member is left. A diverged member fails alone. Fused groups do
 // not checkpoint, so an ASHA promotion of a member runs it again from step 0, alone.
 //
-// --fuse auto measures before the first group (Hydro profiles 1 vs 2 fused trials): the first
-// proposal fused B = 1, 2, 4, ... times, a few steps each, on one slot; B doubles while the
-// per-trial rate gains at least kFusionMinGain and the memory extrapolated from B = 1 and 2
-// (linear in B) stays within the budget (the memory limit, else the memory available per slot).
+// --fuse auto measures before the first group (Hydro profiles 1 vs 2 fused trials to extrapolate
+// memory): the first proposal fused B = 1, 2, 4, ... times, kFusionProbeSteps steps each, on one
+// slot. Each run gives its steady step time t(B) and its fixed cost (start-up, data, the final
+// evaluation: its wall time less the steps), so a full trial of --steps S costs
+// fixed(B) + S t(B) for B trials: the rate compared is B S / (fixed(B) + S t(B)) trial-steps/s
+// (fusion amortizes the start-up even where its steps are no faster). The largest size whose rate
+// beats every smaller one's by kFusionMinGain is kept; doubling goes on while the memory
+// extrapolated from B = 1 and 2 (linear in B) stays within the budget (the memory limit, else the
+// memory available per slot), up to the cap, and stops after two sizes in a row gain nothing (the
+// rate need not be monotone: small fused kernels can be slower at B = 2 and faster at 8).
 #pragma once
 
 #include <filesystem>
@@ -41,7 +47,7 @@
 namespace paratune::hpo {
 
 inline constexpr int kMaxFusedTrials = 64;      // --fuse's upper bound
-inline constexpr double kFusionMinGain = 0.05;  // auto: a doubling must raise the per-trial rate 5%
+inline constexpr double kFusionMinGain = 0.05;  // auto: a larger size must raise the per-trial rate 5%
 inline constexpr int kFusionProbeSteps = 8;     // auto: steps per probe run (the first 2 are warm-up)
 
 // Throws Error unless --fuse can work with the rest of the options: the command runs
@@ -65,7 +71,8 @@ struct FusionProbeRun {
   int size = 1;
   std::string status;                      // the run's status (completed, oom, failed, ...)
   double step_time_s = 0;                  // median after warm-up
-  double trial_steps_per_s = 0;            // size / step_time_s
+  double fixed_s = 0;                      // start-up and final evaluation: wall time less the steps
+  double trial_steps_per_s = 0;            // for a full trial: size S / (fixed_s + S step_time_s)
   std::optional<double> peak_memory_bytes;
   std::optional<double> predicted_memory_bytes;  // extrapolated before running (size > 2)
 };
@@ -80,8 +87,11 @@ struct FusionProbe {
 // The memory a fused group of `size` needs, extrapolated linearly from sizes 1 and 2.
 std::optional<double> extrapolated_memory(const std::vector<FusionProbeRun>& runs, int size);
 
-// --fuse auto's choice from runs measured so far (the rule above): the size to keep, or nullopt
-// when the next doubling should be measured. `cap`: no larger size is tried.
+// The rate a probe run predicts for full trials of `steps` steps (FusionProbeRun::trial_steps_per_s).
+double full_trial_rate(int size, double step_time_s, double fixed_s, int steps);
+
+// --fuse auto's choice from runs measured so far (the rule above): the size to keep, and the next
+// size to measure (none when done). `cap`: no larger size is tried.
 struct FusionDecision {
   std::optional<int> next;  // the size to measure next
   int chosen = 1;
