@@ -36,6 +36,13 @@
 //       (TPE, 2 slots, no retrain) run with --fuse 1 and with --fuse auto, the same seed; CPU and wall
 //       time of each, the best surrogate val_loss it found, how many groups it fused, the probe's
 //       choice. DIR/tuning_fusion.md.
+//
+//   bench_hydro bubbles [--repeats 3] [--steps 60] [--out DIR]
+//       Trials packed into pipeline bubbles (issue 20, part 3): `paratune harvest --baseline` on a
+//       2-rank GPipe pretraining job of the GPT (4 layers, d_model 256, 4 micro-batches) with fused
+//       groups of 4 muP surrogates (S = 8) beside each rank, `repeats` times: the job's median step
+//       time alone and with the trials, and the trials' member-steps per hour. DIR/bubbles.md and
+//       DIR/bubble_timeline.svg/.png (the last repeat).
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <spawn.h>
@@ -645,10 +652,72 @@ int tuning_fusion(double ratio, int trials, int first_seed, int last_seed, int s
   return 0;
 }
 
+int bubbles(int repeats, int steps, const fs::path& out) {
+  const fs::path dir = out / "bubbles";
+  fs::create_directories(dir);
+  {
+    std::ofstream params(dir / "params.jsonl");
+    std::mt19937 rng(0);
+    std::uniform_real_distribution<double> log_lr(-4, -2);
+    for (int g = 0; g < 16; ++g) {
+      nlohmann::json group = nlohmann::json::array();
+      for (int b = 0; b < 4; ++b)
+        group.push_back({{"lr", std::pow(10.0, log_lr(rng))}, {"surrogate_ratio", 8}, {"parametrization", "mup"}});
+      params << group.dump() << "\n";
+    }
+  }
+  const std::string job = fmt::format("{} --model gpt --layers 4 --d-model 256 --heads 4 --seq-len 64 --batch-size 16 "
+                                      "--ranks 2 --strategy gpipe --micro-batches 4 --steps {} --eval-limit 256 --threads 1",
+                                      PARATUNE_TRAIN_BINARY, steps);
+  const std::string trial = fmt::format("{} --model gpt --layers 2 --d-model 256 --heads 4 --seq-len 64 --batch-size 16 "
+                                        "--optimizer adamw --beta2 0.95 --clip-norm 1 --eval-limit 256 --steps 300 --threads 1",
+                                        PARATUNE_TRAIN_BINARY);
+  std::string md = fmt::format(
+      "# Tuning trials in a pipeline job's bubbles (Hydro's Coordinator, for real)\n\n"
+      "`paratune harvest --baseline --ranks 2`: the job `{}` alone, then with a trial slot beside each rank running fused "
+      "groups of 4 muP surrogates (S = 8) of `{}`, paused (SIGSTOP) while its rank computes and resumed (SIGCONT) while it "
+      "waits for its peer. Median job step over steps 2..{} (the job's own step times); trial work in member-steps "
+      "(fused steps x 4) per hour of the job. This 2-core machine, one rank and one trial slot per core.\n\n"
+      "| repeat | job alone: median step | bubbles rank 0 / 1 | with trials: median step | slowdown | trial member-steps/hour |\n"
+      "|---|---|---|---|---|---|\n",
+      job, trial, steps - 1);
+  std::vector<double> slowdowns, rates;
+  for (int r = 0; r < repeats; ++r) {
+    const std::vector<std::string> argv{PARATUNE_BINARY, "harvest", "--ranks", "2", "--baseline", "--out",
+                                        (dir / "run").string(), "--trial-params", (dir / "params.jsonl").string(),
+                                        "--trial", trial, "--job", job, "--svg", (out / "bubble_timeline.svg").string(),
+                                        "--json"};
+    std::fprintf(stderr, "repeat %d ...\n", r + 1);
+    const TuneRun t = run_tune(argv, dir / "harvest.log");
+    if (t.exit_code != 0 || t.result.is_discarded()) {
+      std::fprintf(stderr, "paratune harvest failed: see %s\n", (dir / "harvest.log").c_str());
+      return 1;
+    }
+    const nlohmann::json& base = t.result["baseline"];
+    const nlohmann::json& with = t.result["harvest"];
+    slowdowns.push_back(t.result["slowdown"].get<double>());
+    rates.push_back(with["trial_member_steps_per_hour"].get<double>());
+    md += fmt::format("| {} | {:.1f} ms | {:.1f}% / {:.1f}% | {:.1f} ms | {:+.2f}% | {:.0f} |\n", r + 1,
+                      1e3 * base["median_step_time_s"].get<double>(), 100 * base["bubble_fractions"][0].get<double>(),
+                      100 * base["bubble_fractions"][1].get<double>(), 1e3 * with["median_step_time_s"].get<double>(),
+                      100 * slowdowns.back(), rates.back());
+  }
+  std::vector<double> sorted = slowdowns;
+  std::sort(sorted.begin(), sorted.end());
+  double rate = 0;
+  for (double v : rates) rate += v / rates.size();
+  md += fmt::format("\nMedian slowdown over {} repeats: {:+.2f}% (goal: <= 3%); mean tuning work: {:.0f} member-steps "
+                    "per hour.\n",
+                    repeats, 100 * sorted[sorted.size() / 2], rate);
+  write(out / "bubbles.md", md);
+  to_png(out / "bubble_timeline.svg");
+  return 0;
+}
+
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
-    std::fprintf(stderr, "usage: bench_hydro lr-width|rank-transfer|coord-check|fusion|end-to-end|tuning-fusion [options] (see "
+    std::fprintf(stderr, "usage: bench_hydro lr-width|rank-transfer|coord-check|fusion|end-to-end|tuning-fusion|bubbles [options] (see "
                          "bench/hydro_bench.cc)\n");
     return 2;
   }
@@ -680,6 +749,7 @@ int main(int argc, char** argv) {
     }
     if (args[0] == "fusion") return fusion(std::stoi(flag("steps", "40")), out);
     if (args[0] == "coord-check") return coord_check(std::stoi(flag("steps", "4")), out);
+    if (args[0] == "bubbles") return bubbles(std::stoi(flag("repeats", "3")), std::stoi(flag("steps", "60")), out);
     if (args[0] == "end-to-end" || args[0] == "tuning-fusion") {
       const std::string seeds = flag("seeds", args[0] == "end-to-end" ? "0-1" : "0-2");
       const auto dash = seeds.find('-');

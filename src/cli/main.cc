@@ -20,6 +20,8 @@
 
 #include "paratune/calib/published_runs.h"
 #include "paratune/cost/surrogate_footprint.h"
+#include "paratune/hpo/bubble_coordinator.h"
+#include "paratune/trial/command.h"
 #include "paratune/hpo/fusion.h"
 #include "paratune/report/harvest_report.h"
 #include "paratune/sim/harvest.h"
@@ -605,6 +607,55 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   return summary.best ? 0 : 3;
 }
 
+struct HarvestFlags {
+  std::string job, trial, trial_params, out = "harvest", svg, timeout;
+  int ranks = 2;
+  bool baseline = false;
+  std::size_t timeline_first_step = 3, timeline_steps = 2;
+};
+
+// `paratune harvest`: a pipeline job with tuning trials in its bubbles (hpo/bubble_coordinator.h),
+// and, with --baseline, the same job alone first.
+int run_harvest_command(const HarvestFlags& f, bool json) {
+  hpo::HarvestOptions options;
+  options.job_argv = trial::split_words(f.job);
+  options.ranks = f.ranks;
+  options.trial_argv = trial::split_words(f.trial);
+  options.timeout_s = optional_duration(f.timeout, "--timeout");
+  if (!f.trial_params.empty()) {
+    std::ifstream in(f.trial_params);
+    if (!in) throw Error(fmt::format("--trial-params {}: cannot read the file", f.trial_params));
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_discarded() || !(j.is_object() || (j.is_array() && !j.empty())))
+        throw Error(fmt::format("{}:{}: each line is one trial's PARATUNE_PARAMS: a JSON object, or an array of "
+                                "them (a fused group)",
+                                f.trial_params, n));
+      options.trial_params.push_back(j.dump());
+    }
+  }
+  if (options.trial_argv.empty()) throw Error("--trial: the tuning trial's command is required");
+  if (options.trial_params.empty()) throw Error("--trial-params: the file must name at least one trial");
+  HarvestMeasurement m;
+  m.ranks = f.ranks;
+  if (f.baseline) {
+    hpo::HarvestOptions alone = options;
+    alone.trial_argv.clear();
+    alone.dir = std::filesystem::path(f.out) / "baseline";
+    std::cerr << "paratune harvest: the job alone ...\n";
+    m.baseline = hpo::run_harvest(alone);
+  }
+  options.dir = std::filesystem::path(f.out) / "harvest";
+  std::cerr << "paratune harvest: the job with trials in its bubbles ...\n";
+  m.harvest = hpo::run_harvest(options);
+  if (!f.svg.empty()) write_file(f.svg, harvest_timeline_svg(m, f.timeline_first_step, f.timeline_steps));
+  if (json) write_json(to_json(m));
+  else std::cout << format_harvest_measurement(m) << (f.svg.empty() ? "" : "wrote " + f.svg + "\n");
+  return m.harvest.job_exit_code == 0 && (!m.baseline || m.baseline->job_exit_code == 0) ? 0 : 1;
+}
+
 // `paratune tune`: run real trials over a search space and find the fastest configuration.
 // Exit codes: 0 done with a best trial, 3 no trial completed, 128 + signal when interrupted.
 int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
@@ -885,6 +936,28 @@ int main(int argc, char** argv) {
 
   SetupFlags tune_setup;
   TuneFlags tune_flags;
+  HarvestFlags harvest_flags;
+  auto* harvest_cmd = app.add_subcommand(
+      "harvest", "run a pipeline job of paratune-train with tuning trials paused in its compute and resumed in its "
+                 "bubbles (Hydro's Coordinator); measure both");
+  harvest_cmd->add_option("--job", harvest_flags.job, "the pipeline job, e.g. 'paratune-train --ranks 2 --strategy gpipe ...'")
+      ->required();
+  harvest_cmd->add_option("--ranks", harvest_flags.ranks, "the job's ranks (one trial slot beside each)")->capture_default_str();
+  harvest_cmd->add_option("--trial", harvest_flags.trial, "a tuning trial's command (paratune-train ...)")->required();
+  harvest_cmd->add_option("--trial-params", harvest_flags.trial_params,
+                          "a file of the trials' PARATUNE_PARAMS, one JSON per line (an array: a fused group), taken in "
+                          "turn")
+      ->required();
+  harvest_cmd->add_option("--out", harvest_flags.out, "where the logs, bubbles and trials go")->capture_default_str();
+  harvest_cmd->add_flag("--baseline", harvest_flags.baseline, "run the job alone first, to measure the slowdown");
+  harvest_cmd->add_option("--svg", harvest_flags.svg, "write both runs on one timeline (SVG)");
+  harvest_cmd->add_option("--timeline-first-step", harvest_flags.timeline_first_step, "the timeline's first job step")
+      ->capture_default_str();
+  harvest_cmd->add_option("--timeline-steps", harvest_flags.timeline_steps, "job steps the timeline shows")
+      ->capture_default_str();
+  harvest_cmd->add_option("--timeout", harvest_flags.timeout, "stop the job after this long (e.g. 10m)");
+  harvest_cmd->add_flag("--json", json, "machine-readable output");
+
   auto* tune_cmd = app.add_subcommand("tune", "run real training trials over a search space and find the fastest configuration");
   tune_cmd->add_option("--space", tune_flags.space_path, "search-space file (YAML/JSON: parameters, constraints)");
   add_setup_flags(tune_cmd, tune_setup, false);
@@ -1031,6 +1104,7 @@ int main(int argc, char** argv) {
     if (*simulate_cmd) return run_simulate(sim_setup, sim_flags, json);
     if (*plan_cmd) return run_plan(plan_setup, plan_flags, json);
     if (*tune_cmd) return run_tune(tune_setup, tune_flags, json);
+    if (*harvest_cmd) return run_harvest_command(harvest_flags, json);
     if (*show_cmd) return run_study_show(show_path, show_name, json);
     const Calibration start = calibration_in.empty() ? default_calibration() : load_calibration(calibration_in);
     if (*validate_cmd) {

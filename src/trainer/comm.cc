@@ -46,6 +46,7 @@ Comm::Comm(const TrainOptions& o, int rank, const std::string& store_path) : ran
   }
   all_ = make_group(store_, "all", rank_, world, o);
   if (dp_ > 1) replicas_ = make_group(store_, fmt::format("stage{}", stage()), replica(), dp_, o);
+  gate_ = std::make_unique<BubbleGate>(rank_);
 }
 
 void Comm::send(const torch::Tensor& tensor, int to_stage, int tag) {
@@ -62,7 +63,14 @@ void Comm::send(const torch::Tensor& tensor, int to_stage, int tag) {
 torch::Tensor Comm::receive(int from_stage, int tag) {
   const int from = replica() * pp_ + from_stage;
   std::vector<torch::Tensor> h{torch::empty({kMaxDims + 1}, torch::kInt64)};
-  all_->recv(h, from, 2 * tag)->wait();
+  const c10::intrusive_ptr<c10d::Work> header = all_->recv(h, from, 2 * tag);
+  if (gate_ && gate_->enabled() && !header->isCompleted()) {  // the peer is not there yet: a bubble
+    gate_->enter();
+    header->wait();
+    gate_->leave();
+  } else {
+    header->wait();
+  }
   const auto* dims = h[0].data_ptr<std::int64_t>();
   std::vector<std::int64_t> shape(dims + 1, dims + 1 + dims[0]);
   std::vector<torch::Tensor> data{torch::empty(shape, torch::kFloat32)};

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bubble_gate.h"
 #include "paratune/train/options.h"
 
 namespace paratune::train {
@@ -39,6 +40,7 @@ class Comm {
   // Sends a float tensor to the same replica's stage `to_stage` (shape first, then data); the send
   // completes in the background: call wait_sends() before the tensor is reused or freed.
   void send(const torch::Tensor& tensor, int to_stage, int tag);
+  // Blocks until it arrives (a bubble when PARATUNE_BUBBLE_DIR is set: bubble_gate.h).
   torch::Tensor receive(int from_stage, int tag);
   void wait_sends();
 
@@ -54,6 +56,7 @@ class Comm {
   int rank_ = 0, dp_ = 1, pp_ = 1;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> all_, replicas_;
+  std::unique_ptr<BubbleGate> gate_;  // PARATUNE_BUBBLE_DIR: waits for a peer are bubbles (bubble_gate.h)
   std::vector<std::pair<c10::intrusive_ptr<c10d::Work>, torch::Tensor>> pending_sends_;
 };
 

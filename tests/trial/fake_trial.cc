@@ -3,7 +3,7 @@
 //   paratune_fake_trial [--steps N] [--step-time S] [--warmup S] [--peak-memory BYTES]
 //                       [--crash-at K] [--hang-at K] [--oom-at K] [--garbage] [--no-steps]
 //                       [--ignore-sigterm] [--grandchild] [--megatron] [--exit-code C]
-//                       [--record FILE] [--log-run FILE] [--behave NAME] [args...]
+//                       [--record FILE] [--log-run FILE] [--behave NAME] [--tick FILE] [args...]
 //
 // N defaults to $PARATUNE_MAX_STEPS (else 5). Step k (1-based) sleeps S seconds (the first one
 // S + warmup) and reports it. --crash-at K exits with code 3 before step K; --hang-at K sleeps
@@ -14,7 +14,11 @@
 // arguments (one per line) and its PARATUNE_* environment to FILE, then exits 0 after the steps;
 // --log-run FILE appends "PARATUNE_TRIAL_ID PARATUNE_PARAMS" to FILE when it starts (to count runs);
 // --behave ok|crash|hang|oom|garbage|no-steps is the same as the flags above at step 2, so that a
-// search-space parameter can choose how a trial misbehaves.
+// search-space parameter can choose how a trial misbehaves. --tick FILE does nothing else: it
+// computes forever, appending a CLOCK_MONOTONIC timestamp to FILE (TRIAL_DIR: $PARATUNE_TRIAL_DIR/ticks) about every 0.2 ms of its own CPU
+// time and a step line every 100 ticks (what `paratune harvest`'s test watches: when it ran).
+#include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -56,6 +60,23 @@ int main(int argc, char** argv) {
     else if (a == "--megatron") megatron = true;
     else if (a == "--record") record = next();
     else if (a == "--log-run") log_run = next();
+    else if (a == "--tick") {
+      std::string file = next();  // TRIAL_DIR: $PARATUNE_TRIAL_DIR/ticks
+      if (file == "TRIAL_DIR" && std::getenv("PARATUNE_TRIAL_DIR")) file = std::string(std::getenv("PARATUNE_TRIAL_DIR")) + "/ticks";
+      const int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      for (long n = 1;; ++n) {
+        timespec cpu{}, now{};
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+        const double until = static_cast<double>(cpu.tv_sec) + cpu.tv_nsec * 1e-9 + 0.0002;
+        do clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+        while (static_cast<double>(cpu.tv_sec) + cpu.tv_nsec * 1e-9 < until);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        char line[64];
+        const int len = std::snprintf(line, sizeof line, "%.6f\n", static_cast<double>(now.tv_sec) + now.tv_nsec * 1e-9);
+        if (write(fd, line, static_cast<std::size_t>(len)) < 0) return 1;
+        if (n % 100 == 0) std::printf("@paratune {\"step\": %ld, \"step_time_s\": 0.02}\n", n / 100 - 1), std::fflush(stdout);
+      }
+    }
     else if (a == "--behave") {
       const std::string b = next();
       if (b == "crash") crash_at = 2;

@@ -1,0 +1,263 @@
+#include "paratune/hpo/bubble_coordinator.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "paratune/spec/error.h"
+
+extern char** environ;
+
+namespace paratune::hpo {
+namespace {
+
+double monotonic_s() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+// A child process with its stdout and stderr on a pipe, in a process group of its own.
+struct Child {
+  pid_t pid = -1;
+  int out = -1;          // read end of its output
+  std::string pending;   // a partial line
+  trial::OutputParser parser;
+  std::ofstream log;
+  bool exited = false;
+  int status = 0;
+};
+
+struct SpawnSettings {
+  std::vector<std::pair<std::string, std::string>> env;
+  int cpu = -1;              // pin to this CPU (-1: any)
+  bool idle_priority = false;  // SCHED_IDLE
+  bool start_stopped = false;  // SIGSTOP before exec: the first SIGCONT starts it
+};
+
+std::unique_ptr<Child> spawn(const std::vector<std::string>& argv, const SpawnSettings& s, const std::filesystem::path& log) {
+  // Everything the child needs is built before fork: after it, only async-signal-safe calls.
+  std::vector<std::string> env_text;
+  for (char** e = environ; *e; ++e) {
+    const std::string entry = *e;
+    const bool replaced = std::any_of(s.env.begin(), s.env.end(),
+                                      [&](const auto& kv) { return entry.rfind(kv.first + "=", 0) == 0; });
+    if (!replaced) env_text.push_back(entry);
+  }
+  for (const auto& [key, value] : s.env) env_text.push_back(key + "=" + value);
+  std::vector<char*> envp, args;
+  for (std::string& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (std::string& a : argv_copy) args.push_back(a.data());
+  args.push_back(nullptr);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (s.cpu >= 0) CPU_SET(static_cast<unsigned>(s.cpu), &set);
+  const pid_t parent = getpid();
+
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) throw Error(fmt::format("harvest: pipe failed ({})", std::strerror(errno)));
+  const pid_t pid = fork();
+  if (pid < 0) throw Error(fmt::format("harvest: fork failed ({})", std::strerror(errno)));
+  if (pid == 0) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    if (s.cpu >= 0) sched_setaffinity(0, sizeof set, &set);
+    if (s.idle_priority) {
+      sched_param param{};
+      sched_setscheduler(0, SCHED_IDLE, &param);
+    }
+    if (s.start_stopped) raise(SIGSTOP);
+    execve(args[0], args.data(), envp.data());
+    execvpe(args[0], args.data(), envp.data());
+    _exit(127);
+  }
+  setpgid(pid, pid);  // also here: no race with the child's own call
+  close(fds[1]);
+  auto child = std::make_unique<Child>();
+  child->pid = pid;
+  child->out = fds[0];
+  fcntl(child->out, F_SETFL, O_NONBLOCK);
+  child->log.open(log);
+  if (s.start_stopped) {  // parked until the rank's first bubble
+    int status = 0;
+    waitpid(pid, &status, WUNTRACED);
+  }
+  return child;
+}
+
+// Reads what is there; calls on_line(line) for each complete line. False at end of file.
+template <typename OnLine>
+bool drain(Child& c, OnLine on_line) {
+  char buffer[8192];
+  for (;;) {
+    const ssize_t n = read(c.out, buffer, sizeof buffer);
+    if (n == 0) return false;
+    if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK ? false : true;
+    c.pending.append(buffer, static_cast<std::size_t>(n));
+    for (std::size_t nl; (nl = c.pending.find('\n')) != std::string::npos;) {
+      const std::string line = c.pending.substr(0, nl);
+      c.pending.erase(0, nl + 1);
+      c.log << line << '\n';
+      on_line(line);
+    }
+  }
+}
+
+void write_group_file(const std::filesystem::path& dir, int rank, int group) {
+  const std::filesystem::path path = dir / fmt::format("rank-{}.pgid", rank);
+  const std::filesystem::path tmp = dir / fmt::format("rank-{}.pgid.tmp", rank);
+  std::ofstream(tmp) << group << "\n";
+  std::filesystem::rename(tmp, path);  // a rank reads the old or the new file, never half of one
+}
+
+int members_of(const std::string& params) {
+  const nlohmann::json j = nlohmann::json::parse(params, nullptr, false);
+  return j.is_array() ? static_cast<int>(j.size()) : 1;
+}
+
+}  // namespace
+
+HarvestRun run_harvest(const HarvestOptions& o) {
+  if (o.job_argv.empty()) throw Error("harvest: --job is required");
+  if (o.ranks < 1) throw Error(fmt::format("harvest: --ranks {}: must be >= 1", o.ranks));
+  if (!o.trial_argv.empty() && o.trial_params.empty())
+    throw Error("harvest: --trial needs the trials' PARATUNE_PARAMS (--trial-params)");
+  std::filesystem::create_directories(o.dir);
+  for (int r = 0; r < o.ranks; ++r) {
+    std::filesystem::remove(o.dir / fmt::format("rank-{}.pgid", r));
+    std::filesystem::remove(o.dir / fmt::format("rank-{}.bubbles", r));
+  }
+  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  HarvestRun run;
+  std::size_t next_params = 0;
+  int trial_count = 0;
+  std::vector<std::unique_ptr<Child>> slots(static_cast<std::size_t>(o.ranks));
+  std::vector<HarvestTrialRun> current(static_cast<std::size_t>(o.ranks));
+  double start = 0;
+
+  auto start_trial = [&](int rank) {
+    HarvestTrialRun t;
+    t.rank = rank;
+    t.params = o.trial_params[next_params++ % o.trial_params.size()];
+    t.members = members_of(t.params);
+    t.started_s = monotonic_s() - start;
+    const std::filesystem::path trial_dir = std::filesystem::absolute(o.dir / fmt::format("trial-{:04d}", ++trial_count));
+    std::filesystem::create_directories(trial_dir);
+    t.dir = trial_dir.string();
+    SpawnSettings s;
+    s.env = {{"PARATUNE_PARAMS", t.params}, {"PARATUNE_TRIAL_DIR", trial_dir.string()}};
+    s.cpu = static_cast<int>(static_cast<unsigned>(rank) % cpus);
+    s.idle_priority = true;
+    s.start_stopped = true;
+    slots[static_cast<std::size_t>(rank)] = spawn(o.trial_argv, s, trial_dir / "output.log");
+    current[static_cast<std::size_t>(rank)] = t;
+    write_group_file(o.dir, rank, slots[static_cast<std::size_t>(rank)]->pid);
+  };
+  auto end_trial = [&](int rank, const std::string& status) {
+    HarvestTrialRun t = current[static_cast<std::size_t>(rank)];
+    t.ended_s = monotonic_s() - start;
+    t.status = status;
+    t.steps = static_cast<std::int64_t>(slots[static_cast<std::size_t>(rank)]->parser.output().steps.size());
+    run.trials.push_back(t);
+  };
+
+  start = monotonic_s();
+  if (!o.trial_argv.empty())
+    for (int r = 0; r < o.ranks; ++r) start_trial(r);
+  SpawnSettings job_settings;
+  job_settings.env = {{"PARATUNE_BUBBLE_DIR", std::filesystem::absolute(o.dir).string()}};
+  std::unique_ptr<Child> job = spawn(o.job_argv, job_settings, o.dir / "job.log");
+  start = monotonic_s();  // the job's clock: bubbles and steps count from here
+  run.start_monotonic_s = start;
+  for (HarvestTrialRun& t : current) t.started_s = 0;
+
+  bool job_open = true;
+  while (job_open) {
+    std::vector<pollfd> fds{{job->out, POLLIN, 0}};
+    for (const auto& slot : slots)
+      if (slot && slot->out >= 0) fds.push_back({slot->out, POLLIN, 0});
+    poll(fds.data(), fds.size(), 100);
+    job_open = drain(*job, [&](const std::string& line) {
+      const trial::LineReport r = job->parser.feed(line);
+      if (r.kind == trial::LineReport::Kind::kStep) run.job_step_read_s.push_back(monotonic_s() - start);
+    });
+    for (int r = 0; r < o.ranks; ++r) {
+      Child* slot = slots[static_cast<std::size_t>(r)].get();
+      if (!slot) continue;
+      if (slot->out >= 0 && !drain(*slot, [&](const std::string& line) {
+            if (slot->parser.feed(line).kind == trial::LineReport::Kind::kStep)
+              current[static_cast<std::size_t>(r)].step_times_s.push_back(monotonic_s() - start);
+          })) {
+        close(slot->out);
+        slot->out = -1;
+      }
+      int status = 0;
+      if (waitpid(slot->pid, &status, WNOHANG) == slot->pid) {  // ended: the next configuration
+        drain(*slot, [&](const std::string& line) { slot->parser.feed(line); });
+        end_trial(r, WIFEXITED(status) && WEXITSTATUS(status) == 0
+                         ? "completed"
+                         : fmt::format("failed ({})", WIFEXITED(status) ? fmt::format("exit code {}", WEXITSTATUS(status))
+                                                                         : fmt::format("signal {}", WTERMSIG(status))));
+        if (slot->out >= 0) close(slot->out);
+        start_trial(r);
+      }
+    }
+    if (o.timeout_s > 0 && monotonic_s() - start > o.timeout_s) {
+      kill(-job->pid, SIGKILL);
+      break;
+    }
+  }
+  int status = 0;
+  waitpid(job->pid, &status, 0);
+  run.job_exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  run.elapsed_s = monotonic_s() - start;
+  run.job_steps = job->parser.output().steps;
+  close(job->out);
+  // The job is over: the trials still parked are stopped where they are.
+  for (int r = 0; r < o.ranks; ++r) {
+    Child* slot = slots[static_cast<std::size_t>(r)].get();
+    if (!slot) continue;
+    kill(-slot->pid, SIGKILL);
+    waitpid(slot->pid, &status, 0);
+    if (slot->out >= 0) {
+      drain(*slot, [&](const std::string& line) { slot->parser.feed(line); });
+      close(slot->out);
+    }
+    end_trial(r, "stopped");
+  }
+  // The ranks' bubbles, on the job's clock.
+  for (int r = 0; r < o.ranks; ++r) {
+    std::ifstream in(o.dir / fmt::format("rank-{}.bubbles", r));
+    double a = 0, b = 0;
+    while (in >> a >> b) run.bubbles.push_back({r, a - start, b - start});
+  }
+  return run;
+}
+
+double median_step_time(const HarvestRun& run, std::size_t skip) {
+  std::vector<double> times;
+  for (std::size_t i = skip; i < run.job_steps.size(); ++i) times.push_back(run.job_steps[i].step_time_s);
+  if (times.empty()) return 0;
+  std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
+  return times[times.size() / 2];
+}
+
+}  // namespace paratune::hpo

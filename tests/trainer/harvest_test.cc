@@ -1,0 +1,76 @@
+// Hydro's Coordinator for real (hpo/bubble_coordinator.h, src/trainer/bubble_gate.h): a 2-rank
+// GPipe job of paratune-train with a trial parked beside each rank. The trial (a program that
+// timestamps its own progress every 0.2 ms of CPU) must make progress, and only inside its rank's
+// bubbles: paused (SIGSTOP) whenever the rank computes, resumed (SIGCONT) while it waits.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "paratune/train/idx.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The MLP trains on Fashion-MNIST as Debian installs it (dataset-fashion-mnist).
+bool have_data() { return fs::exists(paratune::train::kDebianFashionMnist); }
+
+std::pair<int, std::string> capture(const std::string& command) {
+  std::string out;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), buffer.size(), pipe)) out += buffer.data();
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST(Harvest, TrialsRunOnlyInsideTheirRanksBubbles) {
+  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  const fs::path dir = fs::absolute(fs::path(::testing::TempDir()) / "harvest");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "params.jsonl") << R"({"lr": 0.1})" << "\n";
+  const std::string command =
+      std::string(PARATUNE_BINARY) + " harvest --ranks 2 --baseline --out " + (dir / "out").string() +
+      " --trial-params " + (dir / "params.jsonl").string() + " --trial '" + PARATUNE_FAKE_TRIAL +
+      " --tick TRIAL_DIR' --job '" + PARATUNE_TRAIN_BINARY +
+      " --model mlp --mlp-hidden 256,128 --ranks 2 --strategy gpipe --micro-batches 4 --steps 20 --eval-limit 128 "
+      "--threads 1' --svg " + (dir / "timeline.svg").string() + " --json";
+  const auto [exit_code, output] = capture(command);
+  ASSERT_EQ(exit_code, 0) << output;
+  const nlohmann::json j = nlohmann::json::parse(output.substr(output.find("{\n")));
+  for (const char* run : {"baseline", "harvest"}) {
+    EXPECT_EQ(j[run]["job_steps"].size(), 20u) << run;
+    EXPECT_EQ(j[run]["job_exit_code"], 0) << run;
+  }
+  EXPECT_TRUE(j["baseline"]["trials"].empty());
+  // Each rank's bubbles (CLOCK_MONOTONIC, as the rank wrote them) and its trial's ticks.
+  std::size_t ticks_seen = 0;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::vector<std::pair<double, double>> bubbles;
+    std::ifstream in(dir / "out" / "harvest" / ("rank-" + std::to_string(rank) + ".bubbles"));
+    for (double a = 0, b = 0; in >> a >> b;) bubbles.emplace_back(a, b);
+    ASSERT_FALSE(bubbles.empty()) << "rank " << rank << " reported no bubble";
+    for (const auto& trial : j["harvest"]["trials"]) {
+      if (trial["rank"] != rank) continue;
+      std::ifstream ticks(fs::path(trial["dir"].get<std::string>()) / "ticks");
+      for (double t = 0; ticks >> t; ++ticks_seen) {
+        bool inside = false;
+        for (const auto& [start, end] : bubbles) inside = inside || (t >= start && t <= end);
+        ASSERT_TRUE(inside) << "rank " << rank << "'s trial ran at " << t << ", outside every bubble of its rank";
+      }
+    }
+  }
+  EXPECT_GT(ticks_seen, 10u) << "the trials hardly ran: " << output;
+  EXPECT_TRUE(fs::exists(dir / "timeline.svg"));
+}
+
+}  // namespace
