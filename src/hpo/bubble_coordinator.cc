@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -23,6 +24,8 @@ extern char** environ;
 
 namespace paratune::hpo {
 namespace {
+
+constexpr int kMaxFailuresInARow = 3;
 
 double monotonic_s() {
   timespec t{};
@@ -128,6 +131,20 @@ void write_group_file(const std::filesystem::path& dir, int rank, int group) {
   std::filesystem::rename(tmp, path);  // a rank reads the old or the new file, never half of one
 }
 
+// Whether `program` names an executable file, as execvp would find it (a path, or on PATH).
+bool executable(const std::string& program) {
+  if (program.find('/') != std::string::npos) return access(program.c_str(), X_OK) == 0;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  for (std::size_t start = 0; start <= dirs.size();) {
+    const std::size_t end = std::min(dirs.find(':', start), dirs.size());
+    const std::string dir = dirs.substr(start, end - start);
+    if (access(((dir.empty() ? "." : dir) + "/" + program).c_str(), X_OK) == 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
 int members_of(const std::string& params) {
   const nlohmann::json j = nlohmann::json::parse(params, nullptr, false);
   return j.is_array() ? static_cast<int>(j.size()) : 1;
@@ -140,6 +157,10 @@ HarvestRun run_harvest(const HarvestOptions& o) {
   if (o.ranks < 1) throw Error(fmt::format("harvest: --ranks {}: must be >= 1", o.ranks));
   if (!o.trial_argv.empty() && o.trial_params.empty())
     throw Error("harvest: --trial needs the trials' PARATUNE_PARAMS (--trial-params)");
+  if (!executable(o.job_argv.front()))
+    throw Error(fmt::format("harvest: --job: '{}' is not an executable program (nor one on PATH)", o.job_argv.front()));
+  if (!o.trial_argv.empty() && !executable(o.trial_argv.front()))
+    throw Error(fmt::format("harvest: --trial: '{}' is not an executable program (nor one on PATH)", o.trial_argv.front()));
   std::filesystem::create_directories(o.dir);
   for (int r = 0; r < o.ranks; ++r) {
     std::filesystem::remove(o.dir / fmt::format("rank-{}.pgid", r));
@@ -151,6 +172,7 @@ HarvestRun run_harvest(const HarvestOptions& o) {
   int trial_count = 0;
   std::vector<std::unique_ptr<Child>> slots(static_cast<std::size_t>(o.ranks));
   std::vector<HarvestTrialRun> current(static_cast<std::size_t>(o.ranks));
+  std::vector<int> failures_in_a_row(static_cast<std::size_t>(o.ranks), 0);
   double start = 0;
 
   auto start_trial = [&](int rank) {
@@ -217,6 +239,19 @@ HarvestRun run_harvest(const HarvestOptions& o) {
                          : fmt::format("failed ({})", WIFEXITED(status) ? fmt::format("exit code {}", WEXITSTATUS(status))
                                                                          : fmt::format("signal {}", WTERMSIG(status))));
         if (slot->out >= 0) close(slot->out);
+        // A slot whose trials keep failing before their first step is given up, not refilled for ever.
+        const HarvestTrialRun& ended = run.trials.back();
+        failures_in_a_row[static_cast<std::size_t>(r)] = ended.status != "completed" && ended.steps == 0
+                                                             ? failures_in_a_row[static_cast<std::size_t>(r)] + 1
+                                                             : 0;
+        if (failures_in_a_row[static_cast<std::size_t>(r)] >= kMaxFailuresInARow) {
+          run.notes.push_back(fmt::format("rank {}'s trial slot was given up: {} trials in a row failed before "
+                                          "their first step (the last: {}; see {}/output.log)",
+                                          r, kMaxFailuresInARow, ended.status, ended.dir));
+          std::filesystem::remove(o.dir / fmt::format("rank-{}.pgid", r));
+          slots[static_cast<std::size_t>(r)].reset();
+          continue;
+        }
         start_trial(r);
       }
     }

@@ -121,6 +121,7 @@ std::string format_harvest_measurement(const HarvestMeasurement& m) {
   for (const hpo::HarvestTrialRun& t : m.harvest.trials)
     out += fmt::format("  rank {}  {:>4} steps x {:>2} members  {}  {}\n", t.rank, t.steps, t.members, t.status,
                        t.params.size() > 60 ? t.params.substr(0, 57) + "..." : t.params);
+  for (const std::string& note : m.harvest.notes) out += "note: " + note + "\n";
   return out;
 }
 
@@ -145,7 +146,8 @@ nlohmann::json run_json(const hpo::HarvestRun& run, int ranks) {
           {"trial_member_steps_per_hour", trial_member_steps_per_hour(run)},
           {"job_steps", steps},
           {"bubbles", bubbles},
-          {"trials", trials}};
+          {"trials", trials},
+          {"notes", run.notes}};
 }
 
 }  // namespace

@@ -8,8 +8,9 @@
 // stopped (SIGSTOP before exec); the coordinator writes the running trial's process group to
 // DIR/rank-R.pgid. The rank resumes it (SIGCONT) when it starts waiting for a pipeline peer and
 // pauses it (SIGSTOP) when the wait ends, and appends each bubble to DIR/rank-R.bubbles. A trial
-// that ends is replaced by the next configuration (trial_params, taken in turn, cycled); when the
-// job ends, the trials still running are killed and counted with the steps they did.
+// that ends is replaced by the next configuration (trial_params, taken in turn, cycled); a slot
+// whose trials fail three times in a row before their first step is given up (noted); when the job
+// ends, the trials still running are killed and counted with the steps they did.
 #pragma once
 
 #include <cstdint>
@@ -54,9 +55,11 @@ struct HarvestRun {
   std::vector<HarvestTrialRun> trials;
   double elapsed_s = 0;
   double start_monotonic_s = 0;  // the job's start on CLOCK_MONOTONIC (the bubble files' clock)
+  std::vector<std::string> notes;  // e.g. a trial slot given up after trials that kept failing
 };
 
-// Runs the job to its end with trials in its bubbles. Throws Error when a process cannot start.
+// Runs the job to its end with trials in its bubbles. Throws Error when the job's or the trial's
+// program is not an executable (named), or a process cannot be started.
 HarvestRun run_harvest(const HarvestOptions& options);
 
 // The median job step time, the first `skip` steps left out (warm-up).
