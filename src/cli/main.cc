@@ -637,6 +637,8 @@ int run_harvest_command(const HarvestFlags& f, bool json) {
     }
   }
   if (options.trial_argv.empty()) throw Error("--trial: the tuning trial's command is required");
+  if (f.timeline_steps < 1) throw Error(fmt::format("--timeline-steps {}: must be >= 1", f.timeline_steps));
+  if (f.ranks < 1 || f.ranks > 4096) throw Error(fmt::format("--ranks {}: must be from 1 to 4096", f.ranks));
   if (options.trial_params.empty()) throw Error("--trial-params: the file must name at least one trial");
   HarvestMeasurement m;
   m.ranks = f.ranks;

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -71,15 +72,24 @@ std::unique_ptr<Child> spawn(const std::vector<std::string>& argv, const SpawnSe
   CPU_ZERO(&set);
   if (s.cpu >= 0) CPU_SET(static_cast<unsigned>(s.cpu), &set);
   const pid_t parent = getpid();
+  const int null_in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  sigset_t no_signals;
+  sigemptyset(&no_signals);
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
 
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) throw Error(fmt::format("harvest: pipe failed ({})", std::strerror(errno)));
   const pid_t pid = fork();
   if (pid < 0) throw Error(fmt::format("harvest: fork failed ({})", std::strerror(errno)));
-  if (pid == 0) {
+  if (pid == 0) {  // only async-signal-safe calls from here
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);
+    // What the program gets is a fresh start: no blocked or ignored signals, no stdin.
+    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD}) sigaction(signal, &default_action, nullptr);
+    sigprocmask(SIG_SETMASK, &no_signals, nullptr);
+    if (null_in >= 0) dup2(null_in, 0);
     dup2(fds[1], 1);
     dup2(fds[1], 2);
     if (s.cpu >= 0) sched_setaffinity(0, sizeof set, &set);
@@ -88,32 +98,56 @@ std::unique_ptr<Child> spawn(const std::vector<std::string>& argv, const SpawnSe
       sched_setscheduler(0, SCHED_IDLE, &param);
     }
     if (s.start_stopped) raise(SIGSTOP);
-    execve(args[0], args.data(), envp.data());
-    execvpe(args[0], args.data(), envp.data());
+    execvpe(args[0], args.data(), envp.data());  // as `executable` checked: a path, or on PATH
     _exit(127);
   }
   setpgid(pid, pid);  // also here: no race with the child's own call
   close(fds[1]);
+  if (null_in >= 0) close(null_in);
   auto child = std::make_unique<Child>();
   child->pid = pid;
   child->out = fds[0];
   fcntl(child->out, F_SETFL, O_NONBLOCK);
   child->log.open(log);
-  if (s.start_stopped) {  // parked until the rank's first bubble
+  if (s.start_stopped) {  // parked until the rank's first bubble; it may have died instead
     int status = 0;
-    waitpid(pid, &status, WUNTRACED);
+    if (waitpid(pid, &status, WUNTRACED) == pid && !WIFSTOPPED(status)) {
+      child->exited = true;
+      child->status = status;
+    }
   }
   return child;
 }
 
-// Reads what is there; calls on_line(line) for each complete line. False at end of file.
+// Whether the child has ended (reaped here, or already by spawn); its wait status in `status`.
+bool ended(Child& c, int& status) {
+  if (!c.exited) {
+    const pid_t r = waitpid(c.pid, &c.status, WNOHANG);
+    if (r == 0) return false;
+    if (r < 0) c.status = 0;  // not ours any more: count it as gone
+    c.exited = true;
+  }
+  status = c.status;
+  return true;
+}
+
+// Reads what is there; calls on_line(line) for each complete line (and a last one without its
+// newline at the end). False at end of file.
 template <typename OnLine>
 bool drain(Child& c, OnLine on_line) {
   char buffer[8192];
   for (;;) {
     const ssize_t n = read(c.out, buffer, sizeof buffer);
-    if (n == 0) return false;
-    if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK ? false : true;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    if (n <= 0) {
+      if (!c.pending.empty()) {
+        c.log << c.pending << '\n';
+        on_line(c.pending);
+        c.pending.clear();
+      }
+      return false;
+    }
     c.pending.append(buffer, static_cast<std::size_t>(n));
     for (std::size_t nl; (nl = c.pending.find('\n')) != std::string::npos;) {
       const std::string line = c.pending.substr(0, nl);
@@ -131,15 +165,20 @@ void write_group_file(const std::filesystem::path& dir, int rank, int group) {
   std::filesystem::rename(tmp, path);  // a rank reads the old or the new file, never half of one
 }
 
-// Whether `program` names an executable file, as execvp would find it (a path, or on PATH).
+// Whether `program` names an executable regular file, as execvp would find it (a path, or on PATH).
+bool executable_file(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
+}
+
 bool executable(const std::string& program) {
-  if (program.find('/') != std::string::npos) return access(program.c_str(), X_OK) == 0;
+  if (program.find('/') != std::string::npos) return executable_file(program);
   const char* path = std::getenv("PATH");
   std::string dirs = path ? path : "/usr/bin:/bin";
   for (std::size_t start = 0; start <= dirs.size();) {
     const std::size_t end = std::min(dirs.find(':', start), dirs.size());
     const std::string dir = dirs.substr(start, end - start);
-    if (access(((dir.empty() ? "." : dir) + "/" + program).c_str(), X_OK) == 0) return true;
+    if (executable_file((dir.empty() ? "." : dir) + "/" + program)) return true;
     start = end + 1;
   }
   return false;
@@ -211,57 +250,66 @@ HarvestRun run_harvest(const HarvestOptions& o) {
   run.start_monotonic_s = start;
   for (HarvestTrialRun& t : current) t.started_s = 0;
 
-  bool job_open = true;
-  while (job_open) {
-    std::vector<pollfd> fds{{job->out, POLLIN, 0}};
+  // Until the job is reaped: its output, the trials' output, trials that end (replaced), the timeout.
+  bool job_open = true, timed_out = false;
+  int status = 0;
+  for (;;) {
+    std::vector<pollfd> fds;
+    if (job_open) fds.push_back({job->out, POLLIN, 0});
     for (const auto& slot : slots)
       if (slot && slot->out >= 0) fds.push_back({slot->out, POLLIN, 0});
     poll(fds.data(), fds.size(), 100);
-    job_open = drain(*job, [&](const std::string& line) {
-      const trial::LineReport r = job->parser.feed(line);
-      if (r.kind == trial::LineReport::Kind::kStep) run.job_step_read_s.push_back(monotonic_s() - start);
-    });
+    if (job_open)
+      job_open = drain(*job, [&](const std::string& line) {
+        const trial::LineReport r = job->parser.feed(line);
+        if (r.kind == trial::LineReport::Kind::kStep) run.job_step_read_s.push_back(monotonic_s() - start);
+      });
     for (int r = 0; r < o.ranks; ++r) {
       Child* slot = slots[static_cast<std::size_t>(r)].get();
       if (!slot) continue;
-      if (slot->out >= 0 && !drain(*slot, [&](const std::string& line) {
-            if (slot->parser.feed(line).kind == trial::LineReport::Kind::kStep)
-              current[static_cast<std::size_t>(r)].step_times_s.push_back(monotonic_s() - start);
-          })) {
+      const auto take = [&](const std::string& line) {
+        if (slot->parser.feed(line).kind == trial::LineReport::Kind::kStep)
+          current[static_cast<std::size_t>(r)].step_times_s.push_back(monotonic_s() - start);
+      };
+      if (slot->out >= 0 && !drain(*slot, take)) {
         close(slot->out);
         slot->out = -1;
       }
-      int status = 0;
-      if (waitpid(slot->pid, &status, WNOHANG) == slot->pid) {  // ended: the next configuration
-        drain(*slot, [&](const std::string& line) { slot->parser.feed(line); });
-        end_trial(r, WIFEXITED(status) && WEXITSTATUS(status) == 0
-                         ? "completed"
-                         : fmt::format("failed ({})", WIFEXITED(status) ? fmt::format("exit code {}", WEXITSTATUS(status))
-                                                                         : fmt::format("signal {}", WTERMSIG(status))));
-        if (slot->out >= 0) close(slot->out);
-        // A slot whose trials keep failing before their first step is given up, not refilled for ever.
-        const HarvestTrialRun& ended = run.trials.back();
-        failures_in_a_row[static_cast<std::size_t>(r)] = ended.status != "completed" && ended.steps == 0
-                                                             ? failures_in_a_row[static_cast<std::size_t>(r)] + 1
-                                                             : 0;
-        if (failures_in_a_row[static_cast<std::size_t>(r)] >= kMaxFailuresInARow) {
-          run.notes.push_back(fmt::format("rank {}'s trial slot was given up: {} trials in a row failed before "
-                                          "their first step (the last: {}; see {}/output.log)",
-                                          r, kMaxFailuresInARow, ended.status, ended.dir));
-          std::filesystem::remove(o.dir / fmt::format("rank-{}.pgid", r));
-          slots[static_cast<std::size_t>(r)].reset();
-          continue;
-        }
-        start_trial(r);
+      int trial_status = 0;
+      if (!ended(*slot, trial_status)) continue;
+      // Ended: the next configuration takes the slot.
+      if (slot->out >= 0) {
+        drain(*slot, take);
+        close(slot->out);
+        slot->out = -1;
       }
+      end_trial(r, WIFEXITED(trial_status) && WEXITSTATUS(trial_status) == 0
+                       ? "completed"
+                       : fmt::format("failed ({})", WIFEXITED(trial_status)
+                                                        ? fmt::format("exit code {}", WEXITSTATUS(trial_status))
+                                                        : fmt::format("signal {}", WTERMSIG(trial_status))));
+      // A slot whose trials keep ending without a step is given up, not refilled at every bubble.
+      const HarvestTrialRun& last = run.trials.back();
+      int& in_a_row = failures_in_a_row[static_cast<std::size_t>(r)];
+      in_a_row = last.steps == 0 ? in_a_row + 1 : 0;
+      if (in_a_row >= kMaxFailuresInARow) {
+        run.notes.push_back(fmt::format("rank {}'s trial slot was given up: {} trials in a row ended without a step "
+                                        "(the last: {}; see {}/output.log)",
+                                        r, kMaxFailuresInARow, last.status, last.dir));
+        std::filesystem::remove(o.dir / fmt::format("rank-{}.pgid", r));
+        slots[static_cast<std::size_t>(r)].reset();
+        continue;
+      }
+      start_trial(r);
     }
-    if (o.timeout_s > 0 && monotonic_s() - start > o.timeout_s) {
+    if (ended(*job, status)) break;
+    if (!timed_out && o.timeout_s > 0 && monotonic_s() - start > o.timeout_s) {
+      run.notes.push_back(fmt::format("the job was stopped after the --timeout of {:.0f} s", o.timeout_s));
       kill(-job->pid, SIGKILL);
-      break;
+      timed_out = true;
     }
   }
-  int status = 0;
-  waitpid(job->pid, &status, 0);
+  if (job_open) drain(*job, [&](const std::string& line) { job->parser.feed(line); });
   run.job_exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   run.elapsed_s = monotonic_s() - start;
   run.job_steps = job->parser.output().steps;
@@ -271,7 +319,7 @@ HarvestRun run_harvest(const HarvestOptions& o) {
     Child* slot = slots[static_cast<std::size_t>(r)].get();
     if (!slot) continue;
     kill(-slot->pid, SIGKILL);
-    waitpid(slot->pid, &status, 0);
+    if (!slot->exited) waitpid(slot->pid, &status, 0);
     if (slot->out >= 0) {
       drain(*slot, [&](const std::string& line) { slot->parser.feed(line); });
       close(slot->out);

@@ -78,6 +78,8 @@ class Controller {
     study_ = store_.open_study(options_.name, hpo_identity(space_, options_, pruner_).dump());
     load(summary);
     const Clock::time_point start = Clock::now();
+    start_ = start;
+    stop_requested_ = &stop_requested;
     std::optional<tune::StopReason> stop;
     bool stopping = false;
     for (;;) {
@@ -168,7 +170,11 @@ class Controller {
       if (runner_.free_slots() < ranks_of(options_, held_->first)) return;  // wait: nothing overtakes it
       if (fuse_size_ == 0) {  // --fuse auto: measure on the first configuration, with nothing else running
         if (!runner_.idle()) return;
-        probe_ = probe_fusion(space_, options_, backend_, held_->first, trials_dir_ / "fusion-probe");
+        probe_ = probe_fusion(space_, options_, backend_, held_->first, trials_dir_ / "fusion-probe", [this] {
+          return stop_requested_->load() != 0 ||
+                 (options_.budget_s > 0 &&
+                  std::chrono::duration<double>(Clock::now() - start_).count() >= options_.budget_s);
+        });
         fuse_size_ = probe_->chosen;
       }
       if (fuse_size_ > 1) {
@@ -407,6 +413,7 @@ class Controller {
     }
     group.alone = members;
     launch.params_json = params.dump();
+    launch.limits.timeout_s *= static_cast<double>(members.size());  // the work of that many trials
     const std::vector<int> slots = runner_.start(launch);
     group.started_unix_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     for (const Begun& m : members) {
@@ -566,12 +573,24 @@ class Controller {
   void finish_group(const trial::TrialResult& ended) {
     const Group group = std::move(groups_.at(ended.id));
     groups_.erase(ended.id);
-    // Refused before its first step (one member's bad value, a fused option the program rejects):
-    // each member runs again alone, so the failure is only the failing member's.
-    if (ended.output.steps.empty() && !ended.output.oom &&
-        (ended.status == trial::TrialStatus::kFailed || ended.status == trial::TrialStatus::kInfeasible)) {
-      for (std::size_t b = 0; b < group.member_ids.size(); ++b)
-        if (live_.erase(group.member_ids[b]) > 0) split_.push_back(group.alone[b]);
+    // Out of memory (or over the memory limit) as a group, or refused before its first step (one
+    // member's bad value): each member still in the search runs again alone, from step 0, so what
+    // is stored is its own outcome; after a memory failure later groups are half as large.
+    const bool out_of_memory =
+        ended.status == trial::TrialStatus::kOom || ended.status == trial::TrialStatus::kInfeasible;
+    if (out_of_memory || (ended.output.steps.empty() && ended.status == trial::TrialStatus::kFailed)) {
+      if (out_of_memory) fuse_size_ = std::max(1, static_cast<int>(group.member_ids.size()) / 2);
+      for (std::size_t b = 0; b < group.member_ids.size(); ++b) {
+        const auto live = live_.find(group.member_ids[b]);
+        if (live == live_.end()) continue;
+        TrialRecord& r = record(live->second.number);
+        r.curve.clear();  // the group's values: the run alone reports its own
+        r.resource = 0;
+        live_.erase(live);
+        Begun alone = group.alone[b];
+        alone.launch.append_logs = true;  // member 0 runs in the group's directory: keep why it failed
+        split_.push_back(std::move(alone));
+      }
       return;
     }
     for (std::size_t b = 0; b < group.member_ids.size(); ++b) {
@@ -738,6 +757,8 @@ class Controller {
   std::deque<Begun> split_;              // members of a group refused at start-up, to run alone
   int fuse_size_ = 1;                    // trials per fused group; 0: --fuse auto before its probe
   std::optional<FusionProbe> probe_;
+  const std::atomic<int>* stop_requested_ = nullptr;  // run()'s, for the probe
+  Clock::time_point start_;
   std::optional<store::StoredTrial> best_;
   nlohmann::ordered_json stored_model_;
   std::optional<AutoStrategy> auto_strategy_;  // --strategy auto

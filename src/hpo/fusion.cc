@@ -177,7 +177,8 @@ double available_memory_per_slot(int slots) {
 }
 
 FusionProbe probe_fusion(const Space& space, const HpoOptions& options, const trial::Backend& backend,
-                         const Config& config, const std::filesystem::path& dir) {
+                         const Config& config, const std::filesystem::path& dir,
+                         const std::function<bool()>& should_stop) {
   FusionProbe probe;
   probe.memory_budget_bytes = options.limits.memory_limit_bytes > 0 ? options.limits.memory_limit_bytes
                                                                     : available_memory_per_slot(backend.slots());
@@ -201,10 +202,23 @@ FusionProbe probe_fusion(const Space& space, const HpoOptions& options, const tr
     nlohmann::ordered_json members = nlohmann::ordered_json::array();
     for (int b = 0; b < size; ++b) members.push_back(trial_params(options, config));
     if (size > 1) launch.params_json = members.dump();
+    if (launch.limits.hang_s <= 0) launch.limits.hang_s = kFusionProbeHangS;
     runner.start(launch);
     std::vector<trial::TrialResult> ended;
-    while (ended.empty()) ended = runner.wait(0.25);
+    bool stopping = false;
+    while (ended.empty()) {
+      if (!stopping && should_stop()) {
+        runner.interrupt_all("the study is stopping");
+        stopping = true;
+      }
+      ended = runner.wait(0.25);
+    }
     const trial::TrialResult& result = ended.front();
+    if (result.status == trial::TrialStatus::kInterrupted) {
+      probe.chosen = decide_fusion(probe.runs, probe.memory_budget_bytes, cap).chosen;
+      probe.reason = "interrupted";
+      return probe;
+    }
     run.status = trial::to_string(result.status);
     run.step_time_s = steady_step_time(result.output.steps);
     run.fixed_s = std::max(0.0, result.ended_unix_s - result.started_unix_s -

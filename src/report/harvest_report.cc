@@ -182,7 +182,13 @@ std::string harvest_timeline_svg(const HarvestMeasurement& m, std::size_t first_
     const hpo::HarvestRun& run = *p.run;
     // The window: from the end of step first_step - 1 (its line's read time) over `steps` steps.
     const auto& reads = run.job_step_read_s;
-    if (reads.size() < first_step + steps + 1) continue;
+    if (steps < 1 || first_step >= reads.size() || steps >= reads.size() - first_step) {
+      svg += fmt::format(R"(<text x="10" y="{}">{}: the run has {} steps, fewer than the window's last ({} + {})</text>)"
+                         "\n",
+                         y + 12, p.title, reads.size(), first_step, steps);
+      y += 30;
+      continue;
+    }
     const double t0 = reads[first_step], t1 = reads[first_step + steps];
     const auto x = [&](double t) { return left + (t - t0) / (t1 - t0) * (width - left); };
     svg += fmt::format(R"(<text x="10" y="{}" font-weight="bold">{}: {} steps, median {}</text>)"

@@ -28,6 +28,18 @@ class BubbleGate {
   void enter();  // the rank starts waiting: resume its trial
   void leave();  // the wait is over: pause it, record the bubble
 
+  // enter() now, leave() when it goes out of scope (also when the wait throws).
+  class Bubble {
+   public:
+    explicit Bubble(BubbleGate& gate) : gate_(gate) { gate_.enter(); }
+    ~Bubble() { gate_.leave(); }
+    Bubble(const Bubble&) = delete;
+    Bubble& operator=(const Bubble&) = delete;
+
+   private:
+    BubbleGate& gate_;
+  };
+
  private:
   int rank_;
   std::string pgid_path_;

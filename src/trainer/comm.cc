@@ -65,9 +65,8 @@ torch::Tensor Comm::receive(int from_stage, int tag) {
   std::vector<torch::Tensor> h{torch::empty({kMaxDims + 1}, torch::kInt64)};
   const c10::intrusive_ptr<c10d::Work> header = all_->recv(h, from, 2 * tag);
   if (gate_ && gate_->enabled() && !header->isCompleted()) {  // the peer is not there yet: a bubble
-    gate_->enter();
+    const BubbleGate::Bubble bubble(*gate_);  // the trial is paused again however the wait ends
     header->wait();
-    gate_->leave();
   } else {
     header->wait();
   }

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -71,6 +72,36 @@ TEST(Harvest, TrialsRunOnlyInsideTheirRanksBubbles) {
   }
   EXPECT_GT(ticks_seen, 10u) << "the trials hardly ran: " << output;
   EXPECT_TRUE(fs::exists(dir / "timeline.svg"));
+}
+
+}  // namespace
+
+namespace {
+
+// A trial slot whose trials end without a step (here `true`) is given up after three, noted, while
+// the job runs on; a program that does not exist is refused before anything runs.
+TEST(Harvest, TrialsThatNeverStepAreGivenUpAndMissingProgramsRefused) {
+  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  const fs::path dir = fs::absolute(fs::path(::testing::TempDir()) / "harvest-give-up");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "params.jsonl") << "{}\n";
+  const std::string job = std::string(" --job '") + PARATUNE_TRAIN_BINARY +
+                          " --model mlp --mlp-hidden 256,128 --ranks 2 --strategy gpipe --micro-batches 4 --steps 30 "
+                          "--eval-limit 128 --threads 1'";
+  const std::string harvest = std::string(PARATUNE_BINARY) + " harvest --ranks 2 --out " + (dir / "out").string() +
+                              " --trial-params " + (dir / "params.jsonl").string();
+  auto [exit_code, output] = capture(harvest + " --trial true" + job + " --json");
+  ASSERT_EQ(exit_code, 0) << output;
+  const nlohmann::json j = nlohmann::json::parse(output.substr(output.find("{\n")));
+  EXPECT_EQ(j["harvest"]["job_steps"].size(), 30u);
+  const std::string notes = j["harvest"]["notes"].dump();
+  EXPECT_NE(notes.find("rank 0's trial slot was given up: 3 trials in a row ended without a step"), std::string::npos)
+      << notes;
+  EXPECT_LE(j["harvest"]["trials"].size(), 6u) << j["harvest"]["trials"].dump();
+  std::tie(exit_code, output) = capture(harvest + " --trial /no/such/trainer" + job);
+  EXPECT_EQ(exit_code, 2) << output;
+  EXPECT_NE(output.find("--trial: '/no/such/trainer' is not an executable program"), std::string::npos) << output;
 }
 
 }  // namespace

@@ -28,11 +28,17 @@
 // (fusion amortizes the start-up even where its steps are no faster). The largest size whose rate
 // beats every smaller one's by kFusionMinGain is kept; doubling goes on while the memory
 // extrapolated from B = 1 and 2 (linear in B) stays within the budget (the memory limit, else the
-// memory available per slot), up to the cap, and stops after two sizes in a row gain nothing (the
-// rate need not be monotone: small fused kernels can be slower at B = 2 and faster at 8).
+// host memory available per slot: paratune-train reports its peak resident memory on the CPU), up
+// to the cap, and stops after two sizes in a row gain nothing (the rate need not be monotone: small
+// fused kernels can be slower at B = 2 and faster at 8).
+//
+// A group that runs out of memory or over the memory limit (oom, infeasible), or fails before its
+// first step, is split: each member runs again alone, and later groups are half as large. A group's
+// wall-clock timeout is the trial's times its size (it does that many trials' work).
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,6 +55,7 @@ namespace paratune::hpo {
 inline constexpr int kMaxFusedTrials = 64;      // --fuse's upper bound
 inline constexpr double kFusionMinGain = 0.05;  // auto: a larger size must raise the per-trial rate 5%
 inline constexpr int kFusionProbeSteps = 8;     // auto: steps per probe run (the first 2 are warm-up)
+inline constexpr double kFusionProbeHangS = 300;  // auto: a probe run without a step for this long is stopped
 
 // Throws Error unless --fuse can work with the rest of the options: the command runs
 // paratune-train, the objective is a metric (a fused member has no throughput of its own), and each
@@ -99,9 +106,13 @@ struct FusionDecision {
 };
 FusionDecision decide_fusion(const std::vector<FusionProbeRun>& runs, double memory_budget_bytes, int cap);
 
-// Runs the probe for `config` on the backend's first slot (dir: where the probe runs keep logs).
+// Runs the probe for `config` on the backend's first slot (dir: where the probe runs keep logs). A
+// probe run gets the study's limits, and a hang limit of kFusionProbeHangS when the study has none.
+// Once `should_stop` says so (Ctrl-C, the budget), the run in progress is stopped and the probe
+// returns what it has (reason "interrupted").
 FusionProbe probe_fusion(const Space& space, const HpoOptions& options, const trial::Backend& backend,
-                         const Config& config, const std::filesystem::path& dir);
+                         const Config& config, const std::filesystem::path& dir,
+                         const std::function<bool()>& should_stop);
 
 nlohmann::ordered_json to_json(const FusionProbe& probe);
 

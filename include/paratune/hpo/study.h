@@ -70,8 +70,8 @@ struct HpoOptions {
   // mup); a retrain trains the target (1). 1: the model as the command describes it.
   double surrogate_ratio = 1;
   // Inter-trial fusion (hpo/fusion.h): up to `fuse` trials that differ only in fusable options
-  // train as one fused model in one process; `fuse_auto` picks the size by a probe (fuse is then
-  // the largest it may pick). 1 and not auto: every trial alone.
+  // train as one fused model in one process; `fuse_auto` picks the size by a probe instead (up to
+  // kMaxFusedTrials and --max-trials). 1 and not auto: every trial alone.
   int fuse = 1;
   bool fuse_auto = false;
 };
