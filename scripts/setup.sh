@@ -8,6 +8,7 @@ PACKAGES=(
   libeigen3-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev libnlopt-cxx-dev
   libsqlite3-dev  # study store
   libmuparser-dev  # constraints of tuning search spaces
+  libre2-dev  # --step-time-regex: linear-time matching of trial output (no recursion)
   libxgboost-dev  # the xgboost baseline of `paratune tune`
   libgtest-dev libgmock-dev libbenchmark-dev
   librsvg2-bin  # rsvg-convert: the tests render the simulator's SVG timeline

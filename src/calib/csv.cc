@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "paratune/calib/published_runs.h"
+#include "paratune/spec/input_file.h"
 
 namespace paratune {
 namespace {
@@ -32,11 +33,7 @@ std::string PublishedRun::get(const std::string& column) const {
 }
 
 std::vector<std::map<std::string, std::string>> read_csv(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("{}: cannot open file", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  const std::string text = read_input_file(path, "CSV file");
   std::vector<std::vector<std::string>> records;
   std::vector<std::string> record;
   std::string field;

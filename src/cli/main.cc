@@ -19,30 +19,31 @@
 #include <sstream>
 
 #include "paratune/calib/published_runs.h"
+#include "paratune/cost/estimate.h"
 #include "paratune/cost/surrogate_footprint.h"
 #include "paratune/hpo/bubble_coordinator.h"
-#include "paratune/trial/command.h"
 #include "paratune/hpo/fusion.h"
-#include "paratune/report/harvest_report.h"
-#include "paratune/sim/harvest.h"
 #include "paratune/hpo/importance.h"
 #include "paratune/hpo/pruner.h"
 #include "paratune/hpo/retrain.h"
 #include "paratune/hpo/sampler.h"
 #include "paratune/hpo/study.h"
-#include "paratune/cost/estimate.h"
 #include "paratune/plan/planner.h"
 #include "paratune/report/estimate_report.h"
+#include "paratune/report/harvest_report.h"
 #include "paratune/report/hpo_report.h"
 #include "paratune/report/launch.h"
 #include "paratune/report/launch_check.h"
 #include "paratune/report/plan_report.h"
 #include "paratune/report/sim_report.h"
 #include "paratune/report/tune_report.h"
-#include "paratune/store/study_store.h"
+#include "paratune/sim/harvest.h"
+#include "paratune/spec/input_file.h"
 #include "paratune/spec/io.h"
 #include "paratune/spec/presets.h"
 #include "paratune/spec/units.h"
+#include "paratune/store/study_store.h"
+#include "paratune/trial/command.h"
 #include "paratune/trial/runner.h"
 #include "paratune/tune/bayes.h"
 #include "paratune/tune/derived_space.h"
@@ -623,8 +624,7 @@ int run_harvest_command(const HarvestFlags& f, bool json) {
   options.trial_argv = trial::split_words(f.trial);
   options.timeout_s = optional_duration(f.timeout, "--timeout");
   if (!f.trial_params.empty()) {
-    std::ifstream in(f.trial_params);
-    if (!in) throw Error(fmt::format("--trial-params {}: cannot read the file", f.trial_params));
+    std::istringstream in(read_input_file(f.trial_params, "trial-parameter list (--trial-params)"));
     std::string line;
     for (int n = 1; std::getline(in, line); ++n) {
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;

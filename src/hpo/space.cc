@@ -12,6 +12,7 @@
 
 #include "../tune/space_file.h"
 #include "paratune/spec/error.h"
+#include "paratune/spec/input_file.h"
 #include "paratune/tune/expression.h"
 #include "paratune/tune/study.h"
 
@@ -192,11 +193,7 @@ Space Space::parse(std::string_view text, std::string_view source) {
 }
 
 Space Space::load(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw Error(fmt::format("{}: cannot read the search space file", file.string()));
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse(text.str(), file.string());
+  return parse(read_input_file(file.string(), "search space file"), file.string());
 }
 
 std::optional<std::size_t> Space::index_of(std::string_view name) const {

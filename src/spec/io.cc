@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "json_reader.h"
+#include "paratune/spec/input_file.h"
 #include "paratune/spec/presets.h"
 #include "paratune/spec/units.h"
 
@@ -20,37 +22,63 @@ using nlohmann::json;
 
 // YAML -> JSON. Plain (unquoted) scalars become numbers/booleans/null when they look like one;
 // quoted scalars stay strings.
-json yaml_to_json(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return nullptr;
-    case YAML::NodeType::Sequence: {
-      json out = json::array();
-      for (const auto& item : node) out.push_back(yaml_to_json(item));
-      return out;
+//
+// Aliases (*name) repeat the node they name, so a few hundred bytes of nested aliases expand to
+// billions of values (the "billion laughs" bomb). The conversion counts the values it produces
+// and stops at kMaxYamlValues: a model, cluster or calibration file has a few hundred.
+constexpr std::size_t kMaxYamlValues = 1'000'000;
+
+class YamlToJson {
+ public:
+  json convert(const YAML::Node& node) {
+    if (++values_ > kMaxYamlValues)
+      throw Error(fmt::format("the document expands to more than {} values (YAML aliases repeat what they name; "
+                              "a model, cluster or calibration file has a few hundred)",
+                              kMaxYamlValues));
+    switch (node.Type()) {
+      case YAML::NodeType::Null:
+      case YAML::NodeType::Undefined:
+        return nullptr;
+      case YAML::NodeType::Sequence: {
+        json out = json::array();
+        for (const auto& item : node) out.push_back(convert(item));
+        return out;
+      }
+      case YAML::NodeType::Map: {
+        json out = json::object();
+        for (const auto& item : node) {
+          const std::string key = item.first.as<std::string>();
+          if (out.contains(key))
+            throw Error(
+                fmt::format("line {}: the key '{}' appears twice in one mapping", item.first.Mark().line + 1, key));
+          out[key] = convert(item.second);
+        }
+        return out;
+      }
+      case YAML::NodeType::Scalar:
+        return scalar(node);
     }
-    case YAML::NodeType::Map: {
-      json out = json::object();
-      for (const auto& item : node) out[item.first.as<std::string>()] = yaml_to_json(item.second);
-      return out;
-    }
-    case YAML::NodeType::Scalar: {
-      const std::string text = node.Scalar();
-      if (node.Tag() == "!") return text;  // quoted
-      if (text == "true" || text == "True" || text == "yes") return true;
-      if (text == "false" || text == "False" || text == "no") return false;
-      if (text == "null" || text == "~") return nullptr;
-      char* end = nullptr;
-      const long long integer = std::strtoll(text.c_str(), &end, 10);
-      if (!text.empty() && *end == '\0') return integer;
-      const double real = std::strtod(text.c_str(), &end);
-      if (!text.empty() && *end == '\0') return real;
-      return text;
-    }
+    return nullptr;
   }
-  return nullptr;
-}
+
+ private:
+  static json scalar(const YAML::Node& node) {
+    const std::string text = node.Scalar();
+    if (node.Tag() == "!") return text;  // quoted
+    if (text == "true" || text == "True" || text == "yes") return true;
+    if (text == "false" || text == "False" || text == "no") return false;
+    if (text == "null" || text == "~") return nullptr;
+    char* end = nullptr;
+    errno = 0;
+    const long long integer = std::strtoll(text.c_str(), &end, 10);
+    if (!text.empty() && *end == '\0' && errno != ERANGE) return integer;  // too long: a double below
+    const double real = std::strtod(text.c_str(), &end);
+    if (!text.empty() && *end == '\0') return real;
+    return text;
+  }
+
+  std::size_t values_ = 0;
+};
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -85,16 +113,26 @@ ModelSpec normalize(ModelSpec m) {
 }  // namespace
 
 json read_document(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("{}: cannot open file", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  const std::string text = read_input_file(path, ends_with(path, ".json") ? "JSON file" : "YAML file");
   try {
-    if (ends_with(path, ".json")) return json::parse(text);
-    return yaml_to_json(YAML::Load(text));
-  } catch (const json::parse_error& e) {
+    if (ends_with(path, ".json")) {
+      // A key twice in one object is an error (nlohmann keeps the last one silently).
+      std::vector<std::set<std::string>> keys;
+      const json::parser_callback_t unique_keys = [&](int, json::parse_event_t event, json& parsed) {
+        if (event == json::parse_event_t::object_start) keys.emplace_back();
+        else if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+        else if (event == json::parse_event_t::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second)
+          throw Error(fmt::format("{}: the key '{}' appears twice in one object", path, parsed.get<std::string>()));
+        return true;
+      };
+      return json::parse(text, unique_keys);
+    }
+    return YamlToJson().convert(YAML::Load(text));
+  } catch (const json::exception& e) {  // syntax, and numbers out of range (1e400)
     throw Error(fmt::format("{}: invalid JSON: {}", path, e.what()));
+  } catch (const Error& e) {
+    if (std::string_view(e.what()).starts_with(path)) throw;
+    throw e.with_context(path);
   } catch (const YAML::Exception& e) {
     throw Error(fmt::format("{}: invalid YAML at line {}, column {}: {}", path, e.mark.line + 1, e.mark.column + 1,
                             e.msg));
@@ -168,16 +206,22 @@ ModelSpec model_from_hf_config(const json& doc, std::string_view source) {
     if (!doc.contains(key) || doc[key].is_null()) throw Error(fmt::format("{}: {}: is required for this model_type", src, key));
     return doc[key];
   };
+  // A present value of the wrong type or out of range is an error, never the default: "8" for
+  // num_key_value_heads must not silently become multi-head attention.
   auto get_int = [&](const char* key) {
     const json& v = get(key);
-    if (!v.is_number_integer()) throw Error(fmt::format("{}: {}: {} is not an integer", src, key, v.dump()));
-    return v.get<int>();
+    const std::optional<int> value = detail::json_int(v);
+    if (!value) throw Error(fmt::format("{}: {}: {}", src, key, detail::int_problem(v)));
+    return *value;
   };
   auto opt_int = [&](const char* key, int fallback) {
-    return doc.contains(key) && doc[key].is_number_integer() ? doc[key].get<int>() : fallback;
+    return doc.contains(key) && !doc[key].is_null() ? get_int(key) : fallback;
   };
   auto opt_bool = [&](const char* key, bool fallback) {
-    return doc.contains(key) && doc[key].is_boolean() ? doc[key].get<bool>() : fallback;
+    if (!doc.contains(key) || doc[key].is_null()) return fallback;
+    if (!doc[key].is_boolean())
+      throw Error(fmt::format("{}: {}: {} is not a boolean (true/false)", src, key, doc[key].dump()));
+    return doc[key].get<bool>();
   };
   const std::string type = doc.contains("model_type") && doc["model_type"].is_string()
                                ? doc["model_type"].get<std::string>()

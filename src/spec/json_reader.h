@@ -5,6 +5,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -14,6 +18,29 @@
 #include "paratune/spec/units.h"
 
 namespace paratune::detail {
+
+// A JSON value as a 32-bit int: an integer, or a float with an integral value, in range (never
+// wrapped: 4294967312 is not 16). nullopt otherwise; int_problem says why.
+inline std::optional<int> json_int(const nlohmann::json& v) {
+  constexpr double kMin = std::numeric_limits<int>::min(), kMax = std::numeric_limits<int>::max();
+  if (v.is_number_unsigned())
+    return v.get<std::uint64_t>() <= static_cast<std::uint64_t>(kMax) ? std::optional<int>(static_cast<int>(v.get<std::uint64_t>()))
+                                                                      : std::nullopt;
+  if (v.is_number_integer()) {
+    const std::int64_t i = v.get<std::int64_t>();
+    return i >= kMin && i <= kMax ? std::optional<int>(static_cast<int>(i)) : std::nullopt;
+  }
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d >= kMin && d <= kMax && d == std::floor(d)) return static_cast<int>(d);
+  }
+  return std::nullopt;
+}
+inline std::string int_problem(const nlohmann::json& v) {
+  if (v.is_number() && !(v.is_number_float() && v.get<double>() != std::floor(v.get<double>())))
+    return fmt::format("{} does not fit in a 32-bit integer (at most {})", v.dump(), std::numeric_limits<int>::max());
+  return fmt::format("{} is not an integer", v.dump());
+}
 
 class JsonReader {
  public:
@@ -28,10 +55,9 @@ class JsonReader {
 
   int get_int(const std::string& key, int fallback) {
     if (!take(key)) return fallback;
-    const auto& v = object_[key];
-    if (v.is_number_integer()) return v.get<int>();
-    if (v.is_number_float() && v.get<double>() == static_cast<int>(v.get<double>())) return static_cast<int>(v.get<double>());
-    fail(key, fmt::format("{} is not an integer", v.dump()));
+    const std::optional<int> value = json_int(object_[key]);
+    if (!value) fail(key, int_problem(object_[key]));
+    return *value;
   }
   int require_int(const std::string& key) {
     if (!has(key)) fail(key, "is required");

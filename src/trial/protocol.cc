@@ -1,6 +1,7 @@
 #include "paratune/trial/protocol.h"
 
 #include <fmt/format.h>
+#include <re2/re2.h>
 
 #include <algorithm>
 #include <array>
@@ -38,13 +39,14 @@ bool is_integer(const nlohmann::json& v) { return v.is_number_integer() || v.is_
 
 OutputParser::OutputParser(const ParserOptions& options) {
   if (options.step_time_regex.empty()) return;
-  try {
-    step_regex_.emplace(options.step_time_regex, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    throw Error(fmt::format("--step-time-regex '{}': not a valid regular expression ({})", options.step_time_regex,
-                            e.what()));
-  }
-  if (step_regex_->mark_count() < 1)
+  RE2::Options re2_options;
+  re2_options.set_log_errors(false);
+  auto compiled = std::make_shared<const re2::RE2>(options.step_time_regex, re2_options);
+  if (!compiled->ok())
+    throw Error(fmt::format("--step-time-regex '{}': not a valid regular expression in RE2 syntax ({})",
+                            options.step_time_regex, compiled->error()));
+  step_regex_ = std::move(compiled);
+  if (step_regex_->NumberOfCapturingGroups() < 1)
     throw Error(fmt::format("--step-time-regex '{}': needs a group ( ... ) around the step time in seconds",
                             options.step_time_regex));
 }
@@ -156,18 +158,21 @@ LineReport OutputParser::feed(std::string_view line) {
     r.kind = LineReport::Kind::kPeakMemory;
     r.peak_memory_bytes = *allocated * kMiB;
   } else if (step_regex_ && !protocol_steps_) {
-    std::match_results<std::string_view::const_iterator> m;
-    if (std::regex_search(line.begin(), line.end(), m, *step_regex_) && m[1].matched) {
+    // Group 1 the step time, group 2 (if the regex has one) the step number.
+    const std::string_view matched = line.substr(0, std::min(line.size(), kMaxMatchedLineBytes));
+    std::array<re2::StringPiece, 3> groups;
+    const int wanted = std::min(3, 1 + step_regex_->NumberOfCapturingGroups());
+    if (step_regex_->Match(re2::StringPiece(matched.data(), matched.size()), 0, matched.size(), RE2::UNANCHORED,
+                           groups.data(), wanted) &&
+        groups[1].data() != nullptr) {
       double seconds = 0;
-      const std::string text = m[1].str();
+      const std::string text(groups[1].data(), groups[1].size());
       const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-      if (ec == std::errc() && end == text.data() + text.size() && seconds > 0) {
+      if (ec == std::errc() && end == text.data() + text.size() && seconds > 0 && std::isfinite(seconds)) {
         r.kind = LineReport::Kind::kStep;
         std::int64_t step = implicit_step_ + 1;
-        if (m.size() > 2 && m[2].matched) {
-          const std::string s = m[2].str();
-          std::from_chars(s.data(), s.data() + s.size(), step);
-        }
+        if (wanted > 2 && groups[2].data() != nullptr)
+          std::from_chars(groups[2].data(), groups[2].data() + groups[2].size(), step);
         r.step = {step, seconds};
       }
     }

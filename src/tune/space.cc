@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "paratune/spec/error.h"
+#include "paratune/spec/input_file.h"
 #include "paratune/tune/expression.h"
 #include "space_file.h"
 
@@ -88,11 +89,7 @@ SearchSpace SearchSpace::parse(std::string_view text, std::string_view source) {
 }
 
 SearchSpace SearchSpace::load(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw Error(fmt::format("{}: cannot read the search space file", file.string()));
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse(text.str(), file.string());
+  return parse(read_input_file(file.string(), "search space file"), file.string());
 }
 
 SearchSpace SearchSpace::listed(std::vector<Parameter> parameters, std::vector<Point> points, std::string source) {

@@ -60,6 +60,41 @@ TEST(ModelFile, BadYamlAndBadValues) {
   EXPECT_NE(error_of([&] { load_model(heads); }).find("does not divide hidden_size 250"), std::string::npos);
 }
 
+// Issue 21: values that do not fit or have the wrong type were wrapped or replaced by defaults
+// (4294967312 layers became 16; "8" KV heads became multi-head attention), and a duplicated key
+// kept its last value. Each is an error naming the file, the field and the value.
+TEST(ModelFile, NoValueIsWrappedDefaultedOrSilentlyDuplicated) {
+  const auto wrapped = write_temp("wrapped.json",
+                                  R"({"num_layers": 4294967312, "hidden_size": 256, "num_attention_heads": 8, "vocab_size": 10})");
+  std::string e = error_of([&] { load_model(wrapped); });
+  EXPECT_NE(e.find("wrapped.json: num_layers: 4294967312 does not fit in a 32-bit integer"), std::string::npos) << e;
+  const auto yaml_wrapped = write_temp("wrapped.yaml", "num_layers: 99999999999999999999999\nhidden_size: 256\n"
+                                                       "num_attention_heads: 8\nvocab_size: 10\n");
+  EXPECT_NE(error_of([&] { load_model(yaml_wrapped); }).find("num_layers:"), std::string::npos);
+  const auto negative = write_temp("negative.json",
+                                   R"({"num_layers": -9223372036854775808, "hidden_size": 256, "num_attention_heads": 8, "vocab_size": 10})");
+  EXPECT_NE(error_of([&] { load_model(negative); }).find("does not fit in a 32-bit integer"), std::string::npos);
+  const auto hf = write_temp("string_kv_config.json", R"({"model_type": "llama", "hidden_size": 16384,
+      "intermediate_size": 53248, "num_attention_heads": 128, "num_hidden_layers": 126, "num_key_value_heads": "8",
+      "vocab_size": 128256})");
+  e = error_of([&] { load_model(hf); });
+  EXPECT_NE(e.find("string_kv_config.json: num_key_value_heads: \"8\" is not an integer"), std::string::npos) << e;
+  const auto hf_bool = write_temp("bool_config.json", R"({"model_type": "llama", "hidden_size": 64,
+      "intermediate_size": 128, "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 100,
+      "tie_word_embeddings": "yes"})");
+  EXPECT_NE(error_of([&] { load_model(hf_bool); }).find("tie_word_embeddings: \"yes\" is not a boolean"), std::string::npos);
+  const auto duplicate = write_temp("duplicate.json",
+                                    R"({"num_layers": 2, "hidden_size": 256, "num_attention_heads": 8, "vocab_size": 10, "num_layers": 4})");
+  e = error_of([&] { load_model(duplicate); });
+  EXPECT_NE(e.find("duplicate.json: the key 'num_layers' appears twice in one object"), std::string::npos) << e;
+  const auto yaml_duplicate = write_temp("duplicate.yaml", "num_layers: 2\nhidden_size: 256\nnum_attention_heads: 8\n"
+                                                           "vocab_size: 10\nnum_layers: 4\n");
+  e = error_of([&] { load_model(yaml_duplicate); });
+  EXPECT_NE(e.find("duplicate.yaml: line 5: the key 'num_layers' appears twice in one mapping"), std::string::npos) << e;
+  const auto huge = write_temp("huge.json", R"({"num_layers": 1e400, "hidden_size": 256, "num_attention_heads": 8, "vocab_size": 10})");
+  EXPECT_NE(error_of([&] { load_model(huge); }).find("huge.json: invalid JSON"), std::string::npos);
+}
+
 TEST(ModelFile, UnknownPresetListsValidNames) {
   const std::string e = error_of([] { load_model("llama3.1-404b"); });
   EXPECT_NE(e.find("did you mean 'llama3.1-405b'"), std::string::npos) << e;

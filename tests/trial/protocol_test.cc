@@ -112,6 +112,33 @@ TEST(Protocol, RecognisesOutOfMemoryMessages) {
   }
 }
 
+// Issue 21: std::regex recursed per character and overflowed the stack on a ~40 kB line (the
+// controller died with SIGSEGV, and again on every resume). RE2 matches in linear time without
+// recursion: long lines, a pathological pattern and deeply nested JSON are harmless.
+TEST(Protocol, NoLineCrashesTheParser) {
+  OutputParser p(ParserOptions{R"(step time: ([0-9.]+))"});
+  const std::string filler(40000, 'x');
+  LineReport r = p.feed(filler + " step time: 0.5");
+  ASSERT_EQ(r.kind, Kind::kStep);
+  EXPECT_DOUBLE_EQ(r.step.step_time_s, 0.5);
+  // Beyond the first kMaxMatchedLineBytes nothing is matched (and nothing is slow).
+  EXPECT_EQ(p.feed(std::string(kMaxMatchedLineBytes, 'x') + " step time: 0.5").kind, Kind::kNothing);
+  OutputParser nested(ParserOptions{R"((a|aa)*(a|aa)*c([0-9.]+))"});
+  EXPECT_EQ(nested.feed(std::string(60000, 'a')).kind, Kind::kNothing);
+  EXPECT_EQ(nested.feed("@paratune " + std::string(500000, '[')).kind, Kind::kMalformed);
+  EXPECT_EQ(nested.feed("@paratune {\"metric\": \"x\", \"value\": " + std::string(200000, '[') + "}").kind,
+            Kind::kMalformed);
+}
+
+TEST(Protocol, RegexInRe2SyntaxOrAClearError) {
+  try {
+    OutputParser p(ParserOptions{R"(took (\d+(?=s)))"});  // a lookahead: ECMAScript, not RE2
+    FAIL() << "a lookahead was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a valid regular expression in RE2 syntax"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Protocol, UserRegexAndNoDoubleCounting) {
   OutputParser p(ParserOptions{R"(step (?:\d+) took ([0-9.]+) s)"});
   EXPECT_EQ(p.feed("step 1 took 0.5 s").kind, Kind::kStep);

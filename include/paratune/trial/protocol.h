@@ -17,21 +17,30 @@
 // Its step lines and memory are the group's (one process).
 // Built in besides: Megatron-LM's "elapsed time per iteration (ms): X" (with "iteration N/" for the
 // step number) and its memory report ("max reserved: X" in MB, else "max allocated"), a
-// `step_time_regex` whose first group is the step time in seconds (a second group, if any, the step
-// number), and the usual out-of-memory messages (CUDA out of memory, OutOfMemoryError,
+// `step_time_regex` (RE2 syntax: linear time, no recursion, so no trial line can exhaust the stack;
+// matched against a line's first kMaxMatchedLineBytes) whose first group is the step time in
+// seconds (a second group, if any, the step number), and the usual out-of-memory messages (CUDA out of memory, OutOfMemoryError,
 // std::bad_alloc, RESOURCE_EXHAUSTED). Once a trial has sent one protocol step, other step sources
 // are ignored so nothing is counted twice. A malformed protocol line (bad JSON, unknown keys, wrong
 // types or values) is counted and otherwise ignored, never fatal.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+namespace re2 {
+class RE2;
+}
+
 namespace paratune::trial {
+
+// How much of a line the built-in log parsers and the step-time regex look at (a protocol line's
+// JSON is parsed whole).
+inline constexpr std::size_t kMaxMatchedLineBytes = 64 * 1024;
 
 struct StepReport {
   std::int64_t step = 0;
@@ -92,7 +101,7 @@ class OutputParser {
 
  private:
   LineReport parse_protocol(std::string_view json);
-  std::optional<std::regex> step_regex_;
+  std::shared_ptr<const re2::RE2> step_regex_;
   bool protocol_steps_ = false;  // a protocol step was seen: other step sources are ignored
   std::int64_t implicit_step_ = 0;
   TrialOutput output_;

@@ -1,0 +1,26 @@
+// Reading a file the user named, whole, with limits.
+//
+// Every input paratune reads whole (model and cluster files, calibration files, search spaces,
+// published-runs CSVs, trial-parameter lists) comes through here, so none of them can make
+// paratune read forever (/dev/zero, a FIFO nobody writes to) or swallow a file far larger than
+// any real input. Errors name the file, what it was meant to be and the rule.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace paratune {
+
+// The largest input file paratune reads: 64 MiB. The biggest real inputs (a published-runs CSV,
+// a Hugging Face config.json, a search space listing thousands of points) are well under 1 MiB.
+inline constexpr std::uintmax_t kMaxInputFileBytes = 64ull << 20;
+
+// The whole content of `path`, a regular file of at most `max_bytes`. `what` names the input in
+// errors ("model file", "search space file"). Throws paratune::Error for a missing or unreadable
+// file, a directory, a FIFO, a device or a socket, and a file over the limit (also one that grows
+// past it while being read).
+std::string read_input_file(const std::string& path, std::string_view what,
+                            std::uintmax_t max_bytes = kMaxInputFileBytes);
+
+}  // namespace paratune
