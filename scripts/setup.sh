@@ -11,6 +11,7 @@ PACKAGES=(
   libre2-dev  # --step-time-regex: linear-time matching of trial output (no recursion)
   libxgboost-dev  # the xgboost baseline of `paratune tune`
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-dev  # scripts/sanitize.sh, scripts/fuzz.sh: clang's AddressSanitizer, UBSan and libFuzzer
   librsvg2-bin  # rsvg-convert: the tests render the simulator's SVG timeline
   zlib1g-dev dataset-fashion-mnist  # paratune-train's image data: gzipped IDX files
   libtorch-dev libgloo-dev  # paratune-train: libtorch 1.13 (CPU) and the Gloo headers c10d's ProcessGroupGloo needs

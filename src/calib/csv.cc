@@ -33,7 +33,11 @@ std::string PublishedRun::get(const std::string& column) const {
 }
 
 std::vector<std::map<std::string, std::string>> read_csv(const std::string& path) {
-  const std::string text = read_input_file(path, "CSV file");
+  return parse_csv(read_input_file(path, "CSV file"), path);
+}
+
+std::vector<std::map<std::string, std::string>> parse_csv(std::string_view text, const std::string& source) {
+  check_utf8(text, source);
   std::vector<std::vector<std::string>> records;
   std::vector<std::string> record;
   std::string field;
@@ -74,17 +78,17 @@ std::vector<std::map<std::string, std::string>> read_csv(const std::string& path
       field_started = true;
     }
   }
-  if (quoted) throw Error(fmt::format("{}: line {}: unterminated quoted field", path, line));
+  if (quoted) throw Error(fmt::format("{}: line {}: unterminated quoted field", source, line));
   if (field_started || !record.empty()) {
     record.push_back(field);
     records.push_back(record);
   }
-  if (records.empty()) throw Error(fmt::format("{}: empty CSV file (no header)", path));
+  if (records.empty()) throw Error(fmt::format("{}: empty CSV file (no header)", source));
   std::vector<std::map<std::string, std::string>> rows;
   const auto& header = records.front();
   for (std::size_t r = 1; r < records.size(); ++r) {
     if (records[r].size() != header.size())
-      throw Error(fmt::format("{}: record {} has {} fields but the header has {}", path, r + 1, records[r].size(),
+      throw Error(fmt::format("{}: record {} has {} fields but the header has {}", source, r + 1, records[r].size(),
                               header.size()));
     std::map<std::string, std::string> row;
     for (std::size_t k = 0; k < header.size(); ++k) row[header[k]] = records[r][k];
@@ -94,13 +98,17 @@ std::vector<std::map<std::string, std::string>> read_csv(const std::string& path
 }
 
 std::vector<PublishedRun> read_published_runs(const std::string& path) {
-  const auto rows = read_csv(path);
+  return parse_published_runs(read_input_file(path, "CSV file"), path);
+}
+
+std::vector<PublishedRun> parse_published_runs(std::string_view text, const std::string& source) {
+  const auto rows = parse_csv(text, source);
   std::vector<PublishedRun> runs;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (i == 0)
       for (const auto& column : kRequiredColumns)
         if (!rows[0].count(column))
-          throw Error(fmt::format("{}: missing column '{}' (needs the columns of published_runs.csv)", path, column));
+          throw Error(fmt::format("{}: missing column '{}' (needs the columns of published_runs.csv)", source, column));
     runs.push_back(PublishedRun{rows[i], static_cast<int>(i) + 2});
   }
   return runs;

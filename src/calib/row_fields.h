@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -37,8 +39,9 @@ inline std::optional<double> number(const PublishedRun& run, const std::string& 
 inline int integer(const PublishedRun& run, const std::string& column, int fallback) {
   const auto v = number(run, column);
   if (!v) return fallback;
-  if (*v != std::floor(*v) || *v < 0)
-    throw Error(fmt::format("{}: '{}' is not a non-negative integer", column, run.get(column)));
+  if (*v != std::floor(*v) || *v < 0 || *v > std::numeric_limits<int>::max())
+    throw Error(fmt::format("{}: '{}' is not a non-negative integer of at most {}", column, run.get(column),
+                            std::numeric_limits<int>::max()));
   return static_cast<int>(*v);
 }
 
@@ -57,7 +60,13 @@ inline std::optional<int> other_result_int(const PublishedRun& run, const std::s
     if (i >= low.size() || low[i] != '=') continue;
     ++i;
     while (i < low.size() && low[i] == ' ') ++i;
-    if (i < low.size() && std::isdigit(static_cast<unsigned char>(low[i]))) return std::atoi(low.c_str() + i);
+    if (i < low.size() && std::isdigit(static_cast<unsigned char>(low[i]))) {
+      int value = 0;
+      if (std::from_chars(low.data() + i, low.data() + low.size(), value).ec != std::errc())
+        throw Error(fmt::format("other_result: '{} = {}' does not fit in a 32-bit integer", key,
+                                low.substr(i, low.find_first_not_of("0123456789", i) - i)));
+      return value;
+    }
   }
   return std::nullopt;
 }

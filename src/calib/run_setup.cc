@@ -4,10 +4,12 @@
 // taken from the model's known architecture, searched, or set to the framework's default, and each
 // such choice is written to RunSetup::assumptions with its source.
 #include <fmt/format.h>
+#include <re2/re2.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
-#include <regex>
+#include <limits>
 #include <set>
 
 #include "paratune/calib/published_runs.h"
@@ -121,16 +123,23 @@ GpuSpec gpu_for(const PublishedRun& run, std::vector<std::string>& why) {
 
 // Scale-out bandwidth per GPU stated in `interconnect`, bytes/s; 0 when not stated. Forms:
 // "1600 Gbps node-node" (per node), "8x400 Gb/s InfiniBand per node", "RDMA 400 Gb/s per GPU".
+// RE2, not std::regex: linear time and no recursion, so no length of field can exhaust the stack.
 double stated_inter_node_bandwidth(const std::string& interconnect, int gpus_per_node) {
   const std::string t = lower(interconnect);
-  std::smatch m;
-  static const std::regex per_node_nx(R"((\d+)\s*x\s*(\d+(?:\.\d+)?)\s*gb/?s[^;]*per node)");
-  static const std::regex per_gpu(R"((\d+(?:\.\d+)?)\s*gb/?s[^;]*per gpu)");
-  static const std::regex node_gbps(R"((\d+(?:\.\d+)?)\s*gbps)");
-  if (std::regex_search(t, m, per_node_nx))
-    return std::stod(m[1]) * std::stod(m[2]) * 1e9 / 8 / gpus_per_node;
-  if (std::regex_search(t, m, per_gpu)) return std::stod(m[1]) * 1e9 / 8;
-  if (std::regex_search(t, m, node_gbps)) return std::stod(m[1]) * 1e9 / 8 / gpus_per_node;
+  static const RE2 per_node_nx(R"((\d+)\s*x\s*(\d+(?:\.\d+)?)\s*gb/?s[^;]*per node)");
+  static const RE2 per_gpu(R"((\d+(?:\.\d+)?)\s*gb/?s[^;]*per gpu)");
+  static const RE2 node_gbps(R"((\d+(?:\.\d+)?)\s*gbps)");
+  const auto number = [&](const std::string& digits) {
+    double value = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (ec != std::errc() || end != digits.data() + digits.size() || !std::isfinite(value))
+      throw Error(fmt::format("interconnect: '{}' is not a number in range", digits));
+    return value;
+  };
+  std::string a, b;
+  if (RE2::PartialMatch(t, per_node_nx, &a, &b)) return number(a) * number(b) * 1e9 / 8 / gpus_per_node;
+  if (RE2::PartialMatch(t, per_gpu, &a)) return number(a) * 1e9 / 8;
+  if (RE2::PartialMatch(t, node_gbps, &a)) return number(a) * 1e9 / 8 / gpus_per_node;
   return 0;
 }
 
@@ -208,6 +217,10 @@ ModelSpec model_for(const PublishedRun& run, const Framework& fw, std::vector<st
   if (m.num_layers < 1 || m.hidden_size < 1) throw RowSkipped(SkipKind::kUnsupported, "num_layers and hidden_size are required");
   if (m.num_attention_heads == 0) {
     m.num_attention_heads = m.hidden_size / 128;
+    if (m.num_attention_heads == 0)  // found by fuzz/published_runs: a division by zero below
+      throw RowSkipped(SkipKind::kUnsupported,
+                       fmt::format("num_attention_heads: not stated, and hidden_size {} is below one 128-wide head",
+                                   m.hidden_size));
     why.push_back(fmt::format("num_attention_heads not stated: hidden/128 = {}", m.num_attention_heads));
   }
   m.num_kv_heads = integer(run, "num_kv_heads", 0);
@@ -616,6 +629,9 @@ RunSetup setup_for_run(const PublishedRun& run) {
     t.global_batch = integer(run, "global_batch_size", 0);
     if (t.global_batch == 0 && t.seq_len > 0) {
       if (const auto tokens = number(run, "global_batch_tokens"); tokens && std::fmod(*tokens, t.seq_len) == 0) {
+        if (!(*tokens / t.seq_len >= 1 && *tokens / t.seq_len <= std::numeric_limits<int>::max()))
+          throw Error(fmt::format("global_batch_tokens: {} / seq_length {} is not a batch of 1 to {} sequences", *tokens,
+                                  t.seq_len, std::numeric_limits<int>::max()));
         t.global_batch = static_cast<int>(*tokens / t.seq_len);
         why.push_back(fmt::format("global batch derived: global_batch_tokens / seq = {}", t.global_batch));
       }

@@ -106,7 +106,8 @@ StageCostModel::Impl::BoundBasis& StageCostModel::Impl::bound_basis() const {
   }
   basis = std::make_unique<BoundBasis>(BoundBasis{chunk(0, model.num_layers, 0, true, true),
                                                   chunk(0, 1, 0, false, false), chunk(0, 1, 1, false, false),
-                                                  embedding, head, forward_share, critical_share});
+                                                  embedding, head, forward_share, critical_share,
+                                                  sim::PipelineShape{0, 0, 0}, Schedule::kOneFOneB, {}});
   return *basis;
 }
 

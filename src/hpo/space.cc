@@ -80,7 +80,7 @@ ParamSpec typed_parameter(const std::string& name, const YAML::Node& node, const
   if (const YAML::Node when = node["when"]) {
     if (!when.IsScalar() || when.Scalar().empty())
       throw Error(fmt::format("{}.when: expected an expression like \"optimizer == 'sgd'\"", where));
-    p.when = when.Scalar();
+    p.when = tune::utf8_scalar(when, where + ".when");
   }
   return p;
 }

@@ -170,7 +170,9 @@ std::vector<MeshShape> mesh_shapes(const ModelSpec& model, const ClusterSpec& cl
 void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const SearchSpace& space,
                     const MeshShape& mesh, const std::function<void(const Candidate&)>& visit_group,
                     const std::function<void(const Candidate&)>& visit_member) {
-  const auto [tp, cp, pp, dp] = mesh;
+  // Plain variables, not a structured binding: the lambdas below capture them (clang < 16 cannot
+  // capture structured bindings).
+  const int tp = mesh.tp, cp = mesh.cp, pp = mesh.pp, dp = mesh.dp;
   const bool moe = model.moe.has_value();
   std::vector<int> eps{1}, etps{0};
   if (moe) {

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -65,6 +66,42 @@ std::string read_input_file(const std::string& path, std::string_view what, std:
     content.append(chunk, static_cast<std::size_t>(got));
   }
   return content;
+}
+
+std::size_t first_non_utf8(std::string_view text) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  for (std::size_t i = 0; i < text.size();) {
+    const unsigned char b = byte(i);
+    if (b < 0x80) {
+      ++i;
+      continue;
+    }
+    // The sequence's length and the range of its second byte (RFC 3629, section 4: the ranges
+    // exclude overlong forms, UTF-16 surrogates and code points above U+10FFFF).
+    std::size_t length = 0;
+    unsigned char low = 0x80, high = 0xBF;
+    if (b >= 0xC2 && b <= 0xDF) length = 2;
+    else if (b == 0xE0) length = 3, low = 0xA0;
+    else if (b == 0xED) length = 3, high = 0x9F;
+    else if (b >= 0xE1 && b <= 0xEF) length = 3;
+    else if (b == 0xF0) length = 4, low = 0x90;
+    else if (b >= 0xF1 && b <= 0xF3) length = 4;
+    else if (b == 0xF4) length = 4, high = 0x8F;
+    bool valid = length > 0 && i + length <= text.size() && byte(i + 1) >= low && byte(i + 1) <= high;
+    for (std::size_t k = 2; valid && k < length; ++k) valid = byte(i + k) >= 0x80 && byte(i + k) <= 0xBF;
+    if (!valid) return i;
+    i += length;
+  }
+  return std::string_view::npos;
+}
+
+void check_utf8(std::string_view text, std::string_view source) {
+  const std::size_t at = first_non_utf8(text);
+  if (at == std::string_view::npos) return;
+  const std::size_t line_start = text.rfind('\n', at) == std::string_view::npos ? 0 : text.rfind('\n', at) + 1;
+  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+  throw Error(fmt::format("{}: line {}, column {}: byte 0x{:02X} is not UTF-8 (paratune reads UTF-8 text)", source,
+                          line, at - line_start + 1, static_cast<unsigned char>(text[at])));
 }
 
 }  // namespace paratune

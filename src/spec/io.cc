@@ -48,6 +48,7 @@ class YamlToJson {
         json out = json::object();
         for (const auto& item : node) {
           const std::string key = item.first.as<std::string>();
+          check_decoded_utf8(key, item.first);
           if (out.contains(key))
             throw Error(
                 fmt::format("line {}: the key '{}' appears twice in one mapping", item.first.Mark().line + 1, key));
@@ -62,8 +63,18 @@ class YamlToJson {
   }
 
  private:
+  // The file is UTF-8 (parse_document checks it), but yaml-cpp decodes the escapes \N and \_ of a
+  // double-quoted scalar to single Latin-1 bytes: a string JSON cannot hold.
+  static void check_decoded_utf8(const std::string& text, const YAML::Node& node) {
+    if (first_non_utf8(text) != std::string::npos)
+      throw Error(fmt::format("line {}: a string is not UTF-8 once YAML's escapes are decoded (yaml-cpp decodes \\N "
+                              "and \\_ to Latin-1 bytes: write those characters themselves)",
+                              node.Mark().line + 1));
+  }
+
   static json scalar(const YAML::Node& node) {
     const std::string text = node.Scalar();
+    check_decoded_utf8(text, node);
     if (node.Tag() == "!") return text;  // quoted
     if (text == "true" || text == "True" || text == "yes") return true;
     if (text == "false" || text == "False" || text == "no") return false;
@@ -79,6 +90,14 @@ class YamlToJson {
 
   std::size_t values_ = 0;
 };
+
+// Whether an argument names something on disk. An argument that cannot be a path (a name longer
+// than the system allows, say) is not one: the check never throws (std::filesystem::exists
+// without an error_code throws on ENAMETOOLONG).
+bool names_a_path(const std::string& arg) {
+  std::error_code ec;
+  return std::filesystem::exists(arg, ec);
+}
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -112,31 +131,37 @@ ModelSpec normalize(ModelSpec m) {
 
 }  // namespace
 
-json read_document(const std::string& path) {
-  const std::string text = read_input_file(path, ends_with(path, ".json") ? "JSON file" : "YAML file");
+json parse_document(std::string_view text, const std::string& source, DocumentFormat format) {
+  check_utf8(text, source);
   try {
-    if (ends_with(path, ".json")) {
+    if (format == DocumentFormat::kJson) {
       // A key twice in one object is an error (nlohmann keeps the last one silently).
       std::vector<std::set<std::string>> keys;
       const json::parser_callback_t unique_keys = [&](int, json::parse_event_t event, json& parsed) {
         if (event == json::parse_event_t::object_start) keys.emplace_back();
         else if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
         else if (event == json::parse_event_t::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second)
-          throw Error(fmt::format("{}: the key '{}' appears twice in one object", path, parsed.get<std::string>()));
+          throw Error(fmt::format("{}: the key '{}' appears twice in one object", source, parsed.get<std::string>()));
         return true;
       };
       return json::parse(text, unique_keys);
     }
-    return YamlToJson().convert(YAML::Load(text));
+    return YamlToJson().convert(YAML::Load(std::string(text)));
   } catch (const json::exception& e) {  // syntax, and numbers out of range (1e400)
-    throw Error(fmt::format("{}: invalid JSON: {}", path, e.what()));
+    throw Error(fmt::format("{}: invalid JSON: {}", source, e.what()));
   } catch (const Error& e) {
-    if (std::string_view(e.what()).starts_with(path)) throw;
-    throw e.with_context(path);
+    if (std::string_view(e.what()).starts_with(source)) throw;
+    throw e.with_context(source);
   } catch (const YAML::Exception& e) {
-    throw Error(fmt::format("{}: invalid YAML at line {}, column {}: {}", path, e.mark.line + 1, e.mark.column + 1,
+    throw Error(fmt::format("{}: invalid YAML at line {}, column {}: {}", source, e.mark.line + 1, e.mark.column + 1,
                             e.msg));
   }
+}
+
+json read_document(const std::string& path) {
+  const bool is_json = ends_with(path, ".json");
+  return parse_document(read_input_file(path, is_json ? "JSON file" : "YAML file"), path,
+                        is_json ? DocumentFormat::kJson : DocumentFormat::kYaml);
 }
 
 ModelSpec model_from_json(const json& doc, std::string_view source) {
@@ -324,15 +349,18 @@ ModelSpec model_from_hf_config(const json& doc, std::string_view source) {
 
 ModelSpec load_model(std::string_view name_or_path) {
   const std::string arg(name_or_path);
-  if (!std::filesystem::exists(arg)) {
+  if (!names_a_path(arg)) {
     if (arg.find('/') != std::string::npos || ends_with(arg, ".json") || ends_with(arg, ".yaml") ||
         ends_with(arg, ".yml"))
       throw Error(fmt::format("{}: model file does not exist", arg));
     return find_model_preset(arg).spec;
   }
-  const json doc = read_document(arg);
-  if (doc.is_object() && doc.contains("model_type")) return model_from_hf_config(doc, arg);
-  return model_from_json(doc, arg);
+  return model_from_document(read_document(arg), arg);
+}
+
+ModelSpec model_from_document(const json& doc, std::string_view source) {
+  if (doc.is_object() && doc.contains("model_type")) return model_from_hf_config(doc, source);
+  return model_from_json(doc, source);
 }
 
 GpuSpec gpu_from_json(const json& doc, std::string_view source) {
@@ -404,7 +432,7 @@ ClusterSpec cluster_from_json(const json& doc, std::string_view source) {
 
 ClusterSpec load_cluster(std::string_view text) {
   const std::string arg(text);
-  if (std::filesystem::exists(arg)) return cluster_from_json(read_document(arg), arg);
+  if (names_a_path(arg)) return cluster_from_json(read_document(arg), arg);
   if (ends_with(arg, ".yaml") || ends_with(arg, ".yml") || ends_with(arg, ".json"))
     throw Error(fmt::format("{}: cluster file does not exist", arg));
   auto parse_count = [&](std::string_view digits, const char* what) {
@@ -416,7 +444,7 @@ ClusterSpec load_cluster(std::string_view text) {
   };
   if (const auto colon = arg.rfind(':'); colon != std::string::npos) {  // PRESET:NODES or FILE:NODES
     const std::string head = arg.substr(0, colon);
-    if (std::filesystem::exists(head)) {
+    if (names_a_path(head)) {
       ClusterSpec c = cluster_from_json(read_document(head), head);
       c.nodes = parse_count(std::string_view(arg).substr(colon + 1), "node count");
       c.name += fmt::format(":{}", c.nodes);

@@ -132,6 +132,14 @@ std::string to_string(const ParallelConfig& c) {
     out += ",stage_layers=" + fmt::format("{}", fmt::join(c.stage_layers, "/"));
   out += fmt::format(",schedule={},grad_sync={}", to_string(c.schedule), to_string(c.grad_sync));
   if (c.ep_overlap) out += ",ep_overlap=true";
+  // The overlap switches where they differ from the defaults: the text must reproduce the
+  // configuration (a plan's printed --config, a study's stored one).
+  const ParallelConfig defaults;
+  if (c.overlap_grad_reduce != defaults.overlap_grad_reduce) out += fmt::format(",overlap_grad_reduce={}", c.overlap_grad_reduce);
+  if (c.overlap_param_gather != defaults.overlap_param_gather)
+    out += fmt::format(",overlap_param_gather={}", c.overlap_param_gather);
+  if (c.tp_comm_overlap != defaults.tp_comm_overlap) out += fmt::format(",tp_comm_overlap={}", c.tp_comm_overlap);
+  if (c.overlap_p2p != defaults.overlap_p2p) out += fmt::format(",overlap_p2p={}", c.overlap_p2p);
   return out;
 }
 

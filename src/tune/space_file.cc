@@ -9,6 +9,7 @@
 #include <string>
 
 #include "paratune/spec/error.h"
+#include "paratune/spec/input_file.h"
 
 namespace paratune::tune {
 
@@ -35,6 +36,7 @@ nlohmann::json typed_scalar(const YAML::Node& node) {
 }
 
 SpaceFile read_space_file(std::string_view text, std::string_view source) {
+  check_utf8(text, source);
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));
@@ -55,10 +57,19 @@ SpaceFile read_space_file(std::string_view text, std::string_view source) {
     for (const YAML::Node& c : list) {
       if (!c.IsScalar() || c.Scalar().empty())
         throw Error(fmt::format("{}: constraints: each entry must be an expression like 'dp * tp == 8'", source));
-      file.constraints.push_back(c.Scalar());
+      file.constraints.push_back(utf8_scalar(c, fmt::format("{}: constraints", source)));
     }
   }
   return file;
+}
+
+std::string utf8_scalar(const YAML::Node& node, std::string_view where) {
+  std::string text = node.Scalar();
+  if (first_non_utf8(text) != std::string::npos)
+    throw Error(fmt::format("{}: line {}: a string is not UTF-8 once YAML's escapes are decoded (yaml-cpp decodes "
+                            "\\N and \\_ to Latin-1 bytes: write those characters themselves)",
+                            where, node.Mark().line + 1));
+  return text;
 }
 
 std::vector<nlohmann::json> value_list(const YAML::Node& list, const std::string& where) {
@@ -66,6 +77,7 @@ std::vector<nlohmann::json> value_list(const YAML::Node& list, const std::string
   std::vector<nlohmann::json> out;
   for (const YAML::Node& v : list) {
     if (!v.IsScalar()) throw Error(fmt::format("{}: values must be numbers, booleans or strings", where));
+    utf8_scalar(v, where);
     out.push_back(typed_scalar(v));
   }
   return out;

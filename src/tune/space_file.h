@@ -29,6 +29,11 @@ struct SpaceFile {
 };
 SpaceFile read_space_file(std::string_view text, std::string_view source);
 
+// A scalar's text; Error naming `where` when it is not UTF-8 once YAML's escapes are decoded
+// (yaml-cpp decodes \N and \_ to Latin-1 bytes). Every string of a space is stored with a study as
+// JSON, which holds only UTF-8.
+std::string utf8_scalar(const YAML::Node& node, std::string_view where);
+
 // A list of scalar values, typed (`where` names it in messages: "space.yaml: parameters.tp").
 std::vector<nlohmann::json> value_list(const YAML::Node& list, const std::string& where);
 

@@ -479,5 +479,43 @@ TEST(Validation, UnestimableRowIsSkippedWithReason) {
   EXPECT_EQ(report.sources[0].skipped, 1);
 }
 
+// Found by fuzz/published_runs: a count beyond 32 bits was converted to int (UBSan: float-cast-
+// overflow), and other_result's "KEY = n" went through std::atoi (undefined when it overflows).
+TEST(Setup, MalformedNumbersAreInputErrors) {
+  const auto error_of = [](const Row& changes) -> std::string {
+    try {
+      setup_for_run(parse_published_runs(csv_text({small_row(changes)}), "runs.csv").at(0));
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(error_of({{"num_layers", "1e61"}}).find("num_layers: '1e61' is not a non-negative integer of at most 2147483647"),
+            std::string::npos)
+      << error_of({{"num_layers", "1e61"}});
+  EXPECT_NE(error_of({{"total_gpus", "4294967304"}}).find("total_gpus"), std::string::npos);
+  EXPECT_NE(error_of({{"other_result", "ETP = 99999999999"}}).find("other_result: 'ETP = 99999999999' does not fit"),
+            std::string::npos)
+      << error_of({{"other_result", "ETP = 99999999999"}});
+  EXPECT_EQ(error_of({}), "");
+  // std::stod threw std::out_of_range (not an Error) for a bandwidth of 400 digits, and std::regex
+  // recursed once per character of the field (RE2 now).
+  EXPECT_NE(error_of({{"interconnect", "1" + std::string(400, '0') + " Gbps"}}).find("interconnect: '1000"),
+            std::string::npos);
+  EXPECT_EQ(error_of({{"interconnect", std::string(200000, 'x') + " 400 Gbps node-node"}}), "");
+  // Heads not stated and hidden_size below 128: the derived head count was 0, then divided by.
+  EXPECT_NE(error_of({{"num_attention_heads", ""}, {"hidden_size", "64"}}).find("hidden_size 64 is below one 128-wide head"),
+            std::string::npos);
+}
+
+TEST(Csv, TextThatIsNotUtf8IsAnInputError) {
+  try {
+    parse_csv("a,b\n1,caf\xE9\n", "runs.csv");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "runs.csv: line 2, column 6: byte 0xE9 is not UTF-8 (paratune reads UTF-8 text)");
+  }
+}
+
 }  // namespace
 }  // namespace paratune

@@ -132,5 +132,15 @@ TEST(HpoSpace, EveryMistakeNamesFileParameterFieldAndRule) {
   EXPECT_NE(error_of("parameter:\n  x: [1]\n").find("unknown key 'parameter'"), std::string::npos);
 }
 
+// Found by fuzz/hpo_space: a `when` or a choice that is not UTF-8 once YAML's escapes are decoded
+// reached describe().dump() (stored with the study) and threw nlohmann's type_error.
+TEST(HpoSpace, StringsThatAreNotUtf8AreInputErrors) {
+  EXPECT_NE(error_of("parameters:\n  o: [a, b]\n  m: {type: float, low: 0, high: 1, when: \"o == '\\N'\"}\n")
+                .find("parameters.m.when: line 3: a string is not UTF-8"),
+            std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  o: {type: categorical, choices: [a, \"\\_\"]}\n").find("parameters.o.choices: line 2"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace paratune::hpo

@@ -261,5 +261,33 @@ TEST(Gpu, UnsupportedPrecisionIsAnError) {
   EXPECT_DOUBLE_EQ(find_gpu_preset("h100-sxm").peak_flops_per_s(Precision::kFP8), 1978.9e12);
 }
 
+// Found by fuzz/model_yaml: a string that is not UTF-8 became a JSON string that every later
+// dump() refused with nlohmann's type_error (exit 1, "internal"). Raw bytes and the two YAML escapes
+// yaml-cpp decodes to Latin-1 bytes (\N, \_) are input errors naming the line.
+TEST(ModelFile, TextThatIsNotUtf8IsAnInputError) {
+  const std::string raw = "num_layers: 4\nname: caf\xE9\n";
+  EXPECT_NE(error_of([&] { parse_document(raw, "m.yaml", DocumentFormat::kYaml); })
+                .find("m.yaml: line 2, column 10: byte 0xE9 is not UTF-8"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { parse_document(raw, "m.json", DocumentFormat::kJson); }).find("m.json: line 2"),
+            std::string::npos);
+  for (const char* escape : {"\\N", "\\_"}) {
+    const std::string text = std::string("num_layers: 4\nname: \"a") + escape + "b\"\n";
+    EXPECT_NE(error_of([&] { parse_document(text, "m.yaml", DocumentFormat::kYaml); })
+                  .find("m.yaml: line 2: a string is not UTF-8 once YAML's escapes are decoded"),
+              std::string::npos)
+        << escape;
+  }
+  EXPECT_EQ(parse_document("name: \"caf\\xE9 \\u2713\"\n", "m.yaml", DocumentFormat::kYaml)["name"], "caf\u00e9 \u2713");
+}
+
+// Found by fuzz/cluster_arg: std::filesystem::exists threw filesystem_error ("File name too long")
+// for an argument longer than a file name may be.
+TEST(Cluster, ArgumentTooLongForAFileNameIsAnInputError) {
+  EXPECT_NE(error_of([] { load_cluster(std::string(300, 'a')); }).find("unknown"), std::string::npos);
+  EXPECT_NE(error_of([] { load_cluster(std::string(300, 'a') + ":2"); }).find("unknown"), std::string::npos);
+  EXPECT_NE(error_of([] { load_model(std::string(300, 'a')); }).find("unknown"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace paratune

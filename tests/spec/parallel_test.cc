@@ -98,5 +98,22 @@ TEST(ParallelConfig, UnevenSplitOf126LayersWithInterleaving) {
   EXPECT_EQ(layers, 126);
 }
 
+// Found by fuzz/parallel_config: to_string() left out the overlap switches, so a plan's printed
+// --config with tp_comm_overlap=true (or an overlap turned off) estimated another configuration.
+TEST(ParallelConfig, ToStringKeepsTheOverlapSwitches) {
+  const ParallelConfig c =
+      parse_parallel_config("dp=4,tp=2,tp_comm_overlap=true,overlap_p2p=false,overlap_grad_reduce=false,"
+                            "overlap_param_gather=false");
+  const std::string text = to_string(c);
+  EXPECT_NE(text.find("tp_comm_overlap=true"), std::string::npos) << text;
+  const ParallelConfig back = parse_parallel_config(text);
+  EXPECT_TRUE(back.tp_comm_overlap);
+  EXPECT_FALSE(back.overlap_p2p);
+  EXPECT_FALSE(back.overlap_grad_reduce);
+  EXPECT_FALSE(back.overlap_param_gather);
+  // The defaults are not spelled out.
+  EXPECT_EQ(to_string(parse_parallel_config("dp=8")).find("overlap"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace paratune

@@ -104,5 +104,17 @@ TEST(TuneSpace, ShippedExampleHasTheSizesTheReadmeGives) {
   EXPECT_EQ(s.enumerate().size(), 168u);
 }
 
+// Found by fuzz/tune_space: strings that are not UTF-8 (raw, or decoded from YAML's \N and \_)
+// reached describe().dump() and threw nlohmann's type_error.
+TEST(TuneSpace, StringsThatAreNotUtf8AreInputErrors) {
+  EXPECT_NE(error_of("parameters:\n  opt: [adam, \"s\\Ngd\"]\n").find("space.yaml: parameters.opt: line 2: a string is not UTF-8"),
+            std::string::npos)
+      << error_of("parameters:\n  opt: [adam, \"s\\Ngd\"]\n");
+  EXPECT_NE(error_of("parameters:\n  x: [1, 2]\nconstraints: [\"x != '\\_'\"]\n").find("space.yaml: constraints: line 3"),
+            std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  opt: [adam, s\xFFgd]\n").find("space.yaml: line 2, column 16: byte 0xFF is not UTF-8"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace paratune::tune

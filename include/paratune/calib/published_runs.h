@@ -28,6 +28,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "paratune/cost/calibration.h"
@@ -37,6 +38,8 @@ namespace paratune {
 
 // A CSV file as rows of column -> text. RFC 4180: quoted fields, "" escapes, newlines in quotes.
 std::vector<std::map<std::string, std::string>> read_csv(const std::string& path);
+// The same from text; `source` names it in errors.
+std::vector<std::map<std::string, std::string>> parse_csv(std::string_view text, const std::string& source);
 
 // One row, as text fields by column name (the published CSV's header), plus its line for errors.
 struct PublishedRun {
@@ -50,6 +53,7 @@ struct PublishedRun {
 // Reads and checks the header (every column `validate` needs must be present; the MoE, ep, cp and
 // tokens_per_s_total columns are optional and read as empty when absent).
 std::vector<PublishedRun> read_published_runs(const std::string& path);
+std::vector<PublishedRun> parse_published_runs(std::string_view text, const std::string& source);
 
 // Why a row was not estimated.
 enum class SkipKind {

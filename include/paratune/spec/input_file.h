@@ -23,4 +23,12 @@ inline constexpr std::uintmax_t kMaxInputFileBytes = 64ull << 20;
 std::string read_input_file(const std::string& path, std::string_view what,
                             std::uintmax_t max_bytes = kMaxInputFileBytes);
 
+// Throws Error "<source>: line L, column C: byte 0xFF is not UTF-8 ..." unless `text` is UTF-8
+// (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF). paratune's text inputs
+// (YAML, JSON, CSV) are UTF-8, and every string read from them may be written out again as JSON,
+// which holds only UTF-8.
+void check_utf8(std::string_view text, std::string_view source);
+// The offset of the first byte that is not part of valid UTF-8, or npos.
+std::size_t first_non_utf8(std::string_view text);
+
 }  // namespace paratune

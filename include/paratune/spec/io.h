@@ -21,9 +21,14 @@ namespace paratune {
 
 // Parses a YAML or JSON file into a JSON value. Throws Error "<path>: ..." on I/O or syntax errors.
 nlohmann::json read_document(const std::string& path);
+enum class DocumentFormat { kYaml, kJson };
+// The same from text (read_document's parser); `source` names it in errors.
+nlohmann::json parse_document(std::string_view text, const std::string& source, DocumentFormat format);
 
 // --model: a preset name (see `paratune presets`) or a path to a model-spec file / HF config.json.
 ModelSpec load_model(std::string_view name_or_path);
+// A parsed model file: a Hugging Face config.json when it has `model_type`, else our format.
+ModelSpec model_from_document(const nlohmann::json& doc, std::string_view source);
 // A model-spec document (our format). `source` names it in errors.
 ModelSpec model_from_json(const nlohmann::json& doc, std::string_view source);
 // A Hugging Face config.json document.
