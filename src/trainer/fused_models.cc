@@ -40,9 +40,12 @@ class Stacker {
     return name;
   }
 
-  const torch::Tensor& find(const Model& m, const std::string& name, bool parameter) const {
+  // By value: named_parameters() returns its dictionary by value, so a reference into it dangles
+  // once the dictionary is gone (AddressSanitizer: heap-use-after-free). A tensor is a handle.
+  torch::Tensor find(const Model& m, const std::string& name, bool parameter) const {
     const auto& unit = m.units[unit_];
-    const auto* found = parameter ? unit->named_parameters().find(name) : unit->named_buffers().find(name);
+    const auto named = parameter ? unit->named_parameters() : unit->named_buffers();
+    const torch::Tensor* found = named.find(name);
     if (!found) throw std::logic_error("fusion: the unit has no " + name);
     return *found;
   }

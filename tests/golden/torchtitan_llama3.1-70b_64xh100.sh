@@ -11,7 +11,7 @@ CONFIG="${CONFIG:-$PWD/paratune_torchtitan.toml}"
 cat > "$CONFIG" <<'TOML'
 [job]
 dump_folder = "./outputs"
-description = "paratune plan for llama3.1-70b: dp=4,tp=4,pp=4,vpp=5,cp=1,ep=1,etp=4,mbs=1,sp=true,zero=3,op=4,recompute=selective,stage_layers=20/20/20/20,schedule=interleaved-1f1b,grad_sync=overlapped"
+description = "paratune plan for llama3.1-70b: dp=4,tp=4,pp=4,vpp=5,cp=1,ep=1,etp=4,mbs=1,sp=true,zero=3,op=4,recompute=selective,stage_layers=20/20/20/20,schedule=interleaved-1f1b,grad_sync=overlapped,tp_comm_overlap=true"
 
 [model]
 name = "llama3"

@@ -112,7 +112,8 @@ TEST(ParallelConfig, ToStringKeepsTheOverlapSwitches) {
   EXPECT_FALSE(back.overlap_grad_reduce);
   EXPECT_FALSE(back.overlap_param_gather);
   // The defaults are not spelled out.
-  EXPECT_EQ(to_string(parse_parallel_config("dp=8")).find("overlap"), std::string::npos);
+  EXPECT_EQ(to_string(parse_parallel_config("dp=8")).find("overlap_"), std::string::npos);
+  EXPECT_EQ(to_string(parse_parallel_config("dp=8")).find("_overlap"), std::string::npos);
 }
 
 }  // namespace
