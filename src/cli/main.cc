@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "paratune/calib/published_runs.h"
+#include "progress_line.h"
 #include "paratune/cost/estimate.h"
 #include "paratune/cost/surrogate_footprint.h"
 #include "paratune/hpo/bubble_coordinator.h"
@@ -125,7 +126,25 @@ TrainingSpec training_from(const SetupFlags& f) {
 }
 
 Calibration calibration_from(const SetupFlags& f) {
-  return f.calibration.empty() ? default_calibration() : load_calibration(f.calibration);
+  try {
+    return f.calibration.empty() ? default_calibration() : load_calibration(f.calibration);
+  } catch (const Error& e) {
+    throw e.with_context("--calibration");
+  }
+}
+
+// What made a predicted figure, said next to it: the figures of plan, estimate and simulate come
+// from the analytic model, not from a measurement.
+constexpr const char* kVersion = "0.1.0";
+std::string prediction_source(const SetupFlags& f) {
+  return fmt::format("model prediction: paratune {} analytic cost model, calibration {}", kVersion,
+                     f.calibration.empty() ? "shipped (data/calibration.json, fitted to ../shared/calibration's published runs)"
+                                           : f.calibration);
+}
+nlohmann::json prediction_json(const SetupFlags& f) {
+  return {{"kind", "model prediction"},
+          {"model", fmt::format("paratune {} analytic cost model", kVersion)},
+          {"calibration", f.calibration.empty() ? "shipped" : f.calibration}};
 }
 
 void write_json(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
@@ -251,6 +270,7 @@ int run_simulate(const SetupFlags& setup, const SimulateFlags& f, bool json) {
     if (!meshes.empty()) j["stage_mesh"] = f.stage_mesh;
     if (f.compare_grad_sync) j["grad_sync_comparison"] = comparison;
     if (harvest) j["harvest"] = to_json(*harvest);
+    j["predicted_by"] = prediction_json(setup);
     write_json(j);
     return 0;
   }
@@ -261,6 +281,7 @@ int run_simulate(const SetupFlags& setup, const SimulateFlags& f, bool json) {
   std::cout << fmt::format("tokens/s         {:.0f}\n", tokens / result.iteration_time_s);
   std::cout << format_simulation(result, problem) << comparison_text;
   if (harvest) std::cout << format_harvest(*harvest);
+  std::cout << "(" << prediction_source(setup) << ")\n";
   if (!f.trace_path.empty()) std::cout << "wrote " << f.trace_path << " (Chrome trace: open in ui.perfetto.dev)\n";
   if (!f.svg_path.empty()) std::cout << "wrote " << f.svg_path << "\n";
   return 0;
@@ -322,9 +343,10 @@ int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
   if (json) {
     nlohmann::json j = to_json(result);
     if (launch) j["launch"] = {{"framework", emit_name}, {"text", launch->text}, {"cannot_express", launch->cannot_express}};
+    j["predicted_by"] = prediction_json(setup);
     write_json(j);
   } else {
-    std::cout << format_plan(result, model, cluster, training);
+    std::cout << format_plan(result, model, cluster, training) << "(" << prediction_source(setup) << ")\n";
     if (launch) {
       std::cout << fmt::format("\n{} launch for the winner:\n{}", emit_name, launch->text);
       if (!launch->cannot_express.empty()) {
@@ -555,6 +577,12 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   sampler_options.direction = options.direction;
   sampler_options.seed = f.seed;
   sampler_options.startup_trials = f.given.contains("--initial") ? f.initial : -1;
+  sampler_options.max_trials = static_cast<std::size_t>(std::max(0, f.max_trials));
+  if (kind == hpo::SamplerKind::kGrid && space.finite() && f.max_trials > 0 &&
+      static_cast<std::size_t>(f.max_trials) < space.enumerate().size())
+    std::cerr << fmt::format("paratune tune: grid: --max-trials {} covers {} of the {} configurations, spread evenly "
+                             "over the grid\n",
+                             f.max_trials, f.max_trials, space.enumerate().size());
   if (f.given.contains("--initial") && f.initial < 0) throw Error(fmt::format("--initial {}: must be >= 0", f.initial));
   const std::unique_ptr<hpo::Sampler> sampler = hpo::make_sampler(kind, space, sampler_options);
   hpo::PrunerOptions pruner_options;
@@ -704,7 +732,13 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   std::unique_ptr<tune::SearchAlgorithm> algorithm;
   std::string prior_line;
   if (algo == tune::Algorithm::kGrid || algo == tune::Algorithm::kRandom) {
-    algorithm = tune::make_search(algo, space, f.seed);
+    algorithm = tune::make_search(algo, space, f.seed, static_cast<std::size_t>(std::max(0, f.max_trials)));
+    const std::size_t points = space.enumerate().size();
+    if (algo == tune::Algorithm::kGrid && f.max_trials > 0 && static_cast<std::size_t>(f.max_trials) < points)
+      std::cerr << fmt::format("paratune tune: grid: --max-trials {} covers {} of the {} valid points{}\n", f.max_trials,
+                               f.max_trials, points,
+                               space.is_listed() ? ", the first in the space's own order (fastest predicted first)"
+                                                 : ", spread evenly over the grid");
   } else {
     tune::BayesOptions bayes;
     bayes.algorithm = algo;
@@ -869,7 +903,7 @@ int run_presets(bool json) {
 int main(int argc, char** argv) {
   CLI::App app{"paratune: plan, simulate and tune parallel training of large neural networks"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "paratune 0.1.0");
+  app.set_version_flag("--version", fmt::format("paratune {}", kVersion));
 
   bool json = false;
   auto* presets = app.add_subcommand("presets", "list model, GPU and cluster presets");
@@ -1093,14 +1127,20 @@ int main(int argc, char** argv) {
       const ClusterSpec cluster = load_cluster(setup.cluster);
       const TrainingSpec training = training_from(setup);
       const ParallelConfig config = config_from(config_text);
+      const Calibration calibration = calibration_from(setup);
       Estimate result;
       try {
-        result = estimate(model, cluster, training, config, calibration_from(setup), EstimateOptions{setup.memory_margin});
+        result = estimate(model, cluster, training, config, calibration, EstimateOptions{setup.memory_margin});
       } catch (const Error& e) {
         throw e.with_context("--config");
       }
-      if (json) write_json(to_json(result));
-      else std::cout << format_estimate(result, model, cluster, training);
+      if (json) {
+        nlohmann::json j = to_json(result);
+        j["predicted_by"] = prediction_json(setup);
+        write_json(j);
+      } else {
+        std::cout << format_estimate(result, model, cluster, training) << "(" << prediction_source(setup) << ")\n";
+      }
       return 0;
     }
     if (*simulate_cmd) return run_simulate(sim_setup, sim_flags, json);
@@ -1118,6 +1158,13 @@ int main(int argc, char** argv) {
     }
     if (*calibrate_cmd) {
       const auto runs = read_published_runs(runs_path);
+      // A fit takes about a minute (LOSO: one per source): say where it is, on a terminal only.
+      cli::ProgressLine progress;
+      if (progress.enabled())
+        fit_options.on_progress = [&progress](const FitProgress& p) {
+          progress.show(fmt::format("calibrate: {}: evaluation {} of at most {}, best objective {:.2f}%", p.stage,
+                                    p.evaluation, p.max_evaluations, p.best_objective));
+        };
       auto write_calibration = [&](const Calibration& c) {
         std::ofstream out(calibration_out);
         if (!out) throw Error(fmt::format("{}: cannot write file", calibration_out));
@@ -1125,12 +1172,14 @@ int main(int argc, char** argv) {
       };
       if (loso) {
         const LosoReport report = leave_one_source_out(runs, start, fit_options);
+        progress.clear();
         write_calibration(report.full.calibration);
         if (json) write_json(to_json(report));
         else std::cout << format_loso(report) << "wrote " << calibration_out << " (the fit on all rows)\n";
         return 0;
       }
       const CalibrationFit fit = fit_calibration(runs, start, fit_options);
+      progress.clear();
       write_calibration(fit.calibration);
       if (json) {
         write_json({{"calibration", to_json(fit.calibration)},

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -31,6 +32,35 @@ struct Descriptor {
     if (fd >= 0) ::close(fd);
   }
 };
+
+// The offset of the first byte that is not part of well-formed UTF-8 (RFC 3629: no overlong
+// forms, no surrogates, at most U+10FFFF), or npos.
+std::size_t first_invalid_utf8(std::string_view text) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t n = text.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char b = bytes[i];
+    std::size_t length = 0;
+    unsigned char low = 0x80, high = 0xBF;  // the allowed range of the second byte
+    if (b < 0x80) length = 1;
+    else if (b >= 0xC2 && b <= 0xDF) length = 2;
+    else if (b == 0xE0) length = 3, low = 0xA0;
+    else if (b >= 0xE1 && b <= 0xEC) length = 3;
+    else if (b == 0xED) length = 3, high = 0x9F;
+    else if (b >= 0xEE && b <= 0xEF) length = 3;
+    else if (b == 0xF0) length = 4, low = 0x90;
+    else if (b >= 0xF1 && b <= 0xF3) length = 4;
+    else if (b == 0xF4) length = 4, high = 0x8F;
+    else return i;
+    if (i + length > n) return i;
+    for (std::size_t k = 1; k < length; ++k) {
+      const unsigned char c = bytes[i + k];
+      if (k == 1 ? (c < low || c > high) : (c < 0x80 || c > 0xBF)) return i;
+    }
+    i += length;
+  }
+  return std::string_view::npos;
+}
 
 }  // namespace
 
@@ -63,6 +93,15 @@ std::string read_input_file(const std::string& path, std::string_view what, std:
     if (got == 0) break;
     if (content.size() + static_cast<std::size_t>(got) > max_bytes) throw too_large();  // grew while read
     content.append(chunk, static_cast<std::size_t>(got));
+  }
+  // Every input is text; a stray Latin-1 byte would otherwise surface much later (a name that
+  // cannot be written as JSON).
+  if (const std::size_t bad = first_invalid_utf8(content); bad != std::string_view::npos) {
+    const std::size_t line = 1 + static_cast<std::size_t>(std::count(content.begin(), content.begin() + static_cast<std::ptrdiff_t>(bad), '\n'));
+    const std::size_t line_start = content.rfind('\n', bad == 0 ? 0 : bad - 1);
+    const std::size_t column = line_start == std::string::npos || bad == 0 ? bad + 1 : bad - line_start;
+    throw Error(fmt::format("{}: line {}, column {}: byte 0x{:02X} is not UTF-8 (a {} must be UTF-8 text)", path, line,
+                            column, static_cast<unsigned char>(content[bad]), what));
   }
   return content;
 }

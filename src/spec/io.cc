@@ -230,11 +230,11 @@ ModelSpec model_from_hf_config(const json& doc, std::string_view source) {
   if (std::find(supported.begin(), supported.end(), type) == supported.end())
     throw Error(fmt::format("{}: model_type: '{}' is not supported; supported: {}", src, type, join(supported)));
 
+  // The name: the checkpoint's own (_name_or_path, "meta-llama/Llama-3.1-405B"); without one, the
+  // model type and shape ("llama-126L-16384h", set below). Never the directory: a downloaded
+  // snapshot's is a commit hash, a local one often "data" or "model".
   ModelSpec m;
-  m.name = doc.contains("_name_or_path") && doc["_name_or_path"].is_string()
-               ? doc["_name_or_path"].get<std::string>()
-               : std::string(std::filesystem::path(src).parent_path().filename());
-  if (m.name.empty()) m.name = type;
+  if (doc.contains("_name_or_path") && doc["_name_or_path"].is_string()) m.name = doc["_name_or_path"].get<std::string>();
 
   if (type == "gpt2" || type == "gptj") {
     m.num_layers = get_int("n_layer");
@@ -313,6 +313,7 @@ ModelSpec model_from_hf_config(const json& doc, std::string_view source) {
       m.head_dim = a.qk_rope_head_dim + a.qk_nope_head_dim;
     }
   }
+  if (m.name.empty()) m.name = fmt::format("{}-{}L-{}h", type, m.num_layers, m.hidden_size);
   m = normalize(m);
   try {
     validate(m);
@@ -330,9 +331,13 @@ ModelSpec load_model(std::string_view name_or_path) {
       throw Error(fmt::format("{}: model file does not exist", arg));
     return find_model_preset(arg).spec;
   }
-  const json doc = read_document(arg);
-  if (doc.is_object() && doc.contains("model_type")) return model_from_hf_config(doc, arg);
-  return model_from_json(doc, arg);
+  // A directory is a Hugging Face checkpoint: its config.json.
+  const std::string file = std::filesystem::is_directory(arg) ? (std::filesystem::path(arg) / "config.json").string() : arg;
+  if (file != arg && !std::filesystem::exists(file))
+    throw Error(fmt::format("{}: is a directory without a config.json (a Hugging Face model directory has one)", arg));
+  const json doc = read_document(file);
+  if (doc.is_object() && doc.contains("model_type")) return model_from_hf_config(doc, file);
+  return model_from_json(doc, file);
 }
 
 GpuSpec gpu_from_json(const json& doc, std::string_view source) {

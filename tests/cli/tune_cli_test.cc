@@ -100,6 +100,19 @@ TEST(TuneCli, CtrlCStopsTrialsStoresThemInterruptedAndExits130) {
   const Result second = run(tune_args(dir));
   EXPECT_EQ(second.exit_code, 2) << second.output;
   EXPECT_NE(second.output.find("another paratune controller"), std::string::npos) << second.output;
+  // So is one that reaches the file through a symlink or a hard link (issue 21: the lock was per
+  // path, and such a controller re-ran every point and killed the first one's trials).
+  std::filesystem::create_symlink(dir / "s.db", dir / "symlinked.db");
+  std::filesystem::create_hard_link(dir / "s.db", dir / "hardlinked.db");
+  for (const char* other : {"symlinked.db", "hardlinked.db"}) {
+    std::string args = tune_args(dir);
+    args.replace(args.find((dir / "s.db").string()), (dir / "s.db").string().size(), (dir / other).string());
+    const Result linked = run(args);
+    EXPECT_EQ(linked.exit_code, 2) << other << ": " << linked.output;
+    EXPECT_NE(linked.output.find("another paratune controller"), std::string::npos) << other << ": " << linked.output;
+  }
+  EXPECT_EQ(count_trials(dir, "running"), 2) << "the refused controllers touched the first one's trials";
+  EXPECT_EQ(count_trials(dir, "oom"), 0);
   ::kill(controller, SIGINT);
   int status = 0;
   ::waitpid(controller, &status, 0);

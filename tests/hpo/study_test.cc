@@ -422,6 +422,18 @@ TEST(HpoCli, BadInputIsNamedWithExitCode2) {
   expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective v --direction minimize",
                            (dir / "typo.yaml").string(), study, command),
                "parameters.lr: unknown field 'hi' (did you mean 'high'?)");
+  // Issue 21: a parameter named like a built-in placeholder was silently replaced by it.
+  for (const char* builtin : {"steps", "config", "trial_id", "trial_dir", "strategy"}) {
+    write(dir / "clash.yaml", fmt::format("parameters:\n  {}: [1, 2]\n  x2: [3, 4]\n", builtin));
+    expect_error(fmt::format("tune --space {} --study {} {} --algo random --objective v --direction minimize",
+                             (dir / "clash.yaml").string(), study, command),
+                 fmt::format("clash.yaml: parameters.{}: '{}' is the name of a built-in placeholder", builtin, builtin));
+    // The parallel-configuration search (throughput of value lists) refuses it the same way.
+    if (std::string(builtin) != "strategy")
+      expect_error(fmt::format("tune --space {} --study {} {} --algo random", (dir / "clash.yaml").string(),
+                               (dir / "c.db").string(), command),
+                   fmt::format("clash.yaml: parameters.{}: '{}' is the name of a built-in placeholder", builtin, builtin));
+  }
   // A trial that never reports the objective fails, saying what it did report.
   const Result misnamed = run(fmt::format("tune --space {} --study {} {} --algo random --objective val_loss --direction "
                                           "minimize --steps 1 --max-trials 2",

@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include <functional>
 
 #include "../test_util.h"
@@ -91,8 +97,59 @@ TEST(ModelFile, NoValueIsWrappedDefaultedOrSilentlyDuplicated) {
                                                            "vocab_size: 10\nnum_layers: 4\n");
   e = error_of([&] { load_model(yaml_duplicate); });
   EXPECT_NE(e.find("duplicate.yaml: line 5: the key 'num_layers' appears twice in one mapping"), std::string::npos) << e;
+  const auto latin1 = write_temp("latin1.yaml", "num_layers: 2\nhidden_size: 256\nname: caf\xe9\n");
+  e = error_of([&] { load_model(latin1); });
+  EXPECT_NE(e.find("latin1.yaml: line 3, column 10: byte 0xE9 is not UTF-8"), std::string::npos) << e;
   const auto huge = write_temp("huge.json", R"({"num_layers": 1e400, "hidden_size": 256, "num_attention_heads": 8, "vocab_size": 10})");
   EXPECT_NE(error_of([&] { load_model(huge); }).find("huge.json: invalid JSON"), std::string::npos);
+}
+
+// Issue 21: /dev/zero, FIFOs and a 520-byte YAML alias bomb were read or expanded without limit.
+TEST(InputFiles, DevicesFifosHugeFilesAndAliasBombsAreRefused) {
+  std::string e = error_of([] { load_model("/dev/zero"); });
+  EXPECT_NE(e.find("/dev/zero: is a character device; a YAML file must be a regular file"), std::string::npos) << e;
+  const auto dir = std::filesystem::path(::testing::TempDir()) / "paratune_input_files";
+  std::filesystem::create_directories(dir);
+  const auto fifo = dir / "model.yaml";
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  e = error_of([&] { load_model(fifo.string()); });  // nobody writes to it: must not wait
+  EXPECT_NE(e.find("is a FIFO (named pipe)"), std::string::npos) << e;
+  std::filesystem::remove(fifo);
+  const auto big = dir / "big.yaml";
+  {
+    std::ofstream out(big);
+    const std::string line(1023, '#');
+    for (int i = 0; i < 65 * 1024; ++i) out << line << "\n";  // 65 MiB of comments
+  }
+  e = error_of([&] { load_model(big.string()); });
+  EXPECT_NE(e.find("big.yaml: the YAML file is larger than 64.0 MiB"), std::string::npos) << e;
+  std::filesystem::remove(big);
+  // Nine levels of nine aliases: 9^9 = 387 million values from about 500 bytes.
+  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n";
+  for (char level = 'b'; level <= 'i'; ++level) {
+    const char prev = static_cast<char>(level - 1);
+    bomb += fmt::format("{}: &{} [*{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}]\n", level, level, prev, prev, prev, prev,
+                        prev, prev, prev, prev, prev);
+  }
+  const auto bomb_file = write_temp("bomb.yaml", bomb);
+  e = error_of([&] { load_model(bomb_file); });
+  EXPECT_NE(e.find("bomb.yaml: the document expands to more than 1000000 values"), std::string::npos) << e;
+}
+
+// Issue 21: a Hugging Face model given by its directory was named after the directory ("data").
+TEST(ModelFile, HuggingFaceDirectoryIsNamedByTheCheckpointNotTheDirectory) {
+  const auto dir = std::filesystem::path(::testing::TempDir()) / "paratune_hf_name" / "data";
+  std::filesystem::create_directories(dir);
+  const std::string shape = R"("model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+      "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 100)";
+  std::ofstream(dir / "config.json") << "{" << shape << "}";
+  EXPECT_EQ(load_model(dir.string()).name, "llama-2L-64h");
+  EXPECT_EQ(load_model((dir / "config.json").string()).name, "llama-2L-64h");
+  std::ofstream(dir / "config.json") << R"({"_name_or_path": "meta-llama/Tiny", )" << shape << "}";
+  EXPECT_EQ(load_model(dir.string()).name, "meta-llama/Tiny");
+  std::filesystem::remove(dir / "config.json");
+  EXPECT_NE(error_of([&] { load_model(dir.string()); }).find("is a directory without a config.json"), std::string::npos);
 }
 
 TEST(ModelFile, UnknownPresetListsValidNames) {

@@ -26,6 +26,8 @@ struct SamplerOptions {
   // Configurations drawn from the prior before the model picks; -1: the sampler's own default
   // (tpe 10, gp max(5, 2 x dimensions)).
   int startup_trials = -1;
+  // The study's --max-trials (0: none): a grid larger than it is sampled evenly (tune::grid_order).
+  std::size_t max_trials = 0;
 };
 
 class Sampler {

@@ -18,8 +18,8 @@ inline constexpr std::uintmax_t kMaxInputFileBytes = 64ull << 20;
 
 // The whole content of `path`, a regular file of at most `max_bytes`. `what` names the input in
 // errors ("model file", "search space file"). Throws paratune::Error for a missing or unreadable
-// file, a directory, a FIFO, a device or a socket, and a file over the limit (also one that grows
-// past it while being read).
+// file, a directory, a FIFO, a device or a socket, a file over the limit (also one that grows
+// past it while being read), and content that is not UTF-8 (naming the line and column).
 std::string read_input_file(const std::string& path, std::string_view what,
                             std::uintmax_t max_bytes = kMaxInputFileBytes);
 

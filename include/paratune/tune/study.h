@@ -69,10 +69,18 @@ Algorithm parse_algorithm(std::string_view name);  // "grid" | "random" | "bo" |
 // library (std::uniform_int_distribution's algorithm is implementation-defined).
 std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t n);
 
-// Grid: every valid point in enumeration order. Random: every valid point in a random order drawn
-// from `seed` (Fisher-Yates on a 64-bit Mersenne Twister, the same order on every platform), i.e.
-// sampling without replacement. Both skip points already finished or running.
-std::unique_ptr<SearchAlgorithm> make_search(Algorithm algorithm, const SearchSpace& space, std::uint64_t seed);
+// The order in which a grid of `n` points is visited when only `budget` trials may run (0: no
+// limit): with budget >= n (or 0) simply 0, 1, ..., n-1; with fewer, first `budget` indices spread
+// evenly over the grid -- floor((i + 1/2) n / budget) -- then the rest in order, so a grid cut
+// short by --max-trials samples all of it rather than its first corner.
+std::vector<std::size_t> grid_order(std::size_t n, std::size_t budget);
+
+// Grid: every valid point in enumeration order (spread evenly when `max_trials` is smaller than
+// the grid: grid_order; a listed space keeps its own order). Random: every valid point in a random order drawn from `seed`
+// (Fisher-Yates on a 64-bit Mersenne Twister, the same order on every platform), i.e. sampling
+// without replacement. Both skip points already finished or running.
+std::unique_ptr<SearchAlgorithm> make_search(Algorithm algorithm, const SearchSpace& space, std::uint64_t seed,
+                                             std::size_t max_trials = 0);
 
 struct StudyOptions {
   std::string name = "main";        // the study within the store file
