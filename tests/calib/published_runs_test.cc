@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "../cli/cli_util.h"
 #include "../test_util.h"
 #include "paratune/spec/presets.h"
 
@@ -430,6 +431,28 @@ TEST(Loso, TwoSourcesGetPerSourceErrors) {
   const auto j = to_json(report);
   EXPECT_EQ(j["sources"].size(), 2u);
   EXPECT_NE(format_loso(report).find("SB"), std::string::npos);
+}
+
+// Issue 21: calibrate ran about a minute without a word. On a terminal it shows a status line; piped,
+// nothing extra. (The terminal is util-linux's `script`, a real pseudo-terminal.)
+TEST(CalibrateCli, ShowsProgressOnATerminalOnly) {
+  std::vector<Row> rows;
+  for (int i = 1; i <= 3; ++i)
+    rows.push_back(small_row({{"row_id", std::to_string(i)},
+                              {"num_layers", std::to_string(2 * i)},
+                              {"iteration_time_s", fmt::format("{}", 0.03 * i)}}));
+  const std::string csv = testing::write_temp("progress.csv", csv_text(rows));
+  const std::string out = std::filesystem::path(csv).replace_extension(".json").string();
+  const std::string args = "calibrate --runs " + csv + " -o " + out + " --max-evaluations 40 --threads 1";
+  const testing::Result piped = testing::run(args);
+  ASSERT_EQ(piped.exit_code, 0) << piped.output;
+  EXPECT_EQ(piped.output.find("calibrate: fit:"), std::string::npos) << piped.output;
+  const testing::Result terminal =
+      testing::run_command("script -qec '" + std::string(PARATUNE_BINARY) + " " + args + "' /dev/null");
+  ASSERT_EQ(terminal.exit_code, 0) << terminal.output;
+  EXPECT_NE(terminal.output.find("calibrate: fit: evaluation 1 of at most 40, best objective"), std::string::npos)
+      << terminal.output;
+  EXPECT_NE(terminal.output.find("fitted "), std::string::npos) << terminal.output;
 }
 
 // The acceptance figures of the cost model: on the shipped published runs, with the shipped
