@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iterator>
+#include <fstream>
 
 #include "../cli/cli_util.h"
 #include "../test_util.h"
@@ -15,7 +17,11 @@
 namespace paratune {
 namespace {
 
-const std::string kRuns = std::string(PARATUNE_SOURCE_DIR) + "/../shared/calibration/published_runs.csv";
+// The published runs the cost model is validated on: a copy of ../shared/calibration (with its
+// SOURCES.md) kept in tests/data, so the accuracy test runs -- and can fail -- in every checkout;
+// Validation.TheCopyOfThePublishedRunsIsCurrent keeps it equal to ../shared's where that exists.
+const std::string kRuns = std::string(PARATUNE_SOURCE_DIR) + "/tests/data/published_runs.csv";
+const std::string kSharedRuns = std::string(PARATUNE_SOURCE_DIR) + "/../shared/calibration/published_runs.csv";
 
 // The published-runs header; rows are written by column name, every other column empty.
 const std::vector<std::string> kColumns{
@@ -458,8 +464,19 @@ TEST(CalibrateCli, ShowsProgressOnATerminalOnly) {
 // The acceptance figures of the cost model: on the shipped published runs, with the shipped
 // calibration, every row is estimated, mean |error| <= 8% and max <= 20%. (Thresholds: the cost
 // model's; a failure lists each source's errors and every skipped row.)
+TEST(Validation, TheCopyOfThePublishedRunsIsCurrent) {
+  if (!std::filesystem::exists(kSharedRuns))
+    GTEST_SKIP() << kSharedRuns << " is not next to this checkout: nothing to compare tests/data's copy with";
+  const auto read = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_EQ(read(kRuns), read(kSharedRuns)) << "tests/data/published_runs.csv differs from " << kSharedRuns
+                                           << ": copy the new one (and SOURCES.md) into tests/data";
+}
+
 TEST(Validation, PublishedRunsWithinTargets) {
-  if (!std::filesystem::exists(kRuns)) GTEST_SKIP() << kRuns << " not present";
+  ASSERT_TRUE(std::filesystem::exists(kRuns)) << kRuns << " is missing";
   const auto runs = read_published_runs(kRuns);
   const ValidationReport report = validate_runs(runs, default_calibration());
   std::string skipped;
