@@ -369,6 +369,7 @@ struct TuneFlags {
   std::uint64_t seed = 0;
   std::string budget, memory_limit, timeout, hang, grace = "10s";
   int max_trials = 0;
+  bool retry_failed = false;
   int steps = 20;
   int parallel = 1;
   std::optional<int> slots;  // --slots: the same as --parallel, named for two-level parallelism
@@ -548,6 +549,7 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   options.direction = f.direction.empty() ? hpo::Direction::kMaximize : hpo::parse_direction(f.direction);
   options.max_trials = f.max_trials;
   options.budget_s = optional_duration(f.budget, "--budget");
+  options.retry_failed = f.retry_failed;
   options.limits = limits_from(f);
   options.step_time_regex = f.step_time_regex;
   options.trials_dir = trials_dir_from(f);
@@ -723,6 +725,7 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   options.steps = f.steps;
   options.max_trials = f.max_trials;
   options.budget_s = optional_duration(f.budget, "--budget");
+  options.retry_failed = f.retry_failed;
   options.limits = limits_from(f);
   options.step_time_regex = f.step_time_regex;
   options.trials_dir = trials_dir_from(f);
@@ -1052,6 +1055,8 @@ int main(int argc, char** argv) {
                      "oppa/costmodel: first designs from the cost model's best predictions (default: on with --model)");
   tune_cmd->add_option("--budget", tune_flags.budget, "wall time of this run, e.g. 30m (running trials are stopped)");
   tune_cmd->add_option("--max-trials", tune_flags.max_trials, "trials in the study in all, reused ones included");
+  tune_cmd->add_flag("--retry-failed", tune_flags.retry_failed,
+                     "on resume, run the configurations of failed trials again (off: a failed trial stays failed)");
   tune_cmd->add_option("--steps", tune_flags.steps, "training steps per trial (PARATUNE_MAX_STEPS)")->capture_default_str();
   tune_cmd->add_option("--memory-limit", tune_flags.memory_limit, "a measured peak above it is infeasible, e.g. 80GiB");
   tune_cmd->add_option("--parallel", tune_flags.parallel, "trials at once")->capture_default_str();

@@ -265,6 +265,12 @@ class Controller {
         t.status = t.rung ? "pruned" : "interrupted";  // as mark_running_interrupted stores it
       }
     store_.mark_running_interrupted(study_);
+    if (options_.retry_failed) {
+      summary.retried_failed = store_.mark_failed_for_retry(study_);
+      if (summary.retried_failed > 0)
+        for (store::StoredTrial& t : stored)
+          if (t.status == "failed") t.status = "interrupted";
+    }
     std::vector<Config> interrupted;
     for (const store::StoredTrial& t : stored) {
       if (t.status == "interrupted") {

@@ -200,6 +200,7 @@ nlohmann::ordered_json to_json(const tune::StudySummary& s) {
                              {"cartesian_points", s.cartesian_points},
                              {"reused", s.reused},
                              {"requeued", s.requeued},
+                             {"retried_failed", s.retried_failed},
                              {"leftover_processes_killed", s.leftover_processes_killed},
                              {"started", s.started},
                              {"stop", tune::to_string(s.stop)},
@@ -262,7 +263,9 @@ std::string format_study(const tune::StudySummary& s) {
   out += fmt::format("this run: {} trials started in {}; stopped: {}\n", s.started, clock(s.elapsed_s),
                      tune::to_string(s.stop));
   if (s.reused > 0 || s.requeued > 0)
-    out += fmt::format("resumed: {} finished trials reused, {} interrupted trials run again{}\n", s.reused, s.requeued,
+    out += fmt::format("resumed: {} finished trials reused, {} interrupted trials run again{}{}\n", s.reused, s.requeued,
+                       s.retried_failed > 0 ? fmt::format(" ({} of them failed before: --retry-failed)", s.retried_failed)
+                                            : "",
                        s.leftover_processes_killed > 0
                            ? fmt::format(" ({} leftover processes killed)", s.leftover_processes_killed)
                            : "");

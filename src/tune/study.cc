@@ -268,6 +268,10 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
       t.status = "interrupted";  // as mark_running_interrupted stores it
     }
   store.mark_running_interrupted(study);
+  if (options.retry_failed) {
+    summary.retried_failed = store.mark_failed_for_retry(study);
+    if (summary.retried_failed > 0) stored = store.trials(study);
+  }
 
   History history = load_history(space, stored);
   std::vector<FinishedTrial>& finished = history.finished;

@@ -123,6 +123,40 @@ TEST(TuneCli, CtrlCStopsTrialsStoresThemInterruptedAndExits130) {
   EXPECT_EQ(live_trial_processes(dir / "s.trials"), 0);  // stopped by the controller itself, before it exited
 }
 
+// Issue 21: failed trials were never run again on resume. --retry-failed does (off by default),
+// and the summary counts them.
+TEST(TuneCli, RetryFailedRunsFailedPointsAgainOnResume) {
+  const auto dir = fresh_dir("retry");
+  write(dir / "space.yaml", "parameters:\n  st: [0.01]\n  behave: [ok, crash]\n");
+  const std::string args = "tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
+                           " --command '" + PARATUNE_FAKE_TRIAL + " --step-time {st} --behave {behave} --log-run " +
+                           (dir / "runs.txt").string() + "' --steps 4";
+  const auto runs = [&] {
+    std::ifstream in(dir / "runs.txt");
+    int n = 0;
+    for (std::string line; std::getline(in, line);) n += line.find("crash") != std::string::npos;
+    return n;
+  };
+  Result r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(runs(), 1);
+  r = run(args);  // resumed: the failed point stays failed
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(runs(), 1) << r.output;
+  r = run(args + " --retry-failed --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(runs(), 2) << r.output;
+  const auto j = nlohmann::json::parse(r.output.substr(r.output.find("\n{") + 1));
+  EXPECT_EQ(j["retried_failed"], 1) << r.output;
+  EXPECT_EQ(count_trials(dir, "failed"), 1);  // the new run failed again
+  EXPECT_EQ(count_trials(dir, "interrupted"), 1);  // the first one, with why it failed
+  const paratune::store::StudyStore store(dir / "s.db");
+  bool kept_reason = false;
+  for (const auto& t : store.trials(store.studies().front().id))
+    kept_reason = kept_reason || t.reason.rfind("retried by --retry-failed; it had failed: exit code 3", 0) == 0;
+  EXPECT_TRUE(kept_reason);
+}
+
 TEST(TuneCli, JsonHasTheDocumentedFieldsAndStudyShowAgrees) {
   const auto dir = fresh_dir("json");
   write(dir / "space.yaml", "parameters:\n  st: [0.02, 0.01]\n  behave: [ok, crash]\n");

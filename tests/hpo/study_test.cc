@@ -367,6 +367,31 @@ TEST(HpoStudy, RetrainRunsTheBestConfigurationAgainForTheFullBudget) {
   EXPECT_NE(show.output.find("learning curves"), std::string::npos) << show.output;
 }
 
+// Issue 21: --retry-failed runs the configurations of failed trials again on resume (off by default).
+TEST(HpoStudy, RetryFailedRunsFailedConfigurationsAgain) {
+  const auto dir = fresh_dir("retry");
+  write(dir / "space.yaml", kBranin);
+  const std::string args = study_args(dir, "--fail-above x1 2", "--algo random --seed 3 --steps 1 --max-trials 8 --json");
+  const auto failed = [&] {
+    int n = 0;
+    for (const auto& t : stored_trials(dir)) n += t.status == "failed";
+    return n;
+  };
+  Result r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const int first_failures = failed();
+  ASSERT_GT(first_failures, 0) << "seed 3 draws no x1 > 2: pick another seed";
+  r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(stored_trials(dir).size(), 8u);  // nothing ran again
+  r = run(args + " --retry-failed");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  EXPECT_EQ(j["retried_failed"], first_failures) << r.output;
+  EXPECT_EQ(stored_trials(dir).size(), 8u + static_cast<std::size_t>(first_failures));
+  EXPECT_EQ(failed(), first_failures);  // they fail again: the function has not changed
+}
+
 TEST(HpoCli, BadInputIsNamedWithExitCode2) {
   const auto dir = fresh_dir("bad");
   write(dir / "space.yaml", kBranin);

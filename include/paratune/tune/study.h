@@ -90,6 +90,7 @@ struct StudyOptions {
   std::string step_time_regex;      // trial/protocol.h
   int max_trials = 0;               // trials in the study in all, reused ones included; 0: no limit
   double budget_s = 0;              // wall time of this run; 0: no limit
+  bool retry_failed = false;        // run the points of failed trials again (they are not, by default)
   std::filesystem::path trials_dir; // trial N runs in trials_dir/trial-NNNN (made absolute)
 };
 // Throws Error naming the option and the rule (steps >= 1, limits >= 0, ...).
@@ -138,6 +139,7 @@ struct StudySummary {
   int reused = 0;                     // finished trials found in the store
   int requeued = 0;                   // points of interrupted trials (earlier runs) that run again
   int leftover_processes_killed = 0;  // processes of those still alive at resume
+  int retried_failed = 0;             // failed trials whose points run again (--retry-failed)
   int started = 0;                    // trials started by this run
   StopReason stop = StopReason::kExhausted;
   double elapsed_s = 0;
