@@ -317,7 +317,7 @@ int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
   if (f.keep < 1) throw Error(fmt::format("--keep {}: must be >= 1", f.keep));
   if (f.threads < 1) throw Error(fmt::format("--threads {}: must be >= 1", f.threads));
   std::optional<Framework> framework;
-  LaunchTarget target{.nodes = cluster.nodes, .gpus_per_node = cluster.gpus_per_node, .gpu = cluster.gpu.name};
+  LaunchTarget target{.version = "", .nodes = cluster.nodes, .gpus_per_node = cluster.gpus_per_node, .gpu = cluster.gpu.name};
   std::string emit_name;  // "megatron@0.20.0-dev"
   if (!f.emit.empty()) {
     try {

@@ -313,8 +313,8 @@ TEST(Cluster, ShippedClusterExamplesLoad) {
 }
 
 TEST(Gpu, UnsupportedPrecisionIsAnError) {
-  EXPECT_THROW(find_gpu_preset("a100-80gb").peak_flops_per_s(Precision::kFP8), Error);
-  EXPECT_THROW(find_gpu_preset("v100-32gb").peak_flops_per_s(Precision::kBF16), Error);
+  EXPECT_THROW(static_cast<void>(find_gpu_preset("a100-80gb").peak_flops_per_s(Precision::kFP8)), Error);
+  EXPECT_THROW(static_cast<void>(find_gpu_preset("v100-32gb").peak_flops_per_s(Precision::kBF16)), Error);
   EXPECT_DOUBLE_EQ(find_gpu_preset("h100-sxm").peak_flops_per_s(Precision::kFP8), 1978.9e12);
 }
 
