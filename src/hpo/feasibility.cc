@@ -22,7 +22,8 @@ Feasibility::Feasibility(const std::vector<TrialRecord>& trials, const Encoding&
     rows.push_back(encoding.encode(t.config));
     ran.push_back(!failed);
     if (!failed) continue;
-    ++failures_[trial::to_string(t.failure)];
+    // A record without its kind (built by hand) counts as crashed: learned from, not deterministic.
+    ++failures_[trial::to_string(t.failure == trial::FailureKind::kNone ? trial::FailureKind::kCrashed : t.failure)];
     if (trial::is_deterministic(t.failure)) deterministic_.insert(key_of(rows.back()));
   }
   observations_ = rows.size();

@@ -170,9 +170,12 @@ class ModelSearch final : public SearchAlgorithm {
       // The feasibility model: did the configuration run? Every failure counts, whatever its kind
       // (an OOM too: with --memory-limit the memory model also learns from it, by memory's own
       // trend; the classifier by whatever separates what runs from what does not). A trial over
-      // the memory limit ran: the memory model judges it.
-      feasibility_.push_back({*row, f.failure == trial::FailureKind::kNone || f.failure == trial::FailureKind::kOverMemory,
-                              f.failure});
+      // the memory limit ran: the memory model judges it. A failure given without its kind is
+      // judged from its status alone (exit code unknown: crashed, not refused).
+      const bool ran = measured;
+      const trial::FailureKind kind =
+          ran || f.failure != trial::FailureKind::kNone ? f.failure : trial::classify_failure(f.status, -1, 0, f.steps);
+      feasibility_.push_back({*row, ran, kind});
       changed_ = feasibility_changed_ = true;
     }
   }
@@ -613,10 +616,23 @@ class ModelSearch final : public SearchAlgorithm {
     Eigen::MatrixXd query(static_cast<Eigen::Index>(candidates.size()), embedding_.dimensions());
     for (std::size_t c = 0; c < candidates.size(); ++c) query.row(static_cast<Eigen::Index>(c)) = x_all_.row(candidates[c]);
     const Eigen::VectorXd predicted = xgboost_fit_predict(x, y, query, options_.seed + static_cast<std::uint64_t>(n));
+    // DeepSpeed's rule, then as every search here: probably runs first (trial::kLikelyToRun),
+    // then the prediction times P(runs).
+    refit_feasibility_if_needed();
+    const Eigen::VectorXd p_run = feasibility_model_ ? feasibility_model_->probabilities(query)
+                                                     : Eigen::VectorXd::Ones(query.rows());
     Eigen::Index best = 0;
-    predicted.maxCoeff(&best);
-    notes["source"] = "XGBoost's best prediction";
+    std::pair<bool, double> best_key{false, -HUGE_VAL};
+    for (Eigen::Index c = 0; c < query.rows(); ++c) {
+      const std::pair<bool, double> key{p_run(c) >= trial::kLikelyToRun, std::max(predicted(c), 0.0) * p_run(c)};
+      if (key > best_key) {
+        best_key = key;
+        best = c;
+      }
+    }
+    notes["source"] = feasibility_model_ ? "XGBoost's best prediction times P(runs)" : "XGBoost's best prediction";
     notes["predicted_throughput"] = predicted(best);
+    if (feasibility_model_) notes["p_runs"] = p_run(best);
     return candidates[static_cast<std::size_t>(best)];
   }
 
