@@ -52,6 +52,7 @@ Eigen::MatrixXd covariance(const Hyperparameters& h, const Eigen::MatrixXd& x) {
 
 // Laplace's approximation at given hyperparameters: the mode and what predictions need.
 struct Laplace {
+  Eigen::VectorXd a;  // K^-1 (f_hat - m): at the mode, the gradient below (R&W Eq. 3.17)
   Eigen::VectorXd gradient, sqrt_w;
   Eigen::LLT<Eigen::MatrixXd> llt;
   double log_q = -HUGE_VAL;
@@ -77,10 +78,12 @@ Terms terms(const Eigen::VectorXd& y, const Eigen::VectorXd& f) {
   return t;
 }
 
-// R&W Alg. 3.1 on g = f - m, g ~ GP(0, K), with step halving.
-Laplace laplace(const Eigen::MatrixXd& k, const Eigen::VectorXd& y, double mean) {
+// R&W Alg. 3.1 on g = f - m, g ~ GP(0, K), with step halving, from g = K a_start (a previous
+// mode's a: it changes little with the hyperparameters, so Newton needs fewer steps; empty: g = 0).
+Laplace laplace(const Eigen::MatrixXd& k, const Eigen::VectorXd& y, double mean, const Eigen::VectorXd& a_start) {
   const Eigen::Index n = y.size();
-  Eigen::VectorXd a = Eigen::VectorXd::Zero(n), g = Eigen::VectorXd::Zero(n);
+  Eigen::VectorXd a = a_start.size() == n ? a_start : Eigen::VectorXd::Zero(n);
+  Eigen::VectorXd g = k * a;
   const auto psi = [&](const Eigen::VectorXd& a_, const Eigen::VectorXd& g_) {
     // The objective Newton's method climbs: log p(y | f) - 1/2 g^T K^-1 g, with K^-1 g = a.
     double s = -0.5 * a_.dot(g_);
@@ -88,6 +91,11 @@ Laplace laplace(const Eigen::MatrixXd& k, const Eigen::VectorXd& y, double mean)
     return s;
   };
   double value = psi(a, g);
+  if (!std::isfinite(value)) {  // a start too far for these hyperparameters: from the prior mean
+    a.setZero();
+    g.setZero();
+    value = psi(a, g);
+  }
   Laplace out;
   for (int iteration = 0; iteration < 100; ++iteration) {
     const Terms t = terms(y, (g.array() + mean).matrix());
@@ -118,6 +126,7 @@ Laplace laplace(const Eigen::MatrixXd& k, const Eigen::VectorXd& y, double mean)
   b_matrix.diagonal().array() += 1;
   out.llt.compute(b_matrix);
   out.gradient = t.gradient;
+  out.a = a;
   const Eigen::MatrixXd& l = out.llt.matrixLLT();
   out.log_q = value - l.diagonal().array().log().sum();  // Eq. 3.32: log|B|/2 = sum log L_ii
   if (!std::isfinite(out.log_q)) out.log_q = -HUGE_VAL;
@@ -142,9 +151,12 @@ struct Objective {
   const std::vector<int>& tied;
   double mean;
   int evaluations = 0;
+  Eigen::VectorXd last_a;  // the previous evaluation's mode, where the next one's Newton starts
   double operator()(const std::vector<double>& v) {
     ++evaluations;
-    return laplace(covariance(unpack(v, tied), x), y, mean).log_q;
+    Laplace l = laplace(covariance(unpack(v, tied), x), y, mean, last_a);
+    last_a = std::move(l.a);
+    return l.log_q;
   }
 };
 
@@ -211,7 +223,7 @@ Classifier::Classifier(Eigen::MatrixXd x, std::vector<bool> feasible, const Hype
   }
   evaluations_ = objective.evaluations;
   h_ = unpack(best_v, tied);
-  Laplace fitted = laplace(covariance(h_, x_), y_, mean_);
+  Laplace fitted = laplace(covariance(h_, x_), y_, mean_, Eigen::VectorXd());
   gradient_ = std::move(fitted.gradient);
   sqrt_w_ = std::move(fitted.sqrt_w);
   llt_ = std::move(fitted.llt);

@@ -169,6 +169,19 @@ std::string format_model(const std::string& model_json) {
     out += "\n";
   }
   if (m.contains("prior_note")) out += fmt::format("  ({})\n", m["prior_note"].get<std::string>());
+  if (m.contains("feasibility") && m["feasibility"].is_object()) {  // tune/bayes.h "Failures"
+    const nlohmann::ordered_json& f = m["feasibility"];
+    std::string failures;
+    for (const auto& [kind, n] : f["failures"].items()) failures += fmt::format("{}{} {}", failures.empty() ? "" : ", ", n.get<int>(), kind);
+    std::vector<std::pair<double, std::string>> ls;
+    for (const auto& [name, value] : f["lengthscales"].items())
+      if (value.is_number()) ls.emplace_back(value.get<double>(), name);
+    std::sort(ls.begin(), ls.end());
+    out += fmt::format("  feasibility classifier on {} trials (failed: {}), lengthscales (shortest = decides most):",
+                       f["observations"].get<int>(), failures);
+    for (const auto& [value, name] : ls) out += fmt::format(" {} {:.3g}", name, value);
+    out += "\n";
+  }
   return out;
 }
 
@@ -302,6 +315,7 @@ std::string format_trials(const std::vector<store::StoredTrial>& trials, std::op
     if (!t.reason.empty()) out += fmt::format("{:>7}reason: {}\n", "", t.reason);
   }
   out += fmt::format("\n{} trials: {}\n", trials.size(), status_line(trials));
+  out += failure_line(trials);
   out += best ? best_text(trials[*best]) : "best: none (no trial completed with a measured throughput)\n";
   return out;
 }

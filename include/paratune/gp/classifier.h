@@ -22,6 +22,11 @@
 // whole region) the likelihood grows without bound with it; a latent sd of 4 lets P(feasible) go
 // down to Phi(-4) ~ 3e-5 and no further.
 //
+// Cost: each likelihood evaluation is a handful of Newton steps, each a Cholesky factor of an n x n
+// matrix; a fit with the default options took 0.02 s at n = 30, 0.2-0.35 s at n = 100 and 1.5-2 s at
+// n = 200 (3 and 10 inputs; Release build on a loaded 2-core machine). The searches fit it only once
+// a trial failed.
+//
 // This is the classifier Gelbart, Snoek & Adams 2014 ("Bayesian Optimization with Unknown
 // Constraints", UAI, Sec. 3-4) use for constraints observed only as "it worked or it did not"
 // (they sample its hyperparameters; a maximum-likelihood fit is enough here).
