@@ -174,8 +174,11 @@ std::string format_model(const std::string& model_json) {
     std::string failures;
     for (const auto& [kind, n] : f["failures"].items()) failures += fmt::format("{}{} {}", failures.empty() ? "" : ", ", n.get<int>(), kind);
     std::vector<std::pair<double, std::string>> ls;
-    for (const auto& [name, value] : f["lengthscales"].items())
-      if (value.is_number()) ls.emplace_back(value.get<double>(), name);
+    for (const auto& [name, value] : f["lengthscales"].items()) {
+      // A categorical of a hyperparameter study lists one per choice, all equal (one per parameter).
+      const nlohmann::ordered_json& l = value.is_array() && !value.empty() ? value[0] : value;
+      if (l.is_number()) ls.emplace_back(l.get<double>(), name);
+    }
     std::sort(ls.begin(), ls.end());
     out += fmt::format("  feasibility classifier on {} trials (failed: {}), lengthscales (shortest = decides most):",
                        f["observations"].get<int>(), failures);
