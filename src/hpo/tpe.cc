@@ -369,8 +369,8 @@ std::optional<Config> TpeSampler::propose(const std::vector<TrialRecord>& trials
   const Feasibility feasibility(trials, encoding_, options_.seed);
   feasibility_summary_ = feasibility.describe();
   const bool startup = split.finished < startup_trials_;
-  // Step 5 (tpe.h): every draw, from the prior or from TPE, weighed by P(runs); the notes of each
-  // attempt are kept so that the kept one's go with it.
+  // Step 5 (tpe.h): a draw, from the prior or from TPE, is kept where it probably runs
+  // (feasible_draw); the notes of each attempt are kept so that the kept one's go with it.
   std::vector<std::pair<Config, nlohmann::ordered_json>> attempts;
   const auto draw = [&] {
     nlohmann::ordered_json notes = {{"sampler", "tpe"}, {"startup", startup}};
