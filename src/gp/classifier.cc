@@ -193,7 +193,7 @@ Classifier::Classifier(Eigen::MatrixXd x, std::vector<bool> feasible, const Hype
   upper.push_back(std::log(options.max_signal_variance));
   x0.push_back(std::clamp(std::log(start.signal_variance), lower.back(), upper.back()));
 
-  Objective objective{x_, y_, tied, mean_};
+  Objective objective{x_, y_, tied, mean_, 0, {}};
   std::vector<double> best_v = x0;
   double best = objective(x0);
   std::mt19937_64 rng(options.seed);
