@@ -38,6 +38,7 @@ TrialRecord record_of(const store::StoredTrial& t, const std::string& objective)
   r.bracket = parse_state(t.hpo_json).bracket;
   r.rung = t.rung.value_or(-1);
   r.resource = t.steps;
+  r.failure = failure_of(t.status, t.exit_code, t.exit_signal, t.steps);
   if (objective == kThroughputObjective) {
     if (r.state == TrialRecord::State::kCompleted) r.value = t.throughput;
     return r;

@@ -178,6 +178,7 @@ std::string format_hpo_study(const hpo::HpoSummary& s) {
   out += "trials:";
   for (const auto& [status, n] : counts) out += fmt::format(" {} {};", n, status);
   out.back() = '\n';
+  out += failure_line(s.trials);
   out += format_pruning(s.trials);
   // The five best completed trials.
   std::vector<std::size_t> completed;

@@ -195,6 +195,7 @@ FinishedTrial finished_of(const Point& point, const store::StoredTrial& t) {
   f.throughput_standard_error = t.throughput ? (t.throughput_ci_high - t.throughput_ci_low) / (2 * 1.96) : 0;
   f.peak_memory_bytes = t.peak_memory_bytes;
   f.steps = t.steps;
+  f.failure = trial::classify_failure(f.status, t.exit_code, t.exit_signal, t.steps);
   return f;
 }
 

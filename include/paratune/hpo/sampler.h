@@ -5,6 +5,10 @@
 //           (grid_sampler.cc too: both are fixed orders or plain draws)
 //   tpe     tree-structured Parzen estimator, multivariate (tpe.cc, hpo/tpe.h)
 //   gp      Gaussian-process regression with log expected improvement (gp_sampler.cc)
+// tpe and gp learn from failed trials (issue 21 item 17, src/hpo/feasibility.h): P(runs) from a GP
+// classifier on every finished trial weighs and restricts their proposals, and a configuration whose
+// failure is deterministic (trial/failure.h) is never proposed again. grid and random run each
+// configuration of a finite space once.
 #pragma once
 
 #include <cstdint>

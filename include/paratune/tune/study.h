@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "paratune/store/study_store.h"
+#include "paratune/trial/failure.h"
 #include "paratune/trial/runner.h"
 #include "paratune/tune/space.h"
 
@@ -40,6 +41,9 @@ struct FinishedTrial {
   double throughput_standard_error = 0;     // of that mean (OPPA App. F.1)
   std::optional<double> peak_memory_bytes;  // the largest the trial reported
   int steps = 0;                            // reported
+  // How it failed (none when it ran); the model-based searches learn where configurations fail
+  // from it (tune/bayes.h), trial/failure.h says which kinds are deterministic.
+  trial::FailureKind failure = trial::FailureKind::kNone;
 };
 
 // Proposes what to run next (module DESIGN: small interfaces for swappable parts; issue 6 adds
