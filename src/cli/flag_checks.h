@@ -37,7 +37,8 @@ inline CLI::Validator whole_number(std::int64_t lowest, std::int64_t highest, co
         text = std::to_string(value);
         return {};
       },
-      rule);
+      // --help: "INT:>=1", "INT:1..1024" (an upper end at the type's own is left out)
+      highest >= std::numeric_limits<int>::max() ? fmt::format(">={}", lowest) : fmt::format("{}..{}", lowest, highest));
 }
 
 // A seed: any integer from 0 to 2^64 - 1.
@@ -51,7 +52,7 @@ inline CLI::Validator seed_number() {
         text = std::to_string(value);
         return {};
       },
-      "an integer from 0 to 2^64 - 1");
+      "0..2^64-1");
 }
 
 // Which ends of a real range belong to it.
@@ -76,7 +77,9 @@ inline CLI::Validator real_number(double lowest, double highest, Ends ends, cons
         text = fmt::format("{}", value);  // shortest form that reads back as the same double
         return {};
       },
-      rule);
+      // --help: "FLOAT:[0,1)", "FLOAT:>1"
+      std::isfinite(highest) ? fmt::format("{}{:g},{:g}{}", open_low ? "(" : "[", lowest, highest, open_high ? ")" : "]")
+                             : fmt::format("{}{:g}", open_low ? ">" : ">=", lowest));
 }
 
 // An MoE expert capacity factor: 0 (dropless) or a finite number >= 1 (TrainingSpec's rule).
@@ -91,7 +94,7 @@ inline CLI::Validator capacity_factor() {
         text = fmt::format("{}", value);
         return {};
       },
-      "0 or >= 1");
+      "0|>=1");
 }
 
 }  // namespace paratune::cli

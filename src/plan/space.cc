@@ -230,6 +230,7 @@ void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const 
                   c.op = op;
                   auto emit = [&](Schedule schedule, int vpp, int split = 0) {
                     if (overlap == 1 && pp > 1 && vpp < 2) return;
+                    if (static_cast<std::int64_t>(pp) * vpp * microbatches > kMaxPipelineSlots) return;
                     if (!space.permits(Axis::kSchedule, static_cast<int>(schedule)) ||
                         !space.permits(Axis::kVpp, vpp))
                       return;

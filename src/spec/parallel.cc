@@ -271,6 +271,13 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
   } else if (c.schedule == Schedule::kInterleaved1F1B) {
     throw Error("schedule=interleaved-1f1b requires vpp > 1");
   }
+  // pp <= 2^24 (GPUs), vpp < 2^31: pp*vpp is exact in 64 bits, and so is its product with the
+  // micro-batches once it is at most kMaxPipelineSlots.
+  if (const std::int64_t chunks = static_cast<std::int64_t>(c.pp) * c.vpp;
+      chunks > kMaxPipelineSlots || chunks * microbatches > kMaxPipelineSlots)
+    throw Error(fmt::format("pp*vpp*micro-batches = {}*{}*{} = {:.0f} pipeline slots; at most {} (the replay tracks "
+                            "each: fewer micro-batches, from a larger mbs or dp)",
+                            c.pp, c.vpp, microbatches, static_cast<double>(chunks) * microbatches, kMaxPipelineSlots));
 
   const int e = c.account_embedding ? 1 : 0, l = c.account_loss ? 1 : 0;
   if (e + l > 0) {

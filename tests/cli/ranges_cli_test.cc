@@ -58,6 +58,9 @@ TEST(RangesCli, GpuCountsAndDegreesNeverWrap) {
                    "--config: dp=536870913 exceeds the cluster's 8 GPUs (1 nodes x 8)");
   expect_bad_input(kEstimate + "--cluster dgx-h100:1 --config dp=8,mbs=2147483647",
                    "mbs=2147483647 exceeds global_batch=64");
+  // 2^31 - 1 micro-batches: std::bad_alloc in the replay (exit 1, "internal error").
+  expect_bad_input("estimate --model llama3-8b --cluster h100x1 --seq-len 4096 --global-batch 2147483647 --config dp=1",
+                   "pp*vpp*micro-batches = 1*1*2147483647 = 2147483647 pipeline slots; at most 16777216");
   expect_bad_input(kEstimate + "--cluster dgx-h100:1 --config dp=8,tp=99999999999",
                    "--config: tp: '99999999999' is out of range (a 32-bit integer, at most 2147483647)");
 }

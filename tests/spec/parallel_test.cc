@@ -124,6 +124,25 @@ TEST(ParallelConfig, DegreesOutOfRangeAreErrorsNotWrapped) {
             "stage_layers add up to 4294967294 but the model has num_layers=32");
 }
 
+TEST(ParallelConfig, PipelineSlotsAreBounded) {
+  // 2^31 - 1 micro-batches ended in std::bad_alloc in the replay (exit 1); a bounded count is bad input.
+  const ModelSpec llama = find_model_preset("llama3-8b").spec;
+  TrainingSpec t = testing::training(4096, 2147483647);
+  ClusterSpec one = testing::dgx_h100(1);
+  one.gpus_per_node = 1;
+  try {
+    resolve(parse_parallel_config("dp=1"), llama, one, t);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "pp*vpp*micro-batches = 1*1*2147483647 = 2147483647 pipeline slots; at most 16777216 (the replay "
+              "tracks each: fewer micro-batches, from a larger mbs or dp)");
+  }
+  EXPECT_NE(resolve_error("dp=1,pp=8,vpp=4", llama, 1, 4096, 1 << 20).find("8*4*1048576 = 33554432 pipeline slots"),
+            std::string::npos);
+  EXPECT_EQ(resolve_error("dp=1,pp=8,vpp=4", llama, 1, 4096, 1 << 19), "");  // 2^24 exactly
+}
+
 TEST(ParallelConfig, GpuCountSaturatesInsteadOfWrapping) {
   ParallelConfig c;
   c.dp = 536870913;

@@ -18,6 +18,12 @@
 
 namespace paratune {
 
+// The most (pipeline rank, model chunk, micro-batch) slots one iteration may have: pp x vpp x
+// micro-batches <= 2^24. The pipeline replay (sim/pipeline.h) keeps state for each slot, about 55
+// bytes, so this bounds it near 1 GB; 2^31 micro-batches of one sequence would need 100 GB. No real
+// training run comes near it (Llama-3.1-405B: 8 x 8 x 16).
+inline constexpr std::int64_t kMaxPipelineSlots = std::int64_t{1} << 24;
+
 struct ParallelConfig {
   int dp = 1;   // data-parallel replicas (includes the expert-parallel ranks, as in Megatron)
   int tp = 1;   // tensor-parallel degree
