@@ -213,11 +213,13 @@ LineReport OutputParser::feed(std::string_view line) {
       if (const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
           ec != std::errc() || end != text.data() + text.size())
         seconds = std::numeric_limits<double>::quiet_NaN();
+      // A step-number group that matched must hold a whole number (NaN: malformed).
       std::optional<double> step;
       if (wanted > 2 && groups[2].data() != nullptr) {
         double number = 0;
         const auto [end, ec] = std::from_chars(groups[2].data(), groups[2].data() + groups[2].size(), number);
-        if (ec == std::errc() && end == groups[2].data() + groups[2].size()) step = number;
+        step = ec == std::errc() && end == groups[2].data() + groups[2].size() ? number
+                                                                                : std::numeric_limits<double>::quiet_NaN();
       }
       r = step_line(seconds, step);
     }

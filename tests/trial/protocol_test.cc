@@ -197,7 +197,7 @@ TEST(Protocol, ImplausibleMeasurementsAreMalformedNotMeasured) {
   // A --step-time-regex line that matched with a time that is no measurement is malformed too.
   OutputParser regex(ParserOptions{R"(took (\S+) s at (\S+))"});
   for (const char* line : {"took 1e-320 s at 1", "took 0 s at 1", "took nan s at 1", "took 0.5.5 s at 1",
-                           "took 0.5 s at -3", "took 0.5 s at 1.5"})
+                           "took 0.5 s at -3", "took 0.5 s at 1.5", "took 0.5 s at seven"})
     EXPECT_EQ(regex.feed(line).kind, Kind::kMalformed) << line;
   EXPECT_TRUE(regex.output().steps.empty());
   const LineReport ok = regex.feed("took 0.5 s at 7");

@@ -84,7 +84,7 @@ struct LineReport {
 };
 
 struct ParserOptions {
-  // ECMAScript regex; group 1: step time in seconds, optional group 2: step number. Empty: none.
+  // RE2 regex; group 1: step time in seconds, optional group 2: step number. Empty: none.
   std::string step_time_regex;
 };
 
