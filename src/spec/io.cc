@@ -412,12 +412,22 @@ ClusterSpec load_cluster(std::string_view text) {
   if (std::filesystem::exists(arg)) return cluster_from_json(read_document(arg), arg);
   if (ends_with(arg, ".yaml") || ends_with(arg, ".yml") || ends_with(arg, ".json"))
     throw Error(fmt::format("{}: cluster file does not exist", arg));
+  // A count from 1 to kMaxGpus (a larger one does not fit the cluster's GPU count either).
   auto parse_count = [&](std::string_view digits, const char* what) {
     int value = 0;
     const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-    if (ec != std::errc() || ptr != digits.data() + digits.size() || value < 1)
-      throw Error(fmt::format("--cluster '{}': {} '{}' is not a positive integer", arg, what, digits));
+    if (ec != std::errc() || ptr != digits.data() + digits.size() || value < 1 || value > kMaxGpus)
+      throw Error(fmt::format("--cluster '{}': {} '{}' must be an integer from 1 to {}", arg, what, digits, kMaxGpus));
     return value;
+  };
+  // The node count replaced: the product with gpus_per_node is checked again.
+  auto checked = [&](ClusterSpec c) {
+    try {
+      validate(c);
+    } catch (const Error& e) {
+      throw e.with_context(fmt::format("--cluster '{}'", arg));
+    }
+    return c;
   };
   if (const auto colon = arg.rfind(':'); colon != std::string::npos) {  // PRESET:NODES or FILE:NODES
     const std::string head = arg.substr(0, colon);
@@ -425,12 +435,12 @@ ClusterSpec load_cluster(std::string_view text) {
       ClusterSpec c = cluster_from_json(read_document(head), head);
       c.nodes = parse_count(std::string_view(arg).substr(colon + 1), "node count");
       c.name += fmt::format(":{}", c.nodes);
-      return c;
+      return checked(c);
     }
     ClusterSpec c = find_cluster_preset(arg.substr(0, colon)).node;
     c.nodes = parse_count(std::string_view(arg).substr(colon + 1), "node count");
     c.name = arg;
-    return c;
+    return checked(c);
   }
   for (const auto& p : cluster_presets())
     if (p.node.name == arg) return p.node;
@@ -456,7 +466,7 @@ ClusterSpec load_cluster(std::string_view text) {
     }
     c.nodes = count / c.gpus_per_node;
     c.name = arg;
-    return c;
+    return checked(c);
   }
   find_cluster_preset(arg);  // throws the unknown-preset error with suggestions
   return {};

@@ -352,7 +352,7 @@ TEST(TuneCli, ModelSearchFlagsAreChecked) {
                                        (dir / "s.db").string());
   Result r = run(base + "--algo oppa --min-steps 0");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("--min-steps 0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--min-steps: 0 must be an integer from 1"), std::string::npos) << r.output;
   r = run(base + "--algo oppa --seed-from-plan");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--seed-from-plan"), std::string::npos) << r.output;

@@ -1,6 +1,10 @@
 #include "paratune/cost/estimate.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
 
 #include "../test_util.h"
 #include "paratune/spec/parallel.h"
@@ -209,6 +213,27 @@ TEST(Estimate, PerStageRecomputeChangesOnlyThatStage) {
   EXPECT_THROW(llama70b_on_64_gpus("dp=2,tp=8,pp=4,mbs=1,recompute=full,recompute_layers=20/20/20"), Error);
   EXPECT_THROW(llama70b_on_64_gpus("dp=2,tp=8,pp=4,mbs=1,recompute=full,recompute_layers=20/20/20/21"), Error);
   EXPECT_THROW(llama70b_on_64_gpus("dp=2,tp=8,pp=4,mbs=1,recompute=selective,recompute_layers=1/1/1/1"), Error);
+}
+
+TEST(EstimateOptions, MemoryMarginOutsideZeroToOneIsAnError) {
+  const ModelSpec m = find_model_preset("llama3.1-70b").spec;
+  const ParallelConfig c = parse_parallel_config("dp=2,tp=8,pp=4,mbs=1,zero=1");
+  // -1 doubled the usable memory (a plan "fit" at 121 GiB on an 80 GB GPU); NaN, infinity and 1 or
+  // more left none. Each is refused before any costing.
+  for (double margin : {-1.0, -1e-9, 1.0, 2.0, std::numeric_limits<double>::quiet_NaN(),
+                        std::numeric_limits<double>::infinity()}) {
+    try {
+      estimate(m, testing::dgx_h100(8), testing::training(4096, 64), c, default_calibration(), EstimateOptions{margin});
+      ADD_FAILURE() << margin;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(fmt::format("memory_margin: {} must be a finite number >= 0 and < 1", margin), 0),
+                0u)
+          << e.what();
+    }
+  }
+  for (double margin : {0.0, 0.05, 0.99})
+    EXPECT_NO_THROW(estimate(m, testing::dgx_h100(8), testing::training(4096, 64), c, default_calibration(),
+                             EstimateOptions{margin}));
 }
 
 }  // namespace

@@ -3,12 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
-
 #include <functional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "../test_util.h"
 #include "paratune/cost/model_stats.h"
@@ -310,6 +314,71 @@ TEST(Cluster, ShippedClusterExamplesLoad) {
   EXPECT_EQ(superpod.num_gpus(), 1024);
   EXPECT_EQ(superpod.pod_gpus(), 256);
   EXPECT_DOUBLE_EQ(superpod.pod_oversubscription, 2);
+}
+
+// A directory of its own (tests may run in parallel), removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "paratune-io-XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  [[nodiscard]] std::string write(const std::string& name, const std::string& content) const {
+    std::ofstream(path_ / name) << content;
+    return (path_ / name).string();
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+TEST(Cluster, CountsOutOfRangeAreErrorsNotWrapped) {
+  // 536870913 nodes x 8 GPUs wrapped to 8 GPUs in 32 bits.
+  EXPECT_EQ(error_of([] { load_cluster("dgx-h100:536870913"); }),
+            "--cluster 'dgx-h100:536870913': node count '536870913' must be an integer from 1 to 16777216");
+  EXPECT_EQ(error_of([] { load_cluster("dgx-h100:99999999999999999999"); }),
+            "--cluster 'dgx-h100:99999999999999999999': node count '99999999999999999999' must be an integer from 1 "
+            "to 16777216");
+  EXPECT_EQ(error_of([] { load_cluster("dgx-h100:3000000"); }),
+            "--cluster 'dgx-h100:3000000': nodes: 3000000 nodes x 8 GPUs per node = 24000000 GPUs; paratune models at "
+            "most 16777216 GPUs");
+  EXPECT_NE(error_of([] { load_cluster("h100x4294967304"); }).find("GPU count '4294967304' must be an integer from 1"),
+            std::string::npos);
+  EXPECT_EQ(load_cluster("dgx-h100:16384").num_gpus(), 131072);
+  EXPECT_EQ(load_cluster("h100x131072").num_gpus(), 131072);
+  const TempDir dir;
+  const std::string huge = dir.write("huge.yaml", "gpu: h100-sxm\nnodes: 2147483647\n");
+  EXPECT_EQ(error_of([&] { load_cluster(huge); }),
+            huge + ": nodes: 2147483647 nodes x 8 GPUs per node = 17179869176 GPUs; paratune models at most 16777216 "
+                   "GPUs");
+  const std::string file = dir.write("four.yaml", "gpu: h100-sxm\nnodes: 4\n");
+  EXPECT_NE(error_of([&] { load_cluster(file + ":536870913"); }).find("must be an integer from 1 to 16777216"),
+            std::string::npos);
+  EXPECT_EQ(load_cluster(file + ":16").num_gpus(), 128);
+}
+
+TEST(Cluster, NanAndInfinityInFilesAreErrorsNamingFileAndField) {
+  const TempDir dir;
+  for (const auto& [line, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"intra_node_bandwidth: nan", "intra_node_bandwidth: nan must be a finite number > 0"},
+           {"inter_node_bandwidth: inf", "inter_node_bandwidth: inf must be a finite number > 0"},
+           {"inter_node_latency: nan", "inter_node_latency: nan must be a finite number >= 0"},
+           {"pod_oversubscription: inf", "pod_oversubscription: inf must be a finite number >= 1"},
+           {"gpu: {memory: 80GB, peak_bf16_tflops: nan, hbm_bandwidth: 3TB/s}",
+            "gpu: gpu.peak_bf16_tflops: nan must be a finite number >= 0"},
+           {"gpu: {memory: nan, peak_bf16_tflops: 900, hbm_bandwidth: 3TB/s}", "gpu: gpu.memory: nan must be a finite"},
+           {"gpu: {memory: 80GB, peak_bf16_tflops: 900, hbm_bandwidth: 1e308TB/s}",
+            "gpu: hbm_bandwidth: '1e308TB/s' is not a valid bandwidth: it must be finite"}}) {
+    const bool inline_gpu = line.rfind("gpu:", 0) == 0;
+    const std::string path =
+        dir.write("c.yaml", (inline_gpu ? "" : "gpu: h100-sxm\n") + line + "\nnodes: 2\n" +
+                                (inline_gpu ? "intra_node_bandwidth: 450GB/s\ninter_node_bandwidth: 50GB/s\n" : ""));
+    const std::string e = error_of([&] { load_cluster(path); });
+    EXPECT_NE(e.find(path + ": "), std::string::npos) << line << ": " << e;
+    EXPECT_NE(e.find(expected), std::string::npos) << line << ": " << e;
+  }
 }
 
 TEST(Gpu, UnsupportedPrecisionIsAnError) {
