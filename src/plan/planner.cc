@@ -453,7 +453,8 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
         top.offer(Plan{.estimate = std::move(*out[j]),
                        .level1_time_s = level1_time[i],
                        .level1 = level1[i],
-                       .lower_bound_s = survivors[i].lower_bound_s});
+                       .lower_bound_s = survivors[i].lower_bound_s,
+                       .frameworks = {}});  // judged once the top plans are known
       }
     }
   };
