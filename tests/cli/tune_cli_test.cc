@@ -381,3 +381,27 @@ TEST(TuneCli, SeedFromPlanDefaultMatchesTheReadme) {
 }
 
 }  // namespace
+
+namespace {
+
+// paratune-sim-trial plays configurations outside its scenario's space by parameter name (the
+// README's tune example runs it over examples/tune/space.yaml): steps, an out-of-memory failure
+// like PyTorch's, and a configuration the cluster cannot run.
+TEST(TuneCli, SimTrialPlaysConfigurationsOfAnotherSpace) {
+  const auto play = [](const std::string& params) {
+    return paratune::testing::run_command(fmt::format("{} --scenario qwen2-a5000 --steps 3 --time-scale 0 --params '{}'",
+                                                      PARATUNE_SIM_TRIAL, params));
+  };
+  Result r = play(R"({"dp": 2, "tp": 2, "pp": 2, "mbs": 1, "zero": 1, "ckpt": false})");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(R"(@paratune {"step": 3, "step_time_s")"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("peak_memory_bytes"), std::string::npos) << r.output;
+  r = play(R"({"dp": 8, "tp": 1, "pp": 1, "mbs": 4, "zero": 0, "ckpt": false})");  // 41 GiB on a 24 GB GPU
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("torch.OutOfMemoryError: CUDA out of memory"), std::string::npos) << r.output;
+  r = play(R"({"dp": 3, "tp": 1, "pp": 1, "mbs": 1, "zero": 0, "ckpt": false})");  // 3 of 8 GPUs
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("invalid configuration"), std::string::npos) << r.output;
+}
+
+}  // namespace
