@@ -38,6 +38,7 @@ grace=${README_COMMAND_GRACE:-15}
 parallel=${README_COMMAND_JOBS:-2}
 [[ -f $readme && -d $repo/examples ]] || { echo "readme_commands: no $readme or $repo/examples" >&2; exit 2; }
 repo=$(cd "$repo" && pwd)
+name=${readme##*/}
 
 skip_re='^bash scripts/(quickstart|test)\.sh$'
 error_re='error:|Error:|failed|Traceback|terminate called|Segmentation fault|core dumped|Aborted'
@@ -114,23 +115,23 @@ run_block() {
     cmd=$(cat "$work/block-$n/cmd-$i")
     oneline=$(tr -s ' \n\\' ' ' <<<"$cmd")
     if [[ $cmd =~ $skip_re ]]; then
-      echo "README.md:$line: skipped (installs packages; CI runs it): $cmd"
+      echo "$name:$line: skipped (installs packages; CI runs it): $cmd"
       continue
     fi
     out="$work/block-$n/out-$i"
     run_command "$dir" "$cmd" "$out"
     case $result in
-      0) echo "README.md:$line: ok: $oneline" ;;
+      0) echo "$name:$line: ok: $oneline" ;;
       working)
         if grep -Eq "$error_re" "$out"; then
-          echo "README.md:$line: FAILED: an error in its output: $oneline"
+          echo "$name:$line: FAILED: an error in its output: $oneline"
         else
-          echo "README.md:$line: ok (working after ${elapsed}s, stopped): $oneline"
+          echo "$name:$line: ok (working after ${elapsed}s, stopped): $oneline"
           continue
         fi ;;
-      idle) echo "README.md:$line: FAILED: running for ${max}s without a trial or job started or a step reported: $oneline" ;;
-      unstoppable) echo "README.md:$line: FAILED: did not stop within ${grace}s of SIGTERM: $oneline" ;;
-      *) echo "README.md:$line: FAILED (exit $result): $oneline" ;;
+      idle) echo "$name:$line: FAILED: running for ${max}s without a trial or job started or a step reported: $oneline" ;;
+      unstoppable) echo "$name:$line: FAILED: did not stop within ${grace}s of SIGTERM: $oneline" ;;
+      *) echo "$name:$line: FAILED (exit $result): $oneline" ;;
     esac
     [[ $result == 0 ]] && continue
     echo "--- its output (last 40 lines):"
