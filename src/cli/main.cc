@@ -756,6 +756,9 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   std::unique_ptr<tune::SearchAlgorithm> algorithm;
   std::string prior_line;
   if (algo == tune::Algorithm::kGrid || algo == tune::Algorithm::kRandom) {
+    if (f.seed_from_plan)
+      throw Error(fmt::format("--{}seed-from-plan: belongs to --algo oppa and costmodel, not {}",
+                              *f.seed_from_plan ? "" : "no-", f.algo));
     algorithm = tune::make_search(algo, space, f.seed, static_cast<std::size_t>(std::max(0, f.max_trials)));
     const std::size_t points = space.enumerate().size();
     if (algo == tune::Algorithm::kGrid && f.max_trials > 0 && static_cast<std::size_t>(f.max_trials) < points)
@@ -780,15 +783,24 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
         prior = tune::cost_model_prior(space, load_model(setup.model), cluster, training_from(setup),
                                        calibration_from(setup));
     }
-    bayes.seed_from_prior = f.seed_from_plan.value_or(has_model);
+    // Seeding ranks points by the cost-model prior, which only oppa and costmodel have.
+    const bool ranks_by_prior = algo == tune::Algorithm::kOppa || algo == tune::Algorithm::kCostModel;
+    bayes.seed_from_prior = f.seed_from_plan.value_or(has_model && ranks_by_prior);
     if (bayes.seed_from_prior && !has_model)
       throw Error("--seed-from-plan: needs --model, --cluster, --seq-len and --global-batch (the plan's predictions)");
+    if (bayes.seed_from_prior && !ranks_by_prior)
+      throw Error(fmt::format("--seed-from-plan: --algo {} has no cost-model prior to rank points by (use oppa or "
+                              "costmodel)", f.algo));
     if (prior)
       prior_line = fmt::format("; prior: paratune's cost model{}{}", prior->kernel_only.empty() ? "" : fmt::format(
                                    " (kernel only: {})", fmt::join(prior->kernel_only, ", ")),
                                prior->unmapped_points ? fmt::format(", {} points the model rejects", prior->unmapped_points) : "");
     else if (algo == tune::Algorithm::kOppa || algo == tune::Algorithm::kCostModel)
       prior_line = "; prior: OPPA's App. D forms (no --model)";
+    const int seeded = (bayes.initial_points + 1) / 2;  // bayes.cc: half of the initial designs, rounded up
+    prior_line += bayes.seed_from_prior ? fmt::format("; first {}: the plan's best predictions (--seed-from-plan)",
+                                                      seeded == 1 ? "design" : fmt::format("{} designs", seeded))
+                                        : "; first designs: random";
     algorithm = tune::make_model_search(space, std::move(prior), bayes);
   }
   store::StudyStore store(f.study_path);
@@ -1096,8 +1108,11 @@ int main(int argc, char** argv) {
                                               "max(5, 2 x parameters) unless given)")
                              ->capture_default_str()
                              ->transform(whole_number(0, kIntMax));
-  tune_cmd->add_flag("--seed-from-plan,!--no-seed-from-plan", tune_flags.seed_from_plan,
-                     "oppa/costmodel: first designs from the cost model's best predictions (default: on with --model)");
+  // A flag function, not add_flag(optional<bool>&): CLI11 2.1 treats a type constructible from an
+  // integer as a flag count and sets it to 0 (false) before parsing, which made the default "off".
+  tune_cmd->add_flag_function(
+      "--seed-from-plan,!--no-seed-from-plan", [&](std::int64_t n) { tune_flags.seed_from_plan = n > 0; },
+      "oppa/costmodel: first designs from the cost model's best predictions (default: on with --model)");
   tune_cmd->add_option("--budget", tune_flags.budget, "wall time of this run, e.g. 30m (running trials are stopped)");
   tune_cmd->add_option("--max-trials", tune_flags.max_trials, "trials in the study in all, reused ones included")
       ->transform(whole_number(0, kIntMax, "0: no limit"));

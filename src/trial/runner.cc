@@ -284,8 +284,11 @@ struct TrialRunner::Process {
     return leader_exited && !processes_by_environment(launch.dir).empty();
   }
   // Processes that left the group and were reparented to us (we are a subreaper) are ours to reap.
+  // Never the leader (a cgroup's list holds it too): reaped here, its status would be lost and the
+  // wait loop, never seeing it exit, would wait for the trial for ever.
   void reap_escaped() {
-    for (pid_t other : escaped) ::waitpid(other, nullptr, WNOHANG);
+    for (pid_t other : escaped)
+      if (other != pid) ::waitpid(other, nullptr, WNOHANG);
   }
   void stop(TrialStatus status, std::string reason) {
     if (!stopped) stopped.emplace(status, std::move(reason));

@@ -7,9 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <thread>
@@ -359,6 +361,81 @@ TEST(TuneCli, ModelSearchFlagsAreChecked) {
   r = run(base + "--algo hyperband");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("oppa"), std::string::npos) << r.output;
+}
+
+// --seed-from-plan is what the README and --help say: on by default for oppa and costmodel with a
+// model (it once read as off: CLI11 set the unset flag to false), off with --no-seed-from-plan, and
+// the header line says which. The first trial's recorded source is the proof.
+TEST(TuneCli, SeedFromPlanDefaultMatchesTheReadme) {
+  std::ifstream readme_file(std::string(PARATUNE_SOURCE_DIR) + "/README.md");
+  std::string readme;  // with every run of white space one space, so that rewrapping does not matter
+  for (auto it = std::istreambuf_iterator<char>(readme_file); it != std::istreambuf_iterator<char>(); ++it)
+    if (!std::isspace(static_cast<unsigned char>(*it))) readme += *it;
+    else if (!readme.empty() && readme.back() != ' ') readme += ' ';
+  const std::string documented = "`--seed-from-plan`, default for oppa and costmodel with a model";
+  EXPECT_NE(readme.find(documented), std::string::npos) << "README.md no longer says: " << documented;
+
+  const std::string scenarios = std::string(PARATUNE_SOURCE_DIR) + "/bench/simcluster/scenarios";
+  struct Case {
+    const char* algo;
+    const char* flag;
+    bool seeded;
+  };
+  for (const Case& c : {Case{"oppa", "", true}, Case{"costmodel", "", true}, Case{"oppa", "--no-seed-from-plan", false},
+                        Case{"bo", "", false}, Case{"costmodel", "--seed-from-plan", true}}) {
+    const std::string label = std::string(c.algo) + " " + c.flag;
+    const std::filesystem::path dir = fresh_dir(std::string("seed_") + c.algo + (c.flag[0] ? "_flag" : ""));
+    const Result r = run(fmt::format(
+        "tune --space {0}/qwen2-a5000.space.yaml --model qwen2-1.5b --cluster {0}/a5000-8.yaml --seq-len 1024 "
+        "--global-batch 64 --algo {1} {2} --initial 4 --steps 6 --max-trials 2 "
+        "--command '{3} --scenario qwen2-a5000 --time-scale 0.0005' --study {4} --json",
+        scenarios, c.algo, c.flag, PARATUNE_SIM_TRIAL, (dir / "s.db").string()));
+    ASSERT_EQ(r.exit_code, 0) << label << "\n" << r.output;
+    EXPECT_EQ(r.output.find("first 2 designs: the plan's best predictions (--seed-from-plan)") != std::string::npos,
+              c.seeded)
+        << label << "\n" << r.output;
+    EXPECT_EQ(r.output.find("first designs: random") != std::string::npos, !c.seeded) << label << "\n" << r.output;
+    const nlohmann::json j = nlohmann::json::parse(r.output.substr(r.output.find("{\n")));
+    ASSERT_EQ(j["trials"].size(), 2u) << label;
+    for (const auto& t : j["trials"]) {
+      const std::string source = t["prediction"].value("source", "");
+      EXPECT_EQ(source.find("the cost model's best prediction") != std::string::npos, c.seeded) << label << ": " << source;
+    }
+  }
+  // Where there is nothing to seed from, asking for it is refused.
+  const std::filesystem::path dir = fresh_dir("seed_refused");
+  for (const char* algo : {"grid", "random", "bo", "xgboost"}) {
+    const Result r = run(fmt::format(
+        "tune --space {0}/qwen2-a5000.space.yaml --model qwen2-1.5b --cluster {0}/a5000-8.yaml --seq-len 1024 "
+        "--global-batch 64 --algo {1} --seed-from-plan --command true --study {2}",
+        scenarios, algo, (dir / "s.db").string()));
+    EXPECT_EQ(r.exit_code, 2) << algo << "\n" << r.output;
+    EXPECT_NE(r.output.find("--seed-from-plan"), std::string::npos) << r.output;
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// paratune-sim-trial plays configurations outside its scenario's space by parameter name (the
+// README's tune example runs it over examples/tune/space.yaml): steps, an out-of-memory failure
+// like PyTorch's, and a configuration the cluster cannot run.
+TEST(TuneCli, SimTrialPlaysConfigurationsOfAnotherSpace) {
+  const auto play = [](const std::string& params) {
+    return paratune::testing::run_command(fmt::format("{} --scenario qwen2-a5000 --steps 3 --time-scale 0 --params '{}'",
+                                                      PARATUNE_SIM_TRIAL, params));
+  };
+  Result r = play(R"({"dp": 2, "tp": 2, "pp": 2, "mbs": 1, "zero": 1, "ckpt": false})");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(R"(@paratune {"step": 3, "step_time_s")"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("peak_memory_bytes"), std::string::npos) << r.output;
+  r = play(R"({"dp": 8, "tp": 1, "pp": 1, "mbs": 4, "zero": 0, "ckpt": false})");  // 41 GiB on a 24 GB GPU
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("torch.OutOfMemoryError: CUDA out of memory"), std::string::npos) << r.output;
+  r = play(R"({"dp": 3, "tp": 1, "pp": 1, "mbs": 1, "zero": 0, "ckpt": false})");  // 3 of 8 GPUs
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("invalid configuration"), std::string::npos) << r.output;
 }
 
 }  // namespace
