@@ -40,15 +40,6 @@ double inverse_mills(double z) {
   return -z - 1 / z;
 }
 
-Eigen::MatrixXd covariance(const Hyperparameters& h, const Eigen::MatrixXd& x) {
-  const Eigen::Index n = x.rows();
-  Eigen::MatrixXd k(n, n);
-  for (Eigen::Index i = 0; i < n; ++i) {
-    k(i, i) = h.signal_variance;
-    for (Eigen::Index j = 0; j < i; ++j) k(i, j) = k(j, i) = kernel(h, x.row(i).transpose(), x.row(j).transpose());
-  }
-  return k;
-}
 
 // Laplace's approximation at given hyperparameters: the mode and what predictions need.
 struct Laplace {

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "../test_util.h"
 #include "cli_util.h"
 
 namespace {
@@ -19,24 +20,6 @@ namespace {
 using paratune::testing::Result;
 using paratune::testing::run;
 
-// A directory of its own (tests may run in parallel), removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "paratune-ranges-XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  [[nodiscard]] std::string write(const std::string& name, const std::string& content) const {
-    std::ofstream(path_ / name) << content;
-    return (path_ / name).string();
-  }
-  [[nodiscard]] std::string path(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
 
 // `paratune ARGS` exits 2 and says `message`.
 void expect_bad_input(const std::string& args, const std::string& message) {
@@ -97,7 +80,7 @@ TEST(RangesCli, EveryNumericFlagIsCheckedBeforeAnythingRuns) {
       {"harvest --job j --trial t --trial-params p --ranks 5000", "--ranks: 5000 must be an integer from 1 to 4096"}};
   for (const auto& [args, message] : cases) expect_bad_input(args, message);
 
-  const TempDir dir;
+  const paratune::testing::TempDir dir;
   const std::string space = dir.write("space.yaml", "parameters:\n  x: [1, 2]\n");
   const std::string tune = "tune --space " + space + " --study " + dir.path("s.db") + " --command 'true {x}' ";
   for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
@@ -134,7 +117,7 @@ TEST(RangesCli, SimulateRefusesPlainOneFOneBWithVirtualStages) {
 
 // Item 5: a trial reporting 1e-320 s per step had an infinite throughput and was chosen as best.
 TEST(RangesCli, AnImplausibleStepTimeNeverMakesTheBestTrial) {
-  const TempDir dir;
+  const paratune::testing::TempDir dir;
   const std::string space = dir.write("space.yaml", "parameters:\n  t: [1e-320, 0.5]\n");
   const std::string trial = dir.write(
       "trial.sh", "for i in 0 1 2 3; do echo \"@paratune {\\\"step\\\": $i, \\\"step_time_s\\\": $1}\"; done\n");

@@ -231,7 +231,8 @@ TEST(HpoStudy, KilledControllerResumesKeepingPrunedAndPromotedTrials) {
         EXPECT_EQ(a.ended_unix_s, b.ended_unix_s) << "completed trial " << b.number << " ran again";
       }
       if (b.status == "pruned" || (b.status == "running" && b.rung)) {
-        EXPECT_TRUE(a.status == "pruned" || a.status == "completed") << a.status;
+        EXPECT_TRUE(a.status == "pruned" || a.status == "completed")
+            << "trial " << a.number << ": " << a.status << " (" << a.reason << ")";
         EXPECT_GE(a.steps, b.steps) << "trial " << b.number << " lost steps";
         EXPECT_GE(a.rung.value_or(-1), b.rung.value_or(-1)) << "trial " << b.number << " lost its rung";
       }

@@ -316,23 +316,6 @@ TEST(Cluster, ShippedClusterExamplesLoad) {
   EXPECT_DOUBLE_EQ(superpod.pod_oversubscription, 2);
 }
 
-// A directory of its own (tests may run in parallel), removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "paratune-io-XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  [[nodiscard]] std::string write(const std::string& name, const std::string& content) const {
-    std::ofstream(path_ / name) << content;
-    return (path_ / name).string();
-  }
-
- private:
-  std::filesystem::path path_;
-};
 
 TEST(Cluster, CountsOutOfRangeAreErrorsNotWrapped) {
   // 536870913 nodes x 8 GPUs wrapped to 8 GPUs in 32 bits.
@@ -348,7 +331,7 @@ TEST(Cluster, CountsOutOfRangeAreErrorsNotWrapped) {
             std::string::npos);
   EXPECT_EQ(load_cluster("dgx-h100:16384").num_gpus(), 131072);
   EXPECT_EQ(load_cluster("h100x131072").num_gpus(), 131072);
-  const TempDir dir;
+  const testing::TempDir dir;
   const std::string huge = dir.write("huge.yaml", "gpu: h100-sxm\nnodes: 2147483647\n");
   EXPECT_EQ(error_of([&] { load_cluster(huge); }),
             huge + ": nodes: 2147483647 nodes x 8 GPUs per node = 17179869176 GPUs; paratune models at most 16777216 "
@@ -360,7 +343,7 @@ TEST(Cluster, CountsOutOfRangeAreErrorsNotWrapped) {
 }
 
 TEST(Cluster, NanAndInfinityInFilesAreErrorsNamingFileAndField) {
-  const TempDir dir;
+  const testing::TempDir dir;
   for (const auto& [line, expected] : std::vector<std::pair<std::string, std::string>>{
            {"intra_node_bandwidth: nan", "intra_node_bandwidth: nan must be a finite number > 0"},
            {"inter_node_bandwidth: inf", "inter_node_bandwidth: inf must be a finite number > 0"},
