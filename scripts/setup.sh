@@ -17,6 +17,7 @@ PACKAGES=(
   libtorch-dev libgloo-dev  # paratune-train: libtorch 1.13 (CPU) and the Gloo headers c10d's ProcessGroupGloo needs
   libopenblas0-openmp  # libtorch's BLAS: OpenBLAS (OpenMP, so it follows torch's thread count) instead of the 10x slower reference BLAS
   fortunes  # paratune-train's text corpus (byte-level language model)
+  bsdutils  # script(1): a test runs `paratune calibrate` on a pseudo-terminal
 )
 
 missing=()

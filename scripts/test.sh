@@ -3,5 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-bash scripts/build.sh
+bash scripts/build.sh -DPARATUNE_WERROR=ON  # CI: a warning is an error
 cd build && ctest --output-on-failure -j "$(nproc)"

@@ -1,8 +1,11 @@
 // Small helpers shared by the tests: builders for specs and a temp-file writer.
 #pragma once
 
+#include <stdlib.h>
+
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 
 #include "paratune/spec/hardware.h"
@@ -56,5 +59,27 @@ inline std::string write_temp(const std::string& name, const std::string& conten
   std::ofstream(path) << content;
   return path.string();
 }
+
+// A directory of its own (tests may run in parallel), removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "paratune-XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  // Writes `content` to the file `name` in it; returns its path.
+  [[nodiscard]] std::string write(const std::string& name, const std::string& content) const {
+    std::ofstream(path_ / name) << content;
+    return (path_ / name).string();
+  }
+  [[nodiscard]] std::string path(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
 
 }  // namespace paratune::testing

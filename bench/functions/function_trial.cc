@@ -1,18 +1,24 @@
-// paratune-function-trial FUNCTION [--curve] [--sleep SECONDS] [--fail-above NAME VALUE]
-//                                  [--metric-after-step] [--metric-without-step] [--ignore-checkpoint]
+// paratune-function-trial FUNCTION [--curve] [--sleep SECONDS] [--fail-above NAME VALUE] [--fail-code C]
+//                                  [--step-time-is-value] [--metric-after-step] [--metric-without-step]
+//                                  [--ignore-checkpoint]
 //
 // A trial program (README "Trial protocol") whose objective is a standard test function of its
 // parameters, read from PARATUNE_PARAMS as x1, x2, ...:
 //   branin       x1 in [-5, 10], x2 in [0, 15]; minimum 0.397887 (Dixon & Szego 1978)
 //   hartmann6    x1..x6 in [0, 1]; minimum -3.32237
 //   rosenbrock4  x1..x4 (usually in [-5, 10]); minimum 0 at (1, 1, 1, 1)
+//   abc          parameters a, b, c (> 0; issue 21 item 17 searches a, b in {1, 2, 4, 8}, c in {0..3}):
+//                (1 + (log2 b - 1)^2 + (c - 2)^2 / 4) / a, falling with a, so that a model is drawn
+//                towards large a; with --fail-above a 2 the best that runs is 0.5 at (2, 2, 2)
 // (definitions as in Surjanovic & Bingham, Virtual Library of Simulation Experiments,
 // sfu.ca/~ssurjano). It runs PARATUNE_MAX_STEPS steps (1 when unset) and reports the metric "value"
 // at every step: f(x), or with --curve a learning curve f(x) + 10 / (step + 1) that reaches f(x)
 // only at the end but ranks trials as f does at every step (so a pruner's decisions can be worked
-// out by hand). With PARATUNE_CHECKPOINT_DIR it saves its step there after the last one (and says
-// so) and resumes after it when run again. --fail-above NAME VALUE exits 1 when parameter NAME
-// exceeds VALUE (a region of failing trials). --sleep makes each step take that long. For the
+// out by hand). --step-time-is-value reports f(x) as each step's step_time_s instead of the time the
+// step took, so that a tuning study's throughput is exactly 1 / f(x). With PARATUNE_CHECKPOINT_DIR it saves its step there after the last one (and says
+// so) and resumes after it when run again. --fail-above NAME VALUE exits at once, before any output
+// line, when parameter NAME exceeds VALUE (a region of failing trials), with code 1 or --fail-code C
+// (3: as a framework that refuses an invalid configuration at start-up). --sleep makes each step take that long. For the
 // controller's tests, programs that report differently: --metric-after-step prints each value after
 // its step line, --metric-without-step leaves "step" out of the metric line, --ignore-checkpoint
 // announces checkpoints but always starts from step 0.
@@ -63,6 +69,12 @@ double rosenbrock(const std::vector<double>& x) {
   return sum;
 }
 
+// Issue 21 item 17's landscape (see the header comment).
+double abc(const std::vector<double>& x) {
+  const double b = std::log2(x[1]) - 1, c = x[2] - 2;
+  return (1 + b * b + c * c / 4) / x[0];
+}
+
 int fail(const std::string& message) {
   std::fprintf(stderr, "paratune-function-trial: %s\n", message.c_str());
   return 2;
@@ -71,11 +83,18 @@ int fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::map<std::string, std::pair<int, double (*)(const std::vector<double>&)>> functions{
-      {"branin", {2, branin}}, {"hartmann6", {6, hartmann6}}, {"rosenbrock4", {4, rosenbrock}}};
-  if (argc < 2 || !functions.contains(argv[1])) return fail("usage: FUNCTION (branin | hartmann6 | rosenbrock4) [--curve] [--sleep S] [--fail-above NAME VALUE]");
-  const auto [dimensions, function] = functions.at(argv[1]);
+  const std::map<std::string, std::pair<std::vector<std::string>, double (*)(const std::vector<double>&)>> functions{
+      {"abc", {{"a", "b", "c"}, abc}},
+      {"branin", {{"x1", "x2"}, branin}},
+      {"hartmann6", {{"x1", "x2", "x3", "x4", "x5", "x6"}, hartmann6}},
+      {"rosenbrock4", {{"x1", "x2", "x3", "x4"}, rosenbrock}}};
+  if (argc < 2 || !functions.contains(argv[1]))
+    return fail("usage: FUNCTION (abc | branin | hartmann6 | rosenbrock4) [--curve] [--sleep S] [--fail-above NAME VALUE] "
+                "[--fail-code C] [--step-time-is-value]");
+  const auto [names, function] = functions.at(argv[1]);
   bool curve = false, metric_after_step = false, metric_without_step = false, ignore_checkpoint = false;
+  bool step_time_is_value = false;
+  int fail_code = 1;
   double sleep_s = 0;
   std::string fail_name;
   double fail_value = 0;
@@ -85,6 +104,8 @@ int main(int argc, char** argv) {
     else if (a == "--metric-after-step") metric_after_step = true;
     else if (a == "--metric-without-step") metric_without_step = true;
     else if (a == "--ignore-checkpoint") ignore_checkpoint = true;
+    else if (a == "--step-time-is-value") step_time_is_value = true;
+    else if (a == "--fail-code" && i + 1 < argc) fail_code = std::atoi(argv[++i]);
     else if (a == "--sleep" && i + 1 < argc) sleep_s = std::atof(argv[++i]);
     else if (a == "--fail-above" && i + 2 < argc) {
       fail_name = argv[++i];
@@ -95,15 +116,15 @@ int main(int argc, char** argv) {
   const nlohmann::json params = nlohmann::json::parse(params_text ? params_text : "{}", nullptr, false);
   if (!params.is_object()) return fail("PARATUNE_PARAMS: not a JSON object");
   std::vector<double> x;
-  for (int d = 1; d <= dimensions; ++d) {
-    const std::string name = "x" + std::to_string(d);
+  for (const std::string& name : names) {
     if (!params.contains(name) || !params[name].is_number()) return fail("PARATUNE_PARAMS: needs a number " + name);
     x.push_back(params[name].get<double>());
   }
   if (!fail_name.empty() && params.contains(fail_name) && params[fail_name].is_number() &&
       params[fail_name].get<double>() > fail_value) {
-    std::fprintf(stderr, "paratune-function-trial: %s > %g: failing as asked\n", fail_name.c_str(), fail_value);
-    return 1;
+    std::fprintf(stderr, "paratune-function-trial: invalid configuration: %s > %g (failing as asked)\n",
+                 fail_name.c_str(), fail_value);
+    return fail_code;
   }
   const char* max_text = std::getenv("PARATUNE_MAX_STEPS");
   const long steps = max_text ? std::atol(max_text) : 1;
@@ -131,7 +152,7 @@ int main(int argc, char** argv) {
       std::printf("@paratune {\"checkpoint_step\": %ld}\n", step);
     }
     const double seconds = std::max(1e-6, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    std::printf("@paratune {\"step\": %ld, \"step_time_s\": %.9g}\n", step, seconds);
+    std::printf("@paratune {\"step\": %ld, \"step_time_s\": %.9g}\n", step, step_time_is_value ? value : seconds);
     if (metric_after_step) print_metric();
     std::fflush(stdout);
   }

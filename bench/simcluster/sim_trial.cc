@@ -5,7 +5,10 @@
 //   paratune-sim-trial --scenario bert-a5000 --survey     # the space: valid, fitting, true optimum
 //
 // The configuration comes from --params or PARATUNE_PARAMS (set by `paratune tune`), the number of
-// steps from --steps or PARATUNE_MAX_STEPS (else the scenario's q_max). Each step sleeps its
+// steps from --steps or PARATUNE_MAX_STEPS (else the scenario's q_max). A configuration that is not a
+// point of the scenario's space (e.g. one of examples/tune/space.yaml) is played on the same cluster
+// and model as the one-point space of its own values, its parameters read by name as `tune --model`
+// reads a space file (dp, tp, pp, mbs, zero, ckpt, ...; others ignored). Each step sleeps its
 // simulated time x --time-scale (default 0.001: a 2 s step takes 2 ms) and reports the simulated
 // (unscaled) time. Above the GPU's memory the trial fails after its first step the way PyTorch
 // does. The noise seed defaults to one derived from PARATUNE_TRIAL_ID and the parameters.
@@ -63,7 +66,7 @@ int main(int argc, char** argv) {
       else return usage("unknown argument " + a);
     }
     if (scenario_name.empty()) return usage("--scenario is required");
-    const simcluster::World world = simcluster::load_world(simcluster::scenario(dir, scenario_name));
+    simcluster::World world = simcluster::load_world(simcluster::scenario(dir, scenario_name));
     if (survey) {
       for (const tune::Point& p : world.space.enumerate())
         if (const simcluster::Truth t = simcluster::ground_truth(world, p); !t.valid) {
@@ -77,7 +80,14 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (params_text.empty()) return usage("no configuration: give --params JSON or set PARATUNE_PARAMS");
-    const auto point = world.space.point_of(nlohmann::json::parse(params_text));
+    const nlohmann::json params = nlohmann::json::parse(params_text);
+    std::optional<tune::Point> point = world.space.point_of(params);
+    if (!point && params.is_object()) {  // the one-point space of its own values
+      std::string yaml = "parameters:\n";
+      for (const auto& [name, value] : params.items()) yaml += fmt::format("  {}: [{}]\n", name, value.dump());
+      world.space = tune::SearchSpace::parse(yaml, "--params");
+      point = world.space.point_of(params);
+    }
     if (!point) throw Error(fmt::format("--params {}: not a point of {}", params_text, world.scenario.space_file));
     if (steps <= 0) steps = world.scenario.steps;
     const simcluster::Truth truth = simcluster::ground_truth(world, *point);

@@ -197,7 +197,8 @@ std::vector<std::string> fit_parameter_names() {
 namespace {
 
 // The fit on screened rows.
-CalibrationFit fit_rows(const std::vector<const RunSetup*>& rows, const Calibration& start, const FitOptions& options) {
+CalibrationFit fit_rows(const std::vector<const RunSetup*>& rows, const Calibration& start, const FitOptions& options,
+                        const std::string& stage = "fit") {
   const auto t0 = std::chrono::steady_clock::now();
   CalibrationFit fit;
   fit.rows_used = static_cast<int>(rows.size());
@@ -215,8 +216,10 @@ CalibrationFit fit_rows(const std::vector<const RunSetup*>& rows, const Calibrat
     const std::vector<FitParameter>* params;
     const std::vector<const RunSetup*>* rows;
     int threads;
+    const FitOptions* options;
+    FitProgress progress;
     int evaluations = 0;
-  } state{&start, &params, &rows, thread_count(options)};
+  } state{&start, &params, &rows, thread_count(options), &options, {stage, 0, options.max_evaluations, 0}};
   // Objective: mean + max/5 of |error| in percent over the rows used: the mean is what the
   // issue's targets and a planner's ranking need; the max term keeps one source from being
   // sacrificed wholesale.
@@ -226,7 +229,13 @@ CalibrationFit fit_rows(const std::vector<const RunSetup*>& rows, const Calibrat
     const auto errors = row_errors(*st->rows, apply(*st->start, *st->params, v), st->threads);
     double sum = 0, worst = 0;
     for (double e : errors) sum += e, worst = std::max(worst, e);
-    return sum / errors.size() + 0.2 * worst;
+    const double value = sum / errors.size() + 0.2 * worst;
+    if (st->options->on_progress) {
+      st->progress.best_objective = st->evaluations == 1 ? value : std::min(st->progress.best_objective, value);
+      st->progress.evaluation = st->evaluations;
+      st->options->on_progress(st->progress);
+    }
+    return value;
   };
   nlopt::opt optimizer(nlopt::LN_BOBYQA, static_cast<unsigned>(x.size()));
   optimizer.set_lower_bounds(lower);
@@ -293,7 +302,9 @@ LosoReport leave_one_source_out(const std::vector<PublishedRun>& runs, const Cal
   report.rows = static_cast<int>(prepared.setups.size());
 
   double in_sum = 0, loso_sum = 0;
+  std::size_t fold_number = 0;
   for (const auto& source : prepared.source_order) {
+    ++fold_number;
     std::vector<std::size_t> train, test;
     for (std::size_t i = 0; i < prepared.setups.size(); ++i)
       (prepared.setups[i].source_id == source ? test : train).push_back(i);
@@ -307,7 +318,9 @@ LosoReport leave_one_source_out(const std::vector<PublishedRun>& runs, const Cal
     const auto fold_start = std::chrono::steady_clock::now();
     Calibration fitted = prior;
     if (!train.empty()) {
-      const CalibrationFit fold = fit_rows(rows_of(screened, train), prior, options);
+      const CalibrationFit fold =
+          fit_rows(rows_of(screened, train), prior, options,
+                   fmt::format("fold {} of {} (without {})", fold_number, prepared.source_order.size(), source));
       fitted = fold.calibration;
       s.evaluations = fold.evaluations;
     }

@@ -16,9 +16,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
+#include "flag_checks.h"
 #include "paratune/calib/published_runs.h"
+#include "progress_line.h"
 #include "paratune/cost/estimate.h"
 #include "paratune/cost/surrogate_footprint.h"
 #include "paratune/hpo/bubble_coordinator.h"
@@ -52,6 +55,14 @@
 namespace {
 
 using namespace paratune;
+using cli::Ends;
+using cli::real_number;
+using cli::whole_number;
+constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Slots and ranks of one host (trial slots, a harvest job's ranks): more is not a machine.
+constexpr std::int64_t kMaxHostSlots = 4096;
 
 struct SetupFlags {
   std::string model;
@@ -75,8 +86,10 @@ void add_setup_flags(CLI::App* app, SetupFlags& f, bool required = true) {
       ->required(required);
   app->add_option("--cluster", f.cluster, "cluster: PRESET:NODES (dgx-h100:16), GPUxCOUNT (h100x128) or a file")
       ->required(required);
-  app->add_option("--seq-len", f.seq_len, "tokens per sequence")->required(required);
-  app->add_option("--global-batch", f.global_batch, "sequences per iteration")->required(required);
+  app->add_option("--seq-len", f.seq_len, "tokens per sequence")->required(required)->transform(whole_number(1, kIntMax));
+  app->add_option("--global-batch", f.global_batch, "sequences per iteration")
+      ->required(required)
+      ->transform(whole_number(1, kIntMax));
   app->add_option("--precision", f.precision, "bf16 | fp16 | fp8")->capture_default_str();
   app->add_option("--fp8-recipe", f.fp8_recipe, "with --precision fp8: delayed | tensorwise | blockwise | mxfp8")
       ->capture_default_str();
@@ -85,12 +98,14 @@ void add_setup_flags(CLI::App* app, SetupFlags& f, bool required = true) {
   app->add_option("--moe-balancing", f.moe_balancing, "MoE routing: aux-loss | aux-loss-free | force-balanced")
       ->capture_default_str();
   app->add_option("--moe-capacity-factor", f.moe_capacity_factor, "MoE expert capacity factor (0 = dropless)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(cli::capacity_factor());
   app->add_option("--optimizer", f.optimizer, "adamw | adam | sgd")->capture_default_str();
   app->add_flag("--no-flash-attention", f.no_flash_attention, "model unfused attention (s^2 scores in memory)");
   app->add_option("--calibration", f.calibration, "calibration JSON (default: the shipped fitted calibration)");
   app->add_option("--memory-margin", f.memory_margin, "fraction of GPU memory kept free when judging fit")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(real_number(0, 1, Ends::kOpenHigh, "the fraction of GPU memory kept free"));
 }
 
 TrainingSpec training_from(const SetupFlags& f) {
@@ -125,7 +140,25 @@ TrainingSpec training_from(const SetupFlags& f) {
 }
 
 Calibration calibration_from(const SetupFlags& f) {
-  return f.calibration.empty() ? default_calibration() : load_calibration(f.calibration);
+  try {
+    return f.calibration.empty() ? default_calibration() : load_calibration(f.calibration);
+  } catch (const Error& e) {
+    throw e.with_context("--calibration");
+  }
+}
+
+// What made a predicted figure, said next to it: the figures of plan, estimate and simulate come
+// from the analytic model, not from a measurement.
+constexpr const char* kVersion = "0.1.0";
+std::string prediction_source(const SetupFlags& f) {
+  return fmt::format("model prediction: paratune {} analytic cost model, calibration {}", kVersion,
+                     f.calibration.empty() ? "shipped (data/calibration.json, fitted to ../shared/calibration's published runs)"
+                                           : f.calibration);
+}
+nlohmann::json prediction_json(const SetupFlags& f) {
+  return {{"kind", "model prediction"},
+          {"model", fmt::format("paratune {} analytic cost model", kVersion)},
+          {"calibration", f.calibration.empty() ? "shipped" : f.calibration}};
 }
 
 void write_json(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
@@ -172,6 +205,13 @@ int run_simulate(const SetupFlags& setup, const SimulateFlags& f, bool json) {
   } catch (const Error& e) {
     throw e.with_context("--schedule/--grad-sync");
   }
+  // Plain 1F1B has one model chunk per rank; with vpp > 1 resolve() would run the interleaved schedule
+  // instead of the one asked for by name. Refused, so a comparison of schedules never compares one
+  // with itself.
+  if (!f.schedule.empty() && config.schedule == Schedule::kOneFOneB && config.vpp > 1)
+    throw Error(fmt::format("--schedule {}: --config has vpp={}, and 1F1B with virtual stages is the interleaved "
+                            "schedule; give --schedule interleaved-1f1b, or vpp=1 for plain 1F1B",
+                            f.schedule, config.vpp));
   const Calibration calibration = calibration_from(setup);
   const EstimateOptions options{setup.memory_margin};
   std::vector<StageMesh> meshes;
@@ -220,8 +260,6 @@ int run_simulate(const SetupFlags& setup, const SimulateFlags& f, bool json) {
   std::optional<HarvestReport> harvest;
   if (f.harvest_ratio != 0) {
     if (!meshes.empty()) throw Error("--harvest-ratio: stage meshes give stages different GPU counts; not supported");
-    if (f.harvest_max_members < 1)
-      throw Error(fmt::format("--harvest-max-members {}: must be >= 1", f.harvest_max_members));
     HarvestReport r;
     try {
       r.footprint = surrogate_footprint(model, cluster, training, f.harvest_ratio, calibration);
@@ -230,8 +268,16 @@ int run_simulate(const SetupFlags& setup, const SimulateFlags& f, bool json) {
     }
     r.trial.step_time_s = r.footprint.step_time_s;
     r.trial.memory_bytes = r.footprint.memory_bytes;
-    r.trial.switch_s = units::parse_duration(f.harvest_switch);
-    r.trial.runtime_memory_bytes = units::parse_bytes(f.harvest_runtime);
+    try {
+      r.trial.switch_s = units::parse_duration(f.harvest_switch);
+    } catch (const Error& e) {
+      throw e.with_context("--harvest-switch");
+    }
+    try {
+      r.trial.runtime_memory_bytes = units::parse_bytes(f.harvest_runtime);
+    } catch (const Error& e) {
+      throw e.with_context("--harvest-runtime");
+    }
     r.trial.max_members = f.harvest_max_members;
     r.harvest = sim::pack_bubbles(problem, result, r.trial);
     r.gpus_per_stage = config.dp * config.tp * config.cp;
@@ -251,6 +297,7 @@ int run_simulate(const SetupFlags& setup, const SimulateFlags& f, bool json) {
     if (!meshes.empty()) j["stage_mesh"] = f.stage_mesh;
     if (f.compare_grad_sync) j["grad_sync_comparison"] = comparison;
     if (harvest) j["harvest"] = to_json(*harvest);
+    j["predicted_by"] = prediction_json(setup);
     write_json(j);
     return 0;
   }
@@ -261,6 +308,7 @@ int run_simulate(const SetupFlags& setup, const SimulateFlags& f, bool json) {
   std::cout << fmt::format("tokens/s         {:.0f}\n", tokens / result.iteration_time_s);
   std::cout << format_simulation(result, problem) << comparison_text;
   if (harvest) std::cout << format_harvest(*harvest);
+  std::cout << "(" << prediction_source(setup) << ")\n";
   if (!f.trace_path.empty()) std::cout << "wrote " << f.trace_path << " (Chrome trace: open in ui.perfetto.dev)\n";
   if (!f.svg_path.empty()) std::cout << "wrote " << f.svg_path << "\n";
   return 0;
@@ -292,11 +340,8 @@ int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
       throw e.with_context("--base");
     }
   }
-  if (f.top < 1) throw Error(fmt::format("--top {}: must be >= 1", f.top));
-  if (f.keep < 1) throw Error(fmt::format("--keep {}: must be >= 1", f.keep));
-  if (f.threads < 1) throw Error(fmt::format("--threads {}: must be >= 1", f.threads));
   std::optional<Framework> framework;
-  LaunchTarget target{.nodes = cluster.nodes, .gpus_per_node = cluster.gpus_per_node, .gpu = cluster.gpu.name};
+  LaunchTarget target{.version = "", .nodes = cluster.nodes, .gpus_per_node = cluster.gpus_per_node, .gpu = cluster.gpu.name};
   std::string emit_name;  // "megatron@0.20.0-dev"
   if (!f.emit.empty()) {
     try {
@@ -322,9 +367,10 @@ int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
   if (json) {
     nlohmann::json j = to_json(result);
     if (launch) j["launch"] = {{"framework", emit_name}, {"text", launch->text}, {"cannot_express", launch->cannot_express}};
+    j["predicted_by"] = prediction_json(setup);
     write_json(j);
   } else {
-    std::cout << format_plan(result, model, cluster, training);
+    std::cout << format_plan(result, model, cluster, training) << "(" << prediction_source(setup) << ")\n";
     if (launch) {
       std::cout << fmt::format("\n{} launch for the winner:\n{}", emit_name, launch->text);
       if (!launch->cannot_express.empty()) {
@@ -347,6 +393,7 @@ struct TuneFlags {
   std::uint64_t seed = 0;
   std::string budget, memory_limit, timeout, hang, grace = "10s";
   int max_trials = 0;
+  bool retry_failed = false;
   int steps = 20;
   int parallel = 1;
   std::optional<int> slots;  // --slots: the same as --parallel, named for two-level parallelism
@@ -526,6 +573,7 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   options.direction = f.direction.empty() ? hpo::Direction::kMaximize : hpo::parse_direction(f.direction);
   options.max_trials = f.max_trials;
   options.budget_s = optional_duration(f.budget, "--budget");
+  options.retry_failed = f.retry_failed;
   options.limits = limits_from(f);
   options.step_time_regex = f.step_time_regex;
   options.trials_dir = trials_dir_from(f);
@@ -555,7 +603,12 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   sampler_options.direction = options.direction;
   sampler_options.seed = f.seed;
   sampler_options.startup_trials = f.given.contains("--initial") ? f.initial : -1;
-  if (f.given.contains("--initial") && f.initial < 0) throw Error(fmt::format("--initial {}: must be >= 0", f.initial));
+  sampler_options.max_trials = static_cast<std::size_t>(std::max(0, f.max_trials));
+  if (kind == hpo::SamplerKind::kGrid && space.finite() && f.max_trials > 0 &&
+      static_cast<std::size_t>(f.max_trials) < space.enumerate().size())
+    std::cerr << fmt::format("paratune tune: grid: --max-trials {} covers {} of the {} configurations, spread evenly "
+                             "over the grid\n",
+                             f.max_trials, f.max_trials, space.enumerate().size());
   const std::unique_ptr<hpo::Sampler> sampler = hpo::make_sampler(kind, space, sampler_options);
   hpo::PrunerOptions pruner_options;
   pruner_options.direction = options.direction;
@@ -637,8 +690,6 @@ int run_harvest_command(const HarvestFlags& f, bool json) {
     }
   }
   if (options.trial_argv.empty()) throw Error("--trial: the tuning trial's command is required");
-  if (f.timeline_steps < 1) throw Error(fmt::format("--timeline-steps {}: must be >= 1", f.timeline_steps));
-  if (f.ranks < 1 || f.ranks > 4096) throw Error(fmt::format("--ranks {}: must be from 1 to 4096", f.ranks));
   if (options.trial_params.empty()) throw Error("--trial-params: the file must name at least one trial");
   HarvestMeasurement m;
   m.ranks = f.ranks;
@@ -695,6 +746,7 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   options.steps = f.steps;
   options.max_trials = f.max_trials;
   options.budget_s = optional_duration(f.budget, "--budget");
+  options.retry_failed = f.retry_failed;
   options.limits = limits_from(f);
   options.step_time_regex = f.step_time_regex;
   options.trials_dir = trials_dir_from(f);
@@ -704,7 +756,16 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   std::unique_ptr<tune::SearchAlgorithm> algorithm;
   std::string prior_line;
   if (algo == tune::Algorithm::kGrid || algo == tune::Algorithm::kRandom) {
-    algorithm = tune::make_search(algo, space, f.seed);
+    if (f.seed_from_plan)
+      throw Error(fmt::format("--{}seed-from-plan: belongs to --algo oppa and costmodel, not {}",
+                              *f.seed_from_plan ? "" : "no-", f.algo));
+    algorithm = tune::make_search(algo, space, f.seed, static_cast<std::size_t>(std::max(0, f.max_trials)));
+    const std::size_t points = space.enumerate().size();
+    if (algo == tune::Algorithm::kGrid && f.max_trials > 0 && static_cast<std::size_t>(f.max_trials) < points)
+      std::cerr << fmt::format("paratune tune: grid: --max-trials {} covers {} of the {} valid points{}\n", f.max_trials,
+                               f.max_trials, points,
+                               space.is_listed() ? ", the first in the space's own order (fastest predicted first)"
+                                                 : ", spread evenly over the grid");
   } else {
     tune::BayesOptions bayes;
     bayes.algorithm = algo;
@@ -722,15 +783,24 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
         prior = tune::cost_model_prior(space, load_model(setup.model), cluster, training_from(setup),
                                        calibration_from(setup));
     }
-    bayes.seed_from_prior = f.seed_from_plan.value_or(has_model);
+    // Seeding ranks points by the cost-model prior, which only oppa and costmodel have.
+    const bool ranks_by_prior = algo == tune::Algorithm::kOppa || algo == tune::Algorithm::kCostModel;
+    bayes.seed_from_prior = f.seed_from_plan.value_or(has_model && ranks_by_prior);
     if (bayes.seed_from_prior && !has_model)
       throw Error("--seed-from-plan: needs --model, --cluster, --seq-len and --global-batch (the plan's predictions)");
+    if (bayes.seed_from_prior && !ranks_by_prior)
+      throw Error(fmt::format("--seed-from-plan: --algo {} has no cost-model prior to rank points by (use oppa or "
+                              "costmodel)", f.algo));
     if (prior)
       prior_line = fmt::format("; prior: paratune's cost model{}{}", prior->kernel_only.empty() ? "" : fmt::format(
                                    " (kernel only: {})", fmt::join(prior->kernel_only, ", ")),
                                prior->unmapped_points ? fmt::format(", {} points the model rejects", prior->unmapped_points) : "");
     else if (algo == tune::Algorithm::kOppa || algo == tune::Algorithm::kCostModel)
       prior_line = "; prior: OPPA's App. D forms (no --model)";
+    const int seeded = (bayes.initial_points + 1) / 2;  // bayes.cc: half of the initial designs, rounded up
+    prior_line += bayes.seed_from_prior ? fmt::format("; first {}: the plan's best predictions (--seed-from-plan)",
+                                                      seeded == 1 ? "design" : fmt::format("{} designs", seeded))
+                                        : "; first designs: random";
     algorithm = tune::make_model_search(space, std::move(prior), bayes);
   }
   store::StudyStore store(f.study_path);
@@ -869,7 +939,7 @@ int run_presets(bool json) {
 int main(int argc, char** argv) {
   CLI::App app{"paratune: plan, simulate and tune parallel training of large neural networks"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "paratune 0.1.0");
+  app.set_version_flag("--version", fmt::format("paratune {}", kVersion));
 
   bool json = false;
   auto* presets = app.add_subcommand("presets", "list model, GPU and cluster presets");
@@ -879,7 +949,9 @@ int main(int argc, char** argv) {
   int model_seq_len = 4096;
   auto* model_cmd = app.add_subcommand("model", "parameters and FLOPs per token of a model");
   model_cmd->add_option("model", model_arg, "preset name or model file")->required();
-  model_cmd->add_option("--seq-len", model_seq_len, "sequence length for attention FLOPs")->capture_default_str();
+  model_cmd->add_option("--seq-len", model_seq_len, "sequence length for attention FLOPs")
+      ->capture_default_str()
+      ->transform(whole_number(1, kIntMax));
   model_cmd->add_flag("--json", json, "machine-readable output");
 
   SetupFlags setup;
@@ -905,7 +977,8 @@ int main(int argc, char** argv) {
   simulate_cmd->add_option("--svg", sim_flags.svg_path, "write an SVG timeline");
   simulate_cmd->add_option("--harvest-ratio", sim_flags.harvest_ratio,
                            "Hydro's bubble harvest: how much tuning of the model's muP surrogate (every width / S) "
-                           "fits into the pipeline bubbles, per stage and in GPU-hours per day");
+                           "fits into the pipeline bubbles, per stage and in GPU-hours per day")
+      ->transform(whole_number(0, kIntMax, "0: no harvest"));
   simulate_cmd->add_option("--harvest-switch", sim_flags.harvest_switch,
                            "harvest: time to pause and resume a trial, per bubble used")
       ->capture_default_str();
@@ -914,7 +987,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   simulate_cmd->add_option("--harvest-max-members", sim_flags.harvest_max_members,
                            "harvest: the largest fused group of trials")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(whole_number(1, kIntMax));
   simulate_cmd->add_flag("--json", json, "machine-readable output");
 
   SetupFlags plan_setup;
@@ -926,9 +1000,13 @@ int main(int argc, char** argv) {
   plan_cmd->add_option("--max", plan_flags.max, "upper bounds, e.g. pp=16 or mbs=4 (repeatable; mbs defaults to <= 16)");
   plan_cmd->add_option("--base", plan_flags.base,
                        "settings that are not searched, e.g. \"tp_comm_overlap=true,overlap_p2p=false\"");
-  plan_cmd->add_option("--top", plan_flags.top, "plans to rank")->capture_default_str();
-  plan_cmd->add_option("--keep", plan_flags.keep, "level-1 survivors refined first (K)")->capture_default_str();
-  plan_cmd->add_option("--threads", plan_flags.threads, "worker threads (same result for every count)")->capture_default_str();
+  plan_cmd->add_option("--top", plan_flags.top, "plans to rank")->capture_default_str()->transform(whole_number(1, kIntMax));
+  plan_cmd->add_option("--keep", plan_flags.keep, "level-1 survivors refined first (K)")
+      ->capture_default_str()
+      ->transform(whole_number(1, kIntMax));
+  plan_cmd->add_option("--threads", plan_flags.threads, "worker threads (same result for every count)")
+      ->capture_default_str()
+      ->transform(whole_number(1, plan::kMaxPlanThreads));
   plan_cmd->add_option("--emit", plan_flags.emit,
                        "search only what this framework can run and write its launch settings for the winner: "
                        "megatron | torchtitan | deepspeed, optionally @VERSION (megatron@core_v0.19.0; default: the "
@@ -944,7 +1022,9 @@ int main(int argc, char** argv) {
                  "bubbles (Hydro's Coordinator); measure both");
   harvest_cmd->add_option("--job", harvest_flags.job, "the pipeline job, e.g. 'paratune-train --ranks 2 --strategy gpipe ...'")
       ->required();
-  harvest_cmd->add_option("--ranks", harvest_flags.ranks, "the job's ranks (one trial slot beside each)")->capture_default_str();
+  harvest_cmd->add_option("--ranks", harvest_flags.ranks, "the job's ranks (one trial slot beside each)")
+      ->capture_default_str()
+      ->transform(whole_number(1, kMaxHostSlots));
   harvest_cmd->add_option("--trial", harvest_flags.trial, "a tuning trial's command (paratune-train ...)")->required();
   harvest_cmd->add_option("--trial-params", harvest_flags.trial_params,
                           "a file of the trials' PARATUNE_PARAMS, one JSON per line (an array: a fused group), taken in "
@@ -954,9 +1034,11 @@ int main(int argc, char** argv) {
   harvest_cmd->add_flag("--baseline", harvest_flags.baseline, "run the job alone first, to measure the slowdown");
   harvest_cmd->add_option("--svg", harvest_flags.svg, "write both runs on one timeline (SVG)");
   harvest_cmd->add_option("--timeline-first-step", harvest_flags.timeline_first_step, "the timeline's first job step")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(whole_number(0, kInt64Max));
   harvest_cmd->add_option("--timeline-steps", harvest_flags.timeline_steps, "job steps the timeline shows")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(whole_number(1, kInt64Max));
   harvest_cmd->add_option("--timeout", harvest_flags.timeout, "stop the job after this long (e.g. 10m)");
   harvest_cmd->add_flag("--json", json, "machine-readable output");
 
@@ -984,48 +1066,72 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--direction", tune_flags.direction, "minimize | maximize (required with a metric objective)");
   tune_cmd->add_option("--pruner", tune_flags.pruner, "none | median | percentile | asha | hyperband")
       ->capture_default_str();
-  tune_cmd->add_option("--eta", tune_flags.eta, "asha/hyperband: reduction factor between rungs")->capture_default_str();
+  tune_cmd->add_option("--eta", tune_flags.eta, "asha/hyperband: reduction factor between rungs")
+      ->capture_default_str()
+      ->transform(real_number(1, kInf, Ends::kOpenLow, "each rung keeps the best 1/eta"));
   tune_cmd->add_option("--min-resource", tune_flags.min_resource,
                        "asha/hyperband: steps of the first rung (0: --steps / eta^3)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(whole_number(0, kInt64Max));
   tune_cmd->add_option("--pruner-startup", tune_flags.pruner_startup,
                        "median/percentile: completed trials before any is stopped")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(whole_number(0, kIntMax));
   tune_cmd->add_option("--pruner-warmup", tune_flags.pruner_warmup, "median/percentile: no stop before this step")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(whole_number(0, kInt64Max));
   tune_cmd->add_option("--percentile", tune_flags.percentile, "percentile pruner: keep trials within the best P %")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(real_number(0, 100, Ends::kOpen));
   tune_cmd->add_flag("--retrain", tune_flags.retrain,
                      "hyperparameter studies: train the best configuration again for --retrain-steps and report "
                      "its final metrics (e.g. test_accuracy)");
-  tune_cmd->add_option("--retrain-steps", tune_flags.retrain_steps, "steps of the retrain (default: --steps)");
+  tune_cmd->add_option("--retrain-steps", tune_flags.retrain_steps, "steps of the retrain (default: --steps)")
+      ->transform(whole_number(1, kIntMax));
   tune_cmd->add_option("--surrogate-ratio", tune_flags.surrogate_ratio,
                        "hyperparameter studies of paratune-train: trials train the model with every width / S under "
                        "muP (Hydro's surrogates); the best is transferred to, and --retrain trains, the target")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(real_number(1, kInf, Ends::kClosed, "the surrogate is that many times narrower"));
   tune_cmd->add_option("--fuse", tune_flags.fuse,
                        "hyperparameter studies of paratune-train: up to B trials that differ only in optimizer "
                        "options train as one fused model in one process (HFTA/Hydro); auto: B from a probe of "
                        "B = 1, 2, 4, ... fused");
-  tune_cmd->add_option("--seed", tune_flags.seed, "seed of random orders and designs")->capture_default_str();
+  tune_cmd->add_option("--seed", tune_flags.seed, "seed of random orders and designs")
+      ->capture_default_str()
+      ->transform(cli::seed_number());
   tune_cmd->add_option("--min-steps", tune_flags.min_steps, "oppa: steps before a trial may be stopped early (q_min)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(whole_number(1, kIntMax));
   auto* initial_option = tune_cmd->add_option("--initial", tune_flags.initial,
                                               "model-based searches: designs before the model picks (tpe: 10 and gp: "
                                               "max(5, 2 x parameters) unless given)")
-                             ->capture_default_str();
-  tune_cmd->add_flag("--seed-from-plan,!--no-seed-from-plan", tune_flags.seed_from_plan,
-                     "oppa/costmodel: first designs from the cost model's best predictions (default: on with --model)");
+                             ->capture_default_str()
+                             ->transform(whole_number(0, kIntMax));
+  // A flag function, not add_flag(optional<bool>&): CLI11 2.1 treats a type constructible from an
+  // integer as a flag count and sets it to 0 (false) before parsing, which made the default "off".
+  tune_cmd->add_flag_function(
+      "--seed-from-plan,!--no-seed-from-plan", [&](std::int64_t n) { tune_flags.seed_from_plan = n > 0; },
+      "oppa/costmodel: first designs from the cost model's best predictions (default: on with --model)");
   tune_cmd->add_option("--budget", tune_flags.budget, "wall time of this run, e.g. 30m (running trials are stopped)");
-  tune_cmd->add_option("--max-trials", tune_flags.max_trials, "trials in the study in all, reused ones included");
-  tune_cmd->add_option("--steps", tune_flags.steps, "training steps per trial (PARATUNE_MAX_STEPS)")->capture_default_str();
+  tune_cmd->add_option("--max-trials", tune_flags.max_trials, "trials in the study in all, reused ones included")
+      ->transform(whole_number(0, kIntMax, "0: no limit"));
+  tune_cmd->add_flag("--retry-failed", tune_flags.retry_failed,
+                     "on resume, run the configurations of failed trials again (off: a failed trial stays failed)");
+  tune_cmd->add_option("--steps", tune_flags.steps, "training steps per trial (PARATUNE_MAX_STEPS)")
+      ->capture_default_str()
+      ->transform(whole_number(1, kIntMax));
   tune_cmd->add_option("--memory-limit", tune_flags.memory_limit, "a measured peak above it is infeasible, e.g. 80GiB");
-  tune_cmd->add_option("--parallel", tune_flags.parallel, "trials at once")->capture_default_str();
+  tune_cmd->add_option("--parallel", tune_flags.parallel, "trials at once")
+      ->capture_default_str()
+      ->transform(whole_number(1, kMaxHostSlots));
   tune_cmd->add_option("--slots", tune_flags.slots,
-                       "slots of this host trials are packed onto (cores or GPUs; the newer name of --parallel)");
+                       "slots of this host trials are packed onto (cores or GPUs; the newer name of --parallel)")
+      ->transform(whole_number(1, kMaxHostSlots));
   tune_cmd->add_option("--trial-ranks", tune_flags.trial_ranks,
                        "hyperparameter studies: slots each trial takes, {ranks} (a space parameter 'ranks' overrides)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(whole_number(1, kMaxHostSlots));
   tune_cmd->add_option("--strategy", tune_flags.strategy,
                        "hyperparameter studies: how each trial trains across its ranks, {strategy}: none | dp | mp | "
                        "gpipe | dp+gpipe | auto (paratune-train trials: the fastest by paratune's cost model, per "
@@ -1066,9 +1172,9 @@ int main(int argc, char** argv) {
                           "leave-one-source-out: fit without each source and predict it (per-source table; the "
                           "fitted coefficients start from their uninformed defaults; -o gets the fit on all rows)");
   calibrate_cmd->add_option("--max-evaluations", fit_options.max_evaluations, "objective evaluations per fit")
-      ->check(CLI::PositiveNumber);
+      ->transform(whole_number(1, kIntMax));
   calibrate_cmd->add_option("--threads", fit_options.threads, "rows estimated in parallel (0 = hardware threads)")
-      ->check(CLI::NonNegativeNumber);
+      ->transform(whole_number(0, plan::kMaxPlanThreads, "0: hardware threads"));
   calibrate_cmd->add_flag("--json", json, "machine-readable output (the fit's or the leave-one-source-out report)");
 
   try {
@@ -1093,14 +1199,20 @@ int main(int argc, char** argv) {
       const ClusterSpec cluster = load_cluster(setup.cluster);
       const TrainingSpec training = training_from(setup);
       const ParallelConfig config = config_from(config_text);
+      const Calibration calibration = calibration_from(setup);
       Estimate result;
       try {
-        result = estimate(model, cluster, training, config, calibration_from(setup), EstimateOptions{setup.memory_margin});
+        result = estimate(model, cluster, training, config, calibration, EstimateOptions{setup.memory_margin});
       } catch (const Error& e) {
         throw e.with_context("--config");
       }
-      if (json) write_json(to_json(result));
-      else std::cout << format_estimate(result, model, cluster, training);
+      if (json) {
+        nlohmann::json j = to_json(result);
+        j["predicted_by"] = prediction_json(setup);
+        write_json(j);
+      } else {
+        std::cout << format_estimate(result, model, cluster, training) << "(" << prediction_source(setup) << ")\n";
+      }
       return 0;
     }
     if (*simulate_cmd) return run_simulate(sim_setup, sim_flags, json);
@@ -1118,6 +1230,13 @@ int main(int argc, char** argv) {
     }
     if (*calibrate_cmd) {
       const auto runs = read_published_runs(runs_path);
+      // A fit takes about a minute (LOSO: one per source): say where it is, on a terminal only.
+      cli::ProgressLine progress;
+      if (progress.enabled())
+        fit_options.on_progress = [&progress](const FitProgress& p) {
+          progress.show(fmt::format("calibrate: {}: evaluation {} of at most {}, best objective {:.2f}%", p.stage,
+                                    p.evaluation, p.max_evaluations, p.best_objective));
+        };
       auto write_calibration = [&](const Calibration& c) {
         std::ofstream out(calibration_out);
         if (!out) throw Error(fmt::format("{}: cannot write file", calibration_out));
@@ -1125,12 +1244,14 @@ int main(int argc, char** argv) {
       };
       if (loso) {
         const LosoReport report = leave_one_source_out(runs, start, fit_options);
+        progress.clear();
         write_calibration(report.full.calibration);
         if (json) write_json(to_json(report));
         else std::cout << format_loso(report) << "wrote " << calibration_out << " (the fit on all rows)\n";
         return 0;
       }
       const CalibrationFit fit = fit_calibration(runs, start, fit_options);
+      progress.clear();
       write_calibration(fit.calibration);
       if (json) {
         write_json({{"calibration", to_json(fit.calibration)},

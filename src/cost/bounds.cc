@@ -104,10 +104,16 @@ StageCostModel::Impl::BoundBasis& StageCostModel::Impl::bound_basis() const {
     forward_share = std::min(forward_share, part.forward_with_comm_s() / w);
     critical_share = std::min(critical_share, (w - part.weight_grad_s) / w);
   }
-  basis = std::make_unique<BoundBasis>(BoundBasis{chunk(0, model.num_layers, 0, true, true),
-                                                  chunk(0, 1, 0, false, false), chunk(0, 1, 1, false, false),
-                                                  embedding, head, forward_share, critical_share,
-                                                  sim::PipelineShape{0, 0, 0}, Schedule::kOneFOneB, {}});
+  basis = std::make_unique<BoundBasis>(BoundBasis{.whole = chunk(0, model.num_layers, 0, true, true),
+                                                  .layer = chunk(0, 1, 0, false, false),
+                                                  .layer_recomputed = chunk(0, 1, 1, false, false),
+                                                  .embedding = embedding,
+                                                  .head = head,
+                                                  .smallest_forward_share = forward_share,
+                                                  .smallest_critical_share = critical_share,
+                                                  .in_flight_shape = {0, 0, 0},
+                                                  .in_flight_schedule = Schedule::kOneFOneB,
+                                                  .in_flight = {}});
   return *basis;
 }
 

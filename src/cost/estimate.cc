@@ -124,10 +124,18 @@ RankCost StageCostModel::Impl::rank_cost(int s, const std::vector<ChunkPart>& pa
   return out;
 }
 
+void validate(const EstimateOptions& options) {
+  // A negative margin would make more memory usable than the GPU has; 1 or more leaves none.
+  if (!(options.memory_margin >= 0 && options.memory_margin < 1))
+    throw Error(fmt::format("memory_margin: {} must be a finite number >= 0 and < 1 (the fraction of GPU memory "
+                            "kept free)",
+                            options.memory_margin));
+}
+
 StageCostModel::StageCostModel(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
                                const ParallelConfig& config, const Calibration& calibration,
                                const EstimateOptions& options)
-    : impl_(std::make_unique<Impl>(model, cluster, training, config, calibration, options)) {}
+    : impl_((validate(options), std::make_unique<Impl>(model, cluster, training, config, calibration, options))) {}
 
 StageCostModel::~StageCostModel() = default;
 
@@ -348,11 +356,21 @@ sim::PipelineProblem pipeline_problem_with_stage_meshes(const ModelSpec& model, 
                                                         const Calibration& calibration, const EstimateOptions& options) {
   if (static_cast<int>(meshes.size()) != config.pp)
     throw Error(fmt::format("{} stage meshes given but pp={}", meshes.size(), config.pp));
-  int gpus = 0;
-  for (const StageMesh& mesh : meshes) gpus += mesh.dp * mesh.tp;
+  // Counts in 64 bits, each mesh at most the cluster (so the sum cannot wrap either).
+  std::int64_t gpus = 0;
+  for (const StageMesh& mesh : meshes) {
+    const std::int64_t mesh_gpus = static_cast<std::int64_t>(mesh.dp) * mesh.tp;
+    if (mesh_gpus > cluster.num_gpus())
+      throw Error(fmt::format("stage mesh {}x{} = {} GPUs exceeds the cluster's {}", mesh.dp, mesh.tp, mesh_gpus,
+                              cluster.num_gpus()));
+    gpus += mesh_gpus;
+  }
   if (gpus != cluster.num_gpus())
     throw Error(fmt::format("the stage meshes use {} GPUs but the cluster has {}", gpus, cluster.num_gpus()));
-  const int microbatch_sequences = config.dp * config.mbs;
+  const std::int64_t microbatch_sequences = static_cast<std::int64_t>(config.dp) * config.mbs;
+  if (microbatch_sequences > training.global_batch)
+    throw Error(fmt::format("dp*mbs = {}*{} = {} exceeds global_batch={}", config.dp, config.mbs, microbatch_sequences,
+                            training.global_batch));
   sim::PipelineProblem problem;
   for (int i = 0; i < config.pp; ++i) {
     const StageMesh& mesh = meshes[static_cast<std::size_t>(i)];
@@ -365,14 +383,18 @@ sim::PipelineProblem pipeline_problem_with_stage_meshes(const ModelSpec& model, 
     ParallelConfig stage_config = config;
     stage_config.dp = mesh.dp;
     stage_config.tp = mesh.tp;
-    stage_config.mbs = microbatch_sequences / mesh.dp;
+    stage_config.mbs = static_cast<int>(microbatch_sequences / mesh.dp);
     stage_config.op = 0;
     // The stage is costed as if the whole pipeline ran on meshes like its own.
     ClusterSpec stage_cluster = cluster;
-    const int stage_gpus = config.pp * mesh.dp * mesh.tp;
+    // At most pp x the cluster: each mesh is a part of the cluster's GPUs (checked above).
+    const std::int64_t stage_gpus = static_cast<std::int64_t>(config.pp) * mesh.dp * mesh.tp;
     if (stage_gpus % cluster.gpus_per_node != 0)
       throw fail(fmt::format("pp x dp x tp = {} GPUs do not fill whole {}-GPU nodes", stage_gpus, cluster.gpus_per_node));
-    stage_cluster.nodes = stage_gpus / cluster.gpus_per_node;
+    if (stage_gpus > kMaxGpus)
+      throw fail(fmt::format("pp x dp x tp = {} GPUs: costed as a whole pipeline of such meshes, more than {}",
+                             stage_gpus, kMaxGpus));
+    stage_cluster.nodes = static_cast<int>(stage_gpus / cluster.gpus_per_node);
     sim::PipelineProblem stage_problem;
     try {
       stage_problem = pipeline_problem(model, stage_cluster, training, stage_config, calibration, options);

@@ -17,6 +17,14 @@ double scaled_distance_squared(const Eigen::VectorXd& lengthscales, const Eigen:
   return ((a - b).array() / lengthscales.array()).square().sum();
 }
 
+}  // namespace
+
+double matern52(double r) { return (1 + kSqrt5 * r + 5.0 / 3.0 * r * r) * std::exp(-kSqrt5 * r); }
+
+double kernel(const Hyperparameters& h, const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
+  return h.signal_variance * matern52(std::sqrt(scaled_distance_squared(h.lengthscales, a, b)));
+}
+
 Eigen::MatrixXd covariance(const Hyperparameters& h, const Eigen::MatrixXd& x) {
   const Eigen::Index n = x.rows();
   Eigen::MatrixXd k(n, n);
@@ -25,14 +33,6 @@ Eigen::MatrixXd covariance(const Hyperparameters& h, const Eigen::MatrixXd& x) {
     for (Eigen::Index j = 0; j < i; ++j) k(i, j) = k(j, i) = kernel(h, x.row(i).transpose(), x.row(j).transpose());
   }
   return k;
-}
-
-}  // namespace
-
-double matern52(double r) { return (1 + kSqrt5 * r + 5.0 / 3.0 * r * r) * std::exp(-kSqrt5 * r); }
-
-double kernel(const Hyperparameters& h, const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
-  return h.signal_variance * matern52(std::sqrt(scaled_distance_squared(h.lengthscales, a, b)));
 }
 
 Posterior::Posterior(Hyperparameters h, Eigen::MatrixXd x, Eigen::VectorXd y, Eigen::VectorXd noise_variance)

@@ -265,6 +265,12 @@ class Controller {
         t.status = t.rung ? "pruned" : "interrupted";  // as mark_running_interrupted stores it
       }
     store_.mark_running_interrupted(study_);
+    if (options_.retry_failed) {
+      summary.retried_failed = store_.mark_failed_for_retry(study_);
+      if (summary.retried_failed > 0)
+        for (store::StoredTrial& t : stored)
+          if (t.status == "failed") t.status = "interrupted";
+    }
     std::vector<Config> interrupted;
     for (const store::StoredTrial& t : stored) {
       if (t.status == "interrupted") {
@@ -616,6 +622,7 @@ class Controller {
     // checkpoints but starts over would repeat steps and mislabel its curve.
     if (live.steps_done > 0 && !result.output.steps.empty() && result.output.steps.front().step != live.steps_done) {
       r.state = TrialRecord::State::kFailed;
+      r.failure = trial::FailureKind::kCrashed;
       outcome.status = "failed";
       outcome.reason = fmt::format("resumed after step {} from its checkpoint, but its first step was {}: the program "
                                    "does not resume from PARATUNE_CHECKPOINT_DIR",
@@ -636,6 +643,7 @@ class Controller {
         return outcome;
       default:  // oom, infeasible, failed, timeout: information for the sampler
         r.state = TrialRecord::State::kFailed;
+        r.failure = trial::classify_failure(result.status, result.exit_code, result.exit_signal, r.resource);
         outcome.status = trial::to_string(result.status);
         return outcome;
     }
@@ -651,6 +659,7 @@ class Controller {
       outcome.objective = value_at(r, r.resource);
       if (!throughput_objective_ && !outcome.objective) {
         r.state = TrialRecord::State::kFailed;
+        r.failure = trial::FailureKind::kCrashed;  // ran, but measured nothing usable
         outcome.status = "failed";
         outcome.reason = fmt::format("reported no '{}' by step {}, the end of rung {} (it reported {}); a program that "
                                      "evaluates every N steps needs --min-resource a multiple of N",
@@ -670,6 +679,7 @@ class Controller {
                   : last;
     if (!r.value || !std::isfinite(*r.value)) {
       r.state = TrialRecord::State::kFailed;
+      r.failure = trial::FailureKind::kCrashed;  // ran, but measured nothing usable
       outcome.status = "failed";
       outcome.reason = throughput_objective_ ? "no usable step time (too few steps)"
                                              : fmt::format("reported no '{}' (it reported {})", options_.objective,

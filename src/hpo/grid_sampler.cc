@@ -1,6 +1,7 @@
 // Grid and random search over a hyperparameter space (hpo/sampler.h).
 //
-// grid: every configuration of a finite space in odometer order (Space::enumerate), each once.
+// grid: every configuration of a finite space in odometer order (Space::enumerate), each once;
+// spread evenly over the grid first when --max-trials is smaller than it (tune::grid_order).
 // random: a finite space of at most kMaxShuffled configurations is visited in a random order drawn
 // from the seed (Fisher-Yates on a 64-bit Mersenne Twister, as `tune`'s random search: sampling
 // without replacement, so a small grid is covered in as many trials as it has points); any other
@@ -59,8 +60,11 @@ class PriorSampler final : public Sampler {
 
 }  // namespace
 
-std::unique_ptr<Sampler> make_grid_sampler(const Space& space, const SamplerOptions&) {
-  return std::make_unique<OrderedSampler>("grid", space.enumerate());
+std::unique_ptr<Sampler> make_grid_sampler(const Space& space, const SamplerOptions& options) {
+  const std::vector<Config> points = space.enumerate();
+  std::vector<Config> order;
+  for (std::size_t i : tune::grid_order(points.size(), options.max_trials)) order.push_back(points[i]);
+  return std::make_unique<OrderedSampler>("grid", std::move(order));
 }
 
 std::unique_ptr<Sampler> make_random_sampler(const Space& space, const SamplerOptions& options) {

@@ -38,6 +38,7 @@ TrialRecord record_of(const store::StoredTrial& t, const std::string& objective)
   r.bracket = parse_state(t.hpo_json).bracket;
   r.rung = t.rung.value_or(-1);
   r.resource = t.steps;
+  r.failure = failure_of(t.status, t.exit_code, t.exit_signal, t.steps);
   if (objective == kThroughputObjective) {
     if (r.state == TrialRecord::State::kCompleted) r.value = t.throughput;
     return r;
@@ -108,6 +109,8 @@ void validate(const HpoOptions& o) {
 std::vector<std::string> hpo_placeholders() { return {"config", "steps", "ranks", "strategy", "trial_id", "trial_dir"}; }
 
 
+
+
 std::optional<std::size_t> best_hpo_trial(const std::vector<store::StoredTrial>& trials, Direction direction) {
   std::optional<std::size_t> best;
   for (std::size_t i = 0; i < trials.size(); ++i)
@@ -137,7 +140,24 @@ nlohmann::ordered_json hpo_identity(const Space& space, const HpoOptions& option
 namespace {
 
 // A conditional parameter used as a placeholder has no value where it is inactive.
+std::string hpo_placeholder_meaning(const std::string& name) {
+  if (name == "config") return "every parameter as --name value";
+  if (name == "steps") return "the trial's step budget";
+  if (name == "ranks") return "the trial's rank count";
+  if (name == "strategy") return "the --strategy of the trial";
+  if (name == "trial_id") return "the trial's id";
+  return "the trial's directory";
+}
+
 void check_template_parameters(const Space& space, const HpoOptions& options) {
+  // A parameter may not take the name of a placeholder paratune fills itself: its value would be
+  // replaced silently. (`ranks` is the one exception: it is the trial's rank count, by design.)
+  for (const ParamSpec& p : space.parameters())
+    for (const std::string& builtin : hpo_placeholders())
+      if (p.name == builtin && builtin != "ranks")
+        throw Error(fmt::format("{}: parameters.{}: '{}' is the name of a built-in placeholder ({{{}}}: {}); rename "
+                                "the parameter",
+                                space.source(), p.name, p.name, p.name, hpo_placeholder_meaning(builtin)));
   const std::string& command = options.command;
   std::set<std::string> all;
   for (const ParamSpec& p : space.parameters()) all.insert(p.name);

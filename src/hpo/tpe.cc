@@ -13,6 +13,8 @@
 #include <utility>
 
 #include "paratune/spec/error.h"
+#include "encoding.h"
+#include "feasibility.h"
 
 namespace paratune::hpo::tpe {
 namespace {
@@ -221,6 +223,7 @@ struct TierChoice {
   bool found = false;
   Config values = Config::object();  // the tier's parameters
   double score = -kInf;              // log l(x) - log g(x)
+  double p_runs = 1;                 // of the configuration it completes (1: it completes none)
   nlohmann::ordered_json notes;
 };
 
@@ -229,6 +232,7 @@ class TpeSampler final : public Sampler {
   TpeSampler(const Space& space, const SamplerOptions& options)
       : space_(space),
         options_(options),
+        encoding_(space),
         startup_trials_(options.startup_trials == -1 ? static_cast<std::size_t>(kStartupTrials)
                                                      : static_cast<std::size_t>(options.startup_trials)) {}
 
@@ -246,15 +250,21 @@ class TpeSampler final : public Sampler {
                                                 const std::vector<std::size_t>& which,
                                                 const std::vector<std::size_t>& group) const;
   [[nodiscard]] std::vector<std::size_t> next_tier(const Config& decided) const;
+  // One TPE proposal (steps 2-4 of tpe.h) with its notes.
+  Config model_proposal(const std::vector<TrialRecord>& trials, const Split& split, const Feasibility& feasibility,
+                        std::mt19937_64& rng, nlohmann::ordered_json& notes) const;
   TierChoice decide_tier(const std::vector<std::size_t>& group, const std::vector<TrialRecord>& trials,
-                         const Split& split, const Config& decided, std::mt19937_64& rng) const;
+                         const Split& split, const Config& decided, const Feasibility& feasibility,
+                         std::mt19937_64& rng) const;
 
   const Space& space_;
   SamplerOptions options_;
+  Encoding encoding_;  // for the feasibility model
   std::size_t startup_trials_;
   std::size_t last_history_ = std::numeric_limits<std::size_t>::max();
   std::uint32_t repeat_ = 0;
   nlohmann::ordered_json notes_;
+  nlohmann::ordered_json feasibility_summary_;  // the last proposal's feasibility model (null: none)
 };
 
 // Seeded from (seed, history size, repeat): see tpe.h. `repeat` counts proposals made here on a
@@ -312,7 +322,8 @@ std::vector<std::size_t> TpeSampler::next_tier(const Config& decided) const {
 }
 
 TierChoice TpeSampler::decide_tier(const std::vector<std::size_t>& group, const std::vector<TrialRecord>& trials,
-                                   const Split& split, const Config& decided, std::mt19937_64& rng) const {
+                                   const Split& split, const Config& decided, const Feasibility& feasibility,
+                                   std::mt19937_64& rng) const {
   std::vector<Dimension> dimensions;
   for (std::size_t param : group) dimensions.push_back(dimension_of(param));
   const ParzenEstimator good(dimensions, observations(trials, split.good, group));
@@ -332,11 +343,16 @@ TierChoice TpeSampler::decide_tier(const std::vector<std::size_t>& group, const 
       values[space_.parameters()[param].name] = value;
     }
     if (!space_.constraints().empty() && !space_.satisfies(candidate)) continue;
+    // Step 5 (tpe.h): a candidate that completes the configuration is judged with its P(runs).
+    const double p_runs = feasibility.active() && next_tier(candidate).empty() ? feasibility.probability(candidate) : 1.0;
+    if (p_runs <= 0) continue;  // known to fail
     ++valid;
     const double score = good.log_pdf(x) - bad.log_pdf(x);
-    if (!best.found || score > best.score) {
+    const std::pair<bool, double> key{p_runs >= trial::kLikelyToRun, score + std::log(p_runs)};
+    if (!best.found || key > std::pair<bool, double>{best.p_runs >= trial::kLikelyToRun, best.score + std::log(best.p_runs)}) {
       best.found = true;
       best.score = score;
+      best.p_runs = p_runs;
       best.values = std::move(values);
     }
   }
@@ -350,30 +366,72 @@ TierChoice TpeSampler::decide_tier(const std::vector<std::size_t>& group, const 
 std::optional<Config> TpeSampler::propose(const std::vector<TrialRecord>& trials) {
   std::mt19937_64 rng = proposal_rng(trials.size());
   const Split split = split_trials(trials, options_.direction);
-  notes_ = {{"sampler", "tpe"}, {"startup", split.finished < startup_trials_}};
-  if (split.finished < startup_trials_) {
-    notes_["observed"] = split.finished;
-    return space_.sample(rng);
+  const Feasibility feasibility(trials, encoding_, options_.seed);
+  feasibility_summary_ = feasibility.describe();
+  const bool startup = split.finished < startup_trials_;
+  // Step 5 (tpe.h): a draw, from the prior or from TPE, is kept where it probably runs
+  // (feasible_draw); the notes of each attempt are kept so that the kept one's go with it.
+  std::vector<std::pair<Config, nlohmann::ordered_json>> attempts;
+  const auto draw = [&] {
+    nlohmann::ordered_json notes = {{"sampler", "tpe"}, {"startup", startup}};
+    Config config = startup ? space_.sample(rng) : model_proposal(trials, split, feasibility, rng, notes);
+    if (startup) notes["observed"] = split.finished;
+    attempts.emplace_back(config, std::move(notes));
+    return config;
+  };
+  double p_runs = 1;
+  std::optional<Config> config = feasible_draw(feasibility, draw, p_runs);
+  if (!startup && (!config || p_runs < trial::kLikelyToRun)) {
+    // TPE's proposals all probably fail (its good group can pull it into a failing region where the
+    // bad group is thin): a draw from the prior where configurations probably run, if there is one.
+    double prior_p = 1;
+    std::optional<Config> prior = feasible_draw(feasibility, [&] {
+      Config c = space_.sample(rng);
+      attempts.emplace_back(c, nlohmann::ordered_json{{"sampler", "tpe"},
+                                                     {"startup", false},
+                                                     {"fallback", "TPE's proposals probably fail; drawn from the prior"}});
+      return c;
+    }, prior_p);
+    if (prior && prior_p >= trial::kLikelyToRun) {
+      config = prior;
+      p_runs = prior_p;
+    }
   }
+  if (!config) {
+    config = draw_not_known_to_fail(space_, feasibility, rng);
+    notes_ = {{"sampler", "tpe"}, {"fallback", "every draw was a configuration known to fail"}};
+    return config;
+  }
+  notes_ = std::find_if(attempts.rbegin(), attempts.rend(), [&](const auto& a) { return a.first == *config; })->second;
+  if (feasibility.active()) {
+    notes_["p_runs"] = p_runs;
+    notes_["draws"] = attempts.size();
+  }
+  return config;
+}
+
+Config TpeSampler::model_proposal(const std::vector<TrialRecord>& trials, const Split& split,
+                                  const Feasibility& feasibility, std::mt19937_64& rng,
+                                  nlohmann::ordered_json& notes) const {
   Config decided = Config::object();
   double total_score = 0;
   nlohmann::ordered_json tiers = nlohmann::ordered_json::array();
   for (std::vector<std::size_t> group = next_tier(decided); !group.empty(); group = next_tier(decided)) {
-    TierChoice choice = decide_tier(group, trials, split, decided, rng);
+    TierChoice choice = decide_tier(group, trials, split, decided, feasibility, rng);
     tiers.push_back(choice.notes);
     if (!choice.found) {
       // No candidate of l satisfied the constraints: fall back to the prior for everything.
-      notes_["fallback"] = "no candidate satisfied the constraints; drawn from the prior";
-      notes_["tiers"] = tiers;
+      notes["fallback"] = "no candidate satisfied the constraints; drawn from the prior";
+      notes["tiers"] = tiers;
       return space_.sample(rng);
     }
     total_score += choice.score;
     for (const auto& [name, value] : choice.values.items()) decided[name] = value;
   }
-  notes_["log_l_minus_log_g"] = total_score;
-  notes_["good"] = split.good.size();
-  notes_["observed"] = split.finished;
-  notes_["tiers"] = tiers;
+  notes["log_l_minus_log_g"] = total_score;
+  notes["good"] = split.good.size();
+  notes["observed"] = split.finished;
+  notes["tiers"] = tiers;
   // Declaration order, as every configuration is written.
   Config config = Config::object();
   for (const ParamSpec& p : space_.parameters())
@@ -382,13 +440,15 @@ std::optional<Config> TpeSampler::propose(const std::vector<TrialRecord>& trials
 }
 
 nlohmann::ordered_json TpeSampler::model_summary() const {
-  return {{"sampler", "tpe"},
+  nlohmann::ordered_json summary = {{"sampler", "tpe"},
           {"variant", "multivariate, tiers of conditional parameters, constant liar"},
           {"startup_trials", startup_trials_},
           {"candidates", kCandidates},
           {"gamma", "min(ceil(0.1 n), 25)"},
           {"prior_weight", kPriorWeight},
           {"bandwidth", "0.2 n^(-1/(d+4)) clipped to [1/min(100, n+2), 1]"}};
+  if (!feasibility_summary_.is_null()) summary["feasibility"] = feasibility_summary_;
+  return summary;
 }
 
 }  // namespace

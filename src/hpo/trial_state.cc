@@ -44,4 +44,9 @@ TrialRecord::State state_of(const std::string& status) {
   return TrialRecord::State::kFailed;  // oom, infeasible, failed, timeout
 }
 
+trial::FailureKind failure_of(const std::string& status, int exit_code, int exit_signal, long long steps) {
+  if (state_of(status) != TrialRecord::State::kFailed) return trial::FailureKind::kNone;
+  return trial::classify_failure(trial::parse_trial_status(status), exit_code, exit_signal, steps);
+}
+
 }  // namespace paratune::hpo

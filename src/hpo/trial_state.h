@@ -27,6 +27,11 @@ TrialState parse_state(const std::string& json);
 // A stored status as samplers and pruners see it: oom, infeasible, failed and timeout are kFailed.
 TrialRecord::State state_of(const std::string& status);
 
+// How a trial stored with `status` failed (trial/failure.h): kNone unless state_of(status) is
+// kFailed; "failed" is the runner's kFailed (a controller's judgement "reported no objective" was
+// stored with the exit code 0 of a run that ended by itself, so it reads as crashed).
+trial::FailureKind failure_of(const std::string& status, int exit_code, int exit_signal, long long steps);
+
 // "lr=0.01,batch_size=64": the {config} placeholder.
 std::string config_word(const Config& config);
 

@@ -290,6 +290,7 @@ std::vector<std::string> advice_when_nothing_fits(const ModelSpec& model, const 
                        p.estimate.iteration_time_s, 100 * p.estimate.mfu);
   };
   for (int factor : {2, 4, 8}) {
+    if (cluster.num_gpus() * factor > kMaxGpus) break;
     ClusterSpec bigger = cluster;
     bigger.nodes *= factor;
     if (auto p = best_of(bigger, training, quick)) {
@@ -325,8 +326,18 @@ std::vector<std::string> advice_when_nothing_fits(const ModelSpec& model, const 
 
 }  // namespace
 
+void validate(const PlanOptions& options) {
+  if (options.top < 1) throw Error(fmt::format("top: {} must be >= 1", options.top));
+  if (options.keep < 1) throw Error(fmt::format("keep: {} must be >= 1", options.keep));
+  if (options.threads < 1 || options.threads > kMaxPlanThreads)
+    throw Error(fmt::format("threads: {} must be from 1 to {}", options.threads, kMaxPlanThreads));
+  if (options.space.max_mbs < 1) throw Error(fmt::format("space.max_mbs: {} must be >= 1", options.space.max_mbs));
+  validate(options.estimate);
+}
+
 PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
                 const PlanOptions& options, const Calibration& calibration) {
+  validate(options);
   // Level 2 chooses the stage layout; Megatron's account-for-embedding/loss split, which fixes it
   // instead (R11), is a searched candidate axis (Candidate::pipeline_split), not a base flag.
   if (options.base.account_embedding || options.base.account_loss)
@@ -442,7 +453,8 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
         top.offer(Plan{.estimate = std::move(*out[j]),
                        .level1_time_s = level1_time[i],
                        .level1 = level1[i],
-                       .lower_bound_s = survivors[i].lower_bound_s});
+                       .lower_bound_s = survivors[i].lower_bound_s,
+                       .frameworks = {}});  // judged once the top plans are known
       }
     }
   };

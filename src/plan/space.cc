@@ -141,10 +141,15 @@ ParallelConfig to_config(const Candidate& c, const ParallelConfig& base) {
 }
 
 std::vector<int> divisors(int n) {
-  std::vector<int> out;
-  for (int d = 1; d <= n; ++d)
-    if (n % d == 0) out.push_back(d);
-  return out;
+  // Pairs (d, n/d) for d up to sqrt(n): O(sqrt n), so a batch of 2^30 sequences takes 32,768 steps.
+  std::vector<int> small, large;
+  for (int d = 1; d <= n / d; ++d)
+    if (n % d == 0) {
+      small.push_back(d);
+      if (d != n / d) large.push_back(n / d);
+    }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
 }
 
 std::vector<MeshShape> mesh_shapes(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
@@ -189,19 +194,19 @@ void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const 
                           ? INT_MAX
                           : space.max_mbs;
   Candidate c;
-  c.dp = static_cast<std::int16_t>(dp);
-  c.tp = static_cast<std::int16_t>(tp);
-  c.pp = static_cast<std::int16_t>(pp);
-  c.cp = static_cast<std::int16_t>(cp);
+  c.dp = dp;
+  c.tp = tp;
+  c.pp = pp;
+  c.cp = cp;
   for (int ep : eps) {
-    c.ep = static_cast<std::int16_t>(ep);
+    c.ep = ep;
     for (int etp : etps) {
       // Megatron-Core's expert grid etp x ep x edp x pp must tile the ranks (R1.3).
-      if (moe && (dp * cp * tp) % (ep * etp) != 0) continue;
-      c.etp = static_cast<std::int16_t>(etp);
+      if (moe && (dp * cp * tp) % (static_cast<std::int64_t>(ep) * etp) != 0) continue;
+      c.etp = etp;
       for (int mbs : divisors(training.global_batch / dp)) {
         if (mbs > mbs_cap || !space.permits(Axis::kMbs, mbs)) continue;
-        c.mbs = static_cast<std::int16_t>(mbs);
+        c.mbs = mbs;
         const int microbatches = training.global_batch / (dp * mbs);
         for (int sp : {1, 0}) {
           // Sequence parallelism is a no-op without TP and needs the sequence shard divisible by tp.
@@ -221,17 +226,18 @@ void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const 
               // FP8 parameters need a sharded optimizer (resolve: --fp8-param-gather, R20.3).
               for (int zero = training.fp8_param_gather ? 1 : 0; zero <= 3; ++zero) {
                 if (!space.permits(Axis::kZero, zero)) continue;
-                c.zero = static_cast<std::int16_t>(zero);
+                c.zero = static_cast<std::int8_t>(zero);
                 for (int op : zero == 0 ? std::vector<int>{1} : divisors(dp)) {
                   if (zero > 0 && !space.permits(Axis::kOp, op)) continue;
-                  c.op = static_cast<std::int16_t>(op);
+                  c.op = op;
                   auto emit = [&](Schedule schedule, int vpp, int split = 0) {
                     if (overlap == 1 && pp > 1 && vpp < 2) return;
+                    if (static_cast<std::int64_t>(pp) * vpp * microbatches > kMaxPipelineSlots) return;
                     if (!space.permits(Axis::kSchedule, static_cast<int>(schedule)) ||
                         !space.permits(Axis::kVpp, vpp))
                       return;
                     c.schedule = schedule;
-                    c.vpp = static_cast<std::int16_t>(vpp);
+                    c.vpp = vpp;
                     c.pipeline_split = static_cast<std::int8_t>(split);
                     if (!group_started) {
                       visit_group(c);

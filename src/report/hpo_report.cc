@@ -166,8 +166,10 @@ static std::string format_fusion_probe(const nlohmann::ordered_json& probe) {
 std::string format_hpo_study(const hpo::HpoSummary& s) {
   std::string out = fmt::format("study '{}': {} sampler, {} pruner, objective {} ({})\n", s.name, s.sampler, s.pruner,
                                 s.objective, hpo::to_string(s.direction));
-  out += fmt::format("this run: {} new trials, {} promotions, {} reused, {} requeued; {} after {}\n", s.started,
-                     s.promotions, s.reused, s.requeued, tune::to_string(s.stop), units::format_duration(s.elapsed_s));
+  out += fmt::format("this run: {} new trials, {} promotions, {} reused, {} requeued{}; {} after {}\n", s.started,
+                     s.promotions, s.reused, s.requeued,
+                     s.retried_failed > 0 ? fmt::format(" ({} failed before: --retry-failed)", s.retried_failed) : "",
+                     tune::to_string(s.stop), units::format_duration(s.elapsed_s));
   if (s.fused_groups > 0)
     out += fmt::format("fused: {} of the new trials trained in {} fused groups\n", s.fused_trials, s.fused_groups);
   if (!s.fusion_probe.is_null()) out += format_fusion_probe(s.fusion_probe);
@@ -176,6 +178,7 @@ std::string format_hpo_study(const hpo::HpoSummary& s) {
   out += "trials:";
   for (const auto& [status, n] : counts) out += fmt::format(" {} {};", n, status);
   out.back() = '\n';
+  out += failure_line(s.trials);
   out += format_pruning(s.trials);
   // The five best completed trials.
   std::vector<std::size_t> completed;
@@ -202,6 +205,7 @@ nlohmann::ordered_json to_json(const hpo::HpoSummary& s) {
                            {"direction", hpo::to_string(s.direction)},
                            {"reused", s.reused},
                            {"requeued", s.requeued},
+                           {"retried_failed", s.retried_failed},
                            {"started", s.started},
                            {"promotions", s.promotions},
                            {"fused_groups", s.fused_groups},

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "paratune/spec/units.h"
+#include "paratune/trial/failure.h"
 
 namespace paratune {
 namespace {
@@ -168,6 +169,22 @@ std::string format_model(const std::string& model_json) {
     out += "\n";
   }
   if (m.contains("prior_note")) out += fmt::format("  ({})\n", m["prior_note"].get<std::string>());
+  if (m.contains("feasibility") && m["feasibility"].is_object()) {  // tune/bayes.h "Failures"
+    const nlohmann::ordered_json& f = m["feasibility"];
+    std::string failures;
+    for (const auto& [kind, n] : f["failures"].items()) failures += fmt::format("{}{} {}", failures.empty() ? "" : ", ", n.get<int>(), kind);
+    std::vector<std::pair<double, std::string>> ls;
+    for (const auto& [name, value] : f["lengthscales"].items()) {
+      // A categorical of a hyperparameter study lists one per choice, all equal (one per parameter).
+      const nlohmann::ordered_json& l = value.is_array() && !value.empty() ? value[0] : value;
+      if (l.is_number()) ls.emplace_back(l.get<double>(), name);
+    }
+    std::sort(ls.begin(), ls.end());
+    out += fmt::format("  feasibility classifier on {} trials (failed: {}), lengthscales (shortest = decides most):",
+                       f["observations"].get<int>(), failures);
+    for (const auto& [value, name] : ls) out += fmt::format(" {} {:.3g}", name, value);
+    out += "\n";
+  }
   return out;
 }
 
@@ -188,9 +205,58 @@ nlohmann::ordered_json trials_json(const std::vector<store::StoredTrial>& trials
   nlohmann::ordered_json counts = nlohmann::ordered_json::object();
   for (const auto& [name, n] : status_counts(trials)) counts[name] = n;
   out["status_counts"] = counts;
+  out["failures"] = failures_json(trials);
   out["trials"] = nlohmann::ordered_json::array();
   for (const store::StoredTrial& t : trials) out["trials"].push_back(to_json(t));
   return out;
+}
+
+namespace {
+
+// The failed trials' kinds and times (failures_json).
+struct FailureCost {
+  int trials = 0, never_again = 0;
+  std::map<std::string, int> kinds;
+  double seconds = 0, of_seconds = 0;
+};
+
+FailureCost failure_cost(const std::vector<store::StoredTrial>& trials) {
+  FailureCost c;
+  for (const store::StoredTrial& t : trials) {
+    if (t.status == "running" || t.status == "interrupted") continue;
+    const double seconds = std::max(0.0, t.ended_unix_s - t.started_unix_s);
+    c.of_seconds += seconds;
+    if (t.status != "oom" && t.status != "infeasible" && t.status != "failed" && t.status != "timeout") continue;
+    const trial::FailureKind kind =
+        trial::classify_failure(trial::parse_trial_status(t.status), t.exit_code, t.exit_signal, t.steps);
+    ++c.trials;
+    ++c.kinds[trial::to_string(kind)];
+    c.never_again += trial::is_deterministic(kind) ? 1 : 0;
+    c.seconds += seconds;
+  }
+  return c;
+}
+
+}  // namespace
+
+nlohmann::ordered_json failures_json(const std::vector<store::StoredTrial>& trials) {
+  const FailureCost c = failure_cost(trials);
+  nlohmann::ordered_json kinds = nlohmann::ordered_json::object();
+  for (const auto& [kind, n] : c.kinds) kinds[kind] = n;
+  return {{"trials", c.trials},
+          {"kinds", kinds},
+          {"never_again", c.never_again},
+          {"seconds", c.seconds},
+          {"of_seconds", c.of_seconds}};
+}
+
+std::string failure_line(const std::vector<store::StoredTrial>& trials) {
+  const FailureCost c = failure_cost(trials);
+  if (c.trials == 0) return "";
+  std::string kinds;
+  for (const auto& [kind, n] : c.kinds) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n, kind);
+  return fmt::format("failed: {} trials ({}; {} never run again), {} of the {} the finished trials ran\n", c.trials, kinds,
+                     c.never_again, units::format_duration(c.seconds), units::format_duration(c.of_seconds));
 }
 
 nlohmann::ordered_json to_json(const tune::StudySummary& s) {
@@ -200,6 +266,7 @@ nlohmann::ordered_json to_json(const tune::StudySummary& s) {
                              {"cartesian_points", s.cartesian_points},
                              {"reused", s.reused},
                              {"requeued", s.requeued},
+                             {"retried_failed", s.retried_failed},
                              {"leftover_processes_killed", s.leftover_processes_killed},
                              {"started", s.started},
                              {"stop", tune::to_string(s.stop)},
@@ -252,6 +319,7 @@ std::string format_trials(const std::vector<store::StoredTrial>& trials, std::op
     if (!t.reason.empty()) out += fmt::format("{:>7}reason: {}\n", "", t.reason);
   }
   out += fmt::format("\n{} trials: {}\n", trials.size(), status_line(trials));
+  out += failure_line(trials);
   out += best ? best_text(trials[*best]) : "best: none (no trial completed with a measured throughput)\n";
   return out;
 }
@@ -262,11 +330,14 @@ std::string format_study(const tune::StudySummary& s) {
   out += fmt::format("this run: {} trials started in {}; stopped: {}\n", s.started, clock(s.elapsed_s),
                      tune::to_string(s.stop));
   if (s.reused > 0 || s.requeued > 0)
-    out += fmt::format("resumed: {} finished trials reused, {} interrupted trials run again{}\n", s.reused, s.requeued,
+    out += fmt::format("resumed: {} finished trials reused, {} interrupted trials run again{}{}\n", s.reused, s.requeued,
+                       s.retried_failed > 0 ? fmt::format(" ({} of them failed before: --retry-failed)", s.retried_failed)
+                                            : "",
                        s.leftover_processes_killed > 0
                            ? fmt::format(" ({} leftover processes killed)", s.leftover_processes_killed)
                            : "");
   out += fmt::format("trials: {}\n", status_line(s.trials));
+  out += failure_line(s.trials);
   // The fastest completed trials.
   std::vector<std::size_t> order(s.trials.size());
   std::iota(order.begin(), order.end(), 0);

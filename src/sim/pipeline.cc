@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "paratune/spec/error.h"
+#include "paratune/spec/parallel.h"
 
 namespace paratune::sim {
 
@@ -33,6 +34,12 @@ void validate(const PipelineProblem& problem) {
   if (problem.stages.empty()) throw Error("pipeline problem: stages is empty (need at least one rank)");
   if (problem.microbatches < 1)
     throw Error(fmt::format("pipeline problem: microbatches={} must be >= 1", problem.microbatches));
+  // State per (rank, chunk, micro-batch) slot: bounded, or 2^31 micro-batches end in std::bad_alloc.
+  if (const std::int64_t slots = static_cast<std::int64_t>(problem.ranks()) *
+                                 static_cast<std::int64_t>(problem.stages.front().chunks.size()) * problem.microbatches;
+      slots > kMaxPipelineSlots)
+    throw Error(fmt::format("pipeline problem: ranks x chunks x microbatches = {} slots; at most {}", slots,
+                            kMaxPipelineSlots));
   if (!(problem.overlap_window >= 0 && problem.overlap_window <= 1))
     throw Error(fmt::format("pipeline problem: overlap_window={} must be in [0, 1]", problem.overlap_window));
   if (!(problem.iteration_overhead_s >= 0))

@@ -33,6 +33,15 @@ struct Descriptor {
   }
 };
 
+// "<source>: line L, column C: byte 0xFF is not UTF-8 (<rule>)" for the byte at `at`.
+Error not_utf8(std::string_view text, std::size_t at, std::string_view source, std::string_view rule) {
+  const std::size_t newline = text.rfind('\n', at);
+  const std::size_t line_start = newline == std::string_view::npos ? 0 : newline + 1;
+  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+  return Error(fmt::format("{}: line {}, column {}: byte 0x{:02X} is not UTF-8 ({})", source, line, at - line_start + 1,
+                           static_cast<unsigned char>(text[at]), rule));
+}
+
 }  // namespace
 
 std::string read_input_file(const std::string& path, std::string_view what, std::uintmax_t max_bytes) {
@@ -65,6 +74,10 @@ std::string read_input_file(const std::string& path, std::string_view what, std:
     if (content.size() + static_cast<std::size_t>(got) > max_bytes) throw too_large();  // grew while read
     content.append(chunk, static_cast<std::size_t>(got));
   }
+  // Every input is text; a stray Latin-1 byte would otherwise surface much later (a name that
+  // cannot be written as JSON).
+  if (const std::size_t bad = first_non_utf8(content); bad != std::string_view::npos)
+    throw not_utf8(content, bad, path, fmt::format("a {} must be UTF-8 text", what));
   return content;
 }
 
@@ -96,12 +109,8 @@ std::size_t first_non_utf8(std::string_view text) {
 }
 
 void check_utf8(std::string_view text, std::string_view source) {
-  const std::size_t at = first_non_utf8(text);
-  if (at == std::string_view::npos) return;
-  const std::size_t line_start = text.rfind('\n', at) == std::string_view::npos ? 0 : text.rfind('\n', at) + 1;
-  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
-  throw Error(fmt::format("{}: line {}, column {}: byte 0x{:02X} is not UTF-8 (paratune reads UTF-8 text)", source,
-                          line, at - line_start + 1, static_cast<unsigned char>(text[at])));
+  if (const std::size_t bad = first_non_utf8(text); bad != std::string_view::npos)
+    throw not_utf8(text, bad, source, "paratune reads UTF-8 text");
 }
 
 }  // namespace paratune

@@ -255,11 +255,11 @@ ModelSpec model_from_hf_config(const json& doc, std::string_view source) {
   if (std::find(supported.begin(), supported.end(), type) == supported.end())
     throw Error(fmt::format("{}: model_type: '{}' is not supported; supported: {}", src, type, join(supported)));
 
+  // The name: the checkpoint's own (_name_or_path, "meta-llama/Llama-3.1-405B"); without one, the
+  // model type and shape ("llama-126L-16384h", set below). Never the directory: a downloaded
+  // snapshot's is a commit hash, a local one often "data" or "model".
   ModelSpec m;
-  m.name = doc.contains("_name_or_path") && doc["_name_or_path"].is_string()
-               ? doc["_name_or_path"].get<std::string>()
-               : std::string(std::filesystem::path(src).parent_path().filename());
-  if (m.name.empty()) m.name = type;
+  if (doc.contains("_name_or_path") && doc["_name_or_path"].is_string()) m.name = doc["_name_or_path"].get<std::string>();
 
   if (type == "gpt2" || type == "gptj") {
     m.num_layers = get_int("n_layer");
@@ -338,6 +338,7 @@ ModelSpec model_from_hf_config(const json& doc, std::string_view source) {
       m.head_dim = a.qk_rope_head_dim + a.qk_nope_head_dim;
     }
   }
+  if (m.name.empty()) m.name = fmt::format("{}-{}L-{}h", type, m.num_layers, m.hidden_size);
   m = normalize(m);
   try {
     validate(m);
@@ -355,7 +356,13 @@ ModelSpec load_model(std::string_view name_or_path) {
       throw Error(fmt::format("{}: model file does not exist", arg));
     return find_model_preset(arg).spec;
   }
-  return model_from_document(read_document(arg), arg);
+  // A directory is a Hugging Face checkpoint: its config.json.
+  std::error_code ec;
+  const std::string file =
+      std::filesystem::is_directory(arg, ec) ? (std::filesystem::path(arg) / "config.json").string() : arg;
+  if (file != arg && !names_a_path(file))
+    throw Error(fmt::format("{}: is a directory without a config.json (a Hugging Face model directory has one)", arg));
+  return model_from_document(read_document(file), file);
 }
 
 ModelSpec model_from_document(const json& doc, std::string_view source) {
@@ -435,12 +442,22 @@ ClusterSpec load_cluster(std::string_view text) {
   if (names_a_path(arg)) return cluster_from_json(read_document(arg), arg);
   if (ends_with(arg, ".yaml") || ends_with(arg, ".yml") || ends_with(arg, ".json"))
     throw Error(fmt::format("{}: cluster file does not exist", arg));
+  // A count from 1 to kMaxGpus (a larger one does not fit the cluster's GPU count either).
   auto parse_count = [&](std::string_view digits, const char* what) {
     int value = 0;
     const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-    if (ec != std::errc() || ptr != digits.data() + digits.size() || value < 1)
-      throw Error(fmt::format("--cluster '{}': {} '{}' is not a positive integer", arg, what, digits));
+    if (ec != std::errc() || ptr != digits.data() + digits.size() || value < 1 || value > kMaxGpus)
+      throw Error(fmt::format("--cluster '{}': {} '{}' must be an integer from 1 to {}", arg, what, digits, kMaxGpus));
     return value;
+  };
+  // The node count replaced: the product with gpus_per_node is checked again.
+  auto checked = [&](ClusterSpec c) {
+    try {
+      validate(c);
+    } catch (const Error& e) {
+      throw e.with_context(fmt::format("--cluster '{}'", arg));
+    }
+    return c;
   };
   if (const auto colon = arg.rfind(':'); colon != std::string::npos) {  // PRESET:NODES or FILE:NODES
     const std::string head = arg.substr(0, colon);
@@ -448,12 +465,12 @@ ClusterSpec load_cluster(std::string_view text) {
       ClusterSpec c = cluster_from_json(read_document(head), head);
       c.nodes = parse_count(std::string_view(arg).substr(colon + 1), "node count");
       c.name += fmt::format(":{}", c.nodes);
-      return c;
+      return checked(c);
     }
     ClusterSpec c = find_cluster_preset(arg.substr(0, colon)).node;
     c.nodes = parse_count(std::string_view(arg).substr(colon + 1), "node count");
     c.name = arg;
-    return c;
+    return checked(c);
   }
   for (const auto& p : cluster_presets())
     if (p.node.name == arg) return p.node;
@@ -479,7 +496,7 @@ ClusterSpec load_cluster(std::string_view text) {
     }
     c.nodes = count / c.gpus_per_node;
     c.name = arg;
-    return c;
+    return checked(c);
   }
   find_cluster_preset(arg);  // throws the unknown-preset error with suggestions
   return {};

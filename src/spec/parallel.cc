@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cstdint>
+#include <limits>
 #include <numeric>
+#include <utility>
 
 namespace paratune {
 namespace {
@@ -21,6 +24,9 @@ int parse_int(std::string_view key, std::string_view value) {
   int out = 0;
   const auto* end = value.data() + value.size();
   const auto [ptr, ec] = std::from_chars(value.data(), end, out);
+  if (ec == std::errc::result_out_of_range)
+    throw Error(fmt::format("{}: '{}' is out of range (a 32-bit integer, at most {})", key, value,
+                            std::numeric_limits<int>::max()));
   if (ec != std::errc() || ptr != end)
     throw Error(fmt::format("{}: '{}' is not an integer", key, value));
   return out;
@@ -193,10 +199,23 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
   positive("mbs", c.mbs);
   if (c.etp < 0) throw Error(fmt::format("etp={} must be >= 0 (0 = same as tp)", c.etp));
 
-  if (c.num_gpus() != cluster.num_gpus())
-    throw Error(fmt::format("dp*tp*pp*cp = {}*{}*{}*{} = {} must equal the cluster's GPU count {} ({} nodes x {})",
-                            c.dp, c.tp, c.pp, c.cp, c.num_gpus(), cluster.num_gpus(), cluster.nodes,
-                            cluster.gpus_per_node));
+  // Ranges first, so that no product below can wrap (dp=536870913 x tp=8 is not 8 GPUs): each degree
+  // at most the GPU count, the micro-batch at most the batch, vpp at most the layers.
+  const std::int64_t gpus = cluster.num_gpus();
+  for (const auto& [key, value] : {std::pair<std::string_view, int>{"dp", c.dp}, {"tp", c.tp}, {"pp", c.pp},
+                                   {"cp", c.cp}, {"ep", c.ep}, {"etp", c.etp}})
+    if (value > gpus)
+      throw Error(fmt::format("{}={} exceeds the cluster's {} GPUs ({} nodes x {})", key, value, gpus, cluster.nodes,
+                              cluster.gpus_per_node));
+  if (c.mbs > training.global_batch)
+    throw Error(fmt::format("mbs={} exceeds global_batch={} (a micro-batch is part of the batch)", c.mbs,
+                            training.global_batch));
+  if (c.vpp > model.num_layers)
+    throw Error(fmt::format("vpp={} exceeds num_layers={} (each virtual stage holds layers)", c.vpp, model.num_layers));
+  if (c.num_gpus() != gpus)
+    throw Error(fmt::format("dp*tp*pp*cp = {}*{}*{}*{} = {:.0f} must equal the cluster's GPU count {} ({} nodes x {})",
+                            c.dp, c.tp, c.pp, c.cp, static_cast<double>(c.dp) * c.tp * c.pp * c.cp, gpus,
+                            cluster.nodes, cluster.gpus_per_node));
   if (model.num_attention_heads % c.tp != 0)
     throw Error(fmt::format("tp={} does not divide num_attention_heads={}", c.tp, model.num_attention_heads));
   if (!model.mla && model.kv_heads() % c.tp != 0 && c.tp % model.kv_heads() != 0)
@@ -218,7 +237,7 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
       throw Error(fmt::format("ep={} does not divide moe.num_experts={}", c.ep, model.moe->num_experts));
     // Megatron-Core (MoE parallel folding): the expert grid etp x ep x edp x pp tiles all ranks, so
     // etp·ep must divide dp·cp·tp (../shared/frameworks/megatron-lm-rules.md R1.3).
-    if ((c.dp * c.cp * c.tp) % (c.ep * c.expert_tp()) != 0)
+    if ((c.dp * c.cp * c.tp) % (static_cast<std::int64_t>(c.ep) * c.expert_tp()) != 0)
       throw Error(fmt::format("ep={} x etp={} must divide dp*cp*tp={} (the expert grid etp x ep x edp tiles the "
                               "ranks of a pipeline stage)",
                               c.ep, c.expert_tp(), c.dp * c.cp * c.tp));
@@ -231,9 +250,10 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
 
   if (training.global_batch % c.dp != 0)
     throw Error(fmt::format("global_batch={} is not divisible by dp={}", training.global_batch, c.dp));
-  if (training.global_batch % (c.dp * c.mbs) != 0)
+  const std::int64_t dp_mbs = static_cast<std::int64_t>(c.dp) * c.mbs;
+  if (training.global_batch % dp_mbs != 0)
     throw Error(fmt::format("global_batch={} does not split into whole micro-batches: dp*mbs = {}*{} = {} must divide it",
-                            training.global_batch, c.dp, c.mbs, c.dp * c.mbs));
+                            training.global_batch, c.dp, c.mbs, dp_mbs));
   const int microbatches = c.num_microbatches(training);
 
   if (c.zero < 0 || c.zero > 3) throw Error(fmt::format("zero={} must be 0, 1, 2 or 3", c.zero));
@@ -259,6 +279,13 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
   } else if (c.schedule == Schedule::kInterleaved1F1B) {
     throw Error("schedule=interleaved-1f1b requires vpp > 1");
   }
+  // pp <= 2^24 (GPUs), vpp < 2^31: pp*vpp is exact in 64 bits, and so is its product with the
+  // micro-batches once it is at most kMaxPipelineSlots.
+  if (const std::int64_t chunks = static_cast<std::int64_t>(c.pp) * c.vpp;
+      chunks > kMaxPipelineSlots || chunks * microbatches > kMaxPipelineSlots)
+    throw Error(fmt::format("pp*vpp*micro-batches = {}*{}*{} = {:.0f} pipeline slots; at most {} (the replay tracks "
+                            "each: fewer micro-batches, from a larger mbs or dp)",
+                            c.pp, c.vpp, microbatches, static_cast<double>(chunks) * microbatches, kMaxPipelineSlots));
 
   const int e = c.account_embedding ? 1 : 0, l = c.account_loss ? 1 : 0;
   if (e + l > 0) {
@@ -289,7 +316,7 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
   } else {
     if (static_cast<int>(c.stage_layers.size()) != c.pp)
       throw Error(fmt::format("stage_layers has {} entries but pp={}", c.stage_layers.size(), c.pp));
-    const int total = std::accumulate(c.stage_layers.begin(), c.stage_layers.end(), 0);
+    const std::int64_t total = std::accumulate(c.stage_layers.begin(), c.stage_layers.end(), std::int64_t{0});
     if (total != model.num_layers)
       throw Error(fmt::format("stage_layers add up to {} but the model has num_layers={}", total, model.num_layers));
     for (std::size_t i = 0; i < c.stage_layers.size(); ++i) {

@@ -46,7 +46,12 @@ template <std::size_t N>
 double apply_suffix(std::string_view text, std::string_view what, const std::array<Suffix, N>& table) {
   auto [value, suffix] = split_number(text, what);
   for (const auto& entry : table)
-    if (suffix == entry.text) return value * entry.factor;
+    if (suffix == entry.text) {
+      // 1e308h is a finite number but no finite duration.
+      if (!std::isfinite(value * entry.factor))
+        throw Error(fmt::format("'{}' is not a valid {}: it must be finite in base units", text, what));
+      return value * entry.factor;
+    }
   std::string valid;
   for (const auto& entry : table) {
     if (!valid.empty()) valid += ", ";

@@ -14,6 +14,16 @@ void require_positive(std::string_view field, double value) {
   if (!(value > 0)) throw Error(fmt::format("{}: {} must be > 0", field, value));
 }
 
+// Figures read from files: NaN and infinity are never a measurement of hardware.
+void require_finite_positive(std::string_view field, double value) {
+  if (!(value > 0) || !std::isfinite(value))
+    throw Error(fmt::format("{}: {} must be a finite number > 0", field, value));
+}
+void require_finite_non_negative(std::string_view field, double value) {
+  if (!(value >= 0) || !std::isfinite(value))
+    throw Error(fmt::format("{}: {} must be a finite number >= 0", field, value));
+}
+
 }  // namespace
 
 int ModelSpec::num_moe_layers() const {
@@ -70,8 +80,12 @@ double GpuSpec::peak_flops_per_s(Precision precision) const {
 }
 
 void validate(const GpuSpec& g) {
-  require_positive("gpu.memory", g.memory_bytes);
-  require_positive("gpu.hbm_bandwidth", g.hbm_bandwidth_bytes_per_s);
+  require_finite_positive("gpu.memory", g.memory_bytes);
+  require_finite_positive("gpu.hbm_bandwidth", g.hbm_bandwidth_bytes_per_s);
+  require_finite_non_negative("gpu.peak_bf16_tflops", g.peak_bf16_flops_per_s / 1e12);
+  require_finite_non_negative("gpu.peak_fp16_tflops", g.peak_fp16_flops_per_s / 1e12);
+  require_finite_non_negative("gpu.peak_fp8_tflops", g.peak_fp8_flops_per_s / 1e12);
+  require_finite_non_negative("gpu.peak_fp32_tflops", g.peak_fp32_flops_per_s / 1e12);
   if (g.peak_bf16_flops_per_s <= 0 && g.peak_fp16_flops_per_s <= 0)
     throw Error("gpu: needs at least one of peak_bf16_tflops, peak_fp16_tflops > 0");
 }
@@ -80,13 +94,24 @@ void validate(const ClusterSpec& c) {
   validate(c.gpu);
   require_positive("nodes", c.nodes);
   require_positive("gpus_per_node", c.gpus_per_node);
-  require_positive("intra_node_bandwidth", c.intra_node_bandwidth_bytes_per_s);
-  if (c.nodes > 1) require_positive("inter_node_bandwidth", c.inter_node_bandwidth_bytes_per_s);
-  if (c.intra_node_latency_s < 0 || c.inter_node_latency_s < 0) throw Error("latency: must be >= 0");
+  // GPU counts in 64 bits: nodes x gpus_per_node must not wrap (536870913 x 8 is not 8 GPUs).
+  if (c.num_gpus() > kMaxGpus)
+    throw Error(fmt::format("nodes: {} nodes x {} GPUs per node = {} GPUs; paratune models at most {} GPUs", c.nodes,
+                            c.gpus_per_node, c.num_gpus(), kMaxGpus));
+  require_finite_positive("intra_node_bandwidth", c.intra_node_bandwidth_bytes_per_s);
+  if (c.nodes > 1) require_finite_positive("inter_node_bandwidth", c.inter_node_bandwidth_bytes_per_s);
+  else require_finite_non_negative("inter_node_bandwidth", c.inter_node_bandwidth_bytes_per_s);
+  require_finite_non_negative("intra_node_latency", c.intra_node_latency_s);
+  require_finite_non_negative("inter_node_latency", c.inter_node_latency_s);
   if (c.nvlink_domain_gpus < 0 || c.nvlink_domain_gpus % c.gpus_per_node != 0)
     throw Error(fmt::format("nvlink_domain_gpus: {} must be 0 (one node) or a multiple of gpus_per_node {}",
                             c.nvlink_domain_gpus, c.gpus_per_node));
+  if (c.nvlink_domain_gpus > kMaxGpus)
+    throw Error(fmt::format("nvlink_domain_gpus: {} must be at most {}", c.nvlink_domain_gpus, kMaxGpus));
   if (c.nodes_per_pod < 0) throw Error(fmt::format("nodes_per_pod: {} must be >= 0 (0 = one fabric)", c.nodes_per_pod));
+  if (c.pod_gpus() > kMaxGpus)
+    throw Error(fmt::format("nodes_per_pod: {} nodes x {} GPUs = {} GPUs per pod; at most {}", c.nodes_per_pod,
+                            c.gpus_per_node, c.pod_gpus(), kMaxGpus));
   if (c.nodes_per_pod > 0 && c.pod_gpus() % c.scale_up_gpus() != 0)
     throw Error(fmt::format("nodes_per_pod: {} nodes x {} GPUs = {} GPUs must be a whole number of {}-GPU NVLink "
                             "domains (nvlink_domain_gpus)",

@@ -227,6 +227,15 @@ int StudyStore::mark_running_interrupted(std::int64_t study) {
   return sqlite3_changes(db_);
 }
 
+int StudyStore::mark_failed_for_retry(std::int64_t study) {
+  Statement update(db_,
+                   "UPDATE trials SET status = 'interrupted', "
+                   "reason = 'retried by --retry-failed; it had failed: ' || COALESCE(reason, '') "
+                   "WHERE study_id = ? AND status = 'failed'");
+  update.bind(1, study).run();
+  return sqlite3_changes(db_);
+}
+
 std::pair<std::int64_t, int> StudyStore::begin_trial(std::int64_t study, const std::string& params_json,
                                                      const std::string& config_json, const std::string& command,
                                                      const std::string& dir) {

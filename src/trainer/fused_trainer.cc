@@ -12,6 +12,7 @@
 #include "fused_optimizer.h"
 #include "models.h"
 #include "paratune/train/schedule.h"
+#include "paratune/trial/protocol.h"
 
 namespace paratune::train {
 namespace {
@@ -63,7 +64,7 @@ class FusedTrainer {
       }
       const bool last = step + 1 == run_steps;
       if (last || (o_.eval_every > 0 && (step + 1) % o_.eval_every == 0)) evaluate(step, last);
-      report(fmt::format(R"({{"step": {}, "step_time_s": {}}})", step, std::max(seconds, 1e-9)), true);
+      report(fmt::format(R"({{"step": {}, "step_time_s": {}}})", step, std::max(seconds, trial::kMinStepTimeS)), true);
       if (std::all_of(diverged_.begin(), diverged_.end(), [](bool d) { return d; })) {
         std::fprintf(stderr, "paratune-train: every fused trial diverged by step %lld\n", static_cast<long long>(step));
         return 3;

@@ -16,6 +16,7 @@
 #include "paratune/spec/error.h"
 #include "paratune/train/schedule.h"
 #include "paratune/train/stage_split.h"
+#include "paratune/trial/protocol.h"
 
 namespace paratune::train {
 namespace {
@@ -104,7 +105,7 @@ class RankTrainer {
         }
         if (reporter()) report(fmt::format(R"({{"checkpoint_step": {}}})", step));
       }
-      if (reporter()) report(fmt::format(R"({{"step": {}, "step_time_s": {}}})", step, std::max(seconds, 1e-9)), true);
+      if (reporter()) report(fmt::format(R"({{"step": {}, "step_time_s": {}}})", step, std::max(seconds, trial::kMinStepTimeS)), true);
     }
     return 0;
   }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "paratune/trial/protocol.h"
+
 namespace paratune::trial {
 namespace {
 
@@ -19,9 +21,13 @@ double quantile(const std::vector<double>& sorted, double q) {
 
 ThroughputEstimate estimate_throughput(std::span<const double> step_times_s) {
   ThroughputEstimate out;
-  if (step_times_s.empty()) return out;
+  std::vector<double> valid;
+  for (double t : step_times_s)
+    if (plausible_step_time(t)) valid.push_back(t);
+  out.dropped_implausible = static_cast<int>(step_times_s.size() - valid.size());
+  if (valid.empty()) return out;
   out.dropped_warmup = 1;
-  std::vector<double> times(step_times_s.begin() + 1, step_times_s.end());
+  std::vector<double> times(valid.begin() + 1, valid.end());
   if (times.empty()) return out;
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());

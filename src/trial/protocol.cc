@@ -7,6 +7,8 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "paratune/spec/error.h"
@@ -35,7 +37,23 @@ std::optional<double> number_after(std::string_view line, std::string_view key) 
 
 bool is_integer(const nlohmann::json& v) { return v.is_number_integer() || v.is_number_unsigned(); }
 
+// A JSON integer from 0 to INT64_MAX (an unsigned above it is not a step number).
+bool is_step_number(const nlohmann::json& v) {
+  if (v.is_number_unsigned()) return v.get<std::uint64_t>() <= static_cast<std::uint64_t>(INT64_MAX);
+  return v.is_number_integer() && v.get<std::int64_t>() >= 0;
+}
+
+const std::string kStepTimeRule =
+    fmt::format("a finite number of seconds from {:g} to {:g}", kMinStepTimeS, kMaxStepTimeS);
+const std::string kPeakMemoryRule = fmt::format("a finite number of bytes from 0 to {:g}", kMaxPeakMemoryBytes);
+
 }  // namespace
+
+bool plausible_step_time(double seconds) {
+  return std::isfinite(seconds) && seconds >= kMinStepTimeS && seconds <= kMaxStepTimeS;
+}
+
+bool plausible_peak_memory(double bytes) { return std::isfinite(bytes) && bytes >= 0 && bytes <= kMaxPeakMemoryBytes; }
 
 OutputParser::OutputParser(const ParserOptions& options) {
   if (options.step_time_regex.empty()) return;
@@ -70,9 +88,9 @@ LineReport OutputParser::parse_protocol(std::string_view text) {
     if (auto extra = keys_are({"step", "step_time_s"})) return malformed(fmt::format("unknown key '{}'", *extra));
     const auto& step = j.contains("step") ? j["step"] : nlohmann::json();
     const auto& time = j["step_time_s"];
-    if (!is_integer(step) || step.get<std::int64_t>() < 0) return malformed("'step' must be an integer >= 0");
-    if (!time.is_number() || !(time.get<double>() > 0) || !std::isfinite(time.get<double>()))
-      return malformed("'step_time_s' must be a number > 0");
+    if (!is_step_number(step)) return malformed("'step' must be an integer >= 0");
+    if (!time.is_number() || !plausible_step_time(time.get<double>()))
+      return malformed(fmt::format("'step_time_s' {} must be {}", time.dump(), kStepTimeRule));
     r.kind = LineReport::Kind::kStep;
     r.step = {step.get<std::int64_t>(), time.get<double>()};
     return r;
@@ -80,7 +98,8 @@ LineReport OutputParser::parse_protocol(std::string_view text) {
   if (j.contains("peak_memory_bytes")) {
     if (auto extra = keys_are({"peak_memory_bytes"})) return malformed(fmt::format("unknown key '{}'", *extra));
     const auto& bytes = j["peak_memory_bytes"];
-    if (!bytes.is_number() || bytes.get<double>() < 0) return malformed("'peak_memory_bytes' must be a number >= 0");
+    if (!bytes.is_number() || !plausible_peak_memory(bytes.get<double>()))
+      return malformed(fmt::format("'peak_memory_bytes' {} must be {}", bytes.dump(), kPeakMemoryRule));
     r.kind = LineReport::Kind::kPeakMemory;
     r.peak_memory_bytes = bytes.get<double>();
     return r;
@@ -103,8 +122,7 @@ LineReport OutputParser::parse_protocol(std::string_view text) {
       return malformed("'metric' must be a non-empty string");
     if (!j.contains("value") || !j["value"].is_number() || !std::isfinite(j["value"].get<double>()))
       return malformed("'value' must be a finite number");
-    if (j.contains("step") && (!is_integer(j["step"]) || j["step"].get<std::int64_t>() < 0))
-      return malformed("'step' must be an integer >= 0");
+    if (j.contains("step") && !is_step_number(j["step"])) return malformed("'step' must be an integer >= 0");
     r.kind = LineReport::Kind::kMetric;
     r.metric.name = j["metric"].get<std::string>();
     r.metric.value = j["value"].get<double>();
@@ -120,13 +138,43 @@ LineReport OutputParser::parse_protocol(std::string_view text) {
   }
   if (j.contains("checkpoint_step")) {
     if (auto extra = keys_are({"checkpoint_step"})) return malformed(fmt::format("unknown key '{}'", *extra));
-    if (!is_integer(j["checkpoint_step"]) || j["checkpoint_step"].get<std::int64_t>() < 0)
-      return malformed("'checkpoint_step' must be an integer >= 0");
+    if (!is_step_number(j["checkpoint_step"])) return malformed("'checkpoint_step' must be an integer >= 0");
     r.kind = LineReport::Kind::kCheckpoint;
     r.checkpoint_step = j["checkpoint_step"].get<std::int64_t>();
     return r;
   }
   return malformed("none of step_time_s, peak_memory_bytes, metric, oom, checkpoint_step, diverged");
+}
+
+// A step from a log line: a plausible time, and a step number that is a whole number from 0 to
+// 2^53 (a double's exact integers) if the line has one, else the one after the last.
+LineReport OutputParser::step_line(double seconds, std::optional<double> step) const {
+  LineReport r;
+  if (!plausible_step_time(seconds)) {
+    r.kind = LineReport::Kind::kMalformed;
+    r.problem = fmt::format("step time {} s must be {}", seconds, kStepTimeRule);
+    return r;
+  }
+  if (step && !(*step >= 0 && *step <= 0x1p53 && *step == std::floor(*step))) {
+    r.kind = LineReport::Kind::kMalformed;
+    r.problem = fmt::format("step number {} must be a whole number from 0 to 2^53", *step);
+    return r;
+  }
+  r.kind = LineReport::Kind::kStep;
+  r.step = {step ? static_cast<std::int64_t>(*step) : implicit_step_ + 1, seconds};
+  return r;
+}
+
+LineReport OutputParser::memory_line(double bytes) {
+  LineReport r;
+  if (!plausible_peak_memory(bytes)) {
+    r.kind = LineReport::Kind::kMalformed;
+    r.problem = fmt::format("peak memory {} bytes must be {}", bytes, kPeakMemoryRule);
+    return r;
+  }
+  r.kind = LineReport::Kind::kPeakMemory;
+  r.peak_memory_bytes = bytes;
+  return r;
 }
 
 LineReport OutputParser::feed(std::string_view line) {
@@ -144,19 +192,13 @@ LineReport OutputParser::feed(std::string_view line) {
     r.kind = LineReport::Kind::kOom;
   } else if (auto ms = number_after(line, "elapsed time per iteration (ms):"); ms && !protocol_steps_) {
     // Megatron-LM training log: " iteration       10/     100 | ... | elapsed time per iteration (ms): 1234.5 | ..."
-    if (*ms > 0) {
-      r.kind = LineReport::Kind::kStep;
-      const std::optional<double> iteration = number_after(line, "iteration");
-      r.step = {iteration ? static_cast<std::int64_t>(*iteration) : implicit_step_ + 1, *ms / 1000};
-    }
+    r = step_line(*ms / 1000, number_after(line, "iteration"));
   } else if (auto reserved = number_after(line, "max reserved:"); reserved && line.find("memory (MB)") != line.npos) {
     // Megatron-LM: "[Rank 0] (after 10 iterations) memory (MB) | allocated: ... | max allocated: X |
     // reserved: ... | max reserved: Y" — what the caching allocator holds is what runs out.
-    r.kind = LineReport::Kind::kPeakMemory;
-    r.peak_memory_bytes = *reserved * kMiB;
+    r = memory_line(*reserved * kMiB);
   } else if (auto allocated = number_after(line, "max allocated:"); allocated && line.find("memory (MB)") != line.npos) {
-    r.kind = LineReport::Kind::kPeakMemory;
-    r.peak_memory_bytes = *allocated * kMiB;
+    r = memory_line(*allocated * kMiB);
   } else if (step_regex_ && !protocol_steps_) {
     // Group 1 the step time, group 2 (if the regex has one) the step number.
     const std::string_view matched = line.substr(0, std::min(line.size(), kMaxMatchedLineBytes));
@@ -165,16 +207,21 @@ LineReport OutputParser::feed(std::string_view line) {
     if (step_regex_->Match(re2::StringPiece(matched.data(), matched.size()), 0, matched.size(), RE2::UNANCHORED,
                            groups.data(), wanted) &&
         groups[1].data() != nullptr) {
-      double seconds = 0;
+      // The line matched: a time that is not a plausible number makes it malformed (counted).
+      double seconds = std::numeric_limits<double>::quiet_NaN();
       const std::string text(groups[1].data(), groups[1].size());
-      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-      if (ec == std::errc() && end == text.data() + text.size() && seconds > 0 && std::isfinite(seconds)) {
-        r.kind = LineReport::Kind::kStep;
-        std::int64_t step = implicit_step_ + 1;
-        if (wanted > 2 && groups[2].data() != nullptr)
-          std::from_chars(groups[2].data(), groups[2].data() + groups[2].size(), step);
-        r.step = {step, seconds};
+      if (const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+          ec != std::errc() || end != text.data() + text.size())
+        seconds = std::numeric_limits<double>::quiet_NaN();
+      // A step-number group that matched must hold a whole number (NaN: malformed).
+      std::optional<double> step;
+      if (wanted > 2 && groups[2].data() != nullptr) {
+        double number = 0;
+        const auto [end, ec] = std::from_chars(groups[2].data(), groups[2].data() + groups[2].size(), number);
+        step = ec == std::errc() && end == groups[2].data() + groups[2].size() ? number
+                                                                                : std::numeric_limits<double>::quiet_NaN();
       }
+      r = step_line(seconds, step);
     }
   }
 

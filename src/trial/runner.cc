@@ -24,6 +24,7 @@
 
 #include "paratune/spec/error.h"
 #include "paratune/spec/units.h"
+#include "trial_cgroup.h"
 
 extern char** environ;
 
@@ -53,12 +54,14 @@ struct Stream {
 // The watchdog: a small child of the controller that holds the read end of a pipe on which the
 // controller announces each trial's process group (+pgid) and its end (-pgid). If the controller
 // dies, even by SIGKILL, the pipe reaches end-of-file and the watchdog stops every group still
-// announced: SIGTERM, one second, SIGKILL. (PR_SET_PDEATHSIG alone reaches only a trial's leader,
-// not the processes it started.) Runs between fork and _exit only async-signal-safe calls.
-[[noreturn]] void watchdog_main(int read_fd) {
+// announced: SIGTERM, one second, SIGKILL -- and SIGKILL to every process in the trials' cgroups
+// (`cgroup_kill`: the runner's base cgroup.kill, or null), which catches those that left their
+// group. (PR_SET_PDEATHSIG alone reaches only a trial's leader, not the processes it started.)
+// Runs between fork and _exit only async-signal-safe calls.
+[[noreturn]] void watchdog_main(int read_fd, const char* cgroup_kill) {
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) ::signal(sig, SIG_IGN);  // Ctrl-C is the controller's
   ::dup2(read_fd, 3);
-  ::close_range(4, ~0U, 0);  // hold nothing else open (another runner's pipe, the controller's output)
+  ::close_range(4, ~0U, 0);  // cgroup.kill is opened when needed, below  // hold nothing else open (another runner's pipe, the controller's output)
   const int devnull = ::open("/dev/null", O_RDWR);
   for (int fd = 0; fd <= 2; ++fd) ::dup2(devnull, fd);
   constexpr int kMaxGroups = 4096;
@@ -81,6 +84,13 @@ struct Stream {
     const timespec second{1, 0};
     ::nanosleep(&second, nullptr);
     for (int i = 0; i < n; ++i) ::kill(-groups[i], SIGKILL);
+  }
+  if (n > 0 && cgroup_kill) {
+    const int fd = ::open(cgroup_kill, O_WRONLY);
+    if (fd >= 0) {
+      [[maybe_unused]] const ssize_t w = ::write(fd, "1", 1);
+      ::close(fd);
+    }
   }
   ::_exit(0);
 }
@@ -170,30 +180,41 @@ LocalBackend::LocalBackend(int slots, std::vector<std::string> slot_devices, std
                                   slot, cpu, CPU_COUNT(&allowed)));
 }
 
+namespace {
+
+// The processes (not zombies) whose environment says PARATUNE_TRIAL_DIR=`dir`.
+std::vector<pid_t> processes_by_environment(const std::filesystem::path& dir) {
+  const std::string needle = "PARATUNE_TRIAL_DIR=" + std::filesystem::absolute(dir).string();
+  std::vector<pid_t> found;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (pid == ::getpid()) continue;
+    std::ifstream in(entry.path() / "environ", std::ios::binary);  // unreadable, gone or a zombie: not found
+    std::string var;
+    bool match = false;
+    while (!match && std::getline(in, var, '\0')) match = var == needle;
+    if (match) found.push_back(pid);
+  }
+  return found;
+}
+
+}  // namespace
+
 int kill_trial_processes(const std::filesystem::path& dir) {
-  const std::string needle = "PARATUNE_TRIAL_DIR=" + dir.string();
   std::set<pid_t> found;
   // A few rounds: a process may fork between the scan and the kill.
   for (int round = 0; round < 5; ++round) {
-    bool any = false;
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
-      const std::string name = entry.path().filename().string();
-      if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
-      const pid_t pid = static_cast<pid_t>(std::stol(name));
-      if (pid == ::getpid()) continue;
-      std::ifstream in(entry.path() / "environ", std::ios::binary);  // unreadable or gone: not ours
-      std::string var;
-      bool match = false;
-      while (!match && std::getline(in, var, '\0')) match = var == needle;
-      if (!match) continue;
-      any = true;
+    const std::vector<pid_t> now = processes_by_environment(dir);
+    if (now.empty()) break;
+    for (pid_t pid : now) {
       found.insert(pid);
       const pid_t group = ::getpgid(pid);
       if (group > 0 && group != ::getpgrp()) ::kill(-group, SIGKILL);
       ::kill(pid, SIGKILL);
     }
-    if (!any) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return static_cast<int>(found.size());
@@ -229,6 +250,8 @@ struct TrialRunner::Process {
   bool term_sent = false, kill_sent = false;
   Clock::time_point term_at;
   Clock::time_point streams_wait_since;  // leader and group gone, pipes still open (escaped processes)
+  std::unique_ptr<TrialCgroup> cgroup;   // null where cgroups are unavailable (trial_cgroup.h)
+  std::vector<pid_t> escaped;            // processes outside the group that were signalled
 
   explicit Process(const ParserOptions& options) : parser(options) {}
   ~Process() { close_pidfd(); }
@@ -240,14 +263,37 @@ struct TrialRunner::Process {
     pidfd = -1;
   }
 
-  void signal_group(int sig) const {
+  // Signals the trial's process group and the processes that left it (its cgroup's, or -- without
+  // a cgroup, once the leader is gone -- those whose environment names the trial's directory).
+  void signal_all(int sig) {
     if (pid > 0) ::kill(-pid, sig);
+    if (cgroup) {
+      cgroup->signal(sig, escaped);
+    } else if (leader_exited) {
+      for (pid_t other : processes_by_environment(launch.dir)) {
+        ::kill(other, sig);
+        escaped.push_back(other);
+      }
+    }
   }
   [[nodiscard]] bool group_alive() const { return pid > 0 && (::kill(-pid, 0) == 0 || errno == EPERM); }
+  // Whether any process of the trial lives, in its group or outside it.
+  [[nodiscard]] bool anything_alive() const {
+    if (group_alive()) return true;
+    if (cgroup) return cgroup->populated();
+    return leader_exited && !processes_by_environment(launch.dir).empty();
+  }
+  // Processes that left the group and were reparented to us (we are a subreaper) are ours to reap.
+  // Never the leader (a cgroup's list holds it too): reaped here, its status would be lost and the
+  // wait loop, never seeing it exit, would wait for the trial for ever.
+  void reap_escaped() {
+    for (pid_t other : escaped)
+      if (other != pid) ::waitpid(other, nullptr, WNOHANG);
+  }
   void stop(TrialStatus status, std::string reason) {
     if (!stopped) stopped.emplace(status, std::move(reason));
     if (!term_sent) {
-      signal_group(SIGTERM);
+      signal_all(SIGTERM);
       term_sent = true;
       term_at = Clock::now();
     }
@@ -260,11 +306,13 @@ TrialRunner::TrialRunner(const Backend& backend, ParserOptions parser)
   // Orphans of a trial's group come to us rather than to init, so we can reap them and tell when
   // the group is really gone (an init that reaps late would keep zombies in it).
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  cgroups_ = std::make_unique<TrialCgroups>();
+  const std::string cgroup_kill = cgroups_->kill_file();
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw Error(fmt::format("trial runner: pipe: {}", std::strerror(errno)));
   watchdog_pid_ = ::fork();
   if (watchdog_pid_ < 0) throw Error(fmt::format("trial runner: fork: {}", std::strerror(errno)));
-  if (watchdog_pid_ == 0) watchdog_main(pipe_fds[0]);
+  if (watchdog_pid_ == 0) watchdog_main(pipe_fds[0], cgroup_kill.empty() ? nullptr : cgroup_kill.c_str());
   ::close(pipe_fds[0]);
   watchdog_fd_ = pipe_fds[1];
 }
@@ -277,10 +325,14 @@ void TrialRunner::tell_watchdog(std::int32_t message) const {
 
 TrialRunner::~TrialRunner() {
   for (auto& p : processes_) {
-    p->signal_group(SIGKILL);
+    p->signal_all(SIGKILL);
     if (p->pid > 0)
       while (::waitpid(-p->pid, nullptr, 0) > 0) {
       }
+    if (p->cgroup)
+      for (int i = 0; i < 100 && p->cgroup->populated(); ++i) ::usleep(10000);
+    p->reap_escaped();
+    if (p->cgroup) p->cgroup->remove();
     for (Stream* s : {&p->out, &p->err})
       if (s->fd >= 0) ::close(s->fd);
   }
@@ -345,6 +397,8 @@ std::vector<int> TrialRunner::start(const TrialLaunch& launch) {
   for (std::string& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
 
+  std::unique_ptr<TrialCgroup> cgroup = cgroups_->create();
+  const int cgroup_procs_fd = cgroup ? cgroup->procs_fd() : -1;
   int out_pipe[2], err_pipe[2], exec_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 || ::pipe2(exec_pipe, O_CLOEXEC) != 0)
     throw Error(fmt::format("trial {}: pipe: {}", launch.id, std::strerror(errno)));
@@ -352,7 +406,11 @@ std::vector<int> TrialRunner::start(const TrialLaunch& launch) {
   const pid_t pid = ::fork();
   if (pid < 0) throw Error(fmt::format("trial {}: fork: {}", launch.id, std::strerror(errno)));
   if (pid == 0) {
-    // Child: own process group; die with the controller; default signal handling; pipes as 1 and 2.
+    // Child: own cgroup (where there is one) and process group; die with the controller; default
+    // signal handling; pipes as 1 and 2.
+    if (cgroup_procs_fd >= 0) {
+      [[maybe_unused]] const ssize_t joined = ::write(cgroup_procs_fd, "0", 1);
+    }
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
@@ -372,6 +430,7 @@ std::vector<int> TrialRunner::start(const TrialLaunch& launch) {
   }
   ::setpgid(pid, pid);  // also here, so the group exists before we might signal it
   tell_watchdog(pid);
+  if (cgroup) cgroup->close_procs_fd();
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
   ::close(exec_pipe[1]);
@@ -381,6 +440,7 @@ std::vector<int> TrialRunner::start(const TrialLaunch& launch) {
   while (got < 0 && errno == EINTR);
   ::close(exec_pipe[0]);
   p->pid = pid;
+  p->cgroup = std::move(cgroup);
   p->pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));  // -1 on kernels before 5.3: polled instead
   p->out.fd = out_pipe[0];
   p->err.fd = err_pipe[0];
@@ -500,15 +560,17 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
         else if (limits.hang_s > 0 && seconds(now - p.last_progress) > limits.hang_s)
           p.stop(TrialStatus::kTimeout, fmt::format("hung: no new step for {}", units::format_duration(limits.hang_s)));
       }
-      // The leader is gone but others of its group live on: they are orphans, stop them too.
-      const bool alive = p.group_alive();
+      // The leader is gone but others of the trial live on (in its group, or having left it): they
+      // are orphans, stop them too.
+      p.reap_escaped();
+      const bool alive = p.anything_alive();
       if (p.leader_exited && alive && !p.term_sent) {
-        p.signal_group(SIGTERM);
+        p.signal_all(SIGTERM);
         p.term_sent = true;
         p.term_at = now;
       }
       if (p.term_sent && !p.kill_sent && alive && seconds(now - p.term_at) > limits.grace_s) {
-        p.signal_group(SIGKILL);
+        p.signal_all(SIGKILL);
         p.kill_sent = true;
       }
       // Done when the leader was reaped, its group is empty and its output is read (or, if a
@@ -522,6 +584,8 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
         ++it;
         continue;
       }
+      p.reap_escaped();
+      if (p.cgroup) p.cgroup->remove();
       for (Stream* s : {&p.out, &p.err}) {
         if (s->fd >= 0) ::close(s->fd);
         s->fd = -1;

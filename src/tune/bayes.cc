@@ -10,6 +10,7 @@
 #include <nlopt.hpp>
 #include <set>
 
+#include "paratune/gp/classifier.h"
 #include "paratune/gp/gaussian_process.h"
 #include "paratune/spec/error.h"
 #include "paratune/trial/measurement.h"
@@ -26,6 +27,12 @@ constexpr double kOomMemoryFactor = 1.05;
 // behaviour, fragmentation and buffers vary in ways a GP fitted on a handful of trials cannot see,
 // and an overconfident P(fit) sends the search into a streak of OOMs.
 constexpr double kMemorySpreadFloor = 0.05;
+
+// Once a trial failed, a random design is drawn again (up to this many times) while the feasibility
+// model says it more likely fails than runs (trial::kLikelyToRun): the draw comes from E.1's
+// distribution restricted to where configurations probably run. When no draw does, the one most
+// likely to run is taken (a space where nearly everything fails must still be explored).
+constexpr int kFeasibilityRedraws = 64;
 
 // The parameters whose combinations E.1 weighs equally.
 const std::set<std::string, std::less<>> kDegreeNames{"dp", "tp", "pp", "cp", "ep"};
@@ -160,7 +167,16 @@ class ModelSearch final : public SearchAlgorithm {
         memory_.push_back({*row, kOomMemoryFactor * options_.memory_limit_bytes, 0});
       // XGBoost learns from failures too (DeepSpeed's autotuner scores them 0).
       if (!measured || !f.throughput) failures_.push_back(*row);
-      changed_ = true;
+      // The feasibility model: did the configuration run? Every failure counts, whatever its kind
+      // (an OOM too: with --memory-limit the memory model also learns from it, by memory's own
+      // trend; the classifier by whatever separates what runs from what does not). A trial over
+      // the memory limit ran: the memory model judges it. A failure given without its kind is
+      // judged from its status alone (exit code unknown: crashed, not refused).
+      const bool ran = measured;
+      const trial::FailureKind kind =
+          ran || f.failure != trial::FailureKind::kNone ? f.failure : trial::classify_failure(f.status, -1, 0, f.steps);
+      feasibility_.push_back({*row, ran, kind});
+      changed_ = feasibility_changed_ = true;
     }
   }
 
@@ -206,8 +222,27 @@ class ModelSearch final : public SearchAlgorithm {
   }
 
   // App. E.1: a group of parallel degrees uniformly among those with untried points, then a point
-  // of it uniformly.
+  // of it uniformly; once trials have failed, only where the configuration probably runs
+  // (kFeasibilityRedraws).
   Eigen::Index weighted_random(const std::vector<bool>& busy) {
+    refit_feasibility_if_needed();
+    Eigen::Index row = uniform_design(busy);
+    if (!feasibility_model_) return row;
+    Eigen::Index best = row;
+    double best_p = -1;
+    for (int draw = 0; draw <= kFeasibilityRedraws; ++draw) {
+      if (draw > 0) row = uniform_design(busy);
+      const double p = p_feasible(row);
+      if (p >= trial::kLikelyToRun) return row;
+      if (p > best_p) {
+        best_p = p;
+        best = row;
+      }
+    }
+    return best;
+  }
+
+  Eigen::Index uniform_design(const std::vector<bool>& busy) {
     std::vector<std::size_t> open;
     for (std::size_t g = 0; g < groups_.size(); ++g)
       if (std::any_of(groups_[g].begin(), groups_[g].end(), [&](Eigen::Index r) { return !busy[static_cast<std::size_t>(r)]; }))
@@ -368,6 +403,37 @@ class ModelSearch final : public SearchAlgorithm {
     summarize();
   }
 
+  // The feasibility classifier (gp/classifier.h) on every finished trial, once any has failed;
+  // before that P(feasible) = 1 everywhere and the searches behave as without it.
+  void refit_feasibility_if_needed() {
+    if (!feasibility_changed_) return;
+    feasibility_changed_ = false;
+    const bool any_failed = std::any_of(feasibility_.begin(), feasibility_.end(), [](const Feasibility& f) { return !f.ran; });
+    if (!any_failed) return;
+    const auto n = static_cast<Eigen::Index>(feasibility_.size());
+    Eigen::MatrixXd x(n, embedding_.dimensions());
+    std::vector<bool> ran;
+    for (Eigen::Index i = 0; i < n; ++i) {
+      x.row(i) = x_all_.row(feasibility_[static_cast<std::size_t>(i)].row);
+      ran.push_back(feasibility_[static_cast<std::size_t>(i)].ran);
+    }
+    gp::Hyperparameters start;
+    if (feasibility_model_) {
+      start = feasibility_model_->hyperparameters();
+    } else {
+      start.lengthscales = Eigen::VectorXd::Constant(embedding_.dimensions(), 0.5);
+      start.signal_variance = 1;
+    }
+    gp::ClassifierOptions co;
+    co.seed = options_.seed + 104729 * static_cast<std::uint64_t>(n);
+    feasibility_model_.emplace(std::move(x), std::move(ran), start, co);
+    describe_feasibility();
+  }
+
+  [[nodiscard]] double p_feasible(Eigen::Index row) const {
+    return feasibility_model_ ? feasibility_model_->probability(Eigen::VectorXd(x_all_.row(row).transpose())) : 1.0;
+  }
+
   // Kriging believer: the posterior with each running point added at its own predicted mean.
   gp::Posterior believer(const FittedGp& g, const std::vector<Observation>& obs, const std::vector<Point>& running,
                          bool time) const {
@@ -395,6 +461,7 @@ class ModelSearch final : public SearchAlgorithm {
   Eigen::Index ucb_pick(const std::vector<Eigen::Index>& candidates, const std::vector<Point>& running,
                         nlohmann::ordered_json& notes) {
     refit_if_needed();
+    refit_feasibility_if_needed();
     if (!throughput_gp_) {  // fewer than two measured trials (everything failed so far): explore
       notes["source"] = "random: fewer than two trials measured a throughput";
       return random_among(candidates);
@@ -411,14 +478,18 @@ class ModelSearch final : public SearchAlgorithm {
     Eigen::VectorXd r_mean, r_var, m_mean, m_var;
     r_post.predict(x, r_mean, r_var);
     if (m_post) m_post->predict(x, m_mean, m_var);
+    const Eigen::VectorXd p_run = feasibility_model_ ? feasibility_model_->probabilities(x) : Eigen::VectorXd::Ones(n);
 
     const double limit = options_.memory_limit_bytes;
+    // Only candidates that probably run, while there is any (trial::kLikelyToRun).
+    const bool any_likely = (p_run.array() >= trial::kLikelyToRun).any();
     Eigen::Index best = 0;
     double best_score = -HUGE_VAL;
     struct Chosen {
-      double mu = 0, sd = 0, m_mu = 0, m_sd = 0, p_fit = 1, score = 0;
+      double mu = 0, sd = 0, m_mu = 0, m_sd = 0, p_fit = 1, p_run = 1, score = 0;
     } chosen;
     for (Eigen::Index i = 0; i < n; ++i) {
+      if (any_likely && p_run(i) < trial::kLikelyToRun) continue;
       const Eigen::Index row = candidates[static_cast<std::size_t>(i)];
       const double mu = mean_at(r_gp, row, true) + r_mean(i);
       const double sd = std::sqrt(std::max(r_var(i), 0.0));
@@ -433,11 +504,12 @@ class ModelSearch final : public SearchAlgorithm {
         m_sd = 2 * kMemorySpreadFloor * limit;
         p_fit = normal_cdf((limit - m_mu) / m_sd);
       }
-      const double score = (mu + options_.beta * sd) * p_fit;
+      // Gelbart et al. 2014's weighting for each constraint, the memory limit and "it runs".
+      const double score = (mu + options_.beta * sd) * p_fit * p_run(i);
       if (score > best_score) {
         best_score = score;
         best = row;
-        chosen = {mu, sd, m_mu, m_sd, p_fit, score};
+        chosen = {mu, sd, m_mu, m_sd, p_fit, p_run(i), score};
       }
     }
     last_acquisition_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -450,6 +522,7 @@ class ModelSearch final : public SearchAlgorithm {
       notes["predicted_memory_sd"] = chosen.m_sd;
     }
     notes["p_fit"] = chosen.p_fit;
+    if (feasibility_model_) notes["p_runs"] = chosen.p_run;
     notes["acquisition"] = chosen.score * r_gp.scale;
     notes["fit_ms"] = last_fit_ms_;
     notes["acquisition_ms"] = last_acquisition_ms_;
@@ -494,25 +567,32 @@ class ModelSearch final : public SearchAlgorithm {
   }
 
   Eigen::Index cost_model_pick(const std::vector<Eigen::Index>& candidates, nlohmann::ordered_json& notes) {
+    refit_feasibility_if_needed();
     const std::vector<double> time_theta = least_squares(prior_->time, throughput_, true);
     const std::vector<double> memory_theta = least_squares(prior_->memory, memory_, false);
     const double limit = options_.memory_limit_bytes;
     Eigen::Index best = candidates.front();
-    std::pair<bool, double> best_key{false, -1};
+    std::tuple<bool, bool, double> best_key{false, false, -1};
     for (Eigen::Index row : candidates) {
       const bool fits = limit <= 0 || prior_memory(row, memory_theta) <= limit;
-      const std::pair<bool, double> key{fits, prior_throughput(row, time_theta)};
+      // Fits, then probably runs (trial::kLikelyToRun), then the expected throughput: the
+      // model's, times the chance that the configuration runs at all.
+      const double p = p_feasible(row);
+      const std::tuple<bool, bool, double> key{fits, p >= trial::kLikelyToRun, prior_throughput(row, time_theta) * p};
       if (key > best_key) {
         best_key = key;
         best = row;
       }
     }
-    notes["source"] = "the fitted cost model's best prediction";
-    notes["predicted_throughput"] = best_key.second;
+    notes["source"] = feasibility_model_ ? "the fitted cost model's best prediction times P(runs)"
+                                         : "the fitted cost model's best prediction";
+    notes["predicted_throughput"] = prior_throughput(best, time_theta);
+    if (feasibility_model_) notes["p_runs"] = p_feasible(best);
     notes["predicted_memory_bytes"] = prior_memory(best, memory_theta);
     summary_ = {{"prior", prior_->name},
                 {"throughput_coefficients", coefficients(prior_->time, time_theta)},
                 {"memory_coefficients", coefficients(prior_->memory, memory_theta)}};
+    describe_feasibility();
     return best;
   }
 
@@ -536,10 +616,23 @@ class ModelSearch final : public SearchAlgorithm {
     Eigen::MatrixXd query(static_cast<Eigen::Index>(candidates.size()), embedding_.dimensions());
     for (std::size_t c = 0; c < candidates.size(); ++c) query.row(static_cast<Eigen::Index>(c)) = x_all_.row(candidates[c]);
     const Eigen::VectorXd predicted = xgboost_fit_predict(x, y, query, options_.seed + static_cast<std::uint64_t>(n));
+    // DeepSpeed's rule, then as every search here: probably runs first (trial::kLikelyToRun),
+    // then the prediction times P(runs).
+    refit_feasibility_if_needed();
+    const Eigen::VectorXd p_run = feasibility_model_ ? feasibility_model_->probabilities(query)
+                                                     : Eigen::VectorXd::Ones(query.rows());
     Eigen::Index best = 0;
-    predicted.maxCoeff(&best);
-    notes["source"] = "XGBoost's best prediction";
+    std::pair<bool, double> best_key{false, -HUGE_VAL};
+    for (Eigen::Index c = 0; c < query.rows(); ++c) {
+      const std::pair<bool, double> key{p_run(c) >= trial::kLikelyToRun, std::max(predicted(c), 0.0) * p_run(c)};
+      if (key > best_key) {
+        best_key = key;
+        best = c;
+      }
+    }
+    notes["source"] = feasibility_model_ ? "XGBoost's best prediction times P(runs)" : "XGBoost's best prediction";
     notes["predicted_throughput"] = predicted(best);
+    if (feasibility_model_) notes["p_runs"] = p_run(best);
     return candidates[static_cast<std::size_t>(best)];
   }
 
@@ -577,6 +670,26 @@ class ModelSearch final : public SearchAlgorithm {
     if (throughput_gp_) summary_["throughput"] = describe(*throughput_gp_, true);
     if (memory_gp_) summary_["memory"] = describe(*memory_gp_, false);
     summary_["fit_ms"] = last_fit_ms_;
+    describe_feasibility();
+  }
+
+  // The feasibility classifier, with what it learned from: failures by kind.
+  void describe_feasibility() {
+    if (!feasibility_model_) return;
+    nlohmann::ordered_json out;
+    std::map<std::string, int> failures;
+    for (const Feasibility& f : feasibility_)
+      if (!f.ran) ++failures[trial::to_string(f.kind)];
+    out["observations"] = feasibility_.size();
+    out["failures"] = failures;
+    nlohmann::ordered_json lengthscales = nlohmann::ordered_json::object();
+    const gp::Hyperparameters& h = feasibility_model_->hyperparameters();
+    for (std::size_t d = 0; d < space_.parameters().size(); ++d)
+      lengthscales[space_.parameters()[d].name] = h.lengthscales(static_cast<Eigen::Index>(d));
+    out["lengthscales"] = lengthscales;
+    out["signal_variance"] = h.signal_variance;
+    out["prior_p_runs"] = normal_cdf(feasibility_model_->prior_mean());
+    summary_["feasibility"] = out;
   }
 
   const SearchSpace& space_;
@@ -592,6 +705,16 @@ class ModelSearch final : public SearchAlgorithm {
   std::size_t seen_ = 0;                           // finished trials taken in
   std::vector<Observation> throughput_, memory_;
   std::vector<Eigen::Index> failures_;
+  // Every finished trial for the feasibility classifier: did its configuration run, and if not how
+  // it failed.
+  struct Feasibility {
+    Eigen::Index row;
+    bool ran;
+    trial::FailureKind kind;
+  };
+  std::vector<Feasibility> feasibility_;
+  std::optional<gp::Classifier> feasibility_model_;  // none until a trial failed
+  bool feasibility_changed_ = false;
   int oom_run_ = 0;
   std::optional<double> best_full_;
   bool changed_ = false;

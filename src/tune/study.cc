@@ -127,10 +127,31 @@ Algorithm parse_algorithm(std::string_view name) {
 
 const char* to_string(StopReason reason) { return kStopNames[static_cast<std::size_t>(reason)].data(); }
 
-std::unique_ptr<SearchAlgorithm> make_search(Algorithm algorithm, const SearchSpace& space, std::uint64_t seed) {
+std::vector<std::size_t> grid_order(std::size_t n, std::size_t budget) {
+  std::vector<std::size_t> order;
+  order.reserve(n);
+  std::vector<char> taken(n, 0);
+  if (budget > 0 && budget < n)
+    for (std::size_t i = 0; i < budget; ++i) {
+      // floor((i + 1/2) n / budget) in integers: distinct, since n / budget > 1.
+      const std::size_t index = ((2 * i + 1) * n) / (2 * budget);  // no overflow: n <= 10 million points
+      order.push_back(index);
+      taken[index] = 1;
+    }
+  for (std::size_t i = 0; i < n; ++i)
+    if (!taken[i]) order.push_back(i);
+  return order;
+}
+
+std::unique_ptr<SearchAlgorithm> make_search(Algorithm algorithm, const SearchSpace& space, std::uint64_t seed,
+                                             std::size_t max_trials) {
   if (algorithm != Algorithm::kGrid && algorithm != Algorithm::kRandom)
     throw Error(fmt::format("make_search: {} is not an ordered search (tune/bayes.h builds it)", to_string(algorithm)));
-  std::vector<Point> order = space.enumerate();
+  const std::vector<Point>& points = space.enumerate();
+  std::vector<Point> order;
+  // A listed space keeps its order (a derived space lists the model's favourites first).
+  for (std::size_t i : grid_order(points.size(), algorithm == Algorithm::kGrid && !space.is_listed() ? max_trials : 0))
+    order.push_back(points[i]);
   if (algorithm == Algorithm::kRandom) {
     std::mt19937_64 rng(seed);
     for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[uniform_below(rng, i)]);
@@ -174,6 +195,7 @@ FinishedTrial finished_of(const Point& point, const store::StoredTrial& t) {
   f.throughput_standard_error = t.throughput ? (t.throughput_ci_high - t.throughput_ci_low) / (2 * 1.96) : 0;
   f.peak_memory_bytes = t.peak_memory_bytes;
   f.steps = t.steps;
+  f.failure = trial::classify_failure(f.status, t.exit_code, t.exit_signal, t.steps);
   return f;
 }
 
@@ -219,7 +241,15 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
   const StudyLock lock(store.path());
   std::set<std::string> known;
   for (const Parameter& p : space.parameters()) known.insert(p.name);
-  for (const std::string& b : builtin_placeholders()) known.insert(b);
+  // A parameter may not take the name of a placeholder paratune fills itself: its value would be
+  // replaced silently. (`gpus` is the exception: a space may state the GPU count, which {gpus} then is.)
+  for (const std::string& b : builtin_placeholders()) {
+    if (known.contains(b) && b != "gpus")
+      throw Error(fmt::format("{}: parameters.{}: '{}' is the name of a built-in placeholder ({{{}}}); rename the "
+                              "parameter",
+                              space.source(), b, b, b));
+    known.insert(b);
+  }
   const trial::CommandTemplate command(options.command, known);
   const trial::OutputParser check_regex(trial::ParserOptions{options.step_time_regex});  // Error before anything runs
   const std::filesystem::path trials_dir = std::filesystem::absolute(options.trials_dir);
@@ -239,6 +269,10 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
       t.status = "interrupted";  // as mark_running_interrupted stores it
     }
   store.mark_running_interrupted(study);
+  if (options.retry_failed) {
+    summary.retried_failed = store.mark_failed_for_retry(study);
+    if (summary.retried_failed > 0) stored = store.trials(study);
+  }
 
   History history = load_history(space, stored);
   std::vector<FinishedTrial>& finished = history.finished;

@@ -7,14 +7,21 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iterator>
+#include <fstream>
 
+#include "../cli/cli_util.h"
 #include "../test_util.h"
 #include "paratune/spec/presets.h"
 
 namespace paratune {
 namespace {
 
-const std::string kRuns = std::string(PARATUNE_SOURCE_DIR) + "/../shared/calibration/published_runs.csv";
+// The published runs the cost model is validated on: a copy of ../shared/calibration (with its
+// SOURCES.md) kept in tests/data, so the accuracy test runs -- and can fail -- in every checkout;
+// Validation.TheCopyOfThePublishedRunsIsCurrent keeps it equal to ../shared's where that exists.
+const std::string kRuns = std::string(PARATUNE_SOURCE_DIR) + "/tests/data/published_runs.csv";
+const std::string kSharedRuns = std::string(PARATUNE_SOURCE_DIR) + "/../shared/calibration/published_runs.csv";
 
 // The published-runs header; rows are written by column name, every other column empty.
 const std::vector<std::string> kColumns{
@@ -432,11 +439,44 @@ TEST(Loso, TwoSourcesGetPerSourceErrors) {
   EXPECT_NE(format_loso(report).find("SB"), std::string::npos);
 }
 
+// Issue 21: calibrate ran about a minute without a word. On a terminal it shows a status line; piped,
+// nothing extra. (The terminal is util-linux's `script`, a real pseudo-terminal.)
+TEST(CalibrateCli, ShowsProgressOnATerminalOnly) {
+  std::vector<Row> rows;
+  for (int i = 1; i <= 3; ++i)
+    rows.push_back(small_row({{"row_id", std::to_string(i)},
+                              {"num_layers", std::to_string(2 * i)},
+                              {"iteration_time_s", fmt::format("{}", 0.03 * i)}}));
+  const std::string csv = testing::write_temp("progress.csv", csv_text(rows));
+  const std::string out = std::filesystem::path(csv).replace_extension(".json").string();
+  const std::string args = "calibrate --runs " + csv + " -o " + out + " --max-evaluations 40 --threads 1";
+  const testing::Result piped = testing::run(args);
+  ASSERT_EQ(piped.exit_code, 0) << piped.output;
+  EXPECT_EQ(piped.output.find("calibrate: fit:"), std::string::npos) << piped.output;
+  const testing::Result terminal =
+      testing::run_command("script -qec '" + std::string(PARATUNE_BINARY) + " " + args + "' /dev/null");
+  ASSERT_EQ(terminal.exit_code, 0) << terminal.output;
+  EXPECT_NE(terminal.output.find("calibrate: fit: evaluation 1 of at most 40, best objective"), std::string::npos)
+      << terminal.output;
+  EXPECT_NE(terminal.output.find("fitted "), std::string::npos) << terminal.output;
+}
+
 // The acceptance figures of the cost model: on the shipped published runs, with the shipped
 // calibration, every row is estimated, mean |error| <= 8% and max <= 20%. (Thresholds: the cost
 // model's; a failure lists each source's errors and every skipped row.)
+TEST(Validation, TheCopyOfThePublishedRunsIsCurrent) {
+  if (!std::filesystem::exists(kSharedRuns))
+    GTEST_SKIP() << kSharedRuns << " is not next to this checkout: nothing to compare tests/data's copy with";
+  const auto read = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_EQ(read(kRuns), read(kSharedRuns)) << "tests/data/published_runs.csv differs from " << kSharedRuns
+                                           << ": copy the new one (and SOURCES.md) into tests/data";
+}
+
 TEST(Validation, PublishedRunsWithinTargets) {
-  if (!std::filesystem::exists(kRuns)) GTEST_SKIP() << kRuns << " not present";
+  ASSERT_TRUE(std::filesystem::exists(kRuns)) << kRuns << " is missing";
   const auto runs = read_published_runs(kRuns);
   const ValidationReport report = validate_runs(runs, default_calibration());
   std::string skipped;

@@ -14,9 +14,9 @@ struct Result {
   std::string output;  // stdout and stderr together
 };
 
-// Runs `paratune ARGS` through the shell (ARGS is shell text) and collects its output.
-inline Result run(const std::string& args) {
-  const std::string command = std::string(PARATUNE_BINARY) + " " + args + " 2>&1";
+// Runs a shell command and collects its output (stdout and stderr).
+inline Result run_command(const std::string& shell_command) {
+  const std::string command = shell_command + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   std::string output;
   std::array<char, 4096> buffer{};
@@ -24,5 +24,8 @@ inline Result run(const std::string& args) {
   const int status = pclose(pipe);
   return {WEXITSTATUS(status), output};
 }
+
+// Runs `paratune ARGS` through the shell (ARGS is shell text) and collects its output.
+inline Result run(const std::string& args) { return run_command(std::string(PARATUNE_BINARY) + " " + args); }
 
 }  // namespace paratune::testing

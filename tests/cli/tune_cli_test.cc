@@ -7,9 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <thread>
@@ -100,6 +102,19 @@ TEST(TuneCli, CtrlCStopsTrialsStoresThemInterruptedAndExits130) {
   const Result second = run(tune_args(dir));
   EXPECT_EQ(second.exit_code, 2) << second.output;
   EXPECT_NE(second.output.find("another paratune controller"), std::string::npos) << second.output;
+  // So is one that reaches the file through a symlink or a hard link (issue 21: the lock was per
+  // path, and such a controller re-ran every point and killed the first one's trials).
+  std::filesystem::create_symlink(dir / "s.db", dir / "symlinked.db");
+  std::filesystem::create_hard_link(dir / "s.db", dir / "hardlinked.db");
+  for (const char* other : {"symlinked.db", "hardlinked.db"}) {
+    std::string args = tune_args(dir);
+    args.replace(args.find((dir / "s.db").string()), (dir / "s.db").string().size(), (dir / other).string());
+    const Result linked = run(args);
+    EXPECT_EQ(linked.exit_code, 2) << other << ": " << linked.output;
+    EXPECT_NE(linked.output.find("another paratune controller"), std::string::npos) << other << ": " << linked.output;
+  }
+  EXPECT_EQ(count_trials(dir, "running"), 2) << "the refused controllers touched the first one's trials";
+  EXPECT_EQ(count_trials(dir, "oom"), 0);
   ::kill(controller, SIGINT);
   int status = 0;
   ::waitpid(controller, &status, 0);
@@ -108,6 +123,40 @@ TEST(TuneCli, CtrlCStopsTrialsStoresThemInterruptedAndExits130) {
   EXPECT_EQ(count_trials(dir, "interrupted"), 2);
   EXPECT_EQ(count_trials(dir, "running"), 0);
   EXPECT_EQ(live_trial_processes(dir / "s.trials"), 0);  // stopped by the controller itself, before it exited
+}
+
+// Issue 21: failed trials were never run again on resume. --retry-failed does (off by default),
+// and the summary counts them.
+TEST(TuneCli, RetryFailedRunsFailedPointsAgainOnResume) {
+  const auto dir = fresh_dir("retry");
+  write(dir / "space.yaml", "parameters:\n  st: [0.01]\n  behave: [ok, crash]\n");
+  const std::string args = "tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
+                           " --command '" + PARATUNE_FAKE_TRIAL + " --step-time {st} --behave {behave} --log-run " +
+                           (dir / "runs.txt").string() + "' --steps 4";
+  const auto runs = [&] {
+    std::ifstream in(dir / "runs.txt");
+    int n = 0;
+    for (std::string line; std::getline(in, line);) n += line.find("crash") != std::string::npos;
+    return n;
+  };
+  Result r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(runs(), 1);
+  r = run(args);  // resumed: the failed point stays failed
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(runs(), 1) << r.output;
+  r = run(args + " --retry-failed --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(runs(), 2) << r.output;
+  const auto j = nlohmann::json::parse(r.output.substr(r.output.find("\n{") + 1));
+  EXPECT_EQ(j["retried_failed"], 1) << r.output;
+  EXPECT_EQ(count_trials(dir, "failed"), 1);  // the new run failed again
+  EXPECT_EQ(count_trials(dir, "interrupted"), 1);  // the first one, with why it failed
+  const paratune::store::StudyStore store(dir / "s.db");
+  bool kept_reason = false;
+  for (const auto& t : store.trials(store.studies().front().id))
+    kept_reason = kept_reason || t.reason.rfind("retried by --retry-failed; it had failed: exit code 3", 0) == 0;
+  EXPECT_TRUE(kept_reason);
 }
 
 TEST(TuneCli, JsonHasTheDocumentedFieldsAndStudyShowAgrees) {
@@ -305,13 +354,88 @@ TEST(TuneCli, ModelSearchFlagsAreChecked) {
                                        (dir / "s.db").string());
   Result r = run(base + "--algo oppa --min-steps 0");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("--min-steps 0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--min-steps: 0 must be an integer from 1"), std::string::npos) << r.output;
   r = run(base + "--algo oppa --seed-from-plan");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--seed-from-plan"), std::string::npos) << r.output;
   r = run(base + "--algo hyperband");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("oppa"), std::string::npos) << r.output;
+}
+
+// --seed-from-plan is what the README and --help say: on by default for oppa and costmodel with a
+// model (it once read as off: CLI11 set the unset flag to false), off with --no-seed-from-plan, and
+// the header line says which. The first trial's recorded source is the proof.
+TEST(TuneCli, SeedFromPlanDefaultMatchesTheReadme) {
+  std::ifstream readme_file(std::string(PARATUNE_SOURCE_DIR) + "/README.md");
+  std::string readme;  // with every run of white space one space, so that rewrapping does not matter
+  for (auto it = std::istreambuf_iterator<char>(readme_file); it != std::istreambuf_iterator<char>(); ++it)
+    if (!std::isspace(static_cast<unsigned char>(*it))) readme += *it;
+    else if (!readme.empty() && readme.back() != ' ') readme += ' ';
+  const std::string documented = "`--seed-from-plan`, default for oppa and costmodel with a model";
+  EXPECT_NE(readme.find(documented), std::string::npos) << "README.md no longer says: " << documented;
+
+  const std::string scenarios = std::string(PARATUNE_SOURCE_DIR) + "/bench/simcluster/scenarios";
+  struct Case {
+    const char* algo;
+    const char* flag;
+    bool seeded;
+  };
+  for (const Case& c : {Case{"oppa", "", true}, Case{"costmodel", "", true}, Case{"oppa", "--no-seed-from-plan", false},
+                        Case{"bo", "", false}, Case{"costmodel", "--seed-from-plan", true}}) {
+    const std::string label = std::string(c.algo) + " " + c.flag;
+    const std::filesystem::path dir = fresh_dir(std::string("seed_") + c.algo + (c.flag[0] ? "_flag" : ""));
+    const Result r = run(fmt::format(
+        "tune --space {0}/qwen2-a5000.space.yaml --model qwen2-1.5b --cluster {0}/a5000-8.yaml --seq-len 1024 "
+        "--global-batch 64 --algo {1} {2} --initial 4 --steps 6 --max-trials 2 "
+        "--command '{3} --scenario qwen2-a5000 --time-scale 0.0005' --study {4} --json",
+        scenarios, c.algo, c.flag, PARATUNE_SIM_TRIAL, (dir / "s.db").string()));
+    ASSERT_EQ(r.exit_code, 0) << label << "\n" << r.output;
+    EXPECT_EQ(r.output.find("first 2 designs: the plan's best predictions (--seed-from-plan)") != std::string::npos,
+              c.seeded)
+        << label << "\n" << r.output;
+    EXPECT_EQ(r.output.find("first designs: random") != std::string::npos, !c.seeded) << label << "\n" << r.output;
+    const nlohmann::json j = nlohmann::json::parse(r.output.substr(r.output.find("{\n")));
+    ASSERT_EQ(j["trials"].size(), 2u) << label;
+    for (const auto& t : j["trials"]) {
+      const std::string source = t["prediction"].value("source", "");
+      EXPECT_EQ(source.find("the cost model's best prediction") != std::string::npos, c.seeded) << label << ": " << source;
+    }
+  }
+  // Where there is nothing to seed from, asking for it is refused.
+  const std::filesystem::path dir = fresh_dir("seed_refused");
+  for (const char* algo : {"grid", "random", "bo", "xgboost"}) {
+    const Result r = run(fmt::format(
+        "tune --space {0}/qwen2-a5000.space.yaml --model qwen2-1.5b --cluster {0}/a5000-8.yaml --seq-len 1024 "
+        "--global-batch 64 --algo {1} --seed-from-plan --command true --study {2}",
+        scenarios, algo, (dir / "s.db").string()));
+    EXPECT_EQ(r.exit_code, 2) << algo << "\n" << r.output;
+    EXPECT_NE(r.output.find("--seed-from-plan"), std::string::npos) << r.output;
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// paratune-sim-trial plays configurations outside its scenario's space by parameter name (the
+// README's tune example runs it over examples/tune/space.yaml): steps, an out-of-memory failure
+// like PyTorch's, and a configuration the cluster cannot run.
+TEST(TuneCli, SimTrialPlaysConfigurationsOfAnotherSpace) {
+  const auto play = [](const std::string& params) {
+    return paratune::testing::run_command(fmt::format("{} --scenario qwen2-a5000 --steps 3 --time-scale 0 --params '{}'",
+                                                      PARATUNE_SIM_TRIAL, params));
+  };
+  Result r = play(R"({"dp": 2, "tp": 2, "pp": 2, "mbs": 1, "zero": 1, "ckpt": false})");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(R"(@paratune {"step": 3, "step_time_s")"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("peak_memory_bytes"), std::string::npos) << r.output;
+  r = play(R"({"dp": 8, "tp": 1, "pp": 1, "mbs": 4, "zero": 0, "ckpt": false})");  // 41 GiB on a 24 GB GPU
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("torch.OutOfMemoryError: CUDA out of memory"), std::string::npos) << r.output;
+  r = play(R"({"dp": 3, "tp": 1, "pp": 1, "mbs": 1, "zero": 0, "ckpt": false})");  // 3 of 8 GPUs
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("invalid configuration"), std::string::npos) << r.output;
 }
 
 }  // namespace

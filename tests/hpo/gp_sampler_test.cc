@@ -205,7 +205,11 @@ TEST(GpSampler, FallsBackToThePriorWithoutTwoCompletedTrials) {
   const Config c = *sampler->propose(trials);
   EXPECT_EQ(space.check(c), "");
   EXPECT_TRUE(sampler->proposal_notes()["startup"].get<bool>());
-  EXPECT_TRUE(sampler->model_summary().empty());
+  // No model of the objective; the feasibility model of the three failures (given without their
+  // kind: crashed).
+  const nlohmann::ordered_json summary = sampler->model_summary();
+  EXPECT_FALSE(summary.contains("lengthscales")) << summary.dump();
+  EXPECT_EQ(summary["feasibility"]["failures"]["crashed"], 3) << summary.dump();
 }
 
 TEST(GpSampler, SameSeedSameProposals) {

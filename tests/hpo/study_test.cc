@@ -231,7 +231,8 @@ TEST(HpoStudy, KilledControllerResumesKeepingPrunedAndPromotedTrials) {
         EXPECT_EQ(a.ended_unix_s, b.ended_unix_s) << "completed trial " << b.number << " ran again";
       }
       if (b.status == "pruned" || (b.status == "running" && b.rung)) {
-        EXPECT_TRUE(a.status == "pruned" || a.status == "completed") << a.status;
+        EXPECT_TRUE(a.status == "pruned" || a.status == "completed")
+            << "trial " << a.number << ": " << a.status << " (" << a.reason << ")";
         EXPECT_GE(a.steps, b.steps) << "trial " << b.number << " lost steps";
         EXPECT_GE(a.rung.value_or(-1), b.rung.value_or(-1)) << "trial " << b.number << " lost its rung";
       }
@@ -367,6 +368,31 @@ TEST(HpoStudy, RetrainRunsTheBestConfigurationAgainForTheFullBudget) {
   EXPECT_NE(show.output.find("learning curves"), std::string::npos) << show.output;
 }
 
+// Issue 21: --retry-failed runs the configurations of failed trials again on resume (off by default).
+TEST(HpoStudy, RetryFailedRunsFailedConfigurationsAgain) {
+  const auto dir = fresh_dir("retry");
+  write(dir / "space.yaml", kBranin);
+  const std::string args = study_args(dir, "--fail-above x1 2", "--algo random --seed 3 --steps 1 --max-trials 8 --json");
+  const auto failed = [&] {
+    int n = 0;
+    for (const auto& t : stored_trials(dir)) n += t.status == "failed";
+    return n;
+  };
+  Result r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const int first_failures = failed();
+  ASSERT_GT(first_failures, 0) << "seed 3 draws no x1 > 2: pick another seed";
+  r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(stored_trials(dir).size(), 8u);  // nothing ran again
+  r = run(args + " --retry-failed");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  EXPECT_EQ(j["retried_failed"], first_failures) << r.output;
+  EXPECT_EQ(stored_trials(dir).size(), 8u + static_cast<std::size_t>(first_failures));
+  EXPECT_EQ(failed(), first_failures);  // they fail again: the function has not changed
+}
+
 TEST(HpoCli, BadInputIsNamedWithExitCode2) {
   const auto dir = fresh_dir("bad");
   write(dir / "space.yaml", kBranin);
@@ -422,6 +448,18 @@ TEST(HpoCli, BadInputIsNamedWithExitCode2) {
   expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective v --direction minimize",
                            (dir / "typo.yaml").string(), study, command),
                "parameters.lr: unknown field 'hi' (did you mean 'high'?)");
+  // Issue 21: a parameter named like a built-in placeholder was silently replaced by it.
+  for (const char* builtin : {"steps", "config", "trial_id", "trial_dir", "strategy"}) {
+    write(dir / "clash.yaml", fmt::format("parameters:\n  {}: [1, 2]\n  x2: [3, 4]\n", builtin));
+    expect_error(fmt::format("tune --space {} --study {} {} --algo random --objective v --direction minimize",
+                             (dir / "clash.yaml").string(), study, command),
+                 fmt::format("clash.yaml: parameters.{}: '{}' is the name of a built-in placeholder", builtin, builtin));
+    // The parallel-configuration search (throughput of value lists) refuses it the same way.
+    if (std::string(builtin) != "strategy")
+      expect_error(fmt::format("tune --space {} --study {} {} --algo random", (dir / "clash.yaml").string(),
+                               (dir / "c.db").string(), command),
+                   fmt::format("clash.yaml: parameters.{}: '{}' is the name of a built-in placeholder", builtin, builtin));
+  }
   // A trial that never reports the objective fails, saying what it did report.
   const Result misnamed = run(fmt::format("tune --space {} --study {} {} --algo random --objective val_loss --direction "
                                           "minimize --steps 1 --max-trials 2",

@@ -2,6 +2,7 @@
 // assignment, the search = brute force over the whole space, constraints, threads, launch settings.
 #include "paratune/plan/planner.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -457,6 +458,95 @@ TEST(Planner, RefusesAccountFlagsInTheBase) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("account_embedding=true"), std::string::npos) << e.what();
   }
+}
+
+// Issue 21: degrees were stored in 16 bits, and `plan` on 32,768 GPUs failed with "dp=-32768". On
+// 32,768 and 131,072 GPUs the planner finds plans that use every GPU, whose predictions are what
+// estimate() says for them (a wrapped degree would fail resolve() or change the time).
+TEST(Planner, PlansForTensOfThousandsOfGpus) {
+  for (int nodes : {4096, 16384}) {
+    const int gpus = nodes * 8;
+    TrainingSpec t;
+    t.seq_len = 4096;
+    t.global_batch = gpus;  // one sequence per GPU: pure data parallelism is among the best
+    const ModelSpec model = load_model("llama3-8b");
+    const ClusterSpec cluster = load_cluster(fmt::format("dgx-h100:{}", nodes));
+    const PlanResult r = plan(model, cluster, t, PlanOptions{});
+    ASSERT_FALSE(r.plans.empty()) << gpus;
+    EXPECT_EQ(r.plans.front().estimate.config.dp, gpus) << to_string(r.plans.front().estimate.config);
+    for (const Plan& p : r.plans) {
+      const ParallelConfig& c = p.estimate.config;
+      EXPECT_EQ(c.num_gpus(), gpus) << to_string(c);
+      EXPECT_GT(p.estimate.mfu, 0.05) << to_string(c);
+      EXPECT_LT(p.estimate.mfu, 0.8) << to_string(c);
+      const Estimate again = estimate(model, cluster, t, c);
+      EXPECT_DOUBLE_EQ(again.iteration_time_s, p.estimate.iteration_time_s) << to_string(c);
+    }
+  }
+}
+
+// Llama-3.1-405B on 131,072 H100 with 8,192 sequences of 8,192 tokens (64M tokens per step): the
+// plan is Megatron-style 3D + CP parallelism within the cost model's realistic range.
+TEST(Planner, Llama405bOn131072Gpus) {
+  TrainingSpec t;
+  t.seq_len = 8192;
+  t.global_batch = 8192;
+  const ModelSpec model = load_model("llama3.1-405b");
+  const ClusterSpec cluster = load_cluster("dgx-h100:16384");
+  PlanOptions options;
+  options.threads = 2;
+  const PlanResult r = plan(model, cluster, t, options);
+  ASSERT_EQ(r.plans.size(), 5u);
+  const Estimate& best = r.plans.front().estimate;
+  EXPECT_EQ(best.config.num_gpus(), 131072);
+  EXPECT_TRUE(best.fits);
+  EXPECT_GE(best.config.tp, 8) << to_string(best.config);  // 405B needs model parallelism
+  EXPECT_GE(best.config.dp, 256) << to_string(best.config);
+  EXPECT_GT(best.mfu, 0.25) << to_string(best.config);
+  EXPECT_LT(best.mfu, 0.6) << to_string(best.config);
+  ASSERT_TRUE(r.expert.estimate.has_value());
+  EXPECT_LE(best.iteration_time_s, r.expert.estimate->iteration_time_s);
+}
+
+TEST(Planner, OptionsAreValidatedBeforeSearching) {
+  const Scenario s = llama8b_on_8();
+  auto error_of = [&](const PlanOptions& options) -> std::string {
+    try {
+      plan(s.model, s.cluster, s.training, options);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  PlanOptions o;
+  o.estimate.memory_margin = -1;
+  EXPECT_EQ(error_of(o), "memory_margin: -1 must be a finite number >= 0 and < 1 (the fraction of GPU memory kept free)");
+  o = {};
+  o.threads = 0;
+  EXPECT_EQ(error_of(o), "threads: 0 must be from 1 to 1024");
+  o = {};
+  o.top = 0;
+  EXPECT_EQ(error_of(o), "top: 0 must be >= 1");
+  o = {};
+  o.keep = -3;
+  EXPECT_EQ(error_of(o), "keep: -3 must be >= 1");
+  o = {};
+  o.space.max_mbs = 0;
+  EXPECT_EQ(error_of(o), "space.max_mbs: 0 must be >= 1");
+}
+
+TEST(Space, DivisorsInIncreasingOrder) {
+  EXPECT_EQ(divisors(1), (std::vector<int>{1}));
+  EXPECT_EQ(divisors(12), (std::vector<int>{1, 2, 3, 4, 6, 12}));
+  EXPECT_EQ(divisors(49), (std::vector<int>{1, 7, 49}));
+  EXPECT_EQ(divisors(97), (std::vector<int>{1, 97}));
+  EXPECT_EQ(divisors(131072).size(), 18u);
+  // O(sqrt n): about 46,000 trial divisions for the largest ints, not 2^31.
+  const std::vector<int> big = divisors(2147483646);  // 2 x 3^2 x 7 x 11 x 31 x 151 x 331
+  EXPECT_EQ(big.size(), 192u);
+  EXPECT_TRUE(std::is_sorted(big.begin(), big.end()));
+  EXPECT_EQ(big.back(), 2147483646);
+  EXPECT_EQ(divisors(2147483647), (std::vector<int>{1, 2147483647}));  // a Mersenne prime
 }
 
 TEST(Planner, NothingFitsSaysWhatWould) {

@@ -307,6 +307,15 @@ TEST(Replay, MalformedProblemsAreRejectedNamingTheField) {
   pb = uniform(2, 1, 4, 1, 2, 0, Schedule::kOneFOneB);
   pb.stages[0].chunks.push_back(pb.stages[0].chunks[0]);
   EXPECT_THROW(simulate(pb), Error);  // ragged chunks
+  // 2^31 - 1 micro-batches: refused before any state is allocated (it was std::bad_alloc).
+  pb = uniform(2, 1, 2147483647, 1, 2, 0, Schedule::kOneFOneB);
+  try {
+    simulate(pb);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "pipeline problem: ranks x chunks x microbatches = 4294967294 slots; at most 16777216");
+  }
 }
 
 }  // namespace

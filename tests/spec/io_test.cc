@@ -2,7 +2,17 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "../test_util.h"
 #include "paratune/cost/model_stats.h"
@@ -91,8 +101,59 @@ TEST(ModelFile, NoValueIsWrappedDefaultedOrSilentlyDuplicated) {
                                                            "vocab_size: 10\nnum_layers: 4\n");
   e = error_of([&] { load_model(yaml_duplicate); });
   EXPECT_NE(e.find("duplicate.yaml: line 5: the key 'num_layers' appears twice in one mapping"), std::string::npos) << e;
+  const auto latin1 = write_temp("latin1.yaml", "num_layers: 2\nhidden_size: 256\nname: caf\xe9\n");
+  e = error_of([&] { load_model(latin1); });
+  EXPECT_NE(e.find("latin1.yaml: line 3, column 10: byte 0xE9 is not UTF-8"), std::string::npos) << e;
   const auto huge = write_temp("huge.json", R"({"num_layers": 1e400, "hidden_size": 256, "num_attention_heads": 8, "vocab_size": 10})");
   EXPECT_NE(error_of([&] { load_model(huge); }).find("huge.json: invalid JSON"), std::string::npos);
+}
+
+// Issue 21: /dev/zero, FIFOs and a 520-byte YAML alias bomb were read or expanded without limit.
+TEST(InputFiles, DevicesFifosHugeFilesAndAliasBombsAreRefused) {
+  std::string e = error_of([] { load_model("/dev/zero"); });
+  EXPECT_NE(e.find("/dev/zero: is a character device; a YAML file must be a regular file"), std::string::npos) << e;
+  const auto dir = std::filesystem::path(::testing::TempDir()) / "paratune_input_files";
+  std::filesystem::create_directories(dir);
+  const auto fifo = dir / "model.yaml";
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  e = error_of([&] { load_model(fifo.string()); });  // nobody writes to it: must not wait
+  EXPECT_NE(e.find("is a FIFO (named pipe)"), std::string::npos) << e;
+  std::filesystem::remove(fifo);
+  const auto big = dir / "big.yaml";
+  {
+    std::ofstream out(big);
+    const std::string line(1023, '#');
+    for (int i = 0; i < 65 * 1024; ++i) out << line << "\n";  // 65 MiB of comments
+  }
+  e = error_of([&] { load_model(big.string()); });
+  EXPECT_NE(e.find("big.yaml: the YAML file is larger than 64.0 MiB"), std::string::npos) << e;
+  std::filesystem::remove(big);
+  // Nine levels of nine aliases: 9^9 = 387 million values from about 500 bytes.
+  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n";
+  for (char level = 'b'; level <= 'i'; ++level) {
+    const char prev = static_cast<char>(level - 1);
+    bomb += fmt::format("{}: &{} [*{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}]\n", level, level, prev, prev, prev, prev,
+                        prev, prev, prev, prev, prev);
+  }
+  const auto bomb_file = write_temp("bomb.yaml", bomb);
+  e = error_of([&] { load_model(bomb_file); });
+  EXPECT_NE(e.find("bomb.yaml: the document expands to more than 1000000 values"), std::string::npos) << e;
+}
+
+// Issue 21: a Hugging Face model given by its directory was named after the directory ("data").
+TEST(ModelFile, HuggingFaceDirectoryIsNamedByTheCheckpointNotTheDirectory) {
+  const auto dir = std::filesystem::path(::testing::TempDir()) / "paratune_hf_name" / "data";
+  std::filesystem::create_directories(dir);
+  const std::string shape = R"("model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+      "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 100)";
+  std::ofstream(dir / "config.json") << "{" << shape << "}";
+  EXPECT_EQ(load_model(dir.string()).name, "llama-2L-64h");
+  EXPECT_EQ(load_model((dir / "config.json").string()).name, "llama-2L-64h");
+  std::ofstream(dir / "config.json") << R"({"_name_or_path": "meta-llama/Tiny", )" << shape << "}";
+  EXPECT_EQ(load_model(dir.string()).name, "meta-llama/Tiny");
+  std::filesystem::remove(dir / "config.json");
+  EXPECT_NE(error_of([&] { load_model(dir.string()); }).find("is a directory without a config.json"), std::string::npos);
 }
 
 TEST(ModelFile, UnknownPresetListsValidNames) {
@@ -255,9 +316,57 @@ TEST(Cluster, ShippedClusterExamplesLoad) {
   EXPECT_DOUBLE_EQ(superpod.pod_oversubscription, 2);
 }
 
+
+TEST(Cluster, CountsOutOfRangeAreErrorsNotWrapped) {
+  // 536870913 nodes x 8 GPUs wrapped to 8 GPUs in 32 bits.
+  EXPECT_EQ(error_of([] { load_cluster("dgx-h100:536870913"); }),
+            "--cluster 'dgx-h100:536870913': node count '536870913' must be an integer from 1 to 16777216");
+  EXPECT_EQ(error_of([] { load_cluster("dgx-h100:99999999999999999999"); }),
+            "--cluster 'dgx-h100:99999999999999999999': node count '99999999999999999999' must be an integer from 1 "
+            "to 16777216");
+  EXPECT_EQ(error_of([] { load_cluster("dgx-h100:3000000"); }),
+            "--cluster 'dgx-h100:3000000': nodes: 3000000 nodes x 8 GPUs per node = 24000000 GPUs; paratune models at "
+            "most 16777216 GPUs");
+  EXPECT_NE(error_of([] { load_cluster("h100x4294967304"); }).find("GPU count '4294967304' must be an integer from 1"),
+            std::string::npos);
+  EXPECT_EQ(load_cluster("dgx-h100:16384").num_gpus(), 131072);
+  EXPECT_EQ(load_cluster("h100x131072").num_gpus(), 131072);
+  const testing::TempDir dir;
+  const std::string huge = dir.write("huge.yaml", "gpu: h100-sxm\nnodes: 2147483647\n");
+  EXPECT_EQ(error_of([&] { load_cluster(huge); }),
+            huge + ": nodes: 2147483647 nodes x 8 GPUs per node = 17179869176 GPUs; paratune models at most 16777216 "
+                   "GPUs");
+  const std::string file = dir.write("four.yaml", "gpu: h100-sxm\nnodes: 4\n");
+  EXPECT_NE(error_of([&] { load_cluster(file + ":536870913"); }).find("must be an integer from 1 to 16777216"),
+            std::string::npos);
+  EXPECT_EQ(load_cluster(file + ":16").num_gpus(), 128);
+}
+
+TEST(Cluster, NanAndInfinityInFilesAreErrorsNamingFileAndField) {
+  const testing::TempDir dir;
+  for (const auto& [line, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"intra_node_bandwidth: nan", "intra_node_bandwidth: nan must be a finite number > 0"},
+           {"inter_node_bandwidth: inf", "inter_node_bandwidth: inf must be a finite number > 0"},
+           {"inter_node_latency: nan", "inter_node_latency: nan must be a finite number >= 0"},
+           {"pod_oversubscription: inf", "pod_oversubscription: inf must be a finite number >= 1"},
+           {"gpu: {memory: 80GB, peak_bf16_tflops: nan, hbm_bandwidth: 3TB/s}",
+            "gpu: gpu.peak_bf16_tflops: nan must be a finite number >= 0"},
+           {"gpu: {memory: nan, peak_bf16_tflops: 900, hbm_bandwidth: 3TB/s}", "gpu: gpu.memory: nan must be a finite"},
+           {"gpu: {memory: 80GB, peak_bf16_tflops: 900, hbm_bandwidth: 1e308TB/s}",
+            "gpu: hbm_bandwidth: '1e308TB/s' is not a valid bandwidth: it must be finite"}}) {
+    const bool inline_gpu = line.rfind("gpu:", 0) == 0;
+    const std::string path =
+        dir.write("c.yaml", (inline_gpu ? "" : "gpu: h100-sxm\n") + line + "\nnodes: 2\n" +
+                                (inline_gpu ? "intra_node_bandwidth: 450GB/s\ninter_node_bandwidth: 50GB/s\n" : ""));
+    const std::string e = error_of([&] { load_cluster(path); });
+    EXPECT_NE(e.find(path + ": "), std::string::npos) << line << ": " << e;
+    EXPECT_NE(e.find(expected), std::string::npos) << line << ": " << e;
+  }
+}
+
 TEST(Gpu, UnsupportedPrecisionIsAnError) {
-  EXPECT_THROW(find_gpu_preset("a100-80gb").peak_flops_per_s(Precision::kFP8), Error);
-  EXPECT_THROW(find_gpu_preset("v100-32gb").peak_flops_per_s(Precision::kBF16), Error);
+  EXPECT_THROW(static_cast<void>(find_gpu_preset("a100-80gb").peak_flops_per_s(Precision::kFP8)), Error);
+  EXPECT_THROW(static_cast<void>(find_gpu_preset("v100-32gb").peak_flops_per_s(Precision::kBF16)), Error);
   EXPECT_DOUBLE_EQ(find_gpu_preset("h100-sxm").peak_flops_per_s(Precision::kFP8), 1978.9e12);
 }
 

@@ -1,7 +1,11 @@
 #include "paratune/spec/parallel.h"
 #include "paratune/cost/estimate.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
 
 #include "../test_util.h"
 
@@ -114,6 +118,70 @@ TEST(ParallelConfig, ToStringKeepsTheOverlapSwitches) {
   // The defaults are not spelled out.
   EXPECT_EQ(to_string(parse_parallel_config("dp=8")).find("overlap_"), std::string::npos);
   EXPECT_EQ(to_string(parse_parallel_config("dp=8")).find("_overlap"), std::string::npos);
+}
+
+TEST(ParallelConfig, DegreesOutOfRangeAreErrorsNotWrapped) {
+  const ModelSpec llama = find_model_preset("llama3-8b").spec;  // 32 layers, 32 heads, 8 KV heads
+  // dp x tp = 536870913 x 8 = 2^32 + 8 was 8 GPUs in 32 bits (MFU 92,423%).
+  EXPECT_EQ(resolve_error("dp=536870913,tp=8", llama, 1, 4096, 64), "dp=536870913 exceeds the cluster's 8 GPUs (1 nodes x 8)");
+  EXPECT_EQ(resolve_error("dp=1,tp=1,pp=2147483647", llama, 1, 4096, 64),
+            "pp=2147483647 exceeds the cluster's 8 GPUs (1 nodes x 8)");
+  EXPECT_EQ(resolve_error("dp=1,ep=2147483647", llama, 1, 4096, 64), "ep=2147483647 exceeds the cluster's 8 GPUs (1 nodes x 8)");
+  // Each degree within the GPU count, the product beyond it: reported exactly, in 64 bits.
+  EXPECT_EQ(resolve_error("dp=8,tp=8,pp=8,cp=8", llama, 1, 4096, 64),
+            "dp*tp*pp*cp = 8*8*8*8 = 4096 must equal the cluster's GPU count 8 (1 nodes x 8)");
+  // The micro-batch is part of the batch; dp*mbs does not wrap.
+  EXPECT_EQ(resolve_error("dp=8,mbs=2147483647", llama, 1, 4096, 64),
+            "mbs=2147483647 exceeds global_batch=64 (a micro-batch is part of the batch)");
+  EXPECT_EQ(resolve_error("dp=8,mbs=64", llama, 1, 4096, 64),
+            "global_batch=64 does not split into whole micro-batches: dp*mbs = 8*64 = 512 must divide it");
+  EXPECT_EQ(resolve_error("dp=4,pp=2,vpp=1073741824", llama, 1, 4096, 64),
+            "vpp=1073741824 exceeds num_layers=32 (each virtual stage holds layers)");
+  // Stage layers that overflow 32 bits when added up.
+  EXPECT_EQ(resolve_error("dp=4,pp=2,stage_layers=2147483647/2147483647", llama, 1, 4096, 64),
+            "stage_layers add up to 4294967294 but the model has num_layers=32");
+}
+
+TEST(ParallelConfig, PipelineSlotsAreBounded) {
+  // 2^31 - 1 micro-batches ended in std::bad_alloc in the replay (exit 1); a bounded count is bad input.
+  const ModelSpec llama = find_model_preset("llama3-8b").spec;
+  TrainingSpec t = testing::training(4096, 2147483647);
+  ClusterSpec one = testing::dgx_h100(1);
+  one.gpus_per_node = 1;
+  try {
+    resolve(parse_parallel_config("dp=1"), llama, one, t);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "pp*vpp*micro-batches = 1*1*2147483647 = 2147483647 pipeline slots; at most 16777216 (the replay "
+              "tracks each: fewer micro-batches, from a larger mbs or dp)");
+  }
+  EXPECT_NE(resolve_error("dp=1,pp=8,vpp=4", llama, 1, 4096, 1 << 20).find("8*4*1048576 = 33554432 pipeline slots"),
+            std::string::npos);
+  EXPECT_EQ(resolve_error("dp=1,pp=8,vpp=4", llama, 1, 4096, 1 << 19), "");  // 2^24 exactly
+}
+
+TEST(ParallelConfig, GpuCountSaturatesInsteadOfWrapping) {
+  ParallelConfig c;
+  c.dp = 536870913;
+  c.tp = 8;
+  EXPECT_EQ(c.num_gpus(), 4294967304);
+  c.pp = c.cp = 2147483647;
+  EXPECT_EQ(c.num_gpus(), std::numeric_limits<std::int64_t>::max());
+  c.pp = 0;
+  EXPECT_EQ(c.num_gpus(), std::numeric_limits<std::int64_t>::max());
+}
+
+TEST(ParallelConfig, ThirtyTwoThousandGpusAndMore) {
+  // dp = 32,768 and 131,072 do not fit 16 bits (the planner stored them so: "dp=-32768").
+  const ModelSpec llama = find_model_preset("llama3-8b").spec;
+  for (int nodes : {4096, 16384}) {
+    const int gpus = nodes * 8;
+    const ParallelConfig c = resolve(parse_parallel_config(fmt::format("dp={}", gpus)), llama, testing::dgx_h100(nodes),
+                                     testing::training(4096, gpus));
+    EXPECT_EQ(c.dp, gpus);
+    EXPECT_EQ(c.num_microbatches(testing::training(4096, gpus)), 1);
+  }
 }
 
 }  // namespace

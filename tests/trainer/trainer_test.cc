@@ -590,7 +590,7 @@ TEST(TrainTune, SurrogateRatioRefusesWhatItCannotNarrow) {
                                         " --steps 4 --surrogate-ratio 0.5 --objective loss --direction minimize "
                                         "--command '" + PARATUNE_TRAIN_BINARY + " --lr {lr}'");
   EXPECT_EQ(exit_code, 2) << output;
-  EXPECT_NE(output.find("--surrogate-ratio 0.5: must be a number >= 1"), std::string::npos) << output;
+  EXPECT_NE(output.find("--surrogate-ratio: 0.5 must be a finite number >= 1"), std::string::npos) << output;
 }
 
 // --strategy auto models paratune-train only: another program is refused before anything runs.

@@ -3,7 +3,8 @@
 //   paratune_fake_trial [--steps N] [--step-time S] [--warmup S] [--peak-memory BYTES]
 //                       [--crash-at K] [--hang-at K] [--oom-at K] [--garbage] [--no-steps]
 //                       [--ignore-sigterm] [--grandchild] [--megatron] [--exit-code C]
-//                       [--record FILE] [--log-run FILE] [--behave NAME] [--tick FILE] [args...]
+//                       [--record FILE] [--log-run FILE] [--behave NAME] [--tick FILE]
+//                       [--escape FILE] [--escape-bare] [args...]
 //
 // N defaults to $PARATUNE_MAX_STEPS (else 5). Step k (1-based) sleeps S seconds (the first one
 // S + warmup) and reports it. --crash-at K exits with code 3 before step K; --hang-at K sleeps
@@ -17,6 +18,10 @@
 // search-space parameter can choose how a trial misbehaves. --tick FILE does nothing else: it
 // computes forever, appending a CLOCK_MONOTONIC timestamp to FILE (TRIAL_DIR: $PARATUNE_TRIAL_DIR/ticks) about every 0.2 ms of its own CPU
 // time and a step line every 100 ticks (what `paratune harvest`'s test watches: when it ran).
+// --escape FILE starts a process that leaves the trial's process group and session (setsid, then a
+// second fork, so it is reparented), lets go of the output pipes, writes its pid to FILE and
+// sleeps for ever (ignoring SIGTERM with --ignore-sigterm); with --escape-bare it also execs
+// /bin/sleep with an empty environment, so nothing but a cgroup can tell it was the trial's.
 #include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,7 +46,8 @@ int main(int argc, char** argv) {
   double step_time = 0.01, warmup = 0, peak = -1;
   int crash_at = -1, hang_at = -1, oom_at = -1, exit_code = 0;
   bool garbage = false, no_steps = false, ignore_term = false, grandchild = false, megatron = false;
-  std::string record, log_run;
+  std::string record, log_run, escape;
+  bool escape_bare = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -60,6 +66,8 @@ int main(int argc, char** argv) {
     else if (a == "--megatron") megatron = true;
     else if (a == "--record") record = next();
     else if (a == "--log-run") log_run = next();
+    else if (a == "--escape") escape = next();
+    else if (a == "--escape-bare") escape_bare = true;
     else if (a == "--tick") {
       std::string file = next();  // TRIAL_DIR: $PARATUNE_TRIAL_DIR/ticks
       if (file == "TRIAL_DIR" && std::getenv("PARATUNE_TRIAL_DIR")) file = std::string(std::getenv("PARATUNE_TRIAL_DIR")) + "/ticks";
@@ -90,6 +98,24 @@ int main(int argc, char** argv) {
   if (ignore_term) std::signal(SIGTERM, SIG_IGN);
   if (grandchild && fork() == 0) {
     for (;;) pause();  // keeps the SIGTERM disposition inherited above
+  }
+  if (!escape.empty()) {
+    if (fork() == 0) {
+      setsid();
+      if (fork() != 0) _exit(0);
+      const int null_fd = open("/dev/null", O_RDWR);
+      for (int fd = 0; fd <= 2; ++fd) dup2(null_fd, fd);
+      if (FILE* f = std::fopen(escape.c_str(), "w")) {
+        std::fprintf(f, "%d\n", static_cast<int>(getpid()));
+        std::fclose(f);
+      }
+      if (escape_bare) {
+        char* const no_env[] = {nullptr};
+        execle("/bin/sleep", "sleep", "1000", static_cast<char*>(nullptr), no_env);
+      }
+      for (;;) pause();
+    }
+    for (int i = 0; i < 500 && access(escape.c_str(), F_OK) != 0; ++i) sleep_s(0.01);  // it is out before we go on
   }
   if (!log_run.empty()) {
     FILE* f = std::fopen(log_run.c_str(), "a");

@@ -45,5 +45,17 @@ TEST(Throughput, NothingToEstimate) {
   EXPECT_EQ(one.steps_per_s, 0);
 }
 
+TEST(Throughput, StepTimesThatAreNoMeasurementAreLeftOut) {
+  // 1e-320 s is a subnormal whose inverse is infinite: it made the best trial of a study.
+  const std::vector<double> t{9.0, 0.5, 1e-320, 0.5, 0.0, -1.0, std::nan(""), INFINITY, 0.5};
+  const ThroughputEstimate e = estimate_throughput(t);
+  EXPECT_EQ(e.dropped_implausible, 5);
+  EXPECT_EQ(e.dropped_warmup, 1);
+  EXPECT_EQ(e.steps_used, 3);
+  EXPECT_DOUBLE_EQ(e.steps_per_s, 2.0);
+  EXPECT_TRUE(std::isfinite(e.ci95_high));
+  EXPECT_EQ(estimate_throughput(std::vector<double>{1e-320, 1e-320}).steps_used, 0);
+}
+
 }  // namespace
 }  // namespace paratune::trial

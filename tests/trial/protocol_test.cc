@@ -162,5 +162,48 @@ TEST(Protocol, UserRegexAndNoDoubleCounting) {
   }
 }
 
+// Issue 21: a step time of 1e-320 s was taken, an infinite throughput chosen as the best trial. A
+// step time or memory that is no measurement is a malformed line, from every source.
+TEST(Protocol, ImplausibleMeasurementsAreMalformedNotMeasured) {
+  OutputParser p;
+  const char* bad[] = {
+      R"(@paratune {"step": 1, "step_time_s": 1e-320})",   // subnormal: 1/t is infinite
+      R"(@paratune {"step": 1, "step_time_s": 5e-7})",     // below a microsecond
+      R"(@paratune {"step": 1, "step_time_s": -0.5})",
+      R"(@paratune {"step": 1, "step_time_s": 1e300})",    // beyond a week
+      R"(@paratune {"step": 18446744073709551615, "step_time_s": 0.5})",  // beyond INT64_MAX
+      R"(@paratune {"peak_memory_bytes": 1e300})",
+      R"(@paratune {"checkpoint_step": 18446744073709551615})",
+      // Megatron: zero, negative, infinite, a step number that no int64 holds
+      "iteration 3/ 10 | elapsed time per iteration (ms): 0",
+      "iteration 3/ 10 | elapsed time per iteration (ms): -12",
+      "iteration 3/ 10 | elapsed time per iteration (ms): inf",
+      "iteration 1e300/ 10 | elapsed time per iteration (ms): 500",
+      "memory (MB) | max allocated: inf",
+      "memory (MB) | max reserved: nan",
+  };
+  for (const char* line : bad) EXPECT_EQ(p.feed(line).kind, Kind::kMalformed) << line;
+  EXPECT_EQ(p.output().malformed_lines, static_cast<std::int64_t>(std::size(bad)));
+  EXPECT_TRUE(p.output().steps.empty());
+  EXPECT_FALSE(p.output().peak_memory_bytes.has_value());
+  EXPECT_NE(p.output().first_malformed.find("'step_time_s' 1e-320 must be a finite number of seconds from 1e-06 to 604800"),
+            std::string::npos)
+      << p.output().first_malformed;
+  // The ends of the ranges are measurements.
+  EXPECT_EQ(p.feed(R"(@paratune {"step": 1, "step_time_s": 1e-6})").kind, Kind::kStep);
+  EXPECT_EQ(p.feed(R"(@paratune {"step": 2, "step_time_s": 604800})").kind, Kind::kStep);
+  EXPECT_EQ(p.feed(R"(@paratune {"peak_memory_bytes": 0})").kind, Kind::kPeakMemory);
+
+  // A --step-time-regex line that matched with a time that is no measurement is malformed too.
+  OutputParser regex(ParserOptions{R"(took (\S+) s at (\S+))"});
+  for (const char* line : {"took 1e-320 s at 1", "took 0 s at 1", "took nan s at 1", "took 0.5.5 s at 1",
+                           "took 0.5 s at -3", "took 0.5 s at 1.5", "took 0.5 s at seven"})
+    EXPECT_EQ(regex.feed(line).kind, Kind::kMalformed) << line;
+  EXPECT_TRUE(regex.output().steps.empty());
+  const LineReport ok = regex.feed("took 0.5 s at 7");
+  ASSERT_EQ(ok.kind, Kind::kStep);
+  EXPECT_EQ(ok.step.step, 7);
+}
+
 }  // namespace
 }  // namespace paratune::trial

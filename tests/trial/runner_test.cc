@@ -7,8 +7,10 @@
 
 #include <chrono>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
+#include "../../src/trial/trial_cgroup.h"
 #include "paratune/spec/error.h"
 
 namespace paratune::trial {
@@ -151,6 +153,56 @@ TEST(Runner, WallClockTimeoutAndOrphansOfAFinishedLeader) {
   r = run_one(launch("orphan", {"--steps", "2", "--grandchild", "--ignore-sigterm"}));
   EXPECT_EQ(r.status, TrialStatus::kCompleted) << r.reason;
   EXPECT_TRUE(group_gone(r.process_group));
+}
+
+// Issue 21: a process that left the trial's process group and session (setsid) survived the trial.
+// It is stopped with the trial: through the trial's cgroup where one can be made, else found by
+// its environment -- both ways are tested; a process that also empties its environment is caught
+// by the cgroup only.
+pid_t escaped_pid(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  long pid = 0;
+  in >> pid;
+  return static_cast<pid_t>(pid);
+}
+bool process_gone(pid_t pid) { return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH; }
+
+TEST(Runner, ProcessesThatLeaveTheGroupAreStoppedWithTheTrial) {
+  const bool cgroups = TrialCgroups().available();
+  if (!cgroups) std::cout << "cgroups unavailable here (" << TrialCgroups().unavailable_reason() << "): the fallback only\n";
+  for (const bool use_cgroups : {true, false}) {
+    if (use_cgroups && !cgroups) continue;
+    if (use_cgroups) ::unsetenv("PARATUNE_TRIAL_CGROUPS");
+    else ::setenv("PARATUNE_TRIAL_CGROUPS", "off", 1);
+    const std::string mode = use_cgroups ? "cgroup" : "environment";
+    // Ends by itself, leaving the escaped process behind.
+    TrialLaunch l = launch("escape-" + mode, {"--steps", "2", "--ignore-sigterm"});
+    l.argv.insert(l.argv.end(), {"--escape", (l.dir.parent_path() / ("escaped-" + mode)).string()});
+    TrialResult r = run_one(l);
+    EXPECT_EQ(r.status, TrialStatus::kCompleted) << mode << ": " << r.reason;
+    pid_t escaped = escaped_pid(l.dir.parent_path() / ("escaped-" + mode));
+    ASSERT_GT(escaped, 0) << mode;
+    EXPECT_TRUE(process_gone(escaped)) << mode << ": the escaped process " << escaped << " outlived its trial";
+    // Stopped by paratune (hung).
+    TrialLimits limits;
+    limits.hang_s = 0.5;
+    limits.grace_s = 0.2;
+    l = launch("escape-hung-" + mode, {"--hang-at", "2"}, limits);
+    l.argv.insert(l.argv.end(), {"--escape", (l.dir.parent_path() / ("escaped-hung-" + mode)).string()});
+    r = run_one(l);
+    EXPECT_EQ(r.status, TrialStatus::kTimeout) << mode << ": " << r.reason;
+    escaped = escaped_pid(l.dir.parent_path() / ("escaped-hung-" + mode));
+    EXPECT_TRUE(process_gone(escaped)) << mode << ": the escaped process " << escaped << " outlived its stopped trial";
+  }
+  ::unsetenv("PARATUNE_TRIAL_CGROUPS");
+  if (!cgroups) return;
+  // With an empty environment only the cgroup knows it.
+  TrialLaunch l = launch("escape-bare", {"--steps", "2", "--ignore-sigterm", "--escape-bare"});
+  l.argv.insert(l.argv.end(), {"--escape", (l.dir.parent_path() / "escaped-bare").string()});
+  const TrialResult r = run_one(l);
+  EXPECT_EQ(r.status, TrialStatus::kCompleted) << r.reason;
+  const pid_t escaped = escaped_pid(l.dir.parent_path() / "escaped-bare");
+  EXPECT_TRUE(process_gone(escaped)) << "the bare escaped process " << escaped << " outlived its trial";
 }
 
 TEST(Runner, SearchStopsTrialsEarlyAndMaxStepsEndsThem) {

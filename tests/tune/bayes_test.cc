@@ -222,6 +222,39 @@ TEST(ModelSearch, OppaFindsTheSimulatedOptimumQuickly) {
   EXPECT_GE(shares[1], 0.95) << "median seed";
 }
 
+TEST(ModelSearch, LearnsWhereConfigurationsAreRefused) {
+  // Issue 21 item 17 in process: every configuration with a >= 4 is refused at start-up (exit 3
+  // before a step); elsewhere throughput a / (1 + (log2 b - 1)^2 + (c - 2)^2 / 4) rises with a.
+  // Random search puts half its trials there; the model-based searches must learn to stay out.
+  const SearchSpace space =
+      SearchSpace::parse("parameters:\n  a: [1, 2, 4, 8]\n  b: [1, 2, 4, 8]\n  c: [0, 1, 2, 3]\n", "test");
+  const auto value = [&](const Point& p, std::size_t d) { return space.parameters()[d].values[static_cast<std::size_t>(p[d])].get<double>(); };
+  for (Algorithm a : {Algorithm::kBo, Algorithm::kOppa, Algorithm::kCostModel, Algorithm::kXgboost}) {
+    for (std::uint64_t seed : {1, 2, 3}) {
+      BayesOptions o = options_for(a, seed);
+      o.initial_points = 4;
+      auto search = make_model_search(space, std::nullopt, o);
+      std::vector<FinishedTrial> done;
+      int refused = 0;
+      for (int i = 0; i < 30; ++i) {
+        const Point p = *search->propose(done, {});
+        if (value(p, 0) >= 4) {
+          ++refused;
+          FinishedTrial f = finished(p, trial::TrialStatus::kFailed, std::nullopt);
+          f.failure = trial::FailureKind::kRefused;
+          done.push_back(f);
+        } else {
+          const double b = std::log2(value(p, 1)) - 1, c = value(p, 2) - 2;
+          done.push_back(finished(p, trial::TrialStatus::kCompleted, value(p, 0) / (1 + b * b + c * c / 4)));
+        }
+      }
+      EXPECT_LE(refused, 5) << to_string(a) << " seed " << seed;
+      EXPECT_EQ(search->model_summary()["feasibility"]["failures"]["refused"], refused)
+          << to_string(a) << " seed " << seed << ": " << search->model_summary().dump();
+    }
+  }
+}
+
 TEST(Xgboost, FitsAndPredicts) {
   Eigen::MatrixXd x(20, 2);
   Eigen::VectorXd y(20);

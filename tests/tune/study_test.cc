@@ -124,6 +124,37 @@ TEST(Study, ProposalsSkipRunningAndFinishedPoints) {
   EXPECT_EQ(grid->propose({{Point{1}, trial::TrialStatus::kFailed, std::nullopt}}, {Point{0}, Point{2}}), std::nullopt);
 }
 
+// Issue 21: a grid cut short by --max-trials covered one corner of it. It is sampled evenly.
+TEST(Study, AGridLargerThanMaxTrialsIsSampledEvenly) {
+  EXPECT_EQ(grid_order(5, 0), (std::vector<std::size_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(grid_order(5, 5), (std::vector<std::size_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(grid_order(10, 2), (std::vector<std::size_t>{2, 7, 0, 1, 3, 4, 5, 6, 8, 9}));
+  for (std::size_t n : {7u, 100u, 168u, 1000u})
+    for (std::size_t k = 1; k < n; k += 7) {
+      std::vector<std::size_t> order = grid_order(n, k);
+      std::vector<std::size_t> first(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k));
+      // The first k each lie in their own k-th of the grid: floor(i n / k) <= index < ceil((i + 1) n / k).
+      for (std::size_t i = 0; i < k; ++i) {
+        EXPECT_GE(first[i], i * n / k) << n << " " << k;
+        EXPECT_LT(first[i], ((i + 1) * n + k - 1) / k) << n << " " << k;
+      }
+      std::sort(order.begin(), order.end());
+      for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(order[i], i) << "not a permutation: n " << n << " k " << k;
+    }
+  // 4 x 4 grid, 4 trials: the first parameter takes every value (odometer order: it varies slowest).
+  const SearchSpace space = SearchSpace::parse("parameters:\n  a: [1, 2, 3, 4]\n  b: [1, 2, 3, 4]\n", "s.yaml");
+  auto grid = make_search(Algorithm::kGrid, space, 0, 4);
+  std::vector<FinishedTrial> finished;
+  std::set<std::int64_t> first_values;
+  for (int i = 0; i < 4; ++i) {
+    const std::optional<Point> p = grid->propose(finished, {});
+    ASSERT_TRUE(p);
+    first_values.insert(space.to_json(*p)["a"].get<std::int64_t>());
+    finished.push_back({*p, trial::TrialStatus::kCompleted, std::nullopt});
+  }
+  EXPECT_EQ(first_values.size(), 4u);
+}
+
 TEST(Study, MisbehavingTrialsAreRecordedAndTheSearchGoesOn) {
   const Paths p = fresh("misbehave");
   const SearchSpace space = SearchSpace::parse(

@@ -27,6 +27,7 @@
 
 #include <map>
 #include <optional>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -171,11 +172,21 @@ ValidationReport validate_prepared(const PreparedRuns& prepared, const Calibrati
 
 // --- Fitting -------------------------------------------------------------------------------------
 
+// Where a fit is, for a progress display (the library prints nothing itself).
+struct FitProgress {
+  std::string stage;         // "fit", or "fold 3 of 12 (without SOURCE)" for leave-one-source-out
+  int evaluation = 0;        // objective evaluations so far in this stage
+  int max_evaluations = 0;   // FitOptions::max_evaluations
+  double best_objective = 0;  // the lowest objective so far: mean + max/5 of |error| in percent
+};
+
 struct FitOptions {
   int max_evaluations = 600;  // NLopt BOBYQA objective evaluations per fit, >= 1
   double xtol_rel = 1e-4;     // relative tolerance on the coefficients, > 0
   int threads = 0;  // rows evaluated in parallel per objective evaluation; 0 = hardware threads. The
                     // result does not depend on it.
+  // Called after every objective evaluation (from the fitting thread); empty: none.
+  std::function<void(const FitProgress&)> on_progress;
 };
 // Throws Error naming the field, the value and the rule.
 void validate(const FitOptions& options);

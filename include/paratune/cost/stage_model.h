@@ -17,8 +17,13 @@
 namespace paratune {
 
 struct EstimateOptions {
-  double memory_margin = 0.05;  // fraction of GPU memory kept free when judging `fits`
+  // Fraction of GPU memory kept free when judging `fits`: the limit is memory x (1 - margin).
+  // A finite number, 0 <= margin < 1.
+  double memory_margin = 0.05;
 };
+// Throws Error naming the field, the value and the rule. StageCostModel (and so estimate(),
+// pipeline_problem() and the planner) checks its options with it.
+void validate(const EstimateOptions& options);
 
 // One pipeline rank, one micro-batch.
 struct StageWork {

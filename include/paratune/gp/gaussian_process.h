@@ -28,6 +28,8 @@ struct Hyperparameters {
 // k(a, b) = sigma_k^2 f(r), r = sqrt(sum_d ((a_d - b_d) / l_d)^2)  (OPPA Eq. 22 under the square
 // root, as the Matérn form requires).
 double kernel(const Hyperparameters& h, const Eigen::VectorXd& a, const Eigen::VectorXd& b);
+// The n x n matrix of kernel() over the rows of x (no noise on the diagonal).
+Eigen::MatrixXd covariance(const Hyperparameters& h, const Eigen::MatrixXd& x);
 
 struct Prediction {
   double mean = 0;      // of the residual (add the prior mean back)

@@ -5,6 +5,10 @@
 //           (grid_sampler.cc too: both are fixed orders or plain draws)
 //   tpe     tree-structured Parzen estimator, multivariate (tpe.cc, hpo/tpe.h)
 //   gp      Gaussian-process regression with log expected improvement (gp_sampler.cc)
+// tpe and gp learn from failed trials (issue 21 item 17, src/hpo/feasibility.h): P(runs) from a GP
+// classifier on every finished trial weighs and restricts their proposals, and a configuration whose
+// failure is deterministic (trial/failure.h) is never proposed again. grid and random run each
+// configuration of a finite space once.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +30,8 @@ struct SamplerOptions {
   // Configurations drawn from the prior before the model picks; -1: the sampler's own default
   // (tpe 10, gp max(5, 2 x dimensions)).
   int startup_trials = -1;
+  // The study's --max-trials (0: none): a grid larger than it is sampled evenly (tune::grid_order).
+  std::size_t max_trials = 0;
 };
 
 class Sampler {

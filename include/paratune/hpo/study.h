@@ -57,6 +57,7 @@ struct HpoOptions {
   std::string step_time_regex;      // trial/protocol.h
   int max_trials = 0;               // configurations in the study in all, reused ones included; 0: no limit
   double budget_s = 0;              // wall time of this run; 0: no limit
+  bool retry_failed = false;        // run the configurations of failed trials again (not by default)
   std::filesystem::path trials_dir; // trial N runs in trials_dir/trial-NNNN (made absolute)
   // Two levels of parallelism (HyperTune): each trial takes `trial_ranks` of the backend's slots
   // ({ranks}) and trains across them with `strategy` ({strategy}: none, dp, mp, gpipe, dp+gpipe,
@@ -99,6 +100,7 @@ struct HpoSummary {
   int reused = 0;                     // trials found in the store
   int requeued = 0;                   // configurations of interrupted first runs that run again
   int leftover_processes_killed = 0;  // processes of a killed controller's trials still alive at resume
+  int retried_failed = 0;             // failed trials whose configurations run again (--retry-failed)
   int started = 0;                    // new trials started by this run
   int promotions = 0;                 // runs of resting trials started by this run
   int fused_groups = 0;               // processes that trained several new trials fused (hpo/fusion.h)

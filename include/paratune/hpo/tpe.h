@@ -10,7 +10,8 @@
 //
 // One proposal:
 //   1. Startup: while fewer than `startup_trials` (default 10) trials have finished (any state
-//      but running), draw from the prior (Space::sample).
+//      but running, failed ones included: a failure costs what it took), draw from the prior
+//      (Space::sample), where configurations probably run once any failed (step 5).
 //   2. Split (split_trials): completed trials ranked by loss (as_loss: smaller is better), then
 //      pruned trials ranked by the resource they reached (more first), then by their last value
 //      (value_at(trial, trial.resource)), as Optuna ranks pruned trials. The first
@@ -18,6 +19,10 @@
 //      pruned); the rest are "bad", and so are every failed trial (a crash or an OOM is
 //      information: steer away from it) and every running one (the constant liar: a pending
 //      proposal counts as bad, so parallel proposals spread out; Optuna's constant_liar=True).
+//      Optuna itself does not look at failed trials at all (TPESampler._sample fetches COMPLETE
+//      and PRUNED trials, RUNNING ones too with constant_liar); its _split_trials puts trials that
+//      break constraints_func after the completed and pruned ones, so mostly in the bad group:
+//      paratune treats a failure as such an infeasible trial.
 //   3. Tiers (conditional parameters): decide first, jointly, the parameters active with nothing
 //      decided (no `when`); then, repeatedly, every undecided parameter that is active given the
 //      decided ones, jointly, until none is. Each tier is fitted on the history trials in which all
@@ -28,6 +33,20 @@
 //      decided so far; at most 240 draws), take the one maximising log l(x) - log g(x) (Bergstra et
 //      al. 2011, Sec. 4.1: expected improvement is monotone in l(x) / g(x)). No valid candidate: the
 //      whole configuration is drawn from the prior instead.
+//   5. Feasibility (issue 21 item 17; src/hpo/feasibility.h). Failures in the bad group are not
+//      enough: g(x) of an explored region that runs grows with every trial there, so a region
+//      where a few trials failed soon scores as well (measured: 9-11 of 30 trials in a refused
+//      region, issue 21's case, seeds 1-3). Once a trial failed, a GP classifier on every finished
+//      trial gives P(runs) of a configuration (gp/classifier.h). TPE's own way would be a ratio of
+//      Parzen estimators of the trials that ran and failed (c-TPE, Watanabe & Hutter 2023), but
+//      with categorical values seen once or twice the estimators' prior floor keeps it near 1/2
+//      (worked by hand: one failure at a = 4 beside three trials that ran gives P(runs) = 0.45 at
+//      a = 4), while the classifier's lengthscales learn from a few failures that one parameter
+//      alone decides. A candidate of step 4 that completes the configuration is scored
+//      log l - log g + log P(runs), those that probably run (P >= 1/2, trial::kLikelyToRun) first;
+//      a whole proposal that probably fails is drawn again (feasible_draw), and when none of TPE's
+//      probably runs, a prior draw that does is taken instead. A configuration whose failure is
+//      deterministic (trial/failure.h) is never proposed again.
 //
 // The Parzen estimator, in the unit cube (floats and ints via Space::to_unit, log already folded
 // in, ints as equal-width cells; categoricals by choice index), one mixture component per

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "paratune/hpo/space.h"
+#include "paratune/trial/failure.h"
 
 namespace paratune::hpo {
 
@@ -39,6 +40,9 @@ struct TrialRecord {
   std::int64_t resource = 0;              // steps trained so far (over every run of the trial)
   int rung = -1;                          // ASHA / Hyperband: the highest rung it completed; -1 none
   int bracket = 0;                        // Hyperband: its bracket (0 for everything else)
+  // kFailed: how (trial/failure.h). The samplers' feasibility model learns from every failure and
+  // never proposes again a configuration whose failure is deterministic. kNone otherwise.
+  trial::FailureKind failure = trial::FailureKind::kNone;
 };
 const char* to_string(TrialRecord::State state);
 

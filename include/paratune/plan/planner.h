@@ -30,12 +30,15 @@
 
 namespace paratune::plan {
 
+// The most worker threads plan() starts.
+inline constexpr int kMaxPlanThreads = 1024;
+
 struct PlanOptions {
   SearchSpace space;
   ParallelConfig base;  // flags that are not searched (overlap flags); axes are overwritten
-  int top = 5;          // plans reported (exact top N)
-  int keep = 16;        // level-1 survivors refined first (K)
-  int threads = 1;      // result identical for every count
+  int top = 5;          // plans reported (exact top N), >= 1
+  int keep = 16;        // level-1 survivors refined first (K), >= 1
+  int threads = 1;      // 1 .. kMaxPlanThreads; result identical for every count
   EstimateOptions estimate;
   bool baselines = true;  // cost the expert and 3-axis baselines too
   bool advise = true;     // when nothing fits, search variants (more GPUs, FP8, ...) for what would
@@ -92,6 +95,10 @@ struct PlanResult {
   std::optional<Estimate> closest;
   std::vector<std::string> advice;
 };
+
+// Throws Error naming the field, the value and the rule (top, keep, threads, space.max_mbs,
+// estimate.memory_margin). plan() checks its options with it before searching.
+void validate(const PlanOptions& options);
 
 PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
                 const PlanOptions& options, const Calibration& calibration = default_calibration());

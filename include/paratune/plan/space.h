@@ -54,9 +54,11 @@ enum class ConstraintKind { kFix, kAllow, kMax };
 void add_constraints(SearchSpace& space, std::string_view text, ConstraintKind kind, std::string_view flag);
 
 // A level-1 candidate: every axis but the stage assignment, per-stage recompute and gradient-sync
-// placement (level 2 chooses those). Compact: millions of them are enumerated.
+// placement (level 2 chooses those). Compact: millions of them are enumerated. Degrees are 32-bit:
+// on 32,768 GPUs and more, dp (and mbs, op) do not fit 16 bits.
 struct Candidate {
-  std::int16_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 1, etp = 0, mbs = 1, vpp = 1, zero = 0, op = 1;
+  std::int32_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 1, etp = 0, mbs = 1, vpp = 1, op = 1;
+  std::int8_t zero = 0;
   std::int8_t sequence_parallel = 0;
   // MoE all-to-all overlapped with another micro-batch's compute (ParallelConfig::ep_overlap);
   // only where resolve accepts it: ep > 1, recompute != full, pp == 1 or vpp > 1.

@@ -27,8 +27,16 @@ std::string format_predictions(const std::vector<store::StoredTrial>& trials);
 std::string format_model(const std::string& model_json);
 
 // {"best": {"number", "params", "throughput", "throughput_ci", "peak_memory_bytes", "command"} or
-// null, "trials": [...], "status_counts": {...}}.
+// null, "trials": [...], "status_counts": {...}, "failures": failures_json(trials)}.
 nlohmann::ordered_json trials_json(const std::vector<store::StoredTrial>& trials, std::optional<std::size_t> best);
+
+// What the failed trials (oom, infeasible, failed, timeout) cost the study (issue 21 item 17): a
+// failure counts against --max-trials and --budget like any trial, so its time is shown next to
+// the time of every finished trial. {"trials": N, "kinds": {"refused": n, ...} (trial/failure.h),
+// "never_again": the deterministic ones, "seconds": their run time, "of_seconds": every finished
+// trial's}. failure_line: the same in one line ("" when nothing failed).
+nlohmann::ordered_json failures_json(const std::vector<store::StoredTrial>& trials);
+std::string failure_line(const std::vector<store::StoredTrial>& trials);
 
 // trials_json plus the run: study, algorithm, valid_points, reused, requeued, started, stop,
 // elapsed_s.

@@ -2,11 +2,18 @@
 // kernel achieves of them is the Calibration's business (cost/calibration.h), not the spec's.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "paratune/spec/enums.h"
 
 namespace paratune {
+
+// The most GPUs one cluster may have: 2^24 = 16,777,216, far above the largest clusters built and
+// small enough that GPU counts, parallel degrees and the products of degrees the cost model and the
+// planner form stay exact in 32-bit integers. validate(ClusterSpec) enforces it (nodes x
+// gpus_per_node, nvlink_domain_gpus, nodes_per_pod x gpus_per_node).
+inline constexpr int kMaxGpus = 1 << 24;
 
 struct GpuSpec {
   std::string name;
@@ -73,13 +80,18 @@ struct ClusterSpec {
   // the same leaf (or a flat fabric): no PXN hop. See cost/collectives.h.
   bool rail_optimized = true;
 
-  [[nodiscard]] int num_gpus() const { return nodes * gpus_per_node; }
+  // In 64 bits, so that an unchecked spec cannot wrap (validate() keeps it <= kMaxGpus).
+  [[nodiscard]] std::int64_t num_gpus() const { return static_cast<std::int64_t>(nodes) * gpus_per_node; }
   // GPUs of one NVLink domain: nvlink_domain_gpus, or gpus_per_node when that is 0.
   [[nodiscard]] int scale_up_gpus() const { return nvlink_domain_gpus > 0 ? nvlink_domain_gpus : gpus_per_node; }
   // GPUs of one pod (0 = no pods: one non-blocking fabric).
-  [[nodiscard]] int pod_gpus() const { return nodes_per_pod > 0 ? nodes_per_pod * gpus_per_node : 0; }
+  [[nodiscard]] std::int64_t pod_gpus() const {
+    return nodes_per_pod > 0 ? static_cast<std::int64_t>(nodes_per_pod) * gpus_per_node : 0;
+  }
 };
 
+// Every figure finite and in range (memory, bandwidths > 0; peaks, latencies >= 0), the GPU count
+// at most kMaxGpus. Throws Error naming the field, the value and the rule.
 void validate(const GpuSpec& gpu);
 void validate(const ClusterSpec& cluster);
 

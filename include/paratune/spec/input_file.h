@@ -18,15 +18,15 @@ inline constexpr std::uintmax_t kMaxInputFileBytes = 64ull << 20;
 
 // The whole content of `path`, a regular file of at most `max_bytes`. `what` names the input in
 // errors ("model file", "search space file"). Throws paratune::Error for a missing or unreadable
-// file, a directory, a FIFO, a device or a socket, and a file over the limit (also one that grows
-// past it while being read).
+// file, a directory, a FIFO, a device or a socket, a file over the limit (also one that grows
+// past it while being read), and content that is not UTF-8 (naming the line and column).
 std::string read_input_file(const std::string& path, std::string_view what,
                             std::uintmax_t max_bytes = kMaxInputFileBytes);
 
 // Throws Error "<source>: line L, column C: byte 0xFF is not UTF-8 ..." unless `text` is UTF-8
-// (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF). paratune's text inputs
-// (YAML, JSON, CSV) are UTF-8, and every string read from them may be written out again as JSON,
-// which holds only UTF-8.
+// (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF): what read_input_file checks,
+// for text that comes from elsewhere (the parse-from-text entry points). Every string read from an
+// input may be written out again as JSON, which holds only UTF-8.
 void check_utf8(std::string_view text, std::string_view source);
 // The offset of the first byte that is not part of valid UTF-8, or npos.
 std::size_t first_non_utf8(std::string_view text);

@@ -5,6 +5,8 @@
 // one node; the cost model uses this to decide which collectives cross the network.
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +17,12 @@
 #include "paratune/spec/training.h"
 
 namespace paratune {
+
+// The most (pipeline rank, model chunk, micro-batch) slots one iteration may have: pp x vpp x
+// micro-batches <= 2^24. The pipeline replay (sim/pipeline.h) keeps state for each slot, about 55
+// bytes, so this bounds it near 1 GB; 2^31 micro-batches of one sequence would need 100 GB. No real
+// training run comes near it (Llama-3.1-405B: 8 x 8 x 16).
+inline constexpr std::int64_t kMaxPipelineSlots = std::int64_t{1} << 24;
 
 struct ParallelConfig {
   int dp = 1;   // data-parallel replicas (includes the expert-parallel ranks, as in Megatron)
@@ -53,11 +61,20 @@ struct ParallelConfig {
   // (R17): ep > 1, no full recompute, and with pp > 1 an interleaved schedule.
   bool ep_overlap = false;
 
-  [[nodiscard]] int num_gpus() const { return dp * tp * pp * cp; }
+  // dp·tp·pp·cp in 64 bits, saturating at INT64_MAX (never wraps: dp=536870913 x tp=8 is not 8;
+  // a degree < 1 gives INT64_MAX too, which matches no cluster).
+  [[nodiscard]] std::int64_t num_gpus() const {
+    std::int64_t n = 1;
+    for (const int d : {dp, tp, pp, cp}) {
+      if (d < 1 || n > std::numeric_limits<std::int64_t>::max() / d) return std::numeric_limits<std::int64_t>::max();
+      n *= d;
+    }
+    return n;
+  }
   [[nodiscard]] int expert_tp() const { return etp > 0 ? etp : tp; }
   [[nodiscard]] int optimizer_shard_degree() const { return zero > 0 ? (op > 0 ? op : dp) : 1; }
   [[nodiscard]] int num_microbatches(const TrainingSpec& training) const {
-    return training.global_batch / (mbs * dp);
+    return static_cast<int>(training.global_batch / (static_cast<std::int64_t>(mbs) * dp));
   }
 };
 

@@ -99,6 +99,11 @@ class StudyStore {
   // were running a promotion from a rung. Returns how many.
   int mark_running_interrupted(std::int64_t study);
 
+  // `--retry-failed`: the study's failed trials become "interrupted", so the search runs their
+  // configurations again; each keeps why it failed in its reason ("retried by --retry-failed; it
+  // had failed: exit code 3 ..."). Returns how many.
+  int mark_failed_for_retry(std::int64_t study);
+
   // A trial that starts now; returns its id and number.
   std::pair<std::int64_t, int> begin_trial(std::int64_t study, const std::string& params_json,
                                            const std::string& config_json, const std::string& command,

@@ -21,9 +21,13 @@ struct ThroughputEstimate {
   int steps_used = 0;
   int dropped_warmup = 0;     // 1 when there were steps at all
   int dropped_outliers = 0;
+  int dropped_implausible = 0;  // not finite or outside [kMinStepTimeS, kMaxStepTimeS] (trial/protocol.h)
 };
 
 // An estimate from the steps in report order; steps_used == 0 (and r = 0) when nothing is left.
+// Step times that are no measurement (trial/protocol.h plausible_step_time: NaN, 0, 1e-320 s, ...)
+// are left out before anything else, so r is always finite. The parsers never pass them on; this
+// guards steps read back from older study files.
 ThroughputEstimate estimate_throughput(std::span<const double> step_times_s);
 
 }  // namespace paratune::trial

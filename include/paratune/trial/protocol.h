@@ -3,8 +3,9 @@
 //
 // The protocol (README "Trial protocol"; other programs speak it): a line on stdout or stderr that
 // starts with "@paratune " followed by one JSON object, one of
-//   {"step": 7, "step_time_s": 0.512}              one per training step (step >= 0, time > 0)
-//   {"peak_memory_bytes": 123456789}               may repeat; the maximum counts
+//   {"step": 7, "step_time_s": 0.512}              one per training step (step >= 0, 1 µs <= time
+//                                                  <= one week: kMinStepTimeS, kMaxStepTimeS)
+//   {"peak_memory_bytes": 123456789}               may repeat; the maximum counts (0 .. 2^60)
 //   {"metric": "loss", "value": 2.31, "step": 7}   any named metric; "step" is optional
 //   {"oom": true}                                  the trial ran out of memory
 //   {"checkpoint_step": 26}                        it saved a checkpoint after step 26 in
@@ -42,6 +43,17 @@ namespace paratune::trial {
 // JSON is parsed whole).
 inline constexpr std::size_t kMaxMatchedLineBytes = 64 * 1024;
 
+// What counts as a measurement. A step time is finite and from 1 µs to one week: no training step
+// is faster than a microsecond, and a time such as 1e-320 s (subnormal) would be an infinite
+// throughput that wins every comparison. A peak memory is finite and from 0 to 2^60 bytes (1 EiB).
+// A step or memory report outside them, from any source (protocol, Megatron log, --step-time-regex),
+// is a malformed line: counted, never a measurement.
+inline constexpr double kMinStepTimeS = 1e-6;
+inline constexpr double kMaxStepTimeS = 7 * 24 * 3600.0;
+inline constexpr double kMaxPeakMemoryBytes = 0x1p60;
+[[nodiscard]] bool plausible_step_time(double seconds);
+[[nodiscard]] bool plausible_peak_memory(double bytes);
+
 struct StepReport {
   std::int64_t step = 0;
   double step_time_s = 0;
@@ -72,7 +84,7 @@ struct LineReport {
 };
 
 struct ParserOptions {
-  // ECMAScript regex; group 1: step time in seconds, optional group 2: step number. Empty: none.
+  // RE2 regex; group 1: step time in seconds, optional group 2: step number. Empty: none.
   std::string step_time_regex;
 };
 
@@ -101,6 +113,8 @@ class OutputParser {
 
  private:
   LineReport parse_protocol(std::string_view json);
+  [[nodiscard]] LineReport step_line(double seconds, std::optional<double> step) const;
+  [[nodiscard]] static LineReport memory_line(double bytes);
   std::shared_ptr<const re2::RE2> step_regex_;
   bool protocol_steps_ = false;  // a protocol step was seen: other step sources are ignored
   std::int64_t implicit_step_ = 0;

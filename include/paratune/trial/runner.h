@@ -9,7 +9,10 @@
 // A TrialRunner makes its process a child subreaper (PR_SET_CHILD_SUBREAPER): orphans of a trial
 // are reaped here rather than by init, so "the group is gone" can be told reliably. It also starts
 // a watchdog process that stops every running trial's group if the controller dies, even by
-// SIGKILL (the leader's PR_SET_PDEATHSIG does not reach the processes it started).
+// SIGKILL (the leader's PR_SET_PDEATHSIG does not reach the processes it started). A process that
+// leaves the group (setsid) is still the trial's: each trial also runs in a cgroup of its own where
+// the controller may make one, else its processes are found by their PARATUNE_TRIAL_DIR
+// (src/trial/trial_cgroup.h), and they are stopped with the trial.
 //
 // Backends say how a trial's command runs on one of their slots (module DESIGN: small interfaces for
 // swappable parts). The local backend runs it here, optionally with its own CUDA_VISIBLE_DEVICES per
@@ -131,6 +134,8 @@ std::vector<std::vector<int>> parse_slot_cpus(std::string_view text);
 // Reads /proc/*/environ, so it sees this user's processes. Returns how many it found.
 int kill_trial_processes(const std::filesystem::path& dir);
 
+class TrialCgroups;
+
 class TrialRunner {
  public:
   // Called for every step a running trial reports; return false to stop it (early-stopped).
@@ -161,6 +166,7 @@ class TrialRunner {
   void tell_watchdog(std::int32_t message) const;
   std::vector<std::unique_ptr<Process>> processes_;
   std::vector<char> slot_busy_;
+  std::unique_ptr<TrialCgroups> cgroups_;  // one per trial where the system lets us (trial_cgroup.h)
   pid_t watchdog_pid_ = -1;  // stops every trial's group if this process dies (see runner.cc)
   int watchdog_fd_ = -1;
 };

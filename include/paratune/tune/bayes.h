@@ -9,7 +9,8 @@
 //   costmodel  fit the prior's coefficients to the trials so far (least squares on log throughput
 //              and log memory), trial its predicted best untried point that fits; repeat.
 //   xgboost    as DeepSpeed's autotuner: gradient-boosted trees on the observed throughputs
-//              (failed and out-of-memory trials count as 0), trial the best predicted untried point.
+//              (failed and out-of-memory trials count as 0), trial the best predicted untried point
+//              (times P(runs), below: the one respect in which it differs from DeepSpeed's).
 //
 // Every model-based search starts with `initial_points` designs: the prior's top predictions from
 // different (dp, tp, pp, ...) groups (--seed-from-plan, oppa and costmodel with a model), then
@@ -28,6 +29,22 @@
 // Batches (--parallel K): kriging believer — each running trial is added to the GPs as if it had
 // measured the posterior mean at its point (no refit), which shrinks the uncertainty around it so
 // the next pick goes elsewhere (Ginsbourger et al. 2010).
+//
+// Failures (issue 21 item 17). A trial that failed — out of memory, refused at start-up, crashed,
+// timed out — has no throughput, but it says where configurations do not run. Every search fits a
+// feasibility classifier on every finished trial (gp/classifier.h: a GP classifier, probit
+// likelihood, Laplace's approximation; it ran vs it failed, the failure's kind kept for the model
+// summary) once any trial failed, and then
+//   - proposes only points that probably run, P(runs) >= 1/2, while there are any
+//     (trial::kLikelyToRun says why a weight alone is not enough), random designs included;
+//   - weighs the acquisition by P(runs): cUCB x P(runs) (Gelbart et al. 2014 weigh by each
+//     constraint's probability; "it runs" is one more constraint), costmodel's and xgboost's
+//     predicted throughput x P(runs).
+// With --memory-limit an out-of-memory trial informs both the memory model (by memory's own trend)
+// and the classifier. No point is ever proposed twice (finished or running), so a configuration
+// whose failure is deterministic (trial/failure.h) never runs again; on resume the store's failed
+// trials count as tried. A failure costs the study a trial of --max-trials and its time of
+// --budget like any other trial (the summary shows what the failures cost: report's failure_line).
 //
 // Early termination (oppa only; Eq. 5 / Algorithm 3 line 16): after q >= q_min reported steps,
 // with r_q and se_q the throughput estimate of the steps so far and its standard error (App. F:

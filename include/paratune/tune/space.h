@@ -59,6 +59,9 @@ class SearchSpace {
 
   [[nodiscard]] const std::vector<Parameter>& parameters() const { return parameters_; }
   [[nodiscard]] const std::vector<std::string>& constraints() const { return constraints_; }
+  [[nodiscard]] const std::string& source() const { return source_; }  // the file it came from, for messages
+  // Whether the valid points are listed in an order of their own (SearchSpace::listed).
+  [[nodiscard]] bool is_listed() const { return !listed_.empty(); }
   [[nodiscard]] bool satisfies(const Point& point) const;
   // Every valid point, in odometer order (the last parameter varies fastest) or in the listed
   // order. Throws Error if the cartesian product exceeds 10 million points or nothing satisfies

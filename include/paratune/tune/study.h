@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "paratune/store/study_store.h"
+#include "paratune/trial/failure.h"
 #include "paratune/trial/runner.h"
 #include "paratune/tune/space.h"
 
@@ -40,6 +41,9 @@ struct FinishedTrial {
   double throughput_standard_error = 0;     // of that mean (OPPA App. F.1)
   std::optional<double> peak_memory_bytes;  // the largest the trial reported
   int steps = 0;                            // reported
+  // How it failed (none when it ran); the model-based searches learn where configurations fail
+  // from it (tune/bayes.h), trial/failure.h says which kinds are deterministic.
+  trial::FailureKind failure = trial::FailureKind::kNone;
 };
 
 // Proposes what to run next (module DESIGN: small interfaces for swappable parts; issue 6 adds
@@ -69,10 +73,18 @@ Algorithm parse_algorithm(std::string_view name);  // "grid" | "random" | "bo" |
 // library (std::uniform_int_distribution's algorithm is implementation-defined).
 std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t n);
 
-// Grid: every valid point in enumeration order. Random: every valid point in a random order drawn
-// from `seed` (Fisher-Yates on a 64-bit Mersenne Twister, the same order on every platform), i.e.
-// sampling without replacement. Both skip points already finished or running.
-std::unique_ptr<SearchAlgorithm> make_search(Algorithm algorithm, const SearchSpace& space, std::uint64_t seed);
+// The order in which a grid of `n` points is visited when only `budget` trials may run (0: no
+// limit): with budget >= n (or 0) simply 0, 1, ..., n-1; with fewer, first `budget` indices spread
+// evenly over the grid -- floor((i + 1/2) n / budget) -- then the rest in order, so a grid cut
+// short by --max-trials samples all of it rather than its first corner.
+std::vector<std::size_t> grid_order(std::size_t n, std::size_t budget);
+
+// Grid: every valid point in enumeration order (spread evenly when `max_trials` is smaller than
+// the grid: grid_order; a listed space keeps its own order). Random: every valid point in a random order drawn from `seed`
+// (Fisher-Yates on a 64-bit Mersenne Twister, the same order on every platform), i.e. sampling
+// without replacement. Both skip points already finished or running.
+std::unique_ptr<SearchAlgorithm> make_search(Algorithm algorithm, const SearchSpace& space, std::uint64_t seed,
+                                             std::size_t max_trials = 0);
 
 struct StudyOptions {
   std::string name = "main";        // the study within the store file
@@ -82,6 +94,7 @@ struct StudyOptions {
   std::string step_time_regex;      // trial/protocol.h
   int max_trials = 0;               // trials in the study in all, reused ones included; 0: no limit
   double budget_s = 0;              // wall time of this run; 0: no limit
+  bool retry_failed = false;        // run the points of failed trials again (they are not, by default)
   std::filesystem::path trials_dir; // trial N runs in trials_dir/trial-NNNN (made absolute)
 };
 // Throws Error naming the option and the rule (steps >= 1, limits >= 0, ...).
@@ -130,6 +143,7 @@ struct StudySummary {
   int reused = 0;                     // finished trials found in the store
   int requeued = 0;                   // points of interrupted trials (earlier runs) that run again
   int leftover_processes_killed = 0;  // processes of those still alive at resume
+  int retried_failed = 0;             // failed trials whose points run again (--retry-failed)
   int started = 0;                    // trials started by this run
   StopReason stop = StopReason::kExhausted;
   double elapsed_s = 0;
