@@ -292,7 +292,7 @@ LosoReport leave_one_source_out(const std::vector<PublishedRun>& runs, const Cal
   const auto t0 = std::chrono::steady_clock::now();
   LosoReport report;
   const PreparedRuns prepared = prepare_runs(runs);
-  if (prepared.setups.empty()) throw Error("calibrate --loso: no row of the CSV can be estimated");
+  if (prepared.setups.empty()) throw Error("leave-one-source-out: no row of the CSV can be estimated");
   const Calibration prior = uninformed(start);
   // Screened once: which candidates fit does not depend on the fitted coefficients.
   const PreparedRuns screened = screen_candidates(prepared, prior, thread_count(options));

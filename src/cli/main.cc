@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "flag_checks.h"
+#include "option_flags.h"
 #include "paratune/calib/published_runs.h"
 #include "progress_line.h"
 #include "paratune/cost/estimate.h"
@@ -43,6 +44,7 @@
 #include "paratune/sim/harvest.h"
 #include "paratune/spec/input_file.h"
 #include "paratune/spec/io.h"
+#include "paratune/spec/option_error.h"
 #include "paratune/spec/presets.h"
 #include "paratune/spec/units.h"
 #include "paratune/store/study_store.h"
@@ -521,20 +523,11 @@ std::filesystem::path trials_dir_from(const TuneFlags& f) {
 trial::LocalBackend backend_from(const TuneFlags& f) {
   if (f.slots && f.given.contains("--parallel"))
     throw Error("--slots and --parallel: give one (--slots is the newer name: the slots trials are packed onto)");
-  const int slots = f.slots.value_or(f.parallel);
-  const std::string flag = f.slots ? "--slots" : "--parallel";
-  if (slots < 1) throw Error(fmt::format("{} {}: must be >= 1", flag, slots));
   std::vector<std::string> slot_devices;
-  if (!f.slot_devices.empty()) {
-    try {
-      slot_devices = trial::parse_slot_devices(f.slot_devices);
-    } catch (const Error& e) {
-      throw e.with_context("--slot-devices");
-    }
-  }
+  if (!f.slot_devices.empty()) slot_devices = trial::parse_slot_devices(f.slot_devices);
   std::vector<std::vector<int>> slot_cpus;
   if (!f.slot_cpus.empty()) slot_cpus = trial::parse_slot_cpus(f.slot_cpus);
-  return trial::LocalBackend(slots, slot_devices, slot_cpus, flag);
+  return trial::LocalBackend(f.slots.value_or(f.parallel), slot_devices, slot_cpus);
 }
 
 // `paratune tune` for training hyperparameters: a sampler, a pruner and a metric objective.
@@ -570,7 +563,11 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
     throw Error(fmt::format("--objective {}: give --direction minimize or maximize (e.g. minimize a loss, maximize "
                             "an accuracy)",
                             f.objective));
-  options.direction = f.direction.empty() ? hpo::Direction::kMaximize : hpo::parse_direction(f.direction);
+  try {
+    options.direction = f.direction.empty() ? hpo::Direction::kMaximize : hpo::parse_direction(f.direction);
+  } catch (const Error& e) {
+    throw e.with_context("--direction");
+  }
   options.max_trials = f.max_trials;
   options.budget_s = optional_duration(f.budget, "--budget");
   options.retry_failed = f.retry_failed;
@@ -618,7 +615,12 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   pruner_options.startup_trials = f.pruner_startup;
   pruner_options.warmup_steps = f.pruner_warmup;
   pruner_options.percentile = f.percentile;
-  const hpo::PrunerKind pruner_kind = hpo::parse_pruner(f.pruner);
+  hpo::PrunerKind pruner_kind{};
+  try {
+    pruner_kind = hpo::parse_pruner(f.pruner);
+  } catch (const Error& e) {
+    throw e.with_context("--pruner");
+  }
   const std::unique_ptr<hpo::Pruner> pruner = hpo::make_pruner(pruner_kind, pruner_options);
   store::StudyStore store(f.study_path);
 
@@ -752,7 +754,12 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   options.trials_dir = trials_dir_from(f);
   tune::validate(options);
   const trial::LocalBackend backend = backend_from(f);
-  const tune::Algorithm algo = tune::parse_algorithm(f.algo);
+  tune::Algorithm algo{};
+  try {
+    algo = tune::parse_algorithm(f.algo);
+  } catch (const Error& e) {
+    throw e.with_context("--algo");
+  }
   std::unique_ptr<tune::SearchAlgorithm> algorithm;
   std::string prior_line;
   if (algo == tune::Algorithm::kGrid || algo == tune::Algorithm::kRandom) {
@@ -1271,6 +1278,18 @@ int main(int argc, char** argv) {
       std::cout << "wrote " << calibration_out << "\n";
       return 0;
     }
+  } catch (const OptionError& e) {
+    // The library names its options' fields; the user typed flags (option_flags.h).
+    const CLI::App* command = app.get_subcommands().empty() ? &app : app.get_subcommands().front();
+    const auto option = [&](std::string_view flag) { return command->get_option_no_throw(std::string(flag)); };
+    std::cerr << "paratune: error: "
+              << e.render([&](std::string_view field) {
+                   return cli::flag_for(
+                       command->get_name(), field, [&](std::string_view flag) { return option(flag) != nullptr; },
+                       [&](std::string_view flag) { return option(flag) != nullptr && option(flag)->count() > 0; });
+                 })
+              << "\n";
+    return 2;
   } catch (const Error& e) {
     std::cerr << "paratune: error: " << e.what() << "\n";
     return 2;

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "paratune/spec/error.h"
+#include "paratune/spec/option_error.h"
 #include "paratune/trial/command.h"
 #include "paratune/tune/study_common.h"
 #include "trainer_command.h"
@@ -39,7 +40,7 @@ struct Captured {
 Captured run_captured(const std::vector<std::string>& argv, double timeout_s) {
   int out_pipe[2], err_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
-    throw Error("--strategy auto: cannot create a pipe for the profile");
+    throw OptionError("strategy", "auto", "cannot create a pipe for the profile");
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
@@ -56,7 +57,7 @@ Captured run_captured(const std::vector<std::string>& argv, double timeout_s) {
   if (spawned != 0) {
     close(out_pipe[0]);
     close(err_pipe[0]);
-    throw Error(fmt::format("--strategy auto: cannot run '{}' ({})", argv[0], std::strerror(spawned)));
+    throw OptionError("strategy", "auto", fmt::format("cannot run '{}' ({})", argv[0], std::strerror(spawned)));
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
@@ -104,10 +105,11 @@ std::string last_lines(const std::string& text, std::size_t lines) {
 AutoStrategy::AutoStrategy(const Space& space, const HpoOptions& options, std::filesystem::path profiles_dir)
     : space_(space), options_(options), profiles_dir_(std::move(profiles_dir)) {
   if (!runs_trainer(options.command))
-    throw Error(fmt::format("--strategy auto: picks each trial's strategy with paratune's cost model of {}, and the "
-                            "command runs '{}'; name the strategy (none, dp, mp, gpipe or dp+gpipe) for another program",
-                            kTrainer, command_program(options.command)));
-  // The rank counts: the space's "ranks" parameter's values, else --trial-ranks.
+    throw OptionError("strategy", "auto",
+                      fmt::format("picks each trial's strategy with paratune's cost model of {}, and the command runs "
+                                  "'{}'; name the strategy (none, dp, mp, gpipe or dp+gpipe) for another program",
+                                  kTrainer, command_program(options.command)));
+  // The rank counts: the space's "ranks" parameter's values, else trial_ranks.
   std::set<int> ranks{options.trial_ranks};
   if (const std::optional<std::size_t> i = space.index_of("ranks")) {
     const ParamSpec& p = space.parameters()[*i];
@@ -188,11 +190,12 @@ const train::StrategyProfile& AutoStrategy::profile(const std::string& program, 
   for (std::size_t at = run.out.find(kProfileLine); at != std::string::npos; at = run.out.find(kProfileLine, at + 1))
     if (at == 0 || run.out[at - 1] == '\n') line = run.out.substr(at + std::strlen(kProfileLine), run.out.find('\n', at) - at - std::strlen(kProfileLine));
   if (run.timed_out || !WIFEXITED(run.status) || WEXITSTATUS(run.status) != 0 || line.empty())
-    throw Error(fmt::format("--strategy auto: measuring the strategy profile failed ({}): {}\n{}", key,
-                            run.timed_out ? fmt::format("no result in {:.0f} s", kProfileTimeoutS)
-                            : WIFEXITED(run.status) ? fmt::format("exit code {}", WEXITSTATUS(run.status))
-                                                    : "killed by a signal",
-                            last_lines(run.err, 5)));
+    throw OptionError("strategy", "auto",
+                      fmt::format("measuring the strategy profile failed ({}): {}\n{}", key,
+                                  run.timed_out ? fmt::format("no result in {:.0f} s", kProfileTimeoutS)
+                                  : WIFEXITED(run.status) ? fmt::format("exit code {}", WEXITSTATUS(run.status))
+                                                          : "killed by a signal",
+                                  last_lines(run.err, 5)));
   const nlohmann::json json = nlohmann::json::parse(line, nullptr, false);
   train::StrategyProfile measured = train::StrategyProfile::from_json(json, key);
   std::filesystem::create_directories(profiles_dir_);

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "paratune/spec/error.h"
+#include "paratune/spec/option_error.h"
 
 extern char** environ;
 
@@ -192,14 +193,17 @@ int members_of(const std::string& params) {
 }  // namespace
 
 HarvestRun run_harvest(const HarvestOptions& o) {
-  if (o.job_argv.empty()) throw Error("harvest: --job is required");
-  if (o.ranks < 1) throw Error(fmt::format("harvest: --ranks {}: must be >= 1", o.ranks));
+  if (o.job_argv.empty()) throw OptionError("job_argv", "", "the job's command is required");
+  if (o.ranks < 1) throw OptionError("ranks", std::to_string(o.ranks), "must be >= 1");
   if (!o.trial_argv.empty() && o.trial_params.empty())
-    throw Error("harvest: --trial needs the trials' PARATUNE_PARAMS (--trial-params)");
+    throw OptionError("trial_argv", "",
+                      fmt::format("needs the trials' PARATUNE_PARAMS ({})", option_ref("trial_params")));
   if (!executable(o.job_argv.front()))
-    throw Error(fmt::format("harvest: --job: '{}' is not an executable program (nor one on PATH)", o.job_argv.front()));
+    throw OptionError("job_argv", "",
+                      fmt::format("'{}' is not an executable program (nor one on PATH)", o.job_argv.front()));
   if (!o.trial_argv.empty() && !executable(o.trial_argv.front()))
-    throw Error(fmt::format("harvest: --trial: '{}' is not an executable program (nor one on PATH)", o.trial_argv.front()));
+    throw OptionError("trial_argv", "",
+                      fmt::format("'{}' is not an executable program (nor one on PATH)", o.trial_argv.front()));
   std::filesystem::create_directories(o.dir);
   for (int r = 0; r < o.ranks; ++r) {
     std::filesystem::remove(o.dir / fmt::format("rank-{}.pgid", r));
@@ -304,7 +308,7 @@ HarvestRun run_harvest(const HarvestOptions& o) {
     }
     if (ended(*job, status)) break;
     if (!timed_out && o.timeout_s > 0 && monotonic_s() - start > o.timeout_s) {
-      run.notes.push_back(fmt::format("the job was stopped after the --timeout of {:.0f} s", o.timeout_s));
+      run.notes.push_back(fmt::format("the job was stopped after its timeout of {:.0f} s", o.timeout_s));
       kill(-job->pid, SIGKILL);
       timed_out = true;
     }

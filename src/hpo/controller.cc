@@ -661,9 +661,10 @@ class Controller {
         r.state = TrialRecord::State::kFailed;
         r.failure = trial::FailureKind::kCrashed;  // ran, but measured nothing usable
         outcome.status = "failed";
-        outcome.reason = fmt::format("reported no '{}' by step {}, the end of rung {} (it reported {}); a program that "
-                                     "evaluates every N steps needs --min-resource a multiple of N",
-                                     options_.objective, r.resource - 1, r.rung, reported_metrics(result.output));
+        outcome.reason = fmt::format(
+            "reported no '{}' by step {}, the end of rung {} (it reported {}); a program that "
+            "evaluates every N steps needs the first rung's steps (min_resource) a multiple of N",
+            options_.objective, r.resource - 1, r.rung, reported_metrics(result.output));
         return outcome;
       }
       r.state = TrialRecord::State::kPruned;

@@ -9,6 +9,7 @@
 
 #include "paratune/hpo/surrogate.h"
 #include "paratune/spec/error.h"
+#include "paratune/spec/option_error.h"
 #include "paratune/train/options.h"
 #include "paratune/trial/command.h"
 #include "trainer_command.h"
@@ -32,44 +33,60 @@ double steady_step_time(const std::vector<trial::StepReport>& steps) {
   return times[times.size() / 2];
 }
 
+// The fusion setting in force, as a message names it: fuse_auto, or fuse and its size.
+std::string fusion_setting(const HpoOptions& options) {
+  return options.fuse_auto ? option_ref("fuse_auto") : fmt::format("{} {}", option_ref("fuse"), options.fuse);
+}
+
+// An error of the fusion setting in force.
+OptionError fusion_error(const HpoOptions& options, const std::string& rule) {
+  return options.fuse_auto ? OptionError("fuse_auto", "", rule)
+                           : OptionError("fuse", std::to_string(options.fuse), rule);
+}
+
 }  // namespace
 
 void validate_fusion(const HpoOptions& options) {
   if (options.fuse < 1 || options.fuse > kMaxFusedTrials)
-    throw Error(fmt::format("--fuse {}: must be auto or a size from 1 to {}", options.fuse, kMaxFusedTrials));
+    throw OptionError("fuse", std::to_string(options.fuse),
+                      fmt::format("must be a size from 1 to {} (or {})", kMaxFusedTrials, option_ref("fuse_auto")));
   if (options.fuse == 1 && !options.fuse_auto) return;
-  const std::string flag = options.fuse_auto ? "--fuse auto" : fmt::format("--fuse {}", options.fuse);
   if (!runs_trainer(options.command))
-    throw Error(fmt::format("{}: fuses the trials of {} (PARATUNE_PARAMS as a JSON array), and the command runs '{}'",
-                            flag, kTrainerProgram, command_program(options.command)));
+    throw fusion_error(
+        options, fmt::format("fuses the trials of {} (PARATUNE_PARAMS as a JSON array), and the command runs '{}'",
+                             kTrainerProgram, command_program(options.command)));
   if (options.objective == kThroughputObjective)
-    throw Error(fmt::format("{}: a fused trial has no throughput of its own (its group shares one process); give "
-                            "--objective METRIC --direction ...",
-                            flag));
+    throw fusion_error(
+        options,
+        fmt::format("a fused trial has no throughput of its own (its group shares one process); give {} METRIC "
+                    "and {}",
+                    option_ref("objective"), option_ref("direction")));
   if (options.trial_ranks != 1)
-    throw Error(fmt::format("{}: fused groups train on one slot; --trial-ranks is {}", flag, options.trial_ranks));
+    throw fusion_error(options, fmt::format("fused groups train on one slot; {} is {}", option_ref("trial_ranks"),
+                                            options.trial_ranks));
   if (!options.strategy.empty() && options.strategy != "none")
-    throw Error(fmt::format("{}: fused groups train in one process; --strategy {} needs several", flag, options.strategy));
+    throw fusion_error(options, fmt::format("fused groups train in one process; {} {} needs several",
+                                            option_ref("strategy"), options.strategy));
 }
 
 void check_fusion_space(const Space& space, const HpoOptions& options) {
   if (options.fuse == 1 && !options.fuse_auto) return;
-  const std::string flag = options.fuse_auto ? "--fuse auto" : fmt::format("--fuse {}", options.fuse);
   if (space.index_of("ranks"))
-    throw Error(fmt::format("{}: fused groups train on one slot; the space's parameter 'ranks' gives trials several", flag));
+    throw fusion_error(options, "fused groups train on one slot; the space's parameter 'ranks' gives trials several");
   std::set<std::string> all;
   for (const ParamSpec& p : space.parameters()) all.insert(p.name);
   for (const std::string& b : hpo_placeholders()) all.insert(b);
   const trial::CommandTemplate parsed(options.command, all);
   if (parsed.placeholders().contains("config"))
-    throw Error(fmt::format("{}: the command uses {{config}}, which differs between fused trials; {} reads each "
-                            "trial's values from PARATUNE_PARAMS",
-                            flag, kTrainerProgram));
+    throw fusion_error(options, fmt::format("the command uses {{config}}, which differs between fused trials; {} reads "
+                                            "each trial's values from PARATUNE_PARAMS",
+                                            kTrainerProgram));
   for (const ParamSpec& p : space.parameters())
     if (is_fusable(p.name) && parsed.placeholders().contains(p.name))
-      throw Error(fmt::format("--command: {{{}}} differs between fused trials ({}), so it cannot be on their shared "
-                              "command line; {} reads it from PARATUNE_PARAMS (drop it from the command)",
-                              p.name, flag, kTrainerProgram));
+      throw OptionError("command", "",
+                        fmt::format("{{{}}} differs between fused trials ({}), so it cannot be on their shared "
+                                    "command line; {} reads it from PARATUNE_PARAMS (drop it from the command)",
+                                    p.name, fusion_setting(options), kTrainerProgram));
 }
 
 std::string shared_key(const Config& config) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "paratune/spec/error.h"
+#include "paratune/spec/option_error.h"
 
 namespace paratune::hpo {
 
@@ -54,34 +55,30 @@ PrunerKind parse_pruner(std::string_view name) {
   for (const auto& [kind, n] : kPrunerNames)
     if (name == n) return kind;
   const std::vector<std::string> names = pruner_names();
-  throw Error(fmt::format("--pruner: {}", unknown_name_message("pruner", name, names)));
+  throw Error(unknown_name_message("pruner", name, names));
 }
 
-// The CLI flag of each option is in the message: the person reading it typed the flag. Every rule
-// holds for the defaults except max_resource, which the study sets from --steps.
+// Every rule holds for the defaults except max_resource, which the study sets from its steps.
 void validate(const PrunerOptions& o) {
   if (o.max_resource < 1)
-    throw Error(fmt::format("--steps {}: must be >= 1 (max_resource: the steps of a full trial)", o.max_resource));
+    throw OptionError("max_resource", std::to_string(o.max_resource), "must be >= 1 (the steps of a full trial)");
   if (!(o.eta > 1) || !std::isfinite(o.eta))
-    throw Error(fmt::format("--eta {}: must be > 1 (eta: each rung keeps the best 1/eta of the trials)", o.eta));
+    throw OptionError("eta", fmt::format("{}", o.eta), "must be > 1 (each rung keeps the best 1/eta of the trials)");
   if (o.min_resource < 0)
-    throw Error(fmt::format("--min-resource {}: must be >= 0 (min_resource: the first rung's steps; 0: "
-                            "--steps / eta^3)",
-                            o.min_resource));
+    throw OptionError("min_resource", std::to_string(o.min_resource),
+                      fmt::format("must be >= 0 (the first rung's steps; 0: {} / eta^3)", option_ref("max_resource")));
   if (o.min_resource > 0 && o.min_resource >= o.max_resource)
-    throw Error(fmt::format("--min-resource {}: must be below --steps ({}) (min_resource: the first rung is a "
-                            "partial trial)",
-                            o.min_resource, o.max_resource));
+    throw OptionError("min_resource", std::to_string(o.min_resource),
+                      fmt::format("must be below {} ({}) (the first rung is a partial trial)",
+                                  option_ref("max_resource"), o.max_resource));
   if (!(o.percentile > 0 && o.percentile < 100))
-    throw Error(fmt::format("--percentile {}: must be in (0, 100) (percentile: keep a trial within the best p %)",
-                            o.percentile));
+    throw OptionError("percentile", fmt::format("{}", o.percentile),
+                      "must be in (0, 100) (keep a trial within the best p %)");
   if (o.startup_trials < 0)
-    throw Error(fmt::format("--pruner-startup {}: must be >= 0 (startup_trials: completed trials before any is "
-                            "stopped)",
-                            o.startup_trials));
+    throw OptionError("startup_trials", std::to_string(o.startup_trials),
+                      "must be >= 0 (completed trials before any is stopped)");
   if (o.warmup_steps < 0)
-    throw Error(fmt::format("--pruner-warmup {}: must be >= 0 (warmup_steps: no stop at steps below this)",
-                            o.warmup_steps));
+    throw OptionError("warmup_steps", std::to_string(o.warmup_steps), "must be >= 0 (no stop at steps below this)");
 }
 
 std::unique_ptr<Pruner> make_pruner(PrunerKind kind, const PrunerOptions& options) {

@@ -20,7 +20,7 @@ std::map<std::string, double> final_metrics(const std::vector<trial::MetricRepor
 RetrainResult retrain_best(const Space& space, const HpoOptions& options, const store::StoredTrial& best, int steps,
                            store::StudyStore& store, const trial::Backend& backend,
                            const std::atomic<int>& stop_requested) {
-  if (steps < 1) throw Error(fmt::format("--retrain-steps {}: must be >= 1", steps));
+  if (steps < 1) throw Error(fmt::format("retrain_best: steps {}: must be >= 1", steps));
   const tune::StudyLock lock(store.path());
   RetrainResult result;
   result.study = fmt::format("{}.retrain.{}.{}steps", options.name, best.number, steps);
@@ -56,7 +56,7 @@ RetrainResult retrain_best(const Space& space, const HpoOptions& options, const 
   (void)number;
   trial::TrialRunner runner(backend, trial::ParserOptions{options.step_time_regex});
   if (runner.free_slots() < launch.slots)
-    throw Error(fmt::format("--retrain: the best configuration needs {} slots, the backend has {}", launch.slots,
+    throw Error(fmt::format("retrain: the best configuration needs {} slots, the backend has {}", launch.slots,
                             runner.free_slots()));
   runner.start(launch);
   for (bool stopping = false;;) {

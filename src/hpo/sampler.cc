@@ -16,7 +16,8 @@ const char* to_string(SamplerKind kind) { return kSamplerNames[static_cast<std::
 SamplerKind parse_sampler(std::string_view name) {
   for (std::size_t i = 0; i < kSamplerNames.size(); ++i)
     if (name == kSamplerNames[i]) return static_cast<SamplerKind>(i);
-  throw Error(fmt::format("--algo {}: unknown hyperparameter sampler (valid: grid, random, tpe, gp)", name));
+  const std::vector<std::string> valid(kSamplerNames.begin(), kSamplerNames.end());
+  throw Error(unknown_name_message("hyperparameter sampler", name, valid));
 }
 
 std::unique_ptr<Sampler> make_sampler(SamplerKind kind, const Space& space, const SamplerOptions& options) {

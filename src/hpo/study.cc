@@ -15,6 +15,7 @@
 #include "paratune/hpo/fusion.h"
 #include "paratune/hpo/surrogate.h"
 #include "paratune/spec/error.h"
+#include "paratune/spec/option_error.h"
 #include "paratune/trial/command.h"
 #include "paratune/tune/study_common.h"
 #include "controller.h"
@@ -87,21 +88,22 @@ const std::vector<std::string>& trial_strategies() {
 }
 
 void validate(const HpoOptions& o) {
-  if (o.name.empty()) throw Error("--study-name: must not be empty");
-  if (o.command.empty()) throw Error("--command: a command template is required");
-  if (o.steps < 1) throw Error(fmt::format("--steps {}: must be >= 1", o.steps));
+  if (o.name.empty()) throw OptionError("name", "", "must not be empty");
+  if (o.command.empty()) throw OptionError("command", "", "a command template is required");
+  if (o.steps < 1) throw OptionError("steps", std::to_string(o.steps), "must be >= 1");
   if (is_throughput(o) && o.steps < 2)
-    throw Error(fmt::format("--steps {}: must be >= 2 with the throughput objective (the first step is warm-up)", o.steps));
-  if (o.objective.empty()) throw Error("--objective: must name a metric the trials report, or throughput");
+    throw OptionError("steps", std::to_string(o.steps),
+                      "must be >= 2 with the throughput objective (the first step is warm-up)");
+  if (o.objective.empty()) throw OptionError("objective", "", "must name a metric the trials report, or throughput");
   if (is_throughput(o) && o.direction != Direction::kMaximize)
-    throw Error("--direction minimize: the throughput objective is maximized");
-  if (o.max_trials < 0) throw Error(fmt::format("--max-trials {}: must be >= 0 (0: no limit)", o.max_trials));
+    throw OptionError("direction", to_string(o.direction), "the throughput objective is maximized");
+  if (o.max_trials < 0) throw OptionError("max_trials", std::to_string(o.max_trials), "must be >= 0 (0: no limit)");
   tune::validate_limits(o.limits, o.budget_s);
-  if (o.trials_dir.empty()) throw Error("--trials-dir: must not be empty");
-  if (o.trial_ranks < 1) throw Error(fmt::format("--trial-ranks {}: must be >= 1", o.trial_ranks));
+  if (o.trials_dir.empty()) throw OptionError("trials_dir", "", "must not be empty");
+  if (o.trial_ranks < 1) throw OptionError("trial_ranks", std::to_string(o.trial_ranks), "must be >= 1");
   if (!o.strategy.empty() &&
       std::find(trial_strategies().begin(), trial_strategies().end(), o.strategy) == trial_strategies().end())
-    throw Error(fmt::format("--strategy: {}", unknown_name_message("strategy", o.strategy, trial_strategies())));
+    throw OptionError("strategy", "", unknown_name_message("strategy", o.strategy, trial_strategies()));
   validate_surrogate(o);
   validate_fusion(o);
 }
@@ -144,7 +146,7 @@ std::string hpo_placeholder_meaning(const std::string& name) {
   if (name == "config") return "every parameter as --name value";
   if (name == "steps") return "the trial's step budget";
   if (name == "ranks") return "the trial's rank count";
-  if (name == "strategy") return "the --strategy of the trial";
+  if (name == "strategy") return "the trial's parallel strategy";
   if (name == "trial_id") return "the trial's id";
   return "the trial's directory";
 }
@@ -164,21 +166,25 @@ void check_template_parameters(const Space& space, const HpoOptions& options) {
   for (const std::string& b : hpo_placeholders()) all.insert(b);
   const trial::CommandTemplate parsed(command, all);
   if (parsed.placeholders().contains("strategy") && options.strategy.empty())
-    throw Error("--command: {strategy} needs --strategy (none, dp, mp, gpipe, dp+gpipe or auto)");
+    throw OptionError("command", "",
+                      fmt::format("{{strategy}} needs {} (none, dp, mp, gpipe, dp+gpipe or auto)",
+                                  option_ref("strategy")));
   if (!options.strategy.empty() && !parsed.placeholders().contains("strategy"))
-    throw Error(fmt::format("--strategy {}: the command does not use {{strategy}}, so the trials would not train that way",
-                            options.strategy));
+    throw OptionError("strategy", options.strategy,
+                      "the command does not use {strategy}, so the trials would not train that way");
   for (const ParamSpec& p : space.parameters())
     if (!p.when.empty() && parsed.placeholders().contains(p.name))
-      throw Error(fmt::format("--command: {{{}}} is a conditional parameter (when: {}) and has no value where it is "
-                              "inactive; the trial program reads it from PARATUNE_PARAMS",
-                              p.name, p.when));
+      throw OptionError("command", "",
+                        fmt::format("{{{}}} is a conditional parameter (when: {}) and has no value where it is "
+                                    "inactive; the trial program reads it from PARATUNE_PARAMS",
+                                    p.name, p.when));
 }
 
 // Every trial must fit on the backend's slots, or the study would wait forever.
 void check_slots(const Space& space, const HpoOptions& options, const trial::Backend& backend) {
   if (options.trial_ranks > backend.slots())
-    throw Error(fmt::format("--trial-ranks {}: more than the {} slots there are", options.trial_ranks, backend.slots()));
+    throw OptionError("trial_ranks", std::to_string(options.trial_ranks),
+                      fmt::format("more than the {} slots there are", backend.slots()));
   const std::optional<std::size_t> ranks = space.index_of("ranks");
   if (!ranks) return;
   const ParamSpec& p = space.parameters()[*ranks];
@@ -197,8 +203,8 @@ HpoSummary run_hpo(const Space& space, const HpoOptions& options, store::StudySt
                    const std::atomic<int>& stop_requested) {
   validate(options);
   if (is_throughput(options) && pruner.name() != "none")
-    throw Error(fmt::format("--pruner {}: needs intermediate values of a metric; with the throughput objective use "
-                            "--pruner none (or --objective METRIC)",
+    throw Error(fmt::format("pruner {}: needs intermediate values of a metric, and the objective is throughput "
+                            "(use pruner none, or a metric objective)",
                             pruner.name()));
   const tune::StudyLock lock(store.path());
   check_template_parameters(space, options);

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "paratune/spec/error.h"
+#include "paratune/spec/option_error.h"
 #include "paratune/train/mup.h"
 #include "paratune/train/options.h"
 #include "paratune/trial/command.h"
@@ -41,23 +42,27 @@ nlohmann::ordered_json trial_params(const HpoOptions& options, const Config& con
 
 void validate_surrogate(const HpoOptions& options) {
   if (!std::isfinite(options.surrogate_ratio) || options.surrogate_ratio < 1)
-    throw Error(fmt::format("--surrogate-ratio {}: must be a number >= 1 (the surrogate is that many times narrower)",
-                            options.surrogate_ratio));
+    throw OptionError("surrogate_ratio", fmt::format("{}", options.surrogate_ratio),
+                      "must be a number >= 1 (the surrogate is that many times narrower)");
   if (options.surrogate_ratio == 1) return;
   if (options.objective == kThroughputObjective)
-    throw Error("--surrogate-ratio: tunes training hyperparameters on a narrower model; a surrogate's throughput says "
-                "nothing of the target's (give --objective METRIC --direction ...)");
+    throw OptionError("surrogate_ratio", "",
+                      fmt::format("tunes training hyperparameters on a narrower model; a surrogate's throughput says "
+                                  "nothing of the target's (give {} METRIC and {})",
+                                  option_ref("objective"), option_ref("direction")));
   if (!runs_trainer(options.command))
-    throw Error(fmt::format("--surrogate-ratio: narrows the model of {} (its --surrogate-ratio and muP), and the "
-                            "command runs '{}'",
-                            kTrainerProgram, command_program(options.command)));
+    throw OptionError("surrogate_ratio", "",
+                      fmt::format("narrows the model of {} (its option surrogate_ratio, and muP), and the command "
+                                  "runs '{}'",
+                                  kTrainerProgram, command_program(options.command)));
 }
 
 void check_surrogate_space(const Space& space, const HpoOptions& options) {
   if (options.surrogate_ratio == 1) return;
   for (const char* name : {"surrogate_ratio", "parametrization"})
     if (space.index_of(name))
-      throw Error(fmt::format("--surrogate-ratio: the space's parameter '{}' is what --surrogate-ratio sets", name));
+      throw OptionError("surrogate_ratio", "",
+                        fmt::format("the space's parameter '{}' is what {} sets", name, option_ref("surrogate_ratio")));
 }
 
 Transfer transfer_to_target(const Space& space, const HpoOptions& options, const Config& best) {

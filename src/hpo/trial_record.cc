@@ -17,7 +17,8 @@ const char* to_string(Direction direction) { return kDirectionNames[static_cast<
 Direction parse_direction(std::string_view name) {
   for (std::size_t i = 0; i < kDirectionNames.size(); ++i)
     if (name == kDirectionNames[i]) return static_cast<Direction>(i);
-  throw Error(fmt::format("--direction {}: unknown direction (valid: minimize, maximize)", name));
+  const std::vector<std::string> valid(kDirectionNames.begin(), kDirectionNames.end());
+  throw Error(unknown_name_message("direction", name, valid));
 }
 
 const char* to_string(TrialRecord::State state) { return kStateNames[static_cast<std::size_t>(state)]; }

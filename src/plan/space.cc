@@ -95,13 +95,16 @@ void add_constraints(SearchSpace& space, std::string_view text, ConstraintKind k
       parsed.push_back(parse_value(axis, v, flag));
     }
     if (kind == ConstraintKind::kMax) {
-      if (is_enum_axis(axis)) throw Error(fmt::format("{} {}: not a numeric axis; use --allow {}=...", flag, key, key));
+      if (is_enum_axis(axis))
+        throw Error(fmt::format("{} {}: not a numeric axis, so it has no upper bound; allow a list of values ({}=...)",
+                                flag, key, key));
       if (parsed.size() != 1) throw Error(fmt::format("{} {}: takes one value, got {}", flag, key, values.size()));
       rule.max = std::min(rule.max, parsed[0]);
       continue;
     }
     if (kind == ConstraintKind::kFix && parsed.size() != 1)
-      throw Error(fmt::format("{} {}: takes one value, got {} (use --allow for a list)", flag, key, values.size()));
+      throw Error(fmt::format("{} {}: takes one value, got {} (allow a list of values instead)", flag, key,
+                              values.size()));
     if (rule.allowed.empty()) {
       rule.allowed = parsed;
     } else {  // both --fix and --allow (or two --allow): the values allowed by both

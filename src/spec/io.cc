@@ -447,7 +447,7 @@ ClusterSpec load_cluster(std::string_view text) {
     int value = 0;
     const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
     if (ec != std::errc() || ptr != digits.data() + digits.size() || value < 1 || value > kMaxGpus)
-      throw Error(fmt::format("--cluster '{}': {} '{}' must be an integer from 1 to {}", arg, what, digits, kMaxGpus));
+      throw Error(fmt::format("cluster '{}': {} '{}' must be an integer from 1 to {}", arg, what, digits, kMaxGpus));
     return value;
   };
   // The node count replaced: the product with gpus_per_node is checked again.
@@ -455,7 +455,7 @@ ClusterSpec load_cluster(std::string_view text) {
     try {
       validate(c);
     } catch (const Error& e) {
-      throw e.with_context(fmt::format("--cluster '{}'", arg));
+      throw e.with_context(fmt::format("cluster '{}'", arg));
     }
     return c;
   };
@@ -484,14 +484,14 @@ ClusterSpec load_cluster(std::string_view text) {
       if (g.name == gpu_part || g.name.rfind(gpu_part, 0) == 0) matches.push_back(&g);
     if (matches.size() != 1) {
       const auto names = gpu_preset_names();
-      throw Error(fmt::format("--cluster '{}': '{}' {} GPU preset; valid: {}", arg, gpu_part,
+      throw Error(fmt::format("cluster '{}': '{}' {} GPU preset; valid: {}", arg, gpu_part,
                               matches.empty() ? "matches no" : "matches more than one", join(names)));
     }
     ClusterSpec c = reference_node_for_gpu(matches.front()->name).node;
     if (count < c.gpus_per_node) {
       c.gpus_per_node = count;
     } else if (count % c.gpus_per_node != 0) {
-      throw Error(fmt::format("--cluster '{}': {} GPUs is not a whole number of {}-GPU nodes", arg, count,
+      throw Error(fmt::format("cluster '{}': {} GPUs is not a whole number of {}-GPU nodes", arg, count,
                               c.gpus_per_node));
     }
     c.nodes = count / c.gpus_per_node;

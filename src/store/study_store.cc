@@ -156,7 +156,7 @@ StudyStore::StudyStore(const std::filesystem::path& path) : path_(path) {
                       nullptr) != SQLITE_OK) {
     const std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
-    throw Error(fmt::format("--study {}: cannot open: {}", path.string(), message));
+    throw Error(fmt::format("study file {}: cannot open: {}", path.string(), message));
   }
   sqlite3_busy_timeout(db_, 10000);
   try {
@@ -185,7 +185,7 @@ StudyStore::StudyStore(const std::filesystem::path& path) : path_(path) {
   } catch (const Error& e) {
     sqlite3_close(db_);
     db_ = nullptr;
-    throw Error(fmt::format("--study {}: not a paratune study file: {}", path.string(), e.what()));
+    throw Error(fmt::format("study file {}: not a paratune study file: {}", path.string(), e.what()));
   }
 }
 
@@ -206,8 +206,8 @@ std::int64_t StudyStore::open_study(const std::string& name, const std::string& 
   if (find.step()) {
     if (find.text(1) != config_json)
       throw Error(fmt::format(
-          "--study {}: study '{}' was created with another configuration (search space, command, steps or "
-          "limits); resume it with the same flags or use a new file.\n  stored: {}\n  now:    {}",
+          "study file {}: study '{}' was created with another configuration (search space, command, steps or "
+          "limits); resume it with the same settings or use a new file.\n  stored: {}\n  now:    {}",
           path_.string(), name, find.text(1), config_json));
     return find.integer(0);
   }
@@ -345,7 +345,7 @@ StoredTrial read_trial(const Statement& q) {
 StoredTrial StudyStore::trial(std::int64_t id) const {
   Statement q(db_, (std::string(kTrialColumns) + "WHERE id = ?").c_str());
   q.bind(1, id);
-  if (!q.step()) throw Error(fmt::format("--study {}: no trial with id {}", path_.string(), id));
+  if (!q.step()) throw Error(fmt::format("study file {}: no trial with id {}", path_.string(), id));
   return read_trial(q);
 }
 

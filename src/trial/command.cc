@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "paratune/spec/error.h"
+#include "paratune/spec/option_error.h"
 
 namespace paratune::trial {
 
@@ -45,7 +46,7 @@ std::vector<std::string> split_words(std::string_view text) {
 }
 
 CommandTemplate::CommandTemplate(std::string_view text, const std::set<std::string>& known) : text_(text) {
-  auto fail = [&](const std::string& why) { return Error(fmt::format("--command '{}': {}", text, why)); };
+  auto fail = [&](const std::string& why) { return OptionError("command", fmt::format("'{}'", text), why); };
   std::vector<std::string> words;
   try {
     words = split_words(text);
@@ -96,7 +97,7 @@ std::vector<std::string> CommandTemplate::render(const std::map<std::string, std
         continue;
       }
       const auto it = values.find(p.text);
-      if (it == values.end()) throw Error(fmt::format("--command: no value for placeholder {{{}}}", p.text));
+      if (it == values.end()) throw OptionError("command", "", fmt::format("no value for placeholder {{{}}}", p.text));
       argument += it->second;
     }
     out.push_back(std::move(argument));

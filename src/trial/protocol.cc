@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "paratune/spec/error.h"
+#include "paratune/spec/option_error.h"
 
 namespace paratune::trial {
 namespace {
@@ -61,12 +62,12 @@ OutputParser::OutputParser(const ParserOptions& options) {
   re2_options.set_log_errors(false);
   auto compiled = std::make_shared<const re2::RE2>(options.step_time_regex, re2_options);
   if (!compiled->ok())
-    throw Error(fmt::format("--step-time-regex '{}': not a valid regular expression in RE2 syntax ({})",
-                            options.step_time_regex, compiled->error()));
+    throw OptionError("step_time_regex", fmt::format("'{}'", options.step_time_regex),
+                      fmt::format("not a valid regular expression in RE2 syntax ({})", compiled->error()));
   step_regex_ = std::move(compiled);
   if (step_regex_->NumberOfCapturingGroups() < 1)
-    throw Error(fmt::format("--step-time-regex '{}': needs a group ( ... ) around the step time in seconds",
-                            options.step_time_regex));
+    throw OptionError("step_time_regex", fmt::format("'{}'", options.step_time_regex),
+                      "needs a group ( ... ) around the step time in seconds");
 }
 
 LineReport OutputParser::parse_protocol(std::string_view text) {

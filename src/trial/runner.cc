@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "paratune/spec/error.h"
+#include "paratune/spec/option_error.h"
 #include "paratune/spec/units.h"
 #include "trial_cgroup.h"
 
@@ -114,9 +115,10 @@ std::vector<std::string> parse_slot_devices(std::string_view text) {
     const std::string_view entry = text.substr(start, end - start);
     if (entry.empty() || entry.find_first_not_of("0123456789,") != std::string_view::npos || entry.front() == ',' ||
         entry.back() == ',' || entry.find(",,") != std::string_view::npos)
-      throw Error(fmt::format("--slot-devices '{}': slot {} is '{}'; expected device numbers like 0,1 and slots "
-                              "separated by ';' (\"0,1;2,3\")",
-                              text, out.size(), entry));
+      throw OptionError("slot_devices", fmt::format("'{}'", text),
+                        fmt::format("slot {} is '{}'; expected device numbers like 0,1 and slots separated by ';' "
+                                    "(\"0,1;2,3\")",
+                                    out.size(), entry));
     out.emplace_back(entry);
     start = end + 1;
   }
@@ -130,9 +132,10 @@ std::vector<std::vector<int>> parse_slot_cpus(std::string_view text) {
     const std::size_t end = std::min(text.find(';', start), text.size());
     const std::string entry(text.substr(start, end - start));
     const auto bad = [&] {
-      return Error(fmt::format("--slot-cpus '{}': slot {} is '{}'; expected CPU numbers and ranges like 0-3 or 0,2 and "
-                               "slots separated by ';' (\"0-1;2-3\")",
-                               text, out.size(), entry));
+      return OptionError("slot_cpus", fmt::format("'{}'", text),
+                         fmt::format("slot {} is '{}'; expected CPU numbers and ranges like 0-3 or 0,2 and slots "
+                                     "separated by ';' (\"0-1;2-3\")",
+                                     out.size(), entry));
     };
     std::vector<int> cpus;
     std::size_t at = 0;
@@ -158,16 +161,17 @@ std::vector<std::vector<int>> parse_slot_cpus(std::string_view text) {
   return out;
 }
 
-LocalBackend::LocalBackend(int slots, std::vector<std::string> slot_devices, std::vector<std::vector<int>> slot_cpus,
-                           std::string flag)
+LocalBackend::LocalBackend(int slots, std::vector<std::string> slot_devices, std::vector<std::vector<int>> slot_cpus)
     : slots_(slots), slot_devices_(std::move(slot_devices)), slot_cpus_(std::move(slot_cpus)) {
-  if (slots < 1) throw Error(fmt::format("{} {}: must be >= 1", flag, slots));
+  if (slots < 1) throw OptionError("slots", std::to_string(slots), "must be >= 1");
   if (!slot_devices_.empty() && static_cast<int>(slot_devices_.size()) != slots)
-    throw Error(fmt::format("--slot-devices gives {} slots but {} is {}: give one device list per slot",
-                            slot_devices_.size(), flag, slots));
+    throw OptionError("slot_devices", "",
+                      fmt::format("gives {} slots but {} is {}: give one device list per slot", slot_devices_.size(),
+                                  option_ref("slots"), slots));
   if (!slot_cpus_.empty() && static_cast<int>(slot_cpus_.size()) != slots)
-    throw Error(fmt::format("--slot-cpus gives {} slots but {} is {}: give one CPU list per slot", slot_cpus_.size(),
-                            flag, slots));
+    throw OptionError("slot_cpus", "",
+                      fmt::format("gives {} slots but {} is {}: give one CPU list per slot", slot_cpus_.size(),
+                                  option_ref("slots"), slots));
   // Every CPU named must be one this process may run on, or pinning would fail (or silently not pin).
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
@@ -175,9 +179,10 @@ LocalBackend::LocalBackend(int slots, std::vector<std::string> slot_devices, std
     for (std::size_t slot = 0; slot < slot_cpus_.size(); ++slot)
       for (int cpu : slot_cpus_[slot])
         if (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed))
-          throw Error(fmt::format("--slot-cpus: slot {} names CPU {}, which this process may not run on ({} CPUs "
-                                  "allowed here)",
-                                  slot, cpu, CPU_COUNT(&allowed)));
+          throw OptionError(
+              "slot_cpus", "",
+              fmt::format("slot {} names CPU {}, which this process may not run on ({} CPUs allowed here)", slot, cpu,
+                          CPU_COUNT(&allowed)));
 }
 
 namespace {

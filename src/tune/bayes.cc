@@ -13,6 +13,7 @@
 #include "paratune/gp/classifier.h"
 #include "paratune/gp/gaussian_process.h"
 #include "paratune/spec/error.h"
+#include "paratune/spec/option_error.h"
 #include "paratune/trial/measurement.h"
 
 namespace paratune::tune {
@@ -49,12 +50,14 @@ struct FittedGp {
 }  // namespace
 
 void validate(const BayesOptions& o) {
-  if (o.steps < 2) throw Error(fmt::format("--steps {}: must be >= 2", o.steps));
+  if (o.steps < 2) throw OptionError("steps", std::to_string(o.steps), "must be >= 2");
   if (o.min_steps < 1 || o.min_steps > o.steps)
-    throw Error(fmt::format("--min-steps {}: must be >= 1 and <= --steps ({})", o.min_steps, o.steps));
-  if (o.initial_points < 1) throw Error(fmt::format("--initial {}: must be >= 1", o.initial_points));
-  if (!(o.beta >= 0) || !std::isfinite(o.beta)) throw Error(fmt::format("--beta {}: must be >= 0", o.beta));
-  if (!(o.memory_limit_bytes >= 0)) throw Error(fmt::format("--memory-limit {}: must be >= 0", o.memory_limit_bytes));
+    throw OptionError("min_steps", std::to_string(o.min_steps),
+                      fmt::format("must be >= 1 and <= {} ({})", option_ref("steps"), o.steps));
+  if (o.initial_points < 1) throw OptionError("initial_points", std::to_string(o.initial_points), "must be >= 1");
+  if (!(o.beta >= 0) || !std::isfinite(o.beta)) throw OptionError("beta", fmt::format("{}", o.beta), "must be >= 0");
+  if (!(o.memory_limit_bytes >= 0))
+    throw OptionError("memory_limit_bytes", fmt::format("{}", o.memory_limit_bytes), "must be >= 0");
 }
 
 bool stop_early(std::span<const double> step_times_s, std::optional<double> best_full, int min_steps, double z) {

@@ -51,7 +51,7 @@ DerivedSpace derive_space(const ModelSpec& model, const ClusterSpec& cluster, co
   }
   if (fitting.empty())
     throw Error(fmt::format("none of the {} valid configurations of {} on {} GPUs fits in memory by the cost model; "
-                            "give --space FILE to search anyway",
+                            "search a space file of your own to try them anyway",
                             candidates, model.name, cluster.num_gpus()));
   // Fastest predicted first; ties (within 1e-9) simpler configuration first (plan/ranking.h).
   plan::rank(fitting, [](const Fitting& f) { return f.iteration_s; },

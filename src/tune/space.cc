@@ -79,8 +79,8 @@ SearchSpace SearchSpace::parse(std::string_view text, std::string_view source) {
     p.name = kv.first.Scalar();
     if (kv.second.IsMap())
       throw Error(fmt::format("{}: parameters.{}: a typed parameter ({{type: ...}}) is searched by the hyperparameter "
-                              "samplers (--algo random, tpe or gp with --objective); --algo bo, xgboost, costmodel and "
-                              "oppa search value lists like [1, 2, 4]",
+                              "samplers (random, tpe or gp, with a metric objective); the searches bo, xgboost, "
+                              "costmodel and oppa take value lists like [1, 2, 4]",
                               source, p.name));
     p.values = value_list(kv.second, fmt::format("{}: parameters.{}", source, p.name));
     parameters.push_back(std::move(p));

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "paratune/spec/error.h"
+#include "paratune/spec/option_error.h"
 #include "paratune/trial/command.h"
 #include "paratune/tune/study_common.h"
 
@@ -122,7 +123,8 @@ const char* to_string(Algorithm algorithm) { return kAlgorithmNames[static_cast<
 Algorithm parse_algorithm(std::string_view name) {
   for (std::size_t i = 0; i < kAlgorithmNames.size(); ++i)
     if (name == kAlgorithmNames[i]) return static_cast<Algorithm>(i);
-  throw Error(fmt::format("--algo {}: unknown search algorithm (valid: grid, random, bo, xgboost, costmodel, oppa)", name));
+  const std::vector<std::string> valid(kAlgorithmNames.begin(), kAlgorithmNames.end());
+  throw Error(unknown_name_message("search algorithm", name, valid));
 }
 
 const char* to_string(StopReason reason) { return kStopNames[static_cast<std::size_t>(reason)].data(); }
@@ -160,12 +162,13 @@ std::unique_ptr<SearchAlgorithm> make_search(Algorithm algorithm, const SearchSp
 }
 
 void validate(const StudyOptions& o) {
-  if (o.name.empty()) throw Error("--study-name: must not be empty");
-  if (o.command.empty()) throw Error("--command: a command template is required");
-  if (o.steps < 2) throw Error(fmt::format("--steps {}: must be >= 2 (the first step is dropped as warm-up)", o.steps));
-  if (o.max_trials < 0) throw Error(fmt::format("--max-trials {}: must be >= 0 (0: no limit)", o.max_trials));
+  if (o.name.empty()) throw OptionError("name", "", "must not be empty");
+  if (o.command.empty()) throw OptionError("command", "", "a command template is required");
+  if (o.steps < 2)
+    throw OptionError("steps", std::to_string(o.steps), "must be >= 2 (the first step is dropped as warm-up)");
+  if (o.max_trials < 0) throw OptionError("max_trials", std::to_string(o.max_trials), "must be >= 0 (0: no limit)");
   validate_limits(o.limits, o.budget_s);
-  if (o.trials_dir.empty()) throw Error("--trials-dir: must not be empty");
+  if (o.trials_dir.empty()) throw OptionError("trials_dir", "", "must not be empty");
 }
 
 std::vector<std::string> builtin_placeholders() { return {"gpus", "config", "steps", "trial_id", "trial_dir"}; }

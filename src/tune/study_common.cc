@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "paratune/spec/error.h"
+#include "paratune/spec/option_error.h"
 #include "paratune/trial/command.h"
 
 namespace paratune::tune {
@@ -51,20 +52,21 @@ StudyLock::StudyLock(const std::filesystem::path& store_path) {
   const std::lock_guard<std::mutex> guard(lock_table_mutex);
   struct stat info {};
   if (::stat(store_path.c_str(), &info) != 0)
-    throw Error(fmt::format("--study {}: cannot lock the study file: {}", shown, std::strerror(errno)));
+    throw Error(fmt::format("study file {}: cannot lock it: {}", shown, std::strerror(errno)));
   auto found = lock_table.find({info.st_dev, info.st_ino});
   if (found == lock_table.end()) {
     const int fd = ::open(store_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) throw Error(fmt::format("--study {}: cannot open the study file to lock it: {}", shown, std::strerror(errno)));
+    if (fd < 0) throw Error(fmt::format("study file {}: cannot open it to lock it: {}", shown, std::strerror(errno)));
     // Keyed by what was opened (the path may have been replaced since the stat); never closed.
     if (::fstat(fd, &info) != 0) info.st_ino = 0, info.st_dev = 0;
     found = lock_table.try_emplace({info.st_dev, info.st_ino}, LockedFile{fd, false}).first;
   }
   LockedFile& file = found->second;
   if (file.held || ::flock(file.fd, LOCK_EX | LOCK_NB) != 0)
-    throw Error(fmt::format("--study {}: another paratune controller is running this study file ({}); one "
-                            "controller per study file at a time, through whatever path or link",
-                            shown, file.held ? "in this process" : "it holds the file's lock"));
+    throw Error(
+        fmt::format("study file {}: another paratune controller is running this study file ({}); one "
+                    "controller per study file at a time, through whatever path or link",
+                    shown, file.held ? "in this process" : "it holds the file's lock"));
   file.held = true;
   key_ = found->first;
 }
@@ -85,13 +87,15 @@ std::string shown_command(const trial::TrialLaunch& launch) {
 }
 
 void validate_limits(const trial::TrialLimits& limits, double budget_s) {
-  const std::array<std::pair<const char*, double>, 5> non_negative{{{"--budget", budget_s},
-                                                                    {"--timeout", limits.timeout_s},
-                                                                    {"--hang", limits.hang_s},
-                                                                    {"--grace", limits.grace_s},
-                                                                    {"--memory-limit", limits.memory_limit_bytes}}};
-  for (const auto& [flag, value] : non_negative)
-    if (!(value >= 0) || !std::isfinite(value)) throw Error(fmt::format("{} {}: must be >= 0 (0: none)", flag, value));
+  const std::array<std::pair<const char*, double>, 5> non_negative{
+      {{"budget_s", budget_s},
+       {"limits.timeout_s", limits.timeout_s},
+       {"limits.hang_s", limits.hang_s},
+       {"limits.grace_s", limits.grace_s},
+       {"limits.memory_limit_bytes", limits.memory_limit_bytes}}};
+  for (const auto& [field, value] : non_negative)
+    if (!(value >= 0) || !std::isfinite(value))
+      throw OptionError(field, fmt::format("{}", value), "must be >= 0 (0: none)");
 }
 
 }  // namespace paratune::tune

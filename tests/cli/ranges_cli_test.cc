@@ -33,7 +33,7 @@ const std::string kEstimate = "estimate --model llama3-8b --seq-len 4096 --globa
 TEST(RangesCli, GpuCountsAndDegreesNeverWrap) {
   // Was taken as 8 GPUs.
   expect_bad_input(kEstimate + "--cluster dgx-h100:536870913 --config dp=8",
-                   "--cluster 'dgx-h100:536870913': node count '536870913' must be an integer from 1 to 16777216");
+                   "cluster 'dgx-h100:536870913': node count '536870913' must be an integer from 1 to 16777216");
   expect_bad_input(kEstimate + "--cluster dgx-h100:3000000 --config dp=8",
                    "nodes: 3000000 nodes x 8 GPUs per node = 24000000 GPUs; paratune models at most 16777216 GPUs");
   // Printed MFU 92,423%.

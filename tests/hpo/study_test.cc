@@ -406,12 +406,12 @@ TEST(HpoCli, BadInputIsNamedWithExitCode2) {
   expect_error(fmt::format("tune --space {} --study {} {} --objective value", space, study, command),
                "--objective value: give --direction minimize or maximize");
   expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --pruner asha", space, study, command),
-               "--pruner asha: needs intermediate values of a metric");
+               "pruner asha: needs intermediate values of a metric, and the objective is throughput");
   expect_error(fmt::format("tune --space {} --study {} {} --algo bo --objective value --direction minimize", space, study,
                            command),
                "--algo bo: searches value lists of parallel configurations");
   expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective value --direction up", space, study, command),
-               "--direction up: unknown direction");
+               "--direction: unknown direction 'up'; valid: minimize, maximize");
   expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective value --direction minimize --pruner sha",
                            space, study, command),
                "--pruner: unknown pruner 'sha' (did you mean 'asha'?)");

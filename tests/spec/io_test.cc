@@ -320,12 +320,12 @@ TEST(Cluster, ShippedClusterExamplesLoad) {
 TEST(Cluster, CountsOutOfRangeAreErrorsNotWrapped) {
   // 536870913 nodes x 8 GPUs wrapped to 8 GPUs in 32 bits.
   EXPECT_EQ(error_of([] { load_cluster("dgx-h100:536870913"); }),
-            "--cluster 'dgx-h100:536870913': node count '536870913' must be an integer from 1 to 16777216");
+            "cluster 'dgx-h100:536870913': node count '536870913' must be an integer from 1 to 16777216");
   EXPECT_EQ(error_of([] { load_cluster("dgx-h100:99999999999999999999"); }),
-            "--cluster 'dgx-h100:99999999999999999999': node count '99999999999999999999' must be an integer from 1 "
+            "cluster 'dgx-h100:99999999999999999999': node count '99999999999999999999' must be an integer from 1 "
             "to 16777216");
   EXPECT_EQ(error_of([] { load_cluster("dgx-h100:3000000"); }),
-            "--cluster 'dgx-h100:3000000': nodes: 3000000 nodes x 8 GPUs per node = 24000000 GPUs; paratune models at "
+            "cluster 'dgx-h100:3000000': nodes: 3000000 nodes x 8 GPUs per node = 24000000 GPUs; paratune models at "
             "most 16777216 GPUs");
   EXPECT_NE(error_of([] { load_cluster("h100x4294967304"); }).find("GPU count '4294967304' must be an integer from 1"),
             std::string::npos);

@@ -762,7 +762,7 @@ TEST(TrainTune, FuseRefusesWhatItCannotFuse) {
       {"--fuse 4 --objective val_loss --direction minimize" + trainer + " --model mlp --lr {lr}'",
        "--command: {lr} differs between fused trials (--fuse 4)"},
       {"--fuse 0 --objective val_loss --direction minimize" + trainer + " --model mlp'",
-       "--fuse 0: must be auto or a size from 1 to 64"},
+       "--fuse 0: must be a size from 1 to 64 (or --fuse auto)"},
       {"--fuse many --objective val_loss --direction minimize" + trainer + " --model mlp'",
        "--fuse many: must be auto or a size from 1 to 64"},
       {"--fuse auto --trial-ranks 2 --slots 2 --strategy dp --objective val_loss --direction minimize" + trainer +

@@ -57,9 +57,9 @@ inline constexpr double kFusionMinGain = 0.05;  // auto: a larger size must rais
 inline constexpr int kFusionProbeSteps = 8;     // auto: steps per probe run (the first 2 are warm-up)
 inline constexpr double kFusionProbeHangS = 300;  // auto: a probe run without a step for this long is stopped
 
-// Throws Error unless --fuse can work with the rest of the options: the command runs
-// paratune-train, the objective is a metric (a fused member has no throughput of its own), and each
-// trial trains on one slot without a parallel strategy.
+// Throws OptionError (naming fuse or fuse_auto) unless fusion can work with the rest of the
+// options: the command runs paratune-train, the objective is a metric (a fused member has no
+// throughput of its own), and each trial trains on one slot without a parallel strategy.
 void validate_fusion(const HpoOptions& options);
 // Throws Error when the command uses the placeholder of a fusable parameter or {config} (members
 // differ in them: paratune-train reads them from PARATUNE_PARAMS), or the space has "ranks".

@@ -37,7 +37,7 @@ struct PrunerOptions {
   std::int64_t warmup_steps = 0;  // median, percentile: no stop at steps below this
   double percentile = 25;         // percentile: keep a trial whose value is within the best p %
 };
-// Throws Error naming the option and the rule.
+// Throws OptionError naming the field and the rule.
 void validate(const PrunerOptions& options);
 
 // How far a new trial runs first, and in which bracket.

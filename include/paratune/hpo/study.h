@@ -76,7 +76,7 @@ struct HpoOptions {
   int fuse = 1;
   bool fuse_auto = false;
 };
-// Throws Error naming the option and the rule.
+// Throws OptionError naming the field and the rule.
 void validate(const HpoOptions& options);
 // --strategy auto: each trial's strategy chosen by paratune's cost model of paratune-train
 // (train/strategy_cost.h, src/hpo/auto_strategy.h); the command must run paratune-train.

@@ -23,11 +23,11 @@ namespace paratune::hpo {
 // line overrides PARATUNE_PARAMS: a command saying --parametrization sp trains SP surrogates.)
 nlohmann::ordered_json trial_params(const HpoOptions& options, const Config& config);
 
-// Throws Error unless surrogate_ratio is a number >= 1 and, when it is not 1, the command runs
+// Throws OptionError unless surrogate_ratio is a number >= 1 and, when it is not 1, the command runs
 // paratune-train (the one program paratune knows to honour it).
 void validate_surrogate(const HpoOptions& options);
 
-// Throws Error when a surrogate study's space has a parameter paratune sets itself.
+// Throws OptionError (surrogate_ratio) when a surrogate study's space has a parameter paratune sets itself.
 void check_surrogate_space(const Space& space, const HpoOptions& options);
 
 struct RoleRates {

@@ -48,8 +48,9 @@ struct SearchSpace {
   AxisRule& rule(Axis axis) { return rules[static_cast<std::size_t>(axis)]; }
 };
 
-// "tp=8,pp=4" / "zero=0,1,schedule=1f1b,zb-h1": keys with one or more values each. `flag` names
-// the command-line flag in error messages. kind: --fix (one value per key), --allow, --max.
+// "tp=8,pp=4" / "zero=0,1,schedule=1f1b,zb-h1": keys with one or more values each. `flag`: what
+// error messages call the text (the paratune program passes its flag: --fix, --allow or --max).
+// kind: fix (one value per key), allow (the values allowed), max (an upper bound).
 enum class ConstraintKind { kFix, kAllow, kMax };
 void add_constraints(SearchSpace& space, std::string_view text, ConstraintKind kind, std::string_view flag);
 

@@ -18,11 +18,13 @@ namespace paratune::trial {
 
 class CommandTemplate {
  public:
-  // Throws Error naming the template and the problem (unbalanced quote, empty template, unclosed
-  // or empty placeholder, a placeholder not in `known`).
+  // Throws OptionError naming the template (as the option `command` of the studies that run it)
+  // and the problem (unbalanced quote, empty template, unclosed or empty placeholder, a
+  // placeholder not in `known`).
   CommandTemplate(std::string_view text, const std::set<std::string>& known);
 
-  // The arguments with every placeholder replaced. Throws Error if a placeholder has no value.
+  // The arguments with every placeholder replaced. Throws OptionError (command) if a placeholder
+  // has no value.
   [[nodiscard]] std::vector<std::string> render(const std::map<std::string, std::string>& values) const;
   [[nodiscard]] const std::set<std::string>& placeholders() const { return used_; }
   [[nodiscard]] const std::string& text() const { return text_; }

@@ -104,7 +104,7 @@ struct TrialOutput {
 
 class OutputParser {
  public:
-  // Throws Error if the regex does not compile or has no group.
+  // Throws OptionError (step_time_regex) if the regex does not compile or has no group.
   explicit OutputParser(const ParserOptions& options = {});
 
   // Parses one line (without its newline), adds what it reports to `output()` and returns it.

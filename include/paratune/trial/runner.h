@@ -109,9 +109,9 @@ class Backend {
 // side by side do not share cores.
 class LocalBackend final : public Backend {
  public:
-  // Throws Error on a count mismatch (`flag` names what gave the slot count, for the message).
-  LocalBackend(int slots, std::vector<std::string> slot_devices = {}, std::vector<std::vector<int>> slot_cpus = {},
-               std::string flag = "--parallel");
+  // Throws OptionError (naming slots, slot_devices or slot_cpus) on a count mismatch or a CPU this
+  // process may not run on.
+  LocalBackend(int slots, std::vector<std::string> slot_devices = {}, std::vector<std::vector<int>> slot_cpus = {});
   [[nodiscard]] std::string name() const override { return "local"; }
   [[nodiscard]] int slots() const override { return slots_; }
   [[nodiscard]] LaunchCommand command_for(const std::vector<std::string>& argv, const std::vector<int>& slots) const override;
@@ -122,10 +122,10 @@ class LocalBackend final : public Backend {
   std::vector<std::vector<int>> slot_cpus_;
 };
 
-// "0,1;2,3" -> {"0,1", "2,3"}; throws Error naming the bad entry.
+// "0,1;2,3" -> {"0,1", "2,3"}; throws OptionError (slot_devices) naming the bad entry.
 std::vector<std::string> parse_slot_devices(std::string_view text);
-// "0-1;2-3" or "0,1;2,3" -> {{0, 1}, {2, 3}}: CPU numbers and ranges per slot; throws Error naming
-// the bad entry.
+// "0-1;2-3" or "0,1;2,3" -> {{0, 1}, {2, 3}}: CPU numbers and ranges per slot; throws OptionError
+// (slot_cpus) naming the bad entry.
 std::vector<std::vector<int>> parse_slot_cpus(std::string_view text);
 
 // Kills (SIGKILL, with their process groups) the processes whose environment says

@@ -80,7 +80,7 @@ struct BayesOptions {
   int max_candidates = 20000;     // acquisition sample when more points are untried
   int fit_restarts = 2;           // random restarts of each GP fit besides the warm start
 };
-// Throws Error naming the flag (--min-steps >= 1 and <= --steps, --initial >= 1, ...).
+// Throws OptionError naming the field (min_steps >= 1 and <= steps, initial_points >= 1, ...).
 void validate(const BayesOptions& options);
 
 // Eq. 5 with tau_q = -z se_q (see above): true when the trial should stop now. `step_times_s` are

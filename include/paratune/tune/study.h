@@ -97,7 +97,7 @@ struct StudyOptions {
   bool retry_failed = false;        // run the points of failed trials again (they are not, by default)
   std::filesystem::path trials_dir; // trial N runs in trials_dir/trial-NNNN (made absolute)
 };
-// Throws Error naming the option and the rule (steps >= 1, limits >= 0, ...).
+// Throws OptionError naming the field and the rule (steps >= 2, limits >= 0, ...).
 void validate(const StudyOptions& options);
 
 // The placeholders a command template may use besides the parameter names:

@@ -29,8 +29,8 @@ class StudyLock {
 // As pasteable as it gets: the environment a trial program reads, then the command.
 std::string shown_command(const trial::TrialLaunch& launch);
 
-// The limits and the budget every study takes: each >= 0 and finite (0: none); throws Error naming
-// the flag.
+// The limits and the budget every study takes: each >= 0 and finite (0: none); throws OptionError
+// naming the field (budget_s, limits.timeout_s, ...).
 void validate_limits(const trial::TrialLimits& limits, double budget_s);
 
 }  // namespace paratune::tune
