@@ -106,7 +106,7 @@ Curve run_study(const Algorithm& a, int seed, double budget_s, const Resources& 
   options.budget_s = budget_s;
   options.trials_dir = dir / "trials";
   store::StudyStore store(dir / "study.db");
-  trial::LocalBackend backend(2, {}, {{0}, {1}}, "--slots");
+  trial::LocalBackend backend(2, {}, {{0}, {1}});
   hpo::SamplerOptions sampler_options;
   sampler_options.direction = options.direction;
   sampler_options.seed = static_cast<std::uint64_t>(seed);
@@ -256,7 +256,7 @@ StrategyRun run_grid(const std::string& strategy, double epochs, const std::file
   options.trial_ranks = strategy == "none" ? 1 : 2;
   options.strategy = strategy;
   store::StudyStore store(dir / "study.db");
-  trial::LocalBackend backend(2, {}, {{0}, {1}}, "--slots");
+  trial::LocalBackend backend(2, {}, {{0}, {1}});
   hpo::SamplerOptions sampler_options;
   sampler_options.direction = options.direction;
   auto sampler = hpo::make_sampler(hpo::SamplerKind::kGrid, space, sampler_options);
