@@ -1,11 +1,44 @@
 #!/usr/bin/env bash
 # Install, build, and run the whole test suite (unit, CLI golden and end-to-end tests); then the
-# checked builds: the suite again under AddressSanitizer + UBSan, and every fuzz target for a fixed
-# time (README "Sanitizers and fuzzing": what each part costs on CI's 2 cores).
+# checked builds: the suite again under AddressSanitizer + UBSan, every fuzz target for a fixed time
+# and clang-tidy (README "Checked builds": what each part costs on CI's 2 cores).
+#
+#   bash scripts/test.sh
+#
+# PARATUNE_FUZZ_SECONDS (default 15): time per fuzz target. Prints each part's wall time at the end,
+# also when a part fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-bash scripts/build.sh -DPARATUNE_WERROR=ON  # CI: a warning is an error
-(cd build && ctest --output-on-failure -j "$(nproc)")
-bash scripts/sanitize.sh
-bash scripts/fuzz.sh --seconds "${PARATUNE_FUZZ_SECONDS:-15}"
+
+part_names=()
+part_seconds=()
+part_started=$SECONDS
+current=""
+print_times() {
+  local status=$?
+  [[ -n "$current" ]] && { part_names+=("$current (failed)"); part_seconds+=($((SECONDS - part_started))); }
+  echo "test.sh: wall time per part"
+  for i in "${!part_names[@]}"; do printf '  %-28s %5d s\n' "${part_names[$i]}" "${part_seconds[$i]}"; done
+  printf '  %-28s %5d s\n' total "$SECONDS"
+  exit "$status"
+}
+trap print_times EXIT
+
+# Runs one part, timed: part NAME COMMAND...
+part() {
+  current="$1"
+  shift
+  part_started=$SECONDS
+  "$@"
+  part_names+=("$current")
+  part_seconds+=($((SECONDS - part_started)))
+  current=""
+}
+
+run_suite() { (cd build && ctest --output-on-failure -j "$(nproc)"); }
+
+part "setup (apt)" bash scripts/setup.sh
+part "build (Release, -Werror)" bash scripts/build.sh -DPARATUNE_WERROR=ON
+part "test suite" run_suite
+part "ASan+UBSan build and suite" bash scripts/sanitize.sh
+part "fuzz (build + run)" bash scripts/fuzz.sh --seconds "${PARATUNE_FUZZ_SECONDS:-15}"

@@ -26,17 +26,22 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 std::string closest_match(std::string_view name, std::span<const std::string> candidates) {
+  // A suggestion is only useful when it is plausibly a typo: at most a third of the name differs.
+  const std::size_t limit = std::max<std::size_t>(2, name.size() / 3);
   std::string best;
   std::size_t best_distance = std::string::npos;
   for (const auto& candidate : candidates) {
+    // The distance is at least the difference in length: skip what cannot be close enough (keeps a
+    // long unknown name from costing a full edit-distance table per candidate).
+    const std::size_t length_gap = name.size() > candidate.size() ? name.size() - candidate.size()
+                                                                  : candidate.size() - name.size();
+    if (length_gap > limit) continue;
     const std::size_t d = edit_distance(name, candidate);
     if (d < best_distance) {
       best_distance = d;
       best = candidate;
     }
   }
-  // A suggestion is only useful when it is plausibly a typo: at most a third of the name differs.
-  const std::size_t limit = std::max<std::size_t>(2, name.size() / 3);
   return best_distance <= limit ? best : std::string();
 }
 

@@ -772,7 +772,7 @@ TEST(TrainTune, FuseRefusesWhatItCannotFuse) {
   for (const auto& [flags, message] : cases) {
     const auto [exit_code, output] = capture(tune + flags);
     EXPECT_EQ(exit_code, 2) << flags << "\n" << output;
-    EXPECT_NE(output.find(message), std::string::npos) << flags << "\n" << output;
+    EXPECT_NE(output.find(message), std::string::npos) << flags << "\nexpected: " << message << "\n" << output;
   }
 }
 
