@@ -59,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                      to_json(again).dump().c_str());
       fuzz::require(to_json(again) == to_json(resolved), "to_string() of a resolved configuration resolves to itself");
       const std::vector<int> chunks = chunk_layers(resolved);
-      fuzz::require(chunks.size() == static_cast<std::size_t>(resolved.pp * resolved.vpp) &&
+      fuzz::require(chunks.size() == static_cast<std::size_t>(resolved.pp) * static_cast<std::size_t>(resolved.vpp) &&
                         std::accumulate(chunks.begin(), chunks.end(), 0) == s.model.num_layers,
                     "the chunks hold every layer once");
       const std::vector<int> recomputed = recomputed_layers_per_stage(resolved);

@@ -12,6 +12,7 @@ PACKAGES=(
   libxgboost-dev  # the xgboost baseline of `paratune tune`
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-dev  # scripts/sanitize.sh, scripts/fuzz.sh: clang's AddressSanitizer, UBSan and libFuzzer
+  clang-tidy  # scripts/tidy.sh: static analysis (clang-tidy 14, .clang-tidy)
   librsvg2-bin  # rsvg-convert: the tests render the simulator's SVG timeline
   zlib1g-dev dataset-fashion-mnist  # paratune-train's image data: gzipped IDX files
   libtorch-dev libgloo-dev  # paratune-train: libtorch 1.13 (CPU) and the Gloo headers c10d's ProcessGroupGloo needs

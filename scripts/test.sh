@@ -42,3 +42,4 @@ part "build (Release, -Werror)" bash scripts/build.sh -DPARATUNE_WERROR=ON
 part "test suite" run_suite
 part "ASan+UBSan build and suite" bash scripts/sanitize.sh
 part "fuzz (build + run)" bash scripts/fuzz.sh --seconds "${PARATUNE_FUZZ_SECONDS:-15}"
+part "clang-tidy" bash scripts/tidy.sh

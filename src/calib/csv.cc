@@ -107,7 +107,7 @@ std::vector<PublishedRun> parse_published_runs(std::string_view text, const std:
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (i == 0)
       for (const auto& column : kRequiredColumns)
-        if (!rows[0].count(column))
+        if (!rows[0].contains(column))
           throw Error(fmt::format("{}: missing column '{}' (needs the columns of published_runs.csv)", source, column));
     runs.push_back(PublishedRun{rows[i], static_cast<int>(i) + 2});
   }

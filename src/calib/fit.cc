@@ -152,6 +152,7 @@ PreparedRuns screen_candidates(const PreparedRuns& prepared, const Calibration& 
         }
       }
       std::vector<ParallelConfig> kept;
+      kept.reserve(fitting.size());
       std::sort(fitting.begin(), fitting.end());
       for (const auto& [time, k] : fitting) kept.push_back(s.candidates[k]);
       if (kept.empty() && !s.candidates.empty()) {
@@ -172,7 +173,7 @@ PreparedRuns screen_candidates(const PreparedRuns& prepared, const Calibration& 
 
 int thread_count(const FitOptions& options) {
   if (options.threads > 0) return options.threads;
-  return std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));  // a core count
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {

@@ -66,7 +66,7 @@ nlohmann::json to_json(const ValidationReport& r) {
                        {"max_abs_pct_error", s.max_abs_pct_error}});
   nlohmann::json by_kind = nlohmann::json::object();
   const auto counts = skip_counts(r);
-  for (SkipKind k : kSkipKinds) by_kind[to_string(k)] = counts.count(k) ? counts.at(k) : 0;
+  for (SkipKind k : kSkipKinds) by_kind[to_string(k)] = counts.contains(k) ? counts.at(k) : 0;
   return {{"rows", rows},
           {"skipped", skipped},
           {"sources", sources},
@@ -119,7 +119,7 @@ std::string format_validation(const ValidationReport& r) {
   out += "\n" + format_source_summary(r);
   std::vector<std::string> kinds;
   for (SkipKind k : kSkipKinds)
-    if (counts.count(k)) kinds.push_back(fmt::format("{} {}", counts.at(k), to_string(k)));
+    if (counts.contains(k)) kinds.push_back(fmt::format("{} {}", counts.at(k), to_string(k)));
   out += fmt::format("\n{} rows estimated, {} skipped{}, {} memory-model errors; mean |error| {:.2f}%, max {:.2f}%\n",
                      r.rows.size(), r.skipped.size(), kinds.empty() ? "" : " (" + join(kinds, ", ") + ")",
                      r.memory_model_errors, r.mean_abs_pct_error, r.max_abs_pct_error);

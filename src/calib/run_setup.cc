@@ -452,7 +452,7 @@ void choose_metric(const PublishedRun& run, const Framework& fw, Family family, 
       known.emplace_back(e.why);
     }
   auto usable = [&](const char* column) -> std::optional<double> {
-    if (unusable.count(column)) return std::nullopt;
+    if (unusable.contains(column)) return std::nullopt;
     return number(run, column);
   };
   std::vector<std::string>& why = s.assumptions;
@@ -516,7 +516,7 @@ std::vector<int> recompute_counts(const RunSetup& s, RecomputeMode rc, int pp) {
 // Fills s.candidates with every combination of the axes that resolve accepts; throws RowSkipped when
 // the stated axes contradict each other or paratune's rules refuse every combination.
 void build_candidates(RunSetup& s, bool vpp_searched, bool sp_searched, bool megatron_layout) {
-  const int gpus = s.cluster.num_gpus();
+  const int gpus = static_cast<int>(s.cluster.num_gpus());  // total_gpus, an int (cluster_for)
   std::map<std::string, int> refusals;
   std::string batch_inconsistency;  // Megatron needs GBS divisible by dp·mbs too: a contradiction of the row
   int consistent = 0;
@@ -596,6 +596,7 @@ void build_candidates(RunSetup& s, bool vpp_searched, bool sp_searched, bool meg
   if (s.candidates.empty()) {
     // Most frequent rule first: it is the one the stated axes break whatever the searched ones are.
     std::vector<std::pair<int, std::string>> rules;
+    rules.reserve(refusals.size());
     for (const auto& [rule, count] : refusals) rules.emplace_back(-count, rule);
     std::sort(rules.begin(), rules.end());
     std::vector<std::string> text;
@@ -618,7 +619,7 @@ RunSetup setup_for_run(const PublishedRun& run) {
     const Family family = family_of(run.get("model"));
     s.model = model_for(run, fw, why);
     s.cluster = cluster_for(run, why);
-    const int gpus = s.cluster.num_gpus();
+    const int gpus = static_cast<int>(s.cluster.num_gpus());  // total_gpus, an int (cluster_for)
     const std::string optimizer = lower(run.get("zero_or_distributed_optimizer"));
     const bool ddp = contains(optimizer, "ddp");  // "DDP (FSDP column 0)": no parameter sharding
     const bool fsdp = !ddp && (contains(optimizer, "fsdp") || contains(optimizer, "full_shard"));

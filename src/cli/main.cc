@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 
-#include <signal.h>
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX kill()/sigaction(), not in <csignal>
 #include <sys/ioctl.h>
 #include <unistd.h>
 

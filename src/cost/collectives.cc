@@ -121,7 +121,8 @@ GroupPlacement place_group(int size, int stride, int gpus_per_node) {
 
 GroupPlacement place_group(int size, int stride, const ClusterSpec& cluster) {
   // Pods matter only where they cost something; without oversubscription they are one fabric.
-  const int P = cluster.pod_oversubscription > 1 ? cluster.pod_gpus() : 0;
+  // <= kMaxGpus (validate(ClusterSpec)).
+  const int P = cluster.pod_oversubscription > 1 ? static_cast<int>(cluster.pod_gpus()) : 0;
   const std::int64_t block = static_cast<std::int64_t>(std::max(1, size)) * std::max(1, stride);
   const std::int64_t blocks = std::max<std::int64_t>(1, cluster.num_gpus() / block);
   return place(size, stride, std::max(1, cluster.scale_up_gpus()), P, blocks);

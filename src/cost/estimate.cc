@@ -240,7 +240,8 @@ Analysis analyse(const ModelSpec& model, const ClusterSpec& cluster, const Train
   const std::vector<int> recomputed_per_stage = recomputed_layers_per_stage(p);
   std::vector<int> layers_in_chunk(static_cast<std::size_t>(v)), recomputed;
   for (int s = 0; s < p.pp; ++s) {
-    for (int ch = 0; ch < v; ++ch) layers_in_chunk[static_cast<std::size_t>(ch)] = layers_of[static_cast<std::size_t>(ch * p.pp + s)];
+    for (int ch = 0; ch < v; ++ch)
+      layers_in_chunk[static_cast<std::size_t>(ch)] = layers_of[static_cast<std::size_t>(ch) * p.pp + s];
     im.recomputed_per_chunk(recomputed_per_stage[static_cast<std::size_t>(s)], layers_in_chunk, recomputed);
     for (int ch = 0; ch < v; ++ch) {
       const int k = ch * p.pp + s;

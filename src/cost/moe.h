@@ -19,12 +19,12 @@ namespace paratune::cost_detail {
 //   A rank holding k = num_experts/ep experts averages k experts' loads: its excess shrinks as
 //   1/sqrt(k) (independent expert loads); with ep = 1 every expert is local and nothing waits.
 //   A capacity factor c drops tokens beyond c x the fair share: the factor is at most c.
-double moe_rank_load_factor(const MoeSpec& moe, const ParallelConfig& config, const TrainingSpec& training,
+double moe_rank_load_factor(const MoeSpec& moe, const ParallelConfig& p, const TrainingSpec& training,
                             const Calibration& calibration);
 
 // Megatron-Core's expert data-parallel size (MoE parallel folding): the expert grid is
 // etp x ep x edp x pp over all ranks, so edp = world / (etp·ep·pp) = dp·cp·tp / (etp·ep)
 // (../shared/frameworks/megatron-lm-rules.md R1.3).
-int expert_data_parallel_size(const ParallelConfig& config);
+int expert_data_parallel_size(const ParallelConfig& p);
 
 }  // namespace paratune::cost_detail

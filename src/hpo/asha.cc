@@ -221,7 +221,7 @@ class SuccessiveHalvingPruner final : public Pruner {
       const double loss = loss_at(t, resource, options_.direction);
       // Furthest first (the most steps behind it), then the best value there; a tie keeps the earlier.
       if (resource > best_resource || (resource == best_resource && loss < best_loss)) {
-        best = Promotion{t.number, rungs[static_cast<std::size_t>(k + 1)], k + 1};
+        best = Promotion{t.number, rungs[static_cast<std::size_t>(k) + 1], k + 1};
         best_resource = resource;
         best_loss = loss;
       }
@@ -233,7 +233,7 @@ class SuccessiveHalvingPruner final : public Pruner {
   [[nodiscard]] std::optional<Promotion> promotion_in(int bracket, const std::vector<TrialRecord>& trials) const {
     const Rungs& rungs = brackets_[static_cast<std::size_t>(bracket)];
     for (int k = static_cast<int>(rungs.size()) - 2; k >= 0; --k) {
-      const auto next = static_cast<std::size_t>(k + 1);
+      const auto next = static_cast<std::size_t>(k) + 1;
       if (const std::optional<int> number = promotable_at(bracket, k, trials))
         return Promotion{*number, rungs[next], k + 1};
     }

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <sched.h>
-#include <signal.h>
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX kill()/sigaction(), not in <csignal>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>

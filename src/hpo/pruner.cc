@@ -27,6 +27,7 @@ constexpr std::array<std::pair<PrunerKind, const char*>, 5> kPrunerNames{{{Prune
 
 std::vector<std::string> pruner_names() {
   std::vector<std::string> names;
+  names.reserve(kPrunerNames.size());
   for (const auto& [kind, name] : kPrunerNames) names.emplace_back(name);
   return names;
 }

@@ -325,6 +325,7 @@ TierChoice TpeSampler::decide_tier(const std::vector<std::size_t>& group, const 
                                    const Split& split, const Config& decided, const Feasibility& feasibility,
                                    std::mt19937_64& rng) const {
   std::vector<Dimension> dimensions;
+  dimensions.reserve(group.size());
   for (std::size_t param : group) dimensions.push_back(dimension_of(param));
   const ParzenEstimator good(dimensions, observations(trials, split.good, group));
   const ParzenEstimator bad(dimensions, observations(trials, split.bad, group));

@@ -22,7 +22,7 @@ struct TrialState {
 
 std::string state_json(const TrialState& state);
 // Missing or malformed fields keep their defaults (the JSON is ours, written by state_json).
-TrialState parse_state(const std::string& json);
+TrialState parse_state(const std::string& text);
 
 // A stored status as samplers and pruners see it: oom, infeasible, failed and timeout are kFailed.
 TrialRecord::State state_of(const std::string& status);

@@ -87,7 +87,7 @@ Baseline expert_baseline(const ModelSpec& model, const ClusterSpec& cluster, con
       "tp = GPUs per node for >= 20B parameters (else 1), SP, ep = most experts dividing dp, mbs = 1, "
       "distributed optimizer, smallest pp that fits (full recompute only if needed), interleaved 1F1B "
       "with >= 4 layers per chunk when pp > 1";
-  const int gpus = cluster.num_gpus();
+  const int gpus = static_cast<int>(cluster.num_gpus());  // <= kMaxGpus (validate(ClusterSpec))
   int tp = count_parameters(model).total >= 20e9 ? cluster.gpus_per_node : 1;
   while (tp > 1 && (!valid_tp(model, tp) || gpus % tp != 0)) --tp;
   for (int pp = 1; pp <= std::min(model.num_layers, gpus / tp); ++pp) {
@@ -140,7 +140,7 @@ Baseline three_axis_baseline(const ModelSpec& model, const ClusterSpec& cluster,
   Baseline out;
   out.rule = "best of dp x tp x pp only: mbs = 1, no ZeRO, full recompute, even stages, 1F1B, no SP/CP/EP";
   std::string adaptation;
-  const int gpus = cluster.num_gpus();
+  const int gpus = static_cast<int>(cluster.num_gpus());  // <= kMaxGpus (validate(ClusterSpec))
   for (int tp = 1; tp <= gpus; ++tp) {
     if (gpus % tp != 0 || !valid_tp(model, tp)) continue;
     for (int pp = 1; pp <= std::min(model.num_layers, gpus / tp); ++pp) {

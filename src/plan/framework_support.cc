@@ -87,7 +87,7 @@ bool even(const ParallelConfig& c, const ModelSpec& model) {
 }
 
 std::string grad_sync_reason(Framework f, int pp, GradSync g) {
-  const std::string what = fmt::format("grad_sync={}", to_string(g));
+  std::string what = fmt::format("grad_sync={}", to_string(g));
   switch (f) {
     case Framework::kMegatron:
       return what + ": Megatron-LM reduces gradients overlapped with the backward pass (--overlap-grad-reduce, "
@@ -465,6 +465,7 @@ RefinementScope refinement_scope(std::optional<Framework> framework, const Paral
 std::vector<FrameworkVerdict> framework_verdicts(const ParallelConfig& config, const ModelSpec& model,
                                                  const TrainingSpec& training) {
   std::vector<FrameworkVerdict> out;
+  out.reserve(kFrameworks.size());
   for (Framework f : kFrameworks) out.push_back({f, unsupported_reasons(f, config, model, training)});
   return out;
 }

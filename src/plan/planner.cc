@@ -399,11 +399,11 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
       const std::optional<Estimate> e =
           estimate_if_faster(model, cluster, training, level1_config(survivors[batch[j]].candidate, options),
                              threshold, calibration, options.estimate);
-      replayed[j] = e.has_value();
+      replayed[j] = e.has_value() ? 1 : 0;
       if (!e) return;  // even stages cannot make the K best
       level1_time[batch[j]] = e->fits ? e->iteration_time_s : kInfinity;
       peak[j] = e->peak_memory_bytes;
-      fits[j] = e->fits;
+      fits[j] = e->fits ? 1 : 0;
     });
     for (std::size_t j = 0; j < batch.size(); ++j) {
       const std::size_t i = batch[j];

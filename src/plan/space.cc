@@ -157,7 +157,7 @@ std::vector<int> divisors(int n) {
 
 std::vector<MeshShape> mesh_shapes(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
                                    const SearchSpace& space) {
-  const int gpus = cluster.num_gpus();
+  const int gpus = static_cast<int>(cluster.num_gpus());  // <= kMaxGpus (validate(ClusterSpec))
   std::vector<MeshShape> shapes;
   for (int tp : divisors(gpus)) {
     if (!space.permits(Axis::kTp, tp) || !valid_tp(model, tp)) continue;
@@ -205,7 +205,7 @@ void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const 
     c.ep = ep;
     for (int etp : etps) {
       // Megatron-Core's expert grid etp x ep x edp x pp must tile the ranks (R1.3).
-      if (moe && (dp * cp * tp) % (static_cast<std::int64_t>(ep) * etp) != 0) continue;
+      if (moe && (static_cast<std::int64_t>(dp) * cp * tp) % (static_cast<std::int64_t>(ep) * etp) != 0) continue;
       c.etp = etp;
       for (int mbs : divisors(training.global_batch / dp)) {
         if (mbs > mbs_cap || !space.permits(Axis::kMbs, mbs)) continue;

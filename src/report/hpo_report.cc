@@ -84,6 +84,7 @@ std::string format_curves(const std::vector<hpo::TrialRecord>& records, const st
   if (by_step.empty()) return "";
   // Rows spread evenly over the steps that have values, the last always included.
   std::vector<std::int64_t> steps;
+  steps.reserve(by_step.size());
   for (const auto& [step, values] : by_step) steps.push_back(step);
   std::vector<std::int64_t> shown;
   const std::size_t rows = std::min(max_rows, steps.size());

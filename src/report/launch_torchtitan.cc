@@ -385,7 +385,7 @@ std::string torchtitan_script(const std::string& toml, const std::vector<std::st
                    "# must then be on a filesystem every node sees.\n",
                    target.nodes, target.gpus_per_node);
   s += "# Arguments are passed on to torchtitan, e.g. --training.steps 10 (command line > job file).\n";
-  if (p.num_gpus() != target.nodes * target.gpus_per_node)
+  if (p.num_gpus() != static_cast<std::int64_t>(target.nodes) * target.gpus_per_node)
     s += fmt::format("# NOTE: the plan uses {} GPUs; this launch starts {} x {}.\n", p.num_gpus(), target.nodes,
                      target.gpus_per_node);
   for (const std::string& n : notes) s += "# NOTE: " + n + "\n";

@@ -118,7 +118,7 @@ std::optional<std::vector<std::string>> layout_stages(const std::string& text) {
 
 }  // namespace
 
-std::vector<std::string> check_megatron_rules(const std::vector<std::string>& args, int world_size,
+std::vector<std::string> check_megatron_rules(const std::vector<std::string>& args, std::int64_t world_size,
                                               const std::map<std::string, std::string>& environment) {
   const Args a(args);
   std::vector<std::string> v;

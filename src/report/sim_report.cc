@@ -53,8 +53,8 @@ std::vector<bool> critical_mask(const sim::SimulationResult& r) {
 const char* colour(EventKind kind) {
   switch (kind) {
     case EventKind::kForward: return "#4C78A8";
-    case EventKind::kBackward: return "#F58518";
-    case EventKind::kBackwardInput: return "#F58518";
+    case EventKind::kBackward:
+    case EventKind::kBackwardInput: return "#F58518";  // ZB-H1's input-gradient pass: a backward's colour
     case EventKind::kBackwardWeight: return "#EECA3B";
     case EventKind::kSendForward: return "#72B7B2";
     case EventKind::kSendBackward: return "#54A24B";

@@ -79,6 +79,7 @@ class OneFOneB final : public PipelineSchedule {
   // The warm-up forwards and the first steady one, before the first backward frees anything.
   std::vector<int> peak_in_flight(const PipelineShape& s) const override {
     std::vector<int> out;
+    out.reserve(static_cast<std::size_t>(s.ranks));
     for (int r = 0; r < s.ranks; ++r) out.push_back(std::min(s.ranks - r, s.microbatches));
     return out;
   }
@@ -122,6 +123,7 @@ class Interleaved1F1B final : public PipelineSchedule {
   }
   std::vector<int> peak_in_flight(const PipelineShape& s) const override {
     std::vector<int> out;
+    out.reserve(static_cast<std::size_t>(s.ranks));
     const int total = s.microbatches * s.chunks;
     for (int r = 0; r < s.ranks; ++r) out.push_back(std::min(warmup_forwards(s, r) + 1, total));
     return out;

@@ -73,7 +73,7 @@ class YamlToJson {
   }
 
   static json scalar(const YAML::Node& node) {
-    const std::string text = node.Scalar();
+    const std::string& text = node.Scalar();
     check_decoded_utf8(text, node);
     if (node.Tag() == "!") return text;  // quoted
     if (text == "true" || text == "True" || text == "yes") return true;

@@ -110,7 +110,7 @@ class JsonReader {
   // Rejects keys nobody read.
   void finish() const {
     for (const auto& [key, value] : object_.items()) {
-      if (used_.count(key)) continue;
+      if (used_.contains(key)) continue;
       if (std::find(known_.begin(), known_.end(), key) != known_.end() && value.is_null()) continue;
       fail("", unknown_name_message("key", key, known_));
     }

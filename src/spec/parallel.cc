@@ -156,7 +156,7 @@ std::vector<int> chunk_layers(const ParallelConfig& c) {
     const int e = (r == 0 && c.account_embedding) ? 1 : 0, l = (r == c.pp - 1 && c.account_loss) ? 1 : 0;
     const int per_chunk = (c.stage_layers[static_cast<std::size_t>(r)] + e + l) / v;
     for (int ch = 0; ch < v; ++ch)
-      out[static_cast<std::size_t>(ch * c.pp + r)] = per_chunk - (ch == 0 ? e : 0) - (ch == v - 1 ? l : 0);
+      out[static_cast<std::size_t>(ch) * c.pp + r] = per_chunk - (ch == 0 ? e : 0) - (ch == v - 1 ? l : 0);
   }
   return out;
 }
@@ -237,7 +237,7 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
       throw Error(fmt::format("ep={} does not divide moe.num_experts={}", c.ep, model.moe->num_experts));
     // Megatron-Core (MoE parallel folding): the expert grid etp x ep x edp x pp tiles all ranks, so
     // etp·ep must divide dp·cp·tp (../shared/frameworks/megatron-lm-rules.md R1.3).
-    if ((c.dp * c.cp * c.tp) % (static_cast<std::int64_t>(c.ep) * c.expert_tp()) != 0)
+    if ((static_cast<std::int64_t>(c.dp) * c.cp * c.tp) % (static_cast<std::int64_t>(c.ep) * c.expert_tp()) != 0)
       throw Error(fmt::format("ep={} x etp={} must divide dp*cp*tp={} (the expert grid etp x ep x edp tiles the "
                               "ranks of a pipeline stage)",
                               c.ep, c.expert_tp(), c.dp * c.cp * c.tp));

@@ -212,6 +212,7 @@ std::vector<ClusterPreset> make_cluster_presets() {
 template <typename T, typename NameOf>
 std::vector<std::string> names_of(const std::vector<T>& items, NameOf name_of) {
   std::vector<std::string> out;
+  out.reserve(items.size());
   for (const auto& item : items) out.push_back(name_of(item));
   return out;
 }

@@ -82,7 +82,7 @@ namespace {
 
 // "dir/train-images-idx3-ubyte" with ".gz" when only the compressed file is there.
 std::string idx_path(const std::string& directory, const std::string& name) {
-  const std::string plain = (std::filesystem::path(directory) / name).string();
+  std::string plain = (std::filesystem::path(directory) / name).string();
   if (std::filesystem::exists(plain)) return plain;
   return plain + ".gz";
 }

@@ -1,7 +1,7 @@
 #include "paratune/train/launcher.h"
 
 #include <fmt/format.h>
-#include <signal.h>
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX kill()/sigaction(), not in <csignal>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -85,6 +85,7 @@ RankFailure run_ranks(const std::string& program, const std::vector<std::string>
   std::vector<std::string> arg_strings{program};
   arg_strings.insert(arg_strings.end(), args.begin(), args.end());
   std::vector<char*> argv;
+  argv.reserve(arg_strings.size() + 1);
   for (auto& a : arg_strings) argv.push_back(a.data());
   argv.push_back(nullptr);
   // The inherited environment less the variables this launch sets (exact names: getenv would
@@ -122,6 +123,7 @@ RankFailure run_ranks(const std::string& program, const std::vector<std::string>
     std::vector<std::string> env_strings = base_env;
     env_strings.push_back(fmt::format("{}={}", kRankVariable, first_rank + i));
     std::vector<char*> envp;
+    envp.reserve(env_strings.size() + 1);
     for (auto& e : env_strings) envp.push_back(e.data());
     envp.push_back(nullptr);
     const pid_t pid = fork();

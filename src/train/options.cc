@@ -314,10 +314,10 @@ TrainOptions read_train_options(const std::vector<std::string>& args, const std:
       throw Error(fmt::format("argument '--{}': given more than once", name));
     set_option(options, given, name, value, "--" + name);
   }
-  if (given.count("epochs") && given.count("steps"))
+  if (given.contains("epochs") && given.contains("steps"))
     throw Error("epochs and steps: give one training length, not both");
-  if (!given.count("epochs") && !given.count("steps")) options.epochs = 1;
-  if (given.count("step_size") && given.count("step_epochs"))
+  if (!given.contains("epochs") && !given.contains("steps")) options.epochs = 1;
+  if (given.contains("step_size") && given.contains("step_epochs"))
     throw Error("step_size and step_epochs: give one interval between decays, in steps or in epochs");
   if (!max_steps_env.empty()) {
     try {
@@ -452,7 +452,7 @@ std::vector<TrainOptions> parse_fused_members(const std::vector<std::string>& ar
     if (!members[b].is_object())
       throw Error(fmt::format("PARATUNE_PARAMS[{}]: must be a JSON object of option names and values", b));
     for (const auto& [key, value] : members[b].items())
-      if (on_command_line.count(find_option(key, fmt::format("PARATUNE_PARAMS[{}]", b)).name))
+      if (on_command_line.contains(find_option(key, fmt::format("PARATUNE_PARAMS[{}]", b)).name))
         throw Error(fmt::format("PARATUNE_PARAMS[{}]: {}: also on the command line, which would set it for every "
                                 "member of the fused group",
                                 b, key));

@@ -130,6 +130,7 @@ StrategyPrediction predict_step(const TrainOptions& o, const std::vector<UnitSha
   const double micro = static_cast<double>(o.batch_size) / p.dp / m;  // samples per forward pass
 
   std::vector<double> flops;
+  flops.reserve(units.size());
   for (const UnitShape& u : units) flops.push_back(u.forward_flops_per_sample);
   p.stage_layers = !o.stage_layers.empty() ? o.stage_layers
                    : p.pp > 1              ? split_stages(flops, p.pp, m)

@@ -194,11 +194,13 @@ LineReport OutputParser::feed(std::string_view line) {
   } else if (auto ms = number_after(line, "elapsed time per iteration (ms):"); ms && !protocol_steps_) {
     // Megatron-LM training log: " iteration       10/     100 | ... | elapsed time per iteration (ms): 1234.5 | ..."
     r = step_line(*ms / 1000, number_after(line, "iteration"));
-  } else if (auto reserved = number_after(line, "max reserved:"); reserved && line.find("memory (MB)") != line.npos) {
+  } else if (auto reserved = number_after(line, "max reserved:");
+             reserved && line.find("memory (MB)") != std::string_view::npos) {
     // Megatron-LM: "[Rank 0] (after 10 iterations) memory (MB) | allocated: ... | max allocated: X |
     // reserved: ... | max reserved: Y" — what the caching allocator holds is what runs out.
     r = memory_line(*reserved * kMiB);
-  } else if (auto allocated = number_after(line, "max allocated:"); allocated && line.find("memory (MB)") != line.npos) {
+  } else if (auto allocated = number_after(line, "max allocated:");
+             allocated && line.find("memory (MB)") != std::string_view::npos) {
     r = memory_line(*allocated * kMiB);
   } else if (step_regex_ && !protocol_steps_) {
     // Group 1 the step time, group 2 (if the regex has one) the step number.

@@ -61,10 +61,10 @@ std::string translate(std::string_view expr) {
 
 }  // namespace
 
-double expression_value(const nlohmann::json& v) {
-  if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
-  if (v.is_number()) return v.get<double>();
-  return string_id(v.get<std::string>());
+double expression_value(const nlohmann::json& scalar) {
+  if (scalar.is_boolean()) return scalar.get<bool>() ? 1 : 0;
+  if (scalar.is_number()) return scalar.get<double>();
+  return string_id(scalar.get<std::string>());
 }
 
 Expression::Expression(std::string_view text, const std::vector<std::string>& names, double* values)

@@ -13,14 +13,15 @@
 
 namespace paratune::tune {
 
-bool is_parameter_name(std::string_view s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  if (s == "and" || s == "or" || s == "not" || s == "true" || s == "false") return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+bool is_parameter_name(std::string_view name) {
+  if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_')) return false;
+  if (name == "and" || name == "or" || name == "not" || name == "true" || name == "false") return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 nlohmann::json typed_scalar(const YAML::Node& node) {
-  const std::string text = node.Scalar();
+  const std::string& text = node.Scalar();
   if (node.Tag() == "!") return text;  // quoted
   if (text == "true" || text == "True") return true;
   if (text == "false" || text == "False") return false;

@@ -298,6 +298,7 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
 
   const auto running_points = [&] {
     std::vector<Point> points;
+    points.reserve(running.size());
     for (const auto& [id, r] : running) points.push_back(r.point);
     return points;
   };

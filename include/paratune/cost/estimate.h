@@ -123,7 +123,7 @@ sim::PipelineProblem pipeline_problem_with_stage_meshes(const ModelSpec& model, 
 // attention and sequence parallelism this is exactly s·b·h/t·(34 + 5·a·s/h). `linear_input_bytes`:
 // bytes per element of the linear layers' saved inputs (2; 1 under FP8); `moe_load`: the busiest
 // expert-parallel rank's routed tokens / the mean (cost/moe.h).
-double layer_activation_bytes(const ModelSpec& model, const TrainingSpec& training, const ParallelConfig& config,
+double layer_activation_bytes(const ModelSpec& m, const TrainingSpec& training, const ParallelConfig& p,
                               bool moe_layer, double linear_input_bytes = 2, double moe_load = 1);
 
 }  // namespace paratune

@@ -76,7 +76,7 @@ class StageCostModel {
   std::unique_ptr<Impl> impl_;
 };
 
-// Lower bounds for `candidate`, using per-layer costs from `layers`, whose configuration must agree
+// Lower bounds for the candidate `q`, using per-layer costs from `layers`, whose configuration must agree
 // with the candidate on every axis that changes a layer's cost (tp, cp, ep, etp, mbs, sequence
 // parallelism, recompute mode, overlap flags); dp, pp, vpp, schedule, ZeRO stage and op may differ,
 // so one model serves every candidate with the same layer shape. Valid for every stage assignment,
@@ -101,6 +101,6 @@ class StageCostModel {
 //           of vpp layers.
 // The whole-model sums behind both are computed on the first call and kept in `layers`, so calls
 // on one model must not run concurrently (the planner gives each thread its own models).
-PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfig& candidate);
+PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfig& q);
 
 }  // namespace paratune

@@ -108,6 +108,7 @@ std::string to_string(E value) {
 template <typename E>
 std::vector<std::string> enum_names() {
   std::vector<std::string> names;
+  names.reserve(EnumNames<E>::kTable.size());
   for (const auto& entry : EnumNames<E>::kTable) names.emplace_back(entry.second);
   return names;
 }

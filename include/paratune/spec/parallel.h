@@ -79,8 +79,8 @@ struct ParallelConfig {
 };
 
 // Parses "dp=8,tp=8,pp=4,mbs=1,zero=1,recompute=selective,vpp=2,stage_layers=10/12/12/10".
-// Unknown keys are rejected with a suggestion. Keys not given keep their defaults in `base`.
-ParallelConfig parse_parallel_config(std::string_view text, ParallelConfig base = {});
+// Unknown keys are rejected with a suggestion. Keys not given keep their values in `c`.
+ParallelConfig parse_parallel_config(std::string_view text, ParallelConfig c = {});
 
 // Canonical "key=value,..." rendering (round-trips through parse_parallel_config).
 std::string to_string(const ParallelConfig& config);
@@ -101,12 +101,12 @@ std::vector<StageMesh> parse_stage_meshes(std::string_view text);
 
 // Fully recomputed layers of each stage of a resolved configuration: 0 unless recompute=full; then
 // the per-stage list, or recompute_layers (-1 = all) capped at each stage's layers.
-std::vector<int> recomputed_layers_per_stage(const ParallelConfig& resolved);
+std::vector<int> recomputed_layers_per_stage(const ParallelConfig& p);
 
 // Decoder layers of each virtual stage k = chunk·pp + rank (pp·vpp entries) of a resolved
 // configuration: each rank's stage_layers split evenly over its vpp chunks, except the one-layer
 // deficits of account_embedding (rank 0, chunk 0) and account_loss (last rank, last chunk).
-std::vector<int> chunk_layers(const ParallelConfig& resolved);
+std::vector<int> chunk_layers(const ParallelConfig& c);
 
 // Even split of `layers` over `stages` (earlier stages get the remainder), e.g. 10 over 4 = 3,3,2,2.
 std::vector<int> even_stage_layers(int layers, int stages);

@@ -41,7 +41,7 @@ namespace paratune::trial {
 
 // How much of a line the built-in log parsers and the step-time regex look at (a protocol line's
 // JSON is parsed whole).
-inline constexpr std::size_t kMaxMatchedLineBytes = 64 * 1024;
+inline constexpr std::size_t kMaxMatchedLineBytes = std::size_t{64} * 1024;
 
 // What counts as a measurement. A step time is finite and from 1 µs to one week: no training step
 // is faster than a microsecond, and a time such as 1e-320 s (subnormal) would be an infinite
@@ -112,7 +112,7 @@ class OutputParser {
   [[nodiscard]] const TrialOutput& output() const { return output_; }
 
  private:
-  LineReport parse_protocol(std::string_view json);
+  LineReport parse_protocol(std::string_view text);
   [[nodiscard]] LineReport step_line(double seconds, std::optional<double> step) const;
   [[nodiscard]] static LineReport memory_line(double bytes);
   std::shared_ptr<const re2::RE2> step_regex_;
