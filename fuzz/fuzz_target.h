@@ -38,4 +38,23 @@ inline std::string_view as_text(const std::uint8_t* data, std::size_t size) {
   return {reinterpret_cast<const char*>(data), size};
 }
 
+// The round-trip property of a parser with a printer: `value`, once accepted, printed as JSON by
+// to_json and read back by `read_back(json)`, is accepted again and prints the same. `what` names
+// the thing in the broken property ("model", "cluster", "calibration").
+template <typename T, typename ReadBack>
+void check_round_trip(const T& value, ReadBack&& read_back, const char* what) {
+  const auto written = to_json(value);
+  T again;
+  try {
+    again = read_back(written);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s\n%s accepted once, refused from its own JSON\n", e.what(), what);
+    std::abort();
+  }
+  if (to_json(again) != written) {
+    std::fprintf(stderr, "fuzz property broken: a %s read back from its own JSON is not the same\n", what);
+    std::abort();
+  }
+}
+
 }  // namespace paratune::fuzz
