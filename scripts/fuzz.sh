@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target of fuzz/ for a fixed time and prints its executions and coverage.
 #
-#   bash scripts/fuzz.sh [--seconds N] [--jobs J] [--merge] [TARGET...]
+#   bash scripts/fuzz.sh [--seconds N | --runs N] [--jobs J] [--merge] [--out DIR] [TARGET...]
 #
-# --seconds N  time per target (default 20); --jobs J  targets run at once (default: the cores);
+# --seconds N  time per target (default 20); --runs N  executions per target instead (the long run:
+#              --runs 10000000); --jobs J  targets run at once (default: the cores);
+# --out DIR    where the runs go (default build-fuzz/fuzz-runs; emptied first);
 # --merge      add the inputs that found new coverage to the kept corpus fuzz/corpus/<target>/
 #              (libFuzzer -merge=1: only inputs that add coverage are kept).
 # Builds the targets in build-fuzz/ (clang, PARATUNE_BUILD_FUZZ: AddressSanitizer, UBSan, coverage).
@@ -16,15 +18,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=20
+runs_per_target=0
 jobs=$(nproc)
+runs=build-fuzz/fuzz-runs
 merge=0
 targets=()
 while (($#)); do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
+    --runs) runs_per_target="$2"; shift 2 ;;
+    --out) runs="$2"; shift 2 ;;
     --jobs) jobs="$2"; shift 2 ;;
     --merge) merge=1; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
@@ -40,21 +46,21 @@ if [[ ! -f "$build/CMakeCache.txt" ]]; then
     -DPARATUNE_BUILD_TESTS=OFF -DPARATUNE_BUILD_BENCH=OFF "${launcher[@]}" >/dev/null
 fi
 cmake --build "$build" -j "$(nproc)" --target fuzz
-runs="$build/fuzz-runs"
 rm -rf "$runs"
 mkdir -p "$runs"
 
 # One target: its own scratch corpus first (new inputs are written there), the kept one read-only.
 run_target() {
-  local target="$1" out="$runs/$1"
+  local target="$1" out="$runs/$1" limit=(-max_total_time="$seconds")
+  ((runs_per_target)) && limit=(-runs="$runs_per_target")
   mkdir -p "$out/new" "fuzz/corpus/$target"
   UBSAN_OPTIONS=print_stacktrace=1 "$build/fuzz/fuzz_$target" "$out/new" "fuzz/corpus/$target" \
-    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$out/" >"$out/log" 2>&1
   echo $? >"$out/status"
 }
 export -f run_target
-export build runs seconds
+export build runs seconds runs_per_target
 printf '%s\n' "${targets[@]}" | xargs -P "$jobs" -I{} bash -c 'run_target {}'
 
 failed=0
