@@ -226,7 +226,7 @@ int kill_trial_processes(const std::filesystem::path& dir) {
 }
 
 LaunchCommand LocalBackend::command_for(const std::vector<std::string>& argv, const std::vector<int>& slots) const {
-  LaunchCommand out{argv, {}, {}};
+  LaunchCommand out{argv, {}, {}, "local"};
   if (!slot_devices_.empty()) {
     std::string devices;
     for (int slot : slots) devices += (devices.empty() ? "" : ",") + slot_devices_[static_cast<std::size_t>(slot)];
@@ -241,6 +241,7 @@ LaunchCommand LocalBackend::command_for(const std::vector<std::string>& argv, co
 struct TrialRunner::Process {
   TrialLaunch launch;
   std::vector<int> slots;
+  std::string location;  // the backend's name for where it runs (LaunchCommand::location)
   pid_t pid = -1;  // the leader; also the process group id
   int pidfd = -1;  // readable when the leader exits (Linux pidfd_open), so its end wakes poll() at once
   Stream out, err;
@@ -376,6 +377,7 @@ std::vector<int> TrialRunner::start(const TrialLaunch& launch) {
 
   // Everything the child needs is built before fork(): after it, only async-signal-safe calls.
   const LaunchCommand command = backend_.command_for(launch.argv, slots);
+  p->location = command.location;
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   for (int cpu : command.cpus)
@@ -600,6 +602,7 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
       TrialResult r;
       r.id = p.launch.id;
       r.process_group = p.pid;
+      r.location = p.location;
       r.started_unix_s = p.started_unix_s;
       r.ended_unix_s = unix_now();
       if (WIFEXITED(p.wait_status)) r.exit_code = WEXITSTATUS(p.wait_status);

@@ -72,6 +72,7 @@ struct TrialResult {
   int exit_code = -1;         // the leader's exit code, -1 if killed by a signal
   int exit_signal = 0;        // the signal that killed the leader, 0 if it exited
   int process_group = 0;      // its process group id (gone by the time the result exists)
+  std::string location;       // where it ran, as the backend names it ("local", "ssh gpu-node-3", ...)
   double started_unix_s = 0, ended_unix_s = 0;
   TrialOutput output;
   ThroughputEstimate throughput;  // from output.steps
@@ -92,6 +93,7 @@ struct LaunchCommand {
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;  // added to the controller's environment
   std::vector<int> cpus;  // the CPUs it may run on (sched_setaffinity); empty: any
+  std::string location;   // where it runs, as stored with the trial ("local", "ssh gpu-node-3", ...)
 };
 
 class Backend {
