@@ -1,14 +1,7 @@
 #include "auto_strategy.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <poll.h>
-#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX kill()/sigaction(), not in <csignal>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -17,10 +10,9 @@
 #include "paratune/spec/error.h"
 #include "paratune/spec/option_error.h"
 #include "paratune/trial/command.h"
+#include "paratune/trial/run_command.h"
 #include "paratune/tune/study_common.h"
 #include "trainer_command.h"
-
-extern char** environ;
 
 namespace paratune::hpo {
 namespace {
@@ -28,78 +20,6 @@ namespace {
 constexpr const char* kTrainer = kTrainerProgram;
 constexpr const char* kProfileLine = "@profile ";
 constexpr double kProfileTimeoutS = 600;
-
-struct Captured {
-  int status = 0;
-  std::string out, err;
-  bool timed_out = false;
-};
-
-// Runs `argv` (looked up in PATH, as trials are) with the controller's environment, collecting its
-// standard output and error; killed after `timeout_s`.
-Captured run_captured(const std::vector<std::string>& argv, double timeout_s) {
-  int out_pipe[2], err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
-    throw OptionError("strategy", "auto", "cannot create a pipe for the profile");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
-  std::vector<char*> args;
-  args.reserve(argv.size() + 1);
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  Captured c;
-  if (spawned != 0) {
-    close(out_pipe[0]);
-    close(err_pipe[0]);
-    throw OptionError("strategy", "auto", fmt::format("cannot run '{}' ({})", argv[0], std::strerror(spawned)));
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* sinks[2] = {&c.out, &c.err};
-  int open_pipes = 2;
-  while (open_pipes > 0) {
-    const auto left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0) {
-      c.timed_out = true;
-      kill(pid, SIGKILL);
-      break;
-    }
-    if (poll(fds, 2, static_cast<int>(std::min(left, 1.0) * 1000) + 1) < 0 && errno != EINTR) break;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      char buffer[4096];
-      const ssize_t n = read(fds[i].fd, buffer, sizeof buffer);
-      if (n > 0) {
-        sinks[i]->append(buffer, static_cast<std::size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_pipes;
-      }
-    }
-  }
-  for (pollfd& f : fds)
-    if (f.fd >= 0) close(f.fd);
-  while (waitpid(pid, &c.status, 0) < 0 && errno == EINTR) {
-  }
-  return c;
-}
-
-std::string last_lines(const std::string& text, std::size_t lines) {
-  std::size_t at = text.size();
-  while (at > 0 && (text[at - 1] == '\n')) --at;
-  const std::size_t end = at;
-  for (std::size_t n = 0; at > 0 && n < lines; --at)
-    if (text[at - 1] == '\n' && ++n == lines) break;
-  return text.substr(at, end - at);
-}
 
 }  // namespace
 
@@ -186,17 +106,20 @@ const train::StrategyProfile& AutoStrategy::profile(const std::string& program, 
     if (!saved.is_discarded() && saved.value("command", "") == key)
       return profiles_[key] = train::StrategyProfile::from_json(saved["profile"], file.string());
   }
-  const Captured run = run_captured(argv, kProfileTimeoutS);
+  trial::CommandOutput run;
+  try {
+    run = trial::run_command(argv, kProfileTimeoutS);
+  } catch (const Error& e) {
+    throw OptionError("strategy", "auto", fmt::format("measuring the strategy profile failed: {}", e.what()));
+  }
   std::string line;
   for (std::size_t at = run.out.find(kProfileLine); at != std::string::npos; at = run.out.find(kProfileLine, at + 1))
     if (at == 0 || run.out[at - 1] == '\n') line = run.out.substr(at + std::strlen(kProfileLine), run.out.find('\n', at) - at - std::strlen(kProfileLine));
-  if (run.timed_out || !WIFEXITED(run.status) || WEXITSTATUS(run.status) != 0 || line.empty())
+  if (!run.ok() || line.empty())
     throw OptionError("strategy", "auto",
                       fmt::format("measuring the strategy profile failed ({}): {}\n{}", key,
-                                  run.timed_out ? fmt::format("no result in {:.0f} s", kProfileTimeoutS)
-                                  : WIFEXITED(run.status) ? fmt::format("exit code {}", WEXITSTATUS(run.status))
-                                                          : "killed by a signal",
-                                  last_lines(run.err, 5)));
+                                  run.ok() ? "no profile line" : run.describe_end(kProfileTimeoutS),
+                                  trial::last_lines(run.err, 5)));
   const nlohmann::json json = nlohmann::json::parse(line, nullptr, false);
   train::StrategyProfile measured = train::StrategyProfile::from_json(json, key);
   std::filesystem::create_directories(profiles_dir_);

@@ -21,8 +21,12 @@ constexpr std::string_view kPrefix = "@paratune ";
 constexpr double kMiB = 1024.0 * 1024.0;
 
 // Out-of-memory messages of PyTorch, JAX/XLA and C++ allocators.
-constexpr std::array<std::string_view, 5> kOomMessages{"CUDA out of memory", "OutOfMemoryError", "std::bad_alloc",
-                                                       "RESOURCE_EXHAUSTED", "HIP out of memory"};
+// The last two are Slurm's (slurmstepd with jobacct_gather's OverMemoryKill, and with cgroups).
+constexpr std::array<std::string_view, 7> kOomMessages{"CUDA out of memory", "OutOfMemoryError", "std::bad_alloc",
+                                                       "RESOURCE_EXHAUSTED", "HIP out of memory",
+                                                       "Exceeded job memory limit", "oom_kill event"};
+// A "started" line's location is stored with the trial: a line, not a log.
+constexpr std::size_t kMaxLocationBytes = 200;
 
 // The number that follows `key` in `line` (spaces allowed between), if any.
 std::optional<double> number_after(std::string_view line, std::string_view key) {
@@ -144,7 +148,26 @@ LineReport OutputParser::parse_protocol(std::string_view text) {
     r.checkpoint_step = j["checkpoint_step"].get<std::int64_t>();
     return r;
   }
-  return malformed("none of step_time_s, peak_memory_bytes, metric, oom, checkpoint_step, diverged");
+  for (const char* key : {"queued", "started"})
+    if (j.contains(key)) {
+      if (auto extra = keys_are({key})) return malformed(fmt::format("unknown key '{}'", *extra));
+      if (!j[key].is_string() || j[key].get<std::string>().empty() || j[key].get<std::string>().size() > kMaxLocationBytes)
+        return malformed(fmt::format("'{}' must be a non-empty string of at most {} bytes (where)", key, kMaxLocationBytes));
+      r.kind = std::string_view(key) == "queued" ? LineReport::Kind::kQueued : LineReport::Kind::kStarted;
+      r.location = j[key].get<std::string>();
+      return r;
+    }
+  if (j.contains("ended")) {
+    if (auto extra = keys_are({"ended", "reason"})) return malformed(fmt::format("unknown key '{}'", *extra));
+    const auto& status = j["ended"];
+    if (!status.is_string() || (status != "oom" && status != "timeout" && status != "failed" && status != "interrupted"))
+      return malformed("'ended' must be one of oom, timeout, failed, interrupted");
+    if (j.contains("reason") && !j["reason"].is_string()) return malformed("'reason' must be a string");
+    r.kind = LineReport::Kind::kEnded;
+    r.ended = {status.get<std::string>(), j.value("reason", std::string())};
+    return r;
+  }
+  return malformed("none of step_time_s, peak_memory_bytes, metric, oom, checkpoint_step, diverged, queued, started, ended");
 }
 
 // A step from a log line: a plausible time, and a step number that is a whole number from 0 to
@@ -246,6 +269,14 @@ LineReport OutputParser::feed(std::string_view line) {
       if (output_.malformed_lines++ == 0) output_.first_malformed = r.problem;
       break;
     case LineReport::Kind::kCheckpoint: output_.checkpoint_step = r.checkpoint_step; break;
+    case LineReport::Kind::kQueued: output_.queued = true; break;
+    case LineReport::Kind::kStarted:
+      output_.location = r.location;
+      output_.queued = false;
+      break;
+    case LineReport::Kind::kEnded:
+      if (!output_.ended) output_.ended = r.ended;
+      break;
     case LineReport::Kind::kNothing: break;
   }
   return r;

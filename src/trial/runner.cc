@@ -533,6 +533,12 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
           if (line.find_first_not_of(" \t\r") != std::string_view::npos) s->last_line = std::string(line.substr(0, 300));
           const LineReport r = p->parser.feed(line);
           begin = newline + (newline < s->pending.size() && s->pending[newline] == '\n' ? 1 : 0);
+          if (r.kind == LineReport::Kind::kStarted) {
+            // A wrapping backend's trial left its queue: its limits count from here.
+            p->location = r.location;
+            p->started = p->last_progress = Clock::now();
+            p->started_unix_s = unix_now();
+          }
           if (r.kind != LineReport::Kind::kStep || p->stopped) continue;
           p->last_progress = Clock::now();
           const TrialOutput& so_far = p->parser.output();
@@ -561,7 +567,8 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
           p.close_pidfd();
         }
       }
-      if (!p.stopped && !p.leader_exited) {
+      // A job waiting in a scheduler's queue is not running yet: its limits start when it does.
+      if (!p.stopped && !p.leader_exited && !p.parser.output().queued) {
         if (limits.timeout_s > 0 && seconds(now - p.started) > limits.timeout_s)
           p.stop(TrialStatus::kTimeout, fmt::format("ran past its wall-clock limit of {}", units::format_duration(limits.timeout_s)));
         else if (limits.hang_s > 0 && seconds(now - p.last_progress) > limits.hang_s)
@@ -608,6 +615,11 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
       if (WIFEXITED(p.wait_status)) r.exit_code = WEXITSTATUS(p.wait_status);
       if (WIFSIGNALED(p.wait_status)) r.exit_signal = WTERMSIG(p.wait_status);
       r.output = p.parser.output();
+      // A wrapping backend said how the trial ended: the wrapper's exit is not the program's.
+      if (r.output.ended) {
+        r.exit_code = -1;
+        r.exit_signal = 0;
+      }
       std::vector<double> times;
       for (const StepReport& s : r.output.steps) times.push_back(s.step_time_s);
       r.throughput = estimate_throughput(times);
@@ -631,6 +643,8 @@ namespace {
 std::pair<TrialStatus, std::string> classify(const TrialRunner::Process& p, const TrialLimits& limits, const Stream& err) {
   const TrialOutput& out = p.parser.output();
   if (!p.start_error.empty()) return {TrialStatus::kFailed, p.start_error};
+  // A wrapping backend's scheduler said how it ended (OUT_OF_MEMORY, TIMEOUT, NODE_FAIL, PREEMPTED).
+  if (out.ended) return {parse_trial_status(out.ended->status), out.ended->reason};
   if (out.oom) return {TrialStatus::kOom, out.oom_line.empty() ? "reported out of memory" : out.oom_line};
   const bool stopped_after_all_steps = p.stopped && p.stopped->first == TrialStatus::kCompleted;
   const bool signaled = WIFSIGNALED(p.wait_status);

@@ -4,7 +4,7 @@
 //                       [--crash-at K] [--hang-at K] [--oom-at K] [--garbage] [--no-steps]
 //                       [--ignore-sigterm] [--grandchild] [--megatron] [--exit-code C]
 //                       [--record FILE] [--log-run FILE] [--behave NAME] [--tick FILE]
-//                       [--escape FILE] [--escape-bare] [args...]
+//                       [--escape FILE] [--escape-bare] [--allocate-mb M] [args...]
 //
 // N defaults to $PARATUNE_MAX_STEPS (else 5). Step k (1-based) sleeps S seconds (the first one
 // S + warmup) and reports it. --crash-at K exits with code 3 before step K; --hang-at K sleeps
@@ -22,6 +22,8 @@
 // second fork, so it is reparented), lets go of the output pipes, writes its pid to FILE and
 // sleeps for ever (ignoring SIGTERM with --ignore-sigterm); with --escape-bare it also execs
 // /bin/sleep with an empty environment, so nothing but a cgroup can tell it was the trial's.
+// --allocate-mb M allocates and touches M MiB, 10 MiB every 20 ms, before its first step (a real
+// out-of-memory for a scheduler's memory limit).
 #include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,7 +46,7 @@ void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<doubl
 int main(int argc, char** argv) {
   int steps = std::getenv("PARATUNE_MAX_STEPS") ? std::atoi(std::getenv("PARATUNE_MAX_STEPS")) : 5;
   double step_time = 0.01, warmup = 0, peak = -1;
-  int crash_at = -1, hang_at = -1, oom_at = -1, exit_code = 0;
+  int crash_at = -1, hang_at = -1, oom_at = -1, exit_code = 0, allocate_mb = 0;
   bool garbage = false, no_steps = false, ignore_term = false, grandchild = false, megatron = false;
   std::string record, log_run, escape;
   bool escape_bare = false;
@@ -68,6 +70,7 @@ int main(int argc, char** argv) {
     else if (a == "--log-run") log_run = next();
     else if (a == "--escape") escape = next();
     else if (a == "--escape-bare") escape_bare = true;
+    else if (a == "--allocate-mb") allocate_mb = std::stoi(next());
     else if (a == "--tick") {
       std::string file = next();  // TRIAL_DIR: $PARATUNE_TRIAL_DIR/ticks
       if (file == "TRIAL_DIR" && std::getenv("PARATUNE_TRIAL_DIR")) file = std::string(std::getenv("PARATUNE_TRIAL_DIR")) + "/ticks";
@@ -134,6 +137,11 @@ int main(int argc, char** argv) {
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::printf("fake trial starting, %d steps\n", steps);
+  std::vector<std::vector<char>> held;
+  for (int mb = 0; mb < allocate_mb; mb += 10) {
+    held.emplace_back(std::size_t{10} << 20, 'x');
+    sleep_s(0.02);
+  }
   if (peak >= 0) std::printf("@paratune {\"peak_memory_bytes\": %.0f}\n", peak);
   for (int k = 1; k <= steps; ++k) {
     if (k == crash_at) {

@@ -37,6 +37,31 @@ TEST(Protocol, ParsesEveryReportKind) {
   EXPECT_EQ(out.malformed_lines, 0);
 }
 
+// What a wrapping backend (the Slurm watcher) says: queued, started where, and ended how.
+TEST(Protocol, WrappingBackendLines) {
+  OutputParser p;
+  EXPECT_EQ(p.feed(R"j(@paratune {"queued": "slurm job 4 (PENDING: Resources)"})j").kind, Kind::kQueued);
+  EXPECT_TRUE(p.output().queued);
+  const LineReport started = p.feed(R"(@paratune {"started": "slurm job 4 on node7"})");
+  ASSERT_EQ(started.kind, Kind::kStarted);
+  EXPECT_FALSE(p.output().queued);
+  EXPECT_EQ(p.output().location, "slurm job 4 on node7");
+  EXPECT_FALSE(p.output().ended);
+  EXPECT_EQ(p.feed(R"(@paratune {"ended": "timeout", "reason": "Slurm: TIMEOUT"})").kind, Kind::kEnded);
+  p.feed(R"(@paratune {"ended": "oom"})");  // the first end counts
+  ASSERT_TRUE(p.output().ended);
+  EXPECT_EQ(p.output().ended->status, "timeout");
+  EXPECT_EQ(p.output().ended->reason, "Slurm: TIMEOUT");
+  for (const char* bad : {R"(@paratune {"ended": "completed"})", R"(@paratune {"ended": "oom", "why": "x"})",
+                          R"(@paratune {"started": ""})", R"(@paratune {"queued": 3})", R"(@paratune {"ended": "failed", "reason": 1})"})
+    EXPECT_EQ(p.feed(bad).kind, Kind::kMalformed) << bad;
+  EXPECT_EQ(p.feed(R"(@paratune {"started": ")" + std::string(201, 'x') + "\"}").kind, Kind::kMalformed);
+  EXPECT_EQ(p.feed("@paratune {\"started\": \"" + std::string(201, 'x') + "\"}").kind, Kind::kMalformed);
+  // Slurm's own out-of-memory messages.
+  EXPECT_EQ(p.feed("slurmstepd: error: Exceeded job memory limit").kind, Kind::kOom);
+  EXPECT_EQ(p.feed("slurmstepd: error: Detected 1 oom_kill event in StepId=5.batch.").kind, Kind::kOom);
+}
+
 TEST(Protocol, MalformedLinesAreCountedAndIgnored) {
   OutputParser p;
   const char* bad[] = {
@@ -79,6 +104,7 @@ TEST(Protocol, FusedMembersMetricsAndDivergence) {
                           R"(@paratune {"member": "a", "diverged": "why"})", R"(@paratune {"diverged": "no member"})",
                           R"(@paratune {"member": 0, "diverged": 3})", R"(@paratune {"member": 0, "diverged": "x", "y": 1})"})
     EXPECT_EQ(p.feed(bad).kind, Kind::kMalformed) << bad;
+  EXPECT_EQ(p.feed(R"(@paratune {"started": ")" + std::string(201, 'x') + "\"}").kind, Kind::kMalformed);
   ASSERT_EQ(p.output().diverged.size(), 1u);
   EXPECT_EQ(p.output().metrics.size(), 2u);
   EXPECT_EQ(p.output().malformed_lines, 6);

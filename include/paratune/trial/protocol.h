@@ -16,6 +16,13 @@
 //   {"member": 2, "metric": "loss", "value": 2.31, "step": 7}
 //   {"member": 2, "diverged": "the train loss is nan at step 7"}
 // Its step lines and memory are the group's (one process).
+// A backend that runs the trial elsewhere through a local wrapper (the Slurm backend's
+// paratune-slurm-job, trial/slurm_job.h) says where and when the trial really started -- time in
+// a queue is not the trial's: its timeout and hang clocks start again here -- and how it ended
+// when the scheduler knows better than an exit code:
+//   {"queued": "slurm job 42 (Priority)"}                    waiting for resources: no limit runs
+//   {"started": "slurm job 42 on node7"}                     where it runs (stored with the trial)
+//   {"ended": "oom", "reason": "Slurm: OUT_OF_MEMORY"}        one of oom, timeout, failed, interrupted
 // Built in besides: Megatron-LM's "elapsed time per iteration (ms): X" (with "iteration N/" for the
 // step number) and its memory report ("max reserved: X" in MB, else "max allocated"), a
 // `step_time_regex` (RE2 syntax: linear time, no recursion, so no trial line can exhaust the stack;
@@ -72,14 +79,25 @@ struct MemberDivergence {
   std::string reason;
 };
 
+// How a wrapping backend saw the trial end (the "ended" protocol line): `status` is one of "oom",
+// "timeout", "failed", "interrupted" (trial::TrialStatus names), `reason` one line.
+struct BackendEnd {
+  std::string status;
+  std::string reason;
+};
+
 // What one line carried (at most one kind of report per line).
 struct LineReport {
-  enum class Kind { kNothing, kStep, kPeakMemory, kMetric, kOom, kCheckpoint, kDiverged, kMalformed } kind = Kind::kNothing;
+  enum class Kind {
+    kNothing, kStep, kPeakMemory, kMetric, kOom, kCheckpoint, kDiverged, kQueued, kStarted, kEnded, kMalformed
+  } kind = Kind::kNothing;
   StepReport step;
   double peak_memory_bytes = 0;
   MetricReport metric;
   std::int64_t checkpoint_step = 0;
   MemberDivergence diverged;
+  std::string location;  // kQueued, kStarted
+  BackendEnd ended;      // kEnded
   std::string problem;  // kMalformed: what was wrong
 };
 
@@ -97,6 +115,9 @@ struct TrialOutput {
   std::string oom_line;               // the first line that said so
   std::optional<std::int64_t> checkpoint_step;  // the last checkpoint the trial said it saved
   std::vector<MemberDivergence> diverged;       // fused members that diverged, in order
+  std::string location;                         // the last "started" line's; empty: none
+  bool queued = false;                          // a "queued" line came, and no "started" line since
+  std::optional<BackendEnd> ended;              // the first "ended" line's
   std::int64_t lines = 0;
   std::int64_t malformed_lines = 0;
   std::string first_malformed;        // the first malformed protocol line's problem

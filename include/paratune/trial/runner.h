@@ -69,7 +69,8 @@ struct TrialResult {
   std::string id;
   TrialStatus status = TrialStatus::kFailed;
   std::string reason;         // one line: why it ended so (empty when completed)
-  int exit_code = -1;         // the leader's exit code, -1 if killed by a signal
+  int exit_code = -1;         // the leader's exit code, -1 if killed by a signal or if a wrapping
+                              // backend said how it ended (protocol "ended": no exit of its own)
   int exit_signal = 0;        // the signal that killed the leader, 0 if it exited
   int process_group = 0;      // its process group id (gone by the time the result exists)
   std::string location;       // where it ran, as the backend names it ("local", "ssh gpu-node-3", ...)
