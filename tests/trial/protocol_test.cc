@@ -56,7 +56,6 @@ TEST(Protocol, WrappingBackendLines) {
                           R"(@paratune {"started": ""})", R"(@paratune {"queued": 3})", R"(@paratune {"ended": "failed", "reason": 1})"})
     EXPECT_EQ(p.feed(bad).kind, Kind::kMalformed) << bad;
   EXPECT_EQ(p.feed(R"(@paratune {"started": ")" + std::string(201, 'x') + "\"}").kind, Kind::kMalformed);
-  EXPECT_EQ(p.feed("@paratune {\"started\": \"" + std::string(201, 'x') + "\"}").kind, Kind::kMalformed);
   // Slurm's own out-of-memory messages.
   EXPECT_EQ(p.feed("slurmstepd: error: Exceeded job memory limit").kind, Kind::kOom);
   EXPECT_EQ(p.feed("slurmstepd: error: Detected 1 oom_kill event in StepId=5.batch.").kind, Kind::kOom);
@@ -104,7 +103,6 @@ TEST(Protocol, FusedMembersMetricsAndDivergence) {
                           R"(@paratune {"member": "a", "diverged": "why"})", R"(@paratune {"diverged": "no member"})",
                           R"(@paratune {"member": 0, "diverged": 3})", R"(@paratune {"member": 0, "diverged": "x", "y": 1})"})
     EXPECT_EQ(p.feed(bad).kind, Kind::kMalformed) << bad;
-  EXPECT_EQ(p.feed(R"(@paratune {"started": ")" + std::string(201, 'x') + "\"}").kind, Kind::kMalformed);
   ASSERT_EQ(p.output().diverged.size(), 1u);
   EXPECT_EQ(p.output().metrics.size(), 2u);
   EXPECT_EQ(p.output().malformed_lines, 6);
