@@ -161,13 +161,13 @@ class Controller {
         continue;
       }
       if (const std::optional<Promotion> promotion = pruner_.promotion(records_)) {
-        if (runner_.free_slots() < ranks_of(options_, record(promotion->trial_number).config)) return;  // wait
+        if (!runner_.can_start(ranks_of(options_, record(promotion->trial_number).config))) return;  // wait
         promote(*promotion);
         ++summary.promotions;
         continue;
       }
       if (!held_ && !hold_next(stop)) break;
-      if (runner_.free_slots() < ranks_of(options_, held_->first)) return;  // wait: nothing overtakes it
+      if (!runner_.can_start(ranks_of(options_, held_->first))) return;  // wait: nothing overtakes it
       if (fuse_size_ == 0) {  // --fuse auto: measure on the first configuration, with nothing else running
         if (!runner_.idle()) return;
         probe_ = probe_fusion(space_, options_, backend_, held_->first, trials_dir_ / "fusion-probe", [this] {
