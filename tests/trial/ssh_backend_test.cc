@@ -285,7 +285,7 @@ TEST_F(SshTrials, CompletedTrialIsMeasuredLikeALocalOne) {
   EXPECT_GT(r.output.steps.front().step_time_s, 0.0);
   ASSERT_TRUE(r.output.peak_memory_bytes);
   EXPECT_EQ(*r.output.peak_memory_bytes, 1e9);
-  EXPECT_GT(r.throughput.mean_step_time_s, 0.0);
+  EXPECT_GT(r.throughput.steps_per_s, 0.0);
   // Logs streamed back over the connection, written here.
   EXPECT_NE(read_file(r.stdout_path).find("@paratune"), std::string::npos);
   const LocalBackend local(1);
@@ -302,7 +302,7 @@ TEST_F(SshTrials, HostileValuesArriveByteForByteAndNothingRuns) {
   args.insert(args.end(), kHostile.begin(), kHostile.end());
   TrialLaunch l = launch("hostile", args);
   l.dir = dir / "trial $(touch HOSTILE_MARK) 'q'";
-  l.params_json = R"({"choice":"$(touch HOSTILE_MARK)","q":"a'b;rm -rf ~"})";
+  l.params_json = R"json({"choice":"$(touch HOSTILE_MARK)","q":"a'b;rm -rf ~"})json";
   l.env = {{"PARATUNE_CHECKPOINT_DIR", "`touch HOSTILE_MARK`\n;x"}};
   l.max_steps = 2;
   l.slots = 1;
