@@ -97,7 +97,7 @@ std::string launch_token() {
 
 }  // namespace
 
-std::string shell_quote(std::string_view value) {
+std::string shell_single_quote(std::string_view value) {
   std::string out = "'";
   for (char c : value) {
     if (c == '\'') out += "'\\''";
@@ -222,17 +222,17 @@ LaunchCommand SshBackend::command_for(const TrialCommand& trial, const std::vect
     env.emplace_back("CUDA_VISIBLE_DEVICES", devices);
   }
   const int grace = std::max(1, static_cast<int>(std::ceil(trial.grace_s)));
-  std::string remote = "sh -c " + shell_quote(ssh_remote_wrapper()) + " paratune-ssh " + shell_quote(std::to_string(grace)) +
-                       " " + shell_quote(trial.dir.string()) + " " + shell_quote(launch_token());
+  std::string remote = "sh -c " + shell_single_quote(ssh_remote_wrapper()) + " paratune-ssh " + shell_single_quote(std::to_string(grace)) +
+                       " " + shell_single_quote(trial.dir.string()) + " " + shell_single_quote(launch_token());
   for (const auto& [name, value] : env) {
     if (!valid_env_name(name))
       throw Error(fmt::format("ssh backend: environment variable name '{}': must be letters, digits and '_', not "
                               "starting with a digit",
                               name));
-    remote += " " + shell_quote(name + "=" + value);
+    remote += " " + shell_single_quote(name + "=" + value);
   }
   remote += " --";
-  for (const std::string& arg : trial.argv) remote += " " + shell_quote(arg);
+  for (const std::string& arg : trial.argv) remote += " " + shell_single_quote(arg);
 
   LaunchCommand out;
   out.argv = {options_.program};

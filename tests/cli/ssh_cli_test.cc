@@ -59,8 +59,10 @@ TEST(SshCli, BackendFlagsAreCheckedBeforeAnyTrialRuns) {
   r = run(base + "--hosts " + (dir / "hosts.txt").string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--hosts: belongs to --backend ssh"), std::string::npos) << r.output;
-  r = run(base + "--backend ssh --hosts " + (dir / "hosts.txt").string() + " --ssh-option -oProxyCommand=x");
+  r = run(base + "--backend ssh --hosts " + (dir / "hosts.txt").string() + " --ssh-option=-oProxyCommand=x");
   EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--ssh-option '-oProxyCommand=x': an ssh option is given as NAME=VALUE"), std::string::npos)
+      << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir / "s.trials"));
 }
 

@@ -39,9 +39,9 @@ std::string read_file(const std::filesystem::path& path) {
   return s.str();
 }
 
-// What POSIX sh makes of `word`: printf's output of `printf '%s' WORD`, run by /bin/sh.
-std::string through_sh(const std::string& word) {
-  const std::string command = "printf '%s' " + word;
+// What POSIX sh makes of `words`: the output of `printf WORDS`, run by /bin/sh.
+std::string through_sh(const std::string& words) {
+  const std::string command = "printf " + words;
   int fds[2];
   if (::pipe(fds) != 0) return "<pipe failed>";
   const pid_t child = ::fork();
@@ -75,17 +75,17 @@ const std::vector<std::string> kHostile = {"a'b",
                                            "-n",
                                            " lead and trail "};
 
-TEST(ShellQuote, EveryValueArrivesByteForByte) {
-  EXPECT_EQ(shell_quote(""), "''");
-  EXPECT_EQ(shell_quote("abc"), "'abc'");
-  EXPECT_EQ(shell_quote("a'b"), "'a'\\''b'");
+TEST(ShellSingleQuote, EveryValueArrivesByteForByte) {
+  EXPECT_EQ(shell_single_quote(""), "''");
+  EXPECT_EQ(shell_single_quote("abc"), "'abc'");
+  EXPECT_EQ(shell_single_quote("a'b"), "'a'\\''b'");
   const std::filesystem::path dir = fresh_dir("quote");
   const std::filesystem::path cwd = std::filesystem::current_path();
   std::filesystem::current_path(dir);
-  for (const std::string& value : kHostile) EXPECT_EQ(through_sh(shell_quote(value)), value) << value;
+  for (const std::string& value : kHostile) EXPECT_EQ(through_sh("'%s' " + shell_single_quote(value)), value) << value;
   // Several words in one string, as ssh joins them: each stays one word.
   std::string joined;
-  for (const std::string& value : kHostile) joined += " " + shell_quote(value);
+  for (const std::string& value : kHostile) joined += " " + shell_single_quote(value);
   std::string expected;
   for (const std::string& value : kHostile) expected += "[" + value + "]";
   EXPECT_EQ(through_sh("'[%s]'" + joined), expected);
@@ -187,7 +187,7 @@ TEST(SshBackendCommand, ExitCode255IsTheConnectionUnlessTheProgramSaidSo) {
 
 // ---- Over a real sshd. ----
 
-// Live processes (not zombies) whose environment holds `needle` ("PARATUNE_TRIAL_DIR=/...").
+// Live processes (not zombies: their environment reads empty) whose environment holds `needle` ("PARATUNE_TRIAL_DIR=/...").
 std::vector<pid_t> processes_with(const std::string& needle) {
   std::vector<pid_t> found;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
@@ -230,7 +230,14 @@ bool remote_gone_within(const std::filesystem::path& dir, double seconds) {
   return true;
 }
 
-bool pid_gone(pid_t pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
+// Gone, or a zombie (killed, and its new parent -- init here -- has not reaped it yet).
+bool pid_gone(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(stat, text)) return true;
+  const std::size_t close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'Z';
+}
 
 class SshTrials : public ::testing::Test {
  protected:

@@ -13,8 +13,9 @@
 // found by a variable only they carry (PARATUNE_SSH_TRIAL, in /proc/*/environ on Linux hosts) and
 // stopped with it; one that also clears its environment is not (the README says so).
 //
-// Every argument and environment value reaches the remote shell single-quoted (shell_quote), the
-// only quoting POSIX sh applies no expansion inside: values arrive byte for byte.
+// Every argument and environment value reaches the remote shell single-quoted (shell_single_quote), the
+// only quoting POSIX sh applies no expansion inside: values arrive byte for byte. (trial/command.h's
+// shell_quote is for display: it leaves plain words bare.)
 //
 // Hosts file: one host per line as `ssh` accepts it (`host`, `user@host`, a ~/.ssh/config alias,
 // `ssh://user@host:port`), optionally followed by `slots=N` (default 1) and `slot-devices=0,1;2,3`
@@ -44,7 +45,7 @@ std::vector<SshHost> parse_hosts(std::string_view text, const std::string& sourc
 
 // `value` as one word for a POSIX shell: 'value', each ' written as '\''. Any bytes (newlines,
 // non-UTF-8) pass unchanged; the empty string is ''.
-std::string shell_quote(std::string_view value);
+std::string shell_single_quote(std::string_view value);
 
 // The remote wrapper (POSIX sh), run as `sh -c WRAPPER paratune-ssh GRACE DIR TOKEN NAME=VALUE...
 // -- ARGV...`. Exit status: the program's (128 + N if a signal N killed it); 126 if the directory
