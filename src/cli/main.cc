@@ -1157,11 +1157,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->transform(whole_number(1, kIntMax));
   tune_cmd->add_option("--memory-limit", tune_flags.memory_limit, "a measured peak above it is infeasible, e.g. 80GiB");
-  tune_cmd->add_option("--parallel", tune_flags.parallel, "trials at once")
+  tune_cmd->add_option("--parallel", tune_flags.parallel, "--backend local: trials at once")
       ->capture_default_str()
       ->transform(whole_number(1, kMaxHostSlots));
   tune_cmd->add_option("--slots", tune_flags.slots,
-                       "slots of this host trials are packed onto (cores or GPUs; the newer name of --parallel)")
+                       "--backend local: slots of this host trials are packed onto (cores or GPUs; the newer name of --parallel)")
       ->transform(whole_number(1, kMaxHostSlots));
   tune_cmd->add_option("--trial-ranks", tune_flags.trial_ranks,
                        "hyperparameter studies: slots each trial takes, {ranks} (a space parameter 'ranks' overrides)")
@@ -1172,9 +1172,9 @@ int main(int argc, char** argv) {
                        "gpipe | dp+gpipe | auto (paratune-train trials: the fastest by paratune's cost model, per "
                        "trial)");
   tune_cmd->add_option("--slot-devices", tune_flags.slot_devices,
-                       "CUDA_VISIBLE_DEVICES per slot, e.g. \"0,1;2,3\" (one entry per slot)");
+                       "--backend local: CUDA_VISIBLE_DEVICES per slot, e.g. \"0,1;2,3\" (one entry per slot)");
   tune_cmd->add_option("--slot-cpus", tune_flags.slot_cpus,
-                       "CPUs per slot, e.g. \"0;1\" or \"0-3;4-7\": a trial runs on its slots' CPUs only");
+                       "--backend local: CPUs per slot, e.g. \"0;1\" or \"0-3;4-7\": a trial runs on its slots' CPUs only");
   tune_cmd->add_option("--backend", tune_flags.backend,
                        "where trials run: local (this host; --slots, --slot-devices, --slot-cpus) or ssh (the hosts "
                        "of --hosts, one ssh connection per trial); slurm is not supported yet")
