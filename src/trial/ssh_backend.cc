@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <random>
 
 #include "paratune/spec/error.h"
