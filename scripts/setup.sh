@@ -19,6 +19,8 @@ PACKAGES=(
   libopenblas0-openmp  # libtorch's BLAS: OpenBLAS (OpenMP, so it follows torch's thread count) instead of the 10x slower reference BLAS
   fortunes  # paratune-train's text corpus (byte-level language model)
   bsdutils  # script(1): a test runs `paratune calibrate` on a pseudo-terminal
+  openssh-server openssh-client  # the SSH backend's tests start their own sshd (tests/support/ssh_server.h)
+  slurmctld slurmd slurm-client munge  # the Slurm backend; its tests start a one-node cluster (tests/support/slurm_cluster.h)
 )
 
 missing=()

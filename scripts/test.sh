@@ -37,6 +37,10 @@ part() {
   current=""
 }
 
+# The servers the tests start themselves (sshd for the SSH backend) must start here: a test that
+# cannot start one fails instead of skipping.
+export PARATUNE_REQUIRE_SERVERS=1
+
 part "setup (apt)" bash scripts/setup.sh
 part "build (Release, -Werror)" bash scripts/build.sh -DPARATUNE_WERROR=ON
 part "ASan+UBSan build and suite" bash scripts/sanitize.sh

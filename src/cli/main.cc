@@ -50,6 +50,7 @@
 #include "paratune/store/study_store.h"
 #include "paratune/trial/command.h"
 #include "paratune/trial/runner.h"
+#include "paratune/trial/ssh_backend.h"
 #include "paratune/tune/bayes.h"
 #include "paratune/tune/derived_space.h"
 #include "paratune/tune/study.h"
@@ -403,6 +404,10 @@ struct TuneFlags {
   std::string strategy;
   std::string slot_devices;
   std::string slot_cpus;
+  std::string backend = "local";  // local | ssh (slurm: not yet)
+  std::string hosts;              // --backend ssh: the hosts file
+  std::vector<std::string> ssh_options;
+  std::string ssh_config;
   std::string step_time_regex;
   int min_steps = 5;
   int initial = 4;
@@ -515,27 +520,48 @@ trial::TrialLimits limits_from(const TuneFlags& f) {
   return limits;
 }
 
+// "4 slot(s)", "6 slot(s) on 2 hosts over ssh": for the line a study starts with.
+std::string slots_line(const trial::Backend& backend) {
+  if (const auto* ssh = dynamic_cast<const trial::SshBackend*>(&backend))
+    return fmt::format("{} slot(s) on {} host(s) over ssh", backend.slots(), ssh->hosts().size());
+  return fmt::format("{} slot(s)", backend.slots());
+}
+
+// A flag that would do nothing in this study is refused rather than ignored.
+void refuse_flags(const TuneFlags& f, const std::vector<std::string>& flags, const std::string& why) {
+  for (const std::string& flag : flags)
+    if (f.given.contains(flag)) throw Error(fmt::format("{}: {}", flag, why));
+}
+
 std::filesystem::path trials_dir_from(const TuneFlags& f) {
   return f.trials_dir.empty() ? std::filesystem::path(f.study_path).replace_extension(".trials")
                               : std::filesystem::path(f.trials_dir);
 }
 
-trial::LocalBackend backend_from(const TuneFlags& f) {
+std::unique_ptr<trial::Backend> backend_from(const TuneFlags& f) {
+  if (f.backend == "slurm")
+    throw Error("--backend slurm: not supported yet; use local (this host) or ssh (--hosts FILE)");
+  if (f.backend == "ssh") {
+    refuse_flags(f, {"--parallel", "--slots", "--slot-devices", "--slot-cpus"},
+                 "belongs to --backend local; with --backend ssh the hosts file gives each host's slots= and "
+                 "slot-devices=");
+    if (f.hosts.empty()) throw Error("--backend ssh: needs --hosts FILE (one host per line: host [slots=N] [slot-devices=LIST])");
+    trial::SshOptions options;
+    options.options = f.ssh_options;
+    options.config_file = f.ssh_config;
+    return std::make_unique<trial::SshBackend>(trial::parse_hosts_file(f.hosts), options);
+  }
+  refuse_flags(f, {"--hosts", "--ssh-option", "--ssh-config"}, "belongs to --backend ssh");
   if (f.slots && f.given.contains("--parallel"))
     throw Error("--slots and --parallel: give one (--slots is the newer name: the slots trials are packed onto)");
   std::vector<std::string> slot_devices;
   if (!f.slot_devices.empty()) slot_devices = trial::parse_slot_devices(f.slot_devices);
   std::vector<std::vector<int>> slot_cpus;
   if (!f.slot_cpus.empty()) slot_cpus = trial::parse_slot_cpus(f.slot_cpus);
-  return trial::LocalBackend(f.slots.value_or(f.parallel), slot_devices, slot_cpus);
+  return std::make_unique<trial::LocalBackend>(f.slots.value_or(f.parallel), slot_devices, slot_cpus);
 }
 
 // `paratune tune` for training hyperparameters: a sampler, a pruner and a metric objective.
-// A flag that would do nothing in this study is refused rather than ignored.
-void refuse_flags(const TuneFlags& f, const std::vector<std::string>& flags, const std::string& why) {
-  for (const std::string& flag : flags)
-    if (f.given.contains(flag)) throw Error(fmt::format("{}: {}", flag, why));
-}
 
 int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   refuse_flags(f, {"--min-steps", "--seed-from-plan", "--no-seed-from-plan"},
@@ -586,7 +612,8 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
     options.fuse = size;
   }
   hpo::validate(options);
-  const trial::LocalBackend backend = backend_from(f);
+  const std::unique_ptr<trial::Backend> backend_ptr = backend_from(f);
+  const trial::Backend& backend = *backend_ptr;
 
   hpo::SamplerKind kind{};
   try {
@@ -625,9 +652,9 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   store::StudyStore store(f.study_path);
 
   std::cerr << fmt::format("paratune tune: {} hyperparameters, {} sampler, {} pruner, objective {} ({}), up to {} "
-                           "steps per trial, {} slot(s), {} per trial{}; study {} ('{}'), trials in {}\n",
+                           "steps per trial, {}, {} per trial{}; study {} ('{}'), trials in {}\n",
                            space.size(), sampler->name(), pruner->name(), options.objective,
-                           hpo::to_string(options.direction), options.steps, backend.slots(), options.trial_ranks,
+                           hpo::to_string(options.direction), options.steps, slots_line(backend), options.trial_ranks,
                            options.strategy.empty() ? "" : " (" + options.strategy + ")", f.study_path, options.name,
                            options.trials_dir.string());
   install_stop_handlers();
@@ -753,7 +780,8 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   options.step_time_regex = f.step_time_regex;
   options.trials_dir = trials_dir_from(f);
   tune::validate(options);
-  const trial::LocalBackend backend = backend_from(f);
+  const std::unique_ptr<trial::Backend> backend_ptr = backend_from(f);
+  const trial::Backend& backend = *backend_ptr;
   tune::Algorithm algo{};
   try {
     algo = tune::parse_algorithm(f.algo);
@@ -813,13 +841,13 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   store::StudyStore store(f.study_path);
 
   const std::uint64_t valid = space.enumerate().size();
-  std::cerr << fmt::format("paratune tune: {} valid points{}, {} search{}, {} steps per trial, {} slot(s); study {} "
+  std::cerr << fmt::format("paratune tune: {} valid points{}, {} search{}, {} steps per trial, {}; study {} "
                            "('{}'), trials in {}\n",
                            valid,
                            derived ? fmt::format(" (of {} configurations, the rest predicted not to fit)",
                                                  derived_space->candidates)
                                    : fmt::format(" of {} combinations", space.cartesian_size()),
-                           f.algo, prior_line, options.steps, backend.slots(), f.study_path, options.name, options.trials_dir.string());
+                           f.algo, prior_line, options.steps, slots_line(backend), f.study_path, options.name, options.trials_dir.string());
   install_stop_handlers();
   tune::StudySummary summary;
   {
@@ -1129,11 +1157,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->transform(whole_number(1, kIntMax));
   tune_cmd->add_option("--memory-limit", tune_flags.memory_limit, "a measured peak above it is infeasible, e.g. 80GiB");
-  tune_cmd->add_option("--parallel", tune_flags.parallel, "trials at once")
+  tune_cmd->add_option("--parallel", tune_flags.parallel, "--backend local: trials at once")
       ->capture_default_str()
       ->transform(whole_number(1, kMaxHostSlots));
   tune_cmd->add_option("--slots", tune_flags.slots,
-                       "slots of this host trials are packed onto (cores or GPUs; the newer name of --parallel)")
+                       "--backend local: slots of this host trials are packed onto (cores or GPUs; the newer name of --parallel)")
       ->transform(whole_number(1, kMaxHostSlots));
   tune_cmd->add_option("--trial-ranks", tune_flags.trial_ranks,
                        "hyperparameter studies: slots each trial takes, {ranks} (a space parameter 'ranks' overrides)")
@@ -1144,9 +1172,22 @@ int main(int argc, char** argv) {
                        "gpipe | dp+gpipe | auto (paratune-train trials: the fastest by paratune's cost model, per "
                        "trial)");
   tune_cmd->add_option("--slot-devices", tune_flags.slot_devices,
-                       "CUDA_VISIBLE_DEVICES per slot, e.g. \"0,1;2,3\" (one entry per slot)");
+                       "--backend local: CUDA_VISIBLE_DEVICES per slot, e.g. \"0,1;2,3\" (one entry per slot)");
   tune_cmd->add_option("--slot-cpus", tune_flags.slot_cpus,
-                       "CPUs per slot, e.g. \"0;1\" or \"0-3;4-7\": a trial runs on its slots' CPUs only");
+                       "--backend local: CPUs per slot, e.g. \"0;1\" or \"0-3;4-7\": a trial runs on its slots' CPUs only");
+  tune_cmd->add_option("--backend", tune_flags.backend,
+                       "where trials run: local (this host; --slots, --slot-devices, --slot-cpus) or ssh (the hosts "
+                       "of --hosts, one ssh connection per trial); slurm is not supported yet")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"local", "ssh", "slurm"}));
+  tune_cmd->add_option("--hosts", tune_flags.hosts,
+                       "--backend ssh: hosts file, one host per line as ssh takes it (host, user@host, a ~/.ssh/config "
+                       "alias), optionally slots=N and slot-devices=\"0,1;2,3\"; '#' comments");
+  tune_cmd->add_option("--ssh-option", tune_flags.ssh_options,
+                       "--backend ssh: an ssh option NAME=VALUE, passed as -o (repeatable); BatchMode=yes is always "
+                       "set");
+  tune_cmd->add_option("--ssh-config", tune_flags.ssh_config,
+                       "--backend ssh: ssh configuration file, passed as -F (default: ssh's own, ~/.ssh/config)");
   tune_cmd->add_option("--timeout", tune_flags.timeout, "wall-clock limit per trial, e.g. 10m");
   tune_cmd->add_option("--hang", tune_flags.hang, "stop a trial with no new step for this long, e.g. 2m");
   tune_cmd->add_option("--grace", tune_flags.grace, "SIGTERM to SIGKILL delay when stopping a trial")

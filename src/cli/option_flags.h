@@ -24,9 +24,9 @@ struct OptionFlag {
   std::string_view flags;
 };
 
-inline constexpr std::array<OptionFlag, 16> kOptionFlags{{
+inline constexpr std::array<OptionFlag, 17> kOptionFlags{{
     // tune: tune::StudyOptions, hpo::HpoOptions (trial::TrialLimits in `limits`), tune::BayesOptions,
-    // hpo::PrunerOptions, trial::LocalBackend's arguments.
+    // hpo::PrunerOptions, trial::LocalBackend's arguments, trial::SshOptions.
     {"tune", "name", "--study-name"},
     {"tune", "budget_s", "--budget"},
     {"tune", "limits.timeout_s", "--timeout"},
@@ -40,6 +40,7 @@ inline constexpr std::array<OptionFlag, 16> kOptionFlags{{
     {"tune", "startup_trials", "--pruner-startup"},
     {"tune", "warmup_steps", "--pruner-warmup"},
     {"tune", "slots", "--parallel|--slots"},
+    {"tune", "ssh_options", "--ssh-option"},  // trial::SshOptions::options
     // harvest: hpo::HarvestOptions.
     {"harvest", "job_argv", "--job"},
     {"harvest", "trial_argv", "--trial"},

@@ -161,13 +161,13 @@ class Controller {
         continue;
       }
       if (const std::optional<Promotion> promotion = pruner_.promotion(records_)) {
-        if (runner_.free_slots() < ranks_of(options_, record(promotion->trial_number).config)) return;  // wait
+        if (!runner_.can_start(ranks_of(options_, record(promotion->trial_number).config))) return;  // wait
         promote(*promotion);
         ++summary.promotions;
         continue;
       }
       if (!held_ && !hold_next(stop)) break;
-      if (runner_.free_slots() < ranks_of(options_, held_->first)) return;  // wait: nothing overtakes it
+      if (!runner_.can_start(ranks_of(options_, held_->first))) return;  // wait: nothing overtakes it
       if (fuse_size_ == 0) {  // --fuse auto: measure on the first configuration, with nothing else running
         if (!runner_.idle()) return;
         probe_ = probe_fusion(space_, options_, backend_, held_->first, trials_dir_ / "fusion-probe", [this] {
@@ -257,11 +257,11 @@ class Controller {
     std::vector<store::StoredTrial> stored = store_.trials(study_, true);
     for (store::StoredTrial& t : stored)
       if (t.status == "running") {
-        summary.leftover_processes_killed += trial::kill_trial_processes(t.dir);
+        summary.leftover_processes_killed += backend_.clean_up_left_over(t.dir);
         // A fused group's member after the first: its process ran in the first member's directory.
         const nlohmann::json config = nlohmann::json::parse(t.config_json, nullptr, false);
         if (config.is_object() && config.contains("fused") && config["fused"].contains("dir"))
-          summary.leftover_processes_killed += trial::kill_trial_processes(config["fused"]["dir"].get<std::string>());
+          summary.leftover_processes_killed += backend_.clean_up_left_over(config["fused"]["dir"].get<std::string>());
         t.status = t.rung ? "pruned" : "interrupted";  // as mark_running_interrupted stores it
       }
     store_.mark_running_interrupted(study_);

@@ -55,9 +55,9 @@ RetrainResult retrain_best(const Space& space, const HpoOptions& options, const 
   });
   (void)number;
   trial::TrialRunner runner(backend, trial::ParserOptions{options.step_time_regex});
-  if (runner.free_slots() < launch.slots)
-    throw Error(fmt::format("retrain: the best configuration needs {} slots, the backend has {}", launch.slots,
-                            runner.free_slots()));
+  if (!runner.can_start(launch.slots))
+    throw Error(fmt::format("retrain: the best configuration needs {} slots, the backend gives a trial at most {}",
+                            launch.slots, backend.max_trial_slots()));
   runner.start(launch);
   for (bool stopping = false;;) {
     if (!stopping && stop_requested.load() != 0) {

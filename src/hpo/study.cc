@@ -180,20 +180,21 @@ void check_template_parameters(const Space& space, const HpoOptions& options) {
                                     p.name, p.when));
 }
 
-// Every trial must fit on the backend's slots, or the study would wait forever.
+// Every trial must fit on the backend's slots (over ssh: one host's), or the study would wait forever.
 void check_slots(const Space& space, const HpoOptions& options, const trial::Backend& backend) {
-  if (options.trial_ranks > backend.slots())
-    throw OptionError("trial_ranks", std::to_string(options.trial_ranks),
-                      fmt::format("more than the {} slots there are", backend.slots()));
+  const int most = backend.max_trial_slots();
+  const std::string where = most < backend.slots() ? fmt::format("{} slots of the largest host", most)
+                                                   : fmt::format("{} slots there are", most);
+  if (options.trial_ranks > most)
+    throw OptionError("trial_ranks", std::to_string(options.trial_ranks), fmt::format("more than the {}", where));
   const std::optional<std::size_t> ranks = space.index_of("ranks");
   if (!ranks) return;
   const ParamSpec& p = space.parameters()[*ranks];
-  const auto too_many = [&](double v) { return v < 1 || v > backend.slots(); };
+  const auto too_many = [&](double v) { return v < 1 || v > most; };
   bool bad = p.type == ParamType::kFloat || (p.type == ParamType::kInt && (too_many(p.low) || too_many(p.high)));
   for (const nlohmann::json& c : p.choices) bad = bad || !c.is_number_integer() || too_many(c.get<double>());
   if (bad)
-    throw Error(fmt::format("{}: parameters.ranks: each value must be an integer from 1 to the {} slots there are", space.source(),
-                            backend.slots()));
+    throw Error(fmt::format("{}: parameters.ranks: each value must be an integer from 1 to the {}", space.source(), where));
 }
 
 }  // namespace

@@ -225,8 +225,20 @@ int kill_trial_processes(const std::filesystem::path& dir) {
   return static_cast<int>(found.size());
 }
 
-LaunchCommand LocalBackend::command_for(const std::vector<std::string>& argv, const std::vector<int>& slots) const {
-  LaunchCommand out{argv, {}, {}, "local"};
+std::vector<int> Backend::place(const std::vector<char>& busy, int n) const {
+  std::vector<int> out;
+  for (int slot = 0; slot < static_cast<int>(busy.size()) && static_cast<int>(out.size()) < n; ++slot)
+    if (!busy[static_cast<std::size_t>(slot)]) out.push_back(slot);
+  if (n < 1 || static_cast<int>(out.size()) < n) out.clear();
+  return out;
+}
+
+int Backend::clean_up_left_over(const std::filesystem::path& dir) const { return kill_trial_processes(dir); }
+
+LaunchCommand LocalBackend::command_for(const TrialCommand& trial, const std::vector<int>& slots) const {
+  LaunchCommand out;
+  out.argv = trial.argv;
+  out.location = "local";
   if (!slot_devices_.empty()) {
     std::string devices;
     for (int slot : slots) devices += (devices.empty() ? "" : ",") + slot_devices_[static_cast<std::size_t>(slot)];
@@ -241,7 +253,8 @@ LaunchCommand LocalBackend::command_for(const std::vector<std::string>& argv, co
 struct TrialRunner::Process {
   TrialLaunch launch;
   std::vector<int> slots;
-  std::string location;  // the backend's name for where it runs (LaunchCommand::location)
+  LaunchCommand command;  // how it was launched (its location, stdin, where its processes are)
+  int stdin_fd = -1;      // the write end of its stdin (LaunchCommand::keep_stdin_open), else -1
   pid_t pid = -1;  // the leader; also the process group id
   int pidfd = -1;  // readable when the leader exits (Linux pidfd_open), so its end wakes poll() at once
   Stream out, err;
@@ -260,7 +273,10 @@ struct TrialRunner::Process {
   std::vector<pid_t> escaped;            // processes outside the group that were signalled
 
   explicit Process(const ParserOptions& options) : parser(options) {}
-  ~Process() { close_pidfd(); }
+  ~Process() {
+    close_pidfd();
+    close_stdin();
+  }
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
 
@@ -268,6 +284,16 @@ struct TrialRunner::Process {
     if (pidfd >= 0) ::close(pidfd);
     pidfd = -1;
   }
+  void close_stdin() {
+    if (stdin_fd >= 0) ::close(stdin_fd);
+    stdin_fd = -1;
+  }
+  // A launcher that stops the trial itself on end-of-file (ssh) gets its grace and this margin for
+  // it (the connection's round trips, the remote wrapper's 1 s polls) before SIGKILL here.
+  [[nodiscard]] double kill_after_s() const {
+    return launch.limits.grace_s + (command.keep_stdin_open ? kRemoteStopMargin_s : 0.0);
+  }
+  static constexpr double kRemoteStopMargin_s = 10;
 
   // Signals the trial's process group and the processes that left it (its cgroup's, or -- without
   // a cgroup, once the leader is gone -- those whose environment names the trial's directory).
@@ -275,7 +301,7 @@ struct TrialRunner::Process {
     if (pid > 0) ::kill(-pid, sig);
     if (cgroup) {
       cgroup->signal(sig, escaped);
-    } else if (leader_exited) {
+    } else if (leader_exited && command.find_by_environment) {
       for (pid_t other : processes_by_environment(launch.dir)) {
         ::kill(other, sig);
         escaped.push_back(other);
@@ -287,7 +313,7 @@ struct TrialRunner::Process {
   [[nodiscard]] bool anything_alive() const {
     if (group_alive()) return true;
     if (cgroup) return cgroup->populated();
-    return leader_exited && !processes_by_environment(launch.dir).empty();
+    return leader_exited && command.find_by_environment && !processes_by_environment(launch.dir).empty();
   }
   // Processes that left the group and were reparented to us (we are a subreaper) are ours to reap.
   // Never the leader (a cgroup's list holds it too): reaped here, its status would be lost and the
@@ -299,7 +325,9 @@ struct TrialRunner::Process {
   void stop(TrialStatus status, std::string reason) {
     if (!stopped) stopped.emplace(status, std::move(reason));
     if (!term_sent) {
-      signal_all(SIGTERM);
+      // A remote trial: end-of-file on its launcher's stdin, and the far side stops its group.
+      if (stdin_fd >= 0) close_stdin();
+      else signal_all(SIGTERM);
       term_sent = true;
       term_at = Clock::now();
     }
@@ -331,6 +359,7 @@ void TrialRunner::tell_watchdog(std::int32_t message) const {
 
 TrialRunner::~TrialRunner() {
   for (auto& p : processes_) {
+    p->close_stdin();
     p->signal_all(SIGKILL);
     if (p->pid > 0)
       while (::waitpid(-p->pid, nullptr, 0) > 0) {
@@ -355,12 +384,13 @@ int TrialRunner::free_slots() const {
 
 bool TrialRunner::idle() const { return processes_.empty(); }
 
+bool TrialRunner::can_start(int slots) const { return !backend_.place(slot_busy_, slots).empty(); }
+
 std::vector<int> TrialRunner::start(const TrialLaunch& launch) {
-  std::vector<int> slots;
-  for (int slot = 0; slot < static_cast<int>(slot_busy_.size()) && static_cast<int>(slots.size()) < launch.slots; ++slot)
-    if (!slot_busy_[static_cast<std::size_t>(slot)]) slots.push_back(slot);
-  if (launch.slots < 1 || static_cast<int>(slots.size()) < launch.slots)
-    throw Error(fmt::format("trial {}: needs {} free slots, {} are free", launch.id, launch.slots, free_slots()));
+  const std::vector<int> slots = backend_.place(slot_busy_, launch.slots);
+  if (slots.empty())
+    throw Error(fmt::format("trial {}: needs {} free slots{}, {} are free", launch.id, launch.slots,
+                            backend_.max_trial_slots() < backend_.slots() ? " on one host" : "", free_slots()));
   if (launch.argv.empty()) throw Error(fmt::format("trial {}: empty command", launch.id));
 
   auto p = std::make_unique<Process>(parser_options_);
@@ -376,8 +406,14 @@ std::vector<int> TrialRunner::start(const TrialLaunch& launch) {
   if (!p->out.log || !p->err.log) throw Error(fmt::format("trial {}: cannot write its logs in {}", launch.id, dir.string()));
 
   // Everything the child needs is built before fork(): after it, only async-signal-safe calls.
-  const LaunchCommand command = backend_.command_for(launch.argv, slots);
-  p->location = command.location;
+  TrialCommand trial{launch.argv, dir, {}, launch.limits.grace_s};
+  trial.env.emplace_back("PARATUNE_TRIAL_ID", launch.id);
+  trial.env.emplace_back("PARATUNE_TRIAL_DIR", dir.string());
+  trial.env.emplace_back("PARATUNE_PARAMS", launch.params_json);
+  if (launch.max_steps > 0) trial.env.emplace_back("PARATUNE_MAX_STEPS", std::to_string(launch.max_steps));
+  trial.env.insert(trial.env.end(), launch.env.begin(), launch.env.end());
+  const LaunchCommand command = backend_.command_for(trial, slots);
+  p->command = command;
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   for (int cpu : command.cpus)
@@ -391,11 +427,7 @@ std::vector<int> TrialRunner::start(const TrialLaunch& launch) {
     const std::string_view key = entry.substr(0, entry.find('='));
     if (std::find(overridden.begin(), overridden.end(), key) == overridden.end()) env_strings.emplace_back(entry);
   }
-  env_strings.push_back("PARATUNE_TRIAL_ID=" + launch.id);
-  env_strings.push_back("PARATUNE_TRIAL_DIR=" + dir.string());
-  env_strings.push_back("PARATUNE_PARAMS=" + launch.params_json);
-  if (launch.max_steps > 0) env_strings.push_back(fmt::format("PARATUNE_MAX_STEPS={}", launch.max_steps));
-  for (const auto& [key, value] : launch.env) env_strings.push_back(key + "=" + value);
+  for (const auto& [key, value] : trial.env) env_strings.push_back(key + "=" + value);
   for (const auto& [key, value] : command.env) env_strings.push_back(key + "=" + value);
   std::vector<char*> envp, argv;
   for (std::string& s : env_strings) envp.push_back(s.data());
@@ -406,8 +438,9 @@ std::vector<int> TrialRunner::start(const TrialLaunch& launch) {
 
   std::unique_ptr<TrialCgroup> cgroup = cgroups_->create();
   const int cgroup_procs_fd = cgroup ? cgroup->procs_fd() : -1;
-  int out_pipe[2], err_pipe[2], exec_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 || ::pipe2(exec_pipe, O_CLOEXEC) != 0)
+  int out_pipe[2], err_pipe[2], exec_pipe[2], in_pipe[2] = {-1, -1};
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 || ::pipe2(exec_pipe, O_CLOEXEC) != 0 ||
+      (command.keep_stdin_open && ::pipe2(in_pipe, O_CLOEXEC) != 0))
     throw Error(fmt::format("trial {}: pipe: {}", launch.id, std::strerror(errno)));
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
@@ -425,8 +458,8 @@ std::vector<int> TrialRunner::start(const TrialLaunch& launch) {
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT}) ::signal(sig, SIG_DFL);
-    const int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) ::dup2(devnull, 0);
+    const int input = in_pipe[0] >= 0 ? in_pipe[0] : ::open("/dev/null", O_RDONLY);
+    if (input >= 0) ::dup2(input, 0);
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);
     if (!command.cpus.empty()) ::sched_setaffinity(0, sizeof cpus, &cpus);
@@ -441,6 +474,10 @@ std::vector<int> TrialRunner::start(const TrialLaunch& launch) {
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
   ::close(exec_pipe[1]);
+  if (in_pipe[0] >= 0) ::close(in_pipe[0]);
+  // The write end (O_CLOEXEC: no other trial's process holds it open). Nothing is written to it;
+  // closing it is the stop signal.
+  p->stdin_fd = in_pipe[1];
   int exec_error = 0;
   ssize_t got;
   do got = ::read(exec_pipe[0], &exec_error, sizeof exec_error);
@@ -480,7 +517,7 @@ namespace {
 
 // How a trial that was not stopped by paratune ended.
 std::pair<TrialStatus, std::string> classify(const TrialRunner::Process& p, const TrialLimits& limits,
-                                             const Stream& err);
+                                             const Stream& err, const Backend& backend);
 
 }  // namespace
 
@@ -535,7 +572,7 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
           begin = newline + (newline < s->pending.size() && s->pending[newline] == '\n' ? 1 : 0);
           if (r.kind == LineReport::Kind::kStarted) {
             // A wrapping backend's trial left its queue: its limits count from here.
-            p->location = r.location;
+            p->command.location = r.location;
             p->started = p->last_progress = Clock::now();
             p->started_unix_s = unix_now();
           }
@@ -583,7 +620,7 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
         p.term_sent = true;
         p.term_at = now;
       }
-      if (p.term_sent && !p.kill_sent && alive && seconds(now - p.term_at) > limits.grace_s) {
+      if (p.term_sent && !p.kill_sent && alive && seconds(now - p.term_at) > p.kill_after_s()) {
         p.signal_all(SIGKILL);
         p.kill_sent = true;
       }
@@ -599,6 +636,7 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
         continue;
       }
       p.reap_escaped();
+      p.close_stdin();
       if (p.cgroup) p.cgroup->remove();
       for (Stream* s : {&p.out, &p.err}) {
         if (s->fd >= 0) ::close(s->fd);
@@ -609,7 +647,7 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
       TrialResult r;
       r.id = p.launch.id;
       r.process_group = p.pid;
-      r.location = p.location;
+      r.location = p.command.location;
       r.started_unix_s = p.started_unix_s;
       r.ended_unix_s = unix_now();
       if (WIFEXITED(p.wait_status)) r.exit_code = WEXITSTATUS(p.wait_status);
@@ -628,7 +666,7 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
       r.stderr_path = dir / "stderr.log";
       // Stopped after all its steps: judged like a trial that ended by itself (OOM, memory limit).
       const bool stopped_early = p.stopped && p.stopped->first != TrialStatus::kCompleted;
-      std::tie(r.status, r.reason) = stopped_early ? *p.stopped : classify(p, limits, p.err);
+      std::tie(r.status, r.reason) = stopped_early ? *p.stopped : classify(p, limits, p.err, backend_);
       finished.push_back(std::move(r));
       for (int slot : p.slots) slot_busy_[static_cast<std::size_t>(slot)] = 0;
       tell_watchdog(-p.pid);
@@ -640,13 +678,17 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
 
 namespace {
 
-std::pair<TrialStatus, std::string> classify(const TrialRunner::Process& p, const TrialLimits& limits, const Stream& err) {
+std::pair<TrialStatus, std::string> classify(const TrialRunner::Process& p, const TrialLimits& limits, const Stream& err,
+                                             const Backend& backend) {
   const TrialOutput& out = p.parser.output();
   if (!p.start_error.empty()) return {TrialStatus::kFailed, p.start_error};
   // A wrapping backend's scheduler said how it ended (OUT_OF_MEMORY, TIMEOUT, NODE_FAIL, PREEMPTED).
   if (out.ended) return {parse_trial_status(out.ended->status), out.ended->reason};
-  if (out.oom) return {TrialStatus::kOom, out.oom_line.empty() ? "reported out of memory" : out.oom_line};
   const bool stopped_after_all_steps = p.stopped && p.stopped->first == TrialStatus::kCompleted;
+  if (WIFEXITED(p.wait_status) && !stopped_after_all_steps)
+    if (std::optional<std::string> lost = backend.launcher_failure(p.command, WEXITSTATUS(p.wait_status), err.last_line))
+      return {TrialStatus::kFailed, *lost};
+  if (out.oom) return {TrialStatus::kOom, out.oom_line.empty() ? "reported out of memory" : out.oom_line};
   const bool signaled = WIFSIGNALED(p.wait_status);
   const int code = WIFEXITED(p.wait_status) ? WEXITSTATUS(p.wait_status) : -1;
   // SIGKILL that paratune did not send (or exit status 137, a shell's report of it): on a training

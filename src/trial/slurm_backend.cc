@@ -74,14 +74,20 @@ std::vector<std::string> SlurmBackend::sbatch_options(int slot_count) const {
   return args;
 }
 
-LaunchCommand SlurmBackend::command_for(const std::vector<std::string>& argv, const std::vector<int>& slots) const {
+LaunchCommand SlurmBackend::command_for(const TrialCommand& trial, const std::vector<int>& slots) const {
   LaunchCommand out;
   out.argv = {watcher_.string(), "--poll-s", fmt::format("{:g}", options_.poll_s)};
   for (std::string& option : sbatch_options(static_cast<int>(slots.size()))) out.argv.push_back(std::move(option));
   out.argv.emplace_back("--");
-  out.argv.insert(out.argv.end(), argv.begin(), argv.end());
+  out.argv.insert(out.argv.end(), trial.argv.begin(), trial.argv.end());
   out.location = "slurm";  // until the job starts and the watcher says where
+  // The job's processes are Slurm's (slurmstepd's children, on a node): only the watcher is ours.
+  out.find_by_environment = false;
   return out;
+}
+
+int SlurmBackend::clean_up_left_over(const std::filesystem::path& dir) const {
+  return cancel_left_over_slurm_job(dir) + kill_trial_processes(dir);
 }
 
 void SlurmBackend::check_with_slurm() const {

@@ -268,7 +268,7 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
   std::vector<store::StoredTrial> stored = store.trials(study);
   for (store::StoredTrial& t : stored)
     if (t.status == "running") {
-      summary.leftover_processes_killed += trial::kill_trial_processes(t.dir);
+      summary.leftover_processes_killed += backend.clean_up_left_over(t.dir);
       t.status = "interrupted";  // as mark_running_interrupted stores it
     }
   store.mark_running_interrupted(study);

@@ -107,7 +107,9 @@ TEST(SlurmBackendOptions, SbatchOptionsScaleWithSlotsAndBadValuesAreNamed) {
                                           "--time=1:02:05", "--partition=gpu", "--account=proj", "--qos=high",
                                           "--constraint=h100", "--exclusive"};
   EXPECT_EQ(args, expected);
-  const LaunchCommand command = backend.command_for({"train", "a b"}, {0, 1});
+  TrialCommand trial;
+  trial.argv = {"train", "a b"};
+  const LaunchCommand command = backend.command_for(trial, {0, 1});
   ASSERT_GE(command.argv.size(), 3U);
   EXPECT_EQ(command.argv[command.argv.size() - 3], "--");
   EXPECT_EQ(command.argv.back(), "a b");  // the trial's arguments, untouched (no shell anywhere)

@@ -16,7 +16,11 @@
 //
 // Backends say how a trial's command runs on one of their slots (module DESIGN: small interfaces for
 // swappable parts). The local backend runs it here, optionally with its own CUDA_VISIBLE_DEVICES per
-// slot; SSH and Slurm backends wrap the same command (`ssh host ...`, `srun ...`) later.
+// slot; the SSH backend (trial/ssh_backend.h) wraps the same command in `ssh host ...`, so the
+// trial is still a local process (an ssh client) under this runner, and Slurm's `srun ...` later.
+// A remote command's stdin is a pipe the runner keeps open for the trial's life: stopping such a
+// trial closes it (the far side stops the trial's group on end-of-file), then, should the
+// launcher not end within the grace and a margin, the local group gets SIGKILL.
 #pragma once
 
 #include <sys/types.h>
@@ -25,6 +29,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -90,11 +95,28 @@ struct RunningTrial {
   double last_step_time_s = 0;  // 0 before the first step
 };
 
+// What a backend turns into a command: the trial's program and everything it must see.
+struct TrialCommand {
+  std::vector<std::string> argv;  // the rendered command
+  std::filesystem::path dir;      // absolute; the program's working directory on a remote host
+  // The trial's own environment: PARATUNE_TRIAL_ID, _DIR, _PARAMS, _MAX_STEPS (when set) and the
+  // launch's extra variables. The runner sets them in the local process's environment; a remote
+  // backend must carry them to the remote program.
+  std::vector<std::pair<std::string, std::string>> env;
+  double grace_s = 10;  // SIGTERM to SIGKILL when stopping it (a remote side stops its group itself)
+};
+
 struct LaunchCommand {
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;  // added to the controller's environment
   std::vector<int> cpus;  // the CPUs it may run on (sched_setaffinity); empty: any
   std::string location;   // where it runs, as stored with the trial ("local", "ssh gpu-node-3", ...)
+  // stdin: false: /dev/null; true: a pipe held open until the trial is stopped or ends (ssh: its
+  // end-of-file is what tells the remote side to stop the trial's group).
+  bool keep_stdin_open = false;
+  // Whether the trial's processes that left its group may be looked for here by their
+  // PARATUNE_TRIAL_DIR (false where they run on another host: only the launcher runs here).
+  bool find_by_environment = true;
 };
 
 class Backend {
@@ -102,8 +124,23 @@ class Backend {
   virtual ~Backend() = default;
   [[nodiscard]] virtual std::string name() const = 0;
   [[nodiscard]] virtual int slots() const = 0;
-  // How `argv` runs on the slots `slots` (each 0 <= slot < slots(), distinct, ascending).
-  [[nodiscard]] virtual LaunchCommand command_for(const std::vector<std::string>& argv, const std::vector<int>& slots) const = 0;
+  // The most slots one trial may take (a backend over several hosts: the largest host's).
+  [[nodiscard]] virtual int max_trial_slots() const { return slots(); }
+  // The slots a trial of `n` slots takes now, given which are busy (busy.size() == slots()), in
+  // ascending order; empty if it cannot start now. Default: the lowest free ones.
+  [[nodiscard]] virtual std::vector<int> place(const std::vector<char>& busy, int n) const;
+  // How the trial runs on the slots `slots` (each 0 <= slot < slots(), distinct, ascending).
+  [[nodiscard]] virtual LaunchCommand command_for(const TrialCommand& trial, const std::vector<int>& slots) const = 0;
+  // A launcher's own failure told apart from the program's exit: the reason when exit code `code`
+  // (with `last_stderr_line`, the trial's last non-empty stderr line) means the launcher failed
+  // (ssh: 255, the connection lost), else nullopt.
+  [[nodiscard]] virtual std::optional<std::string> launcher_failure(const LaunchCommand& /*command*/, int /*code*/,
+                                                                    const std::string& /*last_stderr_line*/) const {
+    return std::nullopt;
+  }
+  // What is left of a trial whose controller died (it was "running" in the study): stops it and
+  // returns how many processes or jobs it found. Default: kill_trial_processes(dir).
+  virtual int clean_up_left_over(const std::filesystem::path& dir) const;
 };
 
 // Runs trials as local processes on `slots` slots. `slot_devices`, if given, has one entry per slot
@@ -117,7 +154,7 @@ class LocalBackend final : public Backend {
   LocalBackend(int slots, std::vector<std::string> slot_devices = {}, std::vector<std::vector<int>> slot_cpus = {});
   [[nodiscard]] std::string name() const override { return "local"; }
   [[nodiscard]] int slots() const override { return slots_; }
-  [[nodiscard]] LaunchCommand command_for(const std::vector<std::string>& argv, const std::vector<int>& slots) const override;
+  [[nodiscard]] LaunchCommand command_for(const TrialCommand& trial, const std::vector<int>& slots) const override;
 
  private:
   int slots_;
@@ -151,8 +188,11 @@ class TrialRunner {
 
   [[nodiscard]] int free_slots() const;
   [[nodiscard]] bool idle() const;
-  // Starts a trial on launch.slots free slots (the lowest) and returns them. Throws Error if there
-  // are not that many; a command that cannot be started
+  // Whether a trial of `slots` slots could start now (the backend places it: Backend::place).
+  [[nodiscard]] bool can_start(int slots) const;
+  // Starts a trial on launch.slots free slots (where the backend places it: the lowest free ones
+  // locally, all on one host over ssh) and returns them. Throws Error if it cannot be placed now
+  // (can_start); a command that cannot be started
   // (no such program) ends as a failed trial, reported by the next wait().
   std::vector<int> start(const TrialLaunch& launch);
   // Waits up to `timeout_s` for output, exits and limits; returns the trials that ended meanwhile.

@@ -43,7 +43,9 @@ class SlurmBackend final : public Backend {
   explicit SlurmBackend(SlurmOptions options);  // validates
   [[nodiscard]] std::string name() const override { return "slurm"; }
   [[nodiscard]] int slots() const override { return options_.slots; }
-  [[nodiscard]] LaunchCommand command_for(const std::vector<std::string>& argv, const std::vector<int>& slots) const override;
+  [[nodiscard]] LaunchCommand command_for(const TrialCommand& trial, const std::vector<int>& slots) const override;
+  // A dead controller's trial: its job cancelled (the id in its directory) and its watcher killed.
+  int clean_up_left_over(const std::filesystem::path& dir) const override;
   // The sbatch options of a trial on `slot_count` slots (what command_for passes to the watcher).
   [[nodiscard]] std::vector<std::string> sbatch_options(int slot_count) const;
   // Asks Slurm whether it would accept such a job (`sbatch --test-only`), before any trial runs;
