@@ -148,9 +148,11 @@ class Result {
 };
 
 // Runs `sql` with `params`; throws Error naming the locator and the server's message.
+// Without parameters, `sql` may hold several statements (the schema).
 Result run(pg_conn* conn, const std::string& locator, const char* sql, const Params& params = {}) {
   const std::vector<const char*> values = params.pointers();
-  Result r(PQexecParams(conn, sql, params.size(), nullptr, values.data(), nullptr, nullptr, 0));
+  Result r(params.size() == 0 ? PQexec(conn, sql)
+                              : PQexecParams(conn, sql, params.size(), nullptr, values.data(), nullptr, nullptr, 0));
   if (!r.ok()) {
     std::string message = PQerrorMessage(conn);
     while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();

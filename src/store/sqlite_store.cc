@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <chrono>
+#include <thread>
+
 
 #include "paratune/spec/error.h"
 #include "file_lock.h"
@@ -177,7 +180,14 @@ SqliteStudyStore::SqliteStudyStore(const std::filesystem::path& path) : path_(pa
   };
   try {
     version();
-    exec("PRAGMA journal_mode=WAL");
+    // Switching to WAL takes the file's exclusive lock without waiting on the busy handler: while
+    // another process opens the same new file at once it is busy, for a moment.
+    for (int attempt = 0;; ++attempt) {
+      const int rc = sqlite3_exec(db_, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
+      if (rc == SQLITE_OK) break;
+      if (rc != SQLITE_BUSY || attempt == 1000) throw Error(sqlite3_errmsg(db_));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     exec("PRAGMA synchronous=NORMAL");
     exec("PRAGMA foreign_keys=ON");
     // Creation and upgrades in one transaction: a second process opening the file at the same time
