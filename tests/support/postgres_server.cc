@@ -99,6 +99,8 @@ PostgresServer::PostgresServer() {
   } catch (const std::exception& e) {
     why_not_ = e.what();
     running_ = false;
+    std::error_code ignored;
+    if (watcher_fd_ < 0 && !dir_.empty()) std::filesystem::remove_all(dir_, ignored);  // else the watcher does
   }
 }
 
