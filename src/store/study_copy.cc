@@ -23,7 +23,7 @@ CopySummary copy_studies(const StudyStore& from, StudyStore& to, const std::stri
       summary.metrics += static_cast<std::int64_t>(t.metrics.size());
     }
   }
-  if (content.empty()) throw Error(fmt::format("{}: --study: {}", from.locator(), unknown_name_message("study", name, names)));
+  if (content.empty()) throw Error(fmt::format("{}: {}", from.locator(), unknown_name_message("study", name, names)));
   to.import_studies(content);
   return summary;
 }
