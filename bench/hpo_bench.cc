@@ -28,7 +28,7 @@
 #include "paratune/hpo/pruner.h"
 #include "paratune/hpo/sampler.h"
 #include "paratune/hpo/study.h"
-#include "paratune/store/study_store.h"
+#include "paratune/store/sqlite_store.h"
 
 extern char** environ;
 
@@ -88,7 +88,7 @@ hpo::HpoSummary function_study(const Function& f, const std::string& program_arg
   options.direction = hpo::Direction::kMinimize;
   options.max_trials = max_trials;
   options.trials_dir = dir / "trials";
-  store::StudyStore store(dir / "study.db");
+  store::SqliteStudyStore store(dir / "study.db");
   trial::LocalBackend backend(1);
   hpo::SamplerOptions sampler_options;
   sampler_options.seed = seed;

@@ -39,7 +39,7 @@
 #include "paratune/hpo/sampler.h"
 #include "paratune/hpo/study.h"
 #include "paratune/report/tune_report.h"
-#include "paratune/store/study_store.h"
+#include "paratune/store/sqlite_store.h"
 #include "paratune/trial/command.h"
 
 namespace {
@@ -105,7 +105,7 @@ Curve run_study(const Algorithm& a, int seed, double budget_s, const Resources& 
   options.direction = hpo::Direction::kMaximize;
   options.budget_s = budget_s;
   options.trials_dir = dir / "trials";
-  store::StudyStore store(dir / "study.db");
+  store::SqliteStudyStore store(dir / "study.db");
   trial::LocalBackend backend(2, {}, {{0}, {1}});
   hpo::SamplerOptions sampler_options;
   sampler_options.direction = options.direction;
@@ -255,7 +255,7 @@ StrategyRun run_grid(const std::string& strategy, double epochs, const std::file
   options.trials_dir = dir / "trials";
   options.trial_ranks = strategy == "none" ? 1 : 2;
   options.strategy = strategy;
-  store::StudyStore store(dir / "study.db");
+  store::SqliteStudyStore store(dir / "study.db");
   trial::LocalBackend backend(2, {}, {{0}, {1}});
   hpo::SamplerOptions sampler_options;
   sampler_options.direction = options.direction;

@@ -30,7 +30,7 @@
 
 #include "paratune/cost/calibration.h"
 #include "paratune/spec/error.h"
-#include "paratune/store/study_store.h"
+#include "paratune/store/sqlite_store.h"
 #include "paratune/tune/bayes.h"
 #include "paratune/tune/study.h"
 #include "simcluster.h"
@@ -117,7 +117,7 @@ Trajectory run_study(const simcluster::World& world, const tune::Prior& prior, t
   options.steps = world.scenario.steps;
   options.max_trials = kMaxTrials;
   options.trials_dir = dir / "trials";
-  store::StudyStore store(dir / "study.db");
+  store::SqliteStudyStore store(dir / "study.db");
   const trial::LocalBackend backend(1);
   auto search = make(algo, world, prior, seed);
   std::atomic<int> stop{0};

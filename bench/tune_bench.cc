@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <string>
 
-#include "paratune/store/study_store.h"
+#include "paratune/store/sqlite_store.h"
 #include "paratune/trial/protocol.h"
 #include "paratune/tune/study.h"
 
@@ -38,7 +38,7 @@ void controller_overhead(int trials, int parallel, int steps, double step_time_s
   options.command = fmt::format("{} --step-time {} --steps {}", PARATUNE_FAKE_TRIAL, step_time_s, steps);
   options.steps = steps;
   options.trials_dir = dir / "trials";
-  store::StudyStore store(dir / "study.db");
+  store::SqliteStudyStore store(dir / "study.db");
   trial::LocalBackend backend(parallel);
   auto search = tune::make_search(tune::Algorithm::kGrid, space, 0);
   tune::StudyObserver quiet;
@@ -75,7 +75,7 @@ void parsing() {
 
 void store_speed() {
   const std::filesystem::path dir = scratch("store");
-  store::StudyStore store(dir / "study.db");
+  store::SqliteStudyStore store(dir / "study.db");
   const std::int64_t study = store.open_study("bench", "{}");
   trial::TrialResult r;
   r.status = trial::TrialStatus::kCompleted;

@@ -7,6 +7,7 @@ PACKAGES=(
   build-essential cmake pkg-config
   libeigen3-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev libnlopt-cxx-dev
   libsqlite3-dev  # study store
+  libpq-dev postgresql  # studies on PostgreSQL (libpq); the tests start a private server (initdb, pg_ctl)
   libmuparser-dev  # constraints of tuning search spaces
   libre2-dev  # --step-time-regex: linear-time matching of trial output (no recursion)
   libxgboost-dev  # the xgboost baseline of `paratune tune`

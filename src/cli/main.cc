@@ -47,6 +47,7 @@
 #include "paratune/spec/option_error.h"
 #include "paratune/spec/presets.h"
 #include "paratune/spec/units.h"
+#include "paratune/store/study_copy.h"
 #include "paratune/store/study_store.h"
 #include "paratune/trial/command.h"
 #include "paratune/trial/runner.h"
@@ -533,9 +534,12 @@ void refuse_flags(const TuneFlags& f, const std::vector<std::string>& flags, con
     if (f.given.contains(flag)) throw Error(fmt::format("{}: {}", flag, why));
 }
 
+// Default: next to an SQLite study file (s.db: s.trials); for a study on PostgreSQL, STUDY-NAME.trials
+// in the current directory.
 std::filesystem::path trials_dir_from(const TuneFlags& f) {
-  return f.trials_dir.empty() ? std::filesystem::path(f.study_path).replace_extension(".trials")
-                              : std::filesystem::path(f.trials_dir);
+  if (!f.trials_dir.empty()) return f.trials_dir;
+  if (store::is_postgres_locator(f.study_path)) return std::filesystem::path(f.study_name + ".trials");
+  return std::filesystem::path(f.study_path).replace_extension(".trials");
 }
 
 std::unique_ptr<trial::Backend> backend_from(const TuneFlags& f) {
@@ -649,19 +653,19 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
     throw e.with_context("--pruner");
   }
   const std::unique_ptr<hpo::Pruner> pruner = hpo::make_pruner(pruner_kind, pruner_options);
-  store::StudyStore store(f.study_path);
+  const std::unique_ptr<store::StudyStore> store = store::open_store(f.study_path);
 
   std::cerr << fmt::format("paratune tune: {} hyperparameters, {} sampler, {} pruner, objective {} ({}), up to {} "
                            "steps per trial, {}, {} per trial{}; study {} ('{}'), trials in {}\n",
                            space.size(), sampler->name(), pruner->name(), options.objective,
                            hpo::to_string(options.direction), options.steps, slots_line(backend), options.trial_ranks,
-                           options.strategy.empty() ? "" : " (" + options.strategy + ")", f.study_path, options.name,
+                           options.strategy.empty() ? "" : " (" + options.strategy + ")", store->locator(), options.name,
                            options.trials_dir.string());
   install_stop_handlers();
   hpo::HpoSummary summary;
   {
     ConsoleObserver observer(0);
-    summary = hpo::run_hpo(space, options, store, backend, *sampler, *pruner, observer, g_stop_signal);
+    summary = hpo::run_hpo(space, options, *store, backend, *sampler, *pruner, observer, g_stop_signal);
   }
   if (!json) std::cout << format_hpo_study(summary) << std::flush;  // before the retrain, which may take long
   std::optional<hpo::Transfer> transfer;
@@ -675,7 +679,7 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
     const int steps = f.retrain_steps.value_or(options.steps);
     std::cerr << fmt::format("paratune tune: retraining trial {} for {} steps{}\n", best.number, steps,
                              transfer ? " at the target's width" : "");
-    retrained = hpo::retrain_best(space, options, best, steps, store, backend, g_stop_signal);
+    retrained = hpo::retrain_best(space, options, best, steps, *store, backend, g_stop_signal);
   }
   if (json) {
     nlohmann::ordered_json j = to_json(summary);
@@ -838,7 +842,7 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
                                         : "; first designs: random";
     algorithm = tune::make_model_search(space, std::move(prior), bayes);
   }
-  store::StudyStore store(f.study_path);
+  const std::unique_ptr<store::StudyStore> store = store::open_store(f.study_path);
 
   const std::uint64_t valid = space.enumerate().size();
   std::cerr << fmt::format("paratune tune: {} valid points{}, {} search{}, {} steps per trial, {}; study {} "
@@ -847,12 +851,12 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
                            derived ? fmt::format(" (of {} configurations, the rest predicted not to fit)",
                                                  derived_space->candidates)
                                    : fmt::format(" of {} combinations", space.cartesian_size()),
-                           f.algo, prior_line, options.steps, slots_line(backend), f.study_path, options.name, options.trials_dir.string());
+                           f.algo, prior_line, options.steps, slots_line(backend), store->locator(), options.name, options.trials_dir.string());
   install_stop_handlers();
   tune::StudySummary summary;
   {
     ConsoleObserver observer(valid);
-    summary = tune::run_study(space, options, store, backend, *algorithm, observer, g_stop_signal);
+    summary = tune::run_study(space, options, *store, backend, *algorithm, observer, g_stop_signal);
   }
   if (json) write_json(to_json(summary));
   else std::cout << format_study(summary);
@@ -896,9 +900,12 @@ int show_hpo_study(const std::string& path, const store::StudyInfo& study, const
 }
 
 // `paratune study show`: every trial of a stored study and the best one.
-int run_study_show(const std::string& path, const std::string& name, bool json) {
-  if (!std::filesystem::exists(path)) throw Error(fmt::format("{}: no such study file", path));
-  const store::StudyStore store(path);
+int run_study_show(const std::string& locator, const std::string& name, bool json) {
+  if (!store::is_postgres_locator(locator) && !std::filesystem::exists(locator))
+    throw Error(fmt::format("{}: no such study file", locator));
+  const std::unique_ptr<store::StudyStore> opened = store::open_store(locator);
+  const store::StudyStore& store = *opened;
+  const std::string path = store.locator();  // a PostgreSQL URI with its password masked
   const std::vector<store::StudyInfo> studies = store.studies();
   if (studies.empty()) throw Error(fmt::format("{}: holds no study", path));
   const store::StudyInfo* study = nullptr;
@@ -934,6 +941,27 @@ int run_study_show(const std::string& path, const std::string& name, bool json) 
   std::cout << format_trials(trials, best);
   if (const std::string predictions = format_predictions(trials); !predictions.empty()) std::cout << "\n" << predictions;
   if (const std::string model = format_model(study->model_json); !model.empty()) std::cout << "\n" << model;
+  return 0;
+}
+
+// `paratune study copy FROM TO [--study NAME]`.
+int run_study_copy(const std::string& from_locator, const std::string& to_locator, const std::string& name, bool json) {
+  if (!store::is_postgres_locator(from_locator) && !std::filesystem::exists(from_locator))
+    throw Error(fmt::format("{}: no such study file", from_locator));
+  const std::unique_ptr<store::StudyStore> from = store::open_store(from_locator);
+  const std::unique_ptr<store::StudyStore> to = store::open_store(to_locator);
+  const store::CopySummary copied = store::copy_studies(*from, *to, name);
+  if (json) {
+    write_json({{"from", from->locator()},
+                {"to", to->locator()},
+                {"studies", copied.studies},
+                {"trials", copied.trials},
+                {"steps", copied.steps},
+                {"metrics", copied.metrics}});
+    return 0;
+  }
+  std::cout << fmt::format("copied {} ({} trials, {} steps, {} metrics) from {} to {}\n", join(copied.studies),
+                           copied.trials, copied.steps, copied.metrics, from->locator(), to->locator());
   return 0;
 }
 
@@ -1088,7 +1116,8 @@ int main(int argc, char** argv) {
                        "placeholders: the parameters, {gpus} {config} {steps} {trial_id} {trial_dir} (hyperparameter studies: "
                        "{ranks} {strategy}, and no {gpus})")
       ->required();
-  tune_cmd->add_option("--study", tune_flags.study_path, "SQLite study file (created, or resumed)")->required();
+  tune_cmd->add_option("--study", tune_flags.study_path,
+                       "study store (created, or resumed): an SQLite file, or postgresql://[user[:password]@]host[:port]/db")->required();
   tune_cmd->add_option("--study-name", tune_flags.study_name, "study within the file")->capture_default_str();
   tune_cmd->add_option("--trials-dir", tune_flags.trials_dir, "where trial directories go (default: STUDY.trials)");
   tune_cmd->add_option("--algo", tune_flags.algo,
@@ -1200,9 +1229,17 @@ int main(int argc, char** argv) {
   auto* study_cmd = app.add_subcommand("study", "inspect stored tuning studies");
   study_cmd->require_subcommand(1);
   auto* show_cmd = study_cmd->add_subcommand("show", "list a study's trials and the best one");
-  show_cmd->add_option("study", show_path, "SQLite study file")->required();
+  show_cmd->add_option("study", show_path, "study store: SQLite file or postgresql:// URI")->required();
   show_cmd->add_option("--study-name", show_name, "study within the file (needed when it holds several)");
   show_cmd->add_flag("--json", json, "machine-readable output");
+  std::string copy_from, copy_to, copy_name;
+  auto* copy_cmd = study_cmd->add_subcommand(
+      "copy", "copy studies with every trial, step and metric between stores (SQLite files, postgresql:// URIs)");
+  copy_cmd->add_option("from", copy_from, "study store to copy from")->required();
+  copy_cmd->add_option("to", copy_to, "study store to copy into (created if needed; a study of the same name there "
+                                      "is never overwritten)")->required();
+  copy_cmd->add_option("--study", copy_name, "copy this study only (default: every study)");
+  copy_cmd->add_flag("--json", json, "machine-readable summary");
 
   std::string runs_path, calibration_in, calibration_out;
   auto* validate_cmd = app.add_subcommand("validate", "compare predictions with published training runs");
@@ -1268,6 +1305,7 @@ int main(int argc, char** argv) {
     if (*tune_cmd) return run_tune(tune_setup, tune_flags, json);
     if (*harvest_cmd) return run_harvest_command(harvest_flags, json);
     if (*show_cmd) return run_study_show(show_path, show_name, json);
+    if (*copy_cmd) return run_study_copy(copy_from, copy_to, copy_name, json);
     const Calibration start = calibration_in.empty() ? default_calibration() : load_calibration(calibration_in);
     if (*validate_cmd) {
       const auto runs = read_published_runs(runs_path);

@@ -353,7 +353,8 @@ class Controller {
       full.env.clear();
       nlohmann::ordered_json config_record = trial_config(launch, assignment.bracket, strategy);
       if (fused) config_record["fused"] = {{"dir", fused->group_dir.string()}, {"member", fused->member}};
-      return store::StudyStore::LaunchRecord{config_record.dump(), tune::shown_command(full), launch.dir.string()};
+      return store::StudyStore::LaunchRecord{config_record.dump(), tune::shown_command(full), launch.dir.string(),
+                                             /*location=*/""};
     });
     if (!notes.empty()) store_.set_prediction(db_id, notes.dump());
     if (const nlohmann::ordered_json model = sampler_.model_summary(); !model.empty() && model != stored_model_) {

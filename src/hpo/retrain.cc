@@ -21,7 +21,7 @@ RetrainResult retrain_best(const Space& space, const HpoOptions& options, const 
                            store::StudyStore& store, const trial::Backend& backend,
                            const std::atomic<int>& stop_requested) {
   if (steps < 1) throw Error(fmt::format("retrain_best: steps {}: must be >= 1", steps));
-  const tune::StudyLock lock(store.path());
+  const std::unique_ptr<store::ControllerLock> lock = store.lock_controller(options.name);
   RetrainResult result;
   result.study = fmt::format("{}.retrain.{}.{}steps", options.name, best.number, steps);
   const nlohmann::ordered_json identity{{"kind", "retrain"},      {"of", options.name}, {"trial", best.number},
@@ -51,7 +51,7 @@ RetrainResult retrain_best(const Space& space, const HpoOptions& options, const 
                         strategy);
     const nlohmann::ordered_json record{{"study", result.study}, {"retrain_of", best.number}, {"steps", steps},
                                         {"argv", launch.argv}};
-    return store::StudyStore::LaunchRecord{record.dump(), tune::shown_command(launch), launch.dir.string()};
+    return store::StudyStore::LaunchRecord{record.dump(), tune::shown_command(launch), launch.dir.string(), /*location=*/""};
   });
   (void)number;
   trial::TrialRunner runner(backend, trial::ParserOptions{options.step_time_regex});

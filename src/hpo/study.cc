@@ -207,7 +207,7 @@ HpoSummary run_hpo(const Space& space, const HpoOptions& options, store::StudySt
     throw Error(fmt::format("pruner {}: needs intermediate values of a metric, and the objective is throughput "
                             "(use pruner none, or a metric objective)",
                             pruner.name()));
-  const tune::StudyLock lock(store.path());
+  const std::unique_ptr<store::ControllerLock> lock = store.lock_controller(options.name);
   check_template_parameters(space, options);
   check_surrogate_space(space, options);
   check_fusion_space(space, options);

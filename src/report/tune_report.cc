@@ -105,7 +105,12 @@ nlohmann::ordered_json to_json(const store::StoredTrial& t) {
           {"rung", t.rung ? nlohmann::ordered_json(*t.rung) : nlohmann::ordered_json(nullptr)},
           // A hyperparameter study's own record of the trial: its slots, strategy, runs, checkpoint.
           {"hpo", t.hpo_json.empty() ? nlohmann::ordered_json(nullptr)
-                                     : nlohmann::ordered_json::parse(t.hpo_json, nullptr, false)}};
+                                     : nlohmann::ordered_json::parse(t.hpo_json, nullptr, false)},
+          // Where it ran (the backend's name), the controller process that started it ("host:pid")
+          // and when that controller last said it was alive.
+          {"location", t.location},
+          {"worker", t.worker},
+          {"heartbeat_unix_s", optional_json(t.heartbeat_unix_s)}};
 }
 
 std::string format_predictions(const std::vector<store::StoredTrial>& trials) {

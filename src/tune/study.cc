@@ -241,7 +241,7 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
                        const trial::Backend& backend, SearchAlgorithm& algorithm, StudyObserver& observer,
                        const std::atomic<int>& stop_requested) {
   validate(options);
-  const StudyLock lock(store.path());
+  const std::unique_ptr<store::ControllerLock> lock = store.lock_controller(options.name);
   std::set<std::string> known;
   for (const Parameter& p : space.parameters()) known.insert(p.name);
   // A parameter may not take the name of a placeholder paratune fills itself: its value would be
@@ -335,7 +335,7 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
       const auto [db_id, number] = store.begin_trial(study, params, [&](int n) {
         launch = make_launch(space, *point, options, command, trials_dir, n);
         return store::StudyStore::LaunchRecord{trial_config(options, algorithm, backend, launch).dump(),
-                                               shown_command(launch), launch.dir.string()};
+                                               shown_command(launch), launch.dir.string(), /*location=*/""};
       });
       if (const nlohmann::ordered_json notes = algorithm.proposal_notes(*point); !notes.empty())
         store.set_prediction(db_id, notes.dump());

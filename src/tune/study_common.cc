@@ -1,17 +1,9 @@
 #include "paratune/tune/study_common.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <array>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <map>
-#include <mutex>
 #include <utility>
 
 #include "paratune/spec/error.h"
@@ -19,64 +11,6 @@
 #include "paratune/trial/command.h"
 
 namespace paratune::tune {
-
-// The lock is taken on the study file itself (flock), so every path to it -- a symlink, a hard
-// link, a relative path -- meets the same lock. (A lock on "PATH.lock" was per path: a second
-// controller reached through a symlink re-ran every trial and killed the first one's.)
-//
-// The descriptor holding the flock is never closed while the process lives. SQLite keeps POSIX
-// (fcntl) locks on the same file -- in WAL mode a shared lock for as long as a connection is open --
-// and closing *any* descriptor of a file drops all of the process's POSIX locks on it (SQLite, "How
-// To Corrupt An SQLite Database File", section 2.2), after which another process could checkpoint
-// and delete the WAL under our connection. So one descriptor is opened per file (device, inode) and
-// kept in a process-wide table; unlocking is LOCK_UN, never close(). The table also refuses a
-// second lock from this process, which flock would grant (one open file description).
-namespace {
-
-struct LockedFile {
-  int fd = -1;
-  bool held = false;
-};
-
-std::mutex lock_table_mutex;
-std::map<std::pair<dev_t, ino_t>, LockedFile> lock_table;  // guarded by lock_table_mutex
-
-}  // namespace
-
-StudyLock::StudyLock(const std::filesystem::path& store_path) {
-  std::error_code ec;
-  const std::filesystem::path real = std::filesystem::canonical(store_path, ec);
-  const std::string shown =
-      ec || real == std::filesystem::absolute(store_path) ? store_path.string()
-                                                          : fmt::format("{} (the file {})", store_path.string(), real.string());
-  const std::lock_guard<std::mutex> guard(lock_table_mutex);
-  struct stat info {};
-  if (::stat(store_path.c_str(), &info) != 0)
-    throw Error(fmt::format("study file {}: cannot lock it: {}", shown, std::strerror(errno)));
-  auto found = lock_table.find({info.st_dev, info.st_ino});
-  if (found == lock_table.end()) {
-    const int fd = ::open(store_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) throw Error(fmt::format("study file {}: cannot open it to lock it: {}", shown, std::strerror(errno)));
-    // Keyed by what was opened (the path may have been replaced since the stat); never closed.
-    if (::fstat(fd, &info) != 0) info.st_ino = 0, info.st_dev = 0;
-    found = lock_table.try_emplace({info.st_dev, info.st_ino}, LockedFile{fd, false}).first;
-  }
-  LockedFile& file = found->second;
-  if (file.held || ::flock(file.fd, LOCK_EX | LOCK_NB) != 0)
-    throw Error(
-        fmt::format("study file {}: another paratune controller is running this study file ({}); one "
-                    "controller per study file at a time, through whatever path or link",
-                    shown, file.held ? "in this process" : "it holds the file's lock"));
-  file.held = true;
-  key_ = found->first;
-}
-
-StudyLock::~StudyLock() {
-  const std::lock_guard<std::mutex> guard(lock_table_mutex);
-  LockedFile& file = lock_table.at(key_);
-  ::flock(file.fd, LOCK_UN);
-  file.held = false;
-}
 
 std::string shown_command(const trial::TrialLaunch& launch) {
   std::string shown = fmt::format("PARATUNE_MAX_STEPS={} PARATUNE_PARAMS={}", launch.max_steps,

@@ -8,9 +8,10 @@
 #include <set>
 #include <sstream>
 
+#include "../support/require_servers.h"
 #include "../support/ssh_server.h"
 #include "cli_util.h"
-#include "paratune/store/study_store.h"
+#include "paratune/store/sqlite_store.h"
 
 namespace {
 
@@ -93,7 +94,7 @@ const std::vector<std::string> kHostileValues = {"$(touch HOSTILE_MARK)", "a'b",
 
 // Every trial of the study under `dir` ran over ssh, recorded the value it got, and nothing ran.
 void expect_hostile_values_arrived(const std::filesystem::path& dir, std::size_t trials) {
-  const paratune::store::StudyStore store(dir / "s.db");
+  const paratune::store::SqliteStudyStore store(dir / "s.db");
   std::set<std::string> seen;
   std::size_t n = 0;
   for (const auto& study : store.studies())

@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "cli_util.h"
-#include "paratune/store/study_store.h"
+#include "paratune/store/sqlite_store.h"
 
 namespace {
 
@@ -75,7 +75,7 @@ pid_t start_controller(const std::filesystem::path& dir) {
 // Trials of the study in dir/s.db with `status`.
 int count_trials(const std::filesystem::path& dir, const std::string& status) {
   if (!std::filesystem::exists(dir / "s.db")) return 0;
-  const paratune::store::StudyStore store(dir / "s.db");
+  const paratune::store::SqliteStudyStore store(dir / "s.db");
   int found = 0;
   for (const auto& study : store.studies())
     for (const auto& t : store.trials(study.id)) found += t.status == status;
@@ -152,7 +152,7 @@ TEST(TuneCli, RetryFailedRunsFailedPointsAgainOnResume) {
   EXPECT_EQ(j["retried_failed"], 1) << r.output;
   EXPECT_EQ(count_trials(dir, "failed"), 1);  // the new run failed again
   EXPECT_EQ(count_trials(dir, "interrupted"), 1);  // the first one, with why it failed
-  const paratune::store::StudyStore store(dir / "s.db");
+  const paratune::store::SqliteStudyStore store(dir / "s.db");
   bool kept_reason = false;
   for (const auto& t : store.trials(store.studies().front().id))
     kept_reason = kept_reason || t.reason.rfind("retried by --retry-failed; it had failed: exit code 3", 0) == 0;
@@ -207,7 +207,7 @@ TEST(TuneCli, KilledControllerLeavesNoProcessAndResumesWithoutRerunningFinishedT
 
   std::map<std::string, std::string> before;  // params -> status of trials stored by the killed run
   {
-    const paratune::store::StudyStore store(dir / "s.db");
+    const paratune::store::SqliteStudyStore store(dir / "s.db");
     for (const auto& t : store.trials(store.studies().at(0).id)) before[t.params_json] = t.status;
   }
   const Result r = run(tune_args(dir, "--json"));

@@ -19,7 +19,7 @@
 
 #include "../cli/cli_util.h"
 #include "paratune/hpo/trial_record.h"
-#include "paratune/store/study_store.h"
+#include "paratune/store/sqlite_store.h"
 
 namespace {
 
@@ -49,7 +49,7 @@ std::string study_args(const std::filesystem::path& dir, const std::string& prog
 
 // Every trial of the study in dir/s.db (none while the controller has only created the file).
 std::vector<paratune::store::StoredTrial> stored_trials(const std::filesystem::path& dir) {
-  const paratune::store::StudyStore store(dir / "s.db");
+  const paratune::store::SqliteStudyStore store(dir / "s.db");
   const auto studies = store.studies();
   return studies.empty() ? std::vector<paratune::store::StoredTrial>{} : store.trials(studies.front().id, true);
 }

@@ -1,6 +1,7 @@
-// The study store: round trip of a trial, resume rules, and durability when the writer is killed
-// with SIGKILL in the middle of a study.
-#include "paratune/store/study_store.h"
+// The study stores: round trip of a trial, resume rules, and durability when the writer is killed
+// with SIGKILL in the middle of a study -- each on SQLite and on PostgreSQL (StoreTest's parameter)
+// -- and the SQLite file's own rules.
+#include "store_test_util.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -11,35 +12,14 @@
 #include <fstream>
 
 #include "paratune/spec/error.h"
+#include "paratune/store/sqlite_store.h"
 
 namespace paratune::store {
 namespace {
 
-std::filesystem::path fresh_file(const std::string& name) {
-  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "paratune_store";
-  std::filesystem::create_directories(dir);
-  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(dir / (name + suffix));
-  return dir / name;
-}
-
-trial::TrialResult completed(double step_time) {
-  trial::TrialResult r;
-  r.status = trial::TrialStatus::kCompleted;
-  r.exit_code = 0;
-  r.started_unix_s = 100;
-  r.ended_unix_s = 101;
-  for (int k = 1; k <= 4; ++k) r.output.steps.push_back({k, k == 1 ? 1.0 : step_time});
-  r.output.metrics.push_back({"loss", 2.5, 4});
-  r.output.peak_memory_bytes = 1e9;
-  std::vector<double> times;
-  for (const auto& s : r.output.steps) times.push_back(s.step_time_s);
-  r.throughput = trial::estimate_throughput(times);
-  r.stdout_path = "/tmp/out.log";
-  return r;
-}
-
-TEST(StudyStore, RoundTripsATrial) {
-  StudyStore store(fresh_file("roundtrip.db"));
+TEST_P(StoreTest, RoundTripsATrial) {
+  const std::unique_ptr<StudyStore> opened = open();
+  StudyStore& store = *opened;
   const std::int64_t study = store.open_study("default", R"({"algo":"grid"})");
   const auto [id, number] = store.begin_trial(study, R"({"tp":2})", R"({"steps":4})", "train.py --tp 2", "/tmp/t1");
   EXPECT_EQ(number, 1);
@@ -60,14 +40,14 @@ TEST(StudyStore, RoundTripsATrial) {
   EXPECT_EQ(store.begin_trial(study, "{}", "{}", "x", "/tmp/t2").second, 2);
 }
 
-TEST(StudyStore, ResumeNeedsTheSameConfigurationAndRequeuesRunningTrials) {
-  const std::filesystem::path file = fresh_file("resume.db");
+TEST_P(StoreTest, ResumeNeedsTheSameConfigurationAndRequeuesRunningTrials) {
   {
-    StudyStore store(file);
-    const std::int64_t study = store.open_study("default", R"({"space":1})");
-    store.begin_trial(study, "{}", "{}", "x", "/tmp/a");
+    const std::unique_ptr<StudyStore> store = open();
+    const std::int64_t study = store->open_study("default", R"({"space":1})");
+    store->begin_trial(study, "{}", "{}", "x", "/tmp/a");
   }
-  StudyStore store(file);
+  const std::unique_ptr<StudyStore> opened = open();
+  StudyStore& store = *opened;
   try {
     store.open_study("default", R"({"space":2})");
     FAIL() << "another configuration was accepted";
@@ -80,11 +60,11 @@ TEST(StudyStore, ResumeNeedsTheSameConfigurationAndRequeuesRunningTrials) {
   EXPECT_EQ(store.mark_running_interrupted(study), 0);
 }
 
-TEST(StudyStore, RejectsFilesThatAreNotStudies) {
+TEST(SqliteStudyStore, RejectsFilesThatAreNotStudies) {
   const std::filesystem::path file = fresh_file("not-a-study.db");
   std::ofstream(file) << "hello, this is not SQLite\n";
   try {
-    StudyStore store(file);
+    SqliteStudyStore store(file);
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(file.string()), std::string::npos) << e.what();
@@ -92,12 +72,12 @@ TEST(StudyStore, RejectsFilesThatAreNotStudies) {
 }
 
 // A writer killed with SIGKILL loses no finished trial; the one it was running is found "running".
-TEST(StudyStore, SigkillOfTheWriterLosesNoFinishedTrial) {
-  const std::filesystem::path file = fresh_file("killed.db");
+TEST_P(StoreTest, SigkillOfTheWriterLosesNoFinishedTrial) {
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    StudyStore store(file);
+    const std::unique_ptr<StudyStore> opened = open();
+    StudyStore& store = *opened;
     const std::int64_t study = store.open_study("default", "{}");
     for (int i = 0; i < 20; ++i) {
       const auto [id, number] = store.begin_trial(study, "{\"i\":" + std::to_string(i) + "}", "{}", "x", "/tmp/k");
@@ -109,7 +89,8 @@ TEST(StudyStore, SigkillOfTheWriterLosesNoFinishedTrial) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFSIGNALED(status));
-  StudyStore store(file);
+  const std::unique_ptr<StudyStore> opened = open();
+  StudyStore& store = *opened;
   const std::int64_t study = store.open_study("default", "{}");
   const std::vector<StoredTrial> trials = store.trials(study, true);
   ASSERT_EQ(trials.size(), 21u);
@@ -127,8 +108,9 @@ TEST(StudyStore, SigkillOfTheWriterLosesNoFinishedTrial) {
 namespace paratune::store {
 namespace {
 
-TEST(StudyStore, KeepsPredictionsAndTheModel) {
-  StudyStore store(fresh_file("prediction.db"));
+TEST_P(StoreTest, KeepsPredictionsAndTheModel) {
+  const std::unique_ptr<StudyStore> opened = open();
+  StudyStore& store = *opened;
   const std::int64_t study = store.open_study("main", "{}");
   const auto [id, number] = store.begin_trial(study, R"({"dp":2})", "{}", "cmd", "/tmp/t");
   store.set_prediction(id, R"({"predicted_throughput":1.5})");
@@ -138,7 +120,7 @@ TEST(StudyStore, KeepsPredictionsAndTheModel) {
 }
 
 // A study file written by schema version 1 (before predictions) opens and gains the new columns.
-TEST(StudyStore, UpgradesVersionOneFiles) {
+TEST(SqliteStudyStore, UpgradesVersionOneFiles) {
   const std::filesystem::path file = fresh_file("v1.db");
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
@@ -157,15 +139,24 @@ TEST(StudyStore, UpgradesVersionOneFiles) {
       "PRAGMA user_version=1;";
   ASSERT_EQ(sqlite3_exec(db, v1, nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(db);
-  StudyStore store(file);
+  SqliteStudyStore store(file);
   const std::vector<StoredTrial> trials = store.trials(1);
   ASSERT_EQ(trials.size(), 1u);
   EXPECT_EQ(trials[0].params_json, R"({"dp":1})");
   EXPECT_EQ(trials[0].prediction_json, "");
+  EXPECT_EQ(trials[0].location, "");  // version 4's columns, NULL in old rows
+  EXPECT_FALSE(trials[0].heartbeat_unix_s.has_value());
   store.set_prediction(trials[0].id, "{}");
   store.set_model(1, "{}");
   EXPECT_EQ(store.studies().front().model_json, "{}");
 }
 
 }  // namespace
+}  // namespace paratune::store
+
+namespace paratune::store {
+
+INSTANTIATE_TEST_SUITE_P(Stores, StoreTest, ::testing::Values("sqlite", "postgres"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
 }  // namespace paratune::store

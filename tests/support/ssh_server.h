@@ -13,8 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "require_servers.h"
-
 namespace paratune::testing {
 
 class SshServer {

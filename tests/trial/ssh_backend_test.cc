@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "../support/require_servers.h"
 #include "../support/ssh_server.h"
 #include "paratune/spec/error.h"
 

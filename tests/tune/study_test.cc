@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "paratune/spec/error.h"
+#include "paratune/store/sqlite_store.h"
 
 namespace paratune::tune {
 namespace {
@@ -55,7 +56,7 @@ class Recorder final : public StudyObserver {
 
 StudySummary run(const SearchSpace& space, const StudyOptions& o, Algorithm algo = Algorithm::kGrid,
                  std::uint64_t seed = 0, int parallel = 1) {
-  store::StudyStore store(std::filesystem::path(o.trials_dir).parent_path() / "study.db");
+  store::SqliteStudyStore store(std::filesystem::path(o.trials_dir).parent_path() / "study.db");
   trial::LocalBackend backend(parallel);
   auto search = make_search(algo, space, seed);
   Recorder recorder;
@@ -226,7 +227,7 @@ TEST(Study, StopRequestInterruptsRunningTrialsAndResumeRunsThemAgain) {
     std::atomic<int>& stop_;
   };
   {
-    store::StudyStore store(p.db);
+    store::SqliteStudyStore store(p.db);
     trial::LocalBackend backend(2);
     auto search = make_search(Algorithm::kGrid, space, 0);
     std::atomic<int> stop{0};

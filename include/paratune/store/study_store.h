@@ -1,19 +1,22 @@
-// Durable studies: every trial, how it ended and what it measured, in one SQLite file.
+// Durable studies: every trial, how it ended and what it measured, behind one interface with two
+// implementations -- an SQLite file (store/sqlite_store.h, embedded, the default) and a PostgreSQL
+// database (store/postgres_store.h, for studies shared by hosts). `open_store` picks one by locator.
 //
-// WAL mode, synchronous=NORMAL: a committed transaction survives the controller being killed
-// (even with SIGKILL) at any moment; only an OS crash may lose the last ones. A trial is written
-// twice: when it starts (status "running", its parameters, full configuration and command) and when
-// it ends (status, times, exit, reason, throughput, peak memory, every step time and metric, in one
-// transaction). A study reopened after a crash finds its unfinished trials still "running":
-// `mark_running_interrupted` turns them into "interrupted" so the search runs them again, while
-// finished trials are reused as they are.
+// A trial is written twice: when it starts (status "running", its parameters, full configuration,
+// command, worker and heartbeat) and when it ends (status, times, exit, reason, throughput, peak
+// memory, where it ran, every step time and metric, in one transaction). A study reopened after a
+// crash finds its unfinished trials still "running": `mark_running_interrupted` turns them into
+// "interrupted" so the search runs them again, while finished trials are reused as they are.
 //
-// Schema (version 3): studies(id, name, created_unix_s, config_json, model_json), trials(id,
-// study_id, number, params_json, config_json, command, dir, status, started_unix_s, ended_unix_s,
-// exit_code, exit_signal, reason, stdout_path, stderr_path, steps, throughput, throughput_variance,
-// throughput_ci_low, throughput_ci_high, peak_memory_bytes, malformed_lines, prediction_json,
-// objective, rung, hpo_json), steps(trial_id, step, step_time_s), metrics(trial_id, name, value,
-// step). Files of versions 1 and 2 are upgraded in place.
+// Schema (version 4, the same tables and columns on both stores): studies(id, name, created_unix_s,
+// config_json, model_json), trials(id, study_id, number, params_json, config_json, command, dir,
+// status, started_unix_s, ended_unix_s, exit_code, exit_signal, reason, stdout_path, stderr_path,
+// steps, throughput, throughput_variance, throughput_ci_low, throughput_ci_high, peak_memory_bytes,
+// malformed_lines, prediction_json, objective, rung, hpo_json, location, worker, heartbeat_unix_s),
+// steps(trial_id, step, step_time_s), metrics(trial_id, name, value, step). SQLite keeps the version
+// in its user_version, PostgreSQL in the table paratune_meta; a store refuses a newer schema.
+// Version 4 added trials.location, worker and heartbeat_unix_s; SQLite files of versions 1 to 3 are
+// upgraded in place.
 //
 // Hyperparameter studies (hpo/study.h) run a trial in one or more runs: a trial resting at an ASHA
 // rung is "pruned" with its rung, and a promotion runs it again (resume_trial), adding the steps and
@@ -21,18 +24,19 @@
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "paratune/trial/runner.h"
 
-struct sqlite3;
-
 namespace paratune::store {
+
+// The schema version both stores write (see above).
+inline constexpr int kSchemaVersion = 4;
 
 struct StoredTrial {
   std::int64_t id = 0;
@@ -51,7 +55,8 @@ struct StoredTrial {
   double throughput_variance = 0, throughput_ci_low = 0, throughput_ci_high = 0;
   std::optional<double> peak_memory_bytes;
   std::int64_t malformed_lines = 0;
-  std::vector<double> step_times_s;  // filled by trials(..., with_steps = true)
+  std::vector<double> step_times_s;         // filled by trials(..., with_steps = true)
+  std::vector<std::int64_t> step_numbers;   // the same: the step each of step_times_s belongs to
   std::vector<trial::MetricReport> metrics;  // the same: every metric it reported, in order
   std::string prediction_json;       // what the search predicted for it and why it chose it (empty: nothing)
   // Hyperparameter studies: the objective (completed: its final value; pruned: its last), the rung
@@ -59,6 +64,9 @@ struct StoredTrial {
   std::optional<double> objective;
   std::optional<int> rung;
   std::string hpo_json;
+  std::string location;  // where it ran, as the backend names it ("local", "ssh gpu-3"); empty: unknown
+  std::string worker;    // the controller process that started it, "host:pid"
+  std::optional<double> heartbeat_unix_s;  // set when it starts, renewed by heartbeat()
 };
 
 // How a hyperparameter study judges a trial's run (stored with it by finish_trial).
@@ -81,30 +89,57 @@ struct StudyInfo {
   std::string model_json;   // the search's fitted model (lengthscales, prior coefficients); empty: none
 };
 
+// A whole study with every trial, step and metric: what `copy_studies` reads and `import_studies`
+// writes.
+struct StudyContent {
+  StudyInfo info;
+  std::vector<StoredTrial> trials;  // read with steps and metrics
+};
+
+// Held while a controller runs a study (one controller per study): released when destroyed, and by
+// the system however the process ends.
+class ControllerLock {
+ public:
+  virtual ~ControllerLock() = default;
+};
+
 class StudyStore {
  public:
-  // Opens (creating if needed) the study file. Throws Error naming the file if it cannot be opened,
-  // is not a paratune study or has a newer schema.
-  explicit StudyStore(const std::filesystem::path& path);
-  ~StudyStore();
+  StudyStore();
+  virtual ~StudyStore() = default;
   StudyStore(const StudyStore&) = delete;
   StudyStore& operator=(const StudyStore&) = delete;
+
+  // Where the store is, for messages: the SQLite file's path, or the PostgreSQL URI with its
+  // password masked ("postgresql://me:***@db/studies").
+  [[nodiscard]] virtual std::string locator() const = 0;
+
+  // One controller per study at a time: SQLite locks the file itself (flock: every study in it),
+  // PostgreSQL takes a session-level advisory lock keyed on the study's name. Throws Error ("another
+  // paratune controller is running ...") naming the locator when another controller -- in another
+  // process or this one -- holds it.
+  [[nodiscard]] virtual std::unique_ptr<ControllerLock> lock_controller(const std::string& study_name) = 0;
 
   // The study `name`: created with `config_json`, or the existing one, which must have been created
   // with the same configuration (else Error: resuming with another space or command would mix
   // measurements of different things).
-  std::int64_t open_study(const std::string& name, const std::string& config_json);
+  virtual std::int64_t open_study(const std::string& name, const std::string& config_json) = 0;
 
   // Trials left "running" by a controller that died: now "interrupted", or "pruned" again when they
   // were running a promotion from a rung. Returns how many.
-  int mark_running_interrupted(std::int64_t study);
+  virtual int mark_running_interrupted(std::int64_t study) = 0;
 
   // `--retry-failed`: the study's failed trials become "interrupted", so the search runs their
   // configurations again; each keeps why it failed in its reason ("retried by --retry-failed; it
   // had failed: exit code 3 ..."). Returns how many.
-  int mark_failed_for_retry(std::int64_t study);
+  virtual int mark_failed_for_retry(std::int64_t study) = 0;
 
-  // A trial that starts now; returns its id and number.
+  // Who starts trials from now on (stored as each trial's worker); default "HOSTNAME:PID".
+  void set_worker_name(std::string name) { worker_ = std::move(name); }
+  [[nodiscard]] const std::string& worker_name() const { return worker_; }
+
+  // A trial that starts now; returns its id and number (unique in its study, also with several
+  // processes starting trials at once).
   std::pair<std::int64_t, int> begin_trial(std::int64_t study, const std::string& params_json,
                                            const std::string& config_json, const std::string& command,
                                            const std::string& dir);
@@ -112,30 +147,53 @@ class StudyStore {
   // called with the number inside the transaction that inserts the trial.
   struct LaunchRecord {
     std::string config_json, command, dir;
+    std::string location;  // where it will run, when known at start (finish_trial sets it anyway)
   };
   std::pair<std::int64_t, int> begin_trial(std::int64_t study, const std::string& params_json,
-                                           const std::function<LaunchRecord(int number)>& describe);
+                                           const std::function<LaunchRecord(int number)>& describe) {
+    return insert_trial(study, params_json, describe);
+  }
+  // Running trials are alive: their heartbeat_unix_s becomes now.
+  virtual void heartbeat(const std::vector<std::int64_t>& trials) = 0;
   // What the search predicted for a trial (set right after begin_trial).
-  void set_prediction(std::int64_t trial, const std::string& prediction_json);
+  virtual void set_prediction(std::int64_t trial, const std::string& prediction_json) = 0;
   // The search's latest fitted model, kept with the study.
-  void set_model(std::int64_t study, const std::string& model_json);
+  virtual void set_model(std::int64_t study, const std::string& model_json) = 0;
   // The end of a trial's run, all at once (one transaction): its status, times, exit, throughput,
-  // steps and metrics (added to those of earlier runs), and `outcome` when a hyperparameter study
-  // judged it.
-  void finish_trial(std::int64_t trial, const trial::TrialResult& result, const TrialOutcome* outcome = nullptr);
+  // location, steps and metrics (added to those of earlier runs), and `outcome` when a
+  // hyperparameter study judged it.
+  virtual void finish_trial(std::int64_t trial, const trial::TrialResult& result,
+                            const TrialOutcome* outcome = nullptr) = 0;
   // A trial runs again (a promotion): "running". Its earlier output stays until the run ends
   // (finish_trial adds to it, or replaces it with TrialOutcome::replace_output).
-  void resume_trial(std::int64_t trial);
+  virtual void resume_trial(std::int64_t trial) = 0;
 
-  [[nodiscard]] std::vector<StoredTrial> trials(std::int64_t study, bool with_steps = false) const;
-  [[nodiscard]] StoredTrial trial(std::int64_t id) const;  // throws Error if there is none
-  [[nodiscard]] std::vector<StudyInfo> studies() const;
-  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+  [[nodiscard]] virtual std::vector<StoredTrial> trials(std::int64_t study, bool with_steps = false) const = 0;
+  [[nodiscard]] virtual StoredTrial trial(std::int64_t id) const = 0;  // throws Error if there is none
+  [[nodiscard]] virtual std::vector<StudyInfo> studies() const = 0;
+
+  // `paratune study copy`: adds whole studies (every field of every trial, step and metric; ids are
+  // the target's own) in one transaction. Throws Error naming the study and the locator if one of
+  // the same name is here already; then nothing is written.
+  virtual void import_studies(const std::vector<StudyContent>& studies) = 0;
+
+ protected:
+  virtual std::pair<std::int64_t, int> insert_trial(std::int64_t study, const std::string& params_json,
+                                                    const std::function<LaunchRecord(int number)>& describe) = 0;
 
  private:
-  void exec(const char* sql) const;
-  std::filesystem::path path_;
-  sqlite3* db_ = nullptr;
+  std::string worker_;
 };
+
+// The store a locator names: "postgresql://..." or "postgres://..." is a libpq connection URI
+// (PostgresStudyStore), anything else the path of an SQLite file (SqliteStudyStore), created if
+// needed. Throws Error naming the locator (password masked) when it cannot be opened.
+std::unique_ptr<StudyStore> open_store(const std::string& locator);
+
+// Whether `locator` names a PostgreSQL database.
+bool is_postgres_locator(const std::string& locator);
+
+// `locator` with any password masked ("postgresql://me:***@host/db", "...?password=***").
+std::string mask_locator(const std::string& locator);
 
 }  // namespace paratune::store

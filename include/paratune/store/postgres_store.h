@@ -1,0 +1,66 @@
+// The study store in a PostgreSQL database (store/study_store.h), for studies that several hosts
+// share. One libpq connection per store object.
+//
+// The locator is a libpq connection URI, "postgresql://[user[:password]@][host][:port][/dbname]
+// [?param=value...]" (libpq's own parameters: sslmode, host=/socket/dir, ...); connect_timeout is
+// 10 s unless the URI sets it. The tables are created on first use in one transaction, under a
+// transaction-level advisory lock so that processes starting at once do not collide; the schema
+// version is the row 'schema_version' of paratune_meta, and a newer one is refused.
+//
+// Every write that the SQLite store makes in one transaction is one transaction here as well. A
+// trial's number is computed under a row lock on its study (SELECT ... FOR UPDATE), so processes
+// beginning trials at once get distinct numbers (and UNIQUE(study_id, number) guards it). Doubles
+// travel as text with 17 significant digits and read back exactly; NaN is stored as NULL, as SQLite
+// does.
+#pragma once
+
+#include <mutex>
+#include <set>
+
+#include "paratune/store/study_store.h"
+
+struct pg_conn;
+
+namespace paratune::store {
+
+class PostgresStudyStore final : public StudyStore {
+ public:
+  // Connects and creates (or checks) the schema. Throws Error naming the masked locator when the
+  // server cannot be reached, refuses the login, or holds a newer schema.
+  explicit PostgresStudyStore(const std::string& uri);
+  ~PostgresStudyStore() override;
+
+  [[nodiscard]] std::string locator() const override { return locator_; }
+  // A session-level advisory lock (pg_try_advisory_lock) keyed on the study's name, held by this
+  // store's connection: the server releases it when the connection ends, however the process ends.
+  [[nodiscard]] std::unique_ptr<ControllerLock> lock_controller(const std::string& study_name) override;
+
+  std::int64_t open_study(const std::string& name, const std::string& config_json) override;
+  int mark_running_interrupted(std::int64_t study) override;
+  int mark_failed_for_retry(std::int64_t study) override;
+  void heartbeat(const std::vector<std::int64_t>& trials) override;
+  void set_prediction(std::int64_t trial, const std::string& prediction_json) override;
+  void set_model(std::int64_t study, const std::string& model_json) override;
+  void finish_trial(std::int64_t trial, const trial::TrialResult& result, const TrialOutcome* outcome = nullptr) override;
+  void resume_trial(std::int64_t trial) override;
+  [[nodiscard]] std::vector<StoredTrial> trials(std::int64_t study, bool with_steps = false) const override;
+  [[nodiscard]] StoredTrial trial(std::int64_t id) const override;
+  [[nodiscard]] std::vector<StudyInfo> studies() const override;
+  void import_studies(const std::vector<StudyContent>& studies) override;
+
+ protected:
+  std::pair<std::int64_t, int> insert_trial(std::int64_t study, const std::string& params_json,
+                                            const std::function<LaunchRecord(int number)>& describe) override;
+
+ private:
+  class Lock;
+  friend class Lock;
+  void create_schema();
+
+  std::string locator_;  // masked
+  pg_conn* conn_ = nullptr;
+  mutable std::mutex mutex_;          // one statement at a time on the connection
+  std::set<std::string> locked_;      // studies this store's lock_controller holds (guarded by mutex_)
+};
+
+}  // namespace paratune::store

@@ -1,0 +1,50 @@
+// The study store in one SQLite file (store/study_store.h): the embedded default.
+//
+// WAL mode, synchronous=NORMAL: a committed transaction survives the controller being killed
+// (even with SIGKILL) at any moment; only an OS crash may lose the last ones. The schema version is
+// the file's user_version; files of versions 1 to 3 are upgraded in place when opened.
+#pragma once
+
+#include <filesystem>
+
+#include "paratune/store/study_store.h"
+
+struct sqlite3;
+
+namespace paratune::store {
+
+class SqliteStudyStore final : public StudyStore {
+ public:
+  // Opens (creating if needed) the study file. Throws Error naming the file if it cannot be opened,
+  // is not a paratune study or has a newer schema.
+  explicit SqliteStudyStore(const std::filesystem::path& path);
+  ~SqliteStudyStore() override;
+
+  [[nodiscard]] std::string locator() const override { return path_.string(); }
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+  [[nodiscard]] std::unique_ptr<ControllerLock> lock_controller(const std::string& study_name) override;
+
+  std::int64_t open_study(const std::string& name, const std::string& config_json) override;
+  int mark_running_interrupted(std::int64_t study) override;
+  int mark_failed_for_retry(std::int64_t study) override;
+  void heartbeat(const std::vector<std::int64_t>& trials) override;
+  void set_prediction(std::int64_t trial, const std::string& prediction_json) override;
+  void set_model(std::int64_t study, const std::string& model_json) override;
+  void finish_trial(std::int64_t trial, const trial::TrialResult& result, const TrialOutcome* outcome = nullptr) override;
+  void resume_trial(std::int64_t trial) override;
+  [[nodiscard]] std::vector<StoredTrial> trials(std::int64_t study, bool with_steps = false) const override;
+  [[nodiscard]] StoredTrial trial(std::int64_t id) const override;
+  [[nodiscard]] std::vector<StudyInfo> studies() const override;
+  void import_studies(const std::vector<StudyContent>& studies) override;
+
+ protected:
+  std::pair<std::int64_t, int> insert_trial(std::int64_t study, const std::string& params_json,
+                                            const std::function<LaunchRecord(int number)>& describe) override;
+
+ private:
+  void exec(const char* sql) const;
+  std::filesystem::path path_;
+  sqlite3* db_ = nullptr;
+};
+
+}  // namespace paratune::store

@@ -1,0 +1,23 @@
+// `paratune study copy FROM TO`: studies moved between stores (SQLite <-> PostgreSQL, or two of a
+// kind), with every trial, step and metric.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "paratune/store/study_store.h"
+
+namespace paratune::store {
+
+struct CopySummary {
+  std::vector<std::string> studies;  // the names copied, in `from`'s order
+  std::int64_t trials = 0, steps = 0, metrics = 0;
+};
+
+// Copies the study `name` of `from` (empty: every study) into `to`, in one transaction on `to`.
+// Throws Error when `from` has no such study (naming the ones it has) or holds no study, and when
+// `to` already has a study of a copied name (nothing is written then).
+CopySummary copy_studies(const StudyStore& from, StudyStore& to, const std::string& name = "");
+
+}  // namespace paratune::store

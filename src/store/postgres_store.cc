@@ -1,0 +1,544 @@
+#include "paratune/store/postgres_store.h"
+
+#include <fmt/format.h>
+#include <libpq-fe.h>
+
+#include <charconv>
+#include <cmath>
+#include <map>
+
+#include "paratune/spec/error.h"
+#include "unix_time.h"
+
+namespace paratune::store {
+namespace {
+
+// The same tables and columns as sqlite_store.cc's (store/study_store.h), in PostgreSQL's types;
+// steps and metrics have an explicit id where SQLite has its implicit rowid (their order).
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS studies (
+  id BIGSERIAL PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  created_unix_s DOUBLE PRECISION NOT NULL,
+  config_json TEXT NOT NULL,
+  model_json TEXT
+);
+CREATE TABLE IF NOT EXISTS trials (
+  id BIGSERIAL PRIMARY KEY,
+  study_id BIGINT NOT NULL REFERENCES studies(id),
+  number BIGINT NOT NULL,
+  params_json TEXT NOT NULL,
+  config_json TEXT NOT NULL,
+  command TEXT NOT NULL,
+  dir TEXT NOT NULL,
+  status TEXT NOT NULL,
+  started_unix_s DOUBLE PRECISION NOT NULL,
+  ended_unix_s DOUBLE PRECISION,
+  exit_code BIGINT,
+  exit_signal BIGINT,
+  reason TEXT,
+  stdout_path TEXT,
+  stderr_path TEXT,
+  steps BIGINT NOT NULL DEFAULT 0,
+  throughput DOUBLE PRECISION,
+  throughput_variance DOUBLE PRECISION,
+  throughput_ci_low DOUBLE PRECISION,
+  throughput_ci_high DOUBLE PRECISION,
+  peak_memory_bytes DOUBLE PRECISION,
+  malformed_lines BIGINT NOT NULL DEFAULT 0,
+  prediction_json TEXT,
+  objective DOUBLE PRECISION,
+  rung BIGINT,
+  hpo_json TEXT,
+  location TEXT,
+  worker TEXT,
+  heartbeat_unix_s DOUBLE PRECISION,
+  UNIQUE (study_id, number)
+);
+CREATE TABLE IF NOT EXISTS steps (
+  id BIGSERIAL PRIMARY KEY,
+  trial_id BIGINT NOT NULL REFERENCES trials(id),
+  step BIGINT NOT NULL,
+  step_time_s DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE IF NOT EXISTS metrics (
+  id BIGSERIAL PRIMARY KEY,
+  trial_id BIGINT NOT NULL REFERENCES trials(id),
+  name TEXT NOT NULL,
+  value DOUBLE PRECISION NOT NULL,
+  step BIGINT
+);
+CREATE INDEX IF NOT EXISTS steps_by_trial ON steps(trial_id);
+CREATE INDEX IF NOT EXISTS metrics_by_trial ON metrics(trial_id);
+)sql";
+
+// The transaction-level advisory lock around schema creation: any constant of paratune's own
+// ("paratune" in ASCII).
+constexpr std::int64_t kSchemaLockKey = 0x7061726174756e65;
+
+// Query parameters in text form; std::nullopt is NULL. Doubles with 17 significant digits (exact
+// round trip); NaN is NULL, as SQLite stores it.
+class Params {
+ public:
+  Params& add(const std::string& v) { return push(v); }
+  Params& add(const char* v) { return push(std::string(v)); }
+  Params& add(std::int64_t v) { return push(std::to_string(v)); }
+  Params& add(int v) { return push(std::to_string(v)); }
+  Params& add(double v) { return std::isnan(v) ? push(std::nullopt) : push(fmt::format("{:.17g}", v)); }
+  Params& add(const std::optional<double>& v) { return v ? add(*v) : push(std::nullopt); }
+  Params& add(const std::optional<std::int64_t>& v) { return v ? add(*v) : push(std::nullopt); }
+  Params& add(const std::optional<int>& v) { return v ? add(*v) : push(std::nullopt); }
+  // Empty text is NULL (the columns a store leaves NULL until set).
+  Params& text_or_null(const std::string& v) { return v.empty() ? push(std::nullopt) : push(v); }
+
+  [[nodiscard]] int size() const { return static_cast<int>(values_.size()); }
+  [[nodiscard]] std::vector<const char*> pointers() const {
+    std::vector<const char*> out;
+    for (const auto& v : values_) out.push_back(v ? v->c_str() : nullptr);
+    return out;
+  }
+
+ private:
+  Params& push(std::optional<std::string> v) {
+    values_.push_back(std::move(v));
+    return *this;
+  }
+  std::vector<std::optional<std::string>> values_;
+};
+
+// A query's result, cleared on scope exit.
+class Result {
+ public:
+  explicit Result(PGresult* r) : r_(r) {}
+  ~Result() { PQclear(r_); }
+  Result(const Result&) = delete;
+  Result& operator=(const Result&) = delete;
+  Result(Result&& o) noexcept : r_(o.r_) { o.r_ = nullptr; }
+
+  [[nodiscard]] bool ok() const {
+    const ExecStatusType status = PQresultStatus(r_);
+    return status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK;
+  }
+  [[nodiscard]] int rows() const { return PQntuples(r_); }
+  [[nodiscard]] int affected() const { return std::atoi(PQcmdTuples(r_)); }
+  [[nodiscard]] bool null(int row, int col) const { return PQgetisnull(r_, row, col) != 0; }
+  [[nodiscard]] std::string text(int row, int col) const {
+    return std::string(PQgetvalue(r_, row, col), static_cast<std::size_t>(PQgetlength(r_, row, col)));
+  }
+  [[nodiscard]] std::int64_t integer(int row, int col) const {
+    if (null(row, col)) return 0;
+    std::int64_t v = 0;
+    const char* s = PQgetvalue(r_, row, col);
+    std::from_chars(s, s + PQgetlength(r_, row, col), v);
+    return v;
+  }
+  [[nodiscard]] double real(int row, int col) const {
+    if (null(row, col)) return 0;
+    double v = 0;
+    const char* s = PQgetvalue(r_, row, col);
+    std::from_chars(s, s + PQgetlength(r_, row, col), v);  // "Infinity", "NaN" included
+    return v;
+  }
+  [[nodiscard]] std::optional<double> optional_real(int row, int col) const {
+    return null(row, col) ? std::nullopt : std::optional<double>(real(row, col));
+  }
+
+ private:
+  PGresult* r_;
+};
+
+// Runs `sql` with `params`; throws Error naming the locator and the server's message.
+// Without parameters, `sql` may hold several statements (the schema).
+Result run(pg_conn* conn, const std::string& locator, const char* sql, const Params& params = {}) {
+  const std::vector<const char*> values = params.pointers();
+  Result r(params.size() == 0 ? PQexec(conn, sql)
+                              : PQexecParams(conn, sql, params.size(), nullptr, values.data(), nullptr, nullptr, 0));
+  if (!r.ok()) {
+    std::string message = PQerrorMessage(conn);
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+    throw Error(fmt::format("study store {}: {}", locator, message));
+  }
+  return r;
+}
+
+// BEGIN ... COMMIT, rolled back if the scope is left by an exception.
+class Transaction {
+ public:
+  Transaction(pg_conn* conn, const std::string& locator) : conn_(conn), locator_(locator) {
+    run(conn_, locator_, "BEGIN");
+  }
+  ~Transaction() {
+    if (!done_) PQclear(PQexec(conn_, "ROLLBACK"));
+  }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  void commit() {
+    run(conn_, locator_, "COMMIT");
+    done_ = true;
+  }
+
+ private:
+  pg_conn* conn_;
+  const std::string& locator_;
+  bool done_ = false;
+};
+
+// The advisory lock of a study: FNV-1a (64 bits) of "paratune study NAME". Two names that hash alike
+// would share a lock (a false "another controller"), never two controllers on one study.
+std::int64_t study_lock_key(const std::string& name) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (const unsigned char c : "paratune study " + name) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return static_cast<std::int64_t>(h);
+}
+
+void ignore_notice(void*, const char*) {}  // the library never prints (NOTICE: "... already exists, skipping")
+
+constexpr const char* kTrialColumns =
+    "SELECT id, number, params_json, config_json, command, dir, status, started_unix_s, ended_unix_s, exit_code, "
+    "exit_signal, reason, stdout_path, stderr_path, steps, throughput, throughput_variance, throughput_ci_low, "
+    "throughput_ci_high, peak_memory_bytes, malformed_lines, prediction_json, objective, rung, hpo_json, location, "
+    "worker, heartbeat_unix_s FROM trials ";
+
+StoredTrial read_trial(const Result& q, int row) {
+  StoredTrial t;
+  t.id = q.integer(row, 0);
+  t.number = static_cast<int>(q.integer(row, 1));
+  t.params_json = q.text(row, 2);
+  t.config_json = q.text(row, 3);
+  t.command = q.text(row, 4);
+  t.dir = q.text(row, 5);
+  t.status = q.text(row, 6);
+  t.started_unix_s = q.real(row, 7);
+  t.ended_unix_s = q.real(row, 8);
+  t.exit_code = q.null(row, 9) ? -1 : static_cast<int>(q.integer(row, 9));
+  t.exit_signal = static_cast<int>(q.integer(row, 10));
+  t.reason = q.text(row, 11);
+  t.stdout_path = q.text(row, 12);
+  t.stderr_path = q.text(row, 13);
+  t.steps = static_cast<int>(q.integer(row, 14));
+  t.throughput = q.optional_real(row, 15);
+  t.throughput_variance = q.real(row, 16);
+  t.throughput_ci_low = q.real(row, 17);
+  t.throughput_ci_high = q.real(row, 18);
+  t.peak_memory_bytes = q.optional_real(row, 19);
+  t.malformed_lines = q.integer(row, 20);
+  t.prediction_json = q.text(row, 21);
+  t.objective = q.optional_real(row, 22);
+  if (!q.null(row, 23)) t.rung = static_cast<int>(q.integer(row, 23));
+  t.hpo_json = q.text(row, 24);
+  t.location = q.text(row, 25);
+  t.worker = q.text(row, 26);
+  t.heartbeat_unix_s = q.optional_real(row, 27);
+  return t;
+}
+
+}  // namespace
+
+class PostgresStudyStore::Lock final : public ControllerLock {
+ public:
+  Lock(PostgresStudyStore& store, std::string name) : store_(store), name_(std::move(name)) {}
+  ~Lock() override {
+    const std::lock_guard<std::mutex> guard(store_.mutex_);
+    store_.locked_.erase(name_);
+    // Failing (a lost connection) is harmless: the server drops a session's locks when it ends.
+    const std::string key = std::to_string(study_lock_key(name_));
+    const char* values[] = {key.c_str()};
+    PQclear(PQexecParams(store_.conn_, "SELECT pg_advisory_unlock($1::bigint)", 1, nullptr, values, nullptr, nullptr, 0));
+  }
+  Lock(const Lock&) = delete;
+  Lock& operator=(const Lock&) = delete;
+
+ private:
+  PostgresStudyStore& store_;
+  std::string name_;
+};
+
+PostgresStudyStore::PostgresStudyStore(const std::string& uri) : locator_(mask_locator(uri)) {
+  // Defaults first: the URI's own parameters, expanded from dbname, override them.
+  const char* keywords[] = {"connect_timeout", "fallback_application_name", "dbname", nullptr};
+  const char* values[] = {"10", "paratune", uri.c_str(), nullptr};
+  conn_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
+  if (conn_ == nullptr) throw Error(fmt::format("study store {}: cannot connect: out of memory", locator_));
+  if (PQstatus(conn_) != CONNECTION_OK) {
+    std::string message = PQerrorMessage(conn_);
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+    PQfinish(conn_);
+    conn_ = nullptr;
+    throw Error(fmt::format("study store {}: cannot connect: {}", locator_, message));
+  }
+  PQsetNoticeProcessor(conn_, ignore_notice, nullptr);
+  try {
+    // Shortest exact text for doubles (PostgreSQL 12+: any value > 0).
+    run(conn_, locator_, "SET extra_float_digits = 3");
+    create_schema();
+  } catch (const Error&) {
+    PQfinish(conn_);
+    conn_ = nullptr;
+    throw;
+  }
+}
+
+PostgresStudyStore::~PostgresStudyStore() { PQfinish(conn_); }
+
+void PostgresStudyStore::create_schema() {
+  Transaction t(conn_, locator_);
+  run(conn_, locator_, "SELECT pg_advisory_xact_lock($1::bigint)", Params().add(kSchemaLockKey));
+  run(conn_, locator_, "CREATE TABLE IF NOT EXISTS paratune_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+  const Result version = run(conn_, locator_, "SELECT value FROM paratune_meta WHERE key = 'schema_version'");
+  const std::int64_t found = version.rows() ? version.integer(0, 0) : 0;
+  if (found > kSchemaVersion)
+    throw Error(fmt::format("study store {}: schema version {} is newer than this paratune's ({}); use a newer "
+                            "paratune or another database",
+                            locator_, found, kSchemaVersion));
+  run(conn_, locator_, kSchema);
+  run(conn_, locator_,
+      "INSERT INTO paratune_meta (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = "
+      "EXCLUDED.value",
+      Params().add(kSchemaVersion));
+  t.commit();
+}
+
+std::unique_ptr<ControllerLock> PostgresStudyStore::lock_controller(const std::string& study_name) {
+  const std::lock_guard<std::mutex> guard(mutex_);
+  // The server grants a session's own lock again: this store's table refuses the second one.
+  const bool mine = locked_.contains(study_name);
+  if (!mine) {
+    const Result r = run(conn_, locator_, "SELECT pg_try_advisory_lock($1::bigint)",
+                         Params().add(study_lock_key(study_name)));
+    if (r.text(0, 0) == "t") {
+      locked_.insert(study_name);
+      return std::make_unique<Lock>(*this, study_name);
+    }
+  }
+  throw Error(fmt::format("study store {}: another paratune controller is running study '{}' ({}); one controller "
+                          "per study at a time",
+                          locator_, study_name, mine ? "in this process" : "it holds the study's advisory lock"));
+}
+
+std::int64_t PostgresStudyStore::open_study(const std::string& name, const std::string& config_json) {
+  const std::lock_guard<std::mutex> guard(mutex_);
+  // Inserted unless it exists (another process may create it at the same moment), then read.
+  run(conn_, locator_,
+      "INSERT INTO studies (name, created_unix_s, config_json) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING",
+      Params().add(name).add(unix_now()).add(config_json));
+  const Result find = run(conn_, locator_, "SELECT id, config_json FROM studies WHERE name = $1", Params().add(name));
+  if (find.text(0, 1) != config_json)
+    throw Error(fmt::format(
+        "study store {}: study '{}' was created with another configuration (search space, command, steps or "
+        "limits); resume it with the same settings or use another study name.\n  stored: {}\n  now:    {}",
+        locator_, name, find.text(0, 1), config_json));
+  return find.integer(0, 0);
+}
+
+int PostgresStudyStore::mark_running_interrupted(std::int64_t study) {
+  const std::lock_guard<std::mutex> guard(mutex_);
+  return run(conn_, locator_,
+             "UPDATE trials SET status = CASE WHEN rung IS NULL THEN 'interrupted' ELSE 'pruned' END, "
+             "reason = 'the controller stopped while it ran', "
+             "ended_unix_s = started_unix_s WHERE study_id = $1 AND status = 'running'",
+             Params().add(study))
+      .affected();
+}
+
+int PostgresStudyStore::mark_failed_for_retry(std::int64_t study) {
+  const std::lock_guard<std::mutex> guard(mutex_);
+  return run(conn_, locator_,
+             "UPDATE trials SET status = 'interrupted', "
+             "reason = 'retried by --retry-failed; it had failed: ' || COALESCE(reason, '') "
+             "WHERE study_id = $1 AND status = 'failed'",
+             Params().add(study))
+      .affected();
+}
+
+std::pair<std::int64_t, int> PostgresStudyStore::insert_trial(std::int64_t study, const std::string& params_json,
+                                                              const std::function<LaunchRecord(int number)>& describe) {
+  const std::lock_guard<std::mutex> guard(mutex_);
+  Transaction t(conn_, locator_);
+  // The study's row lock: processes beginning trials of one study take their numbers in turn.
+  if (run(conn_, locator_, "SELECT id FROM studies WHERE id = $1 FOR UPDATE", Params().add(study)).rows() == 0)
+    throw Error(fmt::format("study store {}: no study with id {}", locator_, study));
+  const int number = static_cast<int>(
+      run(conn_, locator_, "SELECT COALESCE(MAX(number), 0) + 1 FROM trials WHERE study_id = $1", Params().add(study))
+          .integer(0, 0));
+  const LaunchRecord record = describe(number);
+  const double now = unix_now();
+  Params p;
+  p.add(study).add(number).add(params_json).add(record.config_json).add(record.command).add(record.dir).add(now);
+  p.text_or_null(record.location).text_or_null(worker_name()).add(now);
+  const std::int64_t id =
+      run(conn_, locator_,
+          "INSERT INTO trials (study_id, number, params_json, config_json, command, dir, status, started_unix_s, "
+          "location, worker, heartbeat_unix_s) VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8, $9, $10) RETURNING id",
+          p)
+          .integer(0, 0);
+  t.commit();
+  return {id, number};
+}
+
+void PostgresStudyStore::heartbeat(const std::vector<std::int64_t>& trials) {
+  if (trials.empty()) return;
+  const std::lock_guard<std::mutex> guard(mutex_);
+  run(conn_, locator_, "UPDATE trials SET heartbeat_unix_s = $1 WHERE id = ANY($2::bigint[])",
+      Params().add(unix_now()).add(fmt::format("{{{}}}", fmt::join(trials, ","))));
+}
+
+void PostgresStudyStore::finish_trial(std::int64_t trial, const trial::TrialResult& r, const TrialOutcome* outcome) {
+  const std::lock_guard<std::mutex> guard(mutex_);
+  Transaction t(conn_, locator_);
+  if (outcome && outcome->replace_output) {  // a run from step 0 replaces the trial's earlier output
+    run(conn_, locator_, "DELETE FROM steps WHERE trial_id = $1", Params().add(trial));
+    run(conn_, locator_, "DELETE FROM metrics WHERE trial_id = $1", Params().add(trial));
+    run(conn_, locator_, "UPDATE trials SET peak_memory_bytes = NULL WHERE id = $1", Params().add(trial));
+  }
+  const bool measured = r.throughput.steps_used > 0;
+  Params p;
+  p.add(outcome ? outcome->status : std::string(trial::to_string(r.status))).add(r.started_unix_s);
+  p.add(r.ended_unix_s).add(r.exit_code).add(r.exit_signal);
+  p.add(outcome && !outcome->reason.empty() ? outcome->reason : r.reason).add(r.stdout_path.string());
+  p.add(r.stderr_path.string()).add(measured ? std::optional<double>(r.throughput.steps_per_s) : std::nullopt);
+  p.add(r.throughput.variance).add(r.throughput.ci95_low).add(r.throughput.ci95_high);
+  p.add(r.output.peak_memory_bytes).add(r.output.malformed_lines).add(trial).add(r.location);
+  // The peak over runs is the largest any reported; the location is the latest run's (an empty one
+  // keeps what begin_trial stored).
+  run(conn_, locator_,
+      "UPDATE trials SET status = $1, started_unix_s = LEAST(started_unix_s, $2::float8), ended_unix_s = $3, "
+      "exit_code = $4, exit_signal = $5, reason = $6, stdout_path = $7, stderr_path = $8, throughput = $9, "
+      "throughput_variance = $10, throughput_ci_low = $11, throughput_ci_high = $12, "
+      "peak_memory_bytes = CASE WHEN $13::float8 IS NULL THEN peak_memory_bytes WHEN peak_memory_bytes IS NULL "
+      "THEN $13::float8 ELSE GREATEST(peak_memory_bytes, $13::float8) END, "
+      "malformed_lines = malformed_lines + $14::bigint, location = COALESCE(NULLIF($16::text, ''), location) "
+      "WHERE id = $15",
+      p);
+  for (const trial::StepReport& s : r.output.steps)
+    run(conn_, locator_, "INSERT INTO steps (trial_id, step, step_time_s) VALUES ($1, $2, $3)",
+        Params().add(trial).add(s.step).add(s.step_time_s));
+  for (const trial::MetricReport& m : r.output.metrics)
+    run(conn_, locator_, "INSERT INTO metrics (trial_id, name, value, step) VALUES ($1, $2, $3, $4)",
+        Params().add(trial).add(m.name).add(m.value).add(m.step));
+  // Every run of a trial adds its steps (a promoted trial resumes where it rested).
+  run(conn_, locator_, "UPDATE trials SET steps = (SELECT COUNT(*) FROM steps WHERE trial_id = $1) WHERE id = $1",
+      Params().add(trial));
+  if (outcome)
+    run(conn_, locator_, "UPDATE trials SET objective = $1, rung = $2, hpo_json = $3 WHERE id = $4",
+        Params().add(outcome->objective).add(outcome->rung).add(outcome->hpo_json).add(trial));
+  t.commit();
+}
+
+void PostgresStudyStore::resume_trial(std::int64_t trial) {
+  const std::lock_guard<std::mutex> guard(mutex_);
+  run(conn_, locator_, "UPDATE trials SET status = 'running', ended_unix_s = NULL WHERE id = $1", Params().add(trial));
+}
+
+StoredTrial PostgresStudyStore::trial(std::int64_t id) const {
+  const std::lock_guard<std::mutex> guard(mutex_);
+  const Result q = run(conn_, locator_, (std::string(kTrialColumns) + "WHERE id = $1").c_str(), Params().add(id));
+  if (q.rows() == 0) throw Error(fmt::format("study store {}: no trial with id {}", locator_, id));
+  return read_trial(q, 0);
+}
+
+std::vector<StoredTrial> PostgresStudyStore::trials(std::int64_t study, bool with_steps) const {
+  const std::lock_guard<std::mutex> guard(mutex_);
+  // One snapshot for the trials and their steps and metrics.
+  Transaction t(conn_, locator_);
+  const Result q = run(conn_, locator_, (std::string(kTrialColumns) + "WHERE study_id = $1 ORDER BY number").c_str(),
+                       Params().add(study));
+  std::vector<StoredTrial> out;
+  std::map<std::int64_t, std::size_t> index;
+  for (int row = 0; row < q.rows(); ++row) {
+    out.push_back(read_trial(q, row));
+    index[out.back().id] = out.size() - 1;
+  }
+  if (with_steps) {
+    const Result s = run(conn_, locator_,
+                         "SELECT s.trial_id, s.step, s.step_time_s FROM steps s JOIN trials t ON t.id = s.trial_id "
+                         "WHERE t.study_id = $1 ORDER BY s.id",
+                         Params().add(study));
+    for (int row = 0; row < s.rows(); ++row) {
+      StoredTrial& st = out[index.at(s.integer(row, 0))];
+      st.step_numbers.push_back(s.integer(row, 1));
+      st.step_times_s.push_back(s.real(row, 2));
+    }
+    const Result m = run(conn_, locator_,
+                         "SELECT m.trial_id, m.name, m.value, m.step FROM metrics m JOIN trials t ON t.id = m.trial_id "
+                         "WHERE t.study_id = $1 ORDER BY m.id",
+                         Params().add(study));
+    for (int row = 0; row < m.rows(); ++row) {
+      trial::MetricReport r{m.text(row, 1), m.real(row, 2), std::nullopt, std::nullopt};
+      if (!m.null(row, 3)) r.step = m.integer(row, 3);
+      out[index.at(m.integer(row, 0))].metrics.push_back(std::move(r));
+    }
+  }
+  t.commit();
+  return out;
+}
+
+std::vector<StudyInfo> PostgresStudyStore::studies() const {
+  const std::lock_guard<std::mutex> guard(mutex_);
+  const Result q =
+      run(conn_, locator_, "SELECT id, name, created_unix_s, config_json, model_json FROM studies ORDER BY id");
+  std::vector<StudyInfo> out;
+  for (int row = 0; row < q.rows(); ++row)
+    out.push_back({q.integer(row, 0), q.text(row, 1), q.real(row, 2), q.text(row, 3), q.text(row, 4)});
+  return out;
+}
+
+void PostgresStudyStore::set_prediction(std::int64_t trial, const std::string& prediction_json) {
+  const std::lock_guard<std::mutex> guard(mutex_);
+  run(conn_, locator_, "UPDATE trials SET prediction_json = $1 WHERE id = $2", Params().add(prediction_json).add(trial));
+}
+
+void PostgresStudyStore::set_model(std::int64_t study, const std::string& model_json) {
+  const std::lock_guard<std::mutex> guard(mutex_);
+  run(conn_, locator_, "UPDATE studies SET model_json = $1 WHERE id = $2", Params().add(model_json).add(study));
+}
+
+void PostgresStudyStore::import_studies(const std::vector<StudyContent>& studies) {
+  const std::lock_guard<std::mutex> guard(mutex_);
+  Transaction t(conn_, locator_);
+  for (const StudyContent& c : studies) {
+    if (run(conn_, locator_, "SELECT 1 FROM studies WHERE name = $1", Params().add(c.info.name)).rows() > 0)
+      throw Error(fmt::format("study store {}: already holds a study '{}'; nothing was copied (copy it to another "
+                              "database, or choose other studies)",
+                              locator_, c.info.name));
+    const std::int64_t study_id =
+        run(conn_, locator_,
+            "INSERT INTO studies (name, created_unix_s, config_json, model_json) VALUES ($1, $2, $3, $4) RETURNING id",
+            Params().add(c.info.name).add(c.info.created_unix_s).add(c.info.config_json).text_or_null(c.info.model_json))
+            .integer(0, 0);
+    for (const StoredTrial& s : c.trials) {
+      Params p;
+      p.add(study_id).add(s.number).add(s.params_json).add(s.config_json).add(s.command).add(s.dir).add(s.status);
+      p.add(s.started_unix_s);
+      // ended 0 and exit -1 are how the readers show NULL; written back as NULL.
+      p.add(s.ended_unix_s == 0 ? std::nullopt : std::optional<double>(s.ended_unix_s));
+      p.add(s.exit_code == -1 ? std::nullopt : std::optional<int>(s.exit_code)).add(s.exit_signal);
+      p.text_or_null(s.reason).text_or_null(s.stdout_path).text_or_null(s.stderr_path).add(s.steps);
+      p.add(s.throughput).add(s.throughput_variance).add(s.throughput_ci_low).add(s.throughput_ci_high);
+      p.add(s.peak_memory_bytes).add(s.malformed_lines).text_or_null(s.prediction_json).add(s.objective);
+      p.add(s.rung).text_or_null(s.hpo_json).text_or_null(s.location).text_or_null(s.worker).add(s.heartbeat_unix_s);
+      const std::int64_t trial_id =
+          run(conn_, locator_,
+              "INSERT INTO trials (study_id, number, params_json, config_json, command, dir, status, started_unix_s, "
+              "ended_unix_s, exit_code, exit_signal, reason, stdout_path, stderr_path, steps, throughput, "
+              "throughput_variance, throughput_ci_low, throughput_ci_high, peak_memory_bytes, malformed_lines, "
+              "prediction_json, objective, rung, hpo_json, location, worker, heartbeat_unix_s) VALUES ($1, $2, $3, "
+              "$4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, "
+              "$25, $26, $27, $28) RETURNING id",
+              p)
+              .integer(0, 0);
+      for (std::size_t k = 0; k < s.step_times_s.size(); ++k)
+        run(conn_, locator_, "INSERT INTO steps (trial_id, step, step_time_s) VALUES ($1, $2, $3)",
+            Params().add(trial_id).add(k < s.step_numbers.size() ? s.step_numbers[k] : std::int64_t{0})
+                .add(s.step_times_s[k]));
+      for (const trial::MetricReport& m : s.metrics)
+        run(conn_, locator_, "INSERT INTO metrics (trial_id, name, value, step) VALUES ($1, $2, $3, $4)",
+            Params().add(trial_id).add(m.name).add(m.value).add(m.step));
+    }
+  }
+  t.commit();
+}
+
+}  // namespace paratune::store

@@ -1,0 +1,94 @@
+// `paratune tune --study postgresql://...` end to end (a parallel-configuration study and a
+// hyperparameter study, with real trial processes), `study show` and `study copy` on it, and a bad
+// locator's exit code.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "../cli/cli_util.h"
+#include "store_test_util.h"
+
+namespace paratune::store {
+namespace {
+
+using paratune::testing::Result;
+using paratune::testing::run;
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::absolute(std::filesystem::path(::testing::TempDir()) / "paratune_pg_cli" / name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+nlohmann::json json_of(const Result& r) { return nlohmann::json::parse(r.output.substr(r.output.find("\n{") + 1)); }
+
+TEST(PostgresCli, TuneStudyShowAndCopy) {
+  PARATUNE_NEED_POSTGRES();
+  const std::string db = fresh_locator("postgres");
+  const auto dir = fresh_dir("tune");
+  std::ofstream(dir / "space.yaml") << "parameters:\n  st: [0.02, 0.01]\n  behave: [ok, crash]\n";
+  const std::string tune = "tune --space " + (dir / "space.yaml").string() + " --study " + db + " --trials-dir " +
+                           (dir / "trials").string() + " --command '" + PARATUNE_FAKE_TRIAL +
+                           " --step-time {st} --behave {behave}' --steps 4 --json";
+  const Result r = run(tune);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = json_of(r);
+  EXPECT_EQ(j["status_counts"]["completed"], 2) << r.output;
+  EXPECT_EQ(j["status_counts"]["failed"], 2) << r.output;
+
+  const Result show = run("study show " + db + " --json");
+  ASSERT_EQ(show.exit_code, 0) << show.output;
+  const nlohmann::json s = nlohmann::json::parse(show.output);
+  EXPECT_EQ(s["best"], j["best"]);
+  ASSERT_EQ(s["trials"].size(), 4u);
+  for (const auto& t : s["trials"]) {
+    EXPECT_EQ(t["location"], "local") << t.dump();
+    EXPECT_NE(t["worker"].get<std::string>().find(':'), std::string::npos) << t.dump();
+    EXPECT_TRUE(t["heartbeat_unix_s"].is_number()) << t.dump();
+  }
+  // Resumed: every trial is reused.
+  const Result again = run(tune);
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_EQ(json_of(again)["trials"].size(), 4u);
+
+  // The same study in an SQLite file shows the same trials.
+  const std::string file = (dir / "copy.db").string();
+  const Result copy = run("study copy " + db + " " + file);
+  ASSERT_EQ(copy.exit_code, 0) << copy.output;
+  EXPECT_NE(copy.output.find("copied main (4 trials"), std::string::npos) << copy.output;
+  const Result shown = run("study show " + file + " --json");
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  EXPECT_EQ(nlohmann::json::parse(shown.output)["trials"], s["trials"]);
+  const Result twice = run("study copy " + db + " " + file);
+  EXPECT_EQ(twice.exit_code, 2) << twice.output;
+  EXPECT_NE(twice.output.find("already holds a study 'main'"), std::string::npos) << twice.output;
+}
+
+TEST(PostgresCli, HyperparameterStudy) {
+  PARATUNE_NEED_POSTGRES();
+  const std::string db = fresh_locator("postgres");
+  const auto dir = fresh_dir("hpo");
+  std::ofstream(dir / "space.yaml") << "parameters:\n  st: {type: float, low: 0.005, high: 0.02}\n";
+  const Result r = run("tune --space " + (dir / "space.yaml").string() + " --study " + db + " --trials-dir " +
+                       (dir / "trials").string() + " --command '" + PARATUNE_FAKE_TRIAL +
+                       " --step-time {st}' --steps 4 --algo random --max-trials 3 --objective loss --direction "
+                       "minimize --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(json_of(r)["status_counts"]["completed"], 3) << r.output;
+  const Result show = run("study show " + db);
+  ASSERT_EQ(show.exit_code, 0) << show.output;
+  EXPECT_NE(show.output.find("study 'main' in " + db), std::string::npos) << show.output;
+}
+
+TEST(PostgresCli, ABadLocatorExitsTwo) {
+  const Result r = run("study show postgresql://user:pa55@nohost:1/x");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("postgresql://user:***@nohost:1/x"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("pa55"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace paratune::store
