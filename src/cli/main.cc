@@ -51,6 +51,7 @@
 #include "paratune/store/study_store.h"
 #include "paratune/trial/command.h"
 #include "paratune/trial/runner.h"
+#include "paratune/trial/slurm_backend.h"
 #include "paratune/trial/ssh_backend.h"
 #include "paratune/tune/bayes.h"
 #include "paratune/tune/derived_space.h"
@@ -405,10 +406,15 @@ struct TuneFlags {
   std::string strategy;
   std::string slot_devices;
   std::string slot_cpus;
-  std::string backend = "local";  // local | ssh (slurm: not yet)
+  std::string backend = "local";  // local | ssh | slurm
   std::string hosts;              // --backend ssh: the hosts file
   std::vector<std::string> ssh_options;
   std::string ssh_config;
+  // --backend slurm (trial/slurm_backend.h).
+  std::string slurm_partition, slurm_account, slurm_qos, slurm_constraint;
+  std::string slurm_time, slurm_mem_per_slot, slurm_poll = "1s";
+  int slurm_cpus_per_slot = 1, slurm_gpus_per_slot = 0;
+  std::vector<std::string> sbatch_options;
   std::string step_time_regex;
   int min_steps = 5;
   int initial = 4;
@@ -525,6 +531,7 @@ trial::TrialLimits limits_from(const TuneFlags& f) {
 std::string slots_line(const trial::Backend& backend) {
   if (const auto* ssh = dynamic_cast<const trial::SshBackend*>(&backend))
     return fmt::format("{} slot(s) on {} host(s) over ssh", backend.slots(), ssh->hosts().size());
+  if (backend.name() == "slurm") return fmt::format("{} slot(s) in flight as Slurm jobs", backend.slots());
   return fmt::format("{} slot(s)", backend.slots());
 }
 
@@ -542,9 +549,56 @@ std::filesystem::path trials_dir_from(const TuneFlags& f) {
   return std::filesystem::path(f.study_path).replace_extension(".trials");
 }
 
+const std::vector<std::string> kSlurmFlags{"--slurm-partition", "--slurm-account",  "--slurm-qos",
+                                           "--slurm-constraint", "--slurm-time",     "--slurm-cpus-per-slot",
+                                           "--slurm-gpus-per-slot", "--slurm-mem-per-slot", "--slurm-poll",
+                                           "--sbatch-option"};
+
+// A duration or size flag's value, or 0 when it is not given.
+double duration_flag(const std::string& text, const char* flag) {
+  if (text.empty()) return 0;
+  try {
+    return units::parse_duration(text);
+  } catch (const Error& e) {
+    throw e.with_context(flag);
+  }
+}
+
+std::unique_ptr<trial::Backend> slurm_backend_from(const TuneFlags& f) {
+  refuse_flags(f, {"--slot-devices", "--slot-cpus"},
+               "belongs to --backend local; with --backend slurm each trial asks Slurm for --slurm-gpus-per-slot "
+               "and --slurm-cpus-per-slot per slot");
+  if (f.slots && f.given.contains("--parallel"))
+    throw Error("--slots and --parallel: give one (--slots is the newer name: the slots trials are packed onto)");
+  trial::SlurmOptions options;
+  options.slots = f.slots.value_or(f.parallel);
+  options.partition = f.slurm_partition;
+  options.account = f.slurm_account;
+  options.qos = f.slurm_qos;
+  options.constraint = f.slurm_constraint;
+  options.time_limit_s = duration_flag(f.slurm_time, "--slurm-time");
+  options.cpus_per_slot = f.slurm_cpus_per_slot;
+  options.gpus_per_slot = f.slurm_gpus_per_slot;
+  if (!f.slurm_mem_per_slot.empty()) {
+    try {
+      options.memory_per_slot_bytes = units::parse_bytes(f.slurm_mem_per_slot);
+    } catch (const Error& e) {
+      throw e.with_context("--slurm-mem-per-slot");
+    }
+  }
+  options.poll_s = duration_flag(f.slurm_poll, "--slurm-poll");
+  options.extra_sbatch_options = f.sbatch_options;
+  auto backend = std::make_unique<trial::SlurmBackend>(options);
+  backend->check_with_slurm();  // a partition or account Slurm refuses: said now, not by every trial
+  return backend;
+}
+
 std::unique_ptr<trial::Backend> backend_from(const TuneFlags& f) {
-  if (f.backend == "slurm")
-    throw Error("--backend slurm: not supported yet; use local (this host) or ssh (--hosts FILE)");
+  if (f.backend != "slurm") refuse_flags(f, kSlurmFlags, "belongs to --backend slurm");
+  if (f.backend == "slurm") {
+    refuse_flags(f, {"--hosts", "--ssh-option", "--ssh-config"}, "belongs to --backend ssh");
+    return slurm_backend_from(f);
+  }
   if (f.backend == "ssh") {
     refuse_flags(f, {"--parallel", "--slots", "--slot-devices", "--slot-cpus"},
                  "belongs to --backend local; with --backend ssh the hosts file gives each host's slots= and "
@@ -1205,8 +1259,9 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--slot-cpus", tune_flags.slot_cpus,
                        "--backend local: CPUs per slot, e.g. \"0;1\" or \"0-3;4-7\": a trial runs on its slots' CPUs only");
   tune_cmd->add_option("--backend", tune_flags.backend,
-                       "where trials run: local (this host; --slots, --slot-devices, --slot-cpus) or ssh (the hosts "
-                       "of --hosts, one ssh connection per trial); slurm is not supported yet")
+                       "where trials run: local (this host; --slots, --slot-devices, --slot-cpus), ssh (the hosts "
+                       "of --hosts, one ssh connection per trial) or slurm (one sbatch job per trial; --slots trials "
+                       "in flight, --slurm-* options)")
       ->capture_default_str()
       ->check(CLI::IsMember({"local", "ssh", "slurm"}));
   tune_cmd->add_option("--hosts", tune_flags.hosts,
@@ -1217,6 +1272,27 @@ int main(int argc, char** argv) {
                        "set");
   tune_cmd->add_option("--ssh-config", tune_flags.ssh_config,
                        "--backend ssh: ssh configuration file, passed as -F (default: ssh's own, ~/.ssh/config)");
+  tune_cmd->add_option("--slurm-partition", tune_flags.slurm_partition, "--backend slurm: sbatch --partition");
+  tune_cmd->add_option("--slurm-account", tune_flags.slurm_account, "--backend slurm: sbatch --account");
+  tune_cmd->add_option("--slurm-qos", tune_flags.slurm_qos, "--backend slurm: sbatch --qos");
+  tune_cmd->add_option("--slurm-constraint", tune_flags.slurm_constraint, "--backend slurm: sbatch --constraint");
+  tune_cmd->add_option("--slurm-time", tune_flags.slurm_time,
+                       "--backend slurm: each job's time limit (sbatch --time), e.g. 2h; Slurm ending a job for it "
+                       "makes the trial a timeout");
+  tune_cmd->add_option("--slurm-cpus-per-slot", tune_flags.slurm_cpus_per_slot,
+                       "--backend slurm: CPUs per trial slot (sbatch --cpus-per-task = slots x this)")
+      ->capture_default_str();
+  tune_cmd->add_option("--slurm-gpus-per-slot", tune_flags.slurm_gpus_per_slot,
+                       "--backend slurm: GPUs per trial slot (sbatch --gpus = slots x this; 0: none asked for)")
+      ->capture_default_str();
+  tune_cmd->add_option("--slurm-mem-per-slot", tune_flags.slurm_mem_per_slot,
+                       "--backend slurm: memory per trial slot (sbatch --mem), e.g. 64GiB; Slurm's OUT_OF_MEMORY makes "
+                       "the trial oom");
+  tune_cmd->add_option("--slurm-poll", tune_flags.slurm_poll,
+                       "--backend slurm: how often each running trial's job state is asked (scontrol)")
+      ->capture_default_str();
+  tune_cmd->add_option("--sbatch-option", tune_flags.sbatch_options,
+                       "--backend slurm: another sbatch option, as sbatch takes it (repeatable), e.g. --exclusive");
   tune_cmd->add_option("--timeout", tune_flags.timeout, "wall-clock limit per trial, e.g. 10m");
   tune_cmd->add_option("--hang", tune_flags.hang, "stop a trial with no new step for this long, e.g. 2m");
   tune_cmd->add_option("--grace", tune_flags.grace, "SIGTERM to SIGKILL delay when stopping a trial")

@@ -24,9 +24,9 @@ struct OptionFlag {
   std::string_view flags;
 };
 
-inline constexpr std::array<OptionFlag, 17> kOptionFlags{{
+inline constexpr std::array<OptionFlag, 23> kOptionFlags{{
     // tune: tune::StudyOptions, hpo::HpoOptions (trial::TrialLimits in `limits`), tune::BayesOptions,
-    // hpo::PrunerOptions, trial::LocalBackend's arguments, trial::SshOptions.
+    // hpo::PrunerOptions, trial::LocalBackend's arguments, trial::SshOptions, trial::SlurmOptions.
     {"tune", "name", "--study-name"},
     {"tune", "budget_s", "--budget"},
     {"tune", "limits.timeout_s", "--timeout"},
@@ -41,6 +41,13 @@ inline constexpr std::array<OptionFlag, 17> kOptionFlags{{
     {"tune", "warmup_steps", "--pruner-warmup"},
     {"tune", "slots", "--parallel|--slots"},
     {"tune", "ssh_options", "--ssh-option"},  // trial::SshOptions::options
+    // trial::SlurmOptions.
+    {"tune", "cpus_per_slot", "--slurm-cpus-per-slot"},
+    {"tune", "gpus_per_slot", "--slurm-gpus-per-slot"},
+    {"tune", "memory_per_slot_bytes", "--slurm-mem-per-slot"},
+    {"tune", "time_limit_s", "--slurm-time"},
+    {"tune", "poll_s", "--slurm-poll"},
+    {"tune", "extra_sbatch_options", "--sbatch-option"},
     // harvest: hpo::HarvestOptions.
     {"harvest", "job_argv", "--job"},
     {"harvest", "trial_argv", "--trial"},

@@ -40,6 +40,9 @@ int main(int argc, char** argv) {
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &action, nullptr);
+  // A dead controller closes the pipes this program writes the job's output to: writing must fail
+  // quietly (EPIPE), not end the program before it cancels the job.
+  std::signal(SIGPIPE, SIG_IGN);
 
   paratune::trial::SlurmJobRequest request;
   int i = 1;

@@ -281,6 +281,9 @@ int run_slurm_job(const SlurmJobRequest& request, std::ostream& out, std::ostrea
         said_started = true;
         said_waiting.clear();
       } else if (phase == SlurmPhase::kEnded) {
+        // A short job may start and end between two polls: it ran, so say where.
+        if (!said_started && !job->nodes.empty())
+          out << protocol_line({{"started", fmt::format("slurm job {} on {}", job_id, job->nodes)}});
         // Output written just before the end may reach the files a moment later (NFS).
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         tail();

@@ -45,9 +45,6 @@ TEST(SshCli, BackendFlagsAreCheckedBeforeAnyTrialRuns) {
   Result r = run(base + "--backend ssh");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--hosts"), std::string::npos) << r.output;
-  r = run(base + "--backend slurm");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("not supported yet"), std::string::npos) << r.output;
   r = run(base + "--backend carrier-pigeon");
   EXPECT_EQ(r.exit_code, 2);
   r = run(base + "--backend ssh --hosts " + (dir / "hosts.txt").string());

@@ -109,6 +109,8 @@ void SlurmCluster::start() {
        << "JobAcctGatherType=jobacct_gather/linux\nJobAcctGatherFrequency=1\nJobAcctGatherParams=OverMemoryKill\n"
        << "AccountingStorageType=accounting_storage/none\nJobCompType=jobcomp/none\nMpiDefault=none\n"
        << "ReturnToService=2\nMinJobAge=600\nKillWait=5\n"
+       // Without --mem a job would take the node's whole memory: one job at a time.
+       << "DefMemPerCPU=200\n"
        << "NodeName=" << node_ << " NodeAddr=127.0.0.1 CPUs=" << cpus << " RealMemory=4000 State=UNKNOWN\n"
        << "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n";
   conf.close();
