@@ -45,10 +45,13 @@ std::string short_hostname() {
 
 bool executable(const char* path) { return ::access(path, X_OK) == 0; }
 
-void kill_from_pid_file(const std::filesystem::path& file) {
-  std::ifstream in(file);
+// SIGTERM to the daemon whose pid the file holds, then wait (up to 5 s) for it to be gone: munged
+// writes its seed file as it exits, which must not land in a directory being removed.
+void stop_daemon(const std::filesystem::path& pid_file) {
+  std::ifstream in(pid_file);
   pid_t pid = 0;
-  if (in >> pid && pid > 1) ::kill(pid, SIGTERM);
+  if (!(in >> pid) || pid <= 1 || ::kill(pid, SIGTERM) != 0) return;
+  for (int i = 0; i < 100 && ::kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
 }
 
 }  // namespace
@@ -149,10 +152,9 @@ void SlurmCluster::stop() {
     }
   } catch (const std::exception&) {
   }
-  kill_from_pid_file(dir_ / "slurmd.pid");
-  kill_from_pid_file(dir_ / "slurmctld.pid");
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  kill_from_pid_file(dir_ / "munged.pid");
+  stop_daemon(dir_ / "slurmd.pid");
+  stop_daemon(dir_ / "slurmctld.pid");
+  stop_daemon(dir_ / "munged.pid");
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
 }
