@@ -1,12 +1,15 @@
 // Controller overhead per trial on each backend (issue 22): a trivial trial (the test suite's fake
-// trial, 2 steps of 1 ms) run R times one after the other, on the local backend and over ssh to a
+// trial, 2 steps of 1 ms) run R times one after the other, on the local backend, over ssh to a
 // private sshd on 127.0.0.1 (tests/support/ssh_server.h; needs /usr/sbin/sshd, as root or as the
-// user it logs in as). Measured per trial:
+// user it logs in as) and as Slurm jobs on a private one-node cluster (tests/support/
+// slurm_cluster.h; root; the watcher polls scontrol every 0.2 s, as `--slurm-poll 0.2s`). Measured per trial:
 //   start -> first step: TrialRunner::start() to the first step report read (the program's 1 ms
 //                         step included): process start, and over ssh the connection, the
 //                         authentication and the remote wrapper;
 //   last step -> end:    the last step report to wait() returning the trial's result: the exit,
-//                         over ssh the remote wrapper's clean-up and the exit status's way back.
+//                         over ssh the remote wrapper's clean-up and the exit status's way back;
+//                         on Slurm sbatch, scheduling and job start (slurmd, slurmstepd) are in the
+//                         first, the job's end seen by the next scontrol poll in the second.
 //
 //   bench_backend_overhead [R]   (default 10)
 #include <fmt/format.h>
@@ -17,8 +20,10 @@
 #include <iostream>
 #include <vector>
 
+#include "../tests/support/slurm_cluster.h"
 #include "../tests/support/ssh_server.h"
 #include "paratune/trial/runner.h"
+#include "paratune/trial/slurm_backend.h"
 #include "paratune/trial/ssh_backend.h"
 
 using namespace paratune;
@@ -86,6 +91,18 @@ int main(int argc, char** argv) {
     const trial::SshBackend ssh({{testing::SshServer::host(), 1, {}}}, options);
     const Times s = measure(ssh, repetitions, dir);
     fmt::print("ssh (127.0.0.1, a new connection per trial): {} trials\n  start -> first step  {}\n  last step -> end     {}\n",
+               repetitions, summary(s.first_step_ms), summary(s.end_ms));
+  }
+  testing::SlurmCluster& cluster = testing::SlurmCluster::shared();
+  if (!cluster.problem().empty()) {
+    fmt::print("slurm: skipped: {}\n", cluster.problem());
+  } else {
+    trial::SlurmOptions options;
+    options.poll_s = 0.2;
+    options.watcher = PARATUNE_SLURM_JOB;
+    const trial::SlurmBackend slurm(options);
+    const Times s = measure(slurm, repetitions, dir);
+    fmt::print("slurm (one-node cluster, scontrol every 0.2 s): {} trials\n  start -> first step  {}\n  last step -> end     {}\n",
                repetitions, summary(s.first_step_ms), summary(s.end_ms));
   }
   std::error_code ec;
