@@ -480,6 +480,7 @@ std::vector<StudyInfo> PostgresStudyStore::studies() const {
   const Result q =
       run(conn_, locator_, "SELECT id, name, created_unix_s, config_json, model_json FROM studies ORDER BY id");
   std::vector<StudyInfo> out;
+  out.reserve(static_cast<std::size_t>(q.rows()));
   for (int row = 0; row < q.rows(); ++row)
     out.push_back({q.integer(row, 0), q.text(row, 1), q.real(row, 2), q.text(row, 3), q.text(row, 4)});
   return out;

@@ -387,7 +387,7 @@ bool TrialRunner::idle() const { return processes_.empty(); }
 bool TrialRunner::can_start(int slots) const { return !backend_.place(slot_busy_, slots).empty(); }
 
 std::vector<int> TrialRunner::start(const TrialLaunch& launch) {
-  const std::vector<int> slots = backend_.place(slot_busy_, launch.slots);
+  std::vector<int> slots = backend_.place(slot_busy_, launch.slots);
   if (slots.empty())
     throw Error(fmt::format("trial {}: needs {} free slots{}, {} are free", launch.id, launch.slots,
                             backend_.max_trial_slots() < backend_.slots() ? " on one host" : "", free_slots()));

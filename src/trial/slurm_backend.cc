@@ -23,7 +23,7 @@ std::filesystem::path default_watcher() {
   std::error_code ec;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    const std::filesystem::path beside = self.parent_path() / "paratune-slurm-job";
+    std::filesystem::path beside = self.parent_path() / "paratune-slurm-job";
     if (::access(beside.c_str(), X_OK) == 0) return beside;
   }
   return "paratune-slurm-job";
