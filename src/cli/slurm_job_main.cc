@@ -10,6 +10,8 @@
 
 #include <atomic>
 #include <cctype>
+#include <cstdint>
+#include <cstdio>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -63,11 +65,23 @@ int main(int argc, char** argv) {
   const char* dir = std::getenv("PARATUNE_TRIAL_DIR");
   if (dir == nullptr || *dir == '\0') return usage("PARATUNE_TRIAL_DIR is not set (the trial runner sets it)");
   request.dir = dir;
-  // The job's name: paratune-STUDY-NUMBER (the trial's id), in the characters Slurm shows plainly.
+  // The job's name: paratune-STUDY-NUMBER (the trial's id), in the characters Slurm shows plainly,
+  // then a hash of the trial's directory: two studies named alike never share a job name, so a job
+  // may be cancelled by its name.
   if (const char* id = std::getenv("PARATUNE_TRIAL_ID"); id != nullptr && *id != '\0') {
     request.job_name = "paratune-";
     for (const char* c = id; *c != '\0' && request.job_name.size() < 100; ++c)
       request.job_name.push_back(std::isalnum(static_cast<unsigned char>(*c)) || *c == '-' || *c == '_' || *c == '.' ? *c : '_');
+    std::uint32_t hash = 2166136261U;  // FNV-1a, 32 bits
+    for (const char* c = dir; *c != '\0'; ++c) hash = (hash ^ static_cast<unsigned char>(*c)) * 16777619U;
+    char suffix[16];
+    std::snprintf(suffix, sizeof suffix, "-%08x", hash);
+    request.job_name += suffix;
+  }
+  // The runner's token for this trial's backend lines; the job must not see it.
+  if (const char* token = std::getenv("PARATUNE_BACKEND_TOKEN"); token != nullptr) {
+    request.token = token;
+    ::unsetenv("PARATUNE_BACKEND_TOKEN");
   }
   try {
     const int code = paratune::trial::run_slurm_job(request, std::cout, std::cerr, g_stop);

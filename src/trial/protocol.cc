@@ -60,7 +60,7 @@ bool plausible_step_time(double seconds) {
 
 bool plausible_peak_memory(double bytes) { return std::isfinite(bytes) && bytes >= 0 && bytes <= kMaxPeakMemoryBytes; }
 
-OutputParser::OutputParser(const ParserOptions& options) {
+OutputParser::OutputParser(const ParserOptions& options) : backend_token_(options.backend_token) {
   if (options.step_time_regex.empty()) return;
   RE2::Options re2_options;
   re2_options.set_log_errors(false);
@@ -148,9 +148,14 @@ LineReport OutputParser::parse_protocol(std::string_view text) {
     r.checkpoint_step = j["checkpoint_step"].get<std::int64_t>();
     return r;
   }
+  // A wrapping backend's lines: only with this trial's backend token.
+  if (j.contains("queued") || j.contains("started") || j.contains("ended")) {
+    if (backend_token_.empty() || !j.contains("token") || j["token"] != backend_token_)
+      return malformed("queued, started and ended lines are the backend's (they need its token)");
+  }
   for (const char* key : {"queued", "started"})
     if (j.contains(key)) {
-      if (auto extra = keys_are({key})) return malformed(fmt::format("unknown key '{}'", *extra));
+      if (auto extra = keys_are({key, "token"})) return malformed(fmt::format("unknown key '{}'", *extra));
       if (!j[key].is_string() || j[key].get<std::string>().empty() || j[key].get<std::string>().size() > kMaxLocationBytes)
         return malformed(fmt::format("'{}' must be a non-empty string of at most {} bytes (where)", key, kMaxLocationBytes));
       r.kind = std::string_view(key) == "queued" ? LineReport::Kind::kQueued : LineReport::Kind::kStarted;
@@ -158,7 +163,7 @@ LineReport OutputParser::parse_protocol(std::string_view text) {
       return r;
     }
   if (j.contains("ended")) {
-    if (auto extra = keys_are({"ended", "reason"})) return malformed(fmt::format("unknown key '{}'", *extra));
+    if (auto extra = keys_are({"ended", "reason", "token"})) return malformed(fmt::format("unknown key '{}'", *extra));
     const auto& status = j["ended"];
     if (!status.is_string() || (status != "oom" && status != "timeout" && status != "failed" && status != "interrupted"))
       return malformed("'ended' must be one of oom, timeout, failed, interrupted");

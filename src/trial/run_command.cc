@@ -29,7 +29,7 @@ std::string CommandOutput::describe_end(double timeout_s) const {
   return fmt::format("exit code {}", WEXITSTATUS(wait_status));
 }
 
-CommandOutput run_command(const std::vector<std::string>& argv, double timeout_s) {
+CommandOutput run_command(const std::vector<std::string>& argv, double timeout_s, bool own_process_group) {
   if (argv.empty()) throw Error("run_command: no program given");
   int out_pipe[2], err_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0) throw Error(fmt::format("cannot run '{}' (pipe: {})", argv[0], std::strerror(errno)));
@@ -49,7 +49,14 @@ CommandOutput run_command(const std::vector<std::string>& argv, double timeout_s
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = 0;
-  const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  if (own_process_group) {
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attributes, 0);
+  }
+  const int spawned = posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), environ);
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   close(out_pipe[1]);
   close(err_pipe[1]);

@@ -414,12 +414,19 @@ std::vector<int> TrialRunner::start(const TrialLaunch& launch) {
   trial.env.insert(trial.env.end(), launch.env.begin(), launch.env.end());
   const LaunchCommand command = backend_.command_for(trial, slots);
   p->command = command;
+  if (!command.backend_token.empty()) {
+    ParserOptions with_token = parser_options_;
+    with_token.backend_token = command.backend_token;
+    p->parser = OutputParser(with_token);
+  }
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   for (int cpu : command.cpus)
     if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &cpus);
   std::vector<std::string> env_strings;
-  std::vector<std::string> overridden{"PARATUNE_TRIAL_ID", "PARATUNE_TRIAL_DIR", "PARATUNE_PARAMS", "PARATUNE_MAX_STEPS"};
+  // PARATUNE_BACKEND_TOKEN: only a wrapping backend's own (command.env), never one inherited.
+  std::vector<std::string> overridden{"PARATUNE_TRIAL_ID", "PARATUNE_TRIAL_DIR", "PARATUNE_PARAMS", "PARATUNE_MAX_STEPS",
+                                      "PARATUNE_BACKEND_TOKEN"};
   for (const auto& [key, value] : command.env) overridden.push_back(key);
   for (const auto& [key, value] : launch.env) overridden.push_back(key);
   for (char** e = environ; *e; ++e) {

@@ -3,7 +3,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <random>
 
 #include <fmt/format.h>
 
@@ -50,9 +53,22 @@ void validate(const SlurmOptions& o) {
     throw OptionError("memory_per_slot_bytes", fmt::format("{:g}", o.memory_per_slot_bytes), "must be from 0 (the default) to 1 PiB");
   if (!std::isfinite(o.poll_s) || o.poll_s < 0.05 || o.poll_s > 3600)
     throw OptionError("poll_s", fmt::format("{:g}", o.poll_s), "must be from 0.05 to 3600 seconds");
-  for (const std::string& option : o.extra_sbatch_options)
+  // The options paratune-slurm-job sets itself: the job's output files (which it reads as they grow),
+  // its directory, its name, its environment, how sbatch answers.
+  static constexpr std::array<std::string_view, 18> kOwnOptions{
+      "--output", "--error", "--chdir", "--parsable", "--open-mode", "--export", "--job-name", "--wrap", "--array",
+      "--wait",   "--test-only", "--input", "-o", "-e", "-D", "-J", "-a", "-W"};
+  for (const std::string& option : o.extra_sbatch_options) {
     if (!option.starts_with("-"))
       throw OptionError("extra_sbatch_options", fmt::format("'{}'", option), "each must be an sbatch option (starting with -)");
+    const std::string_view name = std::string_view(option).substr(0, option.find('='));
+    const bool own = std::any_of(kOwnOptions.begin(), kOwnOptions.end(), [&](std::string_view own_option) {
+      return name == own_option || (own_option.size() == 2 && !option.starts_with("--") && option.starts_with(own_option));
+    });
+    if (own)
+      throw OptionError("extra_sbatch_options", fmt::format("'{}'", option),
+                        "is set by paratune itself (the job's output files, directory, name and environment)");
+  }
 }
 
 SlurmBackend::SlurmBackend(SlurmOptions options) : options_(std::move(options)) {
@@ -81,6 +97,10 @@ LaunchCommand SlurmBackend::command_for(const TrialCommand& trial, const std::ve
   out.argv.emplace_back("--");
   out.argv.insert(out.argv.end(), trial.argv.begin(), trial.argv.end());
   out.location = "slurm";  // until the job starts and the watcher says where
+  // A secret per trial: the watcher's queued/started/ended lines carry it, the job cannot forge them.
+  std::random_device random;
+  out.backend_token = fmt::format("{:08x}{:08x}{:08x}{:08x}", random(), random(), random(), random());
+  out.env.emplace_back("PARATUNE_BACKEND_TOKEN", out.backend_token);
   // The job's processes are Slurm's (slurmstepd's children, on a node): only the watcher is ours.
   out.find_by_environment = false;
   return out;
@@ -109,14 +129,20 @@ void SlurmBackend::check_with_slurm() const {
 }
 
 int cancel_left_over_slurm_job(const std::filesystem::path& dir) {
-  const std::optional<std::string> id = slurm_job_id_in(dir);
-  if (!id) return 0;
+  const std::optional<SlurmJobRecord> job = slurm_job_in(dir);
+  if (!job) return 0;
+  // Only if it still runs, and, where its name is known, only that job (ids are reused after a
+  // cluster's restart).
+  std::vector<std::string> argv{"scancel"};
+  if (!job->name.empty()) argv.push_back("--name=" + job->name);
+  argv.push_back(job->id);
   try {
-    run_command({"scancel", *id}, kSlurmCommandTimeoutS);
+    const CommandOutput state = run_command({"squeue", "-h", "-j", job->id, "-o", "%j %T"}, kSlurmCommandTimeoutS);
+    if (!state.ok() || state.out.empty() || (!job->name.empty() && !state.out.starts_with(job->name + " "))) return 0;
+    return run_command(argv, kSlurmCommandTimeoutS).ok() ? 1 : 0;
   } catch (const Error&) {
     return 0;  // no Slurm here: nothing this controller could cancel
   }
-  return 1;
 }
 
 }  // namespace paratune::trial

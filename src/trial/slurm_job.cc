@@ -31,8 +31,18 @@ constexpr int kRefusedExitCode = 3;
 constexpr double kTailPeriodS = 0.2;
 // After our scancel, how long to wait for Slurm to end the job before giving up on seeing it end.
 constexpr double kCancelWaitS = 30;
-// Polls in a row that find the job in neither scontrol nor sacct before it counts as lost.
-constexpr int kMaxUnknownPolls = 5;
+// How long the job may be unknown to both scontrol and sacct (slurmctld unreachable, a failover)
+// before it counts as lost.
+constexpr double kMaxUnknownS = 60;
+// sbatch's message when Slurm itself refuses the job (no such partition, more GPUs than a node has):
+// the configuration's fault. Any other failure (a timeout, no answer) is the cluster's.
+constexpr std::string_view kSlurmRefusal = "Batch job submission failed";
+
+// Slurm's tools in a process group of their own: a stop signal to the trial must not cut an sbatch
+// or scancel short.
+CommandOutput slurm_command(const std::vector<std::string>& argv, double timeout_s) {
+  return run_command(argv, timeout_s, /*own_process_group=*/true);
+}
 
 // "X:Y" -> {X, Y}; {0, 0} when malformed.
 std::pair<int, int> parse_exit_code(std::string_view text) {
@@ -69,7 +79,11 @@ std::string state_word(std::string_view state) {
   return std::string(state.substr(0, end));
 }
 
-std::string protocol_line(const nlohmann::json& j) { return "@paratune " + j.dump() + "\n"; }
+// A protocol line of this watcher's, with the trial's backend token (trial/protocol.h) when it has one.
+std::string protocol_line(nlohmann::json j, const std::string& token) {
+  if (!token.empty()) j["token"] = token;
+  return "@paratune " + j.dump() + "\n";
+}
 
 // A file's bytes from `offset` on, to `sink`; only whole lines when `whole_lines` (the rest waits
 // for its newline, so a protocol line of ours never lands in the middle of one of the job's).
@@ -152,6 +166,8 @@ SlurmJobEnd slurm_job_end(const SlurmJobState& job, std::string_view job_id, boo
     end.ended = BackendEnd{status, std::move(reason)};
     return end;
   };
+  if (job.state == "FAILED" && job.exit_code == 0 && job.exit_signal == 0)
+    return said("failed", fmt::format("Slurm: job {}{} FAILED without an exit code ({})", job_id, where, job.reason));
   if (job.state == "COMPLETED" || job.state == "FAILED") {
     // The program's own end: its exit code, or the signal that killed it.
     end.exit_code = job.exit_code;
@@ -177,10 +193,16 @@ SlurmJobEnd slurm_job_end(const SlurmJobState& job, std::string_view job_id, boo
 }
 
 std::optional<std::string> slurm_job_id_in(const std::filesystem::path& dir) {
+  const std::optional<SlurmJobRecord> job = slurm_job_in(dir);
+  return job ? std::optional<std::string>(job->id) : std::nullopt;
+}
+
+std::optional<SlurmJobRecord> slurm_job_in(const std::filesystem::path& dir) {
   std::ifstream in(dir / "slurm-job-id");
-  std::string id;
-  if (!(in >> id) || id.empty() || id.find_first_not_of("0123456789_") != std::string::npos) return std::nullopt;
-  return id;
+  SlurmJobRecord job;
+  if (!(in >> job.id) || job.id.empty() || job.id.find_first_not_of("0123456789_") != std::string::npos) return std::nullopt;
+  in >> job.name;  // absent in a job submitted without a name
+  return job;
 }
 
 int run_slurm_job(const SlurmJobRequest& request, std::ostream& out, std::ostream& err, const std::atomic<int>& stop) {
@@ -208,14 +230,22 @@ int run_slurm_job(const SlurmJobRequest& request, std::ostream& out, std::ostrea
   sbatch.insert(sbatch.end(), request.sbatch_args.begin(), request.sbatch_args.end());
   sbatch.push_back(script.string());
   sbatch.insert(sbatch.end(), request.command.begin(), request.command.end());
-  const CommandOutput submitted = run_command(sbatch, request.command_timeout_s);
+  const CommandOutput submitted = slurm_command(sbatch, request.command_timeout_s);
   if (!submitted.ok()) {
     // One line: the runner keeps a trial's last stderr line as the reason.
     std::string said = last_lines(submitted.err, 3);
     std::replace(said.begin(), said.end(), '\n', ' ');
-    err << fmt::format("paratune-slurm-job: sbatch refused the job ({}): {}\n", submitted.describe_end(request.command_timeout_s),
-                       said);
-    return kRefusedExitCode;
+    const std::string why = fmt::format("({}): {}", submitted.describe_end(request.command_timeout_s), said);
+    if (said.find(kSlurmRefusal) != std::string::npos) {
+      err << "paratune-slurm-job: sbatch refused the job " << why << "\n";
+      return kRefusedExitCode;
+    }
+    // Slurm did not answer: the job may exist all the same. Cancel it by its name, and fail the
+    // trial as the cluster's failure, not the configuration's.
+    if (!request.job_name.empty())
+      slurm_command({"scancel", "--name=" + request.job_name}, request.command_timeout_s);
+    out << protocol_line({{"ended", "failed"}, {"reason", "sbatch failed " + why}}, request.token);
+    return 1;
   }
   // --parsable: "ID" or "ID;CLUSTER".
   std::string job_id = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
@@ -225,7 +255,7 @@ int run_slurm_job(const SlurmJobRequest& request, std::ostream& out, std::ostrea
   }
   {
     std::ofstream id_file(dir / "slurm-job-id", std::ios::trunc);
-    id_file << job_id << "\n";
+    id_file << job_id << "\n" << request.job_name << "\n";
   }
   err << fmt::format("paratune-slurm-job: submitted Slurm job {}\n", job_id);
   err.flush();
@@ -239,22 +269,21 @@ int run_slurm_job(const SlurmJobRequest& request, std::ostream& out, std::ostrea
     copy_new_bytes(err_file, err_offset, err_partial, err, /*whole_lines=*/false);
   };
   const auto query = [&]() -> std::optional<SlurmJobState> {
-    const CommandOutput shown = run_command({"scontrol", "show", "job", "-o", job_id}, request.command_timeout_s);
+    const CommandOutput shown = slurm_command({"scontrol", "show", "job", "-o", job_id}, request.command_timeout_s);
     if (shown.ok())
       if (auto job = parse_scontrol_job(shown.out)) return job;
     // Gone from slurmctld's memory (MinJobAge): accounting, where it runs, still knows.
-    const CommandOutput accounted = run_command({"sacct", "-j", job_id, "-X", "-n", "-P", "-o", "State,Reason,ExitCode,NodeList"},
-                                                request.command_timeout_s);
+    const CommandOutput accounted = slurm_command(
+        {"sacct", "-j", job_id, "-X", "-n", "-P", "-o", "State,Reason,ExitCode,NodeList"}, request.command_timeout_s);
     return accounted.ok() ? parse_sacct_job(accounted.out) : std::nullopt;
   };
 
   bool cancelled = false, said_started = false;
   std::string said_waiting;  // the reason last said in a "queued" line
-  Clock::time_point cancelled_at;
-  int unknown_polls = 0;
+  Clock::time_point cancelled_at, known_at = Clock::now();
   for (;;) {
     if (stop.load() != 0 && !cancelled) {
-      const CommandOutput cancel = run_command({"scancel", job_id}, request.command_timeout_s);
+      const CommandOutput cancel = slurm_command({"scancel", job_id}, request.command_timeout_s);
       if (!cancel.ok())
         err << fmt::format("paratune-slurm-job: scancel {} failed ({}): {}\n", job_id,
                            cancel.describe_end(request.command_timeout_s), last_lines(cancel.err, 2));
@@ -264,33 +293,38 @@ int run_slurm_job(const SlurmJobRequest& request, std::ostream& out, std::ostrea
     const std::optional<SlurmJobState> job = query();
     tail();
     if (!job) {
-      if (++unknown_polls >= kMaxUnknownPolls) {
+      if (std::chrono::duration<double>(Clock::now() - known_at).count() > kMaxUnknownS) {
+        // Gone, or slurmctld unreachable for a minute: try to cancel it before giving it up.
+        slurm_command({"scancel", job_id}, request.command_timeout_s);
         out << protocol_line({{"ended", "failed"},
-                              {"reason", fmt::format("Slurm no longer knows job {} (neither scontrol nor sacct)", job_id)}});
+                              {"reason", fmt::format("Slurm did not know job {} for {:g} s (neither scontrol nor sacct); "
+                                                     "cancelled",
+                                                     job_id, kMaxUnknownS)}},
+                             request.token);
         return 1;
       }
     } else {
-      unknown_polls = 0;
+      known_at = Clock::now();
       const SlurmPhase phase = slurm_phase(job->state);
       if (phase == SlurmPhase::kWaiting && said_waiting != job->reason) {
-        out << protocol_line({{"queued", fmt::format("slurm job {} ({}: {})", job_id, job->state, job->reason)}});
+        out << protocol_line({{"queued", fmt::format("slurm job {} ({}: {})", job_id, job->state, job->reason)}}, request.token);
         said_waiting = job->reason;
         said_started = false;  // requeued jobs start again
       } else if (phase == SlurmPhase::kRunning && !said_started) {
-        out << protocol_line({{"started", fmt::format("slurm job {} on {}", job_id, job->nodes)}});
+        out << protocol_line({{"started", fmt::format("slurm job {} on {}", job_id, job->nodes)}}, request.token);
         said_started = true;
         said_waiting.clear();
       } else if (phase == SlurmPhase::kEnded) {
         // A short job may start and end between two polls: it ran, so say where.
         if (!said_started && !job->nodes.empty())
-          out << protocol_line({{"started", fmt::format("slurm job {} on {}", job_id, job->nodes)}});
+          out << protocol_line({{"started", fmt::format("slurm job {} on {}", job_id, job->nodes)}}, request.token);
         // Output written just before the end may reach the files a moment later (NFS).
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         tail();
         if (!out_partial.empty()) out << out_partial << "\n";
         if (!err_partial.empty()) err << err_partial;
         const SlurmJobEnd end = slurm_job_end(*job, job_id, cancelled);
-        if (end.ended) out << protocol_line({{"ended", end.ended->status}, {"reason", end.ended->reason}});
+        if (end.ended) out << protocol_line({{"ended", end.ended->status}, {"reason", end.ended->reason}}, request.token);
         out.flush();
         err.flush();
         if (end.exit_signal > 0 && end.exit_signal < 65) return -end.exit_signal;

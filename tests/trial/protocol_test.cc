@@ -37,25 +37,37 @@ TEST(Protocol, ParsesEveryReportKind) {
   EXPECT_EQ(out.malformed_lines, 0);
 }
 
-// What a wrapping backend (the Slurm watcher) says: queued, started where, and ended how.
+// What a wrapping backend (the Slurm watcher) says: queued, started where, and ended how -- with
+// the trial's backend token only.
 TEST(Protocol, WrappingBackendLines) {
-  OutputParser p;
-  EXPECT_EQ(p.feed(R"j(@paratune {"queued": "slurm job 4 (PENDING: Resources)"})j").kind, Kind::kQueued);
+  OutputParser p(ParserOptions{"", "s3cret"});
+  EXPECT_EQ(p.feed(R"j(@paratune {"queued": "slurm job 4 (PENDING: Resources)", "token": "s3cret"})j").kind, Kind::kQueued);
   EXPECT_TRUE(p.output().queued);
-  const LineReport started = p.feed(R"(@paratune {"started": "slurm job 4 on node7"})");
+  const LineReport started = p.feed(R"(@paratune {"started": "slurm job 4 on node7", "token": "s3cret"})");
   ASSERT_EQ(started.kind, Kind::kStarted);
   EXPECT_FALSE(p.output().queued);
   EXPECT_EQ(p.output().location, "slurm job 4 on node7");
   EXPECT_FALSE(p.output().ended);
-  EXPECT_EQ(p.feed(R"(@paratune {"ended": "timeout", "reason": "Slurm: TIMEOUT"})").kind, Kind::kEnded);
-  p.feed(R"(@paratune {"ended": "oom"})");  // the first end counts
+  EXPECT_EQ(p.feed(R"(@paratune {"ended": "timeout", "reason": "Slurm: TIMEOUT", "token": "s3cret"})").kind, Kind::kEnded);
+  p.feed(R"(@paratune {"ended": "oom", "token": "s3cret"})");  // the first end counts
   ASSERT_TRUE(p.output().ended);
   EXPECT_EQ(p.output().ended->status, "timeout");
   EXPECT_EQ(p.output().ended->reason, "Slurm: TIMEOUT");
-  for (const char* bad : {R"(@paratune {"ended": "completed"})", R"(@paratune {"ended": "oom", "why": "x"})",
-                          R"(@paratune {"started": ""})", R"(@paratune {"queued": 3})", R"(@paratune {"ended": "failed", "reason": 1})"})
+  for (const char* bad : {R"(@paratune {"ended": "completed", "token": "s3cret"})",
+                          R"(@paratune {"ended": "oom", "why": "x", "token": "s3cret"})",
+                          R"(@paratune {"started": "", "token": "s3cret"})", R"(@paratune {"queued": 3, "token": "s3cret"})",
+                          R"(@paratune {"ended": "failed", "reason": 1, "token": "s3cret"})",
+                          // The program itself cannot say them: it does not know the token.
+                          R"(@paratune {"queued": "me"})", R"(@paratune {"queued": "me", "token": "guess"})",
+                          R"(@paratune {"started": "node1", "token": ""})"})
     EXPECT_EQ(p.feed(bad).kind, Kind::kMalformed) << bad;
-  EXPECT_EQ(p.feed(R"(@paratune {"started": ")" + std::string(201, 'x') + "\"}").kind, Kind::kMalformed);
+  EXPECT_EQ(p.feed(R"(@paratune {"token": "s3cret", "started": ")" + std::string(201, 'x') + "\"}").kind, Kind::kMalformed);
+  // Without a backend token (the local backend) none counts.
+  OutputParser local;
+  EXPECT_EQ(local.feed(R"(@paratune {"queued": "x", "token": ""})").kind, Kind::kMalformed);
+  EXPECT_EQ(local.feed(R"(@paratune {"ended": "oom"})").kind, Kind::kMalformed);
+  EXPECT_FALSE(local.output().queued);
+  EXPECT_FALSE(local.output().ended);
   // Slurm's own out-of-memory messages.
   EXPECT_EQ(p.feed("slurmstepd: error: Exceeded job memory limit").kind, Kind::kOom);
   EXPECT_EQ(p.feed("slurmstepd: error: Detected 1 oom_kill event in StepId=5.batch.").kind, Kind::kOom);

@@ -130,6 +130,20 @@ TEST(SlurmBackendOptions, SbatchOptionsScaleWithSlotsAndBadValuesAreNamed) {
   refused([](SlurmOptions& b) { b.time_limit_s = -5; }, "time_limit_s");
   refused([](SlurmOptions& b) { b.poll_s = 0; }, "poll_s");
   refused([](SlurmOptions& b) { b.extra_sbatch_options = {"exclusive"}; }, "extra_sbatch_options");
+  // What the watcher sets itself (it reads the job's output files as they grow).
+  for (const char* own : {"--output=/tmp/x", "-o/tmp/x", "--error=e", "--chdir=/", "--export=NONE", "--job-name=x", "-Jx",
+                          "--parsable", "--wrap=true"})
+    refused([&](SlurmOptions& b) { b.extra_sbatch_options = {own}; }, "extra_sbatch_options");
+  SlurmOptions fine;
+  fine.extra_sbatch_options = {"--exclusive", "--reservation=r1", "--ntasks-per-node=1"};
+  EXPECT_NO_THROW(SlurmBackend{fine});
+  // Each trial gets its own backend token, in the watcher's environment.
+  const LaunchCommand again = backend.command_for(trial, {0, 1});
+  EXPECT_EQ(command.backend_token.size(), 32U);
+  EXPECT_NE(command.backend_token, again.backend_token);
+  EXPECT_NE(std::find(command.env.begin(), command.env.end(),
+                      std::pair<std::string, std::string>{"PARATUNE_BACKEND_TOKEN", command.backend_token}),
+            command.env.end());
 }
 
 // ---- Real jobs ----------------------------------------------------------------------------------
@@ -227,7 +241,8 @@ TEST(SlurmJobs, OutOfMemoryUnderTheJobsMemoryLimitIsOom) {
   o.memory_per_slot_bytes = 100.0 * 1024 * 1024;
   const SlurmBackend backend(o);
   TrialRunner runner(backend);
-  runner.start(fake_launch("slurm-oom", {"--allocate-mb", "400", "--steps", "3"}));
+  // 400 MiB held for 5 s: Slurm's memory sampling (every second) sees it.
+  runner.start(fake_launch("slurm-oom", {"--allocate-mb", "400", "--steps", "5", "--step-time", "1"}));
   const TrialResult r = run_all(runner, 1).at(0);
   EXPECT_EQ(to_string(r.status), std::string("oom")) << r.reason;
   EXPECT_EQ(classify_failure(r.status, r.exit_code, r.exit_signal, static_cast<long long>(r.output.steps.size())),
@@ -262,10 +277,10 @@ TEST(SlurmJobs, TimeInTheQueueIsNotCountedAgainstTheLimits) {
   o.cpus_per_slot = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));  // one trial fills the node
   const SlurmBackend backend(o);
   TrialRunner runner(backend);
-  TrialLaunch first = fake_launch("slurm-queue-1", {"--steps", "8", "--step-time", "0.5"});
+  TrialLaunch first = fake_launch("slurm-queue-1", {"--steps", "16", "--step-time", "0.5"});
   TrialLaunch second = fake_launch("slurm-queue-2", {"--steps", "3", "--step-time", "0.1"});
-  second.limits.hang_s = 2;     // it waits ~4 s for the first job
-  second.limits.timeout_s = 3;
+  second.limits.hang_s = 6;      // it waits 8 s and more for the first job
+  second.limits.timeout_s = 12;  // it runs for a second or two once started
   runner.start(first);
   runner.start(second);
   const std::vector<TrialResult> done = run_all(runner, 2);
@@ -295,6 +310,35 @@ TEST(SlurmJobs, HostileArgumentValuesArriveByteForByte) {
   for (const std::string& value : hostile) EXPECT_NE(recorded.find("arg=" + value + "\n"), std::string::npos) << value;
   EXPECT_NE(recorded.find(R"(PARATUNE_PARAMS={"v":"$(touch x)'"})"), std::string::npos);
   EXPECT_TRUE(std::filesystem::is_empty(marker)) << "a value was executed";
+}
+
+// A job a dead controller's watcher could not cancel: the next controller cancels it (its id and
+// name in the trial's directory), and only that job.
+TEST(SlurmJobs, ALeftOverJobIsCancelledByTheNextController) {
+  SlurmCluster& cluster = SlurmCluster::shared();
+  PARATUNE_NEED_SERVER(cluster.problem());
+  const std::filesystem::path dir = fresh_dir("slurm-left-over");
+  std::filesystem::create_directories(dir);
+  const auto submit = [](const std::string& name) {
+    const CommandOutput job = run_command({"sbatch", "--parsable", "--job-name=" + name, "--output=/dev/null", "--wrap",
+                                           "sleep 300"},
+                                          30);
+    EXPECT_TRUE(job.ok()) << job.err;
+    return job.out.substr(0, job.out.find_first_of(";\n"));
+  };
+  const std::string left = submit("paratune-main-0001-abcd1234"), other = submit("someone-elses-job");
+  const SlurmBackend backend(test_options());
+  // A directory naming another job by its id but with this name is not the other job's.
+  std::ofstream(dir / "slurm-job-id") << other << "\nparatune-main-0001-abcd1234\n";
+  EXPECT_EQ(backend.clean_up_left_over(dir), 0);
+  std::ofstream(dir / "slurm-job-id") << left << "\nparatune-main-0001-abcd1234\n";
+  EXPECT_EQ(backend.clean_up_left_over(dir), 1);
+  std::string state;
+  for (int i = 0; i < 100 && (state = job_state(left)) != "CANCELLED"; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(state, "CANCELLED");
+  EXPECT_NE(job_state(other), "CANCELLED");
+  run_command({"scancel", other}, 30);
 }
 
 TEST(SlurmJobs, AJobSlurmRefusesIsARefusedConfiguration) {

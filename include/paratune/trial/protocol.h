@@ -23,6 +23,8 @@
 //   {"queued": "slurm job 42 (Priority)"}                    waiting for resources: no limit runs
 //   {"started": "slurm job 42 on node7"}                     where it runs (stored with the trial)
 //   {"ended": "oom", "reason": "Slurm: OUT_OF_MEMORY"}        one of oom, timeout, failed, interrupted
+// Each also carries "token": the runner's secret for this trial's backend (ParserOptions::
+// backend_token), which the program itself never sees; without it such a line is malformed.
 // Built in besides: Megatron-LM's "elapsed time per iteration (ms): X" (with "iteration N/" for the
 // step number) and its memory report ("max reserved: X" in MB, else "max allocated"), a
 // `step_time_regex` (RE2 syntax: linear time, no recursion, so no trial line can exhaust the stack;
@@ -38,6 +40,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace re2 {
@@ -102,8 +105,15 @@ struct LineReport {
 };
 
 struct ParserOptions {
+  ParserOptions() = default;
+  explicit ParserOptions(std::string regex, std::string token = {})
+      : step_time_regex(std::move(regex)), backend_token(std::move(token)) {}
   // RE2 regex; group 1: step time in seconds, optional group 2: step number. Empty: none.
   std::string step_time_regex;
+  // The wrapping backend's secret for this trial (LaunchCommand::backend_token): queued, started
+  // and ended lines count only with "token": this value. Empty: no such line counts (a trial
+  // must not switch its own limits off or say how it ended).
+  std::string backend_token;
 };
 
 // Everything a trial reported so far.
@@ -137,6 +147,7 @@ class OutputParser {
   [[nodiscard]] LineReport step_line(double seconds, std::optional<double> step) const;
   [[nodiscard]] static LineReport memory_line(double bytes);
   std::shared_ptr<const re2::RE2> step_regex_;
+  std::string backend_token_;
   bool protocol_steps_ = false;  // a protocol step was seen: other step sources are ignored
   std::int64_t implicit_step_ = 0;
   TrialOutput output_;

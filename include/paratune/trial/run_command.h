@@ -18,8 +18,10 @@ struct CommandOutput {
 };
 
 // Runs `argv` and waits for it, killing it after `timeout_s`. Throws Error ("cannot run 'X' (why)")
-// when it cannot be started (not found, not executable).
-CommandOutput run_command(const std::vector<std::string>& argv, double timeout_s);
+// when it cannot be started (not found, not executable). `own_process_group`: the command gets a
+// process group of its own, so a signal to the caller's group (a trial being stopped) does not cut
+// it short -- an sbatch killed halfway may leave a job no one knows of.
+CommandOutput run_command(const std::vector<std::string>& argv, double timeout_s, bool own_process_group = false);
 
 // The last `lines` lines of `text` (without the trailing newlines): a message's tail of a tool's output.
 std::string last_lines(const std::string& text, std::size_t lines);

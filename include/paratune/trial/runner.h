@@ -117,6 +117,10 @@ struct LaunchCommand {
   // Whether the trial's processes that left its group may be looked for here by their
   // PARATUNE_TRIAL_DIR (false where they run on another host: only the launcher runs here).
   bool find_by_environment = true;
+  // A wrapping backend's secret for this trial (also in `env` for its wrapper, as
+  // PARATUNE_BACKEND_TOKEN): the runner believes the trial's queued/started/ended protocol lines
+  // only with it (ParserOptions::backend_token). Empty: it believes none.
+  std::string backend_token;
 };
 
 class Backend {

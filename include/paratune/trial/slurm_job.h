@@ -22,7 +22,13 @@
 //   4. stop: SIGTERM or SIGINT (the runner stopping the trial, the controller's Ctrl-C, its
 //      watchdog) -> `scancel ID`, then it waits for the job to leave the running states.
 // sbatch refusing the job (no such partition, more GPUs than a node has) ends this program with
-// exit code 3 and sbatch's message before any step: a refused configuration (trial/failure.h).
+// exit code 3 and sbatch's message before any step: a refused configuration (trial/failure.h); an
+// sbatch that fails otherwise (no answer from slurmctld) is the cluster's failure ("ended": failed),
+// and a job it may have created all the same is cancelled by its name. Slurm's tools run in a
+// process group of their own, so stopping the trial never cuts an sbatch short.
+// Its protocol lines carry the trial's backend token ($PARATUNE_BACKEND_TOKEN, removed from the
+// environment before sbatch, so the job cannot know it): the runner believes queued/started/ended
+// lines only with it, never from the job's own output.
 #pragma once
 
 #include <atomic>
@@ -70,7 +76,8 @@ struct SlurmJobRequest {
   std::vector<std::string> sbatch_args;  // --job-name, --partition, --gpus, ... (before the script)
   std::vector<std::string> command;      // the trial's command
   std::filesystem::path dir;             // the trial's directory (script, job output, job id)
-  std::string job_name;                  // --job-name (paratune-STUDY-NUMBER); empty: sbatch's default
+  std::string job_name;                  // --job-name (paratune-STUDY-NUMBER-DIRHASH); empty: sbatch's default
+  std::string token;                     // the trial's backend token, put in every protocol line (protocol.h)
   double poll_s = 1;                     // between two `scontrol show job`
   double command_timeout_s = 60;         // for one sbatch / scontrol / scancel call
 };
@@ -79,7 +86,11 @@ struct SlurmJobRequest {
 // SIGTERM handler). Returns the exit code to exit with, or a negative signal number to raise.
 int run_slurm_job(const SlurmJobRequest& request, std::ostream& out, std::ostream& err, const std::atomic<int>& stop);
 
-// The job id a run_slurm_job left in `dir` (slurm-job-id), if any.
-std::optional<std::string> slurm_job_id_in(const std::filesystem::path& dir);
+// The job a run_slurm_job left in `dir` (slurm-job-id: its id, then its name), if any.
+struct SlurmJobRecord {
+  std::string id, name;
+};
+std::optional<SlurmJobRecord> slurm_job_in(const std::filesystem::path& dir);
+std::optional<std::string> slurm_job_id_in(const std::filesystem::path& dir);  // its id
 
 }  // namespace paratune::trial
