@@ -24,7 +24,7 @@ struct OptionFlag {
   std::string_view flags;
 };
 
-inline constexpr std::array<OptionFlag, 19> kOptionFlags{{
+inline constexpr std::array<OptionFlag, 20> kOptionFlags{{
     // tune: tune::StudyOptions, hpo::HpoOptions (trial::TrialLimits in `limits`), tune::BayesOptions,
     // hpo::PrunerOptions, trial::LocalBackend's arguments, trial::SshOptions.
     {"tune", "name", "--study-name"},
@@ -41,7 +41,8 @@ inline constexpr std::array<OptionFlag, 19> kOptionFlags{{
     {"tune", "warmup_steps", "--pruner-warmup"},
     {"tune", "slots", "--parallel|--slots"},
     {"tune", "ssh_options", "--ssh-option"},  // trial::SshOptions::options
-    {"tune", "worker.heartbeat_s", "--heartbeat"},  // tune::WorkerOptions
+    {"tune", "worker.enabled", "--worker"},  // tune::WorkerOptions
+    {"tune", "worker.heartbeat_s", "--heartbeat"},
     {"tune", "worker.heartbeat_timeout_s", "--heartbeat-timeout"},
     // harvest: hpo::HarvestOptions.
     {"harvest", "job_argv", "--job"},

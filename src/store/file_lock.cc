@@ -59,13 +59,13 @@ FileLock::FileLock(const std::filesystem::path& store_path, bool shared) {
   LockedFile& file = found->second;
   if (file.held || ::flock(file.fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
     if (shared)
-      throw Error(fmt::format("study file {}: a paratune controller without --worker is running this study file ({}); "
+      throw Error(fmt::format("study file {}: a paratune controller (not a worker) is running this study file ({}); "
                               "workers join a study file that only workers run",
                               shown, file.held ? "in this process" : "it holds the file's lock"));
     throw Error(
         fmt::format("study file {}: another paratune controller is running this study file ({}); one "
                     "controller per study file at a time, through whatever path or link",
-                    shown, file.held ? "in this process" : "it, or workers (--worker), hold the file's lock"));
+                    shown, file.held ? "in this process" : "it, or workers, hold the file's lock"));
   }
   file.held = true;
   key_ = found->first;

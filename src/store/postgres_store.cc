@@ -322,7 +322,7 @@ std::unique_ptr<ControllerLock> PostgresStudyStore::lock_controller(const std::s
   throw Error(fmt::format("study store {}: another paratune controller is running study '{}' ({}); one controller "
                           "per study at a time",
                           locator_, study_name,
-                          mine ? "in this process" : "it, or workers (--worker), hold the study's advisory lock"));
+                          mine ? "in this process" : "it, or workers, hold the study's advisory lock"));
 }
 
 std::unique_ptr<ControllerLock> PostgresStudyStore::lock_worker(const std::string& study_name) {
@@ -336,7 +336,7 @@ std::unique_ptr<ControllerLock> PostgresStudyStore::lock_worker(const std::strin
       return std::make_unique<Lock>(*this, study_name, /*shared=*/true);
     }
   }
-  throw Error(fmt::format("study store {}: a paratune controller without --worker is running study '{}' ({}); "
+  throw Error(fmt::format("study store {}: a paratune controller (not a worker) is running study '{}' ({}); "
                           "workers join a study that only workers run",
                           locator_, study_name, mine ? "in this process" : "it holds the study's advisory lock"));
 }

@@ -183,8 +183,9 @@ void validate(const StudyOptions& o) {
                                     option_ref("worker.heartbeat_s"), o.worker.heartbeat_s));
     if (o.retry_failed)
       throw OptionError("retry_failed", "true",
-                        "not with --worker (every worker joining would retry the others' failures): resume the study "
-                        "once without --worker to retry failed trials");
+                        fmt::format("not with {} (every worker joining would retry the others' failures): resume the "
+                                    "study once as its only controller to retry failed trials",
+                                    option_ref("worker.enabled")));
   }
 }
 

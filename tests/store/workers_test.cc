@@ -115,7 +115,7 @@ TEST_P(StoreTest, WorkersAndAControllerExcludeEachOther) {
     (void)b->lock_worker("s");
     FAIL() << "a worker joined a study that a controller runs";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("a paratune controller without --worker is running"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("a paratune controller (not a worker) is running"), std::string::npos)
         << e.what();
   }
 }

@@ -130,7 +130,7 @@ class StudyStore {
   // A worker's share of the same lock (SQLite: flock LOCK_SH on the file; PostgreSQL:
   // pg_try_advisory_lock_shared): any number of workers hold it at once, and while they do,
   // lock_controller fails -- as it makes lock_worker fail while a controller runs. Throws Error
-  // naming the locator when a controller without --worker holds the study.
+  // naming the locator when a controller (not a worker) holds the study.
   [[nodiscard]] virtual std::unique_ptr<ControllerLock> lock_worker(const std::string& study_name) = 0;
 
   // The study `name`: created with `config_json`, or the existing one, which must have been created
