@@ -44,14 +44,16 @@ tune_args=(tune --space "$work/space.yaml" --command "$fake --steps 2 --step-tim
 
 db=0
 now() { date +%s.%N; }
-# run_workers N: sets `secs` to the time N workers take to run the study to its end on a fresh database.
+# run_workers N [controller]: sets `secs` to the time N workers (or one controller without
+# --worker) take to run the study to its end on a fresh database.
 run_workers() {
   db=$((db + 1))
   "${as_pg[@]}" "$bin/psql" -q -h "$work/pg" -p "$port" -U postgres -c "CREATE DATABASE bench$db" postgres
-  local locator="postgresql://postgres@127.0.0.1:$port/bench$db" start end pids=()
+  local locator="postgresql://postgres@127.0.0.1:$port/bench$db" start end pids=() mode=(--worker)
+  [ "${2:-}" = controller ] && mode=()
   start=$(now)
   for i in $(seq 1 "$1"); do
-    "$paratune" "${tune_args[@]}" --study "$locator" --trials-dir "$work/t$db" --worker --parallel 1 \
+    "$paratune" "${tune_args[@]}" --study "$locator" --trials-dir "$work/t$db" "${mode[@]}" --parallel 1 \
         >/dev/null 2>"$work/w$i.err" & pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || { cat "$work"/w*.err >&2; exit 1; }; done
@@ -71,10 +73,10 @@ run_sqlite() {
   end=$(now)
   secs=$(echo "$end - $start" | bc -l)
 }
-best_rate() {  # best_rate COMMAND ARG: prints "N trials/s (runs: ...)", N the best of RUNS
+best_rate() {  # best_rate COMMAND ARGS...: prints "N trials/s (runs: ...)", N the best of RUNS
   local rates=() r
   for _ in $(seq 1 "$runs"); do
-    "$1" "$2"
+    "$@"
     r=$(echo "$trials / $secs" | bc -l)
     rates+=("$(printf '%.0f' "$r")")
   done
@@ -84,4 +86,5 @@ best_rate() {  # best_rate COMMAND ARG: prints "N trials/s (runs: ...)", N the b
 echo "$trials trivial trials, $(nproc) cores, PostgreSQL $("$bin/postgres" --version | awk '{print $3}') (fsync ${FSYNC:-on}), best of $runs"
 echo -n "SQLite, 1 controller, --parallel 1: "; best_rate run_sqlite 1; echo
 echo -n "SQLite, 1 controller, --parallel 4: "; best_rate run_sqlite 4; echo
+echo -n "PostgreSQL, 1 controller (no --worker), --parallel 1: "; best_rate run_workers 1 controller; echo
 for n in 1 4 16; do echo -n "PostgreSQL, $n worker(s), --parallel 1 each: "; best_rate run_workers "$n"; echo; done

@@ -359,6 +359,7 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
   // finished trials (taken into `finished` as they appear, so it only grows) and running points.
   // Returns whether a trial was started; otherwise sets `exhausted` once the study is done --
   // nothing to propose, or --max-trials reached, and no trial of any worker running.
+  std::map<std::int64_t, std::optional<Point>> points_by_id;
   const auto claim_and_start = [&]() -> bool {
     bool at_max = false;
     std::size_t study_running = 0;
@@ -370,7 +371,10 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
           int counted = 0;  // --max-trials counts every trial but the interrupted (their points run again)
           for (const store::StoredTrial& t : all) {
             if (t.status != "interrupted") ++counted;
-            const std::optional<Point> point = space.point_of(nlohmann::json::parse(t.params_json));
+            auto known = points_by_id.find(t.id);  // each trial's parameters parsed once, not at every claim
+            if (known == points_by_id.end())
+              known = points_by_id.emplace(t.id, space.point_of(nlohmann::json::parse(t.params_json))).first;
+            const std::optional<Point>& point = known->second;
             if (!point) continue;  // cannot happen with the same identity; never fatal
             if (t.status == "running") {
               running_now.push_back(*point);
