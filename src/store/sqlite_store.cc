@@ -238,19 +238,19 @@ std::unique_ptr<ControllerLock> SqliteStudyStore::lock_worker(const std::string&
 }
 
 std::int64_t SqliteStudyStore::open_study(const std::string& name, const std::string& config_json) {
+  // Inserted unless it exists (workers in other processes may create it at the same moment), then read.
+  Statement insert(db_, "INSERT INTO studies (name, created_unix_s, config_json) VALUES (?, ?, ?) "
+                        "ON CONFLICT (name) DO NOTHING");
+  insert.bind(1, name).bind(2, unix_now()).bind(3, config_json).run();
   Statement find(db_, "SELECT id, config_json FROM studies WHERE name = ?");
   find.bind(1, name);
-  if (find.step()) {
-    if (find.text(1) != config_json)
-      throw Error(fmt::format(
-          "study file {}: study '{}' was created with another configuration (search space, command, steps or "
-          "limits); resume it with the same settings or use a new file.\n  stored: {}\n  now:    {}",
-          path_.string(), name, find.text(1), config_json));
-    return find.integer(0);
-  }
-  Statement insert(db_, "INSERT INTO studies (name, created_unix_s, config_json) VALUES (?, ?, ?)");
-  insert.bind(1, name).bind(2, unix_now()).bind(3, config_json).run();
-  return sqlite3_last_insert_rowid(db_);
+  find.step();
+  if (find.text(1) != config_json)
+    throw Error(fmt::format(
+        "study file {}: study '{}' was created with another configuration (search space, command, steps or "
+        "limits); resume it with the same settings or use a new file.\n  stored: {}\n  now:    {}",
+        path_.string(), name, find.text(1), config_json));
+  return find.integer(0);
 }
 
 int SqliteStudyStore::mark_running_interrupted(std::int64_t study) {
