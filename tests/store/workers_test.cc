@@ -1,8 +1,9 @@
 // Worker mode (`paratune tune --worker`, store/study_store.h: lock_worker, claim_trial,
 // finish_own_trial): the store's claims, dead-worker marking and locks on both stores, then real
 // worker processes on one PostgreSQL study -- 4 workers, 40 points, each run exactly once; a worker
-// killed with SIGKILL mid-trial, whose trial is marked interrupted and run exactly once more; a
-// model-based search whose initial designs count every worker's trials -- and workers on SQLite.
+// killed with SIGKILL mid-trial, whose trial is marked interrupted and run exactly once more;
+// heartbeats keeping trials longer than the timeout alive; a model-based search whose initial
+// designs count every worker's trials -- and workers on SQLite.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <signal.h>
@@ -227,6 +228,23 @@ TEST(Workers, AKilledWorkersTrialIsMarkedAndRunOnceMore) {
   EXPECT_EQ(first.reason.rfind("worker victim sent no heartbeat for ", 0), 0u) << first.reason;
   for (std::size_t i = 1; i < trials.size(); ++i) EXPECT_NE(trials[i].worker, "victim");
   expect_each_point_once(trials, log, 6, {victims_point});
+}
+
+TEST(Workers, HeartbeatsKeepTrialsLongerThanTheTimeoutAlive) {
+  PARATUNE_NEED_POSTGRES();
+  const std::string db = fresh_locator("postgres");
+  const auto dir = fresh_dir("heartbeats");
+  write_space(dir, 2, 2);
+  // Trials of 2 x 1.2 s, a timeout of 1 s: only the heartbeats (every 0.2 s) keep the other worker,
+  // which claims every 0.5 s while it waits, from marking them interrupted.
+  const Result r = run_workers(2, dir, worker_command(db, dir, "--step-time 1.2") +
+                                           " --heartbeat 0.2s --heartbeat-timeout 1s");
+  EXPECT_NE(r.output.find("ok=2"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("marked interrupted"), std::string::npos) << r.output;
+  const std::unique_ptr<StudyStore> store = open_store(db);
+  const std::vector<StoredTrial> trials = store->trials(store->studies().at(0).id);
+  EXPECT_EQ(trials.size(), 4u);
+  expect_each_point_once(trials, dir / "runs.log", 4);
 }
 
 TEST(Workers, AModelBasedSearchCountsEveryWorkersTrials) {
