@@ -9,9 +9,10 @@
 //
 // Every write that the SQLite store makes in one transaction is one transaction here as well. A
 // trial's number is computed under a row lock on its study (SELECT ... FOR UPDATE), so processes
-// beginning trials at once get distinct numbers (and UNIQUE(study_id, number) guards it). Doubles
-// travel as text with 17 significant digits and read back exactly; NaN is stored as NULL, as SQLite
-// does.
+// beginning trials at once get distinct numbers (and UNIQUE(study_id, number) guards it); the same
+// row lock serializes the claims of workers (claim_trial), whose lock_worker is the study's advisory
+// lock taken shared. Doubles travel as text with 17 significant digits and read back exactly; NaN
+// is stored as NULL, as SQLite does.
 #pragma once
 
 #include <mutex>
