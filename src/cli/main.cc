@@ -1203,8 +1203,10 @@ int main(int argc, char** argv) {
                      "one of several workers (any hosts) running the study together through the store: claims "
                      "trials without duplicates, sends heartbeats, re-runs the trials of workers that died (README: "
                      "Many workers, one study)");
-  tune_cmd->add_option("--worker-name", tune_flags.worker_name, "--worker: this worker's name in the store (default: HOSTNAME:PID)");
-  tune_cmd->add_option("--heartbeat", tune_flags.heartbeat, "--worker: how often the worker's running trials are marked alive")
+  tune_cmd->add_option("--worker-name", tune_flags.worker_name,
+                       "--worker: this worker's name in the store, unique (default: HOSTNAME:PID)");
+  tune_cmd->add_option("--heartbeat", tune_flags.heartbeat,
+                       "--worker: how often the worker's running trials are marked alive")
       ->capture_default_str();
   tune_cmd->add_option("--heartbeat-timeout", tune_flags.heartbeat_timeout,
                        "--worker: a running trial with no heartbeat for this long is marked interrupted and runs again")

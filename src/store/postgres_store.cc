@@ -249,9 +249,8 @@ class PostgresStudyStore::Lock final : public ControllerLock {
     // Failing (a lost connection) is harmless: the server drops a session's locks when it ends.
     const std::string key = std::to_string(study_lock_key(name_));
     const char* values[] = {key.c_str()};
-    PQclear(PQexecParams(store_.conn_,
-                         shared_ ? "SELECT pg_advisory_unlock_shared($1::bigint)" : "SELECT pg_advisory_unlock($1::bigint)",
-                         1, nullptr, values, nullptr, nullptr, 0));
+    const char* sql = shared_ ? "SELECT pg_advisory_unlock_shared($1::bigint)" : "SELECT pg_advisory_unlock($1::bigint)";
+    PQclear(PQexecParams(store_.conn_, sql, 1, nullptr, values, nullptr, nullptr, 0));
   }
   Lock(const Lock&) = delete;
   Lock& operator=(const Lock&) = delete;

@@ -430,8 +430,8 @@ StudyStore::ClaimOutcome SqliteStudyStore::claim_trial(std::int64_t study, doubl
   if (next) {
     Statement insert(db_,
                      "INSERT INTO trials (study_id, number, params_json, config_json, command, dir, status, "
-                     "started_unix_s, location, worker, heartbeat_unix_s) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, "
-                     "?)");
+                     "started_unix_s, location, worker, heartbeat_unix_s) "
+                     "VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)");
     insert.bind(1, study).bind(2, number).bind(3, next->params_json).bind(4, next->record.config_json);
     insert.bind(5, next->record.command).bind(6, next->record.dir).bind(7, now);
     insert.bind(8, text_or_null(next->record.location)).bind(9, text_or_null(worker_name())).bind(10, now).run();

@@ -26,7 +26,8 @@ constexpr std::array<std::string_view, 6> kAlgorithmNames{"grid", "random", "bo"
 constexpr std::array<std::string_view, 4> kStopNames{"every point was tried", "max trials reached", "budget spent",
                                                      "interrupted"};
 constexpr double kTickS = 0.25;  // how often progress is reported while trials run
-constexpr double kIdlePollS = 0.5;  // worker mode: how often a worker with a free slot and nothing to start claims again
+// Worker mode: how often a worker with a free slot and nothing to start claims again.
+constexpr double kIdlePollS = 0.5;
 
 double unix_now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -425,7 +426,8 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
     }
     while (worker && !stopping && !exhausted && runner.free_slots() > 0 && Clock::now() >= next_claim) {
       if (!claim_and_start()) {
-        next_claim = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kIdlePollS));
+        next_claim = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(kIdlePollS));
         break;
       }
     }

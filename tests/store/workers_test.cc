@@ -140,7 +140,8 @@ std::map<std::string, int> runs_by_params(const std::filesystem::path& log) {
 }
 
 // `paratune tune --worker` over a space file, as shell text (the caller adds flags).
-std::string worker_command(const std::string& locator, const std::filesystem::path& dir, const std::string& trial_args) {
+std::string worker_command(const std::string& locator, const std::filesystem::path& dir,
+                           const std::string& trial_args) {
   return std::string(PARATUNE_BINARY) + " tune --worker --space " + (dir / "space.yaml").string() + " --study '" +
          locator + "' --trials-dir " + (dir / "trials").string() + " --command '" + PARATUNE_FAKE_TRIAL + " " +
          trial_args + " --log-run " + (dir / "runs.log").string() + "' --steps 2";
@@ -211,7 +212,8 @@ TEST(Workers, AKilledWorkersTrialIsMarkedAndRunOnceMore) {
       run_command(command + " --worker-name victim > " + (dir / "victim.err").string() + " 2>&1 & echo $!");
   const pid_t victim = std::stoi(started.output);
   const std::filesystem::path log = dir / "runs.log";
-  for (int i = 0; i < 600 && runs_by_params(log).empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int i = 0; i < 600 && runs_by_params(log).empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ASSERT_EQ(runs_by_params(log).size(), 1u) << "the victim's trial never started";
   ASSERT_EQ(::kill(victim, SIGKILL), 0);
   const std::string victims_point = runs_by_params(log).begin()->first;
