@@ -11,8 +11,8 @@
 # also when a part fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Tests that need a server they start themselves (tests/support: PostgreSQL) fail here, instead of
-# skipping, when it cannot start: CI must not pass with them skipped.
+# Tests that need a server they start themselves (tests/support: PostgreSQL, sshd, a one-node Slurm
+# cluster) fail here, instead of skipping, when it cannot start: CI must not pass with them skipped.
 export PARATUNE_REQUIRE_SERVERS=1
 
 part_names=()
@@ -39,10 +39,6 @@ part() {
   part_seconds+=($((SECONDS - part_started)))
   current=""
 }
-
-# The servers the tests start themselves (sshd for the SSH backend) must start here: a test that
-# cannot start one fails instead of skipping.
-export PARATUNE_REQUIRE_SERVERS=1
 
 part "setup (apt)" bash scripts/setup.sh
 part "build (Release, -Werror)" bash scripts/build.sh -DPARATUNE_WERROR=ON

@@ -433,6 +433,10 @@ struct TuneFlags {
   std::optional<int> retrain_steps;  // default: --steps
   double surrogate_ratio = 1;
   std::string fuse;  // "auto" or a size (hpo/fusion.h); empty: no fusion
+  // Worker mode (tune::WorkerOptions).
+  bool worker = false;
+  std::string worker_name;  // empty: HOSTNAME:PID
+  std::string heartbeat = "10s", heartbeat_timeout = "60s";
 };
 
 // A hyperparameter study rather than a search of parallel configurations: a metric objective, a
@@ -471,6 +475,7 @@ class ConsoleObserver final : public tune::StudyObserver {
 
   void trial_started(const store::StoredTrial& t) override { log(format_trial_started(t)); }
   void trial_finished(const store::StoredTrial& t) override { log(format_trial_finished(t)); }
+  void note(const std::string& line) override { log(line); }
   void progress(const std::vector<tune::TrialProgress>& running, int finished, const store::StoredTrial* best) override {
     if (!terminal_) return;
     clear();
@@ -622,6 +627,11 @@ std::unique_ptr<trial::Backend> backend_from(const TuneFlags& f) {
 // `paratune tune` for training hyperparameters: a sampler, a pruner and a metric objective.
 
 int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
+  if (f.worker)
+    throw Error("--worker: hyperparameter studies (--objective METRIC, --pruner, --algo tpe|gp, --trial-ranks, "
+                "--strategy, --fuse, --surrogate-ratio or a typed space) do not run as workers yet; --worker runs "
+                "searches of parallel configurations (--algo grid|random|bo|xgboost|costmodel|oppa over a space of "
+                "listed values)");
   refuse_flags(f, {"--min-steps", "--seed-from-plan", "--no-seed-from-plan"},
                "belongs to the model-based searches of parallel configurations (bo, xgboost, costmodel, oppa)");
   if (f.pruner != "asha" && f.pruner != "hyperband")
@@ -799,6 +809,7 @@ int run_harvest_command(const HarvestFlags& f, bool json) {
 // `paratune tune`: run real trials over a search space and find the fastest configuration.
 // Exit codes: 0 done with a best trial, 3 no trial completed, 128 + signal when interrupted.
 int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
+  if (!f.worker) refuse_flags(f, {"--worker-name", "--heartbeat", "--heartbeat-timeout"}, "belongs to --worker");
   if (is_hpo_study(f)) return run_hpo_tune(setup, f, json);
   refuse_flags(f, {"--direction", "--eta", "--min-resource", "--pruner-startup", "--pruner-warmup", "--percentile",
                    "--retrain", "--retrain-steps"},
@@ -837,6 +848,11 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   options.limits = limits_from(f);
   options.step_time_regex = f.step_time_regex;
   options.trials_dir = trials_dir_from(f);
+  options.worker.enabled = f.worker;
+  if (f.worker) {
+    options.worker.heartbeat_s = optional_duration(f.heartbeat, "--heartbeat");
+    options.worker.heartbeat_timeout_s = optional_duration(f.heartbeat_timeout, "--heartbeat-timeout");
+  }
   tune::validate(options);
   const std::unique_ptr<trial::Backend> backend_ptr = backend_from(f);
   const trial::Backend& backend = *backend_ptr;
@@ -897,15 +913,18 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
     algorithm = tune::make_model_search(space, std::move(prior), bayes);
   }
   const std::unique_ptr<store::StudyStore> store = store::open_store(f.study_path);
+  if (!f.worker_name.empty()) store->set_worker_name(f.worker_name);
 
   const std::uint64_t valid = space.enumerate().size();
   std::cerr << fmt::format("paratune tune: {} valid points{}, {} search{}, {} steps per trial, {}; study {} "
-                           "('{}'), trials in {}\n",
+                           "('{}'){}, trials in {}\n",
                            valid,
                            derived ? fmt::format(" (of {} configurations, the rest predicted not to fit)",
                                                  derived_space->candidates)
                                    : fmt::format(" of {} combinations", space.cartesian_size()),
-                           f.algo, prior_line, options.steps, slots_line(backend), store->locator(), options.name, options.trials_dir.string());
+                           f.algo, prior_line, options.steps, slots_line(backend), store->locator(), options.name,
+                           f.worker ? fmt::format(" as worker {}", store->worker_name()) : "",
+                           options.trials_dir.string());
   install_stop_handlers();
   tune::StudySummary summary;
   {
@@ -1234,6 +1253,18 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--budget", tune_flags.budget, "wall time of this run, e.g. 30m (running trials are stopped)");
   tune_cmd->add_option("--max-trials", tune_flags.max_trials, "trials in the study in all, reused ones included")
       ->transform(whole_number(0, kIntMax, "0: no limit"));
+  tune_cmd->add_flag("--worker", tune_flags.worker,
+                     "one of several workers (any hosts) running the study together through the store: claims "
+                     "trials without duplicates, sends heartbeats, re-runs the trials of workers that died (README: "
+                     "Many workers, one study)");
+  tune_cmd->add_option("--worker-name", tune_flags.worker_name,
+                       "--worker: this worker's name in the store, unique (default: HOSTNAME:PID)");
+  tune_cmd->add_option("--heartbeat", tune_flags.heartbeat,
+                       "--worker: how often the worker's running trials are marked alive")
+      ->capture_default_str();
+  tune_cmd->add_option("--heartbeat-timeout", tune_flags.heartbeat_timeout,
+                       "--worker: a running trial with no heartbeat for this long is marked interrupted and runs again")
+      ->capture_default_str();
   tune_cmd->add_flag("--retry-failed", tune_flags.retry_failed,
                      "on resume, run the configurations of failed trials again (off: a failed trial stays failed)");
   tune_cmd->add_option("--steps", tune_flags.steps, "training steps per trial (PARATUNE_MAX_STEPS)")

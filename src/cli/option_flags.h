@@ -24,7 +24,7 @@ struct OptionFlag {
   std::string_view flags;
 };
 
-inline constexpr std::array<OptionFlag, 23> kOptionFlags{{
+inline constexpr std::array<OptionFlag, 26> kOptionFlags{{
     // tune: tune::StudyOptions, hpo::HpoOptions (trial::TrialLimits in `limits`), tune::BayesOptions,
     // hpo::PrunerOptions, trial::LocalBackend's arguments, trial::SshOptions, trial::SlurmOptions.
     {"tune", "name", "--study-name"},
@@ -48,6 +48,9 @@ inline constexpr std::array<OptionFlag, 23> kOptionFlags{{
     {"tune", "time_limit_s", "--slurm-time"},
     {"tune", "poll_s", "--slurm-poll"},
     {"tune", "extra_sbatch_options", "--sbatch-option"},
+    {"tune", "worker.enabled", "--worker"},  // tune::WorkerOptions
+    {"tune", "worker.heartbeat_s", "--heartbeat"},
+    {"tune", "worker.heartbeat_timeout_s", "--heartbeat-timeout"},
     // harvest: hpo::HarvestOptions.
     {"harvest", "job_argv", "--job"},
     {"harvest", "trial_argv", "--trial"},

@@ -274,6 +274,8 @@ nlohmann::ordered_json to_json(const tune::StudySummary& s) {
                              {"retried_failed", s.retried_failed},
                              {"leftover_processes_killed", s.leftover_processes_killed},
                              {"started", s.started},
+                             {"reaped", s.reaped},
+                             {"dropped", s.dropped},
                              {"stop", tune::to_string(s.stop)},
                              {"elapsed_s", s.elapsed_s}};
   out.update(trials_json(s.trials, s.best));
@@ -341,6 +343,10 @@ std::string format_study(const tune::StudySummary& s) {
                        s.leftover_processes_killed > 0
                            ? fmt::format(" ({} leftover processes killed)", s.leftover_processes_killed)
                            : "");
+  if (s.reaped > 0 || s.dropped > 0)
+    out += fmt::format("worker: {} trials of dead workers marked interrupted (no heartbeat), {} results of trials "
+                       "taken from this worker dropped\n",
+                       s.reaped, s.dropped);
   out += fmt::format("trials: {}\n", status_line(s.trials));
   out += failure_line(s.trials);
   // The fastest completed trials.

@@ -38,7 +38,7 @@ std::map<std::pair<dev_t, ino_t>, LockedFile> lock_table;  // guarded by lock_ta
 
 }  // namespace
 
-FileLock::FileLock(const std::filesystem::path& store_path) {
+FileLock::FileLock(const std::filesystem::path& store_path, bool shared) {
   std::error_code ec;
   const std::filesystem::path real = std::filesystem::canonical(store_path, ec);
   const std::string shown =
@@ -57,11 +57,16 @@ FileLock::FileLock(const std::filesystem::path& store_path) {
     found = lock_table.try_emplace({info.st_dev, info.st_ino}, LockedFile{fd, false}).first;
   }
   LockedFile& file = found->second;
-  if (file.held || ::flock(file.fd, LOCK_EX | LOCK_NB) != 0)
+  if (file.held || ::flock(file.fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
+    if (shared)
+      throw Error(fmt::format("study file {}: a paratune controller (not a worker) is running this study file ({}); "
+                              "workers join a study file that only workers run",
+                              shown, file.held ? "in this process" : "it holds the file's lock"));
     throw Error(
         fmt::format("study file {}: another paratune controller is running this study file ({}); one "
                     "controller per study file at a time, through whatever path or link",
-                    shown, file.held ? "in this process" : "it holds the file's lock"));
+                    shown, file.held ? "in this process" : "it, or workers, hold the file's lock"));
+  }
   file.held = true;
   key_ = found->first;
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <map>
@@ -237,16 +238,19 @@ StoredTrial read_trial(const Result& q, int row) {
 
 }  // namespace
 
+// The study's advisory lock, exclusive (a controller) or shared (a worker).
 class PostgresStudyStore::Lock final : public ControllerLock {
  public:
-  Lock(PostgresStudyStore& store, std::string name) : store_(store), name_(std::move(name)) {}
+  Lock(PostgresStudyStore& store, std::string name, bool shared)
+      : store_(store), name_(std::move(name)), shared_(shared) {}
   ~Lock() override {
     const std::lock_guard<std::mutex> guard(store_.mutex_);
     store_.locked_.erase(name_);
     // Failing (a lost connection) is harmless: the server drops a session's locks when it ends.
     const std::string key = std::to_string(study_lock_key(name_));
     const char* values[] = {key.c_str()};
-    PQclear(PQexecParams(store_.conn_, "SELECT pg_advisory_unlock($1::bigint)", 1, nullptr, values, nullptr, nullptr, 0));
+    const char* sql = shared_ ? "SELECT pg_advisory_unlock_shared($1::bigint)" : "SELECT pg_advisory_unlock($1::bigint)";
+    PQclear(PQexecParams(store_.conn_, sql, 1, nullptr, values, nullptr, nullptr, 0));
   }
   Lock(const Lock&) = delete;
   Lock& operator=(const Lock&) = delete;
@@ -254,6 +258,7 @@ class PostgresStudyStore::Lock final : public ControllerLock {
  private:
   PostgresStudyStore& store_;
   std::string name_;
+  bool shared_;
 };
 
 PostgresStudyStore::PostgresStudyStore(const std::string& uri) : locator_(mask_locator(uri)) {
@@ -310,11 +315,28 @@ std::unique_ptr<ControllerLock> PostgresStudyStore::lock_controller(const std::s
                          Params().add(study_lock_key(study_name)));
     if (r.text(0, 0) == "t") {
       locked_.insert(study_name);
-      return std::make_unique<Lock>(*this, study_name);
+      return std::make_unique<Lock>(*this, study_name, /*shared=*/false);
     }
   }
   throw Error(fmt::format("study store {}: another paratune controller is running study '{}' ({}); one controller "
                           "per study at a time",
+                          locator_, study_name,
+                          mine ? "in this process" : "it, or workers, hold the study's advisory lock"));
+}
+
+std::unique_ptr<ControllerLock> PostgresStudyStore::lock_worker(const std::string& study_name) {
+  const std::lock_guard<std::mutex> guard(mutex_);
+  const bool mine = locked_.contains(study_name);
+  if (!mine) {
+    const Result r = run(conn_, locator_, "SELECT pg_try_advisory_lock_shared($1::bigint)",
+                         Params().add(study_lock_key(study_name)));
+    if (r.text(0, 0) == "t") {
+      locked_.insert(study_name);
+      return std::make_unique<Lock>(*this, study_name, /*shared=*/true);
+    }
+  }
+  throw Error(fmt::format("study store {}: a paratune controller (not a worker) is running study '{}' ({}); "
+                          "workers join a study that only workers run",
                           locator_, study_name, mine ? "in this process" : "it holds the study's advisory lock"));
 }
 
@@ -378,6 +400,59 @@ std::pair<std::int64_t, int> PostgresStudyStore::insert_trial(std::int64_t study
   return {id, number};
 }
 
+StudyStore::ClaimOutcome PostgresStudyStore::claim_trial(std::int64_t study, double heartbeat_timeout_s,
+                                                         const Proposer& propose) {
+  const std::lock_guard<std::mutex> guard(mutex_);
+  Transaction t(conn_, locator_);
+  // The study's row lock serializes the claims of every worker on the study (and insert_trial's).
+  if (run(conn_, locator_, "SELECT id FROM studies WHERE id = $1 FOR UPDATE", Params().add(study)).rows() == 0)
+    throw Error(fmt::format("study store {}: no study with id {}", locator_, study));
+  ClaimOutcome out;
+  const double now = unix_now();
+  // 1. Dead workers' trials. A trial that never had a heartbeat counts from its start.
+  const Result dead =
+      run(conn_, locator_,
+          (std::string(kTrialColumns) +
+           "WHERE study_id = $1 AND status = 'running' AND worker IS DISTINCT FROM $2 AND "
+           "COALESCE(heartbeat_unix_s, started_unix_s) < $3::float8 ORDER BY number")
+              .c_str(),
+          Params().add(study).add(worker_name()).add(now - heartbeat_timeout_s));
+  for (int row = 0; row < dead.rows(); ++row) {
+    StoredTrial d = read_trial(dead, row);
+    run(conn_, locator_,
+        "UPDATE trials SET status = CASE WHEN rung IS NULL THEN 'interrupted' ELSE 'pruned' END, reason = $1, "
+        "ended_unix_s = $2 WHERE id = $3",
+        Params().add(dead_worker_reason(d, now)).add(now).add(d.id));
+    out.reaped.push_back(std::move(d));
+  }
+  // 2. Every trial, as the proposer sees it.
+  const Result q = run(conn_, locator_, (std::string(kTrialColumns) + "WHERE study_id = $1 ORDER BY number").c_str(),
+                       Params().add(study));
+  std::vector<StoredTrial> all;
+  int number = 1;
+  for (int row = 0; row < q.rows(); ++row) {
+    all.push_back(read_trial(q, row));
+    number = std::max(number, all.back().number + 1);
+  }
+  const std::optional<NewTrial> next = propose(all, number);
+  // 3. The claimed trial.
+  if (next) {
+    Params p;
+    p.add(study).add(number).add(next->params_json).add(next->record.config_json).add(next->record.command);
+    p.add(next->record.dir).add(now).text_or_null(next->record.location).text_or_null(worker_name()).add(now);
+    const std::int64_t id =
+        run(conn_, locator_,
+            "INSERT INTO trials (study_id, number, params_json, config_json, command, dir, status, started_unix_s, "
+            "location, worker, heartbeat_unix_s) VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8, $9, $10) "
+            "RETURNING id",
+            p)
+            .integer(0, 0);
+    out.claimed = std::make_pair(id, number);
+  }
+  t.commit();
+  return out;
+}
+
 void PostgresStudyStore::heartbeat(const std::vector<std::int64_t>& trials) {
   if (trials.empty()) return;
   const std::lock_guard<std::mutex> guard(mutex_);
@@ -385,9 +460,17 @@ void PostgresStudyStore::heartbeat(const std::vector<std::int64_t>& trials) {
       Params().add(unix_now()).add(fmt::format("{{{}}}", fmt::join(trials, ","))));
 }
 
-void PostgresStudyStore::finish_trial(std::int64_t trial, const trial::TrialResult& r, const TrialOutcome* outcome) {
+bool PostgresStudyStore::write_finish(std::int64_t trial, const trial::TrialResult& r, const TrialOutcome* outcome,
+                                      bool only_own_running) {
   const std::lock_guard<std::mutex> guard(mutex_);
   Transaction t(conn_, locator_);
+  if (only_own_running) {
+    // The row lock: a claim marking it interrupted waits for this transaction, or this one sees its mark.
+    const Result own = run(conn_, locator_, "SELECT status, worker FROM trials WHERE id = $1 FOR UPDATE",
+                           Params().add(trial));
+    if (own.rows() == 0 || own.text(0, 0) != "running" || own.null(0, 1) || own.text(0, 1) != worker_name())
+      return false;  // rolled back: nothing was written
+  }
   if (outcome && outcome->replace_output) {  // a run from step 0 replaces the trial's earlier output
     run(conn_, locator_, "DELETE FROM steps WHERE trial_id = $1", Params().add(trial));
     run(conn_, locator_, "DELETE FROM metrics WHERE trial_id = $1", Params().add(trial));
@@ -425,6 +508,7 @@ void PostgresStudyStore::finish_trial(std::int64_t trial, const trial::TrialResu
     run(conn_, locator_, "UPDATE trials SET objective = $1, rung = $2, hpo_json = $3 WHERE id = $4",
         Params().add(outcome->objective).add(outcome->rung).add(outcome->hpo_json).add(trial));
   t.commit();
+  return true;
 }
 
 void PostgresStudyStore::resume_trial(std::int64_t trial) {

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
-
 
 #include "paratune/spec/error.h"
 #include "file_lock.h"
@@ -233,20 +233,24 @@ std::unique_ptr<ControllerLock> SqliteStudyStore::lock_controller(const std::str
   return std::make_unique<FileLock>(path_);
 }
 
+std::unique_ptr<ControllerLock> SqliteStudyStore::lock_worker(const std::string& /*study_name*/) {
+  return std::make_unique<FileLock>(path_, /*shared=*/true);
+}
+
 std::int64_t SqliteStudyStore::open_study(const std::string& name, const std::string& config_json) {
+  // Inserted unless it exists (workers in other processes may create it at the same moment), then read.
+  Statement insert(db_, "INSERT INTO studies (name, created_unix_s, config_json) VALUES (?, ?, ?) "
+                        "ON CONFLICT (name) DO NOTHING");
+  insert.bind(1, name).bind(2, unix_now()).bind(3, config_json).run();
   Statement find(db_, "SELECT id, config_json FROM studies WHERE name = ?");
   find.bind(1, name);
-  if (find.step()) {
-    if (find.text(1) != config_json)
-      throw Error(fmt::format(
-          "study file {}: study '{}' was created with another configuration (search space, command, steps or "
-          "limits); resume it with the same settings or use a new file.\n  stored: {}\n  now:    {}",
-          path_.string(), name, find.text(1), config_json));
-    return find.integer(0);
-  }
-  Statement insert(db_, "INSERT INTO studies (name, created_unix_s, config_json) VALUES (?, ?, ?)");
-  insert.bind(1, name).bind(2, unix_now()).bind(3, config_json).run();
-  return sqlite3_last_insert_rowid(db_);
+  find.step();
+  if (find.text(1) != config_json)
+    throw Error(fmt::format(
+        "study file {}: study '{}' was created with another configuration (search space, command, steps or "
+        "limits); resume it with the same settings or use a new file.\n  stored: {}\n  now:    {}",
+        path_.string(), name, find.text(1), config_json));
+  return find.integer(0);
 }
 
 int SqliteStudyStore::mark_running_interrupted(std::int64_t study) {
@@ -298,8 +302,15 @@ void SqliteStudyStore::heartbeat(const std::vector<std::int64_t>& trials) {
   t.commit();
 }
 
-void SqliteStudyStore::finish_trial(std::int64_t trial, const trial::TrialResult& r, const TrialOutcome* outcome) {
-  Transaction t(db_);
+bool SqliteStudyStore::write_finish(std::int64_t trial, const trial::TrialResult& r, const TrialOutcome* outcome,
+                                    bool only_own_running) {
+  Transaction t(db_);  // BEGIN IMMEDIATE: no claim can mark it interrupted between the check and the write
+  if (only_own_running) {
+    Statement own(db_, "SELECT status, worker FROM trials WHERE id = ?");
+    own.bind(1, trial);
+    if (!own.step() || own.text(0) != "running" || own.null(1) || own.text(1) != worker_name())
+      return false;  // rolled back: nothing was written
+  }
   if (outcome && outcome->replace_output) {  // a run from step 0 replaces the trial's earlier output
     Statement(db_, "DELETE FROM steps WHERE trial_id = ?").bind(1, trial).run();
     Statement(db_, "DELETE FROM metrics WHERE trial_id = ?").bind(1, trial).run();
@@ -337,6 +348,7 @@ void SqliteStudyStore::finish_trial(std::int64_t trial, const trial::TrialResult
     hpo.bind(3, outcome->hpo_json).bind(4, trial).run();
   }
   t.commit();
+  return true;
 }
 
 void SqliteStudyStore::resume_trial(std::int64_t trial) {
@@ -385,6 +397,49 @@ StoredTrial read_trial(const Statement& q) {
 }
 
 }  // namespace
+
+StudyStore::ClaimOutcome SqliteStudyStore::claim_trial(std::int64_t study, double heartbeat_timeout_s,
+                                                       const Proposer& propose) {
+  Transaction t(db_);  // BEGIN IMMEDIATE: the file's write lock serializes every worker's claims
+  ClaimOutcome out;
+  const double now = unix_now();
+  // 1. Dead workers' trials. A trial that never had a heartbeat counts from its start.
+  {
+    Statement dead(db_, (std::string(kTrialColumns) +
+                         "WHERE study_id = ? AND status = 'running' AND worker IS NOT ? AND "
+                         "COALESCE(heartbeat_unix_s, started_unix_s) < ? ORDER BY number")
+                            .c_str());
+    dead.bind(1, study).bind(2, worker_name()).bind(3, now - heartbeat_timeout_s);
+    while (dead.step()) out.reaped.push_back(read_trial(dead));
+  }
+  Statement mark(db_,
+                 "UPDATE trials SET status = CASE WHEN rung IS NULL THEN 'interrupted' ELSE 'pruned' END, reason = ?, "
+                 "ended_unix_s = ? WHERE id = ?");
+  for (const StoredTrial& d : out.reaped) mark.bind(1, dead_worker_reason(d, now)).bind(2, now).bind(3, d.id).run();
+  // 2. Every trial, as the proposer sees it.
+  std::vector<StoredTrial> all;
+  {
+    Statement q(db_, (std::string(kTrialColumns) + "WHERE study_id = ? ORDER BY number").c_str());
+    q.bind(1, study);
+    while (q.step()) all.push_back(read_trial(q));
+  }
+  int number = 1;
+  for (const StoredTrial& a : all) number = std::max(number, a.number + 1);
+  const std::optional<NewTrial> next = propose(all, number);
+  // 3. The claimed trial.
+  if (next) {
+    Statement insert(db_,
+                     "INSERT INTO trials (study_id, number, params_json, config_json, command, dir, status, "
+                     "started_unix_s, location, worker, heartbeat_unix_s) "
+                     "VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)");
+    insert.bind(1, study).bind(2, number).bind(3, next->params_json).bind(4, next->record.config_json);
+    insert.bind(5, next->record.command).bind(6, next->record.dir).bind(7, now);
+    insert.bind(8, text_or_null(next->record.location)).bind(9, text_or_null(worker_name())).bind(10, now).run();
+    out.claimed = std::make_pair(sqlite3_last_insert_rowid(db_), number);
+  }
+  t.commit();
+  return out;
+}
 
 StoredTrial SqliteStudyStore::trial(std::int64_t id) const {
   Statement q(db_, (std::string(kTrialColumns) + "WHERE id = ?").c_str());

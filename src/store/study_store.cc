@@ -1,9 +1,11 @@
-// What both stores share: the worker name, the begin_trial convenience, and choosing a store by
-// its locator (store/study_store.h).
+// What both stores share: the worker name, the begin_trial convenience, a dead worker's reason,
+// and choosing a store by its locator (store/study_store.h).
 #include "paratune/store/study_store.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 
 #include "paratune/store/postgres_store.h"
@@ -28,6 +30,12 @@ std::pair<std::int64_t, int> StudyStore::begin_trial(std::int64_t study, const s
                                                      const std::string& config_json, const std::string& command,
                                                      const std::string& dir) {
   return insert_trial(study, params_json, [&](int) { return LaunchRecord{config_json, command, dir, ""}; });
+}
+
+std::string dead_worker_reason(const StoredTrial& t, double now_unix_s) {
+  const double since = t.heartbeat_unix_s.value_or(t.started_unix_s);
+  return fmt::format("worker {} sent no heartbeat for {:.0f} s", t.worker.empty() ? "(unnamed)" : t.worker,
+                     std::max(0.0, now_unix_s - since));
 }
 
 bool is_postgres_locator(const std::string& locator) {

@@ -26,6 +26,12 @@ constexpr std::array<std::string_view, 6> kAlgorithmNames{"grid", "random", "bo"
 constexpr std::array<std::string_view, 4> kStopNames{"every point was tried", "max trials reached", "budget spent",
                                                      "interrupted"};
 constexpr double kTickS = 0.25;  // how often progress is reported while trials run
+// Worker mode: how often a worker with a free slot and nothing to start claims again.
+constexpr double kIdlePollS = 0.5;
+
+double unix_now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 // Grid and random: a fixed order of the valid points, run in that order, skipping points already
 // finished or running.
@@ -169,6 +175,19 @@ void validate(const StudyOptions& o) {
   if (o.max_trials < 0) throw OptionError("max_trials", std::to_string(o.max_trials), "must be >= 0 (0: no limit)");
   validate_limits(o.limits, o.budget_s);
   if (o.trials_dir.empty()) throw OptionError("trials_dir", "", "must not be empty");
+  if (o.worker.enabled) {
+    if (!(o.worker.heartbeat_s > 0) || !std::isfinite(o.worker.heartbeat_s))
+      throw OptionError("worker.heartbeat_s", fmt::format("{}", o.worker.heartbeat_s), "must be > 0 seconds");
+    if (!(o.worker.heartbeat_timeout_s > o.worker.heartbeat_s) || !std::isfinite(o.worker.heartbeat_timeout_s))
+      throw OptionError("worker.heartbeat_timeout_s", fmt::format("{}", o.worker.heartbeat_timeout_s),
+                        fmt::format("must be > {} ({} s): a live worker would look dead",
+                                    option_ref("worker.heartbeat_s"), o.worker.heartbeat_s));
+    if (o.retry_failed)
+      throw OptionError("retry_failed", "true",
+                        fmt::format("not with {} (every worker joining would retry the others' failures): resume the "
+                                    "study once as its only controller to retry failed trials",
+                                    option_ref("worker.enabled")));
+  }
 }
 
 std::vector<std::string> builtin_placeholders() { return {"gpus", "config", "steps", "trial_id", "trial_dir"}; }
@@ -241,7 +260,9 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
                        const trial::Backend& backend, SearchAlgorithm& algorithm, StudyObserver& observer,
                        const std::atomic<int>& stop_requested) {
   validate(options);
-  const std::unique_ptr<store::ControllerLock> lock = store.lock_controller(options.name);
+  const bool worker = options.worker.enabled;
+  const std::unique_ptr<store::ControllerLock> lock =
+      worker ? store.lock_worker(options.name) : store.lock_controller(options.name);
   std::set<std::string> known;
   for (const Parameter& p : space.parameters()) known.insert(p.name);
   // A parameter may not take the name of a placeholder paratune fills itself: its value would be
@@ -264,24 +285,30 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
   summary.valid_points = space.enumerate().size();
 
   const std::int64_t study = store.open_study(options.name, study_identity(space, options).dump());
-  // Trials a dead controller left running: kill what is left of them, then run their points again.
   std::vector<store::StoredTrial> stored = store.trials(study);
-  for (store::StoredTrial& t : stored)
-    if (t.status == "running") {
-      summary.leftover_processes_killed += backend.clean_up_left_over(t.dir);
-      t.status = "interrupted";  // as mark_running_interrupted stores it
+  // Trials a dead controller left running: kill what is left of them, then run their points again.
+  // (Workers leave other workers' running trials alone: claim_trial marks those whose worker died.)
+  if (!worker) {
+    for (store::StoredTrial& t : stored)
+      if (t.status == "running") {
+        summary.leftover_processes_killed += backend.clean_up_left_over(t.dir);
+        t.status = "interrupted";  // as mark_running_interrupted stores it
+      }
+    store.mark_running_interrupted(study);
+    if (options.retry_failed) {
+      summary.retried_failed = store.mark_failed_for_retry(study);
+      if (summary.retried_failed > 0) stored = store.trials(study);
     }
-  store.mark_running_interrupted(study);
-  if (options.retry_failed) {
-    summary.retried_failed = store.mark_failed_for_retry(study);
-    if (summary.retried_failed > 0) stored = store.trials(study);
   }
 
   History history = load_history(space, stored);
-  std::vector<FinishedTrial>& finished = history.finished;
+  std::vector<FinishedTrial>& finished = history.finished;  // only grows (the searches rely on it)
   std::optional<store::StoredTrial>& best = history.best;
   summary.reused = static_cast<int>(finished.size());
   summary.requeued = history.requeued;
+  std::set<std::int64_t> taken_in;  // the trials in `finished`, by id
+  for (const store::StoredTrial& t : stored)
+    if (finished_status(t.status)) taken_in.insert(t.id);
 
   struct Running {
     std::int64_t db_id;
@@ -295,6 +322,9 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
   bool exhausted = false, stopping = false;
   nlohmann::ordered_json stored_model;  // the search's model as last stored
   std::optional<StopReason> stop;
+  // Worker mode: when to claim again after a claim found nothing to start, and the last heartbeat.
+  Clock::time_point next_claim = start, last_heartbeat = start;
+  const double wait_s = worker ? std::min(kTickS, options.worker.heartbeat_s) : kTickS;
 
   const auto running_points = [&] {
     std::vector<Point> points;
@@ -305,6 +335,81 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
   const auto on_step = [&](const std::string& id, const trial::StepReport&, const trial::TrialOutput& so_far) {
     const auto it = running.find(id);
     return it == running.end() || algorithm.keep_running(it->second.point, so_far);
+  };
+  // Trial `number` at `point`: its launch and what is stored when it starts.
+  trial::TrialLaunch launch;
+  const auto describe = [&](const Point& point, int number) {
+    launch = make_launch(space, point, options, command, trials_dir, number);
+    return store::StudyStore::LaunchRecord{trial_config(options, algorithm, backend, launch).dump(),
+                                           shown_command(launch), launch.dir.string(), /*location=*/""};
+  };
+  const auto start_trial = [&](const Point& point, std::int64_t db_id, int number) {
+    if (const nlohmann::ordered_json notes = algorithm.proposal_notes(point); !notes.empty())
+      store.set_prediction(db_id, notes.dump());
+    if (const nlohmann::ordered_json model = algorithm.model_summary(); !model.empty() && model != stored_model) {
+      store.set_model(study, model.dump());
+      stored_model = model;
+    }
+    runner.start(launch);
+    running.emplace(launch.id, Running{db_id, number, point, launch.params_json});
+    ++summary.started;
+    observer.trial_started(store.trial(db_id));
+  };
+
+  // Worker mode: one claim (store/study_store.h: claim_trial). The search sees every worker's
+  // finished trials (taken into `finished` as they appear, so it only grows) and running points.
+  // Returns whether a trial was started; otherwise sets `exhausted` once the study is done --
+  // nothing to propose, or --max-trials reached, and no trial of any worker running.
+  std::map<std::int64_t, std::optional<Point>> points_by_id;
+  const auto claim_and_start = [&]() -> bool {
+    bool at_max = false;
+    std::size_t study_running = 0;
+    std::optional<Point> proposed;
+    const store::StudyStore::ClaimOutcome outcome = store.claim_trial(
+        study, options.worker.heartbeat_timeout_s,
+        [&](const std::vector<store::StoredTrial>& all, int number) -> std::optional<store::StudyStore::NewTrial> {
+          std::vector<Point> running_now;
+          int counted = 0;  // --max-trials counts every trial but the interrupted (their points run again)
+          for (const store::StoredTrial& t : all) {
+            if (t.status != "interrupted") ++counted;
+            auto known = points_by_id.find(t.id);  // each trial's parameters parsed once, not at every claim
+            if (known == points_by_id.end())
+              known = points_by_id.emplace(t.id, space.point_of(nlohmann::json::parse(t.params_json))).first;
+            const std::optional<Point>& point = known->second;
+            if (!point) continue;  // cannot happen with the same identity; never fatal
+            if (t.status == "running") {
+              running_now.push_back(*point);
+            } else if (finished_status(t.status) && taken_in.insert(t.id).second) {
+              finished.push_back(finished_of(*point, t));
+              if (beats(t, best ? &*best : nullptr)) best = t;
+            }
+          }
+          study_running = running_now.size();
+          if (options.max_trials > 0 && counted >= options.max_trials) {
+            at_max = true;
+            return std::nullopt;
+          }
+          proposed = algorithm.propose(finished, running_now);
+          if (!proposed) return std::nullopt;
+          const std::string params = space.to_json(*proposed).dump();
+          return store::StudyStore::NewTrial{params, describe(*proposed, number)};
+        });
+    for (const store::StoredTrial& d : outcome.reaped) {
+      ++summary.reaped;
+      const int killed = backend.clean_up_left_over(d.dir);  // its processes, if they ran on this host
+      observer.note(fmt::format("trial {} {} marked interrupted: {}{}; its point runs again", d.number, d.params_json,
+                                store::dead_worker_reason(d, unix_now_s()),
+                                killed > 0 ? fmt::format(" (killed {} left-over process(es) here)", killed) : ""));
+    }
+    if (outcome.claimed) {
+      start_trial(*proposed, outcome.claimed->first, outcome.claimed->second);
+      return true;
+    }
+    if (study_running == 0 && running.empty()) {
+      exhausted = true;
+      if (at_max && !stop) stop = StopReason::kMaxTrials;
+    }
+    return false;  // nothing to start now: other trials run, and may die and have their points re-queued
   };
 
   for (;;) {
@@ -319,7 +424,14 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
       runner.interrupt_all(fmt::format("the study's budget of {:.0f} s was spent", options.budget_s));
       stopping = true;
     }
-    while (!stopping && !exhausted && runner.free_slots() > 0) {
+    while (worker && !stopping && !exhausted && runner.free_slots() > 0 && Clock::now() >= next_claim) {
+      if (!claim_and_start()) {
+        next_claim = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(kIdlePollS));
+        break;
+      }
+    }
+    while (!worker && !stopping && !exhausted && runner.free_slots() > 0) {
       if (options.max_trials > 0 && static_cast<int>(finished.size() + running.size()) >= options.max_trials) {
         if (!stop) stop = StopReason::kMaxTrials;
         break;
@@ -330,37 +442,41 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
         break;
       }
       // The trial's number (hence its id and directory) is decided in the transaction that stores it.
-      const std::string params = space.to_json(*point).dump();
-      trial::TrialLaunch launch;
-      const auto [db_id, number] = store.begin_trial(study, params, [&](int n) {
-        launch = make_launch(space, *point, options, command, trials_dir, n);
-        return store::StudyStore::LaunchRecord{trial_config(options, algorithm, backend, launch).dump(),
-                                               shown_command(launch), launch.dir.string(), /*location=*/""};
-      });
-      if (const nlohmann::ordered_json notes = algorithm.proposal_notes(*point); !notes.empty())
-        store.set_prediction(db_id, notes.dump());
-      if (const nlohmann::ordered_json model = algorithm.model_summary(); !model.empty() && model != stored_model) {
-        store.set_model(study, model.dump());
-        stored_model = model;
-      }
-      runner.start(launch);
-      running.emplace(launch.id, Running{db_id, number, *point, params});
-      ++summary.started;
-      observer.trial_started(store.trial(db_id));
+      const auto [db_id, number] =
+          store.begin_trial(study, space.to_json(*point).dump(), [&](int n) { return describe(*point, n); });
+      start_trial(*point, db_id, number);
     }
+    // (A worker sets kMaxTrials only with `exhausted`: it waits while other workers' trials run.)
     if (runner.idle() && (stopping || exhausted || stop == StopReason::kMaxTrials)) break;
 
-    for (const trial::TrialResult& result : runner.wait(kTickS, on_step)) {
+    for (const trial::TrialResult& result : runner.wait(wait_s, on_step)) {
       const auto it = running.find(result.id);
       if (it == running.end()) continue;  // not ours: cannot happen
-      store.finish_trial(it->second.db_id, result);
+      next_claim = Clock::now();  // a slot is free: claim at once
+      if (worker && !store.finish_own_trial(it->second.db_id, result)) {
+        ++summary.dropped;
+        observer.note(fmt::format("trial {} {} {} here, but another worker had marked it interrupted (this worker's "
+                                  "heartbeat came too late) and runs its point again: this result is dropped",
+                                  it->second.number, it->second.params_json, trial::to_string(result.status)));
+        running.erase(it);
+        continue;
+      }
+      if (!worker) store.finish_trial(it->second.db_id, result);
       const store::StoredTrial t = store.trial(it->second.db_id);
       if (result.status != trial::TrialStatus::kInterrupted) {
         finished.push_back(finished_of(it->second.point, t));
+        taken_in.insert(t.id);
         if (beats(t, best ? &*best : nullptr)) best = t;
       }
       running.erase(it);
       observer.trial_finished(t);
+    }
+    if (worker && !running.empty() &&
+        std::chrono::duration<double>(Clock::now() - last_heartbeat).count() >= options.worker.heartbeat_s) {
+      std::vector<std::int64_t> ids;
+      for (const auto& [id, r] : running) ids.push_back(r.db_id);
+      store.heartbeat(ids);
+      last_heartbeat = Clock::now();
     }
     std::vector<TrialProgress> progress;
     for (const trial::RunningTrial& r : runner.running()) {

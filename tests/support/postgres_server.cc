@@ -83,11 +83,6 @@ std::string tail_of(const std::string& path) {
 
 }  // namespace
 
-bool servers_required() {
-  const char* v = std::getenv("PARATUNE_REQUIRE_SERVERS");
-  return v != nullptr && std::string(v) == "1";
-}
-
 PostgresServer& PostgresServer::instance() {
   static PostgresServer server;
   return server;

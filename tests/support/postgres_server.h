@@ -13,6 +13,8 @@
 
 #include <string>
 
+#include "require_servers.h"
+
 namespace paratune::testing {
 
 class PostgresServer {
@@ -47,17 +49,10 @@ class PostgresServer {
   int databases_ = 0;
 };
 
-// PARATUNE_REQUIRE_SERVERS=1: a server that cannot start fails the tests instead of skipping them.
-bool servers_required();
-
 }  // namespace paratune::testing
 
-#define PARATUNE_NEED_POSTGRES()                                                        \
-  do {                                                                                  \
-    const auto& paratune_pg = ::paratune::testing::PostgresServer::instance();          \
-    if (!paratune_pg.running()) {                                                       \
-      if (::paratune::testing::servers_required())                                      \
-        FAIL() << "PostgreSQL test server (PARATUNE_REQUIRE_SERVERS=1): " << paratune_pg.why_not(); \
-      GTEST_SKIP() << "no PostgreSQL test server: " << paratune_pg.why_not();           \
-    }                                                                                   \
-  } while (0)
+// In a test body: skip (or, with PARATUNE_REQUIRE_SERVERS=1, fail) without the server.
+#define PARATUNE_NEED_POSTGRES()                                                                     \
+  PARATUNE_NEED_SERVER(::paratune::testing::PostgresServer::instance().running()                     \
+                           ? std::string()                                                           \
+                           : "no PostgreSQL test server: " + ::paratune::testing::PostgresServer::instance().why_not())

@@ -9,9 +9,10 @@
 //
 // Every write that the SQLite store makes in one transaction is one transaction here as well. A
 // trial's number is computed under a row lock on its study (SELECT ... FOR UPDATE), so processes
-// beginning trials at once get distinct numbers (and UNIQUE(study_id, number) guards it). Doubles
-// travel as text with 17 significant digits and read back exactly; NaN is stored as NULL, as SQLite
-// does.
+// beginning trials at once get distinct numbers (and UNIQUE(study_id, number) guards it); the same
+// row lock serializes the claims of workers (claim_trial), whose lock_worker is the study's advisory
+// lock taken shared. Doubles travel as text with 17 significant digits and read back exactly; NaN
+// is stored as NULL, as SQLite does.
 #pragma once
 
 #include <mutex>
@@ -34,6 +35,7 @@ class PostgresStudyStore final : public StudyStore {
   // A session-level advisory lock (pg_try_advisory_lock) keyed on the study's name, held by this
   // store's connection: the server releases it when the connection ends, however the process ends.
   [[nodiscard]] std::unique_ptr<ControllerLock> lock_controller(const std::string& study_name) override;
+  [[nodiscard]] std::unique_ptr<ControllerLock> lock_worker(const std::string& study_name) override;
 
   std::int64_t open_study(const std::string& name, const std::string& config_json) override;
   int mark_running_interrupted(std::int64_t study) override;
@@ -41,7 +43,7 @@ class PostgresStudyStore final : public StudyStore {
   void heartbeat(const std::vector<std::int64_t>& trials) override;
   void set_prediction(std::int64_t trial, const std::string& prediction_json) override;
   void set_model(std::int64_t study, const std::string& model_json) override;
-  void finish_trial(std::int64_t trial, const trial::TrialResult& result, const TrialOutcome* outcome = nullptr) override;
+  ClaimOutcome claim_trial(std::int64_t study, double heartbeat_timeout_s, const Proposer& propose) override;
   void resume_trial(std::int64_t trial) override;
   [[nodiscard]] std::vector<StoredTrial> trials(std::int64_t study, bool with_steps = false) const override;
   [[nodiscard]] StoredTrial trial(std::int64_t id) const override;
@@ -51,6 +53,8 @@ class PostgresStudyStore final : public StudyStore {
  protected:
   std::pair<std::int64_t, int> insert_trial(std::int64_t study, const std::string& params_json,
                                             const std::function<LaunchRecord(int number)>& describe) override;
+  bool write_finish(std::int64_t trial, const trial::TrialResult& result, const TrialOutcome* outcome,
+                    bool only_own_running) override;
 
  private:
   class Lock;

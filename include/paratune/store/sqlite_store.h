@@ -23,6 +23,7 @@ class SqliteStudyStore final : public StudyStore {
   [[nodiscard]] std::string locator() const override { return path_.string(); }
   [[nodiscard]] const std::filesystem::path& path() const { return path_; }
   [[nodiscard]] std::unique_ptr<ControllerLock> lock_controller(const std::string& study_name) override;
+  [[nodiscard]] std::unique_ptr<ControllerLock> lock_worker(const std::string& study_name) override;
 
   std::int64_t open_study(const std::string& name, const std::string& config_json) override;
   int mark_running_interrupted(std::int64_t study) override;
@@ -30,7 +31,7 @@ class SqliteStudyStore final : public StudyStore {
   void heartbeat(const std::vector<std::int64_t>& trials) override;
   void set_prediction(std::int64_t trial, const std::string& prediction_json) override;
   void set_model(std::int64_t study, const std::string& model_json) override;
-  void finish_trial(std::int64_t trial, const trial::TrialResult& result, const TrialOutcome* outcome = nullptr) override;
+  ClaimOutcome claim_trial(std::int64_t study, double heartbeat_timeout_s, const Proposer& propose) override;
   void resume_trial(std::int64_t trial) override;
   [[nodiscard]] std::vector<StoredTrial> trials(std::int64_t study, bool with_steps = false) const override;
   [[nodiscard]] StoredTrial trial(std::int64_t id) const override;
@@ -40,6 +41,8 @@ class SqliteStudyStore final : public StudyStore {
  protected:
   std::pair<std::int64_t, int> insert_trial(std::int64_t study, const std::string& params_json,
                                             const std::function<LaunchRecord(int number)>& describe) override;
+  bool write_finish(std::int64_t trial, const trial::TrialResult& result, const TrialOutcome* outcome,
+                    bool only_own_running) override;
 
  private:
   void exec(const char* sql) const;

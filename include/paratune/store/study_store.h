@@ -18,6 +18,14 @@
 // Version 4 added trials.location, worker and heartbeat_unix_s; SQLite files of versions 1 to 3 are
 // upgraded in place.
 //
+// Worker mode (`paratune tune --worker`): several processes, on any hosts, run one study together.
+// Each takes the study's worker lock (lock_worker: shared, so workers exclude only a controller
+// without --worker, which takes it exclusively), claims its trials with claim_trial (one
+// transaction per claim, serialized per study, that first marks dead workers' trials interrupted,
+// then shows the proposer every trial of the study and inserts the proposed one), renews their
+// heartbeat_unix_s with heartbeat(), and stores their ends with finish_own_trial (refused when the
+// trial was taken from it meanwhile).
+//
 // Hyperparameter studies (hpo/study.h) run a trial in one or more runs: a trial resting at an ASHA
 // rung is "pruned" with its rung, and a promotion runs it again (resume_trial), adding the steps and
 // metrics of the new run to the earlier ones'.
@@ -96,7 +104,7 @@ struct StudyContent {
   std::vector<StoredTrial> trials;  // read with steps and metrics
 };
 
-// Held while a controller runs a study (one controller per study): released when destroyed, and by
+// Held while a controller (or a worker: lock_worker) runs a study: released when destroyed, and by
 // the system however the process ends.
 class ControllerLock {
  public:
@@ -119,6 +127,11 @@ class StudyStore {
   // paratune controller is running ...") naming the locator when another controller -- in another
   // process or this one -- holds it.
   [[nodiscard]] virtual std::unique_ptr<ControllerLock> lock_controller(const std::string& study_name) = 0;
+  // A worker's share of the same lock (SQLite: flock LOCK_SH on the file; PostgreSQL:
+  // pg_try_advisory_lock_shared): any number of workers hold it at once, and while they do,
+  // lock_controller fails -- as it makes lock_worker fail while a controller runs. Throws Error
+  // naming the locator when a controller (not a worker) holds the study.
+  [[nodiscard]] virtual std::unique_ptr<ControllerLock> lock_worker(const std::string& study_name) = 0;
 
   // The study `name`: created with `config_json`, or the existing one, which must have been created
   // with the same configuration (else Error: resuming with another space or command would mix
@@ -153,6 +166,26 @@ class StudyStore {
                                            const std::function<LaunchRecord(int number)>& describe) {
     return insert_trial(study, params_json, describe);
   }
+  // Worker mode: claims the study's next trial without duplicates across processes. In one
+  // transaction that serializes the claims of the study (PostgreSQL: the study's row, SELECT ... FOR
+  // UPDATE; SQLite: BEGIN IMMEDIATE, the file's write lock):
+  //   1. every "running" trial of another worker whose heartbeat (or start, if none) is older than
+  //      `heartbeat_timeout_s` becomes "interrupted" ("pruned" when it rests at a rung), its reason
+  //      "worker HOST:PID sent no heartbeat for N s" -- returned in ClaimOutcome::reaped;
+  //   2. `propose` is called with every trial of the study (all workers', after step 1, in number
+  //      order) and the number a new trial gets; it returns the trial to start, or nullopt;
+  //   3. the proposed trial is inserted "running", with this store's worker name and heartbeat now.
+  // `propose` runs under the store's connection lock: it must not call the store.
+  struct NewTrial {
+    std::string params_json;
+    LaunchRecord record;
+  };
+  struct ClaimOutcome {
+    std::optional<std::pair<std::int64_t, int>> claimed;  // the new trial's id and number
+    std::vector<StoredTrial> reaped;                       // as they were before step 1
+  };
+  using Proposer = std::function<std::optional<NewTrial>(const std::vector<StoredTrial>& all, int number)>;
+  virtual ClaimOutcome claim_trial(std::int64_t study, double heartbeat_timeout_s, const Proposer& propose) = 0;
   // Running trials are alive: their heartbeat_unix_s becomes now.
   virtual void heartbeat(const std::vector<std::int64_t>& trials) = 0;
   // What the search predicted for a trial (set right after begin_trial).
@@ -162,8 +195,16 @@ class StudyStore {
   // The end of a trial's run, all at once (one transaction): its status, times, exit, throughput,
   // location, steps and metrics (added to those of earlier runs), and `outcome` when a
   // hyperparameter study judged it.
-  virtual void finish_trial(std::int64_t trial, const trial::TrialResult& result,
-                            const TrialOutcome* outcome = nullptr) = 0;
+  void finish_trial(std::int64_t trial, const trial::TrialResult& result, const TrialOutcome* outcome = nullptr) {
+    write_finish(trial, result, outcome, /*only_own_running=*/false);
+  }
+  // Worker mode: the same, only if the trial is still "running" and this store's worker's (another
+  // worker may have marked it interrupted, its heartbeat too old, and run its point again); returns
+  // false, writing nothing, if not.
+  [[nodiscard]] bool finish_own_trial(std::int64_t trial, const trial::TrialResult& result,
+                                      const TrialOutcome* outcome = nullptr) {
+    return write_finish(trial, result, outcome, /*only_own_running=*/true);
+  }
   // A trial runs again (a promotion): "running". Its earlier output stays until the run ends
   // (finish_trial adds to it, or replaces it with TrialOutcome::replace_output).
   virtual void resume_trial(std::int64_t trial) = 0;
@@ -180,6 +221,10 @@ class StudyStore {
  protected:
   virtual std::pair<std::int64_t, int> insert_trial(std::int64_t study, const std::string& params_json,
                                                     const std::function<LaunchRecord(int number)>& describe) = 0;
+  // finish_trial and finish_own_trial: false when `only_own_running` and the trial is not this
+  // worker's running trial (nothing written).
+  virtual bool write_finish(std::int64_t trial, const trial::TrialResult& result, const TrialOutcome* outcome,
+                            bool only_own_running) = 0;
 
  private:
   std::string worker_;
@@ -189,6 +234,10 @@ class StudyStore {
 // (PostgresStudyStore), anything else the path of an SQLite file (SqliteStudyStore), created if
 // needed. Throws Error naming the locator (password masked) when it cannot be opened.
 std::unique_ptr<StudyStore> open_store(const std::string& locator);
+
+// Why claim_trial marked a dead worker's trial interrupted at `now_unix_s`: "worker HOST:PID sent
+// no heartbeat for N s" (N whole seconds since its last heartbeat, or its start if it had none).
+std::string dead_worker_reason(const StoredTrial& trial, double now_unix_s);
 
 // Whether `locator` names a PostgreSQL database.
 bool is_postgres_locator(const std::string& locator);

@@ -86,6 +86,21 @@ std::vector<std::size_t> grid_order(std::size_t n, std::size_t budget);
 std::unique_ptr<SearchAlgorithm> make_search(Algorithm algorithm, const SearchSpace& space, std::uint64_t seed,
                                              std::size_t max_trials = 0);
 
+// Worker mode (`paratune tune --worker`): this process is one of several that run the study
+// together, on any hosts, through the store (store/study_store.h: claim_trial). It takes the study's
+// worker lock (shared) rather than the controller lock; claims each trial in a transaction that
+// shows the search every worker's trials, so no point is handed out twice; renews its running
+// trials' heartbeats every `heartbeat_s`; marks "interrupted" the running trials of workers silent
+// for more than `heartbeat_timeout_s` (their points are then proposed again, once); and stops when
+// nothing is left to propose, or --max-trials is reached, and no trial of any worker runs (one that
+// dies may still need re-running), or its --budget is spent. It never marks other workers' trials
+// interrupted at start, and refuses --retry-failed (run that once without --worker).
+struct WorkerOptions {
+  bool enabled = false;
+  double heartbeat_s = 10;          // > 0
+  double heartbeat_timeout_s = 60;  // > heartbeat_s
+};
+
 struct StudyOptions {
   std::string name = "main";        // the study within the store file
   std::string command;              // the command template (trial/command.h)
@@ -96,6 +111,7 @@ struct StudyOptions {
   double budget_s = 0;              // wall time of this run; 0: no limit
   bool retry_failed = false;        // run the points of failed trials again (they are not, by default)
   std::filesystem::path trials_dir; // trial N runs in trials_dir/trial-NNNN (made absolute)
+  WorkerOptions worker;             // worker mode (above); off: one controller, the exclusive lock
 };
 // Throws OptionError naming the field and the rule (steps >= 2, limits >= 0, ...).
 void validate(const StudyOptions& options);
@@ -129,6 +145,9 @@ class StudyObserver {
   virtual ~StudyObserver() = default;
   virtual void trial_started(const store::StoredTrial& /*trial*/) {}
   virtual void trial_finished(const store::StoredTrial& /*trial*/) {}
+  // Worker mode: a line about other workers' trials (one marked interrupted for want of heartbeats)
+  // or one of ours taken away meanwhile (its result dropped).
+  virtual void note(const std::string& /*line*/) {}
   // About four times a second while the study runs: the running trials, how many finished (reused
   // ones included) and the best trial so far (null before the first completed one).
   virtual void progress(const std::vector<TrialProgress>& /*running*/, int /*finished*/,
@@ -145,6 +164,8 @@ struct StudySummary {
   int leftover_processes_killed = 0;  // processes of those still alive at resume
   int retried_failed = 0;             // failed trials whose points run again (--retry-failed)
   int started = 0;                    // trials started by this run
+  int reaped = 0;                     // worker mode: other workers' trials marked interrupted (no heartbeat)
+  int dropped = 0;                    // worker mode: results of trials taken from this worker, not stored
   StopReason stop = StopReason::kExhausted;
   double elapsed_s = 0;
   std::vector<store::StoredTrial> trials;  // every trial of the study, in number order
