@@ -474,6 +474,7 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
     if (worker && !running.empty() &&
         std::chrono::duration<double>(Clock::now() - last_heartbeat).count() >= options.worker.heartbeat_s) {
       std::vector<std::int64_t> ids;
+      ids.reserve(running.size());
       for (const auto& [id, r] : running) ids.push_back(r.db_id);
       store.heartbeat(ids);
       last_heartbeat = Clock::now();
