@@ -358,8 +358,26 @@ void TrialRunner::tell_watchdog(std::int32_t message) const {
 }
 
 TrialRunner::~TrialRunner() {
+  // SIGTERM first, as a stop would (a wrapper -- ssh, the Slurm watcher -- needs it to clean up
+  // remotely), then SIGKILL to what is left after the longest grace (at most 10 s).
+  double grace_s = 0;
   for (auto& p : processes_) {
     p->close_stdin();
+    p->signal_all(SIGTERM);
+    grace_s = std::max(grace_s, p->launch.limits.grace_s);
+  }
+  const Clock::time_point kill_at = Clock::now() + std::chrono::duration<double>(std::min(grace_s, 10.0));
+  for (bool alive = !processes_.empty(); alive && Clock::now() < kill_at;) {
+    alive = false;
+    for (auto& p : processes_) {
+      if (p->pid > 0)
+        while (::waitpid(-p->pid, nullptr, WNOHANG) > 0) {
+        }
+      alive = alive || p->group_alive();
+    }
+    if (alive) ::usleep(10000);
+  }
+  for (auto& p : processes_) {
     p->signal_all(SIGKILL);
     if (p->pid > 0)
       while (::waitpid(-p->pid, nullptr, 0) > 0) {

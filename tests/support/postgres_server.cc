@@ -17,6 +17,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "free_port.h"
+
 namespace paratune::testing {
 namespace {
 
@@ -31,22 +33,6 @@ std::string postgres_bin_dir() {
     return std::atoi(a.parent_path().filename().c_str()) < std::atoi(b.parent_path().filename().c_str());
   });
   return found.empty() ? "" : found.back().string();
-}
-
-// A port no one listens on now (the kernel's choice for port 0).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0)
-    port = ntohs(address.sin_port);
-  ::close(fd);
-  return port;
 }
 
 // Runs argv (no shell) with stdin from /dev/null and stdout and stderr appended to `log`; returns

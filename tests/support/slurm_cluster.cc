@@ -1,10 +1,8 @@
 // A one-machine Slurm cluster for the tests (slurm_cluster.h).
 #include "slurm_cluster.h"
 
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,27 +12,12 @@
 
 #include "paratune/spec/error.h"
 #include "paratune/trial/run_command.h"
+#include "free_port.h"
 
 namespace paratune::testing {
 namespace {
 
 using trial::run_command;
-
-// A TCP port nobody listens on now (bound to port 0, then released).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    if (fd >= 0) ::close(fd);
-    return 0;
-  }
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
 
 std::string short_hostname() {
   char name[256] = {};

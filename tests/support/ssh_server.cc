@@ -17,25 +17,12 @@
 #include <sstream>
 #include <thread>
 
+#include "free_port.h"
+
 namespace paratune::testing {
 namespace {
 
 constexpr const char* kSshd = "/usr/sbin/sshd";
-
-// A port the kernel says is free now (bound to 127.0.0.1:0, then released).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof address;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0)
-    port = ntohs(address.sin_port);
-  ::close(fd);
-  return port;
-}
 
 bool accepts(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
