@@ -366,7 +366,8 @@ TrialRunner::~TrialRunner() {
     p->signal_all(SIGTERM);
     grace_s = std::max(grace_s, p->launch.limits.grace_s);
   }
-  const Clock::time_point kill_at = Clock::now() + std::chrono::duration<double>(std::min(grace_s, 10.0));
+  const Clock::time_point kill_at =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::min(grace_s, 10.0)));
   for (bool alive = !processes_.empty(); alive && Clock::now() < kill_at;) {
     alive = false;
     for (auto& p : processes_) {
