@@ -3,6 +3,7 @@
 // schema version, heartbeats, and where and by whom a trial ran.
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -89,8 +90,9 @@ TEST_P(StoreTest, LocationAtStartAndHeartbeats) {
   EXPECT_EQ(store->trial(a).worker, store->worker_name());
   const double first = store->trial(a).heartbeat_unix_s.value();
   EXPECT_GT(first, 1.6e9);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // so that a renewed heartbeat is later
   store->heartbeat({a, b});
-  EXPECT_GE(store->trial(a).heartbeat_unix_s.value(), first);
+  EXPECT_GT(store->trial(a).heartbeat_unix_s.value(), first);  // renewed, not only still there
   EXPECT_TRUE(store->trial(b).heartbeat_unix_s.has_value());
   store->finish_trial(b, completed(0.5));  // a run without a location keeps the stored one (none)
   EXPECT_EQ(store->trial(b).location, "");
