@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include "paratune/spec/units.h"
 #include "paratune/trial/failure.h"
@@ -319,10 +320,18 @@ std::string format_progress(const std::vector<tune::TrialProgress>& running, int
 std::string format_trials(const std::vector<store::StoredTrial>& trials, std::optional<std::size_t> best) {
   std::string out = fmt::format("{:>5}  {:<13} {:>16}  {:<22} {:>11} {:>6}  {}\n", "trial", "status", "throughput",
                                 "95% CI", "peak memory", "steps", "parameters / reason");
+  // Where trials ran is worth a line when it is not this host, and which worker when several shared
+  // the study (--worker).
+  std::set<std::string> workers;
+  for (const store::StoredTrial& t : trials) workers.insert(t.worker);
   for (const store::StoredTrial& t : trials) {
     out += fmt::format("{:>5}  {:<13} {:>16}  {:<22} {:>11} {:>6}  {}\n", t.number, t.status, throughput_text(t),
                        ci_text(t), t.peak_memory_bytes ? units::format_bytes(*t.peak_memory_bytes) : "-", t.steps,
                        params_words(t.params_json));
+    const bool remote = !t.location.empty() && t.location != "local";
+    if (remote || workers.size() > 1)
+      out += fmt::format("{:>7}where: {}{}\n", "", remote ? t.location : "local",
+                         workers.size() > 1 ? fmt::format(" (worker {})", t.worker) : "");
     if (!t.reason.empty()) out += fmt::format("{:>7}reason: {}\n", "", t.reason);
   }
   out += fmt::format("\n{} trials: {}\n", trials.size(), status_line(trials));

@@ -125,6 +125,9 @@ TEST(SlurmCli, ConfigurationStudyRunsAsSlurmJobs) {
     }
   EXPECT_EQ(values.size(), 4U);
   EXPECT_FALSE(std::filesystem::exists(dir / "HOSTILE_MARK"));
+  const Result shown = run("study show " + (dir / "s.db").string());
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  EXPECT_NE(shown.output.find("where: slurm job "), std::string::npos) << shown.output;
 }
 
 TEST(SlurmCli, HyperparameterStudyRunsAsSlurmJobs) {
