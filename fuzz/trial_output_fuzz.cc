@@ -1,7 +1,8 @@
 // What a running trial prints, line by line (trial/protocol.h, OutputParser::feed): `@paratune`
 // protocol lines, Megatron-LM's iteration and memory log lines, out-of-memory messages and lines a
 // --step-time-regex matches. An input whose first line starts with "regex:" sets that regex (RE2
-// syntax) for the rest.
+// syntax) for the rest; then one that starts with "token:" sets the backend token, so that a
+// wrapping backend's queued/started/ended lines are read too.
 // Properties: every line is counted; steps and memory reported are finite and positive; a protocol
 // step once seen keeps other step sources out.
 #include <cmath>
@@ -16,6 +17,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (text.starts_with("regex:")) {
     const std::size_t end = std::min(text.find('\n'), text.size());
     options.step_time_regex = std::string(text.substr(6, end - 6));
+    text.remove_prefix(std::min(end + 1, text.size()));
+  }
+  if (text.starts_with("token:")) {
+    const std::size_t end = std::min(text.find('\n'), text.size());
+    options.backend_token = std::string(text.substr(6, end - 6));
     text.remove_prefix(std::min(end + 1, text.size()));
   }
   return fuzz::expect_result_or_error([&] {
@@ -34,5 +40,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                       "a memory report is finite and >= 0");
     }
     fuzz::require(parser.output().lines == lines, "every line is counted");
+    // Backend lines count only with the token.
+    if (options.backend_token.empty())
+      fuzz::require(!parser.output().queued && !parser.output().ended && parser.output().location.empty(),
+                    "without a backend token no queued, started or ended line counts");
+    if (parser.output().ended)
+      fuzz::require(parser.output().ended->status == "oom" || parser.output().ended->status == "timeout" ||
+                        parser.output().ended->status == "failed" || parser.output().ended->status == "interrupted",
+                    "an ended line's status is one the runner knows");
   });
 }
