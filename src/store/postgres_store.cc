@@ -162,6 +162,57 @@ Result run(pg_conn* conn, const std::string& locator, const char* sql, const Par
   return r;
 }
 
+// PostgreSQL array literals ('{1,2,3}', '{"a\"b",NULL}'), so that a trial's steps and metrics go in
+// one statement each (unnest) rather than one round trip per row.
+std::string array_literal(const std::vector<std::string>& elements) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < elements.size(); ++i) out += (i > 0 ? "," : "") + elements[i];
+  return out + "}";
+}
+std::string quoted_element(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out + "\"";
+}
+
+// Every step of a run (step numbers, times), in one statement.
+void insert_steps(pg_conn* conn, const std::string& locator, std::int64_t trial, const std::vector<std::int64_t>& steps,
+                  const std::vector<double>& times) {
+  if (times.empty()) return;
+  std::vector<std::string> numbers, seconds;
+  numbers.reserve(times.size());
+  seconds.reserve(times.size());
+  for (std::size_t k = 0; k < times.size(); ++k) {
+    numbers.push_back(std::to_string(k < steps.size() ? steps[k] : std::int64_t{0}));
+    seconds.push_back(fmt::format("{:.17g}", times[k]));  // finite: the runner takes no other (protocol.h)
+  }
+  run(conn, locator,
+      "INSERT INTO steps (trial_id, step, step_time_s) SELECT $1, s, t FROM unnest($2::bigint[], $3::float8[]) AS u(s, t)",
+      Params().add(trial).add(array_literal(numbers)).add(array_literal(seconds)));
+}
+
+// Every metric of a run, in one statement (unnest keeps their order: WITH ORDINALITY).
+void insert_metrics(pg_conn* conn, const std::string& locator, std::int64_t trial,
+                    const std::vector<trial::MetricReport>& metrics) {
+  if (metrics.empty()) return;
+  std::vector<std::string> names, values, steps;
+  names.reserve(metrics.size());
+  values.reserve(metrics.size());
+  steps.reserve(metrics.size());
+  for (const trial::MetricReport& m : metrics) {
+    names.push_back(quoted_element(m.name));
+    values.push_back(fmt::format("{:.17g}", m.value));  // finite (protocol.h)
+    steps.push_back(m.step ? std::to_string(*m.step) : "NULL");
+  }
+  run(conn, locator,
+      "INSERT INTO metrics (trial_id, name, value, step) SELECT $1, n, v, s FROM unnest($2::text[], $3::float8[], "
+      "$4::bigint[]) WITH ORDINALITY AS u(n, v, s, i) ORDER BY i",
+      Params().add(trial).add(array_literal(names)).add(array_literal(values)).add(array_literal(steps)));
+}
+
 // BEGIN ... COMMIT, rolled back if the scope is left by an exception.
 class Transaction {
  public:
@@ -495,12 +546,16 @@ bool PostgresStudyStore::write_finish(std::int64_t trial, const trial::TrialResu
       "malformed_lines = malformed_lines + $14::bigint, location = COALESCE(NULLIF($16::text, ''), location) "
       "WHERE id = $15",
       p);
-  for (const trial::StepReport& s : r.output.steps)
-    run(conn_, locator_, "INSERT INTO steps (trial_id, step, step_time_s) VALUES ($1, $2, $3)",
-        Params().add(trial).add(s.step).add(s.step_time_s));
-  for (const trial::MetricReport& m : r.output.metrics)
-    run(conn_, locator_, "INSERT INTO metrics (trial_id, name, value, step) VALUES ($1, $2, $3, $4)",
-        Params().add(trial).add(m.name).add(m.value).add(m.step));
+  std::vector<std::int64_t> step_numbers;
+  std::vector<double> step_times;
+  step_numbers.reserve(r.output.steps.size());
+  step_times.reserve(r.output.steps.size());
+  for (const trial::StepReport& s : r.output.steps) {
+    step_numbers.push_back(s.step);
+    step_times.push_back(s.step_time_s);
+  }
+  insert_steps(conn_, locator_, trial, step_numbers, step_times);
+  insert_metrics(conn_, locator_, trial, r.output.metrics);
   // Every run of a trial adds its steps (a promoted trial resumes where it rested).
   run(conn_, locator_, "UPDATE trials SET steps = (SELECT COUNT(*) FROM steps WHERE trial_id = $1) WHERE id = $1",
       Params().add(trial));
@@ -614,13 +669,8 @@ void PostgresStudyStore::import_studies(const std::vector<StudyContent>& studies
               "$25, $26, $27, $28) RETURNING id",
               p)
               .integer(0, 0);
-      for (std::size_t k = 0; k < s.step_times_s.size(); ++k)
-        run(conn_, locator_, "INSERT INTO steps (trial_id, step, step_time_s) VALUES ($1, $2, $3)",
-            Params().add(trial_id).add(k < s.step_numbers.size() ? s.step_numbers[k] : std::int64_t{0})
-                .add(s.step_times_s[k]));
-      for (const trial::MetricReport& m : s.metrics)
-        run(conn_, locator_, "INSERT INTO metrics (trial_id, name, value, step) VALUES ($1, $2, $3, $4)",
-            Params().add(trial_id).add(m.name).add(m.value).add(m.step));
+      insert_steps(conn_, locator_, trial_id, s.step_numbers, s.step_times_s);
+      insert_metrics(conn_, locator_, trial_id, s.metrics);
     }
   }
   t.commit();

@@ -123,8 +123,10 @@ LineReport OutputParser::parse_protocol(std::string_view text) {
   if (j.contains("metric")) {
     if (auto extra = keys_are({"metric", "value", "step", "member"})) return malformed(fmt::format("unknown key '{}'", *extra));
     if (!member_ok) return malformed("'member' must be an integer >= 0");
-    if (!j["metric"].is_string() || j["metric"].get<std::string>().empty())
-      return malformed("'metric' must be a non-empty string");
+    // No NUL: a name is stored as text (PostgreSQL's text cannot hold one).
+    if (!j["metric"].is_string() || j["metric"].get<std::string>().empty() ||
+        j["metric"].get<std::string>().find('\0') != std::string::npos)
+      return malformed("'metric' must be a non-empty string without NUL characters");
     if (!j.contains("value") || !j["value"].is_number() || !std::isfinite(j["value"].get<double>()))
       return malformed("'value' must be a finite number");
     if (j.contains("step") && !is_step_number(j["step"])) return malformed("'step' must be an integer >= 0");

@@ -33,7 +33,7 @@ TEST_P(StoreTest, DoublesNullsAndLargeIntegersRoundTripExactly) {
   r.output.steps = {{1, 0.1}, {2, 1.0 / 3.0}, {std::numeric_limits<std::int64_t>::max(), 5e-324},
                     {-7, 1.7976931348623157e308}, {4, std::numeric_limits<double>::infinity()}};
   r.output.metrics = {{"loss", 2.220446049250313e-16, std::nullopt, std::nullopt},
-                      {"acc", -0.0, std::int64_t{9007199254740993}, std::nullopt}};
+                      {"a\"c,c{} \\ NULL ünï", -0.0, std::int64_t{9007199254740993}, std::nullopt}};
   r.output.peak_memory_bytes = 81604378624.0 + 0.5;
   r.output.malformed_lines = 9007199254740993;  // 2^53 + 1: not a double
   r.throughput.steps_used = 3;
@@ -60,6 +60,8 @@ TEST_P(StoreTest, DoublesNullsAndLargeIntegersRoundTripExactly) {
   EXPECT_EQ(t.step_times_s, (std::vector<double>{0.1, 1.0 / 3.0, 5e-324, 1.7976931348623157e308,
                                                  std::numeric_limits<double>::infinity()}));
   ASSERT_EQ(t.metrics.size(), 2u);
+  EXPECT_EQ(t.metrics[0].name, "loss");
+  EXPECT_EQ(t.metrics[1].name, "a\"c,c{} \\ NULL ünï");  // array-literal syntax in a name, stored as it is
   EXPECT_EQ(t.metrics[0].value, 2.220446049250313e-16);
   EXPECT_FALSE(t.metrics[0].step.has_value());
   EXPECT_EQ(t.metrics[1].step, std::int64_t{9007199254740993});

@@ -66,6 +66,7 @@ TEST(Protocol, WrappingBackendLines) {
   OutputParser local;
   EXPECT_EQ(local.feed(R"(@paratune {"queued": "x", "token": ""})").kind, Kind::kMalformed);
   EXPECT_EQ(local.feed(R"(@paratune {"ended": "oom"})").kind, Kind::kMalformed);
+  EXPECT_EQ(local.feed(R"(@paratune {"metric": "lo\u0000ss", "value": 1})").kind, Kind::kMalformed);  // NUL in a name
   EXPECT_FALSE(local.output().queued);
   EXPECT_FALSE(local.output().ended);
   // Slurm's own out-of-memory messages.
