@@ -5,7 +5,10 @@
 #
 # --seconds N  time per target (default 20); --runs N  executions per target instead (the long run:
 #              --runs 10000000); --jobs J  targets run at once (default: the cores);
-# --out DIR    where the runs go (default build-fuzz/fuzz-runs; emptied first);
+# --out DIR    where the runs go (default BUILD/fuzz-runs; emptied first);
+# --no-asan    UBSan and coverage only, at -O2, in build-fuzz-ubsan/: several times faster, for long
+#              runs; replay what they found under AddressSanitizer afterwards (--runs 0 on the kept
+#              corpus: every input once);
 # --merge      add the inputs that found new coverage to the kept corpus fuzz/corpus/<target>/
 #              (libFuzzer -merge=1: only inputs that add coverage are kept).
 # Builds the targets in build-fuzz/ (clang, PARATUNE_BUILD_FUZZ: AddressSanitizer, UBSan, coverage).
@@ -18,9 +21,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=20
-runs_per_target=0
+runs_per_target=-1
+asan=ON
 jobs=$(nproc)
-runs=build-fuzz/fuzz-runs
+runs=""
 merge=0
 targets=()
 while (($#)); do
@@ -28,9 +32,10 @@ while (($#)); do
     --seconds) seconds="$2"; shift 2 ;;
     --runs) runs_per_target="$2"; shift 2 ;;
     --out) runs="$2"; shift 2 ;;
+    --no-asan) asan=OFF; shift ;;
     --jobs) jobs="$2"; shift 2 ;;
     --merge) merge=1; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
@@ -39,11 +44,13 @@ all_targets=(model_yaml model_json cluster_file cluster_arg parallel_config tune
 ((${#targets[@]})) || targets=("${all_targets[@]}")
 
 build=build-fuzz
+[[ "$asan" == ON ]] || build=build-fuzz-ubsan
+runs=${runs:-$build/fuzz-runs}
 if [[ ! -f "$build/CMakeCache.txt" ]]; then
   launcher=()
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DPARATUNE_BUILD_FUZZ=ON \
-    -DPARATUNE_BUILD_TESTS=OFF -DPARATUNE_BUILD_BENCH=OFF "${launcher[@]}" >/dev/null
+    -DPARATUNE_FUZZ_ASAN="$asan" -DPARATUNE_BUILD_TESTS=OFF -DPARATUNE_BUILD_BENCH=OFF "${launcher[@]}" >/dev/null
 fi
 cmake --build "$build" -j "$(nproc)" --target fuzz
 rm -rf "$runs"
@@ -52,7 +59,7 @@ mkdir -p "$runs"
 # One target: its own scratch corpus first (new inputs are written there), the kept one read-only.
 run_target() {
   local target="$1" out="$runs/$1" limit=(-max_total_time="$seconds")
-  ((runs_per_target)) && limit=(-runs="$runs_per_target")
+  ((runs_per_target >= 0)) && limit=(-runs="$runs_per_target")
   mkdir -p "$out/new" "fuzz/corpus/$target"
   UBSAN_OPTIONS=print_stacktrace=1 "$build/fuzz/fuzz_$target" "$out/new" "fuzz/corpus/$target" \
     "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
