@@ -559,16 +559,6 @@ const std::vector<std::string> kSlurmFlags{"--slurm-partition", "--slurm-account
                                            "--slurm-gpus-per-slot", "--slurm-mem-per-slot", "--slurm-poll",
                                            "--sbatch-option"};
 
-// A duration or size flag's value, or 0 when it is not given.
-double duration_flag(const std::string& text, const char* flag) {
-  if (text.empty()) return 0;
-  try {
-    return units::parse_duration(text);
-  } catch (const Error& e) {
-    throw e.with_context(flag);
-  }
-}
-
 std::unique_ptr<trial::Backend> slurm_backend_from(const TuneFlags& f) {
   refuse_flags(f, {"--slot-devices", "--slot-cpus"},
                "belongs to --backend local; with --backend slurm each trial asks Slurm for --slurm-gpus-per-slot "
@@ -581,7 +571,7 @@ std::unique_ptr<trial::Backend> slurm_backend_from(const TuneFlags& f) {
   options.account = f.slurm_account;
   options.qos = f.slurm_qos;
   options.constraint = f.slurm_constraint;
-  options.time_limit_s = duration_flag(f.slurm_time, "--slurm-time");
+  options.time_limit_s = optional_duration(f.slurm_time, "--slurm-time");
   options.cpus_per_slot = f.slurm_cpus_per_slot;
   options.gpus_per_slot = f.slurm_gpus_per_slot;
   if (!f.slurm_mem_per_slot.empty()) {
@@ -591,7 +581,7 @@ std::unique_ptr<trial::Backend> slurm_backend_from(const TuneFlags& f) {
       throw e.with_context("--slurm-mem-per-slot");
     }
   }
-  options.poll_s = duration_flag(f.slurm_poll, "--slurm-poll");
+  options.poll_s = optional_duration(f.slurm_poll, "--slurm-poll");
   options.extra_sbatch_options = f.sbatch_options;
   auto backend = std::make_unique<trial::SlurmBackend>(options);
   backend->check_with_slurm();  // a partition or account Slurm refuses: said now, not by every trial

@@ -357,38 +357,35 @@ void PostgresStudyStore::create_schema() {
   t.commit();
 }
 
-std::unique_ptr<ControllerLock> PostgresStudyStore::lock_controller(const std::string& study_name) {
+std::unique_ptr<ControllerLock> PostgresStudyStore::try_lock(const std::string& study_name, bool shared,
+                                                              bool& held_here) {
   const std::lock_guard<std::mutex> guard(mutex_);
   // The server grants a session's own lock again: this store's table refuses the second one.
-  const bool mine = locked_.contains(study_name);
-  if (!mine) {
-    const Result r = run(conn_, locator_, "SELECT pg_try_advisory_lock($1::bigint)",
-                         Params().add(study_lock_key(study_name)));
-    if (r.text(0, 0) == "t") {
-      locked_.insert(study_name);
-      return std::make_unique<Lock>(*this, study_name, /*shared=*/false);
-    }
-  }
+  held_here = locked_.contains(study_name);
+  if (held_here) return nullptr;
+  const Result r = run(conn_, locator_,
+                       shared ? "SELECT pg_try_advisory_lock_shared($1::bigint)" : "SELECT pg_try_advisory_lock($1::bigint)",
+                       Params().add(study_lock_key(study_name)));
+  if (r.text(0, 0) != "t") return nullptr;
+  locked_.insert(study_name);
+  return std::make_unique<Lock>(*this, study_name, shared);
+}
+
+std::unique_ptr<ControllerLock> PostgresStudyStore::lock_controller(const std::string& study_name) {
+  bool held_here = false;
+  if (auto lock = try_lock(study_name, /*shared=*/false, held_here)) return lock;
   throw Error(fmt::format("study store {}: another paratune controller is running study '{}' ({}); one controller "
                           "per study at a time",
                           locator_, study_name,
-                          mine ? "in this process" : "it, or workers, hold the study's advisory lock"));
+                          held_here ? "in this process" : "it, or workers, hold the study's advisory lock"));
 }
 
 std::unique_ptr<ControllerLock> PostgresStudyStore::lock_worker(const std::string& study_name) {
-  const std::lock_guard<std::mutex> guard(mutex_);
-  const bool mine = locked_.contains(study_name);
-  if (!mine) {
-    const Result r = run(conn_, locator_, "SELECT pg_try_advisory_lock_shared($1::bigint)",
-                         Params().add(study_lock_key(study_name)));
-    if (r.text(0, 0) == "t") {
-      locked_.insert(study_name);
-      return std::make_unique<Lock>(*this, study_name, /*shared=*/true);
-    }
-  }
+  bool held_here = false;
+  if (auto lock = try_lock(study_name, /*shared=*/true, held_here)) return lock;
   throw Error(fmt::format("study store {}: a paratune controller (not a worker) is running study '{}' ({}); "
                           "workers join a study that only workers run",
-                          locator_, study_name, mine ? "in this process" : "it holds the study's advisory lock"));
+                          locator_, study_name, held_here ? "in this process" : "it holds the study's advisory lock"));
 }
 
 std::int64_t PostgresStudyStore::open_study(const std::string& name, const std::string& config_json) {

@@ -59,6 +59,9 @@ class PostgresStudyStore final : public StudyStore {
  private:
   class Lock;
   friend class Lock;
+  // The study's advisory lock, exclusive or shared; null if someone holds it (`held_here`: this
+  // store itself).
+  std::unique_ptr<ControllerLock> try_lock(const std::string& study_name, bool shared, bool& held_here);
   void create_schema();
 
   std::string locator_;  // masked
