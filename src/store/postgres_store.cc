@@ -449,7 +449,7 @@ std::pair<std::int64_t, int> PostgresStudyStore::insert_trial(std::int64_t study
 }
 
 StudyStore::ClaimOutcome PostgresStudyStore::claim_trial(std::int64_t study, double heartbeat_timeout_s,
-                                                         const Proposer& propose) {
+                                                         const Proposer& propose, bool with_outputs) {
   const std::lock_guard<std::mutex> guard(mutex_);
   Transaction t(conn_, locator_);
   // The study's row lock serializes the claims of every worker on the study (and insert_trial's).
@@ -482,9 +482,21 @@ StudyStore::ClaimOutcome PostgresStudyStore::claim_trial(std::int64_t study, dou
     all.push_back(read_trial(q, row));
     number = std::max(number, all.back().number + 1);
   }
+  if (with_outputs) read_outputs(study, all);
   const std::optional<NewTrial> next = propose(all, number);
-  // 3. The claimed trial.
-  if (next) {
+  // 3. The claimed trial: a new one, or a resting one run again.
+  if (next && next->resume) {
+    const Result resumed = run(conn_, locator_,
+                               "UPDATE trials SET status = 'running', ended_unix_s = NULL, worker = $1, "
+                               "heartbeat_unix_s = $2 WHERE id = $3 AND study_id = $4 AND status = 'pruned' "
+                               "RETURNING number",
+                               Params().text_or_null(worker_name()).add(now).add(*next->resume).add(study));
+    if (resumed.rows() != 1)
+      throw Error(fmt::format("study store {}: trial id {} is not a resting trial of study {}; it cannot be resumed "
+                              "(a bug)",
+                              locator_, *next->resume, study));
+    out.claimed = std::make_pair(*next->resume, static_cast<int>(resumed.integer(0, 0)));
+  } else if (next) {
     Params p;
     p.add(study).add(number).add(next->params_json).add(next->record.config_json).add(next->record.command);
     p.add(next->record.dir).add(now).text_or_null(next->record.location).text_or_null(worker_name()).add(now);
@@ -582,33 +594,33 @@ std::vector<StoredTrial> PostgresStudyStore::trials(std::int64_t study, bool wit
   const Result q = run(conn_, locator_, (std::string(kTrialColumns) + "WHERE study_id = $1 ORDER BY number").c_str(),
                        Params().add(study));
   std::vector<StoredTrial> out;
-  std::map<std::int64_t, std::size_t> index;
-  for (int row = 0; row < q.rows(); ++row) {
-    out.push_back(read_trial(q, row));
-    index[out.back().id] = out.size() - 1;
-  }
-  if (with_steps) {
-    const Result s = run(conn_, locator_,
-                         "SELECT s.trial_id, s.step, s.step_time_s FROM steps s JOIN trials t ON t.id = s.trial_id "
-                         "WHERE t.study_id = $1 ORDER BY s.id",
-                         Params().add(study));
-    for (int row = 0; row < s.rows(); ++row) {
-      StoredTrial& st = out[index.at(s.integer(row, 0))];
-      st.step_numbers.push_back(s.integer(row, 1));
-      st.step_times_s.push_back(s.real(row, 2));
-    }
-    const Result m = run(conn_, locator_,
-                         "SELECT m.trial_id, m.name, m.value, m.step FROM metrics m JOIN trials t ON t.id = m.trial_id "
-                         "WHERE t.study_id = $1 ORDER BY m.id",
-                         Params().add(study));
-    for (int row = 0; row < m.rows(); ++row) {
-      trial::MetricReport r{m.text(row, 1), m.real(row, 2), std::nullopt, std::nullopt};
-      if (!m.null(row, 3)) r.step = m.integer(row, 3);
-      out[index.at(m.integer(row, 0))].metrics.push_back(std::move(r));
-    }
-  }
+  for (int row = 0; row < q.rows(); ++row) out.push_back(read_trial(q, row));
+  if (with_steps) read_outputs(study, out);
   t.commit();
   return out;
+}
+
+void PostgresStudyStore::read_outputs(std::int64_t study, std::vector<StoredTrial>& trials) const {
+  std::map<std::int64_t, std::size_t> index;
+  for (std::size_t i = 0; i < trials.size(); ++i) index[trials[i].id] = i;
+  const Result s = run(conn_, locator_,
+                       "SELECT s.trial_id, s.step, s.step_time_s FROM steps s JOIN trials t ON t.id = s.trial_id "
+                       "WHERE t.study_id = $1 ORDER BY s.id",
+                       Params().add(study));
+  for (int row = 0; row < s.rows(); ++row) {
+    StoredTrial& st = trials[index.at(s.integer(row, 0))];
+    st.step_numbers.push_back(s.integer(row, 1));
+    st.step_times_s.push_back(s.real(row, 2));
+  }
+  const Result m = run(conn_, locator_,
+                       "SELECT m.trial_id, m.name, m.value, m.step FROM metrics m JOIN trials t ON t.id = m.trial_id "
+                       "WHERE t.study_id = $1 ORDER BY m.id",
+                       Params().add(study));
+  for (int row = 0; row < m.rows(); ++row) {
+    trial::MetricReport r{m.text(row, 1), m.real(row, 2), std::nullopt, std::nullopt};
+    if (!m.null(row, 3)) r.step = m.integer(row, 3);
+    trials[index.at(m.integer(row, 0))].metrics.push_back(std::move(r));
+  }
 }
 
 std::vector<StudyInfo> PostgresStudyStore::studies() const {

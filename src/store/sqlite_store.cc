@@ -399,7 +399,7 @@ StoredTrial read_trial(const Statement& q) {
 }  // namespace
 
 StudyStore::ClaimOutcome SqliteStudyStore::claim_trial(std::int64_t study, double heartbeat_timeout_s,
-                                                       const Proposer& propose) {
+                                                       const Proposer& propose, bool with_outputs) {
   Transaction t(db_);  // BEGIN IMMEDIATE: the file's write lock serializes every worker's claims
   ClaimOutcome out;
   const double now = unix_now();
@@ -423,11 +423,22 @@ StudyStore::ClaimOutcome SqliteStudyStore::claim_trial(std::int64_t study, doubl
     q.bind(1, study);
     while (q.step()) all.push_back(read_trial(q));
   }
+  if (with_outputs) read_outputs(all);
   int number = 1;
   for (const StoredTrial& a : all) number = std::max(number, a.number + 1);
   const std::optional<NewTrial> next = propose(all, number);
-  // 3. The claimed trial.
-  if (next) {
+  // 3. The claimed trial: a new one, or a resting one run again.
+  if (next && next->resume) {
+    Statement resume(db_,
+                     "UPDATE trials SET status = 'running', ended_unix_s = NULL, worker = ?, heartbeat_unix_s = ? "
+                     "WHERE id = ? AND study_id = ? AND status = 'pruned'");
+    resume.bind(1, text_or_null(worker_name())).bind(2, now).bind(3, *next->resume).bind(4, study).run();
+    if (sqlite3_changes(db_) != 1)
+      throw Error(fmt::format("study file {}: trial id {} is not a resting trial of study {}; it cannot be resumed (a bug)",
+                              path_.string(), *next->resume, study));
+    const auto it = std::find_if(all.begin(), all.end(), [&](const StoredTrial& a) { return a.id == *next->resume; });
+    out.claimed = std::make_pair(*next->resume, it->number);
+  } else if (next) {
     Statement insert(db_,
                      "INSERT INTO trials (study_id, number, params_json, config_json, command, dir, status, "
                      "started_unix_s, location, worker, heartbeat_unix_s) "
@@ -453,28 +464,30 @@ std::vector<StoredTrial> SqliteStudyStore::trials(std::int64_t study, bool with_
   q.bind(1, study);
   std::vector<StoredTrial> out;
   while (q.step()) out.push_back(read_trial(q));
-  if (with_steps) {
-    Statement s(db_, "SELECT step, step_time_s FROM steps WHERE trial_id = ? ORDER BY rowid");
-    for (StoredTrial& t : out) {
-      s.bind(1, t.id);
-      while (s.step()) {
-        t.step_numbers.push_back(s.integer(0));
-        t.step_times_s.push_back(s.real(1));
-      }
-      s.reset();
-    }
-    Statement m(db_, "SELECT name, value, step FROM metrics WHERE trial_id = ? ORDER BY rowid");
-    for (StoredTrial& t : out) {
-      m.bind(1, t.id);
-      while (m.step()) {
-        trial::MetricReport r{m.text(0), m.real(1), std::nullopt, std::nullopt};
-        if (!m.null(2)) r.step = m.integer(2);
-        t.metrics.push_back(std::move(r));
-      }
-      m.reset();
-    }
-  }
+  if (with_steps) read_outputs(out);
   return out;
+}
+
+void SqliteStudyStore::read_outputs(std::vector<StoredTrial>& trials) const {
+  Statement s(db_, "SELECT step, step_time_s FROM steps WHERE trial_id = ? ORDER BY rowid");
+  for (StoredTrial& t : trials) {
+    s.bind(1, t.id);
+    while (s.step()) {
+      t.step_numbers.push_back(s.integer(0));
+      t.step_times_s.push_back(s.real(1));
+    }
+    s.reset();
+  }
+  Statement m(db_, "SELECT name, value, step FROM metrics WHERE trial_id = ? ORDER BY rowid");
+  for (StoredTrial& t : trials) {
+    m.bind(1, t.id);
+    while (m.step()) {
+      trial::MetricReport r{m.text(0), m.real(1), std::nullopt, std::nullopt};
+      if (!m.null(2)) r.step = m.integer(2);
+      t.metrics.push_back(std::move(r));
+    }
+    m.reset();
+  }
 }
 
 std::vector<StudyInfo> SqliteStudyStore::studies() const {

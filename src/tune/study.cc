@@ -29,10 +29,6 @@ constexpr double kTickS = 0.25;  // how often progress is reported while trials 
 // Worker mode: how often a worker with a free slot and nothing to start claims again.
 constexpr double kIdlePollS = 0.5;
 
-double unix_now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 // Grid and random: a fixed order of the valid points, run in that order, skipping points already
 // finished or running.
 class OrderedSearch final : public SearchAlgorithm {
@@ -175,19 +171,7 @@ void validate(const StudyOptions& o) {
   if (o.max_trials < 0) throw OptionError("max_trials", std::to_string(o.max_trials), "must be >= 0 (0: no limit)");
   validate_limits(o.limits, o.budget_s);
   if (o.trials_dir.empty()) throw OptionError("trials_dir", "", "must not be empty");
-  if (o.worker.enabled) {
-    if (!(o.worker.heartbeat_s > 0) || !std::isfinite(o.worker.heartbeat_s))
-      throw OptionError("worker.heartbeat_s", fmt::format("{}", o.worker.heartbeat_s), "must be > 0 seconds");
-    if (!(o.worker.heartbeat_timeout_s > o.worker.heartbeat_s) || !std::isfinite(o.worker.heartbeat_timeout_s))
-      throw OptionError("worker.heartbeat_timeout_s", fmt::format("{}", o.worker.heartbeat_timeout_s),
-                        fmt::format("must be > {} ({} s): a live worker would look dead",
-                                    option_ref("worker.heartbeat_s"), o.worker.heartbeat_s));
-    if (o.retry_failed)
-      throw OptionError("retry_failed", "true",
-                        fmt::format("not with {} (every worker joining would retry the others' failures): resume the "
-                                    "study once as its only controller to retry failed trials",
-                                    option_ref("worker.enabled")));
-  }
+  validate_worker(o.worker, o.retry_failed);
 }
 
 std::vector<std::string> builtin_placeholders() { return {"gpus", "config", "steps", "trial_id", "trial_dir"}; }
@@ -392,14 +376,12 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
           proposed = algorithm.propose(finished, running_now);
           if (!proposed) return std::nullopt;
           const std::string params = space.to_json(*proposed).dump();
-          return store::StudyStore::NewTrial{params, describe(*proposed, number)};
-        });
+          return store::StudyStore::NewTrial{params, describe(*proposed, number), std::nullopt};
+        },
+        /*with_outputs=*/false);
     for (const store::StoredTrial& d : outcome.reaped) {
       ++summary.reaped;
-      const int killed = backend.clean_up_left_over(d.dir);  // its processes, if they ran on this host
-      observer.note(fmt::format("trial {} {} marked interrupted: {}{}; its point runs again", d.number, d.params_json,
-                                store::dead_worker_reason(d, unix_now_s()),
-                                killed > 0 ? fmt::format(" (killed {} left-over process(es) here)", killed) : ""));
+      observer.note(reaped_note(d, backend.clean_up_left_over(d.dir)));  // its processes, if they ran on this host
     }
     if (outcome.claimed) {
       start_trial(*proposed, outcome.claimed->first, outcome.claimed->second);

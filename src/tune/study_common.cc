@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <utility>
 
@@ -30,6 +31,28 @@ void validate_limits(const trial::TrialLimits& limits, double budget_s) {
   for (const auto& [field, value] : non_negative)
     if (!(value >= 0) || !std::isfinite(value))
       throw OptionError(field, fmt::format("{}", value), "must be >= 0 (0: none)");
+}
+
+void validate_worker(const WorkerOptions& worker, bool retry_failed) {
+  if (!worker.enabled) return;
+  if (!(worker.heartbeat_s > 0) || !std::isfinite(worker.heartbeat_s))
+    throw OptionError("worker.heartbeat_s", fmt::format("{}", worker.heartbeat_s), "must be > 0 seconds");
+  if (!(worker.heartbeat_timeout_s > worker.heartbeat_s) || !std::isfinite(worker.heartbeat_timeout_s))
+    throw OptionError("worker.heartbeat_timeout_s", fmt::format("{}", worker.heartbeat_timeout_s),
+                      fmt::format("must be > {} ({} s): a live worker would look dead", option_ref("worker.heartbeat_s"),
+                                  worker.heartbeat_s));
+  if (retry_failed)
+    throw OptionError("retry_failed", "true",
+                      fmt::format("not with {} (every worker joining would retry the others' failures): resume the "
+                                  "study once as its only controller to retry failed trials",
+                                  option_ref("worker.enabled")));
+}
+
+std::string reaped_note(const store::StoredTrial& trial, int killed) {
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return fmt::format("trial {} {} marked interrupted: {}{}; its point runs again", trial.number, trial.params_json,
+                     store::dead_worker_reason(trial, now),
+                     killed > 0 ? fmt::format(" (killed {} left-over process(es) here)", killed) : "");
 }
 
 }  // namespace paratune::tune

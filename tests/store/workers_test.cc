@@ -38,11 +38,11 @@ TEST_P(StoreTest, ClaimsInsertTheProposedTrialAsTheWorkersOwn) {
   store->set_worker_name("w1");
   const std::int64_t study = store->open_study("s", "{}");
   std::vector<StoredTrial> seen;
-  const StudyStore::ClaimOutcome first = store->claim_trial(study, 60, propose_params(R"({"a":1})", &seen));
+  const StudyStore::ClaimOutcome first = store->claim_trial(study, 60, propose_params(R"({"a":1})", &seen), /*with_outputs=*/false);
   ASSERT_TRUE(first.claimed);
   EXPECT_EQ(first.claimed->second, 1);
   EXPECT_TRUE(seen.empty());
-  const StudyStore::ClaimOutcome second = store->claim_trial(study, 60, propose_params(R"({"a":2})", &seen));
+  const StudyStore::ClaimOutcome second = store->claim_trial(study, 60, propose_params(R"({"a":2})", &seen), /*with_outputs=*/false);
   ASSERT_TRUE(second.claimed);
   EXPECT_EQ(second.claimed->second, 2);
   ASSERT_EQ(seen.size(), 1u);  // the proposer saw the first, running
@@ -54,7 +54,7 @@ TEST_P(StoreTest, ClaimsInsertTheProposedTrialAsTheWorkersOwn) {
   EXPECT_TRUE(t.heartbeat_unix_s);
   // Nothing proposed: nothing inserted.
   const StudyStore::ClaimOutcome none = store->claim_trial(
-      study, 60, [](const std::vector<StoredTrial>&, int) { return std::optional<StudyStore::NewTrial>(); });
+      study, 60, [](const std::vector<StoredTrial>&, int) { return std::optional<StudyStore::NewTrial>(); }, /*with_outputs=*/false);
   EXPECT_FALSE(none.claimed);
   EXPECT_EQ(store->trials(study).size(), 2u);
 }
@@ -66,12 +66,12 @@ TEST_P(StoreTest, AClaimMarksDeadWorkersTrialsAndTheirResultsAreDropped) {
   alive->set_worker_name("host-b:22");
   const std::int64_t study = dead->open_study("s", "{}");
   ASSERT_EQ(alive->open_study("s", "{}"), study);
-  const std::int64_t lost = dead->claim_trial(study, 60, propose_params(R"({"a":1})")).claimed->first;
-  const std::int64_t mine = alive->claim_trial(study, 60, propose_params(R"({"a":2})")).claimed->first;
+  const std::int64_t lost = dead->claim_trial(study, 60, propose_params(R"({"a":1})"), /*with_outputs=*/false).claimed->first;
+  const std::int64_t mine = alive->claim_trial(study, 60, propose_params(R"({"a":2})"), /*with_outputs=*/false).claimed->first;
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   // A timeout of 50 ms: the dead worker's trial is marked, the claiming worker's own is not.
   std::vector<StoredTrial> seen;
-  const StudyStore::ClaimOutcome claim = alive->claim_trial(study, 0.05, propose_params(R"({"a":1})", &seen));
+  const StudyStore::ClaimOutcome claim = alive->claim_trial(study, 0.05, propose_params(R"({"a":1})", &seen), /*with_outputs=*/false);
   ASSERT_EQ(claim.reaped.size(), 1u);
   EXPECT_EQ(claim.reaped[0].id, lost);
   EXPECT_EQ(claim.reaped[0].worker, "host-a:11");
@@ -90,11 +90,60 @@ TEST_P(StoreTest, AClaimMarksDeadWorkersTrialsAndTheirResultsAreDropped) {
   EXPECT_EQ(alive->trial(mine).status, "completed");
   EXPECT_FALSE(alive->finish_own_trial(mine, completed(0.5)));  // no longer running
   // A heartbeat keeps a trial alive.
-  const std::int64_t beating = dead->claim_trial(study, 60, propose_params(R"({"a":3})")).claimed->first;
+  const std::int64_t beating = dead->claim_trial(study, 60, propose_params(R"({"a":3})"), /*with_outputs=*/false).claimed->first;
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   dead->heartbeat({beating});
-  EXPECT_TRUE(alive->claim_trial(study, 10, propose_params(R"({"a":4})")).reaped.empty());
+  EXPECT_TRUE(alive->claim_trial(study, 10, propose_params(R"({"a":4})"), /*with_outputs=*/false).reaped.empty());
   EXPECT_EQ(alive->trial(beating).status, "running");
+}
+
+TEST_P(StoreTest, AClaimCanResumeARestingTrialAndShowsEveryTrialsOutputs) {
+  const std::unique_ptr<StudyStore> first = open();
+  const std::unique_ptr<StudyStore> second = open();
+  first->set_worker_name("w1");
+  second->set_worker_name("w2");
+  const std::int64_t study = first->open_study("s", "{}");
+  ASSERT_EQ(second->open_study("s", "{}"), study);
+  const std::int64_t resting = first->claim_trial(study, 60, propose_params(R"({"a":1})"), false).claimed->first;
+  TrialOutcome rung;
+  rung.status = "pruned";
+  rung.rung = 0;
+  rung.objective = 0.5;
+  ASSERT_TRUE(first->finish_own_trial(resting, completed(0.5), &rung));
+  // The second worker sees the first's metrics in the claim, and takes the resting trial over.
+  std::vector<StoredTrial> seen;
+  const StudyStore::ClaimOutcome promoted = second->claim_trial(
+      study, 60,
+      [&](const std::vector<StoredTrial>& all, int) -> std::optional<StudyStore::NewTrial> {
+        seen = all;
+        StudyStore::NewTrial resume;
+        resume.resume = all.at(0).id;
+        return resume;
+      },
+      /*with_outputs=*/true);
+  ASSERT_TRUE(promoted.claimed);
+  EXPECT_EQ(*promoted.claimed, std::make_pair(resting, 1));
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].metrics.size(), completed(0.5).output.metrics.size());
+  EXPECT_EQ(seen[0].step_times_s.size(), completed(0.5).output.steps.size());
+  const StoredTrial running = second->trial(resting);
+  EXPECT_EQ(running.status, "running");
+  EXPECT_EQ(running.worker, "w2");
+  EXPECT_FALSE(running.ended_unix_s > 0);  // running again: no end yet
+  // Now the second worker's: the first may no longer end it, the second may.
+  EXPECT_FALSE(first->finish_own_trial(resting, completed(0.5)));
+  EXPECT_TRUE(second->finish_own_trial(resting, completed(0.5)));
+  // Only a resting trial can be resumed: asking for a completed one is a bug, and nothing changes.
+  EXPECT_THROW((void)first->claim_trial(
+                   study, 60,
+                   [&](const std::vector<StoredTrial>&, int) -> std::optional<StudyStore::NewTrial> {
+                     StudyStore::NewTrial resume;
+                     resume.resume = resting;
+                     return resume;
+                   },
+                   false),
+               Error);
+  EXPECT_EQ(first->trial(resting).status, "completed");
 }
 
 TEST_P(StoreTest, WorkersAndAControllerExcludeEachOther) {

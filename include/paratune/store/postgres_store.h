@@ -43,7 +43,8 @@ class PostgresStudyStore final : public StudyStore {
   void heartbeat(const std::vector<std::int64_t>& trials) override;
   void set_prediction(std::int64_t trial, const std::string& prediction_json) override;
   void set_model(std::int64_t study, const std::string& model_json) override;
-  ClaimOutcome claim_trial(std::int64_t study, double heartbeat_timeout_s, const Proposer& propose) override;
+  ClaimOutcome claim_trial(std::int64_t study, double heartbeat_timeout_s, const Proposer& propose,
+                           bool with_outputs) override;
   void resume_trial(std::int64_t trial) override;
   [[nodiscard]] std::vector<StoredTrial> trials(std::int64_t study, bool with_steps = false) const override;
   [[nodiscard]] StoredTrial trial(std::int64_t id) const override;
@@ -63,6 +64,8 @@ class PostgresStudyStore final : public StudyStore {
   // store itself).
   std::unique_ptr<ControllerLock> try_lock(const std::string& study_name, bool shared, bool& held_here);
   void create_schema();
+  // Each of `trials`' steps and metrics (all of `study`'s trials), with mutex_ held.
+  void read_outputs(std::int64_t study, std::vector<StoredTrial>& trials) const;
 
   std::string locator_;  // masked
   pg_conn* conn_ = nullptr;

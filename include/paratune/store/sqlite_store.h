@@ -31,7 +31,8 @@ class SqliteStudyStore final : public StudyStore {
   void heartbeat(const std::vector<std::int64_t>& trials) override;
   void set_prediction(std::int64_t trial, const std::string& prediction_json) override;
   void set_model(std::int64_t study, const std::string& model_json) override;
-  ClaimOutcome claim_trial(std::int64_t study, double heartbeat_timeout_s, const Proposer& propose) override;
+  ClaimOutcome claim_trial(std::int64_t study, double heartbeat_timeout_s, const Proposer& propose,
+                           bool with_outputs) override;
   void resume_trial(std::int64_t trial) override;
   [[nodiscard]] std::vector<StoredTrial> trials(std::int64_t study, bool with_steps = false) const override;
   [[nodiscard]] StoredTrial trial(std::int64_t id) const override;
@@ -46,6 +47,7 @@ class SqliteStudyStore final : public StudyStore {
 
  private:
   void exec(const char* sql) const;
+  void read_outputs(std::vector<StoredTrial>& trials) const;  // each trial's steps and metrics
   std::filesystem::path path_;
   sqlite3* db_ = nullptr;
 };

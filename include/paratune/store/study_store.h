@@ -173,19 +173,24 @@ class StudyStore {
   //      `heartbeat_timeout_s` becomes "interrupted" ("pruned" when it rests at a rung), its reason
   //      "worker HOST:PID sent no heartbeat for N s" -- returned in ClaimOutcome::reaped;
   //   2. `propose` is called with every trial of the study (all workers', after step 1, in number
-  //      order) and the number a new trial gets; it returns the trial to start, or nullopt;
-  //   3. the proposed trial is inserted "running", with this store's worker name and heartbeat now.
+  //      order; with their steps and metrics when `with_outputs`) and the number a new trial gets;
+  //      it returns the trial to start, or nullopt;
+  //   3. the proposed trial is inserted "running", with this store's worker name and heartbeat now
+  //      -- or, with NewTrial::resume, that resting ("pruned") trial becomes "running" again as this
+  //      worker's (an ASHA promotion: no two workers promote the same trial).
   // `propose` runs under the store's connection lock: it must not call the store.
   struct NewTrial {
     std::string params_json;
     LaunchRecord record;
+    std::optional<std::int64_t> resume;  // the id of a resting trial to run again instead (params, record unused)
   };
   struct ClaimOutcome {
-    std::optional<std::pair<std::int64_t, int>> claimed;  // the new trial's id and number
+    std::optional<std::pair<std::int64_t, int>> claimed;  // the new (or resumed) trial's id and number
     std::vector<StoredTrial> reaped;                       // as they were before step 1
   };
   using Proposer = std::function<std::optional<NewTrial>(const std::vector<StoredTrial>& all, int number)>;
-  virtual ClaimOutcome claim_trial(std::int64_t study, double heartbeat_timeout_s, const Proposer& propose) = 0;
+  virtual ClaimOutcome claim_trial(std::int64_t study, double heartbeat_timeout_s, const Proposer& propose,
+                                   bool with_outputs) = 0;
   // Running trials are alive: their heartbeat_unix_s becomes now.
   virtual void heartbeat(const std::vector<std::int64_t>& trials) = 0;
   // What the search predicted for a trial (set right after begin_trial).

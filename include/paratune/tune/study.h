@@ -30,6 +30,7 @@
 #include "paratune/trial/failure.h"
 #include "paratune/trial/runner.h"
 #include "paratune/tune/space.h"
+#include "paratune/tune/study_common.h"
 
 namespace paratune::tune {
 
@@ -85,21 +86,6 @@ std::vector<std::size_t> grid_order(std::size_t n, std::size_t budget);
 // without replacement. Both skip points already finished or running.
 std::unique_ptr<SearchAlgorithm> make_search(Algorithm algorithm, const SearchSpace& space, std::uint64_t seed,
                                              std::size_t max_trials = 0);
-
-// Worker mode (`paratune tune --worker`): this process is one of several that run the study
-// together, on any hosts, through the store (store/study_store.h: claim_trial). It takes the study's
-// worker lock (shared) rather than the controller lock; claims each trial in a transaction that
-// shows the search every worker's trials, so no point is handed out twice; renews its running
-// trials' heartbeats every `heartbeat_s`; marks "interrupted" the running trials of workers silent
-// for more than `heartbeat_timeout_s` (their points are then proposed again, once); and stops when
-// nothing is left to propose, or --max-trials is reached, and no trial of any worker runs (one that
-// dies may still need re-running), or its --budget is spent. It never marks other workers' trials
-// interrupted at start, and refuses --retry-failed (run that once without --worker).
-struct WorkerOptions {
-  bool enabled = false;
-  double heartbeat_s = 10;          // > 0
-  double heartbeat_timeout_s = 60;  // > heartbeat_s
-};
 
 struct StudyOptions {
   std::string name = "main";        // the study within the store file

@@ -5,9 +5,32 @@
 #include <string>
 #include <utility>
 
+#include "paratune/store/study_store.h"
 #include "paratune/trial/runner.h"
 
 namespace paratune::tune {
+
+// Worker mode (`paratune tune --worker`, both kinds of study): this process is one of several that
+// run the study together, on any hosts, through the store (store/study_store.h: claim_trial). It
+// takes the study's worker lock (shared) rather than the controller lock; claims each trial in a
+// transaction that shows the search every worker's trials, so no point is handed out twice (and
+// no resting trial promoted twice); renews its running trials' heartbeats every `heartbeat_s`;
+// marks "interrupted" the running trials of workers silent for more than `heartbeat_timeout_s`
+// (their points are then proposed again, once); and stops when nothing is left to propose, or
+// --max-trials is reached, and no trial of any worker runs (one that dies may still need re-running),
+// or its --budget is spent. It never marks other workers' trials interrupted at start, and refuses
+// --retry-failed (run that once without --worker).
+struct WorkerOptions {
+  bool enabled = false;
+  double heartbeat_s = 10;          // > 0
+  double heartbeat_timeout_s = 60;  // > heartbeat_s
+};
+// Throws OptionError naming the field (worker.heartbeat_s, ..., retry_failed) and the rule.
+void validate_worker(const WorkerOptions& worker, bool retry_failed);
+
+// What a worker says of another worker's trial it marked interrupted (ClaimOutcome::reaped), and of
+// the `killed` left-over processes of it that it found on this host.
+std::string reaped_note(const store::StoredTrial& trial, int killed);
 
 // As pasteable as it gets: the environment a trial program reads, then the command.
 std::string shown_command(const trial::TrialLaunch& launch);
