@@ -614,14 +614,24 @@ std::unique_ptr<trial::Backend> backend_from(const TuneFlags& f) {
   return std::make_unique<trial::LocalBackend>(f.slots.value_or(f.parallel), slot_devices, slot_cpus);
 }
 
+// --worker, --heartbeat, --heartbeat-timeout (both kinds of study).
+tune::WorkerOptions worker_options_from(const TuneFlags& f) {
+  tune::WorkerOptions worker;
+  worker.enabled = f.worker;
+  if (f.worker) {
+    worker.heartbeat_s = optional_duration(f.heartbeat, "--heartbeat");
+    worker.heartbeat_timeout_s = optional_duration(f.heartbeat_timeout, "--heartbeat-timeout");
+  }
+  return worker;
+}
+
 // `paratune tune` for training hyperparameters: a sampler, a pruner and a metric objective.
 
 int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
-  if (f.worker)
-    throw Error("--worker: hyperparameter studies (--objective METRIC, --pruner, --algo tpe|gp, --trial-ranks, "
-                "--strategy, --fuse, --surrogate-ratio or a typed space) do not run as workers yet; --worker runs "
-                "searches of parallel configurations (--algo grid|random|bo|xgboost|costmodel|oppa over a space of "
-                "listed values)");
+  if (f.worker && f.retrain)
+    throw Error("--retrain with --worker: every worker would retrain the best trial when it ends; when the workers "
+                "are done, run the same command once without --worker, with --retrain (a study at its --max-trials "
+                "starts no new trial)");
   refuse_flags(f, {"--min-steps", "--seed-from-plan", "--no-seed-from-plan"},
                "belongs to the model-based searches of parallel configurations (bo, xgboost, costmodel, oppa)");
   if (f.pruner != "asha" && f.pruner != "hyperband")
@@ -669,6 +679,7 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
     if (ec != std::errc() || end != f.fuse.data() + f.fuse.size()) throw Error(fmt::format("--fuse {}: must be auto or a size from 1 to {}", f.fuse, hpo::kMaxFusedTrials));
     options.fuse = size;
   }
+  options.worker = worker_options_from(f);
   hpo::validate(options);
   const std::unique_ptr<trial::Backend> backend_ptr = backend_from(f);
   const trial::Backend& backend = *backend_ptr;
@@ -708,12 +719,14 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   }
   const std::unique_ptr<hpo::Pruner> pruner = hpo::make_pruner(pruner_kind, pruner_options);
   const std::unique_ptr<store::StudyStore> store = store::open_store(f.study_path);
+  if (!f.worker_name.empty()) store->set_worker_name(f.worker_name);
 
   std::cerr << fmt::format("paratune tune: {} hyperparameters, {} sampler, {} pruner, objective {} ({}), up to {} "
-                           "steps per trial, {}, {} per trial{}; study {} ('{}'), trials in {}\n",
+                           "steps per trial, {}, {} per trial{}; study {} ('{}'){}, trials in {}\n",
                            space.size(), sampler->name(), pruner->name(), options.objective,
                            hpo::to_string(options.direction), options.steps, slots_line(backend), options.trial_ranks,
                            options.strategy.empty() ? "" : " (" + options.strategy + ")", store->locator(), options.name,
+                           f.worker ? fmt::format(" as worker {}", store->worker_name()) : "",
                            options.trials_dir.string());
   install_stop_handlers();
   hpo::HpoSummary summary;
@@ -838,11 +851,7 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   options.limits = limits_from(f);
   options.step_time_regex = f.step_time_regex;
   options.trials_dir = trials_dir_from(f);
-  options.worker.enabled = f.worker;
-  if (f.worker) {
-    options.worker.heartbeat_s = optional_duration(f.heartbeat, "--heartbeat");
-    options.worker.heartbeat_timeout_s = optional_duration(f.heartbeat_timeout, "--heartbeat-timeout");
-  }
+  options.worker = worker_options_from(f);
   tune::validate(options);
   const std::unique_ptr<trial::Backend> backend_ptr = backend_from(f);
   const trial::Backend& backend = *backend_ptr;

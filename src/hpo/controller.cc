@@ -21,6 +21,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr double kTickS = 0.25;  // how often progress is reported while trials run
+// Worker mode: how often a worker with a free slot and nothing to start claims again.
+constexpr double kIdlePollS = 0.5;
 
 // Better in the study's direction (a tie keeps the earlier).
 bool better(Direction direction, double a, double b) { return as_loss(direction, a) < as_loss(direction, b); }
@@ -64,6 +66,7 @@ class Controller {
         throughput_objective_(options.objective == kThroughputObjective),
         trials_dir_(std::filesystem::absolute(options.trials_dir)),
         runner_(backend, trial::ParserOptions{options.step_time_regex}),
+        worker_(options.worker.enabled),
         fuse_size_(options.fuse_auto ? 0 : options.fuse) {
     if (options.strategy == kAutoStrategy) auto_strategy_.emplace(space, options, trials_dir_ / "strategy-profiles");
   }
@@ -79,6 +82,7 @@ class Controller {
     load(summary);
     const Clock::time_point start = Clock::now();
     start_ = start;
+    next_claim_ = last_heartbeat_ = start;
     stop_requested_ = &stop_requested;
     std::optional<tune::StopReason> stop;
     bool stopping = false;
@@ -94,17 +98,22 @@ class Controller {
         runner_.interrupt_all(fmt::format("the study's budget of {:.0f} s was spent", options_.budget_s));
         stopping = true;
       }
-      if (!stopping) fill_free_slots(summary, stop);
+      if (!stopping) worker_ ? claim_free_slots(summary, stop) : fill_free_slots(summary, stop);
       if (runner_.idle() && stopping) abandon_split();
-      if (runner_.idle() && (stopping || no_more_work())) break;
+      if (runner_.idle() && (stopping || (worker_ ? worker_done_ : no_more_work()))) break;
       const auto on_step = [this](const std::string& id, const trial::StepReport&, const trial::TrialOutput& so_far) {
         return groups_.contains(id) ? on_group_progress(id, so_far) : on_progress(id, so_far);
       };
-      for (const trial::TrialResult& result : runner_.wait(kTickS, on_step))
+      for (const trial::TrialResult& result : runner_.wait(kTickS, on_step)) {
         groups_.contains(result.id) ? finish_group(result) : finish(result);
+        next_claim_ = Clock::now();  // a slot is free: a worker claims at once
+      }
+      if (worker_) keep_alive();
       report_progress();
     }
     summary.stop = stop.value_or(tune::StopReason::kExhausted);
+    summary.reaped = reaped_;
+    summary.dropped = dropped_;
     summary.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
     summary.trials = store_.trials(study_);
     summary.best = best_hpo_trial(summary.trials, options_.direction);
@@ -255,6 +264,13 @@ class Controller {
   // Every stored trial as the sampler and pruner see it; interrupted first runs queued again.
   void load(HpoSummary& summary) {
     std::vector<store::StoredTrial> stored = store_.trials(study_, true);
+    if (worker_) {  // other workers' trials are theirs: the first claim takes every trial in (adopt)
+      summary.reused = static_cast<int>(std::count_if(stored.begin(), stored.end(), [](const store::StoredTrial& t) {
+        return t.status != "running" && t.status != "interrupted";
+      }));
+      adopt(stored);
+      return;
+    }
     for (store::StoredTrial& t : stored)
       if (t.status == "running") {
         summary.leftover_processes_killed += backend_.clean_up_left_over(t.dir);
@@ -329,6 +345,51 @@ class Controller {
     int member = 0;
     std::filesystem::path group_dir;
   };
+  // A new trial as it is stored and launched, once its number is known (no store call: it runs
+  // inside the store's transaction).
+  struct NewRun {
+    TrialRecord record;
+    trial::TrialLaunch launch;
+    store::StudyStore::LaunchRecord stored;
+    std::int64_t resource = 0;
+    std::string strategy;
+  };
+  NewRun describe_new(const Config& config, const Assignment& assignment, int number, const std::string& strategy,
+                      const std::optional<FusedPlace>& fused) const {
+    NewRun run;
+    run.record.config = config;
+    run.record.state = TrialRecord::State::kRunning;
+    run.record.bracket = assignment.bracket;
+    run.record.number = number;
+    run.launch = launch_for(run.record, trials_dir_ / fmt::format("trial-{:04d}", number), assignment.resource, strategy);
+    // What reproduces the trial: its command for the full resource, from scratch, alone.
+    trial::TrialLaunch full = launch_for(run.record, run.launch.dir, options_.steps, strategy);
+    full.env.clear();
+    nlohmann::ordered_json config_record = trial_config(run.launch, assignment.bracket, strategy);
+    if (fused) config_record["fused"] = {{"dir", fused->group_dir.string()}, {"member", fused->member}};
+    run.stored = {config_record.dump(), tune::shown_command(full), run.launch.dir.string(), /*location=*/""};
+    run.resource = assignment.resource;
+    run.strategy = strategy;
+    return run;
+  }
+
+  // A new trial the store holds now (id `db_id`): its notes, the sampler's model, its record and book.
+  Begun register_new(NewRun run, std::int64_t db_id, const nlohmann::ordered_json& notes) {
+    if (!notes.empty()) store_.set_prediction(db_id, notes.dump());
+    if (const nlohmann::ordered_json model = sampler_.model_summary(); !model.empty() && model != stored_model_) {
+      store_.set_model(study_, model.dump());
+      stored_model_ = model;
+    }
+    const int number = run.record.number;
+    Book book{db_id, run.launch.dir, {}};
+    book.state.bracket = run.record.bracket;
+    book.state.runs = 1;
+    book.state.strategy = run.strategy;
+    books_[number] = book;
+    records_.push_back(std::move(run.record));
+    return {number, std::move(run.launch), run.resource};
+  }
+
   Begun begin_new(const Config& config, nlohmann::ordered_json notes, const Assignment& assignment,
                   std::optional<FusedPlace> fused = std::nullopt) {
     // --strategy auto: the cost model's choice for this trial's model, batch and ranks (measuring
@@ -340,34 +401,12 @@ class Controller {
       if (!notes.is_object()) notes = nlohmann::ordered_json::object();
       notes["strategy_auto"] = std::move(choice.notes);
     }
-    TrialRecord r;
-    r.config = config;
-    r.state = TrialRecord::State::kRunning;
-    r.bracket = assignment.bracket;
-    trial::TrialLaunch launch;
-    const auto [db_id, number] = store_.begin_trial(study_, config.dump(), [&](int n) {
-      r.number = n;
-      launch = launch_for(r, trials_dir_ / fmt::format("trial-{:04d}", n), assignment.resource, strategy);
-      // What reproduces the trial: its command for the full resource, from scratch, alone.
-      trial::TrialLaunch full = launch_for(r, launch.dir, options_.steps, strategy);
-      full.env.clear();
-      nlohmann::ordered_json config_record = trial_config(launch, assignment.bracket, strategy);
-      if (fused) config_record["fused"] = {{"dir", fused->group_dir.string()}, {"member", fused->member}};
-      return store::StudyStore::LaunchRecord{config_record.dump(), tune::shown_command(full), launch.dir.string(),
-                                             /*location=*/""};
-    });
-    if (!notes.empty()) store_.set_prediction(db_id, notes.dump());
-    if (const nlohmann::ordered_json model = sampler_.model_summary(); !model.empty() && model != stored_model_) {
-      store_.set_model(study_, model.dump());
-      stored_model_ = model;
-    }
-    Book book{db_id, launch.dir, {}};
-    book.state.bracket = assignment.bracket;
-    book.state.runs = 1;
-    book.state.strategy = strategy;
-    books_[number] = book;
-    records_.push_back(std::move(r));
-    return {number, std::move(launch), assignment.resource};
+    std::optional<NewRun> run;
+    const std::int64_t db_id = store_.begin_trial(study_, config.dump(), [&](int n) {
+                                       run = describe_new(config, assignment, n, strategy, fused);
+                                       return run->stored;
+                                     }).first;
+    return register_new(std::move(*run), db_id, notes);
   }
 
   void start_new(const Config& config, nlohmann::ordered_json notes) {
@@ -439,12 +478,16 @@ class Controller {
   }
 
   // ASHA's promotion: the resting trial runs on to the next rung, from its checkpoint when it has one,
-  // else from step 0 (its earlier output is replaced when the new run ends).
-  void promote(const Promotion& promotion) {
+  // else from step 0 (its earlier output is replaced when the new run ends). `claimed`: a worker's
+  // claim has made it running already.
+  void promote(const Promotion& promotion, bool claimed = false) {
     TrialRecord& r = record(promotion.trial_number);
     if (r.state != TrialRecord::State::kPruned)
       throw Error(fmt::format("the {} pruner promoted trial {}, which is not resting (a bug)", pruner_.name(), r.number));
     Book& book = books_.at(r.number);
+    // A trial another worker ran on another host (no shared file system): its run here goes into
+    // this worker's trials directory, from step 0.
+    if (worker_ && !std::filesystem::is_directory(book.dir)) book.dir = trials_dir_ / fmt::format("trial-{:04d}", r.number);
     const std::filesystem::path from = book.dir / book.state.checkpoint_dir;
     const bool resume = book.state.checkpoint_step && *book.state.checkpoint_step + 1 == r.resource &&
                         !book.state.checkpoint_dir.empty() && std::filesystem::is_directory(from);
@@ -461,7 +504,7 @@ class Controller {
       live.old_curve_shown = true;
     }
     live.steps_done = resume ? r.resource : 0;
-    store_.resume_trial(book.db_id);
+    if (!claimed) store_.resume_trial(book.db_id);
     r.state = TrialRecord::State::kRunning;
     ++book.state.runs;
     // The strategy of its first run: a checkpoint holds that run's stages.
@@ -472,6 +515,150 @@ class Controller {
     book.state.slots = runner_.start(launch);
     live_.emplace(launch.id, std::move(live));
     observer_.trial_started(store_.trial(book.db_id));
+  }
+
+  // ---- Worker mode (HpoOptions::worker): every trial through the store's claims. ----
+
+  void claim_free_slots(HpoSummary& summary, std::optional<tune::StopReason>& stop) {
+    while (!worker_done_ && runner_.free_slots() > 0 && Clock::now() >= next_claim_)
+      if (!claim_one(summary, stop)) {
+        next_claim_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kIdlePollS));
+        return;
+      }
+  }
+
+  // One claim (store/study_store.h: claim_trial): in one transaction, every worker's trials taken in,
+  // then ASHA's promotion, else a configuration a dead worker left unfinished, else the sampler's
+  // proposal -- stored as this worker's. Returns whether a run started; sets worker_done_ when the
+  // study is done: nothing to start and no trial of any worker running (one may still die and need
+  // its configuration run again, or rest at a rung and be promoted).
+  bool claim_one(HpoSummary& summary, std::optional<tune::StopReason>& stop) {
+    std::optional<Promotion> promotion;
+    std::optional<NewRun> fresh;
+    nlohmann::ordered_json notes;
+    bool requeued = false;
+    const store::StudyStore::ClaimOutcome outcome = store_.claim_trial(
+        study_, options_.worker.heartbeat_timeout_s,
+        [&](const std::vector<store::StoredTrial>& all, int number) -> std::optional<store::StudyStore::NewTrial> {
+          promotion.reset();
+          fresh.reset();
+          adopt(all);
+          const bool any_running =
+              std::any_of(all.begin(), all.end(), [](const store::StoredTrial& t) { return t.status == "running"; });
+          // --max-trials counts every configuration in the study but the interrupted (they run again).
+          const auto counted = std::count_if(all.begin(), all.end(),
+                                             [](const store::StoredTrial& t) { return t.status != "interrupted"; });
+          const bool capped = options_.max_trials > 0 && counted >= options_.max_trials;
+          promotion = pruner_.promotion(records_);
+          std::optional<std::pair<Config, nlohmann::ordered_json>> next;
+          if (!promotion && !capped) {
+            if (std::optional<Config> left = unfinished_configuration(all)) {
+              next.emplace(std::move(*left), nlohmann::ordered_json{{"requeued", "the configuration of a trial a dead "
+                                                                                 "worker or killed controller left "
+                                                                                 "unfinished"}});
+              requeued = true;
+            } else if (std::optional<Config> proposed = sampler_.propose(records_)) {
+              if (const std::string problem = space_.check(*proposed); !problem.empty())
+                throw Error(fmt::format("the {} sampler proposed {}: {} (a bug)", sampler_.name(), proposed->dump(),
+                                        problem));
+              next.emplace(std::move(*proposed), sampler_.proposal_notes());
+            }
+          }
+          // A capped study whose trials all rest below the full resource: finish the most promising.
+          if (!promotion && !next && !any_running && !any_completed()) promotion = pruner_.finishing_promotion(records_);
+          if (promotion) {
+            if (!runner_.can_start(ranks_of(options_, record(promotion->trial_number).config))) {
+              promotion.reset();  // wait for slots
+              return std::nullopt;
+            }
+            store::StudyStore::NewTrial resume;
+            resume.resume = books_.at(promotion->trial_number).db_id;
+            return resume;
+          }
+          if (!next) {
+            if (!any_running) {
+              worker_done_ = true;
+              if (capped && !stop) stop = tune::StopReason::kMaxTrials;
+            }
+            return std::nullopt;
+          }
+          if (!runner_.can_start(ranks_of(options_, next->first))) return std::nullopt;  // wait for slots
+          fresh = describe_new(next->first, pruner_.assign_new_trial(records_), number, options_.strategy, std::nullopt);
+          notes = std::move(next->second);
+          return store::StudyStore::NewTrial{next->first.dump(), fresh->stored, std::nullopt};
+        },
+        /*with_outputs=*/true);
+    for (const store::StoredTrial& d : outcome.reaped) {
+      ++reaped_;
+      observer_.note(tune::reaped_note(d, backend_.clean_up_left_over(d.dir)));  // its processes, if on this host
+    }
+    if (!outcome.claimed) return false;
+    if (promotion) {
+      promote(*promotion, /*claimed=*/true);
+      ++summary.promotions;
+      return true;
+    }
+    launch_alone(register_new(std::move(*fresh), outcome.claimed->first, notes));
+    ++summary.started;
+    summary.requeued += requeued ? 1 : 0;
+    return true;
+  }
+
+  // Every stored trial as the sampler and pruner see it (those running here keep their live
+  // records), the books to promote them by, and the best so far.
+  void adopt(const std::vector<store::StoredTrial>& all) {
+    std::set<int> live_here;
+    for (const auto& [id, live] : live_) live_here.insert(live.number);
+    std::vector<TrialRecord> records;
+    for (const store::StoredTrial& t : all) {
+      if (live_here.contains(t.number)) {
+        records.push_back(record(t.number));
+        continue;
+      }
+      books_.erase(t.number);
+      if (t.status == "interrupted") continue;  // its configuration runs again (unfinished_configuration)
+      records.push_back(record_of(t, options_.objective));
+      books_[t.number] = Book{t.id, t.dir, parse_state(t.hpo_json)};
+    }
+    records_ = std::move(records);
+    if (const std::optional<std::size_t> best = best_hpo_trial(all, options_.direction)) best_ = all[*best];
+  }
+
+  // The configuration of an interrupted trial that no other trial has taken up, if any.
+  static std::optional<Config> unfinished_configuration(const std::vector<store::StoredTrial>& all) {
+    std::set<std::string> taken;
+    for (const store::StoredTrial& t : all)
+      if (t.status != "interrupted") taken.insert(t.params_json);
+    for (const store::StoredTrial& t : all)
+      if (t.status == "interrupted" && !taken.contains(t.params_json)) return Config::parse(t.params_json);
+    return std::nullopt;
+  }
+
+  // Every heartbeat interval: this worker's runs are alive, and what the others did since is taken
+  // in (the pruner judges running trials against every worker's curves).
+  void keep_alive() {
+    if (std::chrono::duration<double>(Clock::now() - last_heartbeat_).count() < options_.worker.heartbeat_s) return;
+    last_heartbeat_ = Clock::now();
+    std::vector<std::int64_t> ids;
+    for (const auto& [id, live] : live_) ids.push_back(books_.at(live.number).db_id);
+    store_.heartbeat(ids);
+    adopt(store_.trials(study_, true));
+  }
+
+  // A run's end into the store; false when a worker's run was taken from it meanwhile (another
+  // worker found its heartbeat too old and runs it again): nothing stored, the result dropped.
+  bool store_result(std::int64_t db_id, const trial::TrialResult& result, const store::TrialOutcome& outcome,
+                    const Live& live) {
+    if (!worker_) {
+      store_.finish_trial(db_id, result, &outcome);
+      return true;
+    }
+    if (store_.finish_own_trial(db_id, result, &outcome)) return true;
+    ++dropped_;
+    observer_.note(fmt::format("trial {} {} {} here, but another worker had marked it interrupted (this worker's "
+                               "heartbeat came too late) and runs it again: this result is dropped",
+                               live.number, live.params_json, trial::to_string(result.status)));
+    return false;
   }
 
   // ---- While runs go on. ----
@@ -564,7 +751,7 @@ class Controller {
     store::TrialOutcome outcome = judge(live, r, result);
     outcome.hpo_json = state_json(book.state);
     outcome.replace_output = live.replaced.has_value();
-    store_.finish_trial(book.db_id, result, &outcome);
+    if (!store_result(book.db_id, result, outcome, live)) return;
     // Only now that the new state is stored: the rung's checkpoint it left is no longer needed.
     if (!left_checkpoint.empty() && left_checkpoint != book.state.checkpoint_dir)
       std::filesystem::remove_all(book.dir / left_checkpoint);
@@ -716,14 +903,12 @@ class Controller {
       result.throughput = {};
       outcome = {"pruned", "its promotion was interrupted; it rests at its rung again", value_at(r, r.resource), r.rung,
                  state_json(book.state), false};
-      store_.finish_trial(book.db_id, result, &outcome);
-      observer_.trial_finished(store_.trial(book.db_id));
+      if (store_result(book.db_id, result, outcome, live)) observer_.trial_finished(store_.trial(book.db_id));
       return;
     }
     outcome.status = "interrupted";
     outcome.hpo_json = state_json(book.state);
-    store_.finish_trial(book.db_id, result, &outcome);
-    observer_.trial_finished(store_.trial(book.db_id));
+    if (store_result(book.db_id, result, outcome, live)) observer_.trial_finished(store_.trial(book.db_id));
     records_.erase(std::find_if(records_.begin(), records_.end(), [&](const TrialRecord& t) { return t.number == live.number; }));
     books_.erase(live.number);
   }
@@ -757,6 +942,7 @@ class Controller {
   const bool throughput_objective_;
   std::filesystem::path trials_dir_;
   trial::TrialRunner runner_;
+  const bool worker_;  // HpoOptions::worker.enabled
   std::int64_t study_ = 0;
   std::vector<TrialRecord> records_;  // what samplers and pruners see, in start order
   std::map<int, Book> books_;         // by trial number
@@ -770,6 +956,9 @@ class Controller {
   int fuse_size_ = 1;                    // trials per fused group; 0: --fuse auto before its probe
   std::optional<FusionProbe> probe_;
   const std::atomic<int>* stop_requested_ = nullptr;  // run()'s, for the probe
+  bool worker_done_ = false;           // worker mode: nothing to start, and no worker's trial runs
+  Clock::time_point next_claim_, last_heartbeat_;
+  int reaped_ = 0, dropped_ = 0;       // worker mode: HpoSummary::reaped, dropped
   Clock::time_point start_;
   std::optional<store::StoredTrial> best_;
   nlohmann::ordered_json stored_model_;

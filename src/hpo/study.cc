@@ -104,14 +104,22 @@ void validate(const HpoOptions& o) {
   if (!o.strategy.empty() &&
       std::find(trial_strategies().begin(), trial_strategies().end(), o.strategy) == trial_strategies().end())
     throw OptionError("strategy", "", unknown_name_message("strategy", o.strategy, trial_strategies()));
+  tune::validate_worker(o.worker, o.retry_failed);
+  if (o.worker.enabled && (o.fuse > 1 || o.fuse_auto))
+    throw OptionError("fuse", o.fuse_auto ? "auto" : std::to_string(o.fuse),
+                      fmt::format("not with {}: a fused group is formed of several proposals outside one claim; run "
+                                  "workers with fuse 1",
+                                  option_ref("worker.enabled")));
+  if (o.worker.enabled && o.strategy == kAutoStrategy)
+    throw OptionError("strategy", o.strategy,
+                      fmt::format("not with {}: auto may measure a profile for minutes while the study is locked for "
+                                  "its claim; give the strategy (none, dp, mp, gpipe, dp+gpipe)",
+                                  option_ref("worker.enabled")));
   validate_surrogate(o);
   validate_fusion(o);
 }
 
 std::vector<std::string> hpo_placeholders() { return {"config", "steps", "ranks", "strategy", "trial_id", "trial_dir"}; }
-
-
-
 
 std::optional<std::size_t> best_hpo_trial(const std::vector<store::StoredTrial>& trials, Direction direction) {
   std::optional<std::size_t> best;
@@ -207,7 +215,8 @@ HpoSummary run_hpo(const Space& space, const HpoOptions& options, store::StudySt
     throw Error(fmt::format("pruner {}: needs intermediate values of a metric, and the objective is throughput "
                             "(use pruner none, or a metric objective)",
                             pruner.name()));
-  const std::unique_ptr<store::ControllerLock> lock = store.lock_controller(options.name);
+  const std::unique_ptr<store::ControllerLock> lock =
+      options.worker.enabled ? store.lock_worker(options.name) : store.lock_controller(options.name);
   check_template_parameters(space, options);
   check_surrogate_space(space, options);
   check_fusion_space(space, options);

@@ -171,6 +171,10 @@ std::string format_hpo_study(const hpo::HpoSummary& s) {
                      s.promotions, s.reused, s.requeued,
                      s.retried_failed > 0 ? fmt::format(" ({} failed before: --retry-failed)", s.retried_failed) : "",
                      tune::to_string(s.stop), units::format_duration(s.elapsed_s));
+  if (s.reaped > 0 || s.dropped > 0)
+    out += fmt::format("worker: {} trials of dead workers marked interrupted (no heartbeat), {} results of runs "
+                       "taken from this worker dropped\n",
+                       s.reaped, s.dropped);
   if (s.fused_groups > 0)
     out += fmt::format("fused: {} of the new trials trained in {} fused groups\n", s.fused_trials, s.fused_groups);
   if (!s.fusion_probe.is_null()) out += format_fusion_probe(s.fusion_probe);
@@ -209,6 +213,8 @@ nlohmann::ordered_json to_json(const hpo::HpoSummary& s) {
                            {"retried_failed", s.retried_failed},
                            {"started", s.started},
                            {"promotions", s.promotions},
+                           {"reaped", s.reaped},
+                           {"dropped", s.dropped},
                            {"fused_groups", s.fused_groups},
                            {"fused_trials", s.fused_trials},
                            {"stop", tune::to_string(s.stop)},

@@ -75,6 +75,11 @@ struct HpoOptions {
   // kMaxFusedTrials and --max-trials). 1 and not auto: every trial alone.
   int fuse = 1;
   bool fuse_auto = false;
+  // One of several workers on the study (tune/study_common.h: WorkerOptions). Samplers and pruners
+  // see every worker's trials, refreshed at each claim and heartbeat; an ASHA promotion is claimed
+  // like a new trial, so no trial is promoted twice. Not with fusion or --strategy auto (each
+  // decides outside the claim's transaction).
+  tune::WorkerOptions worker;
 };
 // Throws OptionError naming the field and the rule.
 void validate(const HpoOptions& options);
@@ -103,6 +108,8 @@ struct HpoSummary {
   int retried_failed = 0;             // failed trials whose configurations run again (--retry-failed)
   int started = 0;                    // new trials started by this run
   int promotions = 0;                 // runs of resting trials started by this run
+  int reaped = 0;                     // worker mode: other workers' trials marked interrupted (no heartbeat)
+  int dropped = 0;                    // worker mode: results of runs taken from this worker, not stored
   int fused_groups = 0;               // processes that trained several new trials fused (hpo/fusion.h)
   int fused_trials = 0;               // the new trials they trained
   nlohmann::ordered_json fusion_probe;  // --fuse auto's measurements and choice (to_json(FusionProbe)); null without
