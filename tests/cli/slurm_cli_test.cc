@@ -21,31 +21,19 @@
 #include "cli_util.h"
 #include "paratune/store/sqlite_store.h"
 #include "paratune/trial/run_command.h"
+#include "../support/test_files.h"
 
 extern char** environ;
 
 namespace {
 
+using paratune::testing::read_file;
+using paratune::testing::write_file;
 using paratune::testing::Result;
 using paratune::testing::run;
 using paratune::testing::SlurmCluster;
 
-std::filesystem::path fresh_dir(const std::string& name) {
-  const std::filesystem::path dir =
-      std::filesystem::absolute(std::filesystem::path(::testing::TempDir()) / "paratune_slurm_cli" / name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-void write(const std::filesystem::path& path, const std::string& text) { std::ofstream(path) << text; }
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::filesystem::path fresh_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_slurm_cli", name); }
 
 // The jobs Slurm still has pending or running.
 std::string live_jobs() {
@@ -60,7 +48,7 @@ std::string slurm_flags() { return " --backend slurm --slurm-poll 0.2s --grace 2
 
 TEST(SlurmCli, FlagsAreCheckedBeforeAnyTrialRuns) {
   const auto dir = fresh_dir("flags");
-  write(dir / "space.yaml", "parameters:\n  x: [1, 2]\n");
+  write_file(dir / "space.yaml", "parameters:\n  x: [1, 2]\n");
   const std::string base = "tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
                            " --command 'true {x}' ";
   Result r = run(base + "--slurm-partition gpu");
@@ -85,7 +73,7 @@ TEST(SlurmCli, APartitionSlurmRefusesIsSaidBeforeAnyTrial) {
   SlurmCluster& cluster = SlurmCluster::shared();
   PARATUNE_NEED_SERVER(cluster.problem());
   const auto dir = fresh_dir("refused");
-  write(dir / "space.yaml", "parameters:\n  x: [1, 2]\n");
+  write_file(dir / "space.yaml", "parameters:\n  x: [1, 2]\n");
   const Result r = run("tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
                        " --command 'true {x}'" + slurm_flags() + "--slurm-partition gpu-that-is-not-there");
   EXPECT_EQ(r.exit_code, 2);
@@ -103,7 +91,7 @@ TEST(SlurmCli, ConfigurationStudyRunsAsSlurmJobs) {
   SlurmCluster& cluster = SlurmCluster::shared();
   PARATUNE_NEED_SERVER(cluster.problem());
   const auto dir = fresh_dir("config-study");
-  write(dir / "space.yaml", kHostileSpace);
+  write_file(dir / "space.yaml", kHostileSpace);
   const Result r = run("tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
                        " --command '" + PARATUNE_FAKE_TRIAL + " --record {trial_dir}/record.txt {x}' --steps 4 --slots 2" +
                        slurm_flags());
@@ -134,7 +122,7 @@ TEST(SlurmCli, HyperparameterStudyRunsAsSlurmJobs) {
   SlurmCluster& cluster = SlurmCluster::shared();
   PARATUNE_NEED_SERVER(cluster.problem());
   const auto dir = fresh_dir("hpo-study");
-  write(dir / "space.yaml", "parameters:\n  lr: {type: float, low: 0.001, high: 0.1, log: true}\n");
+  write_file(dir / "space.yaml", "parameters:\n  lr: {type: float, low: 0.001, high: 0.1, log: true}\n");
   const Result r = run("tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
                        " --command '" + PARATUNE_FAKE_TRIAL + " {lr}' --steps 3 --algo random --max-trials 3 " +
                        "--trial-ranks 2 --slots 2" + slurm_flags());  // ranks != 1: a hyperparameter study
@@ -155,7 +143,7 @@ TEST(SlurmCli, ControllerKilledWithSigkillLeavesNoJobAndTheStudyResumes) {
   SlurmCluster& cluster = SlurmCluster::shared();
   PARATUNE_NEED_SERVER(cluster.problem());
   const auto dir = fresh_dir("kill9");
-  write(dir / "space.yaml", "parameters:\n  x: [1, 2]\n");
+  write_file(dir / "space.yaml", "parameters:\n  x: [1, 2]\n");
   const std::string args = "tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
                            " --command '" + PARATUNE_FAKE_TRIAL + " --step-time 0.2 {x}' --steps 60 --slots 2" + slurm_flags();
   const std::string shell = std::string("exec ") + PARATUNE_BINARY + " " + args + " > " +

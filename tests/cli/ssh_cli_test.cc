@@ -12,34 +12,22 @@
 #include "../support/ssh_server.h"
 #include "cli_util.h"
 #include "paratune/store/sqlite_store.h"
+#include "../support/test_files.h"
 
 namespace {
 
+using paratune::testing::read_file;
+using paratune::testing::write_file;
 using paratune::testing::Result;
 using paratune::testing::run;
 using paratune::testing::SshServer;
 
-std::filesystem::path fresh_dir(const std::string& name) {
-  const std::filesystem::path dir =
-      std::filesystem::absolute(std::filesystem::path(::testing::TempDir()) / "paratune_ssh_cli" / name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-void write(const std::filesystem::path& path, const std::string& text) { std::ofstream(path) << text; }
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::filesystem::path fresh_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_ssh_cli", name); }
 
 TEST(SshCli, BackendFlagsAreCheckedBeforeAnyTrialRuns) {
   const auto dir = fresh_dir("flags");
-  write(dir / "space.yaml", "parameters:\n  x: [1, 2]\n");
-  write(dir / "hosts.txt", "h1 slots=2\nh2 slots=many\n");
+  write_file(dir / "space.yaml", "parameters:\n  x: [1, 2]\n");
+  write_file(dir / "hosts.txt", "h1 slots=2\nh2 slots=many\n");
   const std::string base = "tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
                            " --command 'true {x}' ";
   Result r = run(base + "--backend ssh");
@@ -50,7 +38,7 @@ TEST(SshCli, BackendFlagsAreCheckedBeforeAnyTrialRuns) {
   r = run(base + "--backend ssh --hosts " + (dir / "hosts.txt").string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("hosts.txt:2: 'slots=many'"), std::string::npos) << r.output;
-  write(dir / "hosts.txt", "h1 slots=2\n");
+  write_file(dir / "hosts.txt", "h1 slots=2\n");
   r = run(base + "--backend ssh --hosts " + (dir / "hosts.txt").string() + " --slots 2");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--slots: belongs to --backend local"), std::string::npos) << r.output;
@@ -75,7 +63,7 @@ class SshCliStudy : public ::testing::Test {
     PARATUNE_NEED_SERVER(server_->running() ? std::string() : server_->skip_reason());
   }
   static std::string ssh_flags(const std::filesystem::path& dir) {
-    write(dir / "hosts.txt", "# the test's sshd\n" + SshServer::host() + " slots=2\n");
+    write_file(dir / "hosts.txt", "# the test's sshd\n" + SshServer::host() + " slots=2\n");
     return " --backend ssh --hosts " + (dir / "hosts.txt").string() + " --ssh-config " +
            server_->client_config().string() + " --ssh-option ConnectTimeout=10 ";
   }
@@ -113,7 +101,7 @@ void expect_hostile_values_arrived(const std::filesystem::path& dir, std::size_t
 
 TEST_F(SshCliStudy, ConfigurationStudyRunsOverSsh) {
   const auto dir = fresh_dir("config-study");
-  write(dir / "space.yaml", kHostileSpace);
+  write_file(dir / "space.yaml", kHostileSpace);
   const Result r = run("tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
                        " --command '" + PARATUNE_FAKE_TRIAL + " --record {trial_dir}/record.txt {x}' --steps 4" +
                        ssh_flags(dir) + " --grace 1s");
@@ -124,7 +112,7 @@ TEST_F(SshCliStudy, ConfigurationStudyRunsOverSsh) {
 
 TEST_F(SshCliStudy, HyperparameterStudyRunsOverSsh) {
   const auto dir = fresh_dir("hpo-study");
-  write(dir / "space.yaml", kHostileSpace);
+  write_file(dir / "space.yaml", kHostileSpace);
   const Result r = run("tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
                        " --command '" + PARATUNE_FAKE_TRIAL + " --record {trial_dir}/record.txt {x}' --steps 4 --algo grid" +
                        ssh_flags(dir) + " --grace 1s --trial-ranks 2");  // ranks != 1: a hyperparameter study

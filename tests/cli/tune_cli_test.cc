@@ -18,20 +18,15 @@
 
 #include "cli_util.h"
 #include "paratune/store/sqlite_store.h"
+#include "../support/test_files.h"
 
 namespace {
 
+using paratune::testing::write_file;
 using paratune::testing::Result;
 using paratune::testing::run;
 
-std::filesystem::path fresh_dir(const std::string& name) {
-  const std::filesystem::path dir = std::filesystem::absolute(std::filesystem::path(::testing::TempDir()) / "paratune_tune_cli" / name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-void write(const std::filesystem::path& path, const std::string& text) { std::ofstream(path) << text; }
+std::filesystem::path fresh_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_tune_cli", name); }
 
 // Live processes (not zombies: those have an empty environment) of trials under `trials_dir`.
 int live_trial_processes(const std::filesystem::path& trials_dir) {
@@ -96,7 +91,7 @@ TEST(TuneCli, CtrlCStopsTrialsStoresThemInterruptedAndExits130) {
   const auto dir = fresh_dir("sigint");
   // Trials of 4 s and more: still running when the SIGINT comes, however slowly (sanitizers) the
   // refused controllers below start and stop.
-  write(dir / "space.yaml", "parameters:\n  st: [0.5, 0.6, 0.7]\n  k: [1, 2, 3, 4]\n");
+  write_file(dir / "space.yaml", "parameters:\n  st: [0.5, 0.6, 0.7]\n  k: [1, 2, 3, 4]\n");
   const pid_t controller = start_controller(dir);
   ASSERT_GT(controller, 0);
   ASSERT_EQ(wait_for_trials(dir, "running", 2), 2) << "the study did not get going";
@@ -131,7 +126,7 @@ TEST(TuneCli, CtrlCStopsTrialsStoresThemInterruptedAndExits130) {
 // and the summary counts them.
 TEST(TuneCli, RetryFailedRunsFailedPointsAgainOnResume) {
   const auto dir = fresh_dir("retry");
-  write(dir / "space.yaml", "parameters:\n  st: [0.01]\n  behave: [ok, crash]\n");
+  write_file(dir / "space.yaml", "parameters:\n  st: [0.01]\n  behave: [ok, crash]\n");
   const std::string args = "tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
                            " --command '" + PARATUNE_FAKE_TRIAL + " --step-time {st} --behave {behave} --log-run " +
                            (dir / "runs.txt").string() + "' --steps 4";
@@ -163,7 +158,7 @@ TEST(TuneCli, RetryFailedRunsFailedPointsAgainOnResume) {
 
 TEST(TuneCli, JsonHasTheDocumentedFieldsAndStudyShowAgrees) {
   const auto dir = fresh_dir("json");
-  write(dir / "space.yaml", "parameters:\n  st: [0.02, 0.01]\n  behave: [ok, crash]\n");
+  write_file(dir / "space.yaml", "parameters:\n  st: [0.02, 0.01]\n  behave: [ok, crash]\n");
   const Result r = run("tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
                        " --command '" + PARATUNE_FAKE_TRIAL + " --step-time {st} --behave {behave}' --steps 4 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -191,7 +186,7 @@ TEST(TuneCli, JsonHasTheDocumentedFieldsAndStudyShowAgrees) {
 
 TEST(TuneCli, KilledControllerLeavesNoProcessAndResumesWithoutRerunningFinishedTrials) {
   const auto dir = fresh_dir("kill");
-  write(dir / "space.yaml", kSpace);
+  write_file(dir / "space.yaml", kSpace);
   const pid_t controller = start_controller(dir);
   // Kill it with SIGKILL once some trials finished and others run.
   const int finished = wait_for_trials(dir, "completed", 3);
@@ -261,7 +256,7 @@ TEST(TuneCli, DerivedSpaceRunsTheModelsFavouritesFirst) {
 
 TEST(TuneCli, BadInputExitsTwoBeforeAnythingRuns) {
   const auto dir = fresh_dir("bad");
-  write(dir / "space.yaml", kSpace);
+  write_file(dir / "space.yaml", kSpace);
   const std::string study = " --study " + (dir / "s.db").string();
   Result r = run("tune --space " + (dir / "space.yaml").string() + study + " --command 'train.py --tp {tp}'");
   EXPECT_EQ(r.exit_code, 2);
@@ -351,7 +346,7 @@ TEST(TuneCli, ModelSearchesRunTrialsInParallel) {
 
 TEST(TuneCli, ModelSearchFlagsAreChecked) {
   const std::filesystem::path dir = fresh_dir("bad_bayes");
-  write(dir / "space.yaml", "parameters:\n  dp: [1, 2]\n");
+  write_file(dir / "space.yaml", "parameters:\n  dp: [1, 2]\n");
   const std::string base = fmt::format("tune --space {} --command 'true' --study {} ", (dir / "space.yaml").string(),
                                        (dir / "s.db").string());
   Result r = run(base + "--algo oppa --min-steps 0");

@@ -20,21 +20,15 @@
 #include "../cli/cli_util.h"
 #include "paratune/hpo/trial_record.h"
 #include "paratune/store/sqlite_store.h"
+#include "../support/test_files.h"
 
 namespace {
 
+using paratune::testing::write_file;
 using paratune::testing::Result;
 using paratune::testing::run;
 
-std::filesystem::path fresh_dir(const std::string& name) {
-  const std::filesystem::path dir =
-      std::filesystem::absolute(std::filesystem::path(::testing::TempDir()) / "paratune_hpo" / name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-void write(const std::filesystem::path& path, const std::string& text) { std::ofstream(path) << text; }
+std::filesystem::path fresh_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_hpo", name); }
 
 const char* kBranin = R"(parameters:
   x1: {type: float, low: -5, high: 10}
@@ -79,7 +73,7 @@ TEST(HpoStudy, EverySamplerRunsEndToEnd) {
   for (const std::string algo : {"grid", "random", "tpe", "gp"}) {
     const auto dir = fresh_dir("sampler-" + algo);
     // Grid needs a finite space: a 4 x 4 grid of Branin.
-    write(dir / "space.yaml", algo == "grid" ? "parameters:\n  x1: [-3, 0, 3, 9]\n  x2: [1, 5, 10, 14]\n" : kBranin);
+    write_file(dir / "space.yaml", algo == "grid" ? "parameters:\n  x1: [-3, 0, 3, 9]\n  x2: [1, 5, 10, 14]\n" : kBranin);
     const Result r = run(study_args(dir, "", fmt::format("--algo {} --steps 1 --max-trials 14 --parallel 2 --json", algo)));
     ASSERT_EQ(r.exit_code, 0) << algo << ": " << r.output;
     const nlohmann::json j = nlohmann::json::parse(r.output.substr(r.output.find("{\n")));
@@ -98,7 +92,7 @@ TEST(HpoStudy, EverySamplerRunsEndToEnd) {
 TEST(HpoStudy, EveryPrunerStopsSomeTrialsAndCompletesOthers) {
   for (const std::string pruner : {"median", "percentile", "asha", "hyperband"}) {
     const auto dir = fresh_dir("pruner-" + pruner);
-    write(dir / "space.yaml", kBranin);
+    write_file(dir / "space.yaml", kBranin);
     const std::string startup = pruner == "median" || pruner == "percentile" ? "--pruner-startup 3" : "";
     const Result r = run(study_args(dir, "--curve", fmt::format("--algo random --seed 3 --pruner {} --steps 27 "
                                                                 "--max-trials 20 --parallel 2 {} --json",
@@ -121,7 +115,7 @@ TEST(HpoStudy, EveryPrunerStopsSomeTrialsAndCompletesOthers) {
 // more steps), each resuming from the checkpoint the previous run saved.
 TEST(HpoStudy, AshaPromotesByResumingFromTheTrialsCheckpoint) {
   const auto dir = fresh_dir("asha-resume");
-  write(dir / "space.yaml", kBranin);
+  write_file(dir / "space.yaml", kBranin);
   const Result r = run(study_args(dir, "--curve", "--algo random --seed 5 --pruner asha --eta 3 --min-resource 1 "
                                                   "--steps 9 --max-trials 12 --parallel 1"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -144,7 +138,7 @@ TEST(HpoStudy, AshaPromotesByResumingFromTheTrialsCheckpoint) {
 // earlier output is replaced, not added to.
 TEST(HpoStudy, AshaRerunsAProgramWithoutCheckpoints) {
   const auto dir = fresh_dir("asha-rerun");
-  write(dir / "space.yaml", kBranin);
+  write_file(dir / "space.yaml", kBranin);
   const std::string args = study_args(dir, "--curve", "--algo random --seed 5 --pruner asha --eta 3 --min-resource 1 "
                                                       "--steps 9 --max-trials 12 --parallel 1");
   // env -u: the program never sees PARATUNE_CHECKPOINT_DIR, so it never says it saved anything.
@@ -194,7 +188,7 @@ TEST(HpoStudy, KilledControllerResumesKeepingPrunedAndPromotedTrials) {
   for (const bool checkpoints : {true, false}) {
     SCOPED_TRACE(checkpoints ? "a program that checkpoints" : "a program without checkpoints");
     const auto dir = fresh_dir(checkpoints ? "asha-kill" : "asha-kill-rerun");
-    write(dir / "space.yaml", kBranin);
+    write_file(dir / "space.yaml", kBranin);
     std::string args = study_args(dir, "--curve --sleep 0.02", "--algo random --seed 8 --pruner asha --eta 3 "
                                                                "--min-resource 1 --steps 27 --max-trials 24 "
                                                                "--parallel 2 --grace 0.3s");
@@ -255,13 +249,13 @@ TEST(HpoStudy, KilledControllerResumesKeepingPrunedAndPromotedTrials) {
 TEST(HpoStudy, ValuesAfterTheStepLineOrWithoutAStepNumberCount) {
   {
     const auto dir = fresh_dir("after-step");
-    write(dir / "space.yaml", kBranin);
+    write_file(dir / "space.yaml", kBranin);
     const Result r = run(study_args(dir, "--metric-after-step", "--algo random --steps 3 --max-trials 3 --json"));
     ASSERT_EQ(r.exit_code, 0) << r.output;
     for (const auto& t : stored_trials(dir)) EXPECT_EQ(t.status, "completed") << t.reason;
   }
   const auto dir = fresh_dir("without-step");
-  write(dir / "space.yaml", kBranin);
+  write_file(dir / "space.yaml", kBranin);
   const Result r = run(study_args(dir, "--curve --metric-without-step", "--algo random --seed 5 --pruner asha "
                                                                         "--min-resource 1 --steps 9 --max-trials 9"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -278,7 +272,7 @@ TEST(HpoStudy, ValuesAfterTheStepLineOrWithoutAStepNumberCount) {
 // its promoted runs fail with the reason, rather than storing a mislabelled curve.
 TEST(HpoStudy, AProgramThatDoesNotResumeFromItsCheckpointFailsWithTheReason) {
   const auto dir = fresh_dir("ignore-checkpoint");
-  write(dir / "space.yaml", kBranin);
+  write_file(dir / "space.yaml", kBranin);
   const Result r = run(study_args(dir, "--curve --ignore-checkpoint", "--algo random --seed 5 --pruner asha "
                                                                       "--min-resource 1 --steps 9 --max-trials 6"));
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.output;
@@ -295,7 +289,7 @@ TEST(HpoStudy, AProgramThatDoesNotResumeFromItsCheckpointFailsWithTheReason) {
 // slots' CPUs only, and trials that overlap in time never share a slot.
 TEST(HpoStudy, PacksTrialsOfSeveralRanksOntoTheSlots) {
   const auto dir = fresh_dir("slots");
-  write(dir / "space.yaml", std::string(kBranin) + "  ranks: [1, 2]\n");
+  write_file(dir / "space.yaml", std::string(kBranin) + "  ranks: [1, 2]\n");
   const std::string command = fmt::format("sh -c \"grep Cpus_allowed_list /proc/self/status; exec {} branin --sleep 0.05\" "
                                           "--ranks {{ranks}} --strategy {{strategy}}",
                                           PARATUNE_FUNCTION_TRIAL);
@@ -343,7 +337,7 @@ TEST(HpoStudy, PacksTrialsOfSeveralRanksOntoTheSlots) {
 // stored retrain is reused.
 TEST(HpoStudy, RetrainRunsTheBestConfigurationAgainForTheFullBudget) {
   const auto dir = fresh_dir("retrain");
-  write(dir / "space.yaml", kBranin);
+  write_file(dir / "space.yaml", kBranin);
   const std::string args = study_args(dir, "--curve", "--algo tpe --seed 1 --steps 3 --max-trials 6 --retrain "
                                                       "--retrain-steps 10 --json");
   const Result r = run(args);
@@ -371,7 +365,7 @@ TEST(HpoStudy, RetrainRunsTheBestConfigurationAgainForTheFullBudget) {
 // Issue 21: --retry-failed runs the configurations of failed trials again on resume (off by default).
 TEST(HpoStudy, RetryFailedRunsFailedConfigurationsAgain) {
   const auto dir = fresh_dir("retry");
-  write(dir / "space.yaml", kBranin);
+  write_file(dir / "space.yaml", kBranin);
   const std::string args = study_args(dir, "--fail-above x1 2", "--algo random --seed 3 --steps 1 --max-trials 8 --json");
   const auto failed = [&] {
     int n = 0;
@@ -395,7 +389,7 @@ TEST(HpoStudy, RetryFailedRunsFailedConfigurationsAgain) {
 
 TEST(HpoCli, BadInputIsNamedWithExitCode2) {
   const auto dir = fresh_dir("bad");
-  write(dir / "space.yaml", kBranin);
+  write_file(dir / "space.yaml", kBranin);
   const auto expect_error = [&](const std::string& args, const std::string& message) {
     const Result r = run(args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
@@ -418,7 +412,7 @@ TEST(HpoCli, BadInputIsNamedWithExitCode2) {
   expect_error(fmt::format("tune --space {} --study {} {} --algo grid --objective value --direction minimize", space, study,
                            command),
                "grid search needs every parameter categorical or int");
-  write(dir / "cond.yaml", "parameters:\n  o: [a, b]\n  m: {type: float, low: 0, high: 1, when: \"o == 'a'\"}\n");
+  write_file(dir / "cond.yaml", "parameters:\n  o: [a, b]\n  m: {type: float, low: 0, high: 1, when: \"o == 'a'\"}\n");
   expect_error(fmt::format("tune --space {} --study {} --command 'echo {{m}}' --algo tpe --objective v --direction minimize",
                            (dir / "cond.yaml").string(), study),
                "--command: {m} is a conditional parameter");
@@ -438,19 +432,19 @@ TEST(HpoCli, BadInputIsNamedWithExitCode2) {
   expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective v --direction minimize --retrain-steps 5",
                            space, study, command),
                "--retrain-steps: needs --retrain");
-  write(dir / "list.yaml", "parameters:\n  x1: [1, 2]\n  x2: [3, 4]\n");
+  write_file(dir / "list.yaml", "parameters:\n  x1: [1, 2]\n  x2: [3, 4]\n");
   expect_error(fmt::format("tune --space {} --study {} {} --algo grid --retrain", (dir / "list.yaml").string(), study, command),
                "--retrain: belongs to hyperparameter studies");
   expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective throughput --direction minimize", space,
                            study, command),
                "--direction minimize: the throughput objective is maximized");
-  write(dir / "typo.yaml", "parameters:\n  lr: {type: float, low: 1.0e-5, hi: 0.1, log: true}\n");
+  write_file(dir / "typo.yaml", "parameters:\n  lr: {type: float, low: 1.0e-5, hi: 0.1, log: true}\n");
   expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective v --direction minimize",
                            (dir / "typo.yaml").string(), study, command),
                "parameters.lr: unknown field 'hi' (did you mean 'high'?)");
   // Issue 21: a parameter named like a built-in placeholder was silently replaced by it.
   for (const char* builtin : {"steps", "config", "trial_id", "trial_dir", "strategy"}) {
-    write(dir / "clash.yaml", fmt::format("parameters:\n  {}: [1, 2]\n  x2: [3, 4]\n", builtin));
+    write_file(dir / "clash.yaml", fmt::format("parameters:\n  {}: [1, 2]\n  x2: [3, 4]\n", builtin));
     expect_error(fmt::format("tune --space {} --study {} {} --algo random --objective v --direction minimize",
                              (dir / "clash.yaml").string(), study, command),
                  fmt::format("clash.yaml: parameters.{}: '{}' is the name of a built-in placeholder", builtin, builtin));

@@ -20,6 +20,7 @@
 #include "../cli/cli_util.h"
 #include "paratune/hpo/trial_record.h"
 #include "store_test_util.h"
+#include "../support/test_files.h"
 
 namespace paratune::store {
 namespace {
@@ -28,13 +29,7 @@ using paratune::testing::Result;
 using paratune::testing::run;
 using paratune::testing::run_command;
 
-std::filesystem::path fresh_dir(const std::string& name) {
-  const std::filesystem::path dir =
-      std::filesystem::absolute(std::filesystem::path(::testing::TempDir()) / "paratune_hpo_workers" / name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::filesystem::path fresh_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_hpo_workers", name); }
 
 // `paratune tune --worker` of an ASHA study (eta 3, rungs at 1, 3 and 9 steps) over Branin's two
 // parameters; each run appends "TRIAL_ID MAX_STEPS" to dir/runs.log before it starts.

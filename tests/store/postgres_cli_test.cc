@@ -9,6 +9,7 @@
 
 #include "../cli/cli_util.h"
 #include "store_test_util.h"
+#include "../support/test_files.h"
 
 namespace paratune::store {
 namespace {
@@ -16,12 +17,7 @@ namespace {
 using paratune::testing::Result;
 using paratune::testing::run;
 
-std::filesystem::path fresh_dir(const std::string& name) {
-  const std::filesystem::path dir = std::filesystem::absolute(std::filesystem::path(::testing::TempDir()) / "paratune_pg_cli" / name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::filesystem::path fresh_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_pg_cli", name); }
 
 nlohmann::json json_of(const Result& r) { return nlohmann::json::parse(r.output.substr(r.output.find("\n{") + 1)); }
 

@@ -18,6 +18,7 @@
 #include "../cli/cli_util.h"
 #include "paratune/spec/error.h"
 #include "store_test_util.h"
+#include "../support/test_files.h"
 
 namespace paratune::store {
 namespace {
@@ -172,13 +173,7 @@ TEST_P(StoreTest, WorkersAndAControllerExcludeEachOther) {
 
 // The CLI tests: worker processes on one study.
 
-std::filesystem::path fresh_dir(const std::string& name) {
-  const std::filesystem::path dir =
-      std::filesystem::absolute(std::filesystem::path(::testing::TempDir()) / "paratune_workers" / name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::filesystem::path fresh_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_workers", name); }
 
 // "-- a:1 b:2" -> runs, from fake_trial's --log-run lines ("TRIAL_ID PARAMS").
 std::map<std::string, int> runs_by_params(const std::filesystem::path& log) {

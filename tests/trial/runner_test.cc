@@ -12,9 +12,12 @@
 
 #include "../../src/trial/trial_cgroup.h"
 #include "paratune/spec/error.h"
+#include "../support/test_files.h"
 
 namespace paratune::trial {
 namespace {
+
+using paratune::testing::read_file;
 
 std::filesystem::path fresh_dir(const std::string& name) {
   const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "paratune_runner" / name;
@@ -48,13 +51,6 @@ TrialResult run_one(const TrialLaunch& l, const TrialRunner::StepCallback& on_st
 }
 
 bool group_gone(int pgid) { return ::kill(-pgid, 0) != 0 && errno == ESRCH; }
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 TEST(Runner, CompletedTrialIsMeasuredAndLogged) {
   const TrialResult r = run_one(launch("ok", {"--steps", "6", "--step-time", "0.02", "--warmup", "0.2"}));

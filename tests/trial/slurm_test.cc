@@ -18,10 +18,12 @@
 #include "paratune/trial/run_command.h"
 #include "paratune/trial/slurm_backend.h"
 #include "paratune/trial/slurm_job.h"
+#include "../support/test_files.h"
 
 namespace paratune::trial {
 namespace {
 
+using paratune::testing::read_file;
 using paratune::testing::SlurmCluster;
 
 // ---- What Slurm prints ------------------------------------------------------------------------
@@ -152,13 +154,6 @@ std::filesystem::path fresh_dir(const std::string& name) {
   const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "paratune_slurm" / name;
   std::filesystem::remove_all(dir);
   return dir;
-}
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 TrialLaunch fake_launch(const std::string& id, std::vector<std::string> args) {

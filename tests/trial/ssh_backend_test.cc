@@ -19,26 +19,15 @@
 #include "../support/require_servers.h"
 #include "../support/ssh_server.h"
 #include "paratune/spec/error.h"
+#include "../support/test_files.h"
 
 namespace paratune::trial {
 namespace {
 
+using paratune::testing::read_file;
 using paratune::testing::SshServer;
 
-std::filesystem::path fresh_dir(const std::string& name) {
-  const std::filesystem::path dir =
-      std::filesystem::absolute(std::filesystem::path(::testing::TempDir()) / "paratune_ssh" / name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::filesystem::path fresh_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_ssh", name); }
 
 // What POSIX sh makes of `words`: the output of `printf WORDS`, run by /bin/sh.
 std::string through_sh(const std::string& words) {
