@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian package paratune needs to build, test and benchmark.
+# Installs every Debian package paratune needs to build, test and benchmark, and the npm packages
+# of web/ (the reports' chart library, the browser test driver).
 # Idempotent: packages already present are left as they are. Run as root.
 set -euo pipefail
 
@@ -22,7 +23,12 @@ PACKAGES=(
   bsdutils  # script(1): a test runs `paratune calibrate` on a pseudo-terminal
   openssh-server openssh-client  # the SSH backend's tests start their own sshd (tests/support/ssh_server.h)
   slurmctld slurmd slurm-client munge  # the Slurm backend; its tests start a one-node cluster (tests/support/slurm_cluster.h)
+  libcpp-httplib-dev  # `paratune dashboard`: the HTTP server (header-only cpp-httplib)
+  chromium  # the tests load every HTML report and the live dashboard in headless Chromium (tests/web)
 )
+# Node.js and npm: the chart library of the HTML reports (embedded at build time) and the browser
+# test driver, from web/package-lock.json. A machine with Node.js from elsewhere keeps it.
+command -v npm >/dev/null || PACKAGES+=(nodejs npm)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -35,4 +41,14 @@ if ((${#missing[@]})); then
   apt-get install -y --no-install-recommends "${missing[@]}"
 else
   echo "setup: all packages present"
+fi
+
+# The browser-side packages, exactly as locked (web/node_modules; nothing is fetched at build or run time).
+web="$(dirname "$0")/../web"
+if [[ ! -f "$web/node_modules/.package-lock.json" ]] || ! cmp -s "$web/package-lock.json" "$web/node_modules/.paratune-installed-lock.json"; then
+  echo "setup: npm ci in web/"
+  (cd "$web" && npm ci --no-audit --no-fund --loglevel=error)
+  cp "$web/package-lock.json" "$web/node_modules/.paratune-installed-lock.json"
+else
+  echo "setup: web/node_modules up to date"
 fi

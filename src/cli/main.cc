@@ -36,6 +36,8 @@
 #include "paratune/report/estimate_report.h"
 #include "paratune/report/harvest_report.h"
 #include "paratune/report/hpo_report.h"
+#include "paratune/report/html_page.h"
+#include "paratune/report/study_data.h"
 #include "paratune/report/launch.h"
 #include "paratune/report/launch_check.h"
 #include "paratune/report/plan_report.h"
@@ -190,6 +192,7 @@ struct SimulateFlags {
   std::string stage_mesh;
   std::string trace_path;
   std::string svg_path;
+  std::string html_path;
   bool compare_grad_sync = false;
   // Bubble harvest (sim/harvest.h): muP surrogates `harvest_ratio` times narrower as tuning trials.
   int harvest_ratio = 0;
@@ -295,14 +298,20 @@ int run_simulate(const SetupFlags& setup, const SimulateFlags& f, bool json) {
                             fmt::format("{} on {} ({} x {}), seq {}, global batch {}", model.name, cluster.name,
                                         cluster.num_gpus(), cluster.gpu.name, training.seq_len, training.global_batch),
                             to_string(config) + (meshes.empty() ? "" : ", stage meshes " + f.stage_mesh)));
+  nlohmann::json j = to_json(result, problem);
+  j["config"] = to_json(config);
+  j["config"]["text"] = to_string(config);
+  j["tokens_per_s"] = tokens / result.iteration_time_s;
+  if (!meshes.empty()) j["stage_mesh"] = f.stage_mesh;
+  if (f.compare_grad_sync) j["grad_sync_comparison"] = comparison;
+  if (harvest) j["harvest"] = to_json(*harvest);
+  j["predicted_by"] = prediction_json(setup);
+  if (!f.html_path.empty())
+    write_file(f.html_path, simulate_html(nlohmann::ordered_json(j), result, problem,
+                                          fmt::format("paratune simulate: {} on {} ({} x {}), seq {}, global batch {}",
+                                                      model.name, cluster.name, cluster.num_gpus(), cluster.gpu.name,
+                                                      training.seq_len, training.global_batch)));
   if (json) {
-    nlohmann::json j = to_json(result, problem);
-    j["config"] = to_json(config);
-    j["tokens_per_s"] = tokens / result.iteration_time_s;
-    if (!meshes.empty()) j["stage_mesh"] = f.stage_mesh;
-    if (f.compare_grad_sync) j["grad_sync_comparison"] = comparison;
-    if (harvest) j["harvest"] = to_json(*harvest);
-    j["predicted_by"] = prediction_json(setup);
     write_json(j);
     return 0;
   }
@@ -316,6 +325,7 @@ int run_simulate(const SetupFlags& setup, const SimulateFlags& f, bool json) {
   std::cout << "(" << prediction_source(setup) << ")\n";
   if (!f.trace_path.empty()) std::cout << "wrote " << f.trace_path << " (Chrome trace: open in ui.perfetto.dev)\n";
   if (!f.svg_path.empty()) std::cout << "wrote " << f.svg_path << "\n";
+  if (!f.html_path.empty()) std::cout << "wrote " << f.html_path << " (HTML report: open in a browser)\n";
   return 0;
 }
 
@@ -327,6 +337,7 @@ struct PlanFlags {
   int keep = 16;
   int threads = 1;
   bool no_baselines = false;
+  std::string html_path;
 };
 
 // `paratune plan`: search every axis for the fastest configuration that fits.
@@ -364,15 +375,31 @@ int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
   options.estimate.memory_margin = setup.memory_margin;
   options.baselines = !f.no_baselines;
   options.framework = framework;  // --emit X: search only what X can run
-  const plan::PlanResult result = plan::plan(model, cluster, training, options, calibration_from(setup));
+  const Calibration calibration = calibration_from(setup);
+  const plan::PlanResult result = plan::plan(model, cluster, training, options, calibration);
 
   std::optional<LaunchSettings> launch;
   if (framework && !result.plans.empty())
     launch = launch_settings(*framework, result.plans.front().estimate.config, model, training, target);
+  nlohmann::json j = to_json(result);
+  if (launch) j["launch"] = {{"framework", emit_name}, {"text", launch->text}, {"cannot_express", launch->cannot_express}};
+  j["predicted_by"] = prediction_json(setup);
+  if (!f.html_path.empty()) {
+    // The winner's iteration replayed event by event, for its timeline.
+    std::optional<sim::PipelineProblem> problem;
+    std::optional<sim::SimulationResult> simulated;
+    if (!result.plans.empty()) {
+      problem = pipeline_problem(model, cluster, training, result.plans.front().estimate.config, calibration,
+                                 options.estimate);
+      simulated = sim::simulate(*problem);
+    }
+    write_file(f.html_path,
+               plan_html(nlohmann::ordered_json(j), simulated ? &*simulated : nullptr, problem ? &*problem : nullptr,
+                         fmt::format("paratune plan: {} on {} ({} x {}), seq {}, global batch {}", model.name,
+                                     cluster.name, cluster.num_gpus(), cluster.gpu.name, training.seq_len,
+                                     training.global_batch)));
+  }
   if (json) {
-    nlohmann::json j = to_json(result);
-    if (launch) j["launch"] = {{"framework", emit_name}, {"text", launch->text}, {"cannot_express", launch->cannot_express}};
-    j["predicted_by"] = prediction_json(setup);
     write_json(j);
   } else {
     std::cout << format_plan(result, model, cluster, training) << "(" << prediction_source(setup) << ")\n";
@@ -383,6 +410,7 @@ int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
         for (const std::string& line : launch->cannot_express) std::cout << "  - " << line << "\n";
       }
     }
+    if (!f.html_path.empty()) std::cout << "wrote " << f.html_path << " (HTML report: open in a browser)\n";
   }
   return result.plans.empty() ? 3 : 0;
 }
@@ -979,21 +1007,7 @@ int run_study_show(const std::string& locator, const std::string& name, bool jso
   const store::StudyStore& store = *opened;
   const std::string path = store.locator();  // a PostgreSQL URI with its password masked
   const std::vector<store::StudyInfo> studies = store.studies();
-  if (studies.empty()) throw Error(fmt::format("{}: holds no study", path));
-  const store::StudyInfo* study = nullptr;
-  std::vector<std::string> names;
-  // Without --study-name: the one study, leaving out retrains of a search's best (NAME.retrain.N).
-  const auto is_retrain = [](const store::StudyInfo& s) { return s.name.find(".retrain.") != std::string::npos; };
-  const auto searches = std::count_if(studies.begin(), studies.end(), [&](const auto& s) { return !is_retrain(s); });
-  for (const store::StudyInfo& s : studies) {
-    names.push_back(s.name);
-    if ((name.empty() && searches == 1 && !is_retrain(s)) || s.name == name) study = &s;
-  }
-  if (!study)
-    throw Error(fmt::format("{}: {}", path,
-                            name.empty() ? fmt::format("holds several studies; choose one with --study-name ({})",
-                                                       join(names))
-                                         : unknown_name_message("study", name, names)));
+  const store::StudyInfo* study = &choose_study(studies, name, path);
   const nlohmann::json identity = nlohmann::json::parse(study->config_json, nullptr, false);
   if (identity.is_object() && identity.value("kind", "") == "hpo") return show_hpo_study(path, *study, store, identity, json);
   const std::vector<store::StoredTrial> trials = store.trials(study->id);
@@ -1013,6 +1027,19 @@ int run_study_show(const std::string& locator, const std::string& name, bool jso
   std::cout << format_trials(trials, best);
   if (const std::string predictions = format_predictions(trials); !predictions.empty()) std::cout << "\n" << predictions;
   if (const std::string model = format_model(study->model_json); !model.empty()) std::cout << "\n" << model;
+  return 0;
+}
+
+// `paratune report STUDY --html FILE`: the study as one self-contained HTML page.
+int run_report(const std::string& locator, const std::string& name, const std::string& html_path) {
+  if (html_path.empty()) throw Error("report: give --html FILE (the report is one self-contained HTML file)");
+  if (!store::is_postgres_locator(locator) && !std::filesystem::exists(locator))
+    throw Error(fmt::format("{}: no such study file", locator));
+  const std::unique_ptr<store::StudyStore> store = store::open_store(locator);
+  const std::vector<store::StudyInfo> studies = store->studies();
+  const store::StudyInfo& study = choose_study(studies, name, store->locator());
+  write_file(html_path, study_html(*store, study));
+  std::cout << fmt::format("wrote {} (study '{}': HTML report, open in a browser)\n", html_path, study.name);
   return 0;
 }
 
@@ -1110,6 +1137,8 @@ int main(int argc, char** argv) {
                            "per-stage DPxTP meshes, e.g. 8x1,4x2,4x2,4x2 (Alpa-style; micro-batch = dp*mbs of --config)");
   simulate_cmd->add_option("--trace", sim_flags.trace_path, "write a Chrome trace-event JSON (Perfetto, chrome://tracing)");
   simulate_cmd->add_option("--svg", sim_flags.svg_path, "write an SVG timeline");
+  simulate_cmd->add_option("--html", sim_flags.html_path,
+                           "write a self-contained HTML report: the zoomable timeline and the stages (opens offline)");
   simulate_cmd->add_option("--harvest-ratio", sim_flags.harvest_ratio,
                            "Hydro's bubble harvest: how much tuning of the model's muP surrogate (every width / S) "
                            "fits into the pipeline bubbles, per stage and in GPU-hours per day")
@@ -1142,6 +1171,9 @@ int main(int argc, char** argv) {
   plan_cmd->add_option("--threads", plan_flags.threads, "worker threads (same result for every count)")
       ->capture_default_str()
       ->transform(whole_number(1, plan::kMaxPlanThreads));
+  plan_cmd->add_option("--html", plan_flags.html_path,
+                       "write a self-contained HTML report: ranked plans, time breakdown, memory per stage, the "
+                       "winner's timeline, the launch (opens offline)");
   plan_cmd->add_option("--emit", plan_flags.emit,
                        "search only what this framework can run and write its launch settings for the winner: "
                        "megatron | torchtitan | deepspeed, optionally @VERSION (megatron@core_v0.19.0; default: the "
@@ -1347,6 +1379,12 @@ int main(int argc, char** argv) {
   copy_cmd->add_option("--study", copy_name, "copy this study only (default: every study)");
   copy_cmd->add_flag("--json", json, "machine-readable summary");
 
+  std::string report_path, report_name, report_html;
+  auto* report_cmd = app.add_subcommand("report", "write a study as one self-contained HTML report (opens offline)");
+  report_cmd->add_option("study", report_path, "study store: SQLite file or postgresql:// URI")->required();
+  report_cmd->add_option("--study-name", report_name, "study within the store (needed when it holds several)");
+  report_cmd->add_option("--html", report_html, "the HTML file to write")->required();
+
   std::string runs_path, calibration_in, calibration_out;
   auto* validate_cmd = app.add_subcommand("validate", "compare predictions with published training runs");
   validate_cmd->add_option("--runs", runs_path, "CSV with the columns of published_runs.csv")->required();
@@ -1412,6 +1450,7 @@ int main(int argc, char** argv) {
     if (*harvest_cmd) return run_harvest_command(harvest_flags, json);
     if (*show_cmd) return run_study_show(show_path, show_name, json);
     if (*copy_cmd) return run_study_copy(copy_from, copy_to, copy_name, json);
+    if (*report_cmd) return run_report(report_path, report_name, report_html);
     const Calibration start = calibration_in.empty() ? default_calibration() : load_calibration(calibration_in);
     if (*validate_cmd) {
       const auto runs = read_published_runs(runs_path);

@@ -1,0 +1,29 @@
+// A stored study as one JSON document: what `paratune study show --json` prints, and what the HTML
+// study report and the live dashboard draw (report/html_page.h). Both kinds of study: searches of
+// parallel configurations (throughput) and hyperparameter studies (a metric objective).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "paratune/store/study_store.h"
+
+namespace paratune {
+
+// The study named `name` among `studies` (of the store at `locator`, for messages); with no name,
+// the one study that is not a retrain of a search's best (NAME.retrain.N). Throws Error naming the
+// locator and the studies there when there is none, or several and no name.
+const store::StudyInfo& choose_study(const std::vector<store::StudyInfo>& studies, const std::string& name,
+                                     const std::string& locator);
+
+// Everything known of `study`:
+//   study, config (its identity: space, command, steps, objective, pruner ...), kind ("hpo" or
+//   "configurations"), objective and direction (configurations: "throughput", "maximize"), best,
+//   status_counts, failures, trials[] (report/tune_report.h to_json, each with "value": the number
+//   a chart plots -- the objective, or the throughput -- and, in hyperparameter studies, "curve":
+//   [[step, value], ...] of the objective), curves (per-step best/median/worst) and importance
+//   (hyperparameter studies), model (the search's fitted model, or null).
+nlohmann::ordered_json study_data(const store::StudyStore& store, const store::StudyInfo& study);
+
+}  // namespace paratune

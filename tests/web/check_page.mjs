@@ -1,0 +1,75 @@
+// Loads a paratune HTML view in headless Chromium (Debian's /usr/bin/chromium, driven by
+// playwright-core from web/node_modules) as a person would, and checks it:
+//   - the page renders (body[data-rendered] set by report.js) without console errors or page errors;
+//   - every chart container has a drawn chart: data-points > 0 and, with the SVG renderer, that many
+//     drawn elements at least (--min-charts N: at least N such charts);
+//   - --expect-text T: the text T appears (repeatable);
+//   - --wait-text T: waits up to --wait-s seconds for T to appear (the live dashboard: a trial that
+//     finished after the page was opened);
+//   - --screenshot FILE: a full-page screenshot.
+// Prints one JSON line: {url, charts: [{id, points, drawn}], load_ms, errors}; exits 1 on a failed
+// check, 2 on bad arguments.
+import { chromium } from '../../web/node_modules/playwright-core/index.mjs';
+import { pathToFileURL } from 'node:url';
+import { existsSync } from 'node:fs';
+
+const args = process.argv.slice(2);
+const opts = { expect: [], wait: [], minCharts: 0, waitS: 60, width: 1366, height: 900 };
+for (let i = 0; i < args.length; i++) {
+  const a = args[i], v = args[i + 1];
+  if (a === '--page') { opts.page = v; i++; }
+  else if (a === '--screenshot') { opts.screenshot = v; i++; }
+  else if (a === '--min-charts') { opts.minCharts = Number(v); i++; }
+  else if (a === '--expect-text') { opts.expect.push(v); i++; }
+  else if (a === '--wait-text') { opts.wait.push(v); i++; }
+  else if (a === '--wait-s') { opts.waitS = Number(v); i++; }
+  else { console.error(`check_page: unknown argument ${a}`); process.exit(2); }
+}
+if (!opts.page) { console.error('check_page: --page FILE|URL is required'); process.exit(2); }
+const url = /^https?:/.test(opts.page) ? opts.page : pathToFileURL(opts.page).href;
+const executablePath = process.env.PARATUNE_CHROMIUM || '/usr/bin/chromium';
+if (!existsSync(executablePath)) { console.error(`check_page: no Chromium at ${executablePath}`); process.exit(2); }
+
+const browser = await chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-gpu'] });
+const failures = [];
+const errors = [];
+try {
+  const page = await browser.newPage({ viewport: { width: opts.width, height: opts.height } });
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text()}`); });
+  page.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
+  const start = Date.now();
+  await page.goto(url, { waitUntil: 'load', timeout: 120000 });
+  await page.waitForSelector('body[data-rendered]', { timeout: 120000 });
+  const loadMs = Date.now() - start;
+  for (const text of opts.wait) {
+    try {
+      await page.waitForFunction((t) => document.body.innerText.includes(t), text, { timeout: opts.waitS * 1000, polling: 250 });
+    } catch (e) {
+      failures.push(`"${text}" did not appear within ${opts.waitS} s`);
+    }
+  }
+  const charts = await page.$$eval('.chart', (divs) => divs.map((d) => ({
+    id: d.id,
+    points: Number(d.getAttribute('data-points') || 0),
+    svg: !!d.querySelector('svg'),
+    // Drawn marks: SVG shapes of the chart (axes and labels included; a chart with data has more).
+    drawn: d.querySelectorAll('svg path, svg rect, svg circle, svg polyline').length,
+    canvas: !!d.querySelector('canvas'),
+  })));
+  const withData = charts.filter((c) => c.points > 0 && ((c.svg && c.drawn >= Math.min(c.points, 50)) || c.canvas));
+  if (withData.length < opts.minCharts)
+    failures.push(`${withData.length} charts with drawn data points, expected at least ${opts.minCharts}: ${JSON.stringify(charts)}`);
+  const body = await page.evaluate(() => document.body.innerText);
+  for (const text of opts.expect) if (!body.includes(text)) failures.push(`"${text}" not on the page`);
+  if (opts.screenshot) await page.screenshot({ path: opts.screenshot, fullPage: true });
+  for (const e of errors) failures.push(e);
+  console.log(JSON.stringify({ url, load_ms: loadMs, charts, errors }));
+} catch (e) {
+  failures.push(String(e && e.message ? e.message : e));
+} finally {
+  await browser.close();
+}
+if (failures.length) {
+  for (const f of failures) console.error(`check_page: ${f}`);
+  process.exit(1);
+}
