@@ -33,6 +33,7 @@
 #include "paratune/hpo/sampler.h"
 #include "paratune/hpo/study.h"
 #include "paratune/plan/planner.h"
+#include "paratune/dashboard/server.h"
 #include "paratune/report/estimate_report.h"
 #include "paratune/report/harvest_report.h"
 #include "paratune/report/hpo_report.h"
@@ -1043,6 +1044,23 @@ int run_report(const std::string& locator, const std::string& name, const std::s
   return 0;
 }
 
+// `paratune dashboard STUDY`: the study's views, live, until Ctrl-C.
+int run_dashboard(dashboard::DashboardOptions options, const std::string& poll) {
+  options.poll_s = optional_duration(poll, "--poll");
+  dashboard::DashboardServer server(options);
+  const int port = server.bind();
+  if (options.host != "127.0.0.1" && options.host != "localhost" && options.host != "::1")
+    std::cerr << fmt::format("paratune dashboard: warning: listening on {}, not only this machine: anyone who can reach "
+                             "it can read the study (its commands, parameters and paths); there is no login\n",
+                             options.host);
+  std::cout << fmt::format("paratune dashboard: {} at http://{}:{}/ (Ctrl-C to stop)\n",
+                           store::mask_locator(options.locator), options.host, port)
+            << std::flush;
+  install_stop_handlers();
+  server.serve(g_stop_signal);
+  return 0;
+}
+
 // `paratune study copy FROM TO [--study NAME]`.
 int run_study_copy(const std::string& from_locator, const std::string& to_locator, const std::string& name, bool json) {
   if (!store::is_postgres_locator(from_locator) && !std::filesystem::exists(from_locator))
@@ -1385,6 +1403,19 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--study-name", report_name, "study within the store (needed when it holds several)");
   report_cmd->add_option("--html", report_html, "the HTML file to write")->required();
 
+  dashboard::DashboardOptions dashboard_options;
+  std::string dashboard_poll = "2s";
+  auto* dashboard_cmd = app.add_subcommand(
+      "dashboard", "serve a study's report live over HTTP while `paratune tune` runs (reads the store only)");
+  dashboard_cmd->add_option("study", dashboard_options.locator, "study store: SQLite file or postgresql:// URI (it may "
+                                                                "not exist yet: the page waits for it)")->required();
+  dashboard_cmd->add_option("--study-name", dashboard_options.study_name, "study within the store (needed when it holds several)");
+  dashboard_cmd->add_option("--host", dashboard_options.host, "address to listen on (default 127.0.0.1: this machine "
+                                                              "only; another address warns: there is no login)")
+      ->capture_default_str();
+  dashboard_cmd->add_option("--port", dashboard_options.port, "port (0: any free one, printed)")->capture_default_str();
+  dashboard_cmd->add_option("--poll", dashboard_poll, "how often the page reads the study")->capture_default_str();
+
   std::string runs_path, calibration_in, calibration_out;
   auto* validate_cmd = app.add_subcommand("validate", "compare predictions with published training runs");
   validate_cmd->add_option("--runs", runs_path, "CSV with the columns of published_runs.csv")->required();
@@ -1451,6 +1482,7 @@ int main(int argc, char** argv) {
     if (*show_cmd) return run_study_show(show_path, show_name, json);
     if (*copy_cmd) return run_study_copy(copy_from, copy_to, copy_name, json);
     if (*report_cmd) return run_report(report_path, report_name, report_html);
+    if (*dashboard_cmd) return run_dashboard(dashboard_options, dashboard_poll);
     const Calibration start = calibration_in.empty() ? default_calibration() : load_calibration(calibration_in);
     if (*validate_cmd) {
       const auto runs = read_published_runs(runs_path);

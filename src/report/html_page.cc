@@ -50,7 +50,7 @@ std::string html_page(const std::string& title, const nlohmann::ordered_json& da
   page.reserve(echarts.size() + json.size() + 65536);
   page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"generator\" "
-          "content=\"paratune\">\n<title>";
+          "content=\"paratune\">\n<link rel=\"icon\" href=\"data:,\">\n<title>";
   page += escape_html(title);
   page += "</title>\n<style>\n";
   page += detail::web_asset("report.css");

@@ -312,7 +312,7 @@ class PostgresStudyStore::Lock final : public ControllerLock {
   bool shared_;
 };
 
-PostgresStudyStore::PostgresStudyStore(const std::string& uri) : locator_(mask_locator(uri)) {
+PostgresStudyStore::PostgresStudyStore(const std::string& uri, Access access) : locator_(mask_locator(uri)) {
   // Defaults first: the URI's own parameters, expanded from dbname, override them.
   const char* keywords[] = {"connect_timeout", "fallback_application_name", "dbname", nullptr};
   const char* values[] = {"10", "paratune", uri.c_str(), nullptr};
@@ -329,7 +329,18 @@ PostgresStudyStore::PostgresStudyStore(const std::string& uri) : locator_(mask_l
   try {
     // Shortest exact text for doubles (PostgreSQL 12+: any value > 0).
     run(conn_, locator_, "SET extra_float_digits = 3");
-    create_schema();
+    if (access == Access::kReadOnly) {
+      run(conn_, locator_, "SET default_transaction_read_only = on");
+      if (run(conn_, locator_, "SELECT to_regclass('paratune_meta') IS NOT NULL").text(0, 0) != "t")
+        throw Error(fmt::format("study store {}: holds no paratune schema", locator_));
+      const Result version = run(conn_, locator_, "SELECT value FROM paratune_meta WHERE key = 'schema_version'");
+      const std::int64_t found = version.rows() ? version.integer(0, 0) : 0;
+      if (found != kSchemaVersion)
+        throw Error(fmt::format("study store {}: schema version {} is not this paratune's ({})", locator_, found,
+                                kSchemaVersion));
+    } else {
+      create_schema();
+    }
   } catch (const Error&) {
     PQfinish(conn_);
     conn_ = nullptr;

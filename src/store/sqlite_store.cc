@@ -162,9 +162,9 @@ class Transaction {
 };
 
 }  // namespace
-SqliteStudyStore::SqliteStudyStore(const std::filesystem::path& path) : path_(path) {
-  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK) {
+SqliteStudyStore::SqliteStudyStore(const std::filesystem::path& path, Access access) : path_(path) {
+  const int flags = access == Access::kReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  if (sqlite3_open_v2(path.c_str(), &db_, flags | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
     const std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
     throw Error(fmt::format("study file {}: cannot open: {}", path.string(), message));
@@ -179,6 +179,14 @@ SqliteStudyStore::SqliteStudyStore(const std::filesystem::path& path) : path_(pa
     return found;
   };
   try {
+    if (access == Access::kReadOnly) {
+      if (const std::int64_t found = version(); found != kSchemaVersion)
+        throw Error(found == 0 ? std::string("it holds no paratune schema")
+                               : fmt::format("schema version {} is older than this paratune's ({}): open it once with "
+                                             "`paratune study show` to upgrade it",
+                                             found, kSchemaVersion));
+      return;
+    }
     version();
     // Switching to WAL takes the file's exclusive lock without waiting on the busy handler: while
     // another process opens the same new file at once it is busy, for a moment.

@@ -68,9 +68,9 @@ std::string mask_locator(const std::string& locator) {
   return out;
 }
 
-std::unique_ptr<StudyStore> open_store(const std::string& locator) {
-  if (is_postgres_locator(locator)) return std::make_unique<PostgresStudyStore>(locator);
-  return std::make_unique<SqliteStudyStore>(locator);
+std::unique_ptr<StudyStore> open_store(const std::string& locator, Access access) {
+  if (is_postgres_locator(locator)) return std::make_unique<PostgresStudyStore>(locator, access);
+  return std::make_unique<SqliteStudyStore>(locator, access);
 }
 
 }  // namespace paratune::store

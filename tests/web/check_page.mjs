@@ -5,13 +5,16 @@
 //     drawn elements at least (--min-charts N: at least N such charts);
 //   - --expect-text T: the text T appears (repeatable);
 //   - --wait-text T: waits up to --wait-s seconds for T to appear (the live dashboard: a trial that
-//     finished after the page was opened);
-//   - --screenshot FILE: a full-page screenshot.
+//     finished after the page was opened); --initial-not-text T: T must not be there when the page
+//     first renders (so what appears later came through the live updates); --ready-file F: F is
+//     written once the page has first rendered (a test starts the study only then);
+//   - --screenshot FILE: a screenshot of the first screen (JPEG when FILE ends in .jpg: small enough
+//     to keep in docs/), or of the whole page with --full-page.
 // Prints one JSON line: {url, charts: [{id, points, drawn}], load_ms, errors}; exits 1 on a failed
 // check, 2 on bad arguments.
 import { chromium } from '../../web/node_modules/playwright-core/index.mjs';
 import { pathToFileURL } from 'node:url';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 
 const args = process.argv.slice(2);
 const opts = { expect: [], wait: [], minCharts: 0, waitS: 60, width: 1366, height: 900 };
@@ -22,7 +25,10 @@ for (let i = 0; i < args.length; i++) {
   else if (a === '--min-charts') { opts.minCharts = Number(v); i++; }
   else if (a === '--expect-text') { opts.expect.push(v); i++; }
   else if (a === '--wait-text') { opts.wait.push(v); i++; }
+  else if (a === '--initial-not-text') { opts.notInitially = v; i++; }
+  else if (a === '--ready-file') { opts.readyFile = v; i++; }
   else if (a === '--wait-s') { opts.waitS = Number(v); i++; }
+  else if (a === '--full-page') { opts.fullPage = true; }
   else { console.error(`check_page: unknown argument ${a}`); process.exit(2); }
 }
 if (!opts.page) { console.error('check_page: --page FILE|URL is required'); process.exit(2); }
@@ -41,6 +47,9 @@ try {
   await page.goto(url, { waitUntil: 'load', timeout: 120000 });
   await page.waitForSelector('body[data-rendered]', { timeout: 120000 });
   const loadMs = Date.now() - start;
+  if (opts.notInitially !== undefined && (await page.evaluate(() => document.body.innerText)).includes(opts.notInitially))
+    failures.push(`"${opts.notInitially}" was there when the page first rendered`);
+  if (opts.readyFile) writeFileSync(opts.readyFile, `${loadMs}\n`);
   for (const text of opts.wait) {
     try {
       await page.waitForFunction((t) => document.body.innerText.includes(t), text, { timeout: opts.waitS * 1000, polling: 250 });
@@ -61,7 +70,10 @@ try {
     failures.push(`${withData.length} charts with drawn data points, expected at least ${opts.minCharts}: ${JSON.stringify(charts)}`);
   const body = await page.evaluate(() => document.body.innerText);
   for (const text of opts.expect) if (!body.includes(text)) failures.push(`"${text}" not on the page`);
-  if (opts.screenshot) await page.screenshot({ path: opts.screenshot, fullPage: true });
+  if (opts.screenshot) {
+    const jpeg = /\.jpe?g$/i.test(opts.screenshot);
+    await page.screenshot({ path: opts.screenshot, fullPage: !!opts.fullPage, type: jpeg ? 'jpeg' : 'png', quality: jpeg ? 70 : undefined });
+  }
   for (const e of errors) failures.push(e);
   console.log(JSON.stringify({ url, load_ms: loadMs, charts, errors }));
 } catch (e) {

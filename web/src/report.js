@@ -398,7 +398,8 @@
       head.appendChild(live);
     }
     if (!trials.length) {
-      var empty = document.getElementById('study-empty') || el('section', { id: 'study-empty', cls: 'card' }, el('p', { text: 'No trials yet.' }));
+      var empty = document.getElementById('study-empty') || el('section', { id: 'study-empty', cls: 'card' }, el('p'));
+      empty.firstChild.textContent = d.waiting ? d.waiting : 'No trials yet.';
       app.appendChild(empty);
       return;
     }

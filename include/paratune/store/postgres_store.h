@@ -28,7 +28,8 @@ class PostgresStudyStore final : public StudyStore {
  public:
   // Connects and creates (or checks) the schema. Throws Error naming the masked locator when the
   // server cannot be reached, refuses the login, or holds a newer schema.
-  explicit PostgresStudyStore(const std::string& uri);
+  // kReadOnly: every transaction of the session is read-only, and the schema must be there already.
+  explicit PostgresStudyStore(const std::string& uri, Access access = Access::kReadWrite);
   ~PostgresStudyStore() override;
 
   [[nodiscard]] std::string locator() const override { return locator_; }

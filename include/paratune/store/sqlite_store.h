@@ -16,8 +16,9 @@ namespace paratune::store {
 class SqliteStudyStore final : public StudyStore {
  public:
   // Opens (creating if needed) the study file. Throws Error naming the file if it cannot be opened,
-  // is not a paratune study or has a newer schema.
-  explicit SqliteStudyStore(const std::filesystem::path& path);
+  // is not a paratune study or has a newer schema. kReadOnly: an existing file of the current schema
+  // only, opened read-only (WAL: reading never blocks the controller writing it).
+  explicit SqliteStudyStore(const std::filesystem::path& path, Access access = Access::kReadWrite);
   ~SqliteStudyStore() override;
 
   [[nodiscard]] std::string locator() const override { return path_.string(); }

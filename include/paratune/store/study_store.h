@@ -46,6 +46,11 @@ namespace paratune::store {
 // The schema version both stores write (see above).
 inline constexpr int kSchemaVersion = 4;
 
+// How a store is opened. kReadOnly (the dashboard, reports): nothing is created, upgraded or
+// written, so a reader never blocks or slows a running study; a store without the current schema
+// is an Error.
+enum class Access { kReadWrite, kReadOnly };
+
 struct StoredTrial {
   std::int64_t id = 0;
   int number = 0;              // 1, 2, ... within its study, in start order
@@ -238,7 +243,7 @@ class StudyStore {
 // The store a locator names: "postgresql://..." or "postgres://..." is a libpq connection URI
 // (PostgresStudyStore), anything else the path of an SQLite file (SqliteStudyStore), created if
 // needed. Throws Error naming the locator (password masked) when it cannot be opened.
-std::unique_ptr<StudyStore> open_store(const std::string& locator);
+std::unique_ptr<StudyStore> open_store(const std::string& locator, Access access = Access::kReadWrite);
 
 // Why claim_trial marked a dead worker's trial interrupted at `now_unix_s`: "worker HOST:PID sent
 // no heartbeat for N s" (N whole seconds since its last heartbeat, or its start if it had none).
