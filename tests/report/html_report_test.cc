@@ -74,9 +74,24 @@ TEST(HtmlReport, APrunedStudyShowsEveryView) {
   const Result r = hpo_study(dir, "--curve", "--algo tpe --seed 2 --pruner median --steps 9 --max-trials 14");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // History (2), timeline, parallel coordinates, 2 slices, importance, learning curves: 8 charts.
-  const std::string out = report_and_check(dir, "study.jpg", "--min-charts 8 --expect-text 'Learning curves' "
+  const std::string out = report_and_check(dir, "study.png", "--min-charts 8 --expect-text 'Learning curves' "
                                                               "--expect-text 'Parameter importance' --expect-text 'Best: trial'");
   EXPECT_NE(out.find("\"id\":\"chart-curves\""), std::string::npos) << out;
+}
+
+// A search of parallel configurations by Bayesian optimization: what the model predicted for each
+// trial it chose, next to what the trial measured.
+TEST(HtmlReport, AConfigurationStudyShowsPredictedAgainstMeasured) {
+  PARATUNE_NEED_SERVER(browser_problem());
+  const auto dir = fresh_dir("configurations");
+  write_file(dir / "space.yaml", "parameters:\n  a: [1, 2, 3, 4]\n  b: [1, 2, 3]\n");
+  const Result r = run(fmt::format("tune --space {} --study {} --trials-dir {} --command '{} --step-time 0.00{{a}}{{b}}' "
+                                   "--steps 4 --algo bo --initial 3 --min-steps 2 --max-trials 8",
+                                   (dir / "space.yaml").string(), (dir / "s.db").string(), (dir / "trials").string(),
+                                   PARATUNE_FAKE_TRIAL));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string out = report_and_check(dir, "study-configurations.png", "--min-charts 7 --expect-text 'Predicted vs measured'");
+  EXPECT_NE(out.find("\"id\":\"chart-predicted\""), std::string::npos) << out;
 }
 
 TEST(HtmlReport, AStudyOfOneTrialAndOneOfOnlyFailedTrialsOpen) {

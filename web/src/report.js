@@ -50,6 +50,7 @@
 
   function seconds(s) {
     if (s === null || s === undefined || !isFinite(s)) return '-';
+    if (s === 0) return '0 s';
     if (s >= 3600) return (s / 3600).toFixed(2) + ' h';
     if (s >= 60) return (s / 60).toFixed(1) + ' min';
     if (s >= 1) return s.toFixed(2) + ' s';
