@@ -1,6 +1,7 @@
 // `paratune tune --study postgresql://...` end to end (a parallel-configuration study and a
-// hyperparameter study, with real trial processes), `study show` and `study copy` on it, and a bad
-// locator's exit code.
+// hyperparameter study, with real trial processes), `study show`, `study copy`, `report` and
+// `dashboard` on it, and a bad locator's exit code.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -16,6 +17,7 @@ namespace {
 
 using paratune::testing::Result;
 using paratune::testing::run;
+using paratune::testing::run_command;
 
 std::filesystem::path fresh_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_pg_cli", name); }
 
@@ -61,6 +63,41 @@ TEST(PostgresCli, TuneStudyShowAndCopy) {
   const Result twice = run("study copy " + db + " " + file);
   EXPECT_EQ(twice.exit_code, 2) << twice.output;
   EXPECT_NE(twice.output.find("already holds a study 'main'"), std::string::npos) << twice.output;
+}
+
+// `paratune dashboard` on `locator`: what GET /api/study answers (the server is stopped after).
+std::string dashboard_answer(const std::string& locator, const std::filesystem::path& dir) {
+  const std::string out = (dir / "dashboard.out").string();
+  return run_command(fmt::format(
+                         "{} dashboard '{}' --port 0 > {} 2>&1 & pid=$!; url=; for i in $(seq 200); do "
+                         "url=$(grep -o 'http://127.0.0.1:[0-9]*/' {}); [ -n \"$url\" ] && break; sleep 0.05; done; "
+                         "curl -s \"${{url}}api/study\"; kill $pid; wait $pid",
+                         PARATUNE_BINARY, locator, out, out))
+      .output;
+}
+
+TEST(PostgresCli, ReportAndDashboardReadTheStudyWithoutWriting) {
+  PARATUNE_NEED_POSTGRES();
+  const auto dir = fresh_dir("dashboard");
+  // A database without paratune's schema: the dashboard says so, and creates nothing (read-only).
+  const std::string empty = fresh_locator("postgres");
+  const nlohmann::json waiting = nlohmann::json::parse(dashboard_answer(empty, dir));
+  EXPECT_NE(waiting["waiting"].get<std::string>().find("holds no paratune schema"), std::string::npos) << waiting.dump();
+  EXPECT_THROW(paratune::testing::PostgresServer::execute(empty, "SELECT 1 FROM paratune_meta"), std::runtime_error)
+      << "the dashboard created paratune's schema";
+
+  const std::string db = fresh_locator("postgres");
+  std::ofstream(dir / "space.yaml") << "parameters:\n  st: [0.02, 0.01]\n";
+  const Result r = run("tune --space " + (dir / "space.yaml").string() + " --study " + db + " --trials-dir " +
+                       (dir / "trials").string() + " --command '" + PARATUNE_FAKE_TRIAL + " --step-time {st}' --steps 4");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json live = nlohmann::json::parse(dashboard_answer(db, dir));
+  EXPECT_EQ(live["study"], "main") << live.dump();
+  EXPECT_EQ(live["trials"].size(), 2u) << live.dump();
+  EXPECT_EQ(live["kind"], "configurations");
+  const Result report = run("report " + db + " --html " + (dir / "s.html").string());
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  EXPECT_GT(std::filesystem::file_size(dir / "s.html"), 100000u);
 }
 
 TEST(PostgresCli, HyperparameterStudy) {

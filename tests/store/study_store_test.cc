@@ -71,6 +71,39 @@ TEST(SqliteStudyStore, RejectsFilesThatAreNotStudies) {
   }
 }
 
+// Read-only (the dashboard, reports): a missing file is not created, a file that is not a study is
+// refused, and a study is read without a byte of the file changing.
+TEST(SqliteStudyStore, ReadOnlyCreatesAndWritesNothing) {
+  const std::filesystem::path missing = fresh_file("missing.db");
+  EXPECT_THROW(SqliteStudyStore(missing, Access::kReadOnly), Error);
+  EXPECT_FALSE(std::filesystem::exists(missing));
+  const std::filesystem::path garbage = fresh_file("garbage.db");
+  std::ofstream(garbage) << "hello, this is not SQLite\n";
+  try {
+    SqliteStudyStore store(garbage, Access::kReadOnly);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(garbage.string()), std::string::npos) << e.what();
+  }
+  const std::filesystem::path file = fresh_file("read-only.db");
+  {
+    SqliteStudyStore writer(file);
+    const std::int64_t study = writer.open_study("s", "{}");
+    writer.finish_trial(writer.begin_trial(study, R"({"a":1})", "{}", "cmd", "/tmp/t").first, completed(0.5));
+  }
+  const auto bytes = [](const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string before = bytes(file);
+  const std::unique_ptr<StudyStore> reader = open_store(file.string(), Access::kReadOnly);
+  const std::vector<StudyInfo> studies = reader->studies();
+  ASSERT_EQ(studies.size(), 1u);
+  EXPECT_EQ(reader->trials(studies[0].id, true).size(), 1u);
+  EXPECT_THROW(reader->open_study("t", "{}"), Error);  // a write is refused
+  EXPECT_EQ(bytes(file), before);
+}
+
 // A writer killed with SIGKILL loses no finished trial; the one it was running is found "running".
 TEST_P(StoreTest, SigkillOfTheWriterLosesNoFinishedTrial) {
   const pid_t pid = fork();
