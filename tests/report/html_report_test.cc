@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -90,7 +91,8 @@ TEST(HtmlReport, AConfigurationStudyShowsPredictedAgainstMeasured) {
                                    (dir / "space.yaml").string(), (dir / "s.db").string(), (dir / "trials").string(),
                                    PARATUNE_FAKE_TRIAL));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const std::string out = report_and_check(dir, "study-configurations.png", "--min-charts 7 --expect-text 'Predicted vs measured'");
+  const std::string out = report_and_check(dir, "study-configurations.png", "--min-charts 7 --expect-text 'Predicted vs measured' "
+                                                                            "--expect-text 'predicted steps/s'");
   EXPECT_NE(out.find("\"id\":\"chart-predicted\""), std::string::npos) << out;
 }
 
@@ -232,6 +234,32 @@ TEST(HtmlReport, TheLiveDashboardShowsTrialsThatFinishAfterItOpened) {
                                       PARATUNE_FUNCTION_TRIAL));
   ASSERT_EQ(tune.exit_code, 0) << tune.output;
   EXPECT_EQ(page.wait(150), 0) << paratune::testing::read_file(dir / "page.out");
+}
+
+// The dashboard on a file that is not a study: it says why on the page and in /api/study, and keeps
+// serving; many requests at once (many tabs) are all answered.
+TEST(HtmlReport, TheDashboardSurvivesACorruptFileAndManyTabs) {
+  const auto dir = fresh_dir("corrupt");
+  write_file(dir / "s.db", "this is not an SQLite file\n");
+  const Child dashboard(fmt::format("{} dashboard {} --port 0 > {} 2>&1", PARATUNE_BINARY, (dir / "s.db").string(),
+                                    (dir / "dashboard.out").string()));
+  std::string url;
+  for (int i = 0; i < 200 && url.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::smatch m;
+    const std::string text = paratune::testing::read_file(dir / "dashboard.out");
+    if (std::regex_search(text, m, std::regex("http://127\\.0\\.0\\.1:[0-9]+/"))) url = m.str();
+  }
+  ASSERT_FALSE(url.empty()) << paratune::testing::read_file(dir / "dashboard.out");
+  const Result answer = run_command(fmt::format("curl -s '{}api/study'", url));
+  EXPECT_NE(answer.output.find("not a paratune study file"), std::string::npos) << answer.output;
+  // 40 requests at once, pages and data: every one answered 200.
+  const Result many = run_command(fmt::format(
+      "for i in $(seq 20); do curl -s -o /dev/null -w '%{{http_code}}\\n' '{}' & curl -s -o /dev/null -w "
+      "'%{{http_code}}\\n' '{}api/study' & done; wait",
+      url, url));
+  EXPECT_EQ(std::count(many.output.begin(), many.output.end(), '\n'), 40) << many.output;
+  EXPECT_EQ(many.output.find_first_not_of("200\n"), std::string::npos) << many.output;
 }
 
 }  // namespace

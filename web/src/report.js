@@ -584,6 +584,14 @@
       { title: d.objective, value: function (t) { return t.value; }, format: function (v) { return num(v, 6); } }
     ];
     names.forEach(function (k) { columns.push({ title: k, value: function (t) { return t.params ? t.params[k] : null; }, format: function (v) { return typeof v === 'number' ? num(v) : (v === undefined || v === null ? '-' : String(v)); } }); });
+    // What only paratune knows: the search's prediction for the trial, next to its measurement.
+    var predictionOf = function (t) {
+      if (!t.prediction) return null;
+      if (typeof t.prediction.predicted_throughput === 'number') return t.prediction.predicted_throughput;
+      return typeof t.prediction.prior_throughput === 'number' ? t.prediction.prior_throughput : null;
+    };
+    if (trials.some(function (t) { return predictionOf(t) !== null; }))
+      columns.push({ title: 'predicted steps/s', value: predictionOf, format: function (v) { return num(v, 4); } });
     columns.push({ title: 'steps', value: function (t) { return t.steps; } });
     if (trials.some(function (t) { return t.rung !== null && t.rung !== undefined; })) columns.push({ title: 'rung', value: function (t) { return t.rung; } });
     columns.push({ title: 'duration', value: function (t) { return t.ended_unix_s > 0 ? t.ended_unix_s - t.started_unix_s : null; }, format: seconds });
