@@ -381,11 +381,13 @@ std::string format_progress(const std::vector<tune::TrialProgress>& running, con
       if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
     params.push_back(std::move(p));
   }
-  const auto metric = std::find_if(running.begin(), running.end(),
-                                   [](const tune::TrialProgress& r) { return !r.metric_name.empty(); });
+  // A metric objective: its value and step; otherwise the step time and steps/s.
+  const auto with_metric = std::find_if(running.begin(), running.end(),
+                                        [](const tune::TrialProgress& r) { return !r.metric_name.empty(); });
+  const bool metric = with_metric != running.end();
   Column number{"trial", {}}, status{"status", {}, false}, steps{"steps", {}}, elapsed{"elapsed", {}};
-  Column latest{metric != running.end() ? metric->metric_name : "step time", {}};
-  Column latest_2{metric != running.end() ? "at step" : "steps/s", {}};
+  Column latest{metric ? with_metric->metric_name : "step time", {}};
+  Column latest_detail{metric ? "at step" : "steps/s", {}};
   Column words{"parameters", {}, false};
   std::vector<Column> param_columns;
   for (const std::string& name : names) param_columns.push_back({name, {}, false});
@@ -396,19 +398,19 @@ std::string format_progress(const std::vector<tune::TrialProgress>& running, con
       param_columns[k].cells.push_back(params[i].contains(names[k]) ? param_cell(params[i][names[k]]) : "-");
     words.cells.push_back(params_words(r.params_json));
     status.cells.push_back(r.status);
-    if (metric != running.end()) {
+    if (metric) {
       latest.cells.push_back(r.metric_value ? fmt::format("{:.6g}", *r.metric_value) : "-");
-      latest_2.cells.push_back(r.metric_value ? std::to_string(r.metric_step) : "-");
+      latest_detail.cells.push_back(r.metric_value ? std::to_string(r.metric_step) : "-");
     } else {
       latest.cells.push_back(r.last_step_time_s > 0 ? units::format_duration(r.last_step_time_s) : "-");
-      latest_2.cells.push_back(r.last_step_time_s > 0 ? fmt::format("{:.4g}", 1 / r.last_step_time_s) : "-");
+      latest_detail.cells.push_back(r.last_step_time_s > 0 ? fmt::format("{:.4g}", 1 / r.last_step_time_s) : "-");
     }
     steps.cells.push_back(fmt::format("{}/{}", r.steps, r.max_steps));
     elapsed.cells.push_back(clock(r.elapsed_s));
   }
   std::vector<Column> columns{number};
   columns.insert(columns.end(), param_columns.begin(), param_columns.end());
-  for (Column* c : {&status, &latest, &latest_2, &steps, &elapsed}) columns.push_back(*c);
+  for (Column* c : {&status, &latest, &latest_detail, &steps, &elapsed}) columns.push_back(*c);
   for (Column& c : columns) c.width = natural_width(c);
   if (v.width > 0 && table_width(columns) > v.width) {
     // One column of words instead, as wide as what is left (at least 10), cut to fit.
