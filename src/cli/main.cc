@@ -22,6 +22,7 @@
 #include "flag_checks.h"
 #include "option_flags.h"
 #include "paratune/calib/published_runs.h"
+#include "plan_progress.h"
 #include "progress_line.h"
 #include "paratune/cost/estimate.h"
 #include "paratune/cost/surrogate_footprint.h"
@@ -377,7 +378,13 @@ int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
   options.baselines = !f.no_baselines;
   options.framework = framework;  // --emit X: search only what X can run
   const Calibration calibration = calibration_from(setup);
-  const plan::PlanResult result = plan::plan(model, cluster, training, options, calibration);
+  plan::PlanProgress progress;  // shown on a terminal when the search takes more than a second
+  options.progress = &progress;
+  plan::PlanResult result;
+  {
+    cli::PlanProgressDisplay display(progress, cli::progress_after_s());
+    result = plan::plan(model, cluster, training, options, calibration);
+  }
 
   std::optional<LaunchSettings> launch;
   if (framework && !result.plans.empty())
@@ -494,12 +501,18 @@ void install_stop_handlers() {
   sigaction(SIGTERM, &action, nullptr);
 }
 
-// Progress of a study on stderr: on a terminal a live block (running trials, best so far) under
-// the log of started and finished trials; otherwise only the log lines.
+// Progress of a study on stderr: on a terminal a live block (a status line and a table of the
+// running trials, report/tune_report.h format_progress) under the log of started and finished
+// trials; otherwise only the log lines. max_trials and budget_s: the run's --max-trials and
+// --budget (0: none), for the ETA.
 class ConsoleObserver final : public tune::StudyObserver {
  public:
-  explicit ConsoleObserver(std::uint64_t valid_points)
-      : terminal_(::isatty(STDERR_FILENO) != 0), valid_points_(valid_points), start_(std::chrono::steady_clock::now()) {}
+  ConsoleObserver(std::uint64_t valid_points, int max_trials, double budget_s)
+      : terminal_(::isatty(STDERR_FILENO) != 0), start_(std::chrono::steady_clock::now()) {
+    view_.valid_points = valid_points;
+    view_.max_trials = max_trials;
+    view_.budget_s = budget_s;
+  }
   ~ConsoleObserver() override { clear(); }
 
   void trial_started(const store::StoredTrial& t) override { log(format_trial_started(t)); }
@@ -507,15 +520,21 @@ class ConsoleObserver final : public tune::StudyObserver {
   void note(const std::string& line) override { log(line); }
   void progress(const std::vector<tune::TrialProgress>& running, int finished, const store::StoredTrial* best) override {
     if (!terminal_) return;
+    // The first count is what the store had (reused trials): the ETA's rate counts this run's.
+    if (!finished_before_) finished_before_ = finished;
     clear();
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    view_.finished = finished;
+    view_.finished_this_run = std::max(0, finished - *finished_before_);
+    view_.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    view_.best = best;
     // Lines cut to the terminal's width: a wrapped line would break the cursor-up count.
     winsize size{};
-    const std::size_t width = ::ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 1 ? size.ws_col - 1 : 200;
-    std::istringstream block(format_progress(running, finished, valid_points_, elapsed, best));
+    view_.width = ::ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 1 ? size.ws_col - 1 : 200;
+    std::istringstream block(format_progress(running, view_));
+    view_.best = nullptr;  // not kept past the call
     drawn_lines_ = 0;
     for (std::string line; std::getline(block, line); ++drawn_lines_)
-      std::fprintf(stderr, "%s\n", line.substr(0, width).c_str());
+      std::fprintf(stderr, "%s\n", line.substr(0, view_.width).c_str());
     std::fflush(stderr);
   }
 
@@ -532,7 +551,8 @@ class ConsoleObserver final : public tune::StudyObserver {
     drawn_lines_ = 0;
   }
   bool terminal_;
-  std::uint64_t valid_points_;
+  ProgressView view_;
+  std::optional<int> finished_before_;
   std::chrono::steady_clock::time_point start_;
   int drawn_lines_ = 0;
 };
@@ -760,7 +780,7 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   install_stop_handlers();
   hpo::HpoSummary summary;
   {
-    ConsoleObserver observer(0);
+    ConsoleObserver observer(0, options.max_trials, options.budget_s);
     summary = hpo::run_hpo(space, options, *store, backend, *sampler, *pruner, observer, g_stop_signal);
   }
   if (!json) std::cout << format_hpo_study(summary) << std::flush;  // before the retrain, which may take long
@@ -956,7 +976,7 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   install_stop_handlers();
   tune::StudySummary summary;
   {
-    ConsoleObserver observer(valid);
+    ConsoleObserver observer(valid, options.max_trials, options.budget_s);
     summary = tune::run_study(space, options, *store, backend, *algorithm, observer, g_stop_signal);
   }
   if (json) write_json(to_json(summary));

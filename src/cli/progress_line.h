@@ -1,8 +1,10 @@
 // One status line on stderr that rewrites itself ("\r"), shown only when stderr is a terminal: a
 // piped or redirected run prints nothing extra. At most ten updates a second, so a caller may
-// report as often as it likes; cleared when it goes out of scope.
+// report as often as it likes; cut to the terminal's width (a wrapped line would not be erased);
+// cleared when it goes out of scope.
 #pragma once
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -32,7 +34,9 @@ class ProgressLine {
     if (shown_ && now - last_ < std::chrono::milliseconds(100)) return;
     last_ = now;
     shown_ = true;
-    std::fprintf(stderr, "\r\033[K%s", text.c_str());
+    winsize size{};
+    const std::size_t width = ::ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 1 ? size.ws_col - 1 : 200;
+    std::fprintf(stderr, "\r\033[K%s", text.substr(0, width).c_str());
     std::fflush(stderr);
   }
 

@@ -921,9 +921,27 @@ class Controller {
       for (const std::string& id : ids) {
         const auto it = live_.find(id);
         if (it == live_.end()) continue;
-        progress.push_back({it->second.number, it->second.params_json, running.slot,
-                            static_cast<std::size_t>(it->second.steps_done) + running.steps,
-                            static_cast<int>(it->second.target), running.elapsed_s, running.last_step_time_s});
+        const Live& live = it->second;
+        tune::TrialProgress& row = progress.emplace_back();
+        row.number = live.number;
+        row.params_json = live.params_json;
+        row.slot = running.slot;
+        row.steps = static_cast<std::size_t>(live.steps_done) + running.steps;
+        row.max_steps = static_cast<int>(live.target);
+        row.elapsed_s = running.elapsed_s;
+        row.last_step_time_s = running.last_step_time_s;
+        row.status = live.promotion ? "promoted" : ids.size() > 1 ? "fused" : "running";
+        if (!throughput_objective_) {
+          row.metric_name = options_.objective;
+          // The record's curve; a promotion run again from step 0 still shows its old one until the
+          // run's first value (Live::old_curve_shown), which is not this run's.
+          const auto record = std::find_if(records_.begin(), records_.end(),
+                                            [&](const TrialRecord& r) { return r.number == live.number; });
+          if (record != records_.end() && !record->curve.empty() && !live.old_curve_shown) {
+            row.metric_value = record->curve.back().value;
+            row.metric_step = record->curve.back().step;
+          }
+        }
       }
     }
     const int done = static_cast<int>(std::count_if(records_.begin(), records_.end(), [](const TrialRecord& r) {

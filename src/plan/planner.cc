@@ -30,6 +30,9 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // Level 1 starts with batches of K (the threshold exists once K candidates fit) and doubles them.
 constexpr std::size_t kLevel1MaxBatch = 256;
 constexpr std::size_t kLevel2Batch = 32;
+// Candidates bounded between two additions to PlanOptions::progress (a bound takes ~0.5 us: one
+// shared atomic add per candidate would cost threads more than the bound).
+constexpr long long kProgressEvery = 1024;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -123,6 +126,7 @@ MeshBounds bound_mesh(const ModelSpec& model, const ClusterSpec& cluster, const 
   const std::vector<GradSync> grad_syncs = grad_sync_choices(options.space);
   std::unique_ptr<StageCostModel> layers;  // per-layer costs shared by a group of candidates
   double limit = 0;
+  long long visited = 0;  // counted into options.progress every kProgressEvery candidates
   enumerate_mesh(
       model, training, options.space, mesh,
       [&](const Candidate& first) {
@@ -131,6 +135,10 @@ MeshBounds bound_mesh(const ModelSpec& model, const ClusterSpec& cluster, const 
         limit = layers->memory_limit_bytes();
       },
       [&](const Candidate& c) {
+        if (options.progress && ++visited == kProgressEvery) {
+          options.progress->bounded.fetch_add(visited, std::memory_order_relaxed);
+          visited = 0;
+        }
         const ParallelConfig config = level1_config(c, options);
         if (!framework_runs(options, config, model, training, grad_syncs)) {
           ++out.unsupported;
@@ -149,6 +157,10 @@ MeshBounds bound_mesh(const ModelSpec& model, const ClusterSpec& cluster, const 
         }
         out.survivors.push_back(entry);
       });
+  if (options.progress) {
+    options.progress->bounded.fetch_add(visited, std::memory_order_relaxed);
+    options.progress->meshes_done.fetch_add(1, std::memory_order_relaxed);
+  }
   return out;
 }
 
@@ -280,6 +292,7 @@ std::vector<std::string> advice_when_nothing_fits(const ModelSpec& model, const 
   quick.baselines = false;
   quick.advise = false;
   quick.top = 1;
+  quick.progress = nullptr;  // the display says "advice" (PlanProgress::kAdvice), not each search's counts
   auto best_of = [&](const ClusterSpec& c, const TrainingSpec& t, const PlanOptions& o) -> std::optional<Plan> {
     PlanResult r = plan(model, c, t, o, calibration);
     if (r.plans.empty()) return std::nullopt;
@@ -326,6 +339,27 @@ std::vector<std::string> advice_when_nothing_fits(const ModelSpec& model, const 
 
 }  // namespace
 
+long long PlanProgress::Snapshot::stage_count() const {
+  switch (stage) {
+    case kBounds: return bounded;
+    case kLevel1: return estimated;
+    case kLevel2: return refined;
+    default: return 0;
+  }
+}
+
+PlanProgress::Snapshot PlanProgress::snapshot() const {
+  Snapshot s;
+  s.stage = stage.load(std::memory_order_acquire);
+  s.meshes = meshes.load(std::memory_order_relaxed);
+  s.meshes_done = meshes_done.load(std::memory_order_relaxed);
+  s.bounded = bounded.load(std::memory_order_relaxed);
+  s.survivors = survivors.load(std::memory_order_relaxed);
+  s.estimated = estimated.load(std::memory_order_relaxed);
+  s.refined = refined.load(std::memory_order_relaxed);
+  return s;
+}
+
 void validate(const PlanOptions& options) {
   if (options.top < 1) throw Error(fmt::format("top: {} must be >= 1", options.top));
   if (options.keep < 1) throw Error(fmt::format("keep: {} must be >= 1", options.keep));
@@ -350,8 +384,16 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
   result.framework = options.framework;
   SearchStats& stats = result.stats;
 
+  PlanProgress* const progress = options.progress;
+  // Release: a display that sees the stage sees the totals stored before it (meshes, survivors).
+  auto enter = [progress](PlanProgress::Stage stage) {
+    if (progress) progress->stage.store(stage, std::memory_order_release);
+  };
+
   // --- Level 1: bounds ---------------------------------------------------------------------------------
   const std::vector<MeshShape> meshes = mesh_shapes(model, cluster, training, options.space);
+  if (progress) progress->meshes.store(static_cast<long long>(meshes.size()), std::memory_order_relaxed);
+  enter(PlanProgress::kBounds);
   std::vector<MeshBounds> per_mesh(meshes.size());
   parallel_for(meshes.size(), options.threads, [&](std::size_t i) {
     per_mesh[i] = bound_mesh(model, cluster, training, options, calibration, meshes[i], i);
@@ -377,6 +419,8 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
   stats.bounds_s = seconds_since(start);
 
   // --- Level 1: estimates in bound order until the bound reaches the K-th best time -----------------
+  if (progress) progress->survivors.store(static_cast<long long>(survivors.size()), std::memory_order_relaxed);
+  enter(PlanProgress::kLevel1);
   std::vector<double> level1_time(survivors.size(), kInfinity);  // infinity: not costed or not fitting
   std::vector<Level1> level1(survivors.size(), Level1::kNotCosted);
   std::vector<char> costed(survivors.size(), 0);
@@ -399,6 +443,7 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
       const std::optional<Estimate> e =
           estimate_if_faster(model, cluster, training, level1_config(survivors[batch[j]].candidate, options),
                              threshold, calibration, options.estimate);
+      if (progress) progress->estimated.fetch_add(1, std::memory_order_relaxed);
       replayed[j] = e.has_value() ? 1 : 0;
       if (!e) return;  // even stages cannot make the K best
       level1_time[batch[j]] = e->fits ? e->iteration_time_s : kInfinity;
@@ -430,6 +475,7 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
   // (below tie_limit_s of it: a plan whose time ties with the N-th best may rank before it as the
   // simpler configuration, plan/ranking.h, so those are refined too)
   const Clock::time_point level2_start = Clock::now();
+  enter(PlanProgress::kLevel2);
   std::vector<std::size_t> order;  // costed candidates, best level-1 time first
   for (std::size_t i = 0; i < survivors.size(); ++i)
     if (costed[i] && level1_time[i] < kInfinity) order.push_back(i);
@@ -444,6 +490,7 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
     const double threshold = tie_limit_s(top.threshold());  // fixed for the batch: the same for every thread count
     parallel_for(batch.size(), options.threads, [&](std::size_t j) {
       out[j] = refine(model, cluster, training, survivors[batch[j]].candidate, options, calibration, threshold);
+      if (progress) progress->refined.fetch_add(1, std::memory_order_relaxed);
     });
     for (std::size_t j = 0; j < batch.size(); ++j) {
       refined[batch[j]] = 1;
@@ -474,6 +521,7 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
 
   // --- Baselines and, when nothing fits, what would ---------------------------------------------------
   if (options.baselines) {
+    enter(PlanProgress::kBaselines);
     result.expert = expert_baseline(model, cluster, training, options, calibration);
     result.three_axis = three_axis_baseline(model, cluster, training, options, calibration);
     for (Baseline* b : {&result.expert, &result.three_axis})
@@ -483,8 +531,12 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
     if (closest) result.closest = estimate_candidate(model, cluster, training, survivors[*closest].candidate, options, calibration);
     else if (smallest_memory)
       result.closest = estimate_candidate(model, cluster, training, smallest_memory->candidate, options, calibration);
-    if (options.advise) result.advice = advice_when_nothing_fits(model, cluster, training, options, calibration);
+    if (options.advise) {
+      enter(PlanProgress::kAdvice);
+      result.advice = advice_when_nothing_fits(model, cluster, training, options, calibration);
+    }
   }
+  enter(PlanProgress::kDone);
   stats.elapsed_s = seconds_since(start);
   return result;
 }

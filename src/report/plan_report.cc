@@ -265,4 +265,34 @@ std::string format_plan(const plan::PlanResult& r, const ModelSpec& model, const
   return out;
 }
 
+std::string format_plan_progress(const plan::PlanProgress::Snapshot& p, double elapsed_s,
+                                 std::optional<double> rate_per_s) {
+  using plan::PlanProgress;
+  const auto n = [](long long count) { return units::format_count(static_cast<double>(count)); };
+  const std::string tail =
+      fmt::format(" | {:.1f} s", elapsed_s) + (rate_per_s ? fmt::format(" | {}/s", units::format_count(*rate_per_s)) : "");
+  switch (p.stage) {
+    case PlanProgress::kStarting:
+      return "plan: finding the mesh shapes" + tail;
+    case PlanProgress::kBounds:
+      return fmt::format("plan: bounding candidates: {}, mesh shape {} of {}", n(p.bounded), p.meshes_done, p.meshes) + tail;
+    case PlanProgress::kLevel1:
+      return fmt::format("plan: level 1: estimated {} of at most {} candidates that may fit ({} bounded)", n(p.estimated),
+                         n(p.survivors), n(p.bounded)) +
+             tail;
+    case PlanProgress::kLevel2:
+      return fmt::format("plan: level 2: refined {} (of {} estimated, {} bounded)", n(p.refined), n(p.estimated),
+                         n(p.bounded)) +
+             tail;
+    case PlanProgress::kBaselines:
+      return fmt::format("plan: costing the baselines ({} bounded, {} estimated, {} refined)", n(p.bounded),
+                         n(p.estimated), n(p.refined)) +
+             tail;
+    case PlanProgress::kAdvice:
+      return "plan: nothing fits; searching what would (more GPUs, FP8, shorter sequences, no memory margin)" + tail;
+    default:
+      return "";
+  }
+}
+
 }  // namespace paratune

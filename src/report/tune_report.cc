@@ -298,22 +298,140 @@ std::string format_trial_finished(const store::StoredTrial& t) {
   return out;
 }
 
-std::string format_progress(const std::vector<tune::TrialProgress>& running, int finished, std::uint64_t valid_points,
-                            double elapsed_s, const store::StoredTrial* best) {
-  std::string out = valid_points > 0 ? fmt::format("{} of {} points done, {} running, {}", finished, valid_points,
-                                                  running.size(), clock(elapsed_s))
-                                      : fmt::format("{} trials done, {} running, {}", finished, running.size(), clock(elapsed_s));
-  if (best)
-    out += fmt::format(" | best: trial {} {} {}", best->number,
-                       best->objective ? fmt::format("objective {:.6g}", *best->objective) : throughput_text(*best),
-                       params_words(best->params_json));
-  out += "\n";
-  for (const tune::TrialProgress& r : running) {
-    out += fmt::format("  trial {:<4} slot {:<2} step {:>4}/{:<4} {:>14}  {:>6}  {}\n", r.number, r.slot, r.steps,
-                       r.max_steps,
-                       r.last_step_time_s > 0 ? fmt::format("{:.4g} steps/s", 1 / r.last_step_time_s) : "-",
-                       clock(r.elapsed_s), params_words(r.params_json));
+namespace {
+
+// The trials the study runs to: --max-trials, else (and at most) the space's valid points; 0: no
+// count.
+std::uint64_t trial_target(const ProgressView& v) {
+  const std::uint64_t max_trials = v.max_trials > 0 ? static_cast<std::uint64_t>(v.max_trials) : 0;
+  if (max_trials > 0 && v.valid_points > 0) return std::min(max_trials, v.valid_points);
+  return max_trials > 0 ? max_trials : v.valid_points;
+}
+
+// A parameter's value as the table shows it: floats (sampled hyperparameters) to 4 significant
+// digits, as params_words does.
+std::string param_cell(const nlohmann::ordered_json& value) {
+  return value.is_number_float() ? fmt::format("{:.4g}", value.get<double>()) : tune::word(value);
+}
+
+// `text` in at most `width` characters, ".." marking a cut.
+std::string cut(const std::string& text, std::size_t width) {
+  if (text.size() <= width) return text;
+  if (width <= 2) return text.substr(0, width);
+  return text.substr(0, width - 2) + "..";
+}
+
+struct Column {
+  std::string header;
+  std::vector<std::string> cells;
+  bool right = true;  // numbers right-aligned, words left
+  std::size_t width = 0;
+};
+
+std::size_t natural_width(const Column& c) {
+  std::size_t w = c.header.size();
+  for (const std::string& cell : c.cells) w = std::max(w, cell.size());
+  return w;
+}
+
+std::size_t table_width(const std::vector<Column>& columns) {
+  std::size_t w = 0;
+  for (const Column& c : columns) w += c.width;
+  return w + 2 * (columns.empty() ? 0 : columns.size() - 1);
+}
+
+}  // namespace
+
+std::string progress_eta(const ProgressView& v) {
+  std::vector<std::string> parts;
+  const std::uint64_t target = trial_target(v);
+  const std::uint64_t finished = static_cast<std::uint64_t>(std::max(0, v.finished));
+  // Trials still to finish over the rate this run finished them at (running trials in parallel
+  // included): (target - finished) * elapsed / finished_this_run.
+  if (target > finished && v.finished_this_run > 0 && v.elapsed_s > 0) {
+    const double eta_s = static_cast<double>(target - finished) * v.elapsed_s / v.finished_this_run;
+    parts.push_back(fmt::format("ETA ~{} (estimate: {} trial{} finished in {})", clock(eta_s), v.finished_this_run,
+                                v.finished_this_run == 1 ? "" : "s", clock(v.elapsed_s)));
   }
+  if (v.budget_s > 0) parts.push_back(fmt::format("budget: {} left", clock(std::max(0.0, v.budget_s - v.elapsed_s))));
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
+std::string format_progress(const std::vector<tune::TrialProgress>& running, const ProgressView& v) {
+  const std::uint64_t target = trial_target(v);
+  std::string out = fmt::format("{} running, {}{} finished | {}", running.size(), v.finished,
+                                target > 0 ? fmt::format(" of {}", target) : "", clock(v.elapsed_s));
+  if (const std::string eta = progress_eta(v); !eta.empty()) out += " | " + eta;
+  if (v.best)
+    out += fmt::format(" | best: trial {} {} {}", v.best->number,
+                       v.best->objective ? fmt::format("objective {:.6g}", *v.best->objective) : throughput_text(*v.best),
+                       params_words(v.best->params_json));
+  out += "\n";
+  if (running.empty()) return out;
+
+  // The parameters, in the order they first appear (a conditional one may be absent from a row).
+  std::vector<nlohmann::ordered_json> params;
+  std::vector<std::string> names;
+  for (const tune::TrialProgress& r : running) {
+    nlohmann::ordered_json p = nlohmann::ordered_json::parse(r.params_json, nullptr, false);
+    if (!p.is_object()) p = nlohmann::ordered_json::object();
+    for (const auto& [name, value] : p.items())
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    params.push_back(std::move(p));
+  }
+  // A metric objective: its value and step; otherwise the step time and steps/s.
+  const auto with_metric = std::find_if(running.begin(), running.end(),
+                                        [](const tune::TrialProgress& r) { return !r.metric_name.empty(); });
+  const bool metric = with_metric != running.end();
+  Column number{"trial", {}}, status{"status", {}, false}, steps{"steps", {}}, elapsed{"elapsed", {}};
+  Column latest{metric ? with_metric->metric_name : "step time", {}};
+  Column latest_detail{metric ? "at step" : "steps/s", {}};
+  Column words{"parameters", {}, false};
+  std::vector<Column> param_columns;
+  for (const std::string& name : names) param_columns.push_back({name, {}, false});
+  for (std::size_t i = 0; i < running.size(); ++i) {
+    const tune::TrialProgress& r = running[i];
+    number.cells.push_back(std::to_string(r.number));
+    for (std::size_t k = 0; k < names.size(); ++k)
+      param_columns[k].cells.push_back(params[i].contains(names[k]) ? param_cell(params[i][names[k]]) : "-");
+    words.cells.push_back(params_words(r.params_json));
+    status.cells.push_back(r.status);
+    if (metric) {
+      latest.cells.push_back(r.metric_value ? fmt::format("{:.6g}", *r.metric_value) : "-");
+      latest_detail.cells.push_back(r.metric_value ? std::to_string(r.metric_step) : "-");
+    } else {
+      latest.cells.push_back(r.last_step_time_s > 0 ? units::format_duration(r.last_step_time_s) : "-");
+      latest_detail.cells.push_back(r.last_step_time_s > 0 ? fmt::format("{:.4g}", 1 / r.last_step_time_s) : "-");
+    }
+    steps.cells.push_back(fmt::format("{}/{}", r.steps, r.max_steps));
+    elapsed.cells.push_back(clock(r.elapsed_s));
+  }
+  std::vector<Column> columns{number};
+  columns.insert(columns.end(), param_columns.begin(), param_columns.end());
+  for (Column* c : {&status, &latest, &latest_detail, &steps, &elapsed}) columns.push_back(*c);
+  for (Column& c : columns) c.width = natural_width(c);
+  if (v.width > 0 && table_width(columns) > v.width) {
+    // One column of words instead, as wide as what is left (at least 10), cut to fit.
+    columns.erase(columns.begin() + 1, columns.begin() + 1 + static_cast<long>(param_columns.size()));
+    const std::size_t rest = table_width(columns) + 2;
+    words.width = std::min(natural_width(words), std::max<std::size_t>(10, v.width > rest ? v.width - rest : 0));
+    for (std::string& cell : words.cells) cell = cut(cell, words.width);
+    columns.insert(columns.begin() + 1, words);
+  }
+  auto line = [&](auto&& text_of) {
+    std::string row;
+    for (std::size_t k = 0; k < columns.size(); ++k) {
+      const std::string text = text_of(columns[k]);
+      if (k > 0) row += "  ";
+      row += columns[k].right ? fmt::format("{:>{}}", text, columns[k].width) : fmt::format("{:<{}}", text, columns[k].width);
+    }
+    while (!row.empty() && row.back() == ' ') row.pop_back();
+    return row + "\n";
+  };
+  out += line([](const Column& c) { return c.header; });
+  for (std::size_t i = 0; i < running.size(); ++i) out += line([&](const Column& c) { return c.cells[i]; });
   return out;
 }
 

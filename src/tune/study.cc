@@ -465,8 +465,14 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
     for (const trial::RunningTrial& r : runner.running()) {
       const auto it = running.find(r.id);
       if (it == running.end()) continue;
-      progress.push_back({it->second.number, it->second.params_json, r.slot, r.steps, options.steps, r.elapsed_s,
-                          r.last_step_time_s});
+      TrialProgress& row = progress.emplace_back();
+      row.number = it->second.number;
+      row.params_json = it->second.params_json;
+      row.slot = r.slot;
+      row.steps = r.steps;
+      row.max_steps = options.steps;
+      row.elapsed_s = r.elapsed_s;
+      row.last_step_time_s = r.last_step_time_s;
     }
     observer.progress(progress, static_cast<int>(finished.size()), best ? &*best : nullptr);
   }

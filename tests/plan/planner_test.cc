@@ -447,6 +447,33 @@ TEST(Planner, SameResultForEveryThreadCount) {
   }
 }
 
+// PlanOptions::progress counts what the search did, on every thread count, and changes nothing in
+// its result.
+TEST(Planner, ProgressCountsTheSearchAndChangesNothing) {
+  const Scenario s = tiny_moe_on_16();
+  PlanOptions options;
+  options.keep = 3;
+  nlohmann::json unwatched = to_json(plan(s.model, s.cluster, s.training, options));
+  for (int threads : {1, 3}) {
+    PlanProgress progress;
+    options.threads = threads;
+    options.progress = &progress;
+    const PlanResult r = plan(s.model, s.cluster, s.training, options);
+    nlohmann::json j = to_json(r);
+    for (nlohmann::json* k : {&j, &unwatched})
+      for (const char* timing : {"elapsed_s", "bounds_s", "level1_s", "level2_s"}) (*k)["search"].erase(timing);
+    EXPECT_EQ(j.dump(), unwatched.dump()) << threads << " threads";
+    EXPECT_EQ(progress.stage.load(), PlanProgress::kDone);
+    EXPECT_GT(progress.meshes.load(), 0);
+    EXPECT_EQ(progress.meshes_done.load(), progress.meshes.load());
+    EXPECT_EQ(progress.bounded.load(), r.stats.candidates_level1 + r.stats.unsupported);
+    EXPECT_EQ(progress.survivors.load(), r.stats.candidates_level1 - r.stats.pruned_memory);
+    EXPECT_EQ(progress.estimated.load(), r.stats.level1_evaluated);
+    EXPECT_EQ(progress.refined.load(), r.stats.level2_evaluated);
+    EXPECT_GT(progress.refined.load(), 0);
+  }
+}
+
 // Megatron's account-for-embedding/loss split fixes the stage layout, which level 2 chooses.
 TEST(Planner, RefusesAccountFlagsInTheBase) {
   const Scenario s = llama8b_on_8();

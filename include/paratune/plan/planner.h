@@ -18,6 +18,7 @@
 // run, level 2 chooses only layouts and recompute counts it can express.
 #pragma once
 
+#include <atomic>
 #include <limits>
 #include <optional>
 #include <string>
@@ -32,6 +33,33 @@ namespace paratune::plan {
 
 // The most worker threads plan() starts.
 inline constexpr int kMaxPlanThreads = 1024;
+
+// How far a search is, read on another thread while plan() runs (`paratune plan` shows it on a
+// terminal, report/plan_report.h format_plan_progress). plan() only adds to these counters (relaxed
+// atomic adds: once per 1,024 candidates bounded, once per candidate estimated or refined), so
+// watching costs the search nothing measurable and changes nothing in its result. The searches the
+// advice runs when nothing fits do not count here (stage kAdvice).
+struct PlanProgress {
+  enum Stage : int { kStarting, kBounds, kLevel1, kLevel2, kBaselines, kAdvice, kDone };
+  std::atomic<int> stage{kStarting};
+  std::atomic<long long> meshes{0};       // mesh shapes to bound (set when kBounds begins)
+  std::atomic<long long> meshes_done{0};  // of them, bounded
+  std::atomic<long long> bounded{0};      // level-1 candidates enumerated and bounded so far
+  std::atomic<long long> survivors{0};    // of them, those the memory bound keeps (set when kLevel1 begins)
+  std::atomic<long long> estimated{0};    // level 1: costed with even stages (SearchStats::level1_evaluated)
+  std::atomic<long long> refined{0};      // level 2 (SearchStats::level2_evaluated)
+
+  // The counters at one moment, as plain numbers.
+  struct Snapshot {
+    int stage = kStarting;
+    long long meshes = 0, meshes_done = 0, bounded = 0, survivors = 0, estimated = 0, refined = 0;
+    // What the stage advances: bounded (kBounds), estimated (kLevel1), refined (kLevel2); 0 otherwise.
+    [[nodiscard]] long long stage_count() const;
+  };
+  // The stage is read first (it is stored with release once a stage's totals are set), so the
+  // snapshot has the totals of its stage.
+  [[nodiscard]] Snapshot snapshot() const;
+};
 
 struct PlanOptions {
   SearchSpace space;
@@ -48,6 +76,9 @@ struct PlanOptions {
   // framework's nearest expression of their rule. None: search everything and report per plan
   // which frameworks can run it.
   std::optional<Framework> framework;
+  // Where plan() counts its progress for a display on another thread; null: nowhere. Not owned: it
+  // must outlive the call.
+  PlanProgress* progress = nullptr;
 };
 
 struct SearchStats {

@@ -49,10 +49,32 @@ std::string params_words(const std::string& params_json);
 std::string format_trial_started(const store::StoredTrial& trial);
 std::string format_trial_finished(const store::StoredTrial& trial);
 
-// The live block on a terminal: the study's state, one line per running trial, the best so far
-// (valid_points 0: a space without a count, e.g. continuous hyperparameters).
-std::string format_progress(const std::vector<tune::TrialProgress>& running, int finished, std::uint64_t valid_points,
-                            double elapsed_s, const store::StoredTrial* best);
+// What the live block shows besides the running trials.
+struct ProgressView {
+  int finished = 0;                // trials of the study finished, reused ones included
+  int finished_this_run = 0;       // of them, those this run finished (the rate the ETA comes from)
+  std::uint64_t valid_points = 0;  // points in the space; 0: no count (continuous hyperparameters)
+  int max_trials = 0;              // --max-trials; 0: none
+  double budget_s = 0;             // --budget; 0: none
+  double elapsed_s = 0;            // since this run began
+  const store::StoredTrial* best = nullptr;  // the best so far; null: none yet
+  std::size_t width = 0;           // the columns a line may take (the terminal's); 0: no limit
+};
+
+// The live block on a terminal (Ray Tune's status table): one line with the counts ("2 running,
+// 5 of 20 finished"), the elapsed time, progress_eta() and the best so far; then, while trials run,
+// a table with one row per running trial: trial number, parameters, status, the latest metric
+// (metric objectives: its latest value and step; otherwise the last step time and steps/s), steps
+// done / target, elapsed. Each parameter has a column of its own when the table then fits in
+// `width`; otherwise one "parameters" column of "name=value" words, cut to fit ("..").
+std::string format_progress(const std::vector<tune::TrialProgress>& running, const ProgressView& view);
+
+// The ETA part of the first line: with a budget, the time it leaves ("budget: 12m30s left"); with
+// a trial count to reach (--max-trials, else the space's valid points), an estimate from the rate
+// at which this run finished trials ("ETA ~4m10s (estimate: 3 trials finished in 2m05s)"), shown
+// once one finished and while some are still to finish; both joined by ", " when both apply; ""
+// when neither does.
+std::string progress_eta(const ProgressView& view);
 
 // Every trial as a table, then the best one (`study show`).
 std::string format_trials(const std::vector<store::StoredTrial>& trials, std::optional<std::size_t> best);

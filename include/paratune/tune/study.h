@@ -114,15 +114,25 @@ std::vector<std::string> builtin_placeholders();
 enum class StopReason { kExhausted, kMaxTrials, kBudget, kInterrupted };
 const char* to_string(StopReason reason);
 
-// A running trial as a progress display shows it.
+// A running trial as a progress display shows it (report/tune_report.h format_progress).
 struct TrialProgress {
   int number = 0;
   std::string params_json;
   int slot = 0;
-  std::size_t steps = 0;         // reported so far
-  int max_steps = 0;
-  double elapsed_s = 0;
+  std::size_t steps = 0;         // reported so far (a resumed trial's earlier steps included)
+  int max_steps = 0;             // the steps it runs to
+  double elapsed_s = 0;          // of this run of it
   double last_step_time_s = 0;   // 0 before the first step
+  // "running"; a hyperparameter study's trial may also be "promoted" (run again to a higher rung
+  // by ASHA / Hyperband) or "fused" (one of several trials trained in one process, hpo/fusion.h).
+  std::string status = "running";
+  // A hyperparameter study with a metric objective (not throughput): the objective's name, and the
+  // trial's latest intermediate value with the step it was reported at (the trial's own numbering);
+  // metric_value empty before the first (a promotion that trains again from step 0 shows none of
+  // its old run's). metric_name empty: the display shows the step time and steps/s instead.
+  std::string metric_name;
+  std::optional<double> metric_value;
+  std::int64_t metric_step = 0;
 };
 
 // What happened, for observers (progress displays).
