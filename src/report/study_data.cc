@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 
 #include "paratune/hpo/importance.h"
 #include "paratune/hpo/study.h"
@@ -20,6 +22,41 @@ nlohmann::ordered_json parsed_or_null(const std::string& text) {
   if (text.empty()) return nullptr;
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(text, nullptr, false);
   return j.is_discarded() ? nlohmann::ordered_json(nullptr) : j;
+}
+
+// A search of parallel configurations: each listed parameter's main effect on the throughput, as
+// hpo::parameter_importance measures it (eta squared: the share of the variance between the groups
+// of trials that share the parameter's value), over the completed trials; nothing below 4 of them.
+nlohmann::ordered_json listed_importance(const std::vector<store::StoredTrial>& trials) {
+  std::vector<std::pair<nlohmann::json, double>> done;  // (params, throughput)
+  for (const store::StoredTrial& t : trials)
+    if (t.status == "completed" && t.throughput && std::isfinite(*t.throughput)) {
+      nlohmann::json params = nlohmann::json::parse(t.params_json, nullptr, false);
+      if (params.is_object()) done.emplace_back(std::move(params), *t.throughput);
+    }
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  if (done.size() < 4) return out;
+  double mean = 0;
+  for (const auto& d : done) mean += d.second;
+  mean /= static_cast<double>(done.size());
+  double total = 0;
+  for (const auto& d : done) total += (d.second - mean) * (d.second - mean);
+  std::vector<std::pair<double, nlohmann::ordered_json>> shares;
+  for (const auto& [name, value] : done.front().first.items()) {
+    std::map<std::string, std::pair<double, int>> groups;  // value -> (sum, count)
+    for (const auto& d : done) {
+      auto& [sum, count] = groups[d.first.contains(name) ? d.first[name].dump() : "-"];
+      sum += d.second;
+      ++count;
+    }
+    double between = 0;
+    for (const auto& [group, sc] : groups) between += sc.second * (sc.first / sc.second - mean) * (sc.first / sc.second - mean);
+    const double share = total > 0 ? between / total : 0;
+    shares.emplace_back(share, nlohmann::ordered_json{{"parameter", name}, {"share", share}, {"groups", groups.size()}});
+  }
+  std::stable_sort(shares.begin(), shares.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (auto& s : shares) out.push_back(std::move(s.second));
+  return out;
 }
 
 }  // namespace
@@ -53,6 +90,7 @@ nlohmann::ordered_json study_data(const store::StudyStore& store, const store::S
     out.update(trials_json(trials, tune::best_trial(trials)));
     for (std::size_t i = 0; i < trials.size(); ++i)
       out["trials"][i]["value"] = trials[i].throughput ? nlohmann::ordered_json(*trials[i].throughput) : nullptr;
+    out["importance"] = listed_importance(trials);
     out["model"] = parsed_or_null(study.model_json);
     return out;
   }

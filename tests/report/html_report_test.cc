@@ -91,7 +91,7 @@ TEST(HtmlReport, AConfigurationStudyShowsPredictedAgainstMeasured) {
                                    (dir / "space.yaml").string(), (dir / "s.db").string(), (dir / "trials").string(),
                                    PARATUNE_FAKE_TRIAL));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const std::string out = report_and_check(dir, "study-configurations.png", "--min-charts 7 --expect-text 'Predicted vs measured' "
+  const std::string out = report_and_check(dir, "study-configurations.png", "--min-charts 8 --expect-text 'Predicted vs measured' --expect-text 'Parameter importance' "
                                                                             "--expect-text 'predicted steps/s'");
   EXPECT_NE(out.find("\"id\":\"chart-predicted\""), std::string::npos) << out;
 }

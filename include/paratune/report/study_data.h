@@ -22,8 +22,9 @@ const store::StudyInfo& choose_study(const std::vector<store::StudyInfo>& studie
 //   "configurations"), objective and direction (configurations: "throughput", "maximize"), best,
 //   status_counts, failures, trials[] (report/tune_report.h to_json, each with "value": the number
 //   a chart plots -- the objective, or the throughput -- and, in hyperparameter studies, "curve":
-//   [[step, value], ...] of the objective), curves (per-step best/median/worst) and importance
-//   (hyperparameter studies), model (the search's fitted model, or null).
+//   [[step, value], ...] of the objective), curves (per-step best/median/worst; hyperparameter
+//   studies), importance (each parameter's share of the objective's variance), model (the
+//   search's fitted model, or null).
 nlohmann::ordered_json study_data(const store::StudyStore& store, const store::StudyInfo& study);
 
 }  // namespace paratune
