@@ -6,6 +6,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake pkg-config
+  dpkg-dev file  # the .deb (CPack's DEB generator): dpkg-shlibdeps computes its Depends, file(1) finds the programs
   libeigen3-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev libnlopt-cxx-dev
   libsqlite3-dev  # study store
   libpq-dev postgresql  # studies on PostgreSQL (libpq); the tests start a private server (initdb, pg_ctl)

@@ -1,4 +1,5 @@
-// Uses the installed library: a preset model's parameter count and one estimate.
+// Uses the installed library (examples/consumer/README.md): a preset model's parameter count and
+// whether one configuration fits.
 #include <paratune/cost/estimate.h>
 #include <paratune/cost/model_stats.h>
 #include <paratune/spec/io.h>

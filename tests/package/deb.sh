@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The Debian package: builds it from the existing build with CPack (which builds nothing new when
+# the tree is built: its `preinstall` step is the `all` target), checks its control fields and
+# contents, then -- as root -- installs it with `dpkg -i`, runs `paratune presets` from /usr/bin,
+# builds examples/consumer against /usr (tests/package/consumer.sh --system) and removes the
+# package again (always, also when a step fails).
+#
+# Usage: deb.sh BUILD_DIR
+# Not root: the install part is skipped with a message, or fails when PARATUNE_REQUIRE_SERVERS=1
+# (CI). It is skipped the same way when a package paratune is installed already (the test would
+# replace it, then remove it): remove it first with `dpkg -r paratune`. The install needs the
+# package's Depends on the machine already (scripts/setup.sh installs them): no apt-get here.
+set -euo pipefail
+build=$(cd "${1:?usage: deb.sh BUILD_DIR}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/paratune-deb.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fail() { echo "deb: $*" >&2; exit 1; }
+
+# --- Build the package (output and CPack's staging go to $work, not the build directory).
+start=$SECONDS
+(cd "$build" && cpack -G DEB -B "$work/out" >"$work/cpack.log" 2>&1) || { cat "$work/cpack.log" >&2; fail "cpack failed"; }
+debs=("$work"/out/paratune_*.deb)
+[[ ${#debs[@]} == 1 && -f ${debs[0]} ]] || fail "cpack wrote no single paratune_*.deb: $(ls "$work/out")"
+deb=${debs[0]}
+echo "deb: built ${deb##*/} ($(du -k "$deb" | cut -f1) KiB) in $((SECONDS - start)) s"
+
+# --- Control fields.
+field() { dpkg-deb --field "$deb" "$1"; }
+version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
+[[ $(field Package) == paratune ]] || fail "Package is '$(field Package)', not paratune"
+[[ $(field Version) == "$version" ]] || fail "Version is '$(field Version)', not the project's $version"
+[[ $(field Maintainer) == *@* ]] || fail "Maintainer '$(field Maintainer)' names no address"
+depends=$(field Depends)
+echo "deb: Depends: $depends"
+# dpkg-shlibdeps computed Depends: the package that holds each shared library a program links
+# (on this machine, found by dpkg -S) must be named there.
+dpkg-deb -x "$deb" "$work/root"
+for program in paratune paratune-slurm-job paratune-train; do
+  [[ -x $work/root/usr/bin/$program ]] || fail "no /usr/bin/$program in the package"
+  readelf -d "$work/root/usr/bin/$program" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'
+done | sort -u >"$work/sonames"
+ldconfig -p >"$work/ldconfig"
+while read -r soname; do
+  path=$(awk -v s="$soname" '$1 == s && /x86-64/ { print $NF; exit }' "$work/ldconfig")
+  [[ -n $path ]] || fail "$soname (linked by a program) is not a library of this machine"
+  owner=
+  for candidate in "$path" "/usr$path" "$(realpath "$path")"; do
+    owner=$(dpkg -S "$candidate" 2>/dev/null | head -1 | cut -d: -f1) && [[ -n $owner ]] && break
+  done
+  [[ -n $owner ]] || fail "no Debian package holds $path ($soname)"
+  [[ ", $depends," == *", $owner "* || ", $depends," == *", $owner,"* ]] ||
+    fail "Depends does not name $owner, which holds $soname"
+done <"$work/sonames"
+
+# --- Contents: the programs, the headers, the library, the CMake package and paratune.pc, all under /usr.
+dpkg-deb --contents "$deb" | awk '{ print $NF }' | sed 's|^\./|/|' >"$work/contents"
+outside=$(grep -v '^/usr/' "$work/contents" | grep -vx '/' || true)
+[[ -z $outside ]] || fail "files outside /usr: $outside"
+for pattern in '/usr/bin/paratune' '/usr/bin/paratune-slurm-job' '/usr/bin/paratune-train' \
+  '/usr/include/paratune/spec/model.h' '/usr/include/paratune/cost/estimate.h' '/usr/lib/.*libparatune\.a' \
+  '/usr/lib/.*cmake/paratune/paratuneConfig\.cmake' '/usr/lib/.*cmake/paratune/paratuneTargets\.cmake' \
+  '/usr/lib/.*pkgconfig/paratune\.pc'; do
+  grep -qx "$pattern" "$work/contents" || fail "the package holds no $pattern"
+done
+headers=$(grep -c '^/usr/include/paratune/.*\.h$' "$work/contents")
+installed=$(cd "$here/../../include" && find paratune -name '*.h' | wc -l)
+((headers == installed)) || fail "the package holds $headers headers, include/paratune/ has $installed"
+echo "deb: control fields and contents checked ($(wc -l <"$work/contents") entries, $headers headers)"
+
+# --- Install, run, build against it, remove.
+skip() {
+  if [[ ${PARATUNE_REQUIRE_SERVERS:-0} == 1 ]]; then fail "$* (PARATUNE_REQUIRE_SERVERS=1)"; fi
+  echo "deb: install not checked: $*"
+  exit 0
+}
+((EUID == 0)) || skip "dpkg -i needs root"
+# One install at a time on this machine (a sanitized and a Release suite may run together).
+exec 9>/tmp/paratune-deb-test.lock
+flock 9
+status=$(dpkg-query -W -f='${db:Status-Status}' paratune 2>/dev/null || true)
+if [[ -n $status && $status != not-installed ]]; then
+  skip "a package paratune is installed already (dpkg -r paratune removes it)"
+fi
+trap 'dpkg -r paratune >/dev/null 2>&1 || echo "deb: dpkg -r paratune failed" >&2; rm -rf "$work"' EXIT
+dpkg -i "$deb" >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log" >&2; fail "dpkg -i failed"; }
+presets=$(/usr/bin/paratune presets) || fail "/usr/bin/paratune presets failed"
+grep -q 'llama3.1-8b' <<<"$presets" || fail "/usr/bin/paratune presets does not list llama3.1-8b: $presets"
+echo "deb: installed; /usr/bin/paratune presets lists $(grep -c . <<<"$presets") lines"
+/usr/bin/paratune-train --help >/dev/null || fail "/usr/bin/paratune-train --help failed"
+bash "$here/consumer.sh" --system
+dpkg -r paratune >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log" >&2; fail "dpkg -r paratune failed"; }
+[[ ! -e /usr/bin/paratune && ! -e /usr/include/paratune ]] || fail "dpkg -r left /usr/bin/paratune or /usr/include/paratune"
+echo "deb: removed again"
