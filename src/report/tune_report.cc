@@ -390,6 +390,7 @@ std::string format_progress(const std::vector<tune::TrialProgress>& running, con
   Column latest_detail{metric ? "at step" : "steps/s", {}};
   Column words{"parameters", {}, false};
   std::vector<Column> param_columns;
+  param_columns.reserve(names.size());
   for (const std::string& name : names) param_columns.push_back({name, {}, false});
   for (std::size_t i = 0; i < running.size(); ++i) {
     const tune::TrialProgress& r = running[i];

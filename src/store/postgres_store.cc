@@ -605,6 +605,7 @@ std::vector<StoredTrial> PostgresStudyStore::trials(std::int64_t study, bool wit
   const Result q = run(conn_, locator_, (std::string(kTrialColumns) + "WHERE study_id = $1 ORDER BY number").c_str(),
                        Params().add(study));
   std::vector<StoredTrial> out;
+  out.reserve(static_cast<std::size_t>(q.rows()));
   for (int row = 0; row < q.rows(); ++row) out.push_back(read_trial(q, row));
   if (with_steps) read_outputs(study, out);
   t.commit();
