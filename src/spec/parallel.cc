@@ -106,6 +106,10 @@ ParallelConfig parse_parallel_config(std::string_view text, ParallelConfig c) {
         c.recompute_layers = -1;
       } else {
         c.recompute_layers = parse_int(key, value);
+        // -1 is the struct's "every layer"; as text that is said by leaving the key out (to_string
+        // does), so a negative count would not survive a round trip (found by fuzzing).
+        if (c.recompute_layers < 0)
+          throw Error(fmt::format("recompute_layers: {} must be >= 0 (leave it out to recompute every layer)", value));
         c.stage_recompute_layers.clear();
       }
     }
@@ -336,6 +340,8 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
     if (c.pp > 1 && c.vpp < 2)
       throw Error(fmt::format("ep_overlap=true with pp={} requires an interleaved schedule (vpp > 1)", c.pp));
   }
+  if (c.recompute_layers < -1)
+    throw Error(fmt::format("recompute_layers={} must be >= 0, or -1 for every layer", c.recompute_layers));
   if (c.recompute != RecomputeMode::kFull && c.recompute_layers >= 0 && config.recompute_layers >= 0)
     throw Error(fmt::format("recompute_layers={} requires recompute=full", c.recompute_layers));
   if (!c.stage_recompute_layers.empty()) {
