@@ -4,8 +4,10 @@
 # processes on one PostgreSQL study (a private server started here: initdb + pg_ctl, durable
 # defaults -- fsync and synchronous_commit on -- unless FSYNC=off), against one controller on an
 # SQLite file. Each worker runs one trial at a time (--parallel 1); the SQLite controller runs 1,
-# then 4 at a time. Prints trials/s = T / wall time of all workers (start to last exit), best of
-# RUNS runs.
+# then 4 at a time. Then the same for a hyperparameter study (random sampler, median pruner, a
+# trial of paratune-function-trial reporting its objective at each of 2 steps): its claims also
+# read every trial's metrics (the pruner's curves). Prints trials/s = T / wall time of all workers
+# (start to last exit), best of RUNS runs.
 #
 #   bench/store_workers.sh [BUILD_DIR (build)] [T (400)] [RUNS (3)]
 #
@@ -19,7 +21,9 @@ trials=${2:-400}
 runs=${3:-3}
 paratune=$build/paratune
 fake=$build/tests/paratune_fake_trial
-[ -x "$paratune" ] && [ -x "$fake" ] || { echo "build paratune and paratune_fake_trial in $build first" >&2; exit 2; }
+function_trial=$build/bench/functions/paratune-function-trial
+[ -x "$paratune" ] && [ -x "$fake" ] && [ -x "$function_trial" ] ||
+  { echo "build paratune, paratune_fake_trial and paratune-function-trial in $build first" >&2; exit 2; }
 bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 
 work=$(mktemp -d /tmp/paratune-workers-bench.XXXXXX)
@@ -60,7 +64,7 @@ run_workers() {
   end=$(now)
   local stored
   stored=$("${as_pg[@]}" "$bin/psql" -tA -h "$work/pg" -p "$port" -U postgres -c \
-      "SELECT COUNT(DISTINCT params_json) || '/' || COUNT(*) FROM trials WHERE status = 'completed'" "bench$db")
+      "SELECT COUNT(DISTINCT params_json) || '/' || COUNT(*) FROM trials WHERE status IN ('completed', 'pruned')" "bench$db")
   [ "$stored" = "$trials/$trials" ] || { echo "bench$db: $stored distinct/completed trials, not $trials" >&2; exit 1; }
   secs=$(echo "$end - $start" | bc -l)
 }
@@ -88,3 +92,10 @@ echo -n "SQLite, 1 controller, --parallel 1: "; best_rate run_sqlite 1; echo
 echo -n "SQLite, 1 controller, --parallel 4: "; best_rate run_sqlite 4; echo
 echo -n "PostgreSQL, 1 controller (no --worker), --parallel 1: "; best_rate run_workers 1 controller; echo
 for n in 1 4 16; do echo -n "PostgreSQL, $n worker(s), --parallel 1 each: "; best_rate run_workers "$n"; echo; done
+
+# The hyperparameter study: every configuration a distinct random point.
+printf 'parameters:\n  x1: {type: float, low: -5, high: 10}\n  x2: {type: float, low: 0, high: 15}\n' > "$work/hpo.yaml"
+tune_args=(tune --space "$work/hpo.yaml" --command "$function_trial branin" --steps 2 --max-trials "$trials"
+           --objective value --direction minimize --algo random --pruner median)
+echo -n "hyperparameters, SQLite, 1 controller, --parallel 1: "; best_rate run_sqlite 1; echo
+for n in 1 4 16; do echo -n "hyperparameters, PostgreSQL, $n worker(s), --parallel 1 each: "; best_rate run_workers "$n"; echo; done

@@ -1020,6 +1020,16 @@ int show_hpo_study(const std::string& path, const store::StudyInfo& study, const
   return 0;
 }
 
+// choose_study (report/study_data.h), its errors about --study-name.
+const store::StudyInfo& study_named(const std::vector<store::StudyInfo>& studies, const std::string& name,
+                                    const std::string& locator) {
+  try {
+    return choose_study(studies, name, locator);
+  } catch (const Error& e) {
+    throw e.with_context("--study-name");
+  }
+}
+
 // `paratune study show`: every trial of a stored study and the best one.
 int run_study_show(const std::string& locator, const std::string& name, bool json) {
   if (!store::is_postgres_locator(locator) && !std::filesystem::exists(locator))
@@ -1028,7 +1038,7 @@ int run_study_show(const std::string& locator, const std::string& name, bool jso
   const store::StudyStore& store = *opened;
   const std::string path = store.locator();  // a PostgreSQL URI with its password masked
   const std::vector<store::StudyInfo> studies = store.studies();
-  const store::StudyInfo* study = &choose_study(studies, name, path);
+  const store::StudyInfo* study = &study_named(studies, name, path);
   const nlohmann::json identity = nlohmann::json::parse(study->config_json, nullptr, false);
   if (identity.is_object() && identity.value("kind", "") == "hpo") return show_hpo_study(path, *study, store, identity, json);
   const std::vector<store::StoredTrial> trials = store.trials(study->id);
@@ -1058,7 +1068,7 @@ int run_report(const std::string& locator, const std::string& name, const std::s
     throw Error(fmt::format("{}: no such study file", locator));
   const std::unique_ptr<store::StudyStore> store = store::open_store(locator);
   const std::vector<store::StudyInfo> studies = store->studies();
-  const store::StudyInfo& study = choose_study(studies, name, store->locator());
+  const store::StudyInfo& study = study_named(studies, name, store->locator());
   write_file(html_path, study_html(*store, study));
   std::cout << fmt::format("wrote {} (study '{}': HTML report, open in a browser)\n", html_path, study.name);
   return 0;

@@ -24,7 +24,7 @@ struct OptionFlag {
   std::string_view flags;
 };
 
-inline constexpr std::array<OptionFlag, 26> kOptionFlags{{
+inline constexpr std::array<OptionFlag, 27> kOptionFlags{{
     // tune: tune::StudyOptions, hpo::HpoOptions (trial::TrialLimits in `limits`), tune::BayesOptions,
     // hpo::PrunerOptions, trial::LocalBackend's arguments, trial::SshOptions, trial::SlurmOptions.
     {"tune", "name", "--study-name"},
@@ -55,6 +55,8 @@ inline constexpr std::array<OptionFlag, 26> kOptionFlags{{
     {"harvest", "job_argv", "--job"},
     {"harvest", "trial_argv", "--trial"},
     {"harvest", "timeout_s", "--timeout"},
+    // dashboard: dashboard::DashboardOptions (host and port are --host, --port).
+    {"dashboard", "poll_s", "--poll"},
 }};
 
 // max_trials -> --max-trials.

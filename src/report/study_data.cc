@@ -75,7 +75,7 @@ const store::StudyInfo& choose_study(const std::vector<store::StudyInfo>& studie
   std::string listed;
   for (const std::string& n : names) listed += (listed.empty() ? "" : ", ") + n;
   throw Error(fmt::format("{}: {}", locator,
-                          name.empty() ? fmt::format("holds several studies; choose one with --study-name ({})", listed)
+                          name.empty() ? fmt::format("holds several studies; choose one by name ({})", listed)
                                        : unknown_name_message("study", name, names)));
 }
 
