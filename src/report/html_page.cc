@@ -7,9 +7,7 @@ namespace detail {
 std::string web_asset(std::string_view name);  // generated: cmake/embed_web.cmake
 }  // namespace detail
 
-namespace {
-
-std::string escape_html(std::string_view text) {
+std::string escape_markup(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (const char c : text) {
@@ -23,8 +21,6 @@ std::string escape_html(std::string_view text) {
   }
   return out;
 }
-
-}  // namespace
 
 std::string embeddable_json(const nlohmann::ordered_json& data) {
   const std::string text = data.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
@@ -51,7 +47,7 @@ std::string html_page(const std::string& title, const nlohmann::ordered_json& da
   page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"generator\" "
           "content=\"paratune\">\n<link rel=\"icon\" href=\"data:,\">\n<title>";
-  page += escape_html(title);
+  page += escape_markup(title);
   page += "</title>\n<style>\n";
   page += detail::web_asset("report.css");
   page += "</style>\n</head>\n<body>\n<div id=\"app\"><noscript>This report draws its charts with JavaScript.</noscript></div>\n";

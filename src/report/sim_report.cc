@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "paratune/report/html_page.h"
 #include "paratune/spec/units.h"
 
 namespace paratune {
@@ -76,19 +77,6 @@ double nice_step(double span, int target) {
   return 10 * power;
 }
 
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += ch;
-    }
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -200,8 +188,8 @@ std::string svg_timeline(const sim::SimulationResult& r, const sim::PipelineProb
       width, height, width, height);
   out += fmt::format("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
   out += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", left,
-                     xml_escape(title));
-  out += fmt::format("<text x=\"{}\" y=\"37\" font-size=\"10\" fill=\"#444\">{}</text>\n", left, xml_escape(subtitle));
+                     escape_markup(title));
+  out += fmt::format("<text x=\"{}\" y=\"37\" font-size=\"10\" fill=\"#444\">{}</text>\n", left, escape_markup(subtitle));
   out += fmt::format(
       "<text x=\"{}\" y=\"52\" font-size=\"11\" fill=\"#444\">iteration {}, bubble {:.1f}% of compute, schedule {}, "
       "grad sync {}, {} micro-batches</text>\n",
@@ -228,7 +216,7 @@ std::string svg_timeline(const sim::SimulationResult& r, const sim::PipelineProb
     const std::string stroke = critical[i] && on_compute ? " stroke=\"#000\" stroke-width=\"1\"" : "";
     out += fmt::format("<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"{}><title>{} "
                        "[{} - {}]</title></rect>\n",
-                       x(e.start_s), y, w, h, colour(e.kind), stroke, xml_escape(event_name(e, chunks)),
+                       x(e.start_s), y, w, h, colour(e.kind), stroke, escape_markup(event_name(e, chunks)),
                        units::format_duration(e.start_s), units::format_duration(e.end_s));
     if (on_compute && e.microbatch >= 0 && w >= 16 && lane_h >= 14)
       out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"9\" fill=\"white\" text-anchor=\"middle\">{}</text>\n",

@@ -197,19 +197,24 @@ struct Child {
   }
 };
 
+// The URL a dashboard prints to `out` once it listens ("" if it did not within 10 s).
+std::string dashboard_url(const std::filesystem::path& out) {
+  for (int i = 0; i < 200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::smatch m;
+    const std::string text = paratune::testing::read_file(out);
+    if (std::regex_search(text, m, std::regex("http://127\\.0\\.0\\.1:[0-9]+/"))) return m.str();
+  }
+  return "";
+}
+
 TEST(HtmlReport, TheLiveDashboardShowsTrialsThatFinishAfterItOpened) {
   PARATUNE_NEED_SERVER(browser_problem());
   const auto dir = fresh_dir("live");
   // The dashboard first, on a study file that does not exist yet.
   const Child dashboard(fmt::format("{} dashboard {} --port 0 --poll 0.3s > {} 2>&1", PARATUNE_BINARY,
                                     (dir / "s.db").string(), (dir / "dashboard.out").string()));
-  std::string url;
-  for (int i = 0; i < 200 && url.empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    std::smatch m;
-    const std::string text = paratune::testing::read_file(dir / "dashboard.out");
-    if (std::regex_search(text, m, std::regex("http://127\\.0\\.0\\.1:[0-9]+/"))) url = m.str();
-  }
+  const std::string url = dashboard_url(dir / "dashboard.out");
   ASSERT_FALSE(url.empty()) << paratune::testing::read_file(dir / "dashboard.out");
   const Result waiting = check_page(url, "--expect-text 'waiting for the study file'");
   EXPECT_EQ(waiting.exit_code, 0) << waiting.output;
@@ -243,13 +248,7 @@ TEST(HtmlReport, TheDashboardSurvivesACorruptFileAndManyTabs) {
   write_file(dir / "s.db", "this is not an SQLite file\n");
   const Child dashboard(fmt::format("{} dashboard {} --port 0 > {} 2>&1", PARATUNE_BINARY, (dir / "s.db").string(),
                                     (dir / "dashboard.out").string()));
-  std::string url;
-  for (int i = 0; i < 200 && url.empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    std::smatch m;
-    const std::string text = paratune::testing::read_file(dir / "dashboard.out");
-    if (std::regex_search(text, m, std::regex("http://127\\.0\\.0\\.1:[0-9]+/"))) url = m.str();
-  }
+  const std::string url = dashboard_url(dir / "dashboard.out");
   ASSERT_FALSE(url.empty()) << paratune::testing::read_file(dir / "dashboard.out");
   const Result answer = run_command(fmt::format("curl -s '{}api/study'", url));
   EXPECT_NE(answer.output.find("not a paratune study file"), std::string::npos) << answer.output;

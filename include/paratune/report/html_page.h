@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "paratune/sim/pipeline.h"
 #include "paratune/store/study_store.h"
@@ -21,6 +22,9 @@ namespace paratune {
 // The page: `title` (escaped) and `data` inlined. Strings that are not valid UTF-8 (a trial's
 // output in a reason) are written with U+FFFD in their place.
 std::string html_page(const std::string& title, const nlohmann::ordered_json& data);
+
+// `text` with & < > " as character references: safe as HTML or SVG text and attribute values.
+std::string escape_markup(std::string_view text);
 
 // `data` as JSON text safe inside an HTML <script> element and as an HTTP response: '<', '>' and
 // '&' escaped as \u003c, \u003e, \u0026; invalid UTF-8 replaced.
