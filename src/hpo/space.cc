@@ -21,8 +21,20 @@ namespace {
 
 constexpr std::uint64_t kMaxGrid = 10'000'000;
 constexpr int kMaxSampleTries = 10'000;
+// Finite spaces with at most this many combinations are enumerated when built, so constraints that
+// no combination satisfies are an error at once rather than after kMaxSampleTries rejected draws.
+constexpr double kCheckedGrid = 4096;
 constexpr std::array<const char*, 3> kTypeNames{"float", "int", "categorical"};
 const std::vector<std::string> kTypedKeys{"type", "low", "high", "log", "choices", "when"};
+
+// The number of combinations of a finite space's values, inactive parameters counted as active
+// (an upper bound on its configurations).
+double combinations(const std::vector<ParamSpec>& parameters) {
+  double n = 1;
+  for (const ParamSpec& p : parameters)
+    n *= p.type == ParamType::kCategorical ? static_cast<double>(p.choices.size()) : p.high - p.low + 1;
+  return n;
+}
 
 // A uniform double in [0, 1) from the top 53 bits: the same draws on every platform.
 double unit_draw(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
@@ -163,6 +175,8 @@ Space::Space(std::vector<ParamSpec> parameters, std::vector<std::string> constra
       throw Error(fmt::format("{}: constraints[{}] '{}': {}", source_, c, constraints_[c], e.what()));
     }
   }
+  if (!constraints_.empty() && finite() && combinations(parameters_) <= kCheckedGrid)
+    (void)enumerate();  // throws when no combination satisfies every constraint
 }
 
 Space::Space(Space&&) noexcept = default;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <set>
 
 #include "paratune/spec/error.h"
@@ -130,6 +131,18 @@ TEST(HpoSpace, EveryMistakeNamesFileParameterFieldAndRule) {
   EXPECT_NE(error_of("parameters:\n  x: [1]\nconstraints: [\"y > 1\"]\n").find("constraints[0] 'y > 1'"), std::string::npos);
   EXPECT_NE(error_of("parameters:\n  x: 3\n").find("parameters.x: expected a list of values"), std::string::npos);
   EXPECT_NE(error_of("parameter:\n  x: [1]\n").find("unknown key 'parameter'"), std::string::npos);
+}
+
+// A small finite space whose constraints nothing satisfies is refused when read, not after 10,000
+// rejected draws at the first trial; a float or a large grid still defers to sampling.
+TEST(HpoSpace, UnsatisfiableSmallFiniteSpacesAreRefusedWhenRead) {
+  EXPECT_NE(error_of("parameters:\n  dp: [1, 2, 4]\n  tp: [1, 2]\nconstraints: [\"dp * tp == 9\"]\n")
+                .find("space.yaml: no combination of the parameters satisfies every constraint"),
+            std::string::npos);
+  EXPECT_EQ(error_of("parameters:\n  dp: [1, 2, 4]\n  tp: [1, 2]\nconstraints: [\"dp * tp == 8\"]\n"), "");
+  const Space with_float = Space::parse("parameters:\n  x: {type: float, low: 0, high: 1}\nconstraints: [\"x > 2\"]\n", "f.yaml");
+  std::mt19937_64 rng(1);
+  EXPECT_THROW((void)with_float.sample(rng), Error);
 }
 
 // Found by fuzz/hpo_space: a `when` or a choice that is not UTF-8 once YAML's escapes are decoded

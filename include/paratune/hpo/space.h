@@ -56,7 +56,8 @@ class Space {
   static Space load(const std::filesystem::path& file);
   static Space parse(std::string_view text, std::string_view source);
 
-  // Checks every field (names, bounds, choices, conditions, constraints); throws Error as above.
+  // Checks every field (names, bounds, choices, conditions, constraints); throws Error as above,
+  // also when a finite space of at most 4,096 combinations has none that satisfies the constraints.
   Space(std::vector<ParamSpec> parameters, std::vector<std::string> constraints, std::string source);
   Space(Space&&) noexcept;
   Space& operator=(Space&&) noexcept;
