@@ -25,6 +25,8 @@ PACKAGES=(
   openssh-server openssh-client  # the SSH backend's tests start their own sshd (tests/support/ssh_server.h)
   slurmctld slurmd slurm-client munge  # the Slurm backend; its tests start a one-node cluster (tests/support/slurm_cluster.h)
   libcpp-httplib-dev  # `paratune dashboard`: the HTTP server (header-only cpp-httplib)
+  python3-dev pybind11-dev  # the Python module (python/, `import paratune`)
+  python3-pytest python3-numpy  # its tests (tests/python), which tune a numpy model
   chromium  # the tests load every HTML report and the live dashboard in headless Chromium (tests/web)
 )
 # Node.js and npm: the chart library of the HTML reports (embedded at build time) and the browser

@@ -60,7 +60,8 @@ outside=$(grep -v '^/usr/' "$work/contents" | grep -vx '/' || true)
 for pattern in '/usr/bin/paratune' '/usr/bin/paratune-slurm-job' '/usr/bin/paratune-train' \
   '/usr/include/paratune/spec/model.h' '/usr/include/paratune/cost/estimate.h' '/usr/lib/.*libparatune\.a' \
   '/usr/lib/.*cmake/paratune/paratuneConfig\.cmake' '/usr/lib/.*cmake/paratune/paratuneTargets\.cmake' \
-  '/usr/lib/.*pkgconfig/paratune\.pc'; do
+  '/usr/lib/.*pkgconfig/paratune\.pc' '/usr/lib/python3/dist-packages/paratune/__init__\.py' \
+  '/usr/lib/python3/dist-packages/paratune/__init__\.pyi' '/usr/lib/python3/dist-packages/paratune/_core\..*\.so'; do
   grep -qx "$pattern" "$work/contents" || fail "the package holds no $pattern"
 done
 headers=$(grep -c '^/usr/include/paratune/.*\.h$' "$work/contents")
@@ -88,6 +89,12 @@ presets=$(/usr/bin/paratune presets) || fail "/usr/bin/paratune presets failed"
 grep -q 'llama3.1-8b' <<<"$presets" || fail "/usr/bin/paratune presets does not list llama3.1-8b: $presets"
 echo "deb: installed; /usr/bin/paratune presets lists $(grep -c . <<<"$presets") lines"
 /usr/bin/paratune-train --help >/dev/null || fail "/usr/bin/paratune-train --help failed"
+# Debian's python3 finds the module where the package put it, with no PYTHONPATH (from / so that no
+# checkout's python/ directory is picked up instead).
+module=$(cd / && env -u PYTHONPATH /usr/bin/python3 -c 'import paratune; print(paratune.__file__, paratune.load_model("llama3-8b").name)') ||
+  fail "import paratune failed with Debian's python3"
+[[ $module == /usr/lib/python3/dist-packages/paratune/__init__.py\ llama3-8b ]] || fail "import paratune found: $module"
+echo "deb: python3 imports paratune from the package"
 bash "$here/consumer.sh" --system
 dpkg -r paratune >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log" >&2; fail "dpkg -r paratune failed"; }
 [[ ! -e /usr/bin/paratune && ! -e /usr/include/paratune ]] || fail "dpkg -r left /usr/bin/paratune or /usr/include/paratune"

@@ -1,0 +1,264 @@
+"""Type stubs of paratune's Python module (python/src/*.cc): what an editor completes and documents."""
+
+import os
+from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
+
+__version__: str
+
+PathLike = str | os.PathLike[str]
+ModelLike = Model | PathLike | Mapping[str, Any]
+ClusterLike = Cluster | PathLike | Mapping[str, Any]
+ConfigLike = str | Mapping[str, int | str | bool]
+Constraints = str | Sequence[str] | Mapping[str, int | str | Sequence[int | str]]
+
+class Error(ValueError):
+    """Bad input: the message names the file, the field, the value and the rule (as the CLI's)."""
+
+class TrialPruned(Exception):
+    """Raise it from an objective to end its trial as pruned (after ``trial.should_prune()``)."""
+
+class Model:
+    """A model: a preset, a model-spec file, a Hugging Face config.json or a dict."""
+    @property
+    def name(self) -> str: ...
+    def to_dict(self) -> dict[str, Any]:
+        """The spec in paratune's model format."""
+    def summary(self, seq_len: int) -> dict[str, Any]:
+        """Parameters, FLOPs per token and layer counts at this sequence length."""
+
+class Cluster:
+    """A cluster: PRESET:NODES, GPUxCOUNT, a cluster file or a dict."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def num_gpus(self) -> int: ...
+    @property
+    def nodes(self) -> int: ...
+    @property
+    def gpus_per_node(self) -> int: ...
+    @property
+    def gpu(self) -> str: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+class Estimate:
+    """One configuration's predicted iteration (a model prediction, not a measurement)."""
+    @property
+    def config(self) -> str:
+        """The resolved configuration ("dp=4,tp=2,pp=1,...")."""
+    @property
+    def iteration_time_s(self) -> float: ...
+    @property
+    def tokens_per_s(self) -> float: ...
+    @property
+    def mfu(self) -> float: ...
+    @property
+    def tflops_per_gpu(self) -> float: ...
+    @property
+    def bubble_fraction(self) -> float: ...
+    @property
+    def peak_memory_bytes(self) -> float: ...
+    @property
+    def memory_limit_bytes(self) -> float: ...
+    @property
+    def fits(self) -> bool: ...
+    @property
+    def reason(self) -> str:
+        """Why it does not fit (empty when it fits)."""
+    def to_dict(self) -> dict[str, Any]:
+        """Everything ``paratune estimate --json`` prints, with ``predicted_by``."""
+
+class Plan:
+    """One ranked plan: a configuration and its predicted iteration."""
+    @property
+    def config(self) -> str: ...
+    @property
+    def iteration_time_s(self) -> float: ...
+    @property
+    def estimate(self) -> Estimate: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+class PlanResult:
+    """What ``plan()`` found: the ranked plans, the baselines and the search's figures."""
+    @property
+    def plans(self) -> list[Plan]:
+        """Fitting plans, best first."""
+    @property
+    def best(self) -> Plan | None: ...
+    @property
+    def advice(self) -> list[str]:
+        """When nothing fits: what would help."""
+    def to_dict(self) -> dict[str, Any]:
+        """Everything ``paratune plan --json`` prints."""
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int) -> Plan: ...
+
+class Simulation:
+    """A configuration's iteration replayed event by event."""
+    @property
+    def iteration_time_s(self) -> float: ...
+    @property
+    def bubble_fraction(self) -> float: ...
+    @property
+    def config(self) -> str: ...
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """Every event: kind, lane, stage, peer, microbatch, chunk, start_s, end_s."""
+    def to_dict(self) -> dict[str, Any]:
+        """Everything ``paratune simulate --json`` prints."""
+    def chrome_trace(self) -> dict[str, Any]:
+        """The timeline in Chrome's trace format (chrome://tracing, Perfetto)."""
+
+class Launch:
+    """A framework's launch settings for a plan; ``str()`` gives the text to paste."""
+    @property
+    def framework(self) -> str:
+        """The framework and version it was checked against, e.g. "megatron@0.20.0-dev"."""
+    @property
+    def text(self) -> str: ...
+    @property
+    def cannot_express(self) -> list[str]:
+        """Parts of the plan the framework has no setting for."""
+
+class StoredTrial:
+    """One trial of a stored study."""
+    @property
+    def number(self) -> int: ...
+    @property
+    def status(self) -> str:
+        """running, completed, pruned, failed, oom, infeasible, timeout, interrupted or early-stopped."""
+    @property
+    def params(self) -> dict[str, Any]: ...
+    @property
+    def objective(self) -> float | None:
+        """Hyperparameter studies: the final value (completed) or the last one (pruned)."""
+    @property
+    def throughput(self) -> float | None:
+        """Steps per second, measured."""
+    @property
+    def reason(self) -> str: ...
+    @property
+    def steps(self) -> int: ...
+    @property
+    def started_unix_s(self) -> float: ...
+    @property
+    def ended_unix_s(self) -> float: ...
+    @property
+    def location(self) -> str: ...
+    @property
+    def worker(self) -> str: ...
+    @property
+    def metrics(self) -> list[dict[str, Any]]:
+        """Every metric it reported, in order: dicts of name, value, step."""
+    def values(self, name: str) -> list[tuple[int | None, float]]:
+        """One metric's (step, value) pairs: a learning curve."""
+    def to_dict(self) -> dict[str, Any]: ...
+
+class Study:
+    """A stored study, read when opened (open it again to see later trials)."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def storage(self) -> str:
+        """The SQLite file, or the PostgreSQL URI with its password masked."""
+    @property
+    def kind(self) -> Literal["hpo", "configurations"]: ...
+    @property
+    def objective(self) -> str: ...
+    @property
+    def direction(self) -> Literal["minimize", "maximize"]: ...
+    @property
+    def identity(self) -> dict[str, Any]:
+        """What the study was created with (space, objective, pruner, ...)."""
+    @property
+    def trials(self) -> list[StoredTrial]: ...
+    @property
+    def best(self) -> StoredTrial | None: ...
+    @property
+    def best_params(self) -> dict[str, Any] | None: ...
+    @property
+    def best_value(self) -> float | None: ...
+    def to_dict(self) -> dict[str, Any]:
+        """Everything ``paratune report`` draws: trials, curves, importance, the fitted model."""
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[StoredTrial]: ...
+
+class Trial:
+    """One trial of ``tune()``: its configuration, and what it reports. Valid only inside its objective call."""
+    @property
+    def number(self) -> int:
+        """The trial's number in the study (1, 2, ...)."""
+    @property
+    def params(self) -> dict[str, Any]:
+        """Every active parameter of its configuration."""
+    def suggest_float(self, name: str, low: float | None = None, high: float | None = None, *,
+                      log: bool | None = None) -> float:
+        """The trial's value of a float parameter of the space (bounds, when given, must be the space's)."""
+    def suggest_int(self, name: str, low: int | None = None, high: int | None = None, *,
+                    log: bool | None = None) -> int:
+        """The trial's value of an int parameter of the space (bounds, when given, must be the space's)."""
+    def suggest_categorical(self, name: str, choices: Sequence[Any] | None = None) -> Any:
+        """The trial's value of a categorical parameter (choices, when given, must be the space's)."""
+    def report(self, value: float, step: int) -> None:
+        """The objective's value after a step (0-based, increasing): the curve the pruner judges."""
+    def report_metric(self, name: str, value: float, step: int | None = None) -> None:
+        """Another metric, stored with the trial (not judged)."""
+    def should_prune(self) -> bool:
+        """Whether the pruner stops the trial now; then raise ``paratune.TrialPruned``."""
+
+def load_model(model: ModelLike) -> Model:
+    """A model from a preset name, a model-spec file (YAML/JSON), a Hugging Face config.json, or a dict."""
+
+def load_cluster(cluster: ClusterLike) -> Cluster:
+    """A cluster from "dgx-h100:16" (preset:nodes), "h100x128" (GPU x count), a cluster file, or a dict."""
+
+def presets() -> dict[str, list[str]]:
+    """The names of the shipped model, GPU and cluster presets."""
+
+def estimate(model: ModelLike, cluster: ClusterLike, config: ConfigLike, seq_len: int, global_batch: int, *,
+             precision: str = "bf16", fp8_recipe: str = "delayed", fp8_param_gather: bool = False,
+             moe_balancing: str = "aux-loss", moe_capacity_factor: float = 0.0, optimizer: str = "adamw",
+             flash_attention: bool = True, memory_margin: float = 0.05,
+             calibration: PathLike | None = None) -> Estimate:
+    """The predicted time, throughput and memory of one configuration (``paratune estimate``)."""
+
+def plan(model: ModelLike, cluster: ClusterLike, seq_len: int, global_batch: int, *, top: int = 5, keep: int = 16,
+         threads: int = 1, fix: Constraints | None = None, allow: Constraints | None = None,
+         max: Constraints | None = None, framework: str | None = None, baselines: bool = True,
+         precision: str = "bf16", fp8_recipe: str = "delayed", fp8_param_gather: bool = False,
+         moe_balancing: str = "aux-loss", moe_capacity_factor: float = 0.0, optimizer: str = "adamw",
+         flash_attention: bool = True, memory_margin: float = 0.05,
+         calibration: PathLike | None = None) -> PlanResult:
+    """The fastest configurations that fit (``paratune plan``). Releases the GIL while it searches."""
+
+def simulate(model: ModelLike, cluster: ClusterLike, config: ConfigLike, seq_len: int, global_batch: int, *,
+             schedule: str | None = None, grad_sync: str | None = None, precision: str = "bf16",
+             fp8_recipe: str = "delayed", fp8_param_gather: bool = False, moe_balancing: str = "aux-loss",
+             moe_capacity_factor: float = 0.0, optimizer: str = "adamw", flash_attention: bool = True,
+             memory_margin: float = 0.05, calibration: PathLike | None = None) -> Simulation:
+    """Replays one iteration's pipeline schedule event by event (``paratune simulate``)."""
+
+def launch_args(plan: Plan | PlanResult | Estimate, framework: str) -> Launch:
+    """The launch for "megatron", "torchtitan" or "deepspeed" (optionally "@VERSION"), checked against that
+    version's flags and rules."""
+
+def open_study(storage: PathLike, name: str = "") -> Study:
+    """A stored study: an SQLite file or a postgresql:// URI; name may be left out when the store holds one."""
+
+def studies(storage: PathLike) -> list[str]:
+    """The names of the studies in a store."""
+
+def tune(objective: Callable[[Trial], float | None], space: Mapping[str, Any] | PathLike, *, storage: PathLike,
+         study_name: str = "main", direction: Literal["minimize", "maximize"] = "minimize",
+         objective_name: str = "value", sampler: Literal["grid", "random", "tpe", "gp"] = "tpe",
+         pruner: Literal["none", "median", "percentile"] = "median", max_trials: int = 0, timeout: float = 0.0,
+         n_jobs: int = 1, seed: int = 0, steps: int = 0, sampler_options: Mapping[str, Any] = ...,
+         pruner_options: Mapping[str, Any] = ...) -> Study:
+    """Runs (or resumes) a hyperparameter study whose trials call ``objective(trial)``; returns the stored Study.
+
+    space: a dict in the space file's format ({"lr": {"type": "float", "low": 1e-4, "high": 0.1, "log": True},
+    "optimizer": ["sgd", "adam"]}, optionally under "parameters" with "constraints"), or a space file.
+    max_trials counts the study's trials in all, those of earlier runs included (as ``--max-trials``);
+    timeout: no new trial after so many seconds. n_jobs: objectives called from that many threads.
+    sampler_options: startup_trials. pruner_options: startup_trials, warmup_steps, percentile.
+    A trial whose objective raises is stored failed and the study goes on (KeyboardInterrupt stops it).
+    """

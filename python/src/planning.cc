@@ -1,0 +1,466 @@
+// paratune.load_model / load_cluster / estimate / plan / simulate / launch_args: the library's cost
+// model, planner, pipeline replay and launch emitters, as `paratune estimate|plan|simulate` use them.
+#include <fmt/format.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+
+#include "convert.h"
+#include "modules.h"
+#include "paratune/cost/calibration.h"
+#include "paratune/cost/estimate.h"
+#include "paratune/plan/planner.h"
+#include "paratune/report/estimate_report.h"
+#include "paratune/report/launch.h"
+#include "paratune/report/launch_check.h"
+#include "paratune/report/plan_report.h"
+#include "paratune/report/sim_report.h"
+#include "paratune/sim/pipeline.h"
+#include "paratune/spec/enums.h"
+#include "paratune/spec/error.h"
+#include "paratune/spec/io.h"
+#include "paratune/spec/option_error.h"
+#include "paratune/spec/parallel.h"
+#include "paratune/spec/presets.h"
+
+namespace paratune::python {
+namespace {
+
+// What every prediction is made from: the specs, the training, the calibration and the margin.
+struct Setup {
+  ModelSpec model;
+  ClusterSpec cluster;
+  TrainingSpec training;
+  Calibration calibration;
+  EstimateOptions options;
+  std::string calibration_source;  // "shipped" or the file
+};
+using SetupPtr = std::shared_ptr<const Setup>;
+
+// Labels each figure as the CLI's --json does (cli/main.cc prediction_json).
+nlohmann::json predicted_by(const Setup& s) {
+  return {{"kind", "model prediction"},
+          {"model", fmt::format("paratune {} analytic cost model", PARATUNE_VERSION)},
+          {"calibration", s.calibration_source}};
+}
+
+ModelSpec model_of(const py::handle& value) {
+  if (py::isinstance<ModelSpec>(value)) return value.cast<ModelSpec>();
+  if (py::isinstance<py::dict>(value)) return model_from_document(nlohmann::json(from_python(value, "model")), "model (dict)");
+  return load_model(text_or_path(value, "model"));
+}
+
+ClusterSpec cluster_of(const py::handle& value) {
+  if (py::isinstance<ClusterSpec>(value)) return value.cast<ClusterSpec>();
+  if (py::isinstance<py::dict>(value))
+    return cluster_from_json(nlohmann::json(from_python(value, "cluster")), "cluster (dict)");
+  return load_cluster(text_or_path(value, "cluster"));
+}
+
+// A configuration as text ("tp=2,pp=4,mbs=1") or a dict ({"tp": 2, "pp": 4}).
+ParallelConfig config_of(const py::handle& value) {
+  std::string text;
+  if (py::isinstance<py::dict>(value)) {
+    for (const auto& [key, v] : value.cast<py::dict>()) {
+      const std::string item = py::str(v).cast<std::string>();
+      text += fmt::format("{}{}={}", text.empty() ? "" : ",", py::str(key).cast<std::string>(),
+                          py::isinstance<py::bool_>(v) ? (v.cast<bool>() ? "true" : "false") : item);
+    }
+  } else if (py::isinstance<py::str>(value)) {
+    text = value.cast<std::string>();
+  } else {
+    throw Error("config: expected a str like \"tp=2,pp=4,mbs=1\" or a dict like {\"tp\": 2, \"pp\": 4}");
+  }
+  try {
+    return parse_parallel_config(text);
+  } catch (const Error& e) {
+    throw e.with_context("config");
+  }
+}
+
+// The keyword options every prediction takes besides seq_len and global_batch (the CLI's setup
+// flags without their dashes); anything else is an Error naming the closest.
+const std::vector<std::string> kTrainingKeys{"precision",       "fp8_recipe", "fp8_param_gather",
+                                             "moe_balancing",   "moe_capacity_factor", "optimizer",
+                                             "flash_attention", "memory_margin",       "calibration"};
+
+template <typename E>
+E enum_option(const py::dict& options, const char* key, E fallback) {
+  if (!options.contains(key)) return fallback;
+  try {
+    return parse_enum<E>(py::str(options[key]).cast<std::string>());
+  } catch (const Error& e) {
+    throw e.with_context(key);
+  }
+}
+
+double number_option(const py::dict& options, const char* key, double fallback) {
+  if (!options.contains(key)) return fallback;
+  const py::handle v = options[key];
+  if (py::isinstance<py::bool_>(v) || !(py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v)))
+    throw OptionError(key, py::repr(v).cast<std::string>(), "must be a number");
+  return v.cast<double>();
+}
+
+bool bool_option(const py::dict& options, const char* key, bool fallback) {
+  if (!options.contains(key)) return fallback;
+  if (!py::isinstance<py::bool_>(options[key]))
+    throw OptionError(key, py::repr(options[key]).cast<std::string>(), "must be True or False");
+  return options[key].cast<bool>();
+}
+
+SetupPtr setup_of(const py::handle& model, const py::handle& cluster, std::int64_t seq_len, std::int64_t global_batch,
+                  const py::dict& options, const std::vector<std::string>& other_keys = {}) {
+  std::vector<std::string> known = kTrainingKeys;
+  known.insert(known.end(), other_keys.begin(), other_keys.end());
+  for (const auto& item : options) {
+    const std::string key = py::str(item.first).cast<std::string>();
+    if (std::find(known.begin(), known.end(), key) == known.end())
+      throw Error(unknown_name_message("keyword argument", key, known));
+  }
+  auto s = std::make_shared<Setup>();
+  s->model = model_of(model);
+  s->cluster = cluster_of(cluster);
+  const auto in_int = [](std::int64_t v, const char* field) {
+    if (v < 1 || v > std::numeric_limits<int>::max())
+      throw OptionError(field, std::to_string(v), fmt::format("must be a whole number from 1 to {}", std::numeric_limits<int>::max()));
+    return static_cast<int>(v);
+  };
+  s->training.seq_len = in_int(seq_len, "seq_len");
+  s->training.global_batch = in_int(global_batch, "global_batch");
+  s->training.precision = enum_option(options, "precision", s->training.precision);
+  s->training.fp8_recipe = enum_option(options, "fp8_recipe", s->training.fp8_recipe);
+  s->training.moe_balancing = enum_option(options, "moe_balancing", s->training.moe_balancing);
+  s->training.optimizer = enum_option(options, "optimizer", s->training.optimizer);
+  s->training.fp8_param_gather = bool_option(options, "fp8_param_gather", false);
+  s->training.flash_attention = bool_option(options, "flash_attention", true);
+  s->training.moe_capacity_factor = number_option(options, "moe_capacity_factor", 0);
+  validate(s->training);
+  s->options.memory_margin = number_option(options, "memory_margin", s->options.memory_margin);
+  if (!(s->options.memory_margin >= 0 && s->options.memory_margin < 1))
+    throw OptionError("memory_margin", fmt::format("{}", s->options.memory_margin),
+                      "must be a finite number >= 0 and < 1 (the fraction of GPU memory kept free)");
+  if (options.contains("calibration") && !options["calibration"].is_none()) {
+    s->calibration_source = text_or_path(options["calibration"], "calibration");
+    try {
+      s->calibration = load_calibration(s->calibration_source);
+    } catch (const Error& e) {
+      throw e.with_context("calibration");
+    }
+  } else {
+    s->calibration = default_calibration();
+    s->calibration_source = "shipped";
+  }
+  return s;
+}
+
+// A prediction with the setup it came from (launch_args needs the model and the training).
+struct PyEstimate {
+  Estimate estimate;
+  SetupPtr setup;
+  [[nodiscard]] py::object to_dict() const {
+    nlohmann::json j = to_json(estimate);
+    j["predicted_by"] = predicted_by(*setup);
+    return to_python(j);
+  }
+};
+
+struct PyPlan {
+  plan::Plan plan;
+  SetupPtr setup;
+};
+
+struct PyPlanResult {
+  plan::PlanResult result;
+  SetupPtr setup;
+};
+
+struct PySimulation {
+  sim::PipelineProblem problem;
+  sim::SimulationResult result;
+  ParallelConfig config;
+  SetupPtr setup;
+};
+
+py::list events_of(const PySimulation& s) {
+  static const char* kLanes[] = {"compute", "p2p", "grad_sync"};
+  py::list events;
+  for (const sim::Event& e : s.result.events) {
+    py::dict d;
+    d["kind"] = sim::to_string(e.kind);
+    d["lane"] = kLanes[static_cast<int>(e.lane)];
+    d["stage"] = e.stage;
+    d["peer"] = e.peer < 0 ? py::object(py::none()) : py::object(py::int_(e.peer));
+    d["microbatch"] = e.microbatch < 0 ? py::object(py::none()) : py::object(py::int_(e.microbatch));
+    d["chunk"] = e.chunk < 0 ? py::object(py::none()) : py::object(py::int_(e.chunk));
+    d["start_s"] = e.start_s;
+    d["end_s"] = e.end_s;
+    events.append(d);
+  }
+  return events;
+}
+
+struct PyLaunch {
+  std::string framework;  // "megatron@0.20.0-dev"
+  LaunchSettings settings;
+};
+
+PyLaunch launch_for(const ParallelConfig& config, const Setup& s, const std::string& framework) {
+  FrameworkTarget t;
+  try {
+    t = parse_framework_target(framework);
+  } catch (const Error& e) {
+    throw e.with_context("framework");
+  }
+  const LaunchTarget target{.version = t.version, .nodes = s.cluster.nodes, .gpus_per_node = s.cluster.gpus_per_node,
+                            .gpu = s.cluster.gpu.name};
+  return {to_string(t), launch_settings(t.framework, config, s.model, s.training, target)};
+}
+
+// fix / allow / max: one text ("tp=2,pp=4"), a list of them, or a dict ({"tp": [1, 2], "pp": 4}).
+void add_plan_constraints(plan::SearchSpace& space, const py::object& value, plan::ConstraintKind kind, const char* name) {
+  if (value.is_none()) return;
+  std::vector<std::string> texts;
+  if (py::isinstance<py::str>(value)) {
+    texts.push_back(value.cast<std::string>());
+  } else if (py::isinstance<py::dict>(value)) {
+    std::string text;
+    for (const auto& [key, v] : value.cast<py::dict>()) {
+      std::string values;
+      if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+        for (const auto& x : v) values += fmt::format("{}{}", values.empty() ? "" : ",", py::str(x).cast<std::string>());
+      } else {
+        values = py::str(v).cast<std::string>();
+      }
+      text += fmt::format("{}{}={}", text.empty() ? "" : ",", py::str(key).cast<std::string>(), values);
+    }
+    texts.push_back(text);
+  } else if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
+    for (const auto& x : value) texts.push_back(text_or_path(x, name));
+  } else {
+    throw Error(fmt::format("{}: expected a str like \"tp=2,pp=4\", a list of them or a dict", name));
+  }
+  for (const std::string& text : texts) plan::add_constraints(space, text, kind, name);
+}
+
+}  // namespace
+
+void bind_planning(py::module_& m) {
+  py::class_<ModelSpec>(m, "Model", "A model: a preset, a model-spec file, a Hugging Face config.json or a dict.")
+      .def_readonly("name", &ModelSpec::name)
+      .def("to_dict", [](const ModelSpec& s) { return to_python(to_json(s)); }, "The spec as paratune's model format.")
+      .def("summary", [](const ModelSpec& s, int seq_len) { return to_python(model_summary_json(s, seq_len)); },
+           py::arg("seq_len"), "Parameters, FLOPs per token and layer counts at this sequence length.")
+      .def("__repr__", [](const ModelSpec& s) { return fmt::format("<paratune.Model '{}'>", s.name); });
+  py::class_<ClusterSpec>(m, "Cluster", "A cluster: PRESET:NODES, GPUxCOUNT, a cluster file or a dict.")
+      .def_readonly("name", &ClusterSpec::name)
+      .def_property_readonly("num_gpus", &ClusterSpec::num_gpus)
+      .def_readonly("nodes", &ClusterSpec::nodes)
+      .def_readonly("gpus_per_node", &ClusterSpec::gpus_per_node)
+      .def_property_readonly("gpu", [](const ClusterSpec& c) { return c.gpu.name; })
+      .def("to_dict", [](const ClusterSpec& c) { return to_python(to_json(c)); })
+      .def("__repr__", [](const ClusterSpec& c) {
+        return fmt::format("<paratune.Cluster '{}': {} x {}>", c.name, c.num_gpus(), c.gpu.name);
+      });
+
+  m.def("load_model", &model_of, py::arg("model"),
+        "A model from a preset name, a model-spec file (YAML/JSON), a Hugging Face config.json path, or a dict "
+        "in either format.");
+  m.def("load_cluster", &cluster_of, py::arg("cluster"),
+        "A cluster from 'dgx-h100:16' (preset:nodes), 'h100x128' (GPU x count), a cluster file, or a dict.");
+  m.def("presets", [] {
+    py::dict d;
+    d["models"] = model_preset_names();
+    d["gpus"] = gpu_preset_names();
+    d["clusters"] = cluster_preset_names();
+    return d;
+  }, "The names of the shipped model, GPU and cluster presets.");
+
+  py::class_<PyEstimate>(m, "Estimate", "One configuration's predicted iteration (a model prediction).")
+      .def_property_readonly("config", [](const PyEstimate& e) { return to_string(e.estimate.config); })
+      .def_property_readonly("iteration_time_s", [](const PyEstimate& e) { return e.estimate.iteration_time_s; })
+      .def_property_readonly("tokens_per_s", [](const PyEstimate& e) { return e.estimate.tokens_per_s; })
+      .def_property_readonly("mfu", [](const PyEstimate& e) { return e.estimate.mfu; })
+      .def_property_readonly("tflops_per_gpu", [](const PyEstimate& e) { return e.estimate.tflops_per_gpu; })
+      .def_property_readonly("bubble_fraction", [](const PyEstimate& e) { return e.estimate.bubble_fraction; })
+      .def_property_readonly("peak_memory_bytes", [](const PyEstimate& e) { return e.estimate.peak_memory_bytes; })
+      .def_property_readonly("memory_limit_bytes", [](const PyEstimate& e) { return e.estimate.memory_limit_bytes; })
+      .def_property_readonly("fits", [](const PyEstimate& e) { return e.estimate.fits; })
+      .def_property_readonly("reason", [](const PyEstimate& e) { return e.estimate.reason; })
+      .def("to_dict", &PyEstimate::to_dict, "Everything `paratune estimate --json` prints.")
+      .def("__repr__", [](const PyEstimate& e) {
+        return fmt::format("<paratune.Estimate {}: {:.4g} s/iteration, MFU {:.1f}%{}>", to_string(e.estimate.config),
+                           e.estimate.iteration_time_s, 100 * e.estimate.mfu, e.estimate.fits ? "" : ", does not fit");
+      });
+
+  m.def(
+      "estimate",
+      [](const py::object& model, const py::object& cluster, const py::object& config, std::int64_t seq_len,
+         std::int64_t global_batch, const py::kwargs& kwargs) {
+        SetupPtr s = setup_of(model, cluster, seq_len, global_batch, kwargs);
+        const ParallelConfig c = config_of(config);
+        Estimate e;
+        {
+          py::gil_scoped_release release;
+          try {
+            e = paratune::estimate(s->model, s->cluster, s->training, c, s->calibration, s->options);
+          } catch (const Error& error) {
+            throw error.with_context("config");
+          }
+        }
+        return PyEstimate{std::move(e), std::move(s)};
+      },
+      py::arg("model"), py::arg("cluster"), py::arg("config"), py::arg("seq_len"), py::arg("global_batch"),
+      "The predicted time, throughput and memory of one configuration (paratune estimate).");
+
+  py::class_<PyPlan>(m, "Plan", "One ranked plan: a configuration and its predicted iteration.")
+      .def_property_readonly("config", [](const PyPlan& p) { return to_string(p.plan.estimate.config); })
+      .def_property_readonly("iteration_time_s", [](const PyPlan& p) { return p.plan.estimate.iteration_time_s; })
+      .def_property_readonly("estimate", [](const PyPlan& p) { return PyEstimate{p.plan.estimate, p.setup}; })
+      .def("to_dict", [](const PyPlan& p) {
+        plan::PlanResult one;
+        one.plans.push_back(p.plan);
+        nlohmann::json j = to_json(one)["plans"][0];
+        j["predicted_by"] = predicted_by(*p.setup);
+        return to_python(j);
+      })
+      .def("__repr__", [](const PyPlan& p) {
+        return fmt::format("<paratune.Plan {}: {:.4g} s/iteration>", to_string(p.plan.estimate.config),
+                           p.plan.estimate.iteration_time_s);
+      });
+  py::class_<PyPlanResult>(m, "PlanResult", "What plan() found: the ranked plans, the baselines and the search's figures.")
+      .def_property_readonly("plans", [](const PyPlanResult& r) {
+        std::vector<PyPlan> plans;
+        for (const plan::Plan& p : r.result.plans) plans.push_back({p, r.setup});
+        return plans;
+      })
+      .def_property_readonly("best", [](const PyPlanResult& r) -> py::object {
+        if (r.result.plans.empty()) return py::none();
+        return py::cast(PyPlan{r.result.plans.front(), r.setup});
+      })
+      .def_property_readonly("advice", [](const PyPlanResult& r) { return r.result.advice; })
+      .def("to_dict", [](const PyPlanResult& r) {
+        nlohmann::json j = to_json(r.result);
+        j["predicted_by"] = predicted_by(*r.setup);
+        return to_python(j);
+      }, "Everything `paratune plan --json` prints.")
+      .def("__len__", [](const PyPlanResult& r) { return r.result.plans.size(); })
+      .def("__getitem__", [](const PyPlanResult& r, std::size_t i) {
+        if (i >= r.result.plans.size()) throw py::index_error(fmt::format("plan {} of {}", i, r.result.plans.size()));
+        return PyPlan{r.result.plans[i], r.setup};
+      });
+
+  m.def(
+      "plan",
+      [](const py::object& model, const py::object& cluster, std::int64_t seq_len, std::int64_t global_batch, int top,
+         int keep, int threads, const py::object& fix, const py::object& allow, const py::object& max,
+         const py::object& framework, bool baselines, const py::kwargs& kwargs) {
+        SetupPtr s = setup_of(model, cluster, seq_len, global_batch, kwargs);
+        plan::PlanOptions options;
+        add_plan_constraints(options.space, fix, plan::ConstraintKind::kFix, "fix");
+        add_plan_constraints(options.space, allow, plan::ConstraintKind::kAllow, "allow");
+        add_plan_constraints(options.space, max, plan::ConstraintKind::kMax, "max");
+        if (!framework.is_none()) {
+          try {
+            options.framework = parse_framework_target(text_or_path(framework, "framework")).framework;
+          } catch (const Error& e) {
+            throw e.with_context("framework");
+          }
+        }
+        options.top = top;
+        options.keep = std::max(keep, top);
+        options.threads = threads;
+        options.estimate = s->options;
+        options.baselines = baselines;
+        plan::PlanResult result;
+        {
+          py::gil_scoped_release release;  // a long search: other Python threads run meanwhile
+          result = plan::plan(s->model, s->cluster, s->training, options, s->calibration);
+        }
+        return PyPlanResult{std::move(result), std::move(s)};
+      },
+      py::arg("model"), py::arg("cluster"), py::arg("seq_len"), py::arg("global_batch"), py::kw_only(),
+      py::arg("top") = 5, py::arg("keep") = 16, py::arg("threads") = 1, py::arg("fix") = py::none(),
+      py::arg("allow") = py::none(), py::arg("max") = py::none(), py::arg("framework") = py::none(),
+      py::arg("baselines") = true,
+      "The fastest configurations that fit, searched jointly over every axis (paratune plan). Releases the GIL.");
+
+  py::class_<PySimulation>(m, "Simulation", "A configuration's iteration replayed event by event.")
+      .def_property_readonly("iteration_time_s", [](const PySimulation& s) { return s.result.iteration_time_s; })
+      .def_property_readonly("bubble_fraction", [](const PySimulation& s) { return s.result.bubble_fraction; })
+      .def_property_readonly("config", [](const PySimulation& s) { return to_string(s.config); })
+      .def_property_readonly("events", &events_of,
+                             "Every event of the timeline: kind, lane, stage, peer, microbatch, chunk, start_s, end_s.")
+      .def("to_dict", [](const PySimulation& s) {
+        nlohmann::json j = to_json(s.result, s.problem);
+        j["config"] = to_string(s.config);
+        j["predicted_by"] = predicted_by(*s.setup);
+        return to_python(j);
+      }, "Everything `paratune simulate --json` prints.")
+      .def("chrome_trace", [](const PySimulation& s) { return to_python(chrome_trace(s.result, s.problem)); },
+           "The timeline in Chrome's trace format (chrome://tracing, Perfetto).");
+
+  m.def(
+      "simulate",
+      [](const py::object& model, const py::object& cluster, const py::object& config, std::int64_t seq_len,
+         std::int64_t global_batch, const py::object& schedule, const py::object& grad_sync, const py::kwargs& kwargs) {
+        SetupPtr s = setup_of(model, cluster, seq_len, global_batch, kwargs);
+        ParallelConfig c = config_of(config);
+        try {
+          if (!schedule.is_none()) c.schedule = parse_enum<Schedule>(py::str(schedule).cast<std::string>());
+          if (!grad_sync.is_none()) c.grad_sync = parse_enum<GradSync>(py::str(grad_sync).cast<std::string>());
+        } catch (const Error& e) {
+          throw e.with_context("schedule/grad_sync");
+        }
+        if (!schedule.is_none() && c.schedule == Schedule::kOneFOneB && c.vpp > 1)
+          throw Error(fmt::format("schedule 1f1b: config has vpp={}, and 1F1B with virtual stages is the interleaved "
+                                  "schedule; give schedule='interleaved-1f1b', or vpp=1 for plain 1F1B",
+                                  c.vpp));
+        PySimulation out;
+        {
+          py::gil_scoped_release release;
+          try {
+            out.problem = pipeline_problem(s->model, s->cluster, s->training, c, s->calibration, s->options);
+          } catch (const Error& e) {
+            throw e.with_context("config");
+          }
+          out.config = resolve(c, s->model, s->cluster, s->training);
+          out.result = sim::simulate(out.problem);
+        }
+        out.setup = std::move(s);
+        return out;
+      },
+      py::arg("model"), py::arg("cluster"), py::arg("config"), py::arg("seq_len"), py::arg("global_batch"),
+      py::kw_only(), py::arg("schedule") = py::none(), py::arg("grad_sync") = py::none(),
+      "Replays one iteration's pipeline schedule event by event (paratune simulate).");
+
+  py::class_<PyLaunch>(m, "Launch", "A framework's launch settings for a plan (str() gives the text to paste).")
+      .def_readonly("framework", &PyLaunch::framework)
+      .def_property_readonly("text", [](const PyLaunch& l) { return l.settings.text; })
+      .def_property_readonly("cannot_express", [](const PyLaunch& l) { return l.settings.cannot_express; },
+                             "Parts of the plan the framework has no setting for.")
+      .def("__str__", [](const PyLaunch& l) { return l.settings.text; });
+  m.def(
+      "launch_args",
+      [](const py::object& what, const std::string& framework) {
+        if (py::isinstance<PyPlanResult>(what)) {
+          const auto& r = what.cast<const PyPlanResult&>();
+          if (r.result.plans.empty()) throw Error("launch_args: the plan result has no plan (nothing fits)");
+          return launch_for(r.result.plans.front().estimate.config, *r.setup, framework);
+        }
+        if (py::isinstance<PyPlan>(what)) {
+          const auto& p = what.cast<const PyPlan&>();
+          return launch_for(p.plan.estimate.config, *p.setup, framework);
+        }
+        if (py::isinstance<PyEstimate>(what)) {
+          const auto& e = what.cast<const PyEstimate&>();
+          return launch_for(e.estimate.config, *e.setup, framework);
+        }
+        throw Error("launch_args: expected a Plan, a PlanResult (its best plan) or an Estimate");
+      },
+      py::arg("plan"), py::arg("framework"),
+      "The launch for Megatron-LM, torchtitan or DeepSpeed ('megatron', 'torchtitan', 'deepspeed', optionally "
+      "'@VERSION'), checked against that version's flags and rules.");
+}
+
+}  // namespace paratune::python

@@ -1,0 +1,28 @@
+// A stored study as the Python module shows it (paratune.Study), read once when opened.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "paratune/store/study_store.h"
+
+namespace paratune::python {
+
+struct StudyView {
+  store::StudyInfo info;
+  std::string locator;               // the store, a PostgreSQL password masked
+  nlohmann::ordered_json identity;   // what it was created with
+  bool hpo = false;                  // a hyperparameter study (else parallel configurations)
+  std::string objective, direction;
+  std::vector<store::StoredTrial> trials;  // with steps and metrics, in number order
+  std::optional<std::size_t> best;         // index into trials
+  nlohmann::ordered_json data;             // report/study_data.h's document
+};
+
+// The study `name` of the store at `storage` (an SQLite file or a postgresql:// URI), opened
+// read-only; `name` may be empty when the store holds one study. Throws Error naming the store.
+StudyView read_study(const std::string& storage, const std::string& name);
+
+}  // namespace paratune::python

@@ -1,0 +1,458 @@
+// paratune.tune(objective, space, storage=...): a hyperparameter study whose trials are calls of a
+// Python function, Optuna-style (objective(trial) with trial.suggest_*, trial.report, trial.should_prune),
+// on hpo/ask_tell.h -- the samplers, pruners and stores of `paratune tune --space`, no second copy.
+//
+// How a call ends decides how the trial is stored:
+//   returns a number               completed with that value (None: its last reported value)
+//   raises paratune.TrialPruned    pruned
+//   raises MemoryError, or an exception whose class is named *OutOfMemoryError (torch's)   oom
+//   raises KeyboardInterrupt       interrupted (asked again when the study resumes); tune() stops
+//                                  and re-raises it
+//   raises anything else           failed, with "Type: message" as its reason; the study goes on
+//   misuses the trial (suggests a parameter the space does not have, or with other bounds)
+//                                  failed, and tune() re-raises: every trial would repeat it
+#include <fmt/format.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "convert.h"
+#include "modules.h"
+#include "paratune/hpo/ask_tell.h"
+#include "paratune/hpo/pruner.h"
+#include "paratune/hpo/sampler.h"
+#include "paratune/hpo/space.h"
+#include "paratune/spec/error.h"
+#include "paratune/spec/option_error.h"
+#include "paratune/spec/input_file.h"
+#include "study_view.h"
+
+namespace paratune::python {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// paratune.TrialPruned: raised by an objective to stop its trial (after should_prune() said so).
+py::handle trial_pruned_type() {
+  static py::handle type = PyErr_NewExceptionWithDoc(
+      "paratune.TrialPruned", "Raise it from an objective to end its trial as pruned (after trial.should_prune()).",
+      PyExc_Exception, nullptr);
+  return type;
+}
+
+// The space: a dict (the YAML space file's content, or only its `parameters`), or a space file.
+hpo::Space space_of(const py::handle& value) {
+  if (py::isinstance<py::dict>(value)) {
+    nlohmann::ordered_json doc = from_python(value, "space");
+    if (!doc.contains("parameters")) doc = nlohmann::ordered_json{{"parameters", doc}};
+    return hpo::Space::parse(doc.dump(), "space (dict)");  // JSON is YAML
+  }
+  return hpo::Space::load(text_or_path(value, "space"));
+}
+
+// The dict options of the sampler and the pruner, by the library's field names.
+void reject_unknown(const py::dict& options, const std::vector<std::string>& known, const char* what) {
+  for (const auto& item : options) {
+    const std::string key = py::str(item.first).cast<std::string>();
+    if (std::find(known.begin(), known.end(), key) == known.end())
+      throw Error(fmt::format("{}: {}", what, unknown_name_message("option", key, known)));
+  }
+}
+
+template <typename T>
+T option_value(const py::dict& options, const char* key, T fallback, const char* what) {
+  if (!options.contains(key)) return fallback;
+  try {
+    if (py::isinstance<py::bool_>(options[key])) throw py::cast_error("bool");
+    return options[key].cast<T>();
+  } catch (const py::cast_error&) {
+    throw OptionError(fmt::format("{}.{}", what, key), py::repr(options[key]).cast<std::string>(), "must be a number");
+  }
+}
+
+// A running study shared by the threads that call the objective.
+struct Run {
+  hpo::AskTellStudy* study = nullptr;
+  const hpo::Space* space = nullptr;
+  std::atomic<bool> stopping{false};  // Ctrl-C, or a misused trial: no new trials; running ones unwind
+  std::atomic<int> asked{0};          // trials asked by this run
+  int max_trials = 0;                 // in the study in all (reused ones included); 0: no limit
+  double timeout_s = 0;               // no new trial after this long; 0: none
+  Clock::time_point start = Clock::now();
+  py::object objective;
+  std::string objective_name;         // what its values are called (tune's objective_name)
+  py::object logger;                  // logging.getLogger("paratune")
+  std::mutex error_mutex;
+  std::optional<py::error_already_set> error;  // re-raised by tune() (guarded by error_mutex; GIL held)
+};
+
+// What the objective gets: its configuration and the calls that report to the study.
+class PyTrial {
+ public:
+  PyTrial(Run& run, int number, hpo::Config config) : run_(run), number_(number), config_(std::move(config)) {}
+  // The objective returned: the trial is stored, and an objective that kept it can no longer use it.
+  void end() { ended_ = true; }
+  [[nodiscard]] int number() const { return number_; }
+  [[nodiscard]] py::object params() const { return to_python(config_); }
+  [[nodiscard]] bool misused() const { return misused_; }
+
+  py::object suggest(const std::string& name, hpo::ParamType type, const char* call,
+                     const std::function<std::string(const hpo::ParamSpec&)>& mismatch) {
+    check_not_ended(call);
+    const std::optional<std::size_t> index = run_.space->index_of(name);
+    if (!index) {
+      std::vector<std::string> names;
+      for (const hpo::ParamSpec& p : run_.space->parameters()) names.push_back(p.name);
+      misuse(fmt::format("{}('{}'): {}", call, name, unknown_name_message("parameter", name, names)));
+    }
+    const hpo::ParamSpec& p = run_.space->parameters()[*index];
+    if (p.type != type)
+      misuse(fmt::format("{}('{}'): the space declares '{}' as {}", call, name, name, hpo::to_string(p.type)));
+    if (const std::string problem = mismatch(p); !problem.empty())
+      misuse(fmt::format("{}('{}'): {}; the space declares {}", call, name, problem, declared(p)));
+    const auto it = config_.find(name);
+    if (it == config_.end())
+      misuse(fmt::format("{}('{}'): not active in this trial (it has a condition: when '{}')", call, name, p.when));
+    return to_python(nlohmann::ordered_json(*it));
+  }
+
+  void report(double value, std::int64_t step) {
+    check_not_ended("report");
+    unwind_if_stopping();
+    try {
+      py::gil_scoped_release release;
+      run_.study->report(number_, step, value);
+    } catch (const Error& e) {
+      misuse(e.what());
+    }
+  }
+
+  void report_metric(const std::string& name, double value, std::optional<std::int64_t> step) {
+    check_not_ended("report_metric");
+    try {
+      py::gil_scoped_release release;
+      run_.study->report_metric(number_, name, value, step);
+    } catch (const Error& e) {
+      misuse(e.what());
+    }
+  }
+
+  bool should_prune() {
+    check_not_ended("should_prune");
+    unwind_if_stopping();
+    py::gil_scoped_release release;
+    return run_.study->should_prune(number_);
+  }
+
+ private:
+  static std::string declared(const hpo::ParamSpec& p) {
+    if (p.type == hpo::ParamType::kCategorical) return fmt::format("choices {}", nlohmann::json(p.choices).dump());
+    return fmt::format("{} from {} to {}{}", hpo::to_string(p.type), p.low, p.high, p.log ? ", log" : "");
+  }
+  // A mistake in the objective's code rather than in this configuration: every trial would repeat it.
+  [[noreturn]] void misuse(const std::string& message) {
+    misused_ = true;
+    throw Error(fmt::format("trial {}: {}", number_, message));
+  }
+  void check_not_ended(const char* call) const {
+    if (ended_)
+      throw Error(fmt::format("trial {}: {}: the trial has ended (its objective returned); use a trial only inside "
+                              "the objective call it was given to",
+                              number_, call));
+  }
+  void unwind_if_stopping() const {
+    if (!run_.stopping.load()) return;
+    PyErr_SetString(PyExc_KeyboardInterrupt, "the study is stopping (KeyboardInterrupt in another thread)");
+    throw py::error_already_set();
+  }
+
+  Run& run_;
+  int number_;
+  hpo::Config config_;
+  bool misused_ = false;
+  bool ended_ = false;
+};
+
+std::string one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text.size() > 500 ? text.substr(0, 497) + "..." : text;
+}
+
+// One trial: the objective called with the GIL held, its end told with the GIL released.
+void run_trial(Run& run, const hpo::AskTellStudy::Asked& asked) {
+  // Shared with Python: an objective may keep its trial; once ended it refuses every call.
+  const auto trial_ptr = std::make_shared<PyTrial>(run, asked.number, asked.config);
+  PyTrial& trial = *trial_ptr;
+  hpo::TrialEnd end;
+  std::optional<py::error_already_set> reraise;
+  try {
+    const py::object result = run.objective(py::cast(trial_ptr));
+    if (!result.is_none()) {
+      try {
+        if (py::isinstance<py::bool_>(result)) throw py::cast_error("bool");
+        end.value = py::float_(result).cast<double>();
+      } catch (const std::exception&) {
+        end.kind = hpo::TrialEnd::Kind::kFailed;
+        end.reason = fmt::format("the objective returned {}, not a number", one_line(py::repr(result).cast<std::string>()));
+      }
+    }
+  } catch (py::error_already_set& e) {
+    const std::string type = py::str(e.type().attr("__name__")).cast<std::string>();
+    const std::string message = one_line(py::str(e.value()).cast<std::string>());
+    if (e.matches(trial_pruned_type())) {
+      end.kind = hpo::TrialEnd::Kind::kPruned;
+      end.reason = message.empty() ? "" : fmt::format("the objective raised TrialPruned: {}", message);
+    } else if (e.matches(PyExc_KeyboardInterrupt)) {
+      end.kind = hpo::TrialEnd::Kind::kInterrupted;
+      end.reason = "KeyboardInterrupt";
+      run.stopping = true;
+      reraise = std::move(e);
+    } else {
+      const bool oom = e.matches(PyExc_MemoryError) || type.ends_with("OutOfMemoryError");
+      end.kind = oom ? hpo::TrialEnd::Kind::kOutOfMemory : hpo::TrialEnd::Kind::kFailed;
+      end.reason = message.empty() ? type : fmt::format("{}: {}", type, message);
+      if (trial.misused()) {
+        run.stopping = true;
+        reraise = std::move(e);
+      }
+    }
+  }
+  trial.end();
+  store::StoredTrial stored;
+  {
+    py::gil_scoped_release release;
+    stored = run.study->tell(asked.number, end);
+  }
+  const std::string params = one_line(stored.params_json);
+  if (stored.status == "completed")
+    run.logger.attr("info")(fmt::format("trial {} completed: {} {} with {}", stored.number, run.objective_name,
+                                        stored.objective ? fmt::format("{}", *stored.objective) : "?", params));
+  else if (stored.status == "pruned")
+    run.logger.attr("info")(fmt::format("trial {} pruned: {}", stored.number, stored.reason));
+  else if (stored.status != "interrupted")
+    run.logger.attr("warning")(fmt::format("trial {} {} with {}: {}", stored.number, stored.status, params,
+                                           stored.reason));
+  if (reraise) {
+    std::lock_guard lock(run.error_mutex);
+    if (!run.error) run.error = std::move(reraise);
+  }
+}
+
+bool may_ask(const Run& run) {
+  if (run.stopping.load()) return false;
+  if (run.max_trials > 0 && run.study->reused() + run.asked.load() >= run.max_trials) return false;
+  if (run.timeout_s > 0 && std::chrono::duration<double>(Clock::now() - run.start).count() >= run.timeout_s) return false;
+  return true;
+}
+
+// Asks for a trial unless the run is done (GIL released while the sampler works).
+std::optional<hpo::AskTellStudy::Asked> next_trial(Run& run) {
+  static std::mutex ask_mutex;  // may_ask and the count move together across threads
+  py::gil_scoped_release release;
+  std::lock_guard lock(ask_mutex);
+  if (!may_ask(run)) return std::nullopt;
+  std::optional<hpo::AskTellStudy::Asked> asked = run.study->ask();
+  if (asked) ++run.asked;
+  return asked;
+}
+
+// n_jobs threads call the objective (each takes the GIL for it, as Python threads do); this thread
+// waits, checking for Ctrl-C (signals reach Python's main thread only).
+void run_threads(Run& run, int n_jobs) {
+  std::vector<std::thread> threads;
+  std::atomic<int> running{n_jobs};
+  for (int j = 0; j < n_jobs; ++j)
+    threads.emplace_back([&run, &running] {
+      {
+        py::gil_scoped_acquire gil;
+        for (;;) {
+          std::optional<hpo::AskTellStudy::Asked> asked;
+          try {
+            asked = next_trial(run);
+          } catch (py::error_already_set& e) {
+            std::lock_guard lock(run.error_mutex);
+            if (!run.error) run.error = std::move(e);
+            run.stopping = true;
+          } catch (const std::exception& e) {
+            PyErr_SetString(PyExc_RuntimeError, e.what());
+            std::lock_guard lock(run.error_mutex);
+            if (!run.error) run.error = py::error_already_set();
+            run.stopping = true;
+          }
+          if (!asked) break;
+          try {
+            run_trial(run, *asked);
+          } catch (py::error_already_set& e) {
+            std::lock_guard lock(run.error_mutex);
+            if (!run.error) run.error = std::move(e);
+            run.stopping = true;
+          } catch (const std::exception& e) {
+            PyErr_SetString(PyExc_RuntimeError, e.what());
+            std::lock_guard lock(run.error_mutex);
+            if (!run.error) run.error = py::error_already_set();
+            run.stopping = true;
+          }
+        }
+      }
+      --running;
+    });
+  {
+    py::gil_scoped_release release;
+    while (running.load() > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      py::gil_scoped_acquire gil;
+      if (PyErr_CheckSignals() != 0) {
+        run.stopping = true;
+        std::lock_guard lock(run.error_mutex);
+        if (!run.error) run.error = py::error_already_set();
+        else PyErr_Clear();
+      }
+    }
+    for (std::thread& t : threads) t.join();
+  }
+}
+
+}  // namespace
+
+void bind_tuning(py::module_& m) {
+  m.attr("TrialPruned") = trial_pruned_type();
+
+  py::class_<PyTrial, std::shared_ptr<PyTrial>>(m, "Trial", "One trial of tune(): its configuration, and what it reports.")
+      .def_property_readonly("number", &PyTrial::number, "The trial's number in the study (1, 2, ...).")
+      .def_property_readonly("params", &PyTrial::params, "Every active parameter of its configuration.")
+      .def(
+          "suggest_float",
+          [](PyTrial& t, const std::string& name, std::optional<double> low, std::optional<double> high,
+             std::optional<bool> log) {
+            return t.suggest(name, hpo::ParamType::kFloat, "suggest_float", [&](const hpo::ParamSpec& p) {
+              if ((low && *low != p.low) || (high && *high != p.high) || (log && *log != p.log))
+                return fmt::format("asked for float from {} to {}{}", low ? fmt::format("{}", *low) : "?",
+                                   high ? fmt::format("{}", *high) : "?", log && *log ? ", log" : "");
+              return std::string();
+            });
+          },
+          py::arg("name"), py::arg("low") = py::none(), py::arg("high") = py::none(), py::kw_only(),
+          py::arg("log") = py::none(),
+          "The trial's value of a float parameter of the space (bounds, when given, must be the space's).")
+      .def(
+          "suggest_int",
+          [](PyTrial& t, const std::string& name, std::optional<std::int64_t> low, std::optional<std::int64_t> high,
+             std::optional<bool> log) {
+            return t.suggest(name, hpo::ParamType::kInt, "suggest_int", [&](const hpo::ParamSpec& p) {
+              if ((low && static_cast<double>(*low) != p.low) || (high && static_cast<double>(*high) != p.high) ||
+                  (log && *log != p.log))
+                return fmt::format("asked for int from {} to {}{}", low ? std::to_string(*low) : "?",
+                                   high ? std::to_string(*high) : "?", log && *log ? ", log" : "");
+              return std::string();
+            });
+          },
+          py::arg("name"), py::arg("low") = py::none(), py::arg("high") = py::none(), py::kw_only(),
+          py::arg("log") = py::none(),
+          "The trial's value of an int parameter of the space (bounds, when given, must be the space's).")
+      .def(
+          "suggest_categorical",
+          [](PyTrial& t, const std::string& name, const py::object& choices) {
+            return t.suggest(name, hpo::ParamType::kCategorical, "suggest_categorical", [&](const hpo::ParamSpec& p) {
+              if (choices.is_none()) return std::string();
+              const nlohmann::ordered_json asked = from_python(choices, "choices");
+              if (asked != nlohmann::ordered_json(p.choices))
+                return fmt::format("asked for choices {}", asked.dump());
+              return std::string();
+            });
+          },
+          py::arg("name"), py::arg("choices") = py::none(),
+          "The trial's value of a categorical parameter of the space (choices, when given, must be the space's).")
+      .def("report", &PyTrial::report, py::arg("value"), py::arg("step"),
+           "The objective's value after a step (0-based; steps must increase): its learning curve, which the "
+           "pruner judges.")
+      .def("report_metric", &PyTrial::report_metric, py::arg("name"), py::arg("value"), py::arg("step") = py::none(),
+           "Another metric, stored with the trial (not judged).")
+      .def("should_prune", &PyTrial::should_prune,
+           "Whether the pruner stops the trial now; then raise paratune.TrialPruned.");
+
+  m.def(
+      "tune",
+      [](const py::function& objective, const py::object& space_arg, const py::object& storage_arg,
+         const std::string& study_name, const std::string& direction, const std::string& objective_name,
+         const std::string& sampler_name, const std::string& pruner_name, std::int64_t max_trials,
+         double timeout, int n_jobs, std::uint64_t seed, std::int64_t steps, const py::dict& sampler_options,
+         const py::dict& pruner_options) {
+        if (max_trials < 0 || max_trials > std::numeric_limits<int>::max())
+          throw OptionError("max_trials", std::to_string(max_trials), "must be >= 0 (0: no limit)");
+        if (!(timeout >= 0) || !std::isfinite(timeout))
+          throw OptionError("timeout", fmt::format("{}", timeout), "must be a finite number of seconds >= 0 (0: none)");
+        if (n_jobs < 1 || n_jobs > 256) throw OptionError("n_jobs", std::to_string(n_jobs), "must be from 1 to 256");
+        const hpo::Space space = space_of(space_arg);
+        const std::string storage = text_or_path(storage_arg, "storage");
+        hpo::AskTellOptions options;
+        options.name = study_name;
+        options.objective = objective_name;
+        options.direction = hpo::parse_direction(direction);
+        options.steps = steps;
+        options.runner = "python objective";
+        hpo::SamplerOptions so;
+        reject_unknown(sampler_options, {"startup_trials"}, "sampler_options");
+        so.direction = options.direction;
+        so.seed = seed;
+        so.startup_trials = option_value<int>(sampler_options, "startup_trials", -1, "sampler_options");
+        so.max_trials = static_cast<std::size_t>(max_trials);
+        hpo::PrunerOptions po;
+        reject_unknown(pruner_options, {"startup_trials", "warmup_steps", "percentile"}, "pruner_options");
+        po.direction = options.direction;
+        // The median and percentile pruners never use the full resource; a study without a fixed
+        // length states none (0) and gives them the largest.
+        po.max_resource = steps > 0 ? steps : std::numeric_limits<int>::max();
+        po.startup_trials = option_value<int>(pruner_options, "startup_trials", po.startup_trials, "pruner_options");
+        po.warmup_steps = option_value<std::int64_t>(pruner_options, "warmup_steps", po.warmup_steps, "pruner_options");
+        po.percentile = option_value<double>(pruner_options, "percentile", po.percentile, "pruner_options");
+        const hpo::PrunerKind pruner_kind = hpo::parse_pruner(pruner_name);
+        hpo::check_in_process_pruner(pruner_kind);
+        std::unique_ptr<hpo::Sampler> sampler = hpo::make_sampler(hpo::parse_sampler(sampler_name), space, so);
+        std::unique_ptr<hpo::Pruner> pruner = hpo::make_pruner(pruner_kind, po);
+        std::unique_ptr<store::StudyStore> store;
+        std::unique_ptr<hpo::AskTellStudy> study;
+        {
+          py::gil_scoped_release release;
+          store = store::open_store(storage);
+          study = std::make_unique<hpo::AskTellStudy>(space, options, *store, *sampler, *pruner, pruner_kind);
+        }
+        Run run;
+        run.study = study.get();
+        run.space = &space;
+        run.max_trials = static_cast<int>(max_trials);
+        run.timeout_s = timeout;
+        run.objective = objective;
+        run.objective_name = objective_name;
+        run.logger = py::module_::import("logging").attr("getLogger")("paratune");
+        if (n_jobs == 1) {
+          // In this thread: Ctrl-C reaches the objective as KeyboardInterrupt.
+          while (std::optional<hpo::AskTellStudy::Asked> asked = next_trial(run)) {
+            run_trial(run, *asked);
+            if (run.error) break;
+          }
+        } else {
+          run_threads(run, n_jobs);
+        }
+        {
+          py::gil_scoped_release release;
+          study.reset();  // trials never told are stored interrupted; the lock is released
+          store.reset();
+        }
+        if (run.error) {
+          run.error->restore();
+          throw py::error_already_set();
+        }
+        return read_study(storage, study_name);
+      },
+      py::arg("objective"), py::arg("space"), py::kw_only(), py::arg("storage"), py::arg("study_name") = "main",
+      py::arg("direction") = "minimize", py::arg("objective_name") = "value", py::arg("sampler") = "tpe",
+      py::arg("pruner") = "median", py::arg("max_trials") = 0, py::arg("timeout") = 0.0, py::arg("n_jobs") = 1,
+      py::arg("seed") = 0, py::arg("steps") = 0, py::arg("sampler_options") = py::dict(),
+      py::arg("pruner_options") = py::dict(),
+      "Runs (or resumes) a hyperparameter study whose trials call objective(trial). Returns the stored Study.");
+}
+
+}  // namespace paratune::python

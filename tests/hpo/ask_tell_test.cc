@@ -1,0 +1,170 @@
+// In-process trials (hpo/ask_tell.h) on an SQLite store: what is stored, what the pruner sees, how a
+// study resumes. The Python module's tests (tests/python/test_tune.py) run the same class end to end.
+#include "paratune/hpo/ask_tell.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "../support/test_files.h"
+#include "paratune/hpo/study.h"
+#include "paratune/spec/error.h"
+#include "paratune/store/sqlite_store.h"
+
+namespace paratune::hpo {
+namespace {
+
+const char* kSpace = "parameters:\n  x: {type: float, low: 0, high: 1}\n  n: [1, 2, 3]\n";
+
+struct Parts {
+  Space space = Space::parse(kSpace, "space.yaml");
+  std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<Pruner> pruner;
+  explicit Parts(PrunerKind kind = PrunerKind::kMedian) {
+    sampler = make_sampler(SamplerKind::kRandom, space, {.direction = Direction::kMinimize, .seed = 7});
+    PrunerOptions po;
+    po.max_resource = 10;
+    po.startup_trials = 2;
+    pruner = make_pruner(kind, po);
+  }
+};
+
+TEST(AskTell, StoresCurvesValuesAndThroughputAsAStudyOfItsOwnKind) {
+  const auto dir = paratune::testing::fresh_test_dir("ask_tell", "stores");
+  store::SqliteStudyStore store(dir / "s.db");
+  Parts parts;
+  AskTellStudy study(parts.space, {.name = "py", .objective = "loss", .steps = 10}, store, *parts.sampler, *parts.pruner,
+                     PrunerKind::kMedian);
+  const auto a = study.ask();
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->number, 1);
+  for (int step = 0; step < 10; ++step) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // a step time the throughput estimate takes as real
+    study.report(a->number, step, 1.0 / (step + 1));
+  }
+  study.report_metric(a->number, "accuracy", 0.9);
+  EXPECT_FALSE(study.should_prune(a->number));
+  const store::StoredTrial done = study.tell(a->number, {});
+  EXPECT_EQ(done.status, "completed");
+  ASSERT_TRUE(done.objective);
+  EXPECT_DOUBLE_EQ(*done.objective, 0.1);  // no value told: the last reported
+  EXPECT_EQ(done.steps, 10);
+  EXPECT_TRUE(done.throughput);
+  EXPECT_EQ(done.location, "in-process");
+  const std::vector<store::StoredTrial> all = study.trials();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].metrics.size(), 11u);
+  EXPECT_EQ(all[0].metrics.back().name, "accuracy");
+  EXPECT_EQ(all[0].metrics.back().step, 9);  // the last report's step
+  const auto identity = nlohmann::json::parse(store.studies()[0].config_json);
+  EXPECT_EQ(identity["kind"], "hpo");
+  EXPECT_EQ(identity["objective"], "loss");
+  EXPECT_EQ(identity["steps"], 10);
+}
+
+TEST(AskTell, TheMedianPrunerStopsATrialWorseThanTheOthers) {
+  const auto dir = paratune::testing::fresh_test_dir("ask_tell", "prune");
+  store::SqliteStudyStore store(dir / "s.db");
+  Parts parts;
+  AskTellStudy study(parts.space, {}, store, *parts.sampler, *parts.pruner, PrunerKind::kMedian);
+  for (int t = 0; t < 2; ++t) {  // two good trials complete (startup_trials 2)
+    const auto a = study.ask();
+    for (int step = 0; step < 10; ++step) study.report(a->number, step, 1.0);
+    study.tell(a->number, {.kind = TrialEnd::Kind::kCompleted, .value = 1.0});
+  }
+  const auto bad = study.ask();
+  study.report(bad->number, 0, 50.0);
+  EXPECT_TRUE(study.should_prune(bad->number));
+  const store::StoredTrial pruned = study.tell(bad->number, {.kind = TrialEnd::Kind::kPruned});
+  EXPECT_EQ(pruned.status, "pruned");
+  EXPECT_EQ(pruned.reason, "stopped by the median pruner at step 0 (value 50)");
+  ASSERT_TRUE(pruned.objective);
+  EXPECT_DOUBLE_EQ(*pruned.objective, 50.0);
+  const auto best = study.best();
+  ASSERT_TRUE(best);
+  EXPECT_DOUBLE_EQ(*best->objective, 1.0);
+}
+
+TEST(AskTell, ReportsAreChecked) {
+  const auto dir = paratune::testing::fresh_test_dir("ask_tell", "checked");
+  store::SqliteStudyStore store(dir / "s.db");
+  Parts parts;
+  AskTellStudy study(parts.space, {}, store, *parts.sampler, *parts.pruner, PrunerKind::kMedian);
+  const auto a = study.ask();
+  study.report(a->number, 3, 1.0);
+  EXPECT_THROW(study.report(a->number, 3, 1.0), Error);  // not after the last
+  EXPECT_THROW(study.report(a->number, 4, std::nan("")), Error);
+  EXPECT_THROW(study.report(99, 0, 1.0), Error);
+  EXPECT_THROW(study.report_metric(a->number, "value", 1.0), Error);  // the objective
+  const store::StoredTrial failed = study.tell(a->number, {.kind = TrialEnd::Kind::kCompleted, .value = std::nan("")});
+  EXPECT_EQ(failed.status, "failed");
+  EXPECT_EQ(failed.reason, "its value nan is not a finite number");
+  EXPECT_THROW(study.tell(a->number, {}), Error);  // told twice
+}
+
+TEST(AskTell, FailuresTeachTheSamplerAndRefusalsAreDeterministic) {
+  const auto dir = paratune::testing::fresh_test_dir("ask_tell", "failures");
+  store::SqliteStudyStore store(dir / "s.db");
+  Parts parts;
+  AskTellStudy study(parts.space, {}, store, *parts.sampler, *parts.pruner, PrunerKind::kMedian);
+  const auto a = study.ask();
+  const store::StoredTrial refused =
+      study.tell(a->number, {.kind = TrialEnd::Kind::kFailed, .reason = "ValueError: no"});
+  EXPECT_EQ(refused.status, "failed");
+  EXPECT_EQ(refused.reason, "ValueError: no");
+  EXPECT_EQ(record_of(refused, "value").failure, trial::FailureKind::kRefused);
+  const auto b = study.ask();
+  study.report(b->number, 0, 1.0);
+  const store::StoredTrial oom = study.tell(b->number, {.kind = TrialEnd::Kind::kOutOfMemory, .reason = "MemoryError"});
+  EXPECT_EQ(oom.status, "oom");
+  EXPECT_EQ(record_of(oom, "value").failure, trial::FailureKind::kOom);
+}
+
+TEST(AskTell, AStudyResumesInterruptedTrialsFirstAndRefusesAnotherIdentity) {
+  const auto dir = paratune::testing::fresh_test_dir("ask_tell", "resume");
+  store::SqliteStudyStore store(dir / "s.db");
+  Config left;
+  {
+    Parts parts;
+    AskTellStudy study(parts.space, {}, store, *parts.sampler, *parts.pruner, PrunerKind::kMedian);
+    const auto a = study.ask();
+    study.tell(a->number, {.kind = TrialEnd::Kind::kCompleted, .value = 2.0});
+    const auto b = study.ask();  // never told: interrupted when the study closes
+    left = b->config;
+    // One controller per study: a second one is refused while this one lives.
+    Parts other;
+    EXPECT_THROW(AskTellStudy(other.space, {}, store, *other.sampler, *other.pruner, PrunerKind::kMedian), Error);
+  }
+  EXPECT_EQ(store.trials(store.studies()[0].id)[1].status, "interrupted");
+  Parts parts;
+  AskTellStudy study(parts.space, {}, store, *parts.sampler, *parts.pruner, PrunerKind::kMedian);
+  EXPECT_EQ(study.reused(), 1);
+  EXPECT_EQ(study.requeued(), 1);
+  const auto again = study.ask();
+  EXPECT_EQ(again->number, 3);
+  EXPECT_EQ(again->config, left);
+  study.tell(again->number, {.kind = TrialEnd::Kind::kCompleted, .value = 1.0});
+
+  Parts changed;
+  changed.space = Space::parse("parameters:\n  x: {type: float, low: 0, high: 2}\n  n: [1, 2, 3]\n", "space.yaml");
+  changed.sampler = make_sampler(SamplerKind::kRandom, changed.space, {});
+  EXPECT_THROW(AskTellStudy(changed.space, {.name = "main"}, store, *changed.sampler, *changed.pruner, PrunerKind::kMedian),
+               Error);
+}
+
+TEST(AskTell, PrunersThatRestTrialsAreRefused) {
+  const auto dir = paratune::testing::fresh_test_dir("ask_tell", "asha");
+  store::SqliteStudyStore store(dir / "s.db");
+  Parts parts(PrunerKind::kAsha);
+  try {
+    AskTellStudy study(parts.space, {}, store, *parts.sampler, *parts.pruner, PrunerKind::kAsha);
+    FAIL() << "asha was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pruner"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rests trials at rungs"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace paratune::hpo

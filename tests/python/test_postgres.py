@@ -1,0 +1,68 @@
+"""tune() and open_study() on PostgreSQL: a private server started here (initdb + pg_ctl on 127.0.0.1, as
+tests/support/postgres_server.h does for the C++ tests), stopped and removed at the end."""
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+
+import pytest
+
+import paratune
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    bins = sorted(d for d in glob.glob("/usr/lib/postgresql/*/bin") if os.path.exists(os.path.join(d, "initdb")))
+    why = None
+    if not bins:
+        why = "no initdb in /usr/lib/postgresql/*/bin (Debian package postgresql)"
+    elif os.geteuid() == 0 and subprocess.run(["id", "postgres"], capture_output=True).returncode != 0:
+        why = "running as root, and there is no postgres user to run the server as"
+    if why:
+        if os.environ.get("PARATUNE_REQUIRE_SERVERS") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    bin_dir = bins[-1]
+    root = tempfile.mkdtemp(prefix="paratune-pg-")
+    as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    if as_user:
+        shutil.chown(root, "postgres")
+    data = os.path.join(root, "data")
+    port = free_port()
+    subprocess.run(as_user + [f"{bin_dir}/initdb", "-D", data, "-A", "trust", "-U", "postgres"], check=True,
+                   capture_output=True)
+    with open(os.path.join(data, "postgresql.conf"), "a") as conf:
+        conf.write(f"\nlisten_addresses = '127.0.0.1'\nport = {port}\nunix_socket_directories = '{root}'\nfsync = off\n")
+    subprocess.run(as_user + [f"{bin_dir}/pg_ctl", "-D", data, "-l", os.path.join(root, "server.log"), "-w", "start"],
+                   check=True, capture_output=True)
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run(as_user + [f"{bin_dir}/pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"], capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_python_study_on_postgresql(postgres):
+    def objective(trial):
+        x = trial.suggest_float("x")
+        for step in range(5):
+            trial.report((x - 0.3) ** 2 + 1.0 / (step + 1), step)
+        return (x - 0.3) ** 2
+
+    space = {"x": {"type": "float", "low": 0.0, "high": 1.0}}
+    study = paratune.tune(objective, space, storage=postgres, study_name="pg", max_trials=8, sampler="gp", seed=5)
+    assert len(study) == 8 and study.storage.startswith("postgresql://")
+    assert all(t.status in ("completed", "pruned") for t in study)
+    assert paratune.studies(postgres) == ["pg"]
+    reopened = paratune.open_study(postgres, "pg")
+    assert reopened.best_value == study.best_value
+    assert len(reopened.best.values("value")) == 5

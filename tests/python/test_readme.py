@@ -1,0 +1,19 @@
+"""The README's Python quick start runs as printed."""
+
+import os
+import re
+import subprocess
+import sys
+
+
+def test_the_readmes_python_quick_start_runs(tmp_path):
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md"), encoding="utf-8").read()
+    section = readme[readme.index("## Python: `import paratune`"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert len(code.strip().splitlines()) == 5, "the quick start is five lines"
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "--tensor-model-parallel-size" in done.stdout
+    best = eval(done.stdout.strip().splitlines()[-1])  # the printed dict of the best parameters
+    assert abs(best["x"] - 1.0) < 0.5
+    assert (tmp_path / "study.db").exists()

@@ -1,0 +1,235 @@
+"""tune() with a Python objective: samplers, pruners and stores of `paratune tune`, trials as function calls."""
+
+import json
+import math
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import paratune
+
+SPACE = {
+    "lr": {"type": "float", "low": 1e-3, "high": 3.0, "log": True},
+    "momentum": {"type": "float", "low": 0.0, "high": 0.9},
+    "batch_size": [16, 64],
+}
+STEPS = 30
+
+
+def make_data(seed=0):
+    """A tiny regression problem: y = X w* + noise; 512 examples to train on, 256 to validate."""
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=8)
+    x = rng.normal(size=(768, 8))
+    y = x @ w + 0.1 * rng.normal(size=768)
+    return x[:512], y[:512], x[512:], y[512:]
+
+
+X, Y, XV, YV = make_data()
+
+
+def train(trial):
+    """Linear model trained by SGD with momentum; the validation loss after each step is its curve."""
+    lr = trial.suggest_float("lr", 1e-3, 3.0, log=True)
+    momentum = trial.suggest_float("momentum")
+    batch = trial.suggest_categorical("batch_size", [16, 64])
+    rng = np.random.default_rng(trial.number)
+    w = np.zeros(8)
+    velocity = np.zeros(8)
+    loss = float("nan")
+    for step in range(STEPS):
+        idx = rng.integers(0, len(X), size=batch)
+        grad = 2 * X[idx].T @ (X[idx] @ w - Y[idx]) / batch
+        velocity = momentum * velocity - lr * grad
+        w = w + velocity
+        loss = float(np.mean((XV @ w - YV) ** 2))
+        if not math.isfinite(loss):
+            raise FloatingPointError(f"diverged at step {step}")
+        trial.report(loss, step)
+        trial.report_metric("weight_norm", float(np.linalg.norm(w)), step)
+        if trial.should_prune():
+            raise paratune.TrialPruned()
+    return loss
+
+
+def test_tuning_a_numpy_model_with_pruning(tmp_path, cli):
+    storage = tmp_path / "study.db"
+    study = paratune.tune(train, SPACE, storage=storage, max_trials=30, seed=1, steps=STEPS,
+                          pruner_options={"startup_trials": 5, "warmup_steps": 5})
+    assert len(study) == 30
+    statuses = [t.status for t in study]
+    assert statuses.count("pruned") >= 3, statuses
+    assert statuses.count("completed") >= 5, statuses
+    assert set(statuses) <= {"completed", "pruned", "failed"}
+    # Divergent learning rates fail (FloatingPointError), with the reason stored, and the study goes on.
+    for t in study:
+        if t.status == "failed":
+            assert t.reason.startswith("FloatingPointError: diverged at step"), t.reason
+    # The best is a good fit: the noise floor is 0.01; the untrained model's loss is about 8.
+    initial = float(np.mean(YV ** 2))
+    assert study.best_value < 0.05 * initial
+    assert study.best.status == "completed"
+    assert study.best_params == study.best.params
+    # Pruned trials stopped early, completed ones ran every step, each report stored with its step.
+    for t in study:
+        curve = t.values("value")
+        if t.status == "completed":
+            assert [s for s, _ in curve] == list(range(STEPS))
+            assert t.objective == curve[-1][1]
+        if t.status == "pruned":
+            assert len(curve) < STEPS
+            assert "stopped by the median pruner" in t.reason
+        assert len(t.values("weight_norm")) == len(curve)
+    # The program reads the study as any other.
+    code, out, err = cli("study", "show", str(storage), "--json")
+    assert code == 0, err
+    shown = json.loads(out)
+    assert shown["config"]["kind"] == "hpo" and shown["config"]["runner"] == "python objective"
+    assert len(shown["trials"]) == 30
+    reopened = paratune.open_study(storage)
+    assert reopened.best_value == study.best_value and reopened.kind == "hpo"
+    assert paratune.studies(storage) == ["main"]
+    assert reopened.to_dict()["curves"]
+
+
+def test_a_study_resumes_reusing_its_trials(tmp_path):
+    storage = tmp_path / "study.db"
+    first = paratune.tune(train, SPACE, storage=storage, max_trials=4, seed=3, pruner="none")
+    again = paratune.tune(train, SPACE, storage=storage, max_trials=7, seed=3, pruner="none")
+    assert len(first) == 4 and len(again) == 7
+    assert [t.params for t in again.trials[:4]] == [t.params for t in first.trials]
+    # Another identity (here: another space) is refused, naming what differs.
+    with pytest.raises(paratune.Error, match="created with"):
+        paratune.tune(train, {**SPACE, "batch_size": [16, 32, 64]}, storage=storage, max_trials=8, pruner="none")
+
+
+def test_failures_out_of_memory_and_bad_returns_are_stored_and_the_study_goes_on(tmp_path):
+    def objective(trial):
+        batch = trial.suggest_categorical("batch_size")
+        lr = trial.suggest_float("lr")
+        if batch == 64 and lr > 0.5:
+            raise MemoryError("64 x 8 floats do not fit")
+        if batch == 64:
+            raise ValueError("refused: batch 64")
+        if lr > 1.0:
+            return "not a number"
+        return lr
+
+    study = paratune.tune(objective, SPACE, storage=tmp_path / "s.db", max_trials=16, sampler="random", seed=2,
+                          pruner="none")
+    assert len(study) == 16
+    by_status = {}
+    for t in study:
+        by_status.setdefault(t.status, []).append(t)
+    assert by_status.get("failed") and by_status.get("completed")
+    for t in by_status["failed"]:
+        assert t.reason in ("ValueError: refused: batch 64",) or t.reason.startswith("the objective returned 'not a number'")
+    for t in by_status.get("oom", []):
+        assert t.reason == "MemoryError: 64 x 8 floats do not fit"
+
+
+def test_a_trial_asking_for_what_the_space_does_not_have_stops_the_study(tmp_path):
+    def objective(trial):
+        return trial.suggest_float("lr", 0.1, 0.2)
+
+    with pytest.raises(paratune.Error, match=r"suggest_float\('lr'\): asked for float from 0.1 to 0.2; the space "
+                                             r"declares float from 0.001 to 3, log"):
+        paratune.tune(objective, SPACE, storage=tmp_path / "s.db", max_trials=5)
+    study = paratune.open_study(tmp_path / "s.db")
+    assert [t.status for t in study] == ["failed"]
+
+    def unknown(trial):
+        return trial.suggest_float("learning_rate")
+
+    with pytest.raises(paratune.Error, match=r"unknown parameter 'learning_rate'"):
+        paratune.tune(unknown, SPACE, storage=tmp_path / "t.db", max_trials=5)
+
+
+def test_keyboard_interrupt_stops_the_study_and_its_trial_runs_again_on_resume(tmp_path):
+    storage = tmp_path / "s.db"
+
+    def objective(trial):
+        if trial.number == 3:
+            raise KeyboardInterrupt
+        return trial.suggest_float("lr")
+
+    with pytest.raises(KeyboardInterrupt):
+        paratune.tune(objective, SPACE, storage=storage, max_trials=6, sampler="random", pruner="none")
+    study = paratune.open_study(storage)
+    assert [t.status for t in study] == ["completed", "completed", "interrupted"]
+    resumed = paratune.tune(lambda trial: trial.suggest_float("lr"), SPACE, storage=storage, max_trials=6,
+                            sampler="random", pruner="none")
+    assert resumed.trials[3].params == study.trials[2].params  # asked again first
+    assert [t.status for t in resumed].count("completed") == 6
+
+
+def test_objectives_run_in_parallel_threads(tmp_path):
+    active = 0
+    most = 0
+    lock = threading.Lock()
+
+    def objective(trial):
+        nonlocal active, most
+        with lock:
+            active += 1
+            most = max(most, active)
+        time.sleep(0.2)  # releases the GIL, as a torch step does
+        with lock:
+            active -= 1
+        return trial.suggest_float("lr")
+
+    study = paratune.tune(objective, SPACE, storage=tmp_path / "s.db", max_trials=9, n_jobs=3, sampler="random",
+                          pruner="none")
+    assert len(study) == 9 and all(t.status == "completed" for t in study)
+    assert most == 3
+    assert len({json.dumps(t.params, sort_keys=True) for t in study}) == 9
+
+
+def test_grid_search_ends_when_the_space_is_exhausted(tmp_path):
+    space = {"parameters": {"a": [1, 2, 3], "b": ["x", "y"]}, "constraints": ["a != 2"]}
+    seen = []
+
+    def objective(trial):
+        seen.append((trial.suggest_categorical("a"), trial.suggest_categorical("b")))
+        return trial.params["a"]
+
+    study = paratune.tune(objective, space, storage=tmp_path / "s.db", sampler="grid", pruner="none",
+                          direction="maximize")
+    assert sorted(seen) == [(1, "x"), (1, "y"), (3, "x"), (3, "y")]
+    assert study.best_value == 3
+
+
+def test_conditional_parameters_and_a_kept_trial(tmp_path):
+    space = {"optimizer": ["sgd", "adam"],
+             "momentum": {"type": "float", "low": 0.5, "high": 0.9, "when": "optimizer == 'sgd'"}}
+    kept = []
+
+    def objective(trial):
+        kept.append(trial)
+        if trial.suggest_categorical("optimizer") == "adam":
+            with pytest.raises(paratune.Error, match="not active in this trial"):
+                trial.suggest_float("momentum")
+            return 1.0
+        return trial.suggest_float("momentum")
+
+    paratune.tune(objective, space, storage=tmp_path / "s.db", max_trials=6, sampler="random", pruner="none",
+                  seed=4)
+    with pytest.raises(paratune.Error, match="the trial has ended"):
+        kept[0].report(1.0, 0)
+
+
+def test_bad_options_are_errors_naming_the_option(tmp_path):
+    with pytest.raises(paratune.Error, match="asha: rests trials at rungs"):
+        paratune.tune(train, SPACE, storage=tmp_path / "s.db", pruner="asha", steps=30)
+    with pytest.raises(paratune.Error, match="unknown hyperparameter sampler 'tpee' \\(did you mean 'tpe'\\?\\)"):
+        paratune.tune(train, SPACE, storage=tmp_path / "s.db", sampler="tpee")
+    with pytest.raises(paratune.Error, match=r"pruner_options: unknown option 'warmup'; valid: startup_trials, warmup_steps"):
+        paratune.tune(train, SPACE, storage=tmp_path / "s.db", pruner_options={"warmup": 3})
+    with pytest.raises(paratune.Error, match="n_jobs"):
+        paratune.tune(train, SPACE, storage=tmp_path / "s.db", n_jobs=0)
+    with pytest.raises(paratune.Error, match="lr.low"):
+        paratune.tune(train, {"lr": {"type": "float", "low": 0, "high": 1, "log": True}}, storage=tmp_path / "s.db")
+    with pytest.raises(paratune.Error, match="no such study file"):
+        paratune.open_study(tmp_path / "missing.db")
