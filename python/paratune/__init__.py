@@ -46,6 +46,9 @@ __all__ = [
     "open_study", "plan", "presets", "simulate", "studies", "tune",
 ]
 
+Error.__doc__ = ("Bad input: the message names the file, the field, the value and the rule (the CLI's message, "
+                 "its flags named as this module's arguments).")
+
 # Shown as paratune.X (not paratune._core.X) in reprs, tracebacks and help().
 for _name in __all__:
     _value = globals()[_name]

@@ -1010,9 +1010,15 @@ int show_hpo_study(const std::string& path, const store::StudyInfo& study, const
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::cout << fmt::format("study '{}' in {}\ncommand: {}\nobjective: {} ({}), up to {} steps per trial, pruner {}\n\n",
-                           study.name, path, identity.value("command", ""), objective, hpo::to_string(direction),
-                           identity["steps"].dump(), identity["pruner"].dump());
+  // Trials are commands, or calls of a program's own function (hpo/ask_tell.h: identity "runner").
+  const std::string command = identity.value("command", "");
+  const std::string trials_are = command.empty() && identity.contains("runner")
+                                     ? fmt::format("trials: {} (in-process)", identity.value("runner", ""))
+                                     : fmt::format("command: {}", command);
+  const std::string steps = identity["steps"] == 0 ? "no fixed number of steps per trial"
+                                                    : fmt::format("up to {} steps per trial", identity["steps"].dump());
+  std::cout << fmt::format("study '{}' in {}\n{}\nobjective: {} ({}), {}, pruner {}\n\n", study.name, path,
+                           trials_are, objective, hpo::to_string(direction), steps, identity["pruner"].dump());
   std::cout << format_hpo_trials(trials, best, objective);
   for (const std::string& part : {format_pruning(trials), format_curves(records, objective, direction),
                                   format_importance(importance, completed)})

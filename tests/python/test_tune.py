@@ -88,6 +88,9 @@ def test_tuning_a_numpy_model_with_pruning(tmp_path, cli):
     shown = json.loads(out)
     assert shown["config"]["kind"] == "hpo" and shown["config"]["runner"] == "python objective"
     assert len(shown["trials"]) == 30
+    code, out, err = cli("study", "show", str(storage))
+    assert code == 0, err
+    assert "trials: python objective (in-process)" in out and "up to 30 steps per trial" in out
     reopened = paratune.open_study(storage)
     assert reopened.best_value == study.best_value and reopened.kind == "hpo"
     assert paratune.studies(storage) == ["main"]
