@@ -247,7 +247,8 @@ def open_study(storage: PathLike, name: str = "") -> Study:
 def studies(storage: PathLike) -> list[str]:
     """The names of the studies in a store."""
 
-def tune(objective: Callable[[Trial], float | None], space: Mapping[str, Any] | PathLike, *, storage: PathLike,
+def tune(objective: Callable[[Trial], float | None], space: Mapping[str, Any] | PathLike | None = None, *,
+         storage: PathLike,
          study_name: str = "main", direction: Literal["minimize", "maximize"] = "minimize",
          objective_name: str = "value", sampler: Literal["grid", "random", "tpe", "gp"] = "tpe",
          pruner: Literal["none", "median", "percentile"] = "median", max_trials: int = 0, timeout: float = 0.0,
@@ -256,7 +257,9 @@ def tune(objective: Callable[[Trial], float | None], space: Mapping[str, Any] | 
     """Runs (or resumes) a hyperparameter study whose trials call ``objective(trial)``; returns the stored Study.
 
     space: a dict in the space file's format ({"lr": {"type": "float", "low": 1e-4, "high": 0.1, "log": True},
-    "optimizer": ["sgd", "adam"]}, optionally under "parameters" with "constraints"), or a space file.
+    "optimizer": ["sgd", "adam"]}, optionally under "parameters" with "constraints"), or a space file. None: the
+    objective's own suggestions (each with its bounds or choices), read from one call that ends at its first
+    report or return -- or, when the study resumes, the space it was stored with.
     max_trials counts the study's trials in all, those of earlier runs included (as ``--max-trials``);
     timeout: no new trial after so many seconds. n_jobs: objectives called from that many threads.
     sampler_options: startup_trials. pruner_options: startup_trials, warmup_steps, percentile.

@@ -14,8 +14,10 @@
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <thread>
 
@@ -181,6 +183,116 @@ std::string one_line(std::string text) {
   return text.size() > 500 ? text.substr(0, 497) + "..." : text;
 }
 
+// paratune._ProbeDone: ends the call that reads the space from the objective (a BaseException, so
+// that an objective's `except Exception` does not swallow it).
+py::handle probe_done_type() {
+  static py::handle type = PyErr_NewExceptionWithDoc(
+      "paratune._ProbeDone", "Ends the call of the objective that reads its space (tune() with space=None).",
+      PyExc_BaseException, nullptr);
+  return type;
+}
+
+// space=None (define-by-run, Optuna's way): one call of the objective records its suggest_* calls,
+// with their bounds or choices, as the study's space; the call ends at its first report,
+// should_prune or return, before any training. Each suggestion gets the middle of its range (the
+// geometric middle with log) or the first choice.
+class SpaceProbe {
+ public:
+  py::object suggest_float(const std::string& name, std::optional<double> low, std::optional<double> high,
+                           std::optional<bool> log) {
+    if (!low || !high) throw Error(missing_bounds("suggest_float", name, "its low and high"));
+    const hpo::ParamSpec p = spec(name, hpo::ParamType::kFloat, *low, *high, log.value_or(false));
+    const double middle = p.log && *low > 0 && *high > 0 ? std::sqrt(*low * *high) : (*low + *high) / 2;
+    return add(p, middle);
+  }
+  py::object suggest_int(const std::string& name, std::optional<std::int64_t> low, std::optional<std::int64_t> high,
+                         std::optional<bool> log) {
+    if (!low || !high) throw Error(missing_bounds("suggest_int", name, "its low and high"));
+    const hpo::ParamSpec p =
+        spec(name, hpo::ParamType::kInt, static_cast<double>(*low), static_cast<double>(*high), log.value_or(false));
+    const double middle = p.log && *low > 0 ? std::sqrt(p.low * p.high) : (p.low + p.high) / 2;
+    return add(p, static_cast<std::int64_t>(std::clamp(std::round(middle), p.low, p.high)));
+  }
+  py::object suggest_categorical(const std::string& name, const py::object& choices) {
+    if (choices.is_none()) throw Error(missing_bounds("suggest_categorical", name, "its choices"));
+    const nlohmann::ordered_json list = from_python(choices, fmt::format("suggest_categorical('{}'): choices", name));
+    if (!list.is_array() || list.empty())
+      throw Error(fmt::format("suggest_categorical('{}'): choices must be a non-empty list", name));
+    hpo::ParamSpec p = spec(name, hpo::ParamType::kCategorical, 0, 0, false);
+    for (const auto& c : list) p.choices.emplace_back(c);
+    return add(std::move(p), list.front());
+  }
+  [[noreturn]] static void done() {
+    PyErr_SetString(probe_done_type().ptr(), "the space is read");
+    throw py::error_already_set();
+  }
+  [[nodiscard]] py::object params() const { return to_python(values_); }
+  [[nodiscard]] const std::vector<hpo::ParamSpec>& specs() const { return specs_; }
+
+ private:
+  static hpo::ParamSpec spec(const std::string& name, hpo::ParamType type, double low, double high, bool log) {
+    hpo::ParamSpec p;
+    p.name = name;
+    p.type = type;
+    p.low = low;
+    p.high = high;
+    p.log = log;
+    return p;
+  }
+  static std::string missing_bounds(const char* call, const std::string& name, const char* what) {
+    return fmt::format("{}('{}'): tune() was given no space, so the space is read from the objective's suggestions, "
+                       "and each must give {}",
+                       call, name, what);
+  }
+  py::object add(hpo::ParamSpec p, const nlohmann::ordered_json& value) {
+    for (const hpo::ParamSpec& seen : specs_)
+      if (seen.name == p.name) {
+        if (seen.type != p.type || seen.low != p.low || seen.high != p.high || seen.log != p.log || seen.choices != p.choices)
+          throw Error(fmt::format("'{}' is suggested twice with different bounds or choices", p.name));
+        return to_python(values_[p.name]);
+      }
+    values_[p.name] = value;
+    specs_.push_back(std::move(p));
+    return to_python(value);
+  }
+  std::vector<hpo::ParamSpec> specs_;
+  nlohmann::ordered_json values_ = nlohmann::ordered_json::object();
+};
+
+// The space a resumed study was stored with (space=None), if the store has the study.
+std::optional<hpo::Space> stored_space(const std::string& storage, const std::string& name) {
+  if (!store::is_postgres_locator(storage) && !std::filesystem::exists(storage)) return std::nullopt;
+  std::unique_ptr<store::StudyStore> store;
+  std::vector<store::StudyInfo> studies;
+  {
+    py::gil_scoped_release release;
+    store = store::open_store(storage);
+    studies = store->studies();
+  }
+  for (const store::StudyInfo& info : studies) {
+    if (info.name != name) continue;
+    // Ordered: the parameters keep their order, which is part of the identity.
+    const nlohmann::ordered_json identity = nlohmann::ordered_json::parse(info.config_json, nullptr, false);
+    if (!identity.is_object() || !identity.contains("space"))
+      throw Error(fmt::format("{}: study '{}' is not a hyperparameter study", store->locator(), name));
+    return hpo::Space::parse(identity["space"].dump(), fmt::format("{} (study '{}')", store->locator(), name));
+  }
+  return std::nullopt;
+}
+
+hpo::Space probed_space(const py::function& objective) {
+  auto probe = std::make_shared<SpaceProbe>();
+  try {
+    objective(py::cast(probe));
+  } catch (py::error_already_set& e) {
+    if (!e.matches(probe_done_type())) throw;
+  }
+  if (probe->specs().empty())
+    throw Error("space: none given, and the objective suggested no parameter before its first report or return; "
+                "pass space=");
+  return hpo::Space(probe->specs(), {}, "the objective's suggestions");
+}
+
 // One trial: the objective called with the GIL held, its end told with the GIL released.
 void run_trial(Run& run, const hpo::AskTellStudy::Asked& asked) {
   // Shared with Python: an objective may keep its trial; once ended it refuses every call.
@@ -319,6 +431,21 @@ void run_threads(Run& run, int n_jobs) {
 
 void bind_tuning(py::module_& m) {
   m.attr("TrialPruned") = trial_pruned_type();
+  m.attr("_ProbeDone") = probe_done_type();
+  py::class_<SpaceProbe, std::shared_ptr<SpaceProbe>>(m, "_SpaceProbe",
+                                                     "The trial of the call that reads the space from the objective.")
+      .def_property_readonly("number", [](const SpaceProbe&) { return 0; })
+      .def_property_readonly("params", &SpaceProbe::params)
+      .def("suggest_float", &SpaceProbe::suggest_float, py::arg("name"), py::arg("low") = py::none(),
+           py::arg("high") = py::none(), py::kw_only(), py::arg("log") = py::none())
+      .def("suggest_int", &SpaceProbe::suggest_int, py::arg("name"), py::arg("low") = py::none(),
+           py::arg("high") = py::none(), py::kw_only(), py::arg("log") = py::none())
+      .def("suggest_categorical", &SpaceProbe::suggest_categorical, py::arg("name"), py::arg("choices") = py::none())
+      .def("report", [](const SpaceProbe&, const py::object&, const py::object&) { SpaceProbe::done(); },
+           py::arg("value"), py::arg("step"))
+      .def("report_metric", [](const SpaceProbe&, const py::object&, const py::object&, const py::object&) { SpaceProbe::done(); },
+           py::arg("name"), py::arg("value"), py::arg("step") = py::none())
+      .def("should_prune", [](const SpaceProbe&) -> bool { SpaceProbe::done(); });
 
   py::class_<PyTrial, std::shared_ptr<PyTrial>>(m, "Trial", "One trial of tune(): its configuration, and what it reports.")
       .def_property_readonly("number", &PyTrial::number, "The trial's number in the study (1, 2, ...).")
@@ -385,8 +512,12 @@ void bind_tuning(py::module_& m) {
         if (!(timeout >= 0) || !std::isfinite(timeout))
           throw OptionError("timeout", fmt::format("{}", timeout), "must be a finite number of seconds >= 0 (0: none)");
         if (n_jobs < 1 || n_jobs > 256) throw OptionError("n_jobs", std::to_string(n_jobs), "must be from 1 to 256");
-        const hpo::Space space = space_of(space_arg);
         const std::string storage = text_or_path(storage_arg, "storage");
+        std::optional<hpo::Space> given;
+        if (!space_arg.is_none()) given = space_of(space_arg);
+        else if (std::optional<hpo::Space> stored = stored_space(storage, study_name)) given = std::move(stored);
+        else given = probed_space(objective);
+        const hpo::Space& space = *given;
         hpo::AskTellOptions options;
         options.name = study_name;
         options.objective = objective_name;
@@ -447,12 +578,14 @@ void bind_tuning(py::module_& m) {
         }
         return read_study(storage, study_name);
       },
-      py::arg("objective"), py::arg("space"), py::kw_only(), py::arg("storage"), py::arg("study_name") = "main",
+      py::arg("objective"), py::arg("space") = py::none(), py::kw_only(), py::arg("storage"), py::arg("study_name") = "main",
       py::arg("direction") = "minimize", py::arg("objective_name") = "value", py::arg("sampler") = "tpe",
       py::arg("pruner") = "median", py::arg("max_trials") = 0, py::arg("timeout") = 0.0, py::arg("n_jobs") = 1,
       py::arg("seed") = 0, py::arg("steps") = 0, py::arg("sampler_options") = py::dict(),
       py::arg("pruner_options") = py::dict(),
-      "Runs (or resumes) a hyperparameter study whose trials call objective(trial). Returns the stored Study.");
+      "Runs (or resumes) a hyperparameter study whose trials call objective(trial). Returns the stored Study. "
+      "Without a space, the space is the objective's suggestions (with their bounds), read from one call that "
+      "ends at its first report or return -- or the stored study's, when it resumes.");
 }
 
 }  // namespace paratune::python

@@ -236,3 +236,42 @@ def test_bad_options_are_errors_naming_the_option(tmp_path):
         paratune.tune(train, {"lr": {"type": "float", "low": 0, "high": 1, "log": True}}, storage=tmp_path / "s.db")
     with pytest.raises(paratune.Error, match="no such study file"):
         paratune.open_study(tmp_path / "missing.db")
+
+
+def test_without_a_space_the_objectives_suggestions_are_the_space(tmp_path):
+    """Define-by-run, as in Optuna: the space is read from one call that ends at the first report."""
+    calls = []
+
+    def objective(trial):
+        lr = trial.suggest_float("lr", 1e-3, 3.0, log=True)
+        momentum = trial.suggest_float("momentum", 0.0, 0.9)
+        batch = trial.suggest_categorical("batch_size", [16, 64])
+        layers = trial.suggest_int("layers", 1, 4)
+        calls.append((lr, momentum, batch, layers))
+        for step in range(3):
+            trial.report(lr * (step + 1), step)
+        return lr + layers
+
+    storage = tmp_path / "s.db"
+    study = paratune.tune(objective, storage=storage, max_trials=6, sampler="random", seed=8)
+    assert len(study) == 6 and all(t.status == "completed" for t in study)
+    # The probe call got the middles of the ranges and the first choice, and ended at its first report.
+    assert calls[0] == (pytest.approx(math.sqrt(3e-3)), pytest.approx(0.45), 16, 3)
+    assert len(calls) == 7
+    space = study.identity["space"]["parameters"]
+    assert list(space) == ["lr", "momentum", "batch_size", "layers"]
+    assert space["lr"]["log"] is True and space["layers"]["type"] == "int"
+    # A resumed study takes its stored space: no probe call.
+    calls.clear()
+    again = paratune.tune(objective, storage=storage, max_trials=8, sampler="random", seed=8)
+    assert len(again) == 8 and len(calls) == 2
+
+    def no_bounds(trial):
+        return trial.suggest_float("x")
+
+    with pytest.raises(paratune.Error, match=r"suggest_float\('x'\): tune\(\) was given no space.*low and high"):
+        paratune.tune(no_bounds, storage=tmp_path / "t.db", max_trials=2)
+    with pytest.raises(paratune.Error, match=r"space: none given, and the objective suggested no parameter"):
+        paratune.tune(lambda trial: 1.0, storage=tmp_path / "u.db", max_trials=2)
+    with pytest.raises(paratune.Error, match=r"the objective's suggestions: parameters.x: low 2 must be below high 1"):
+        paratune.tune(lambda trial: trial.suggest_float("x", 2.0, 1.0), storage=tmp_path / "v.db", max_trials=2)
