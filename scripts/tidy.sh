@@ -6,11 +6,13 @@
 #   bash scripts/tidy.sh [--jobs J] [FILE...]
 #
 # --jobs J  files checked at once (default: the cores). FILE...: only these (default: all, below).
-# Files: src/**/*.cc and fuzz/*.cc, with the headers of include/paratune/, src/ and fuzz/ they include
-# (.clang-tidy's HeaderFilterRegex). tests/ and bench/ are out of scope: test and benchmark code.
+# Files: src/**/*.cc, fuzz/*.cc and python/src/*.cc, with the headers of include/paratune/, src/,
+# fuzz/ and python/src/ they include (.clang-tidy's HeaderFilterRegex). tests/ and bench/ are out of
+# scope: test and benchmark code.
 # The compile database is that of build-tidy/ (clang++, Debug so that assert()s are read, the fuzz
 # targets on so that fuzz/ is in it); it is only configured, never built: no source file needs a
-# generated one (the schemas' framework_schemas.cc is declared where it is used).
+# generated one (the schemas' framework_schemas.cc is declared where it is used). The Python
+# module's files are in build-tidy-python/'s (a fuzz build has no Python module: it is sanitized).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,7 +34,7 @@ excluded=(src/trainer/comm.cc src/trainer/coord_check.cc src/trainer/data.cc src
           src/trainer/fused_optimizer.cc src/trainer/fused_trainer.cc src/trainer/main.cc src/trainer/models.cc
           src/trainer/profile.cc src/trainer/trainer.cc)
 if ((${#files[@]} == 0)); then
-  mapfile -t all < <(find src fuzz -name '*.cc' | sort)
+  mapfile -t all < <(find src fuzz python/src -name '*.cc' | sort)
   for f in "${all[@]}"; do
     [[ " ${excluded[*]} " == *" $f "* ]] || files+=("$f")
   done
@@ -43,6 +45,11 @@ if [[ ! -f "$build/compile_commands.json" ]]; then
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DPARATUNE_BUILD_FUZZ=ON \
     -DPARATUNE_BUILD_TESTS=OFF -DPARATUNE_BUILD_BENCH=OFF -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 fi
+python_build=build-tidy-python
+if [[ ! -f "$python_build/compile_commands.json" ]]; then
+  cmake -S . -B "$python_build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DPARATUNE_BUILD_PYTHON=ON \
+    -DPARATUNE_BUILD_TESTS=OFF -DPARATUNE_BUILD_BENCH=OFF -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
+fi
 
 logs="$build/tidy-logs"
 rm -rf "$logs"
@@ -50,12 +57,13 @@ mkdir -p "$logs"
 start=$(date +%s)
 # One file: its report to its own log (so that parallel reports do not interleave), its status beside it.
 check_file() {
-  local log="$logs/${1//\//_}"
-  clang-tidy-14 --quiet -p "$build" "$1" >"$log.log" 2>&1
+  local log="$logs/${1//\//_}" database="$build"
+  [[ $1 == python/* ]] && database="$python_build"
+  clang-tidy-14 --quiet -p "$database" "$1" >"$log.log" 2>&1
   echo $? >"$log.status"
 }
 export -f check_file
-export build logs
+export build python_build logs
 printf '%s\n' "${files[@]}" | xargs -P "$jobs" -I{} bash -c 'check_file {}'
 elapsed=$(($(date +%s) - start))
 

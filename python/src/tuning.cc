@@ -375,6 +375,7 @@ std::optional<hpo::AskTellStudy::Asked> next_trial(Run& run) {
 // waits, checking for Ctrl-C (signals reach Python's main thread only).
 void run_threads(Run& run, int n_jobs) {
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(n_jobs));
   std::atomic<int> running{n_jobs};
   for (int j = 0; j < n_jobs; ++j)
     threads.emplace_back([&run, &running] {
