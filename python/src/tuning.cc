@@ -124,6 +124,10 @@ class PyTrial {
   void report(double value, std::int64_t step) {
     check_not_ended("report");
     unwind_if_stopping();
+    // A diverged run (NaN, infinity) fails this trial; the study goes on. Other report errors (a
+    // step not after the last) are the objective's code: every trial would repeat them.
+    if (!std::isfinite(value))
+      throw Error(fmt::format("trial {}: report: value {} at step {} is not a finite number", number_, value, step));
     try {
       py::gil_scoped_release release;
       run_.study->report(number_, step, value);
@@ -134,6 +138,8 @@ class PyTrial {
 
   void report_metric(const std::string& name, double value, std::optional<std::int64_t> step) {
     check_not_ended("report_metric");
+    if (!std::isfinite(value))
+      throw Error(fmt::format("trial {}: report_metric: {} = {} is not a finite number", number_, name, value));
     try {
       py::gil_scoped_release release;
       run_.study->report_metric(number_, name, value, step);

@@ -133,6 +133,20 @@ def test_failures_out_of_memory_and_bad_returns_are_stored_and_the_study_goes_on
         assert t.reason == "MemoryError: 64 x 8 floats do not fit"
 
 
+def test_a_diverged_report_fails_its_trial_only(tmp_path):
+    def objective(trial):
+        lr = trial.suggest_float("lr")
+        trial.report(float("nan") if lr > 1.0 else lr, 0)
+        return lr
+
+    study = paratune.tune(objective, SPACE, storage=tmp_path / "s.db", max_trials=12, sampler="random", seed=6,
+                          pruner="none")
+    failed = [t for t in study if t.status == "failed"]
+    assert len(study) == 12 and failed and len(failed) < 12
+    assert all(t.reason.startswith(f"Error: trial {t.number}: report: value nan at step 0 is not a finite number")
+               for t in failed), [t.reason for t in failed]
+
+
 def test_a_trial_asking_for_what_the_space_does_not_have_stops_the_study(tmp_path):
     def objective(trial):
         return trial.suggest_float("lr", 0.1, 0.2)
