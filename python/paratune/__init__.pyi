@@ -89,6 +89,8 @@ class PlanResult:
         """When nothing fits: what would help."""
     def to_dict(self) -> dict[str, Any]:
         """Everything ``paratune plan --json`` prints."""
+    def to_html(self) -> str:
+        """The report ``paratune plan --html`` writes: one self-contained HTML page."""
     def __len__(self) -> int: ...
     def __getitem__(self, index: int) -> Plan: ...
 
@@ -105,6 +107,8 @@ class Simulation:
         """Every event: kind, lane, stage, peer, microbatch, chunk, start_s, end_s."""
     def to_dict(self) -> dict[str, Any]:
         """Everything ``paratune simulate --json`` prints."""
+    def to_html(self) -> str:
+        """The report ``paratune simulate --html`` writes: one self-contained HTML page."""
     def chrome_trace(self) -> dict[str, Any]:
         """The timeline in Chrome's trace format (chrome://tracing, Perfetto)."""
 
@@ -179,6 +183,8 @@ class Study:
     def best_value(self) -> float | None: ...
     def to_dict(self) -> dict[str, Any]:
         """Everything ``paratune report`` draws: trials, curves, importance, the fitted model."""
+    def to_html(self) -> str:
+        """The report ``paratune report --html`` writes, of the study as stored now: one self-contained HTML page."""
     def __len__(self) -> int: ...
     def __iter__(self) -> Iterator[StoredTrial]: ...
 

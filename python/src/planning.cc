@@ -11,6 +11,7 @@
 #include "paratune/cost/estimate.h"
 #include "paratune/plan/planner.h"
 #include "paratune/report/estimate_report.h"
+#include "paratune/report/html_page.h"
 #include "paratune/report/launch.h"
 #include "paratune/report/launch_check.h"
 #include "paratune/report/plan_report.h"
@@ -42,6 +43,12 @@ nlohmann::json predicted_by(const Setup& s) {
   return {{"kind", "model prediction"},
           {"model", fmt::format("paratune {} analytic cost model", PARATUNE_VERSION)},
           {"calibration", s.calibration_source}};
+}
+
+// The reports' title line, as the CLI writes it.
+std::string report_title(const char* command, const Setup& s) {
+  return fmt::format("paratune {}: {} on {} ({} x {}), seq {}, global batch {}", command, s.model.name, s.cluster.name,
+                     s.cluster.num_gpus(), s.cluster.gpu.name, s.training.seq_len, s.training.global_batch);
 }
 
 ModelSpec model_of(const py::handle& value) {
@@ -175,12 +182,24 @@ struct PyPlanResult {
   SetupPtr setup;
 };
 
+nlohmann::json plan_json(const PyPlanResult& r) {
+  nlohmann::json j = to_json(r.result);
+  j["predicted_by"] = predicted_by(*r.setup);
+  return j;
+}
+
 struct PySimulation {
   sim::PipelineProblem problem;
   sim::SimulationResult result;
   ParallelConfig config;
   SetupPtr setup;
 };
+
+nlohmann::json simulation_document(const PySimulation& s) {
+  nlohmann::json j = simulation_json(s.result, s.problem, s.config, s.setup->training);
+  j["predicted_by"] = predicted_by(*s.setup);
+  return j;
+}
 
 py::list events_of(const PySimulation& s) {
   static const char* kLanes[] = {"compute", "p2p", "grad_sync"};
@@ -339,11 +358,20 @@ void bind_planning(py::module_& m) {
         return py::cast(PyPlan{r.result.plans.front(), r.setup});
       })
       .def_property_readonly("advice", [](const PyPlanResult& r) { return r.result.advice; })
-      .def("to_dict", [](const PyPlanResult& r) {
-        nlohmann::json j = to_json(r.result);
-        j["predicted_by"] = predicted_by(*r.setup);
-        return to_python(j);
-      }, "Everything `paratune plan --json` prints.")
+      .def("to_dict", [](const PyPlanResult& r) { return to_python(plan_json(r)); }, "Everything `paratune plan --json` prints.")
+      .def("to_html", [](const PyPlanResult& r) {
+        // The winner's iteration replayed for its timeline, as `plan --html` draws it.
+        const Setup& s = *r.setup;
+        std::optional<sim::PipelineProblem> problem;
+        std::optional<sim::SimulationResult> simulated;
+        if (!r.result.plans.empty()) {
+          problem = pipeline_problem(s.model, s.cluster, s.training, r.result.plans.front().estimate.config,
+                                     s.calibration, s.options);
+          simulated = sim::simulate(*problem);
+        }
+        return plan_html(nlohmann::ordered_json(plan_json(r)), simulated ? &*simulated : nullptr,
+                         problem ? &*problem : nullptr, report_title("plan", s));
+      }, "The report `paratune plan --html` writes: one self-contained HTML page (str).")
       .def("__len__", [](const PyPlanResult& r) { return r.result.plans.size(); })
       .def("__getitem__", [](const PyPlanResult& r, std::size_t i) {
         if (i >= r.result.plans.size()) throw py::index_error(fmt::format("plan {} of {}", i, r.result.plans.size()));
@@ -391,12 +419,12 @@ void bind_planning(py::module_& m) {
       .def_property_readonly("config", [](const PySimulation& s) { return to_string(s.config); })
       .def_property_readonly("events", &events_of,
                              "Every event of the timeline: kind, lane, stage, peer, microbatch, chunk, start_s, end_s.")
-      .def("to_dict", [](const PySimulation& s) {
-        nlohmann::json j = to_json(s.result, s.problem);
-        j["config"] = to_string(s.config);
-        j["predicted_by"] = predicted_by(*s.setup);
-        return to_python(j);
-      }, "Everything `paratune simulate --json` prints.")
+      .def("to_dict", [](const PySimulation& s) { return to_python(simulation_document(s)); },
+           "Everything `paratune simulate --json` prints.")
+      .def("to_html", [](const PySimulation& s) {
+        return simulate_html(nlohmann::ordered_json(simulation_document(s)), s.result, s.problem,
+                             report_title("simulate", *s.setup));
+      }, "The report `paratune simulate --html` writes: one self-contained HTML page (str).")
       .def("chrome_trace", [](const PySimulation& s) { return to_python(chrome_trace(s.result, s.problem)); },
            "The timeline in Chrome's trace format (chrome://tracing, Perfetto).");
 

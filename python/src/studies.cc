@@ -9,6 +9,7 @@
 #include "convert.h"
 #include "modules.h"
 #include "paratune/hpo/study.h"
+#include "paratune/report/html_page.h"
 #include "paratune/report/study_data.h"
 #include "paratune/report/tune_report.h"
 #include "paratune/spec/error.h"
@@ -25,6 +26,7 @@ StudyView read_study(const std::string& storage, const std::string& name) {
   std::unique_ptr<store::StudyStore> store = store::open_store(storage, store::Access::kReadOnly);
   const std::vector<store::StudyInfo> studies = store->studies();
   view.info = choose_study(studies, name, store->locator());
+  view.storage = storage;
   view.locator = store->locator();
   view.identity = nlohmann::ordered_json::parse(view.info.config_json, nullptr, false);
   view.hpo = view.identity.is_object() && view.identity.value("kind", "") == "hpo";
@@ -113,6 +115,15 @@ void bind_studies(py::module_& m) {
       })
       .def("to_dict", [](const StudyView& s) { return to_python(s.data); },
            "Everything `paratune report` draws: trials, curves, importance, the fitted model.")
+      .def("to_html", [](const StudyView& s) {
+        std::string html;
+        {
+          py::gil_scoped_release release;
+          const std::unique_ptr<store::StudyStore> store = store::open_store(s.storage, store::Access::kReadOnly);
+          html = study_html(*store, s.info);
+        }
+        return html;
+      }, "The report `paratune report --html` writes, of the study as stored now: one self-contained HTML page (str).")
       .def("__len__", [](const StudyView& s) { return s.trials.size(); })
       .def("__iter__", [](const StudyView& s) { return py::iter(py::cast(s.trials)); })
       .def("__repr__", [](const StudyView& s) {

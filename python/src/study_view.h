@@ -12,6 +12,7 @@ namespace paratune::python {
 
 struct StudyView {
   store::StudyInfo info;
+  std::string storage;               // as given (reopened by to_html)
   std::string locator;               // the store, a PostgreSQL password masked
   nlohmann::ordered_json identity;   // what it was created with
   bool hpo = false;                  // a hyperparameter study (else parallel configurations)

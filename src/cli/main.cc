@@ -300,10 +300,7 @@ int run_simulate(const SetupFlags& setup, const SimulateFlags& f, bool json) {
                             fmt::format("{} on {} ({} x {}), seq {}, global batch {}", model.name, cluster.name,
                                         cluster.num_gpus(), cluster.gpu.name, training.seq_len, training.global_batch),
                             to_string(config) + (meshes.empty() ? "" : ", stage meshes " + f.stage_mesh)));
-  nlohmann::json j = to_json(result, problem);
-  j["config"] = to_json(config);
-  j["config"]["text"] = to_string(config);
-  j["tokens_per_s"] = tokens / result.iteration_time_s;
+  nlohmann::json j = simulation_json(result, problem, config, training);
   if (!meshes.empty()) j["stage_mesh"] = f.stage_mesh;
   if (f.compare_grad_sync) j["grad_sync_comparison"] = comparison;
   if (harvest) j["harvest"] = to_json(*harvest);

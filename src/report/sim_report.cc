@@ -7,6 +7,7 @@
 #include <map>
 
 #include "paratune/report/html_page.h"
+#include "paratune/spec/io.h"
 #include "paratune/spec/units.h"
 
 namespace paratune {
@@ -121,6 +122,16 @@ nlohmann::json to_json(const sim::SimulationResult& r, const sim::PipelineProble
            {{"events", r.critical_path.size()},
             {"seconds_by_kind", critical_seconds_by_kind(r)},
             {"stages", path_stages}}}};
+}
+
+nlohmann::json simulation_json(const sim::SimulationResult& result, const sim::PipelineProblem& problem,
+                               const ParallelConfig& config, const TrainingSpec& training) {
+  nlohmann::json j = to_json(result, problem);
+  j["config"] = to_json(config);
+  j["config"]["text"] = to_string(config);
+  const double tokens = static_cast<double>(training.global_batch) * training.seq_len;
+  j["tokens_per_s"] = tokens / result.iteration_time_s;
+  return j;
 }
 
 nlohmann::json chrome_trace(const sim::SimulationResult& r, const sim::PipelineProblem& problem) {

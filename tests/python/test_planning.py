@@ -75,9 +75,11 @@ def test_plan_returns_ranked_plans_like_the_cli(cli):
     assert result.to_dict()["plans"][0]["config"] == from_cli["plans"][0]["config"]
     assert result.best.to_dict()["iteration_time_s"] == times[0]
     assert result[0].estimate.fits
+    page = result.to_html()
+    assert page.startswith("<!DOCTYPE html>") and "paratune plan: llama3-8b on dgx-h100:2" in page
 
 
-def test_simulate_gives_the_timeline_events():
+def test_simulate_gives_the_timeline_events(cli):
     sim = paratune.simulate("llama3-8b", "dgx-h100:2", "dp=2,tp=2,pp=4,mbs=1", 8192, 64, schedule="1f1b")
     events = sim.events
     kinds = {e["kind"] for e in events}
@@ -87,6 +89,12 @@ def test_simulate_gives_the_timeline_events():
     assert max(e["end_s"] for e in events) <= sim.iteration_time_s + 1e-9
     d = sim.to_dict()
     assert d["schedule"] == "1f1b" and len(d["stages"]) == 4
+    code, out, err = cli("simulate", "--model", "llama3-8b", "--cluster", "dgx-h100:2", "--config", "dp=2,tp=2,pp=4,mbs=1",
+                         "--seq-len", "8192", "--global-batch", "64", "--schedule", "1f1b", "--json")
+    assert code == 0, err
+    assert d == json.loads(out)  # to_dict() is `simulate --json`, field for field
+    page = sim.to_html()
+    assert page.startswith("<!DOCTYPE html>") and "paratune simulate: llama3-8b on dgx-h100:2" in page
     assert sim.chrome_trace()["traceEvents"]
     # The replay is the estimate's pipeline: the same iteration time.
     e = paratune.estimate("llama3-8b", "dgx-h100:2", "dp=2,tp=2,pp=4,mbs=1", 8192, 64)

@@ -95,6 +95,8 @@ def test_tuning_a_numpy_model_with_pruning(tmp_path, cli):
     assert reopened.best_value == study.best_value and reopened.kind == "hpo"
     assert paratune.studies(storage) == ["main"]
     assert reopened.to_dict()["curves"]
+    page = reopened.to_html()
+    assert page.startswith("<!DOCTYPE html>") and '"objective":"value"' in page.replace(" ", "")
 
 
 def test_a_study_resumes_reusing_its_trials(tmp_path):

@@ -7,6 +7,8 @@
 #include <string>
 
 #include "paratune/sim/pipeline.h"
+#include "paratune/spec/parallel.h"
+#include "paratune/spec/training.h"
 
 namespace paratune {
 
@@ -21,6 +23,10 @@ nlohmann::json to_json(const sim::SimulationResult& result, const sim::PipelineP
 // chrome://tracing: one process per pipeline stage ("stage r"), threads "compute", "p2p" and
 // "grad sync"; complete events ("ph": "X", microseconds) named like "F mb3" or "B mb3 c1"; a counter
 // track "activations" per stage in GiB; and the critical path as flow arrows.
+// `simulate --json`'s document: to_json(result, problem) with the configuration replayed (its fields
+// and, as "text", its string) and the tokens per second of `training`'s batch.
+nlohmann::json simulation_json(const sim::SimulationResult& result, const sim::PipelineProblem& problem,
+                               const ParallelConfig& config, const TrainingSpec& training);
 nlohmann::json chrome_trace(const sim::SimulationResult& result, const sim::PipelineProblem& problem);
 
 // A self-contained SVG timeline: one row per stage (compute stream, with a thin communication strip
