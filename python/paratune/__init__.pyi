@@ -269,5 +269,10 @@ def tune(objective: Callable[[Trial], float | None], space: Mapping[str, Any] | 
     max_trials counts the study's trials in all, those of earlier runs included (as ``--max-trials``);
     timeout: no new trial after so many seconds. n_jobs: objectives called from that many threads.
     sampler_options: startup_trials. pruner_options: startup_trials, warmup_steps, percentile.
-    A trial whose objective raises is stored failed and the study goes on (KeyboardInterrupt stops it).
+
+    How a call ends decides what is stored: a number -- completed; None -- completed with its last reported
+    value; TrialPruned -- pruned; MemoryError or an *OutOfMemoryError (torch's) -- oom; any other exception,
+    a NaN or infinite report included -- failed with "Type: message", and the study goes on; KeyboardInterrupt
+    -- interrupted, and tune() re-raises it (the configuration is asked again first on resume). A trial that
+    suggests a parameter the space does not have, or with other bounds, fails and tune() raises that error.
     """

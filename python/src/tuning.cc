@@ -19,7 +19,12 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <system_error>
 #include <thread>
+#include <limits>
+#include <type_traits>
+#include <functional>
+#include <map>
 
 #include "convert.h"
 #include "modules.h"
@@ -64,14 +69,42 @@ void reject_unknown(const py::dict& options, const std::vector<std::string>& kno
   }
 }
 
+// A number of the sampler's or the pruner's options dict: a whole number in T's range for integral
+// T, any finite number for double.
 template <typename T>
 T option_value(const py::dict& options, const char* key, T fallback, const char* what) {
   if (!options.contains(key)) return fallback;
+  const py::handle v = options[key];
+  const std::string field = fmt::format("{}.{}", what, key);
+  if constexpr (std::is_integral_v<T>) {
+    if (py::isinstance<py::bool_>(v) || !py::isinstance<py::int_>(v))
+      throw OptionError(field, py::repr(v).cast<std::string>(), "must be a whole number");
+    const long long value = PyLong_AsLongLong(v.ptr());
+    if ((value == -1 && PyErr_Occurred() != nullptr) || value < std::numeric_limits<T>::min() ||
+        value > std::numeric_limits<T>::max()) {
+      PyErr_Clear();
+      throw OptionError(field, py::repr(v).cast<std::string>(),
+                        fmt::format("must be a whole number from {} to {}", std::numeric_limits<T>::min(),
+                                    std::numeric_limits<T>::max()));
+    }
+    return static_cast<T>(value);
+  } else {
+    if (py::isinstance<py::bool_>(v) || !(py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v)))
+      throw OptionError(field, py::repr(v).cast<std::string>(), "must be a number");
+    return v.cast<T>();
+  }
+}
+
+// Runs `build`; an OptionError from it is re-thrown with each option named as tune() calls it
+// (`names`: the library's field -> tune()'s keyword), the rest of the message as it was.
+void with_python_names(const std::map<std::string, std::string>& names, const std::function<void()>& build) {
   try {
-    if (py::isinstance<py::bool_>(options[key])) throw py::cast_error("bool");
-    return options[key].cast<T>();
-  } catch (const py::cast_error&) {
-    throw OptionError(fmt::format("{}.{}", what, key), py::repr(options[key]).cast<std::string>(), "must be a number");
+    build();
+  } catch (const OptionError& e) {
+    throw Error(e.render([&](std::string_view field) -> std::optional<std::string> {
+      const auto it = names.find(std::string(field));
+      return it == names.end() ? std::nullopt : std::optional<std::string>(it->second);
+    }));
   }
 }
 
@@ -81,6 +114,8 @@ struct Run {
   const hpo::Space* space = nullptr;
   std::atomic<bool> stopping{false};  // Ctrl-C, or a misused trial: no new trials; running ones unwind
   std::atomic<int> asked{0};          // trials asked by this run
+  bool space_probed = false;          // the space was read from the objective's first call (space=None)
+  std::mutex ask_mutex;               // may_ask and the count of asked trials move together
   int max_trials = 0;                 // in the study in all (reused ones included); 0: no limit
   double timeout_s = 0;               // no new trial after this long; 0: none
   Clock::time_point start = Clock::now();
@@ -108,7 +143,11 @@ class PyTrial {
     if (!index) {
       std::vector<std::string> names;
       for (const hpo::ParamSpec& p : run_.space->parameters()) names.push_back(p.name);
-      misuse(fmt::format("{}('{}'): {}", call, name, unknown_name_message("parameter", name, names)));
+      misuse(fmt::format("{}('{}'): {}{}", call, name, unknown_name_message("parameter", name, names),
+                         run_.space_probed ? "; the space was read from the objective's first call, which did not "
+                                             "suggest it (a branch that call did not take): give tune() the space, "
+                                             "with `when` for conditional parameters, under a new study_name"
+                                           : ""));
     }
     const hpo::ParamSpec& p = run_.space->parameters()[*index];
     if (p.type != type)
@@ -309,12 +348,17 @@ void run_trial(Run& run, const hpo::AskTellStudy::Asked& asked) {
   try {
     const py::object result = run.objective(py::cast(trial_ptr));
     if (!result.is_none()) {
-      try {
-        if (py::isinstance<py::bool_>(result)) throw py::cast_error("bool");
-        end.value = py::float_(result).cast<double>();
-      } catch (const std::exception&) {
+      // A number: anything with __float__ or __index__ (numpy and torch scalars too), but not a bool
+      // and not a string that float() would parse.
+      const bool text_or_bool =
+          py::isinstance<py::bool_>(result) || py::isinstance<py::str>(result) || py::isinstance<py::bytes>(result);
+      const double value = text_or_bool ? -1.0 : PyFloat_AsDouble(result.ptr());
+      if (text_or_bool || (value == -1.0 && PyErr_Occurred() != nullptr)) {
+        PyErr_Clear();
         end.kind = hpo::TrialEnd::Kind::kFailed;
         end.reason = fmt::format("the objective returned {}, not a number", one_line(py::repr(result).cast<std::string>()));
+      } else {
+        end.value = value;
       }
     }
   } catch (py::error_already_set& e) {
@@ -325,7 +369,7 @@ void run_trial(Run& run, const hpo::AskTellStudy::Asked& asked) {
       end.reason = message.empty() ? "" : fmt::format("the objective raised TrialPruned: {}", message);
     } else if (e.matches(PyExc_KeyboardInterrupt)) {
       end.kind = hpo::TrialEnd::Kind::kInterrupted;
-      end.reason = "KeyboardInterrupt";
+      end.reason = message.empty() ? "KeyboardInterrupt" : fmt::format("KeyboardInterrupt: {}", message);
       run.stopping = true;
       reraise = std::move(e);
     } else {
@@ -368,13 +412,32 @@ bool may_ask(const Run& run) {
 
 // Asks for a trial unless the run is done (GIL released while the sampler works).
 std::optional<hpo::AskTellStudy::Asked> next_trial(Run& run) {
-  static std::mutex ask_mutex;  // may_ask and the count move together across threads
   py::gil_scoped_release release;
-  std::lock_guard lock(ask_mutex);
+  std::lock_guard lock(run.ask_mutex);
   if (!may_ask(run)) return std::nullopt;
   std::optional<hpo::AskTellStudy::Asked> asked = run.study->ask();
   if (asked) ++run.asked;
   return asked;
+}
+
+// In a worker thread's catch block (the GIL held): keeps the first error for tune() to raise, as
+// Python would see it (paratune.Error for the library's), and stops the run.
+void record_error(Run& run) {
+  std::optional<py::error_already_set> error;
+  try {
+    throw;
+  } catch (py::error_already_set& e) {
+    error = std::move(e);
+  } catch (const Error& e) {
+    PyErr_SetString(py::module_::import("paratune").attr("Error").ptr(), e.what());
+    error = py::error_already_set();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    error = py::error_already_set();
+  }
+  run.stopping = true;
+  std::lock_guard lock(run.error_mutex);
+  if (!run.error) run.error = std::move(error);
 }
 
 // n_jobs threads call the objective (each takes the GIL for it, as Python threads do); this thread
@@ -383,41 +446,33 @@ void run_threads(Run& run, int n_jobs) {
   std::vector<std::thread> threads;
   threads.reserve(static_cast<std::size_t>(n_jobs));
   std::atomic<int> running{n_jobs};
-  for (int j = 0; j < n_jobs; ++j)
-    threads.emplace_back([&run, &running] {
-      {
-        py::gil_scoped_acquire gil;
-        for (;;) {
-          std::optional<hpo::AskTellStudy::Asked> asked;
-          try {
-            asked = next_trial(run);
-          } catch (py::error_already_set& e) {
-            std::lock_guard lock(run.error_mutex);
-            if (!run.error) run.error = std::move(e);
-            run.stopping = true;
-          } catch (const std::exception& e) {
-            PyErr_SetString(PyExc_RuntimeError, e.what());
-            std::lock_guard lock(run.error_mutex);
-            if (!run.error) run.error = py::error_already_set();
-            run.stopping = true;
-          }
-          if (!asked) break;
-          try {
-            run_trial(run, *asked);
-          } catch (py::error_already_set& e) {
-            std::lock_guard lock(run.error_mutex);
-            if (!run.error) run.error = std::move(e);
-            run.stopping = true;
-          } catch (const std::exception& e) {
-            PyErr_SetString(PyExc_RuntimeError, e.what());
-            std::lock_guard lock(run.error_mutex);
-            if (!run.error) run.error = py::error_already_set();
-            run.stopping = true;
+  std::string start_failure;  // a thread the system would not start: the others stop, then tune() raises
+  for (int j = 0; j < n_jobs; ++j) {
+    try {
+      threads.emplace_back([&run, &running] {
+        {
+          py::gil_scoped_acquire gil;
+          for (;;) {
+            std::optional<hpo::AskTellStudy::Asked> asked;
+            try {
+              asked = next_trial(run);
+              if (!asked) break;
+              run_trial(run, *asked);
+            } catch (...) {
+              record_error(run);
+              break;
+            }
           }
         }
-      }
-      --running;
-    });
+        --running;
+      });
+    } catch (const std::system_error& e) {
+      start_failure = fmt::format("thread {} of {} could not start ({})", j + 1, n_jobs, e.what());
+      run.stopping = true;
+      running -= n_jobs - j;
+      break;
+    }
+  }
   {
     py::gil_scoped_release release;
     while (running.load() > 0) {
@@ -432,6 +487,7 @@ void run_threads(Run& run, int n_jobs) {
     }
     for (std::thread& t : threads) t.join();
   }
+  if (!start_failure.empty()) throw OptionError("n_jobs", std::to_string(n_jobs), start_failure);
 }
 
 }  // namespace
@@ -521,9 +577,15 @@ void bind_tuning(py::module_& m) {
         if (n_jobs < 1 || n_jobs > 256) throw OptionError("n_jobs", std::to_string(n_jobs), "must be from 1 to 256");
         const std::string storage = text_or_path(storage_arg, "storage");
         std::optional<hpo::Space> given;
-        if (!space_arg.is_none()) given = space_of(space_arg);
-        else if (std::optional<hpo::Space> stored = stored_space(storage, study_name)) given = std::move(stored);
-        else given = probed_space(objective);
+        bool probed = false;
+        if (!space_arg.is_none()) {
+          given = space_of(space_arg);
+        } else if (std::optional<hpo::Space> stored = stored_space(storage, study_name)) {
+          given = std::move(stored);
+        } else {
+          given = probed_space(objective);
+          probed = true;
+        }
         const hpo::Space& space = *given;
         hpo::AskTellOptions options;
         options.name = study_name;
@@ -548,8 +610,16 @@ void bind_tuning(py::module_& m) {
         po.percentile = option_value<double>(pruner_options, "percentile", po.percentile, "pruner_options");
         const hpo::PrunerKind pruner_kind = hpo::parse_pruner(pruner_name);
         hpo::check_in_process_pruner(pruner_kind);
-        std::unique_ptr<hpo::Sampler> sampler = hpo::make_sampler(hpo::parse_sampler(sampler_name), space, so);
-        std::unique_ptr<hpo::Pruner> pruner = hpo::make_pruner(pruner_kind, po);
+        with_python_names({{"name", "study_name"}, {"objective", "objective_name"}}, [&] { hpo::validate(options); });
+        std::unique_ptr<hpo::Sampler> sampler;
+        with_python_names({{"startup_trials", "sampler_options.startup_trials"}},
+                          [&] { sampler = hpo::make_sampler(hpo::parse_sampler(sampler_name), space, so); });
+        std::unique_ptr<hpo::Pruner> pruner;
+        with_python_names({{"startup_trials", "pruner_options.startup_trials"},
+                           {"warmup_steps", "pruner_options.warmup_steps"},
+                           {"percentile", "pruner_options.percentile"},
+                           {"max_resource", "steps"}},
+                          [&] { pruner = hpo::make_pruner(pruner_kind, po); });
         std::unique_ptr<store::StudyStore> store;
         std::unique_ptr<hpo::AskTellStudy> study;
         {
@@ -560,6 +630,7 @@ void bind_tuning(py::module_& m) {
         Run run;
         run.study = study.get();
         run.space = &space;
+        run.space_probed = probed;
         run.max_trials = static_cast<int>(max_trials);
         run.timeout_s = timeout;
         run.objective = objective;

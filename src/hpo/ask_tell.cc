@@ -223,7 +223,8 @@ store::StoredTrial AskTellStudy::tell(int number, const TrialEnd& end) {
                            ? fmt::format("stopped by the {} pruner at step {} ({} {})", pruner_name_,
                                          r.curve.empty() ? 0 : r.curve.back().step, options_.objective,
                                          last ? fmt::format("{}", *last) : "?")
-                           : fmt::format("the program stopped it at step {}", l.last_step.value_or(0));
+                       : l.last_step ? fmt::format("the program stopped it after step {}", *l.last_step)
+                                     : std::string("the program stopped it before its first report");
       break;
     case TrialEnd::Kind::kFailed:
     case TrialEnd::Kind::kOutOfMemory: {

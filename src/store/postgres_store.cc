@@ -408,9 +408,9 @@ std::int64_t PostgresStudyStore::open_study(const std::string& name, const std::
   const Result find = run(conn_, locator_, "SELECT id, config_json FROM studies WHERE name = $1", Params().add(name));
   if (find.text(0, 1) != config_json)
     throw Error(fmt::format(
-        "study store {}: study '{}' was created with another configuration (search space, command, steps or "
-        "limits); resume it with the same settings or use another study name.\n  stored: {}\n  now:    {}",
-        locator_, name, find.text(0, 1), config_json));
+        "study store {}: study '{}' was created with another configuration: {}; resume it with the same settings "
+        "or use another study name.\n  stored: {}\n  now:    {}",
+        locator_, name, identity_difference(find.text(0, 1), config_json), find.text(0, 1), config_json));
   return find.integer(0, 0);
 }
 

@@ -255,9 +255,9 @@ std::int64_t SqliteStudyStore::open_study(const std::string& name, const std::st
   find.step();
   if (find.text(1) != config_json)
     throw Error(fmt::format(
-        "study file {}: study '{}' was created with another configuration (search space, command, steps or "
-        "limits); resume it with the same settings or use a new file.\n  stored: {}\n  now:    {}",
-        path_.string(), name, find.text(1), config_json));
+        "study file {}: study '{}' was created with another configuration: {}; resume it with the same settings, "
+        "or use a new file or study name.\n  stored: {}\n  now:    {}",
+        path_.string(), name, identity_difference(find.text(1), config_json), find.text(1), config_json));
   return find.integer(0);
 }
 

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <array>
 
+#include <nlohmann/json.hpp>
+
 #include "paratune/store/postgres_store.h"
 #include "paratune/store/sqlite_store.h"
 
@@ -71,6 +73,39 @@ std::string mask_locator(const std::string& locator) {
 std::unique_ptr<StudyStore> open_store(const std::string& locator, Access access) {
   if (is_postgres_locator(locator)) return std::make_unique<PostgresStudyStore>(locator, access);
   return std::make_unique<SqliteStudyStore>(locator, access);
+}
+
+namespace {
+
+// The first difference between two JSON values under `path` (see identity_difference). Objects
+// are compared field by field, in `now`'s order; key order counts (the parameters' order is the
+// order the samplers see them in).
+std::string first_difference(const nlohmann::ordered_json& stored, const nlohmann::ordered_json& now,
+                             const std::string& path) {
+  const std::string where = path.empty() ? "the configuration" : path;
+  if (stored.is_object() && now.is_object()) {
+    for (const auto& [key, value] : now.items()) {
+      const std::string here = path.empty() ? key : path + "." + key;
+      if (!stored.contains(key)) return fmt::format("{} is new (it was not set when the study was created)", here);
+      if (std::string d = first_difference(stored[key], value, here); !d.empty()) return d;
+    }
+    for (const auto& [key, value] : stored.items())
+      if (!now.contains(key))
+        return fmt::format("{} is gone (it was {} when the study was created)", path.empty() ? key : path + "." + key,
+                           value.dump());
+    return stored.dump() == now.dump() ? "" : where + ": the same fields in another order";
+  }
+  return stored == now ? "" : fmt::format("{} is {} now, {} when the study was created", where, now.dump(), stored.dump());
+}
+
+}  // namespace
+
+std::string identity_difference(const std::string& stored_json, const std::string& now_json) {
+  if (stored_json == now_json) return "";
+  const auto stored = nlohmann::ordered_json::parse(stored_json, nullptr, false);
+  const auto now = nlohmann::ordered_json::parse(now_json, nullptr, false);
+  if (stored.is_discarded() || now.is_discarded()) return "the stored configuration is not the one given";
+  return first_difference(stored, now, "");
 }
 
 }  // namespace paratune::store

@@ -86,6 +86,19 @@ TEST(AskTell, TheMedianPrunerStopsATrialWorseThanTheOthers) {
   EXPECT_DOUBLE_EQ(*best->objective, 1.0);
 }
 
+TEST(AskTell, AProgramsOwnStopSaysWhereItStopped) {
+  const auto dir = paratune::testing::fresh_test_dir("ask_tell", "own_stop");
+  store::SqliteStudyStore store(dir / "s.db");
+  Parts parts;
+  AskTellStudy study(parts.space, {}, store, *parts.sampler, *parts.pruner, PrunerKind::kMedian);
+  const auto a = study.ask();
+  EXPECT_EQ(study.tell(a->number, {.kind = TrialEnd::Kind::kPruned}).reason,
+            "the program stopped it before its first report");
+  const auto b = study.ask();
+  study.report(b->number, 4, 1.0);
+  EXPECT_EQ(study.tell(b->number, {.kind = TrialEnd::Kind::kPruned}).reason, "the program stopped it after step 4");
+}
+
 TEST(AskTell, ReportsAreChecked) {
   const auto dir = paratune::testing::fresh_test_dir("ask_tell", "checked");
   store::SqliteStudyStore store(dir / "s.db");

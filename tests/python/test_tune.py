@@ -106,8 +106,11 @@ def test_a_study_resumes_reusing_its_trials(tmp_path):
     assert len(first) == 4 and len(again) == 7
     assert [t.params for t in again.trials[:4]] == [t.params for t in first.trials]
     # Another identity (here: another space) is refused, naming what differs.
-    with pytest.raises(paratune.Error, match="created with"):
+    with pytest.raises(paratune.Error, match=r"created with another configuration: space.parameters.batch_size.choices "
+                                             r"is \[16,32,64\] now, \[16,64\] when the study was created"):
         paratune.tune(train, {**SPACE, "batch_size": [16, 32, 64]}, storage=storage, max_trials=8, pruner="none")
+    with pytest.raises(paratune.Error, match=r"direction is \"maximize\" now, \"minimize\" when the study was created"):
+        paratune.tune(train, SPACE, storage=storage, max_trials=8, pruner="none", direction="maximize")
 
 
 def test_failures_out_of_memory_and_bad_returns_are_stored_and_the_study_goes_on(tmp_path):
@@ -119,8 +122,8 @@ def test_failures_out_of_memory_and_bad_returns_are_stored_and_the_study_goes_on
         if batch == 64:
             raise ValueError("refused: batch 64")
         if lr > 1.0:
-            return "not a number"
-        return lr
+            return "1.5"  # a string float() would parse is still not a number
+        return np.float64(lr)  # numpy scalars are numbers
 
     study = paratune.tune(objective, SPACE, storage=tmp_path / "s.db", max_trials=16, sampler="random", seed=2,
                           pruner="none")
@@ -130,7 +133,7 @@ def test_failures_out_of_memory_and_bad_returns_are_stored_and_the_study_goes_on
         by_status.setdefault(t.status, []).append(t)
     assert by_status.get("failed") and by_status.get("completed")
     for t in by_status["failed"]:
-        assert t.reason in ("ValueError: refused: batch 64",) or t.reason.startswith("the objective returned 'not a number'")
+        assert t.reason in ("ValueError: refused: batch 64",) or t.reason == "the objective returned '1.5', not a number"
     for t in by_status.get("oom", []):
         assert t.reason == "MemoryError: 64 x 8 floats do not fit"
 
@@ -246,6 +249,14 @@ def test_bad_options_are_errors_naming_the_option(tmp_path):
         paratune.tune(train, SPACE, storage=tmp_path / "s.db", sampler="tpee")
     with pytest.raises(paratune.Error, match=r"pruner_options: unknown option 'warmup'; valid: startup_trials, warmup_steps"):
         paratune.tune(train, SPACE, storage=tmp_path / "s.db", pruner_options={"warmup": 3})
+    with pytest.raises(paratune.Error, match=r"^study_name '': must not be empty"):
+        paratune.tune(train, SPACE, storage=tmp_path / "s.db", study_name="")
+    with pytest.raises(paratune.Error, match=r"^pruner_options.percentile 150"):
+        paratune.tune(train, SPACE, storage=tmp_path / "s.db", pruner="percentile", pruner_options={"percentile": 150})
+    with pytest.raises(paratune.Error, match=r"option sampler_options.startup_trials = 2.7: must be a whole number"):
+        paratune.tune(train, SPACE, storage=tmp_path / "s.db", sampler_options={"startup_trials": 2.7})
+    with pytest.raises(paratune.Error, match=r"must be a whole number from -2147483648 to 2147483647"):
+        paratune.tune(train, SPACE, storage=tmp_path / "s.db", sampler_options={"startup_trials": 10**12})
     with pytest.raises(paratune.Error, match="n_jobs"):
         paratune.tune(train, SPACE, storage=tmp_path / "s.db", n_jobs=0)
     with pytest.raises(paratune.Error, match="lr.low"):
@@ -284,6 +295,15 @@ def test_without_a_space_the_objectives_suggestions_are_the_space(tmp_path):
 
     def no_bounds(trial):
         return trial.suggest_float("x")
+
+    def branches(trial):
+        if trial.suggest_categorical("opt", ["adam", "sgd"]) == "sgd":
+            trial.suggest_float("momentum", 0.0, 0.99)
+        return 1.0
+
+    with pytest.raises(paratune.Error, match=r"unknown parameter 'momentum'; valid: opt; the space was read from the "
+                                             r"objective's first call, which did not suggest it"):
+        paratune.tune(branches, storage=tmp_path / "w.db", max_trials=20, sampler="grid")
 
     with pytest.raises(paratune.Error, match=r"suggest_float\('x'\): tune\(\) was given no space.*low and high"):
         paratune.tune(no_bounds, storage=tmp_path / "t.db", max_trials=2)

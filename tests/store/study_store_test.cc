@@ -52,12 +52,26 @@ TEST_P(StoreTest, ResumeNeedsTheSameConfigurationAndRequeuesRunningTrials) {
     store.open_study("default", R"({"space":2})");
     FAIL() << "another configuration was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("created with another configuration"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("created with another configuration: space is 2 now, 1 when the study was "
+                                         "created"),
+              std::string::npos)
+        << e.what();
   }
   const std::int64_t study = store.open_study("default", R"({"space":1})");
   EXPECT_EQ(store.mark_running_interrupted(study), 1);
   EXPECT_EQ(store.trials(study)[0].status, "interrupted");
   EXPECT_EQ(store.mark_running_interrupted(study), 0);
+}
+
+// open_study's refusal names the first field that differs, not only "another configuration".
+TEST(IdentityDifference, NamesTheFirstFieldThatDiffers) {
+  EXPECT_EQ(identity_difference(R"({"a":1,"b":{"c":2}})", R"({"a":1,"b":{"c":3}})"),
+            "b.c is 3 now, 2 when the study was created");
+  EXPECT_EQ(identity_difference(R"({"a":1})", R"({"a":1,"d":true})"), "d is new (it was not set when the study was created)");
+  EXPECT_EQ(identity_difference(R"({"a":1,"d":true})", R"({"a":1})"), "d is gone (it was true when the study was created)");
+  EXPECT_EQ(identity_difference(R"({"p":{"x":1,"y":2}})", R"({"p":{"y":2,"x":1}})"), "p: the same fields in another order");
+  EXPECT_EQ(identity_difference(R"({"a":[1,2]})", R"({"a":[1,3]})"), "a is [1,3] now, [1,2] when the study was created");
+  EXPECT_EQ(identity_difference(R"({"a":1})", R"({"a":1})"), "");
 }
 
 TEST(SqliteStudyStore, RejectsFilesThatAreNotStudies) {

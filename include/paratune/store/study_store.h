@@ -248,6 +248,10 @@ std::unique_ptr<StudyStore> open_store(const std::string& locator, Access access
 // Why claim_trial marked a dead worker's trial interrupted at `now_unix_s`: "worker HOST:PID sent
 // no heartbeat for N s" (N whole seconds since its last heartbeat, or its start if it had none).
 std::string dead_worker_reason(const StoredTrial& trial, double now_unix_s);
+// Why a study cannot be opened with `now_json` when it was created with `stored_json` (open_study's
+// error): the first field that differs, as a dotted path with both values -- `direction is
+// "maximize" now, "minimize" when created` -- or "" when they are the same document.
+std::string identity_difference(const std::string& stored_json, const std::string& now_json);
 
 // Whether `locator` names a PostgreSQL database.
 bool is_postgres_locator(const std::string& locator);
