@@ -91,7 +91,7 @@ AskTellStudy::~AskTellStudy() {
     result.location = "in-process";
     try {
       store_.finish_trial(live.id, result);
-    } catch (const Error&) {
+    } catch (...) {  // a destructor must not throw
       // The store went away: the trial stays "running", and a resume marks it interrupted.
     }
   }
