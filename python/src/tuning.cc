@@ -576,17 +576,6 @@ void bind_tuning(py::module_& m) {
           throw OptionError("timeout", fmt::format("{}", timeout), "must be a finite number of seconds >= 0 (0: none)");
         if (n_jobs < 1 || n_jobs > 256) throw OptionError("n_jobs", std::to_string(n_jobs), "must be from 1 to 256");
         const std::string storage = text_or_path(storage_arg, "storage");
-        std::optional<hpo::Space> given;
-        bool probed = false;
-        if (!space_arg.is_none()) {
-          given = space_of(space_arg);
-        } else if (std::optional<hpo::Space> stored = stored_space(storage, study_name)) {
-          given = std::move(stored);
-        } else {
-          given = probed_space(objective);
-          probed = true;
-        }
-        const hpo::Space& space = *given;
         hpo::AskTellOptions options;
         options.name = study_name;
         options.objective = objective_name;
@@ -611,15 +600,28 @@ void bind_tuning(py::module_& m) {
         const hpo::PrunerKind pruner_kind = hpo::parse_pruner(pruner_name);
         hpo::check_in_process_pruner(pruner_kind);
         with_python_names({{"name", "study_name"}, {"objective", "objective_name"}}, [&] { hpo::validate(options); });
-        std::unique_ptr<hpo::Sampler> sampler;
-        with_python_names({{"startup_trials", "sampler_options.startup_trials"}},
-                          [&] { sampler = hpo::make_sampler(hpo::parse_sampler(sampler_name), space, so); });
+        const hpo::SamplerKind sampler_kind = hpo::parse_sampler(sampler_name);
         std::unique_ptr<hpo::Pruner> pruner;
         with_python_names({{"startup_trials", "pruner_options.startup_trials"},
                            {"warmup_steps", "pruner_options.warmup_steps"},
                            {"percentile", "pruner_options.percentile"},
                            {"max_resource", "steps"}},
                           [&] { pruner = hpo::make_pruner(pruner_kind, po); });
+        // The options are checked before the space is read: it may come from a call of the objective.
+        std::optional<hpo::Space> given;
+        bool probed = false;
+        if (!space_arg.is_none()) {
+          given = space_of(space_arg);
+        } else if (std::optional<hpo::Space> stored = stored_space(storage, study_name)) {
+          given = std::move(stored);
+        } else {
+          given = probed_space(objective);
+          probed = true;
+        }
+        const hpo::Space& space = *given;
+        std::unique_ptr<hpo::Sampler> sampler;
+        with_python_names({{"startup_trials", "sampler_options.startup_trials"}},
+                          [&] { sampler = hpo::make_sampler(sampler_kind, space, so); });
         std::unique_ptr<store::StudyStore> store;
         std::unique_ptr<hpo::AskTellStudy> study;
         {
