@@ -108,6 +108,20 @@ void with_python_names(const std::map<std::string, std::string>& names, const st
   }
 }
 
+// suggest_float and suggest_int are one call on a float or an int parameter.
+template <typename Number>
+struct NumberParam;
+template <>
+struct NumberParam<double> {
+  static constexpr hpo::ParamType kType = hpo::ParamType::kFloat;
+  static constexpr const char* kCall = "suggest_float";
+};
+template <>
+struct NumberParam<std::int64_t> {
+  static constexpr hpo::ParamType kType = hpo::ParamType::kInt;
+  static constexpr const char* kCall = "suggest_int";
+};
+
 // A running study shared by the threads that call the objective.
 struct Run {
   hpo::AskTellStudy* study = nullptr;
@@ -158,6 +172,23 @@ class PyTrial {
     if (it == config_.end())
       misuse(fmt::format("{}('{}'): not active in this trial (it has a condition: when '{}')", call, name, p.when));
     return to_python(nlohmann::ordered_json(*it));
+  }
+
+  // suggest_float / suggest_int: the bounds and log, when given, must be the space's.
+  template <typename Number>
+  py::object suggest_number(const std::string& name, std::optional<Number> low, std::optional<Number> high,
+                            std::optional<bool> log) {
+    using Param = NumberParam<Number>;
+    return suggest(name, Param::kType, Param::kCall, [&](const hpo::ParamSpec& p) {
+      const auto differs = [](std::optional<Number> asked, double declared) {
+        return asked && static_cast<double>(*asked) != declared;
+      };
+      const auto shown = [](std::optional<Number> bound) { return bound ? fmt::format("{}", *bound) : "?"; };
+      if (differs(low, p.low) || differs(high, p.high) || (log && *log != p.log))
+        return fmt::format("asked for {} from {} to {}{}", hpo::to_string(Param::kType), shown(low), shown(high),
+                           log && *log ? ", log" : "");
+      return std::string();
+    });
   }
 
   void report(double value, std::int64_t step) {
@@ -243,20 +274,19 @@ py::handle probe_done_type() {
 // geometric middle with log) or the first choice.
 class SpaceProbe {
  public:
-  py::object suggest_float(const std::string& name, std::optional<double> low, std::optional<double> high,
-                           std::optional<bool> log) {
-    if (!low || !high) throw Error(missing_bounds("suggest_float", name, "its low and high"));
-    const hpo::ParamSpec p = spec(name, hpo::ParamType::kFloat, *low, *high, log.value_or(false));
-    const double middle = p.log && *low > 0 && *high > 0 ? std::sqrt(*low * *high) : (*low + *high) / 2;
-    return add(p, middle);
-  }
-  py::object suggest_int(const std::string& name, std::optional<std::int64_t> low, std::optional<std::int64_t> high,
-                         std::optional<bool> log) {
-    if (!low || !high) throw Error(missing_bounds("suggest_int", name, "its low and high"));
+  // The middle of the range (the geometric middle with log), rounded for an int.
+  template <typename Number>
+  py::object suggest_number(const std::string& name, std::optional<Number> low, std::optional<Number> high,
+                            std::optional<bool> log) {
+    using Param = NumberParam<Number>;
+    if (!low || !high) throw Error(missing_bounds(Param::kCall, name, "its low and high"));
     const hpo::ParamSpec p =
-        spec(name, hpo::ParamType::kInt, static_cast<double>(*low), static_cast<double>(*high), log.value_or(false));
-    const double middle = p.log && *low > 0 ? std::sqrt(p.low * p.high) : (p.low + p.high) / 2;
-    return add(p, static_cast<std::int64_t>(std::clamp(std::round(middle), p.low, p.high)));
+        spec(name, Param::kType, static_cast<double>(*low), static_cast<double>(*high), log.value_or(false));
+    const double middle = p.log && p.low > 0 && p.high > 0 ? std::sqrt(p.low * p.high) : (p.low + p.high) / 2;
+    if constexpr (std::is_integral_v<Number>)
+      return add(p, static_cast<Number>(std::clamp(std::round(middle), std::min(p.low, p.high), std::max(p.low, p.high))));
+    else
+      return add(p, middle);
   }
   py::object suggest_categorical(const std::string& name, const py::object& choices) {
     if (choices.is_none()) throw Error(missing_bounds("suggest_categorical", name, "its choices"));
@@ -490,6 +520,133 @@ void run_threads(Run& run, int n_jobs) {
   if (!start_failure.empty()) throw OptionError("n_jobs", std::to_string(n_jobs), start_failure);
 }
 
+// tune()'s arguments, as Python gave them.
+struct TuneArgs {
+  py::object space;  // None: read from the objective (or the stored study, when it resumes)
+  std::string storage;
+  std::string study_name;
+  std::string direction;
+  std::string objective_name;
+  std::string sampler;
+  std::string pruner;
+  std::int64_t max_trials = 0;
+  double timeout = 0;
+  int n_jobs = 1;
+  std::uint64_t seed = 0;
+  std::int64_t steps = 0;
+  py::dict sampler_options;
+  py::dict pruner_options;
+};
+
+// The study's options, sampler and pruner from tune()'s arguments, each checked and any error naming
+// tune()'s keyword. The sampler needs the space, so it is made later from `sampler_kind`.
+struct TuneSetup {
+  hpo::AskTellOptions study;
+  hpo::SamplerKind sampler_kind{};
+  hpo::SamplerOptions sampler;
+  hpo::PrunerKind pruner_kind{};
+  std::unique_ptr<hpo::Pruner> pruner;
+};
+
+TuneSetup checked_setup(const TuneArgs& args) {
+  if (args.max_trials < 0 || args.max_trials > std::numeric_limits<int>::max())
+    throw OptionError("max_trials", std::to_string(args.max_trials), "must be >= 0 (0: no limit)");
+  if (!(args.timeout >= 0) || !std::isfinite(args.timeout))
+    throw OptionError("timeout", fmt::format("{}", args.timeout), "must be a finite number of seconds >= 0 (0: none)");
+  if (args.n_jobs < 1 || args.n_jobs > 256)
+    throw OptionError("n_jobs", std::to_string(args.n_jobs), "must be from 1 to 256");
+  TuneSetup setup;
+  hpo::AskTellOptions& options = setup.study;
+  options.name = args.study_name;
+  options.objective = args.objective_name;
+  options.direction = hpo::parse_direction(args.direction);
+  options.steps = args.steps;
+  options.runner = "python objective";
+  with_python_names({{"name", "study_name"}, {"objective", "objective_name"}}, [&] { hpo::validate(options); });
+
+  hpo::SamplerOptions& so = setup.sampler;
+  reject_unknown(args.sampler_options, {"startup_trials"}, "sampler_options");
+  so.direction = options.direction;
+  so.seed = args.seed;
+  so.startup_trials = option_value<int>(args.sampler_options, "startup_trials", -1, "sampler_options");
+  so.max_trials = static_cast<std::size_t>(args.max_trials);
+  setup.sampler_kind = hpo::parse_sampler(args.sampler);
+
+  hpo::PrunerOptions po;
+  reject_unknown(args.pruner_options, {"startup_trials", "warmup_steps", "percentile"}, "pruner_options");
+  po.direction = options.direction;
+  // The median and percentile pruners never use the full resource; a study without a fixed length
+  // states none (0) and gives them the largest.
+  po.max_resource = args.steps > 0 ? args.steps : std::numeric_limits<int>::max();
+  po.startup_trials = option_value<int>(args.pruner_options, "startup_trials", po.startup_trials, "pruner_options");
+  po.warmup_steps = option_value<std::int64_t>(args.pruner_options, "warmup_steps", po.warmup_steps, "pruner_options");
+  po.percentile = option_value<double>(args.pruner_options, "percentile", po.percentile, "pruner_options");
+  setup.pruner_kind = hpo::parse_pruner(args.pruner);
+  hpo::check_in_process_pruner(setup.pruner_kind);
+  with_python_names({{"startup_trials", "pruner_options.startup_trials"},
+                     {"warmup_steps", "pruner_options.warmup_steps"},
+                     {"percentile", "pruner_options.percentile"},
+                     {"max_resource", "steps"}},
+                    [&] { setup.pruner = hpo::make_pruner(setup.pruner_kind, po); });
+  return setup;
+}
+
+// The study's space: the one given, else the stored study's (a resume), else the objective's
+// suggestions (read from one call, after the options are checked).
+hpo::Space study_space(const py::function& objective, const TuneArgs& args, bool& probed) {
+  probed = false;
+  if (!args.space.is_none()) return space_of(args.space);
+  if (std::optional<hpo::Space> stored = stored_space(args.storage, args.study_name)) return std::move(*stored);
+  probed = true;
+  return probed_space(objective);
+}
+
+// Runs (or resumes) the study; returns it as stored.
+StudyView tune(const py::function& objective, const TuneArgs& args) {
+  TuneSetup setup = checked_setup(args);
+  bool probed = false;
+  const hpo::Space space = study_space(objective, args, probed);
+  std::unique_ptr<hpo::Sampler> sampler;
+  with_python_names({{"startup_trials", "sampler_options.startup_trials"}},
+                    [&] { sampler = hpo::make_sampler(setup.sampler_kind, space, setup.sampler); });
+  std::unique_ptr<store::StudyStore> store;
+  std::unique_ptr<hpo::AskTellStudy> study;
+  {
+    py::gil_scoped_release release;
+    store = store::open_store(args.storage);
+    study = std::make_unique<hpo::AskTellStudy>(space, setup.study, *store, *sampler, *setup.pruner,
+                                                setup.pruner_kind);
+  }
+  Run run;
+  run.study = study.get();
+  run.space = &space;
+  run.space_probed = probed;
+  run.max_trials = static_cast<int>(args.max_trials);
+  run.timeout_s = args.timeout;
+  run.objective = objective;
+  run.objective_name = args.objective_name;
+  run.logger = py::module_::import("logging").attr("getLogger")("paratune");
+  if (args.n_jobs == 1) {
+    // In this thread: Ctrl-C reaches the objective as KeyboardInterrupt.
+    while (std::optional<hpo::AskTellStudy::Asked> asked = next_trial(run)) {
+      run_trial(run, *asked);
+      if (run.error) break;
+    }
+  } else {
+    run_threads(run, args.n_jobs);
+  }
+  {
+    py::gil_scoped_release release;
+    study.reset();  // trials never told are stored interrupted; the lock is released
+    store.reset();
+  }
+  if (run.error) {
+    run.error->restore();
+    throw py::error_already_set();
+  }
+  return read_study(args.storage, args.study_name);
+}
+
 }  // namespace
 
 void bind_tuning(py::module_& m) {
@@ -499,9 +656,9 @@ void bind_tuning(py::module_& m) {
                                                      "The trial of the call that reads the space from the objective.")
       .def_property_readonly("number", [](const SpaceProbe&) { return 0; })
       .def_property_readonly("params", &SpaceProbe::params)
-      .def("suggest_float", &SpaceProbe::suggest_float, py::arg("name"), py::arg("low") = py::none(),
+      .def("suggest_float", &SpaceProbe::suggest_number<double>, py::arg("name"), py::arg("low") = py::none(),
            py::arg("high") = py::none(), py::kw_only(), py::arg("log") = py::none())
-      .def("suggest_int", &SpaceProbe::suggest_int, py::arg("name"), py::arg("low") = py::none(),
+      .def("suggest_int", &SpaceProbe::suggest_number<std::int64_t>, py::arg("name"), py::arg("low") = py::none(),
            py::arg("high") = py::none(), py::kw_only(), py::arg("log") = py::none())
       .def("suggest_categorical", &SpaceProbe::suggest_categorical, py::arg("name"), py::arg("choices") = py::none())
       .def("report", [](const SpaceProbe&, const py::object&, const py::object&) { SpaceProbe::done(); },
@@ -513,35 +670,12 @@ void bind_tuning(py::module_& m) {
   py::class_<PyTrial, std::shared_ptr<PyTrial>>(m, "Trial", "One trial of tune(): its configuration, and what it reports.")
       .def_property_readonly("number", &PyTrial::number, "The trial's number in the study (1, 2, ...).")
       .def_property_readonly("params", &PyTrial::params, "Every active parameter of its configuration.")
-      .def(
-          "suggest_float",
-          [](PyTrial& t, const std::string& name, std::optional<double> low, std::optional<double> high,
-             std::optional<bool> log) {
-            return t.suggest(name, hpo::ParamType::kFloat, "suggest_float", [&](const hpo::ParamSpec& p) {
-              if ((low && *low != p.low) || (high && *high != p.high) || (log && *log != p.log))
-                return fmt::format("asked for float from {} to {}{}", low ? fmt::format("{}", *low) : "?",
-                                   high ? fmt::format("{}", *high) : "?", log && *log ? ", log" : "");
-              return std::string();
-            });
-          },
-          py::arg("name"), py::arg("low") = py::none(), py::arg("high") = py::none(), py::kw_only(),
-          py::arg("log") = py::none(),
-          "The trial's value of a float parameter of the space (bounds, when given, must be the space's).")
-      .def(
-          "suggest_int",
-          [](PyTrial& t, const std::string& name, std::optional<std::int64_t> low, std::optional<std::int64_t> high,
-             std::optional<bool> log) {
-            return t.suggest(name, hpo::ParamType::kInt, "suggest_int", [&](const hpo::ParamSpec& p) {
-              if ((low && static_cast<double>(*low) != p.low) || (high && static_cast<double>(*high) != p.high) ||
-                  (log && *log != p.log))
-                return fmt::format("asked for int from {} to {}{}", low ? std::to_string(*low) : "?",
-                                   high ? std::to_string(*high) : "?", log && *log ? ", log" : "");
-              return std::string();
-            });
-          },
-          py::arg("name"), py::arg("low") = py::none(), py::arg("high") = py::none(), py::kw_only(),
-          py::arg("log") = py::none(),
-          "The trial's value of an int parameter of the space (bounds, when given, must be the space's).")
+      .def("suggest_float", &PyTrial::suggest_number<double>, py::arg("name"), py::arg("low") = py::none(),
+           py::arg("high") = py::none(), py::kw_only(), py::arg("log") = py::none(),
+           "The trial's value of a float parameter of the space (bounds, when given, must be the space's).")
+      .def("suggest_int", &PyTrial::suggest_number<std::int64_t>, py::arg("name"), py::arg("low") = py::none(),
+           py::arg("high") = py::none(), py::kw_only(), py::arg("log") = py::none(),
+           "The trial's value of an int parameter of the space (bounds, when given, must be the space's).")
       .def(
           "suggest_categorical",
           [](PyTrial& t, const std::string& name, const py::object& choices) {
@@ -565,98 +699,13 @@ void bind_tuning(py::module_& m) {
 
   m.def(
       "tune",
-      [](const py::function& objective, const py::object& space_arg, const py::object& storage_arg,
+      [](const py::function& objective, const py::object& space, const py::object& storage,
          const std::string& study_name, const std::string& direction, const std::string& objective_name,
-         const std::string& sampler_name, const std::string& pruner_name, std::int64_t max_trials,
-         double timeout, int n_jobs, std::uint64_t seed, std::int64_t steps, const py::dict& sampler_options,
-         const py::dict& pruner_options) {
-        if (max_trials < 0 || max_trials > std::numeric_limits<int>::max())
-          throw OptionError("max_trials", std::to_string(max_trials), "must be >= 0 (0: no limit)");
-        if (!(timeout >= 0) || !std::isfinite(timeout))
-          throw OptionError("timeout", fmt::format("{}", timeout), "must be a finite number of seconds >= 0 (0: none)");
-        if (n_jobs < 1 || n_jobs > 256) throw OptionError("n_jobs", std::to_string(n_jobs), "must be from 1 to 256");
-        const std::string storage = text_or_path(storage_arg, "storage");
-        hpo::AskTellOptions options;
-        options.name = study_name;
-        options.objective = objective_name;
-        options.direction = hpo::parse_direction(direction);
-        options.steps = steps;
-        options.runner = "python objective";
-        hpo::SamplerOptions so;
-        reject_unknown(sampler_options, {"startup_trials"}, "sampler_options");
-        so.direction = options.direction;
-        so.seed = seed;
-        so.startup_trials = option_value<int>(sampler_options, "startup_trials", -1, "sampler_options");
-        so.max_trials = static_cast<std::size_t>(max_trials);
-        hpo::PrunerOptions po;
-        reject_unknown(pruner_options, {"startup_trials", "warmup_steps", "percentile"}, "pruner_options");
-        po.direction = options.direction;
-        // The median and percentile pruners never use the full resource; a study without a fixed
-        // length states none (0) and gives them the largest.
-        po.max_resource = steps > 0 ? steps : std::numeric_limits<int>::max();
-        po.startup_trials = option_value<int>(pruner_options, "startup_trials", po.startup_trials, "pruner_options");
-        po.warmup_steps = option_value<std::int64_t>(pruner_options, "warmup_steps", po.warmup_steps, "pruner_options");
-        po.percentile = option_value<double>(pruner_options, "percentile", po.percentile, "pruner_options");
-        const hpo::PrunerKind pruner_kind = hpo::parse_pruner(pruner_name);
-        hpo::check_in_process_pruner(pruner_kind);
-        with_python_names({{"name", "study_name"}, {"objective", "objective_name"}}, [&] { hpo::validate(options); });
-        const hpo::SamplerKind sampler_kind = hpo::parse_sampler(sampler_name);
-        std::unique_ptr<hpo::Pruner> pruner;
-        with_python_names({{"startup_trials", "pruner_options.startup_trials"},
-                           {"warmup_steps", "pruner_options.warmup_steps"},
-                           {"percentile", "pruner_options.percentile"},
-                           {"max_resource", "steps"}},
-                          [&] { pruner = hpo::make_pruner(pruner_kind, po); });
-        // The options are checked before the space is read: it may come from a call of the objective.
-        std::optional<hpo::Space> given;
-        bool probed = false;
-        if (!space_arg.is_none()) {
-          given = space_of(space_arg);
-        } else if (std::optional<hpo::Space> stored = stored_space(storage, study_name)) {
-          given = std::move(stored);
-        } else {
-          given = probed_space(objective);
-          probed = true;
-        }
-        const hpo::Space& space = *given;
-        std::unique_ptr<hpo::Sampler> sampler;
-        with_python_names({{"startup_trials", "sampler_options.startup_trials"}},
-                          [&] { sampler = hpo::make_sampler(sampler_kind, space, so); });
-        std::unique_ptr<store::StudyStore> store;
-        std::unique_ptr<hpo::AskTellStudy> study;
-        {
-          py::gil_scoped_release release;
-          store = store::open_store(storage);
-          study = std::make_unique<hpo::AskTellStudy>(space, options, *store, *sampler, *pruner, pruner_kind);
-        }
-        Run run;
-        run.study = study.get();
-        run.space = &space;
-        run.space_probed = probed;
-        run.max_trials = static_cast<int>(max_trials);
-        run.timeout_s = timeout;
-        run.objective = objective;
-        run.objective_name = objective_name;
-        run.logger = py::module_::import("logging").attr("getLogger")("paratune");
-        if (n_jobs == 1) {
-          // In this thread: Ctrl-C reaches the objective as KeyboardInterrupt.
-          while (std::optional<hpo::AskTellStudy::Asked> asked = next_trial(run)) {
-            run_trial(run, *asked);
-            if (run.error) break;
-          }
-        } else {
-          run_threads(run, n_jobs);
-        }
-        {
-          py::gil_scoped_release release;
-          study.reset();  // trials never told are stored interrupted; the lock is released
-          store.reset();
-        }
-        if (run.error) {
-          run.error->restore();
-          throw py::error_already_set();
-        }
-        return read_study(storage, study_name);
+         const std::string& sampler, const std::string& pruner, std::int64_t max_trials, double timeout, int n_jobs,
+         std::uint64_t seed, std::int64_t steps, const py::dict& sampler_options, const py::dict& pruner_options) {
+        return tune(objective, TuneArgs{space, text_or_path(storage, "storage"), study_name, direction, objective_name,
+                                        sampler, pruner, max_trials, timeout, n_jobs, seed, steps, sampler_options,
+                                        pruner_options});
       },
       py::arg("objective"), py::arg("space") = py::none(), py::kw_only(), py::arg("storage"), py::arg("study_name") = "main",
       py::arg("direction") = "minimize", py::arg("objective_name") = "value", py::arg("sampler") = "tpe",

@@ -21,21 +21,32 @@ struct Parts {
   Space space = Space::parse(kSpace, "space.yaml");
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<Pruner> pruner;
-  explicit Parts(PrunerKind kind = PrunerKind::kMedian) {
+  PrunerKind pruner_kind;
+  explicit Parts(PrunerKind kind = PrunerKind::kMedian) : pruner_kind(kind) {
     sampler = make_sampler(SamplerKind::kRandom, space, {.direction = Direction::kMinimize, .seed = 7});
     PrunerOptions po;
     po.max_resource = 10;
     po.startup_trials = 2;
     pruner = make_pruner(kind, po);
   }
+  // A study on these parts.
+  std::unique_ptr<AskTellStudy> study(store::StudyStore& store, AskTellOptions options = {}) {
+    return std::make_unique<AskTellStudy>(space, std::move(options), store, *sampler, *pruner, pruner_kind);
+  }
 };
 
-TEST(AskTell, StoresCurvesValuesAndThroughputAsAStudyOfItsOwnKind) {
-  const auto dir = paratune::testing::fresh_test_dir("ask_tell", "stores");
-  store::SqliteStudyStore store(dir / "s.db");
-  Parts parts;
-  AskTellStudy study(parts.space, {.name = "py", .objective = "loss", .steps = 10}, store, *parts.sampler, *parts.pruner,
-                     PrunerKind::kMedian);
+// Each test: a fresh directory named after it, an SQLite store in it, and the parts of a study.
+class AskTell : public ::testing::Test {
+ protected:
+  std::filesystem::path dir_ = paratune::testing::fresh_test_dir(
+      "ask_tell", ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  store::SqliteStudyStore store_{dir_ / "s.db"};
+  Parts parts_;
+};
+
+TEST_F(AskTell, StoresCurvesValuesAndThroughputAsAStudyOfItsOwnKind) {
+  const auto study_ptr = parts_.study(store_, {.name = "py", .objective = "loss", .steps = 10});
+  AskTellStudy& study = *study_ptr;
   const auto a = study.ask();
   ASSERT_TRUE(a);
   EXPECT_EQ(a->number, 1);
@@ -57,17 +68,15 @@ TEST(AskTell, StoresCurvesValuesAndThroughputAsAStudyOfItsOwnKind) {
   EXPECT_EQ(all[0].metrics.size(), 11u);
   EXPECT_EQ(all[0].metrics.back().name, "accuracy");
   EXPECT_EQ(all[0].metrics.back().step, 9);  // the last report's step
-  const auto identity = nlohmann::json::parse(store.studies()[0].config_json);
+  const auto identity = nlohmann::json::parse(store_.studies()[0].config_json);
   EXPECT_EQ(identity["kind"], "hpo");
   EXPECT_EQ(identity["objective"], "loss");
   EXPECT_EQ(identity["steps"], 10);
 }
 
-TEST(AskTell, TheMedianPrunerStopsATrialWorseThanTheOthers) {
-  const auto dir = paratune::testing::fresh_test_dir("ask_tell", "prune");
-  store::SqliteStudyStore store(dir / "s.db");
-  Parts parts;
-  AskTellStudy study(parts.space, {}, store, *parts.sampler, *parts.pruner, PrunerKind::kMedian);
+TEST_F(AskTell, TheMedianPrunerStopsATrialWorseThanTheOthers) {
+  const auto study_ptr = parts_.study(store_);
+  AskTellStudy& study = *study_ptr;
   for (int t = 0; t < 2; ++t) {  // two good trials complete (startup_trials 2)
     const auto a = study.ask();
     for (int step = 0; step < 10; ++step) study.report(a->number, step, 1.0);
@@ -86,11 +95,9 @@ TEST(AskTell, TheMedianPrunerStopsATrialWorseThanTheOthers) {
   EXPECT_DOUBLE_EQ(*best->objective, 1.0);
 }
 
-TEST(AskTell, AProgramsOwnStopSaysWhereItStopped) {
-  const auto dir = paratune::testing::fresh_test_dir("ask_tell", "own_stop");
-  store::SqliteStudyStore store(dir / "s.db");
-  Parts parts;
-  AskTellStudy study(parts.space, {}, store, *parts.sampler, *parts.pruner, PrunerKind::kMedian);
+TEST_F(AskTell, AProgramsOwnStopSaysWhereItStopped) {
+  const auto study_ptr = parts_.study(store_);
+  AskTellStudy& study = *study_ptr;
   const auto a = study.ask();
   EXPECT_EQ(study.tell(a->number, {.kind = TrialEnd::Kind::kPruned}).reason,
             "the program stopped it before its first report");
@@ -99,11 +106,9 @@ TEST(AskTell, AProgramsOwnStopSaysWhereItStopped) {
   EXPECT_EQ(study.tell(b->number, {.kind = TrialEnd::Kind::kPruned}).reason, "the program stopped it after step 4");
 }
 
-TEST(AskTell, ReportsAreChecked) {
-  const auto dir = paratune::testing::fresh_test_dir("ask_tell", "checked");
-  store::SqliteStudyStore store(dir / "s.db");
-  Parts parts;
-  AskTellStudy study(parts.space, {}, store, *parts.sampler, *parts.pruner, PrunerKind::kMedian);
+TEST_F(AskTell, ReportsAreChecked) {
+  const auto study_ptr = parts_.study(store_);
+  AskTellStudy& study = *study_ptr;
   const auto a = study.ask();
   study.report(a->number, 3, 1.0);
   EXPECT_THROW(study.report(a->number, 3, 1.0), Error);  // not after the last
@@ -116,11 +121,9 @@ TEST(AskTell, ReportsAreChecked) {
   EXPECT_THROW(study.tell(a->number, {}), Error);  // told twice
 }
 
-TEST(AskTell, FailuresTeachTheSamplerAndRefusalsAreDeterministic) {
-  const auto dir = paratune::testing::fresh_test_dir("ask_tell", "failures");
-  store::SqliteStudyStore store(dir / "s.db");
-  Parts parts;
-  AskTellStudy study(parts.space, {}, store, *parts.sampler, *parts.pruner, PrunerKind::kMedian);
+TEST_F(AskTell, FailuresTeachTheSamplerAndRefusalsAreDeterministic) {
+  const auto study_ptr = parts_.study(store_);
+  AskTellStudy& study = *study_ptr;
   const auto a = study.ask();
   const store::StoredTrial refused =
       study.tell(a->number, {.kind = TrialEnd::Kind::kFailed, .reason = "ValueError: no"});
@@ -134,44 +137,38 @@ TEST(AskTell, FailuresTeachTheSamplerAndRefusalsAreDeterministic) {
   EXPECT_EQ(record_of(oom, "value").failure, trial::FailureKind::kOom);
 }
 
-TEST(AskTell, AStudyResumesInterruptedTrialsFirstAndRefusesAnotherIdentity) {
-  const auto dir = paratune::testing::fresh_test_dir("ask_tell", "resume");
-  store::SqliteStudyStore store(dir / "s.db");
+TEST_F(AskTell, AStudyResumesInterruptedTrialsFirstAndRefusesAnotherIdentity) {
   Config left;
   {
-    Parts parts;
-    AskTellStudy study(parts.space, {}, store, *parts.sampler, *parts.pruner, PrunerKind::kMedian);
-    const auto a = study.ask();
-    study.tell(a->number, {.kind = TrialEnd::Kind::kCompleted, .value = 2.0});
-    const auto b = study.ask();  // never told: interrupted when the study closes
+    const auto first = parts_.study(store_);
+    const auto a = first->ask();
+    first->tell(a->number, {.kind = TrialEnd::Kind::kCompleted, .value = 2.0});
+    const auto b = first->ask();  // never told: interrupted when the study closes
     left = b->config;
     // One controller per study: a second one is refused while this one lives.
     Parts other;
-    EXPECT_THROW(AskTellStudy(other.space, {}, store, *other.sampler, *other.pruner, PrunerKind::kMedian), Error);
+    EXPECT_THROW(other.study(store_), Error);
   }
-  EXPECT_EQ(store.trials(store.studies()[0].id)[1].status, "interrupted");
+  EXPECT_EQ(store_.trials(store_.studies()[0].id)[1].status, "interrupted");
   Parts parts;
-  AskTellStudy study(parts.space, {}, store, *parts.sampler, *parts.pruner, PrunerKind::kMedian);
-  EXPECT_EQ(study.reused(), 1);
-  EXPECT_EQ(study.requeued(), 1);
-  const auto again = study.ask();
+  const auto resumed = parts.study(store_);
+  EXPECT_EQ(resumed->reused(), 1);
+  EXPECT_EQ(resumed->requeued(), 1);
+  const auto again = resumed->ask();
   EXPECT_EQ(again->number, 3);
   EXPECT_EQ(again->config, left);
-  study.tell(again->number, {.kind = TrialEnd::Kind::kCompleted, .value = 1.0});
+  resumed->tell(again->number, {.kind = TrialEnd::Kind::kCompleted, .value = 1.0});
 
   Parts changed;
   changed.space = Space::parse("parameters:\n  x: {type: float, low: 0, high: 2}\n  n: [1, 2, 3]\n", "space.yaml");
   changed.sampler = make_sampler(SamplerKind::kRandom, changed.space, {});
-  EXPECT_THROW(AskTellStudy(changed.space, {.name = "main"}, store, *changed.sampler, *changed.pruner, PrunerKind::kMedian),
-               Error);
+  EXPECT_THROW(changed.study(store_, {.name = "main"}), Error);
 }
 
-TEST(AskTell, PrunersThatRestTrialsAreRefused) {
-  const auto dir = paratune::testing::fresh_test_dir("ask_tell", "asha");
-  store::SqliteStudyStore store(dir / "s.db");
+TEST_F(AskTell, PrunersThatRestTrialsAreRefused) {
   Parts parts(PrunerKind::kAsha);
   try {
-    AskTellStudy study(parts.space, {}, store, *parts.sampler, *parts.pruner, PrunerKind::kAsha);
+    parts.study(store_);
     FAIL() << "asha was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("pruner"), std::string::npos) << e.what();

@@ -162,6 +162,14 @@ def test_a_trial_asking_for_what_the_space_does_not_have_stops_the_study(tmp_pat
     study = paratune.open_study(tmp_path / "s.db")
     assert [t.status for t in study] == ["failed"]
 
+    def other_int_bounds(trial):
+        return float(trial.suggest_int("layers", 1, 8, log=True))
+
+    with pytest.raises(paratune.Error, match=r"suggest_int\('layers'\): asked for int from 1 to 8, log; the space "
+                                             r"declares int from 2 to 6"):
+        paratune.tune(other_int_bounds, {"layers": {"type": "int", "low": 2, "high": 6}},
+                      storage=tmp_path / "i.db", max_trials=5)
+
     def unknown(trial):
         return trial.suggest_float("learning_rate")
 
