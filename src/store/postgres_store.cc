@@ -613,26 +613,49 @@ std::vector<StoredTrial> PostgresStudyStore::trials(std::int64_t study, bool wit
 }
 
 void PostgresStudyStore::read_outputs(std::int64_t study, std::vector<StoredTrial>& trials) const {
-  std::map<std::int64_t, std::size_t> index;
-  for (std::size_t i = 0; i < trials.size(); ++i) index[trials[i].id] = i;
-  const Result s = run(conn_, locator_,
-                       "SELECT s.trial_id, s.step, s.step_time_s FROM steps s JOIN trials t ON t.id = s.trial_id "
-                       "WHERE t.study_id = $1 ORDER BY s.id",
-                       Params().add(study));
+  const std::vector<StoredTrial*> to_read = outputs_.fill(trials);  // ended trials' outputs are read once
+  if (to_read.empty()) return;
+  std::map<std::int64_t, StoredTrial*> by_id;
+  for (StoredTrial* t : to_read) by_id[t->id] = t;
+  // All of the study's outputs in one query the first time; later, those of the trials to read.
+  const bool all = to_read.size() == trials.size();
+  const std::string which = all ? "t.study_id = $1" : "t.study_id = $1 AND t.id = ANY($2::bigint[])";
+  Params params;
+  params.add(study);
+  if (!all) {
+    std::vector<std::int64_t> ids;
+    ids.reserve(by_id.size());
+    for (const auto& [id, t] : by_id) ids.push_back(id);
+    params.add(fmt::format("{{{}}}", fmt::join(ids, ",")));
+  }
+  // A trial that ended after its row was read (READ COMMITTED) has outputs here but is not among
+  // `trials`: skipped, as it would have been had it ended a moment later.
+  const auto trial_of = [&](std::int64_t id) {
+    const auto it = by_id.find(id);
+    return it == by_id.end() ? nullptr : it->second;
+  };
+  const std::string steps_sql =
+      "SELECT s.trial_id, s.step, s.step_time_s FROM steps s JOIN trials t ON t.id = s.trial_id WHERE " + which +
+      " ORDER BY s.id";
+  const Result s = run(conn_, locator_, steps_sql.c_str(), params);
   for (int row = 0; row < s.rows(); ++row) {
-    StoredTrial& st = trials[index.at(s.integer(row, 0))];
-    st.step_numbers.push_back(s.integer(row, 1));
-    st.step_times_s.push_back(s.real(row, 2));
+    if (StoredTrial* st = trial_of(s.integer(row, 0))) {
+      st->step_numbers.push_back(s.integer(row, 1));
+      st->step_times_s.push_back(s.real(row, 2));
+    }
   }
-  const Result m = run(conn_, locator_,
-                       "SELECT m.trial_id, m.name, m.value, m.step FROM metrics m JOIN trials t ON t.id = m.trial_id "
-                       "WHERE t.study_id = $1 ORDER BY m.id",
-                       Params().add(study));
+  const std::string metrics_sql =
+      "SELECT m.trial_id, m.name, m.value, m.step FROM metrics m JOIN trials t ON t.id = m.trial_id WHERE " + which +
+      " ORDER BY m.id";
+  const Result m = run(conn_, locator_, metrics_sql.c_str(), params);
   for (int row = 0; row < m.rows(); ++row) {
-    trial::MetricReport r{m.text(row, 1), m.real(row, 2), std::nullopt, std::nullopt};
-    if (!m.null(row, 3)) r.step = m.integer(row, 3);
-    trials[index.at(m.integer(row, 0))].metrics.push_back(std::move(r));
+    if (StoredTrial* st = trial_of(m.integer(row, 0))) {
+      trial::MetricReport r{m.text(row, 1), m.real(row, 2), std::nullopt, std::nullopt};
+      if (!m.null(row, 3)) r.step = m.integer(row, 3);
+      st->metrics.push_back(std::move(r));
+    }
   }
+  outputs_.keep(to_read);
 }
 
 std::vector<StudyInfo> PostgresStudyStore::studies() const {

@@ -477,25 +477,27 @@ std::vector<StoredTrial> SqliteStudyStore::trials(std::int64_t study, bool with_
 }
 
 void SqliteStudyStore::read_outputs(std::vector<StoredTrial>& trials) const {
+  const std::vector<StoredTrial*> to_read = outputs_.fill(trials);  // ended trials' outputs are read once
   Statement s(db_, "SELECT step, step_time_s FROM steps WHERE trial_id = ? ORDER BY rowid");
-  for (StoredTrial& t : trials) {
-    s.bind(1, t.id);
+  for (StoredTrial* t : to_read) {
+    s.bind(1, t->id);
     while (s.step()) {
-      t.step_numbers.push_back(s.integer(0));
-      t.step_times_s.push_back(s.real(1));
+      t->step_numbers.push_back(s.integer(0));
+      t->step_times_s.push_back(s.real(1));
     }
     s.reset();
   }
   Statement m(db_, "SELECT name, value, step FROM metrics WHERE trial_id = ? ORDER BY rowid");
-  for (StoredTrial& t : trials) {
-    m.bind(1, t.id);
+  for (StoredTrial* t : to_read) {
+    m.bind(1, t->id);
     while (m.step()) {
       trial::MetricReport r{m.text(0), m.real(1), std::nullopt, std::nullopt};
       if (!m.null(2)) r.step = m.integer(2);
-      t.metrics.push_back(std::move(r));
+      t->metrics.push_back(std::move(r));
     }
     m.reset();
   }
+  outputs_.keep(to_read);
 }
 
 std::vector<StudyInfo> SqliteStudyStore::studies() const {

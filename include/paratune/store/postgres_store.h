@@ -18,6 +18,7 @@
 #include <mutex>
 #include <set>
 
+#include "paratune/store/output_cache.h"
 #include "paratune/store/study_store.h"
 
 struct pg_conn;
@@ -71,6 +72,7 @@ class PostgresStudyStore final : public StudyStore {
   std::string locator_;  // masked
   pg_conn* conn_ = nullptr;
   mutable std::mutex mutex_;          // one statement at a time on the connection
+  mutable OutputCache outputs_;       // ended trials' steps and metrics, read once
   std::set<std::string> locked_;      // studies this store's lock_controller holds (guarded by mutex_)
 };
 

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "paratune/store/output_cache.h"
 #include "paratune/store/study_store.h"
 
 struct sqlite3;
@@ -51,6 +52,7 @@ class SqliteStudyStore final : public StudyStore {
   void read_outputs(std::vector<StoredTrial>& trials) const;  // each trial's steps and metrics
   std::filesystem::path path_;
   sqlite3* db_ = nullptr;
+  mutable OutputCache outputs_;  // ended trials' steps and metrics, read once
 };
 
 }  // namespace paratune::store
