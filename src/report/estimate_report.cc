@@ -98,7 +98,7 @@ std::string format_estimate(const Estimate& e, const ModelSpec& model, const Clu
   line("EP all-to-all", b.ep_comm_s);
   line("PP point-to-point", b.pp_comm_s);
   line("DP gradient sync", b.dp_comm_s);
-  line("ZeRO-3 gathers", b.zero3_comm_s);
+  line("ZeRO sharding comm", b.zero3_comm_s);  // ZeRO-3 gathers, ZeRO-2/3 reduce-scatters
   line("optimizer step", b.optimizer_s);
   line("fixed overhead", b.overhead_s);
   out += "\nmemory per stage (one GPU)\n";

@@ -97,7 +97,7 @@ std::string why_slower(const Estimate& a, const Estimate& b) {
       {"compute (incl. recompute)", y.compute_s - x.compute_s}, {"pipeline bubble", y.bubble_s - x.bubble_s},
       {"TP communication", y.tp_comm_s - x.tp_comm_s},          {"CP communication", y.cp_comm_s - x.cp_comm_s},
       {"EP all-to-all", y.ep_comm_s - x.ep_comm_s},             {"PP point-to-point", y.pp_comm_s - x.pp_comm_s},
-      {"DP gradient sync", y.dp_comm_s - x.dp_comm_s},          {"ZeRO-3 gathers", y.zero3_comm_s - x.zero3_comm_s},
+      {"DP gradient sync", y.dp_comm_s - x.dp_comm_s},          {"ZeRO sharding comm", y.zero3_comm_s - x.zero3_comm_s},
       {"optimizer step", y.optimizer_s - x.optimizer_s}};
   std::vector<std::pair<const char*, double>> worse;
   for (const auto& d : deltas)
