@@ -415,6 +415,11 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
     }
   }
   per_mesh.clear();
+  // Constraints that exclude every configuration are the user's input to correct, not a memory
+  // problem: an error naming them (no search variant could make them fit).
+  if (stats.candidates_level1 == 0 && stats.unsupported == 0)
+    if (const std::string why = why_no_candidate(model, cluster, training, options.space); !why.empty())
+      throw Error(why);
   std::sort(survivors.begin(), survivors.end(), by_bound);
   stats.bounds_s = seconds_since(start);
 

@@ -173,7 +173,7 @@ TEST(Cli, PlanJsonHasTheDocumentedFields) {
                    j["plans"][0]["iteration_time_s"].get<double>());
 }
 
-TEST(Cli, PlanRejectsBadConstraintsAndSaysWhenNothingFits) {
+TEST(Cli, PlanRejectsBadOrUnsatisfiableConstraintsAndSaysWhenNothingFits) {
   const std::string setup = "plan --model llama3-8b --cluster dgx-h100:1 --seq-len 4096 --global-batch 16 ";
   Result r = run(setup + "--fix tp=3x");
   EXPECT_EQ(r.exit_code, 2);
@@ -184,6 +184,18 @@ TEST(Cli, PlanRejectsBadConstraintsAndSaysWhenNothingFits) {
   r = run(setup + "--emit megatorn");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--emit"), std::string::npos) << r.output;
+  // Constraints no configuration satisfies: an input error naming them, not "nothing fits".
+  const std::string sixteen = "plan --model llama3-8b --cluster dgx-h100:2 --seq-len 4096 --global-batch 64 ";
+  r = run(sixteen + "--fix tp=3");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("satisfies tp=3: tp takes 1, 2, 4, 8, 16 here"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("NO CONFIGURATION FITS"), std::string::npos) << r.output;
+  r = run(sixteen + "--fix ep=2");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("ep=2: ep takes 1 here (the model has no experts)"), std::string::npos) << r.output;
+  r = run(sixteen + "--max vpp=1 --allow schedule=interleaved-1f1b");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("but together none: vpp<=1, schedule=interleaved-1f1b"), std::string::npos) << r.output;
   r = run("plan --model llama3-8b --cluster h100x1 --seq-len 4096 --global-batch 8");
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("NO CONFIGURATION FITS"), std::string::npos) << r.output;

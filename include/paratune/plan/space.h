@@ -98,4 +98,11 @@ void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const 
                     const MeshShape& mesh, const std::function<void(const Candidate&)>& visit_group,
                     const std::function<void(const Candidate&)>& visit_member);
 
+// Why the space has no level-1 candidate for this model, cluster and batch (plan/space_diagnosis.cc):
+// each constraint that alone leaves none, with the values its axis takes without constraints
+// ("tp=3: tp takes 1, 2, 4, 8 here"), or, when each alone leaves some, all of them together. ""
+// when the space has candidates, or has none even without constraints (nothing to blame them for).
+std::string why_no_candidate(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                             const SearchSpace& space);
+
 }  // namespace paratune::plan
