@@ -57,6 +57,7 @@ std::string rule_text(Axis axis, const AxisRule& rule) {
   std::vector<std::string> parts;
   if (!rule.allowed.empty()) {
     std::vector<std::string> values;
+    values.reserve(rule.allowed.size());
     for (const int v : rule.allowed) values.push_back(value_text(axis, v));
     parts.push_back(fmt::format("{}={}", key, fmt::join(values, ",")));
   }
@@ -93,6 +94,7 @@ std::string why_no_candidate(const ModelSpec& model, const ClusterSpec& cluster,
     for (const int v : values) any = any || space.permits(axis, v);
     if (any) continue;
     std::vector<std::string> names;
+    names.reserve(values.size());
     for (const int v : values) names.push_back(value_text(axis, v));
     std::string hint;
     if (axis == Axis::kEp || axis == Axis::kEtp || axis == Axis::kEpOverlap)
