@@ -243,9 +243,11 @@ def simulate(model: ModelLike, cluster: ClusterLike, config: ConfigLike, seq_len
              memory_margin: float = 0.05, calibration: PathLike | None = None) -> Simulation:
     """Replays one iteration's pipeline schedule event by event (``paratune simulate``)."""
 
-def launch_args(plan: Plan | PlanResult | Estimate, framework: str) -> Launch:
+def launch_args(plan: Plan | PlanResult | Estimate, framework: str, *, allow_unsupported: bool = False) -> Launch:
     """The launch for "megatron", "torchtitan" or "deepspeed" (optionally "@VERSION"), checked against that
-    version's flags and rules."""
+    version's flags and rules. A plan the framework cannot run as planned raises Error with the reasons
+    (plan(..., framework=) searches only what it can run), unless allow_unsupported=True: then its nearest
+    launch, what differs in .cannot_express."""
 
 def open_study(storage: PathLike, name: str = "") -> Study:
     """A stored study: an SQLite file or a postgresql:// URI; name may be left out when the store holds one."""

@@ -9,6 +9,7 @@
 #include "modules.h"
 #include "paratune/cost/calibration.h"
 #include "paratune/cost/estimate.h"
+#include "paratune/plan/framework_support.h"
 #include "paratune/plan/planner.h"
 #include "paratune/report/estimate_report.h"
 #include "paratune/report/html_page.h"
@@ -224,12 +225,23 @@ struct PyLaunch {
   LaunchSettings settings;
 };
 
-PyLaunch launch_for(const ParallelConfig& config, const Setup& s, const std::string& framework) {
+// The launch of `config`. A framework that cannot run it as planned (plan/framework_support.h) is an
+// error unless allow_unsupported: a launch that trains something else must not pass for the plan.
+PyLaunch launch_for(const ParallelConfig& config, const Setup& s, const std::string& framework,
+                    bool allow_unsupported) {
   FrameworkTarget t;
   try {
     t = parse_framework_target(framework);
   } catch (const Error& e) {
     throw e.with_context("framework");
+  }
+  if (!allow_unsupported) {
+    const std::vector<std::string> reasons = plan::unsupported_reasons(t.framework, config, s.model, s.training);
+    if (!reasons.empty())
+      throw Error(fmt::format("launch_args: {} cannot run {} as planned: {}; plan(..., framework='{}') searches only "
+                              "what it can run (allow_unsupported=True gives its nearest launch, what differs in "
+                              ".cannot_express)",
+                              to_string(t), to_string(config), fmt::join(reasons, "; "), to_string(t.framework)));
   }
   const LaunchTarget target{.version = t.version, .nodes = s.cluster.nodes, .gpus_per_node = s.cluster.gpus_per_node,
                             .gpu = s.cluster.gpu.name};
@@ -470,25 +482,27 @@ void bind_planning(py::module_& m) {
       .def("__str__", [](const PyLaunch& l) { return l.settings.text; });
   m.def(
       "launch_args",
-      [](const py::object& what, const std::string& framework) {
+      [](const py::object& what, const std::string& framework, bool allow_unsupported) {
         if (py::isinstance<PyPlanResult>(what)) {
           const auto& r = what.cast<const PyPlanResult&>();
           if (r.result.plans.empty()) throw Error("launch_args: the plan result has no plan (nothing fits)");
-          return launch_for(r.result.plans.front().estimate.config, *r.setup, framework);
+          return launch_for(r.result.plans.front().estimate.config, *r.setup, framework, allow_unsupported);
         }
         if (py::isinstance<PyPlan>(what)) {
           const auto& p = what.cast<const PyPlan&>();
-          return launch_for(p.plan.estimate.config, *p.setup, framework);
+          return launch_for(p.plan.estimate.config, *p.setup, framework, allow_unsupported);
         }
         if (py::isinstance<PyEstimate>(what)) {
           const auto& e = what.cast<const PyEstimate&>();
-          return launch_for(e.estimate.config, *e.setup, framework);
+          return launch_for(e.estimate.config, *e.setup, framework, allow_unsupported);
         }
         throw Error("launch_args: expected a Plan, a PlanResult (its best plan) or an Estimate");
       },
-      py::arg("plan"), py::arg("framework"),
+      py::arg("plan"), py::arg("framework"), py::kw_only(), py::arg("allow_unsupported") = false,
       "The launch for Megatron-LM, torchtitan or DeepSpeed ('megatron', 'torchtitan', 'deepspeed', optionally "
-      "'@VERSION'), checked against that version's flags and rules.");
+      "'@VERSION'), checked against that version's flags and rules. A plan the framework cannot run as planned "
+      "raises paratune.Error with the reasons (plan(..., framework=) searches only what it can run), unless "
+      "allow_unsupported=True: then its nearest launch, what differs in .cannot_express.");
 }
 
 }  // namespace paratune::python

@@ -112,6 +112,17 @@ def test_launch_args_for_the_best_plan():
         paratune.launch_args(result, "jax")
 
 
+def test_launch_args_refuses_a_plan_the_framework_cannot_run_as_planned():
+    # Hybrid sharding over 8 of dp=16 (op=8): torchtitan's HSDP runs it, Megatron-LM cannot.
+    e = paratune.estimate("llama3-8b", "dgx-h100:2", "dp=16,mbs=1,zero=2,op=8", 8192, 256)
+    with pytest.raises(paratune.Error, match=r"launch_args: megatron@\S+ cannot run dp=16.* as planned: zero=2 with "
+                                             r"op=8 < dp=16.*plan\(\.\.\., framework='megatron'\)"):
+        paratune.launch_args(e, "megatron")
+    nearest = paratune.launch_args(e, "megatron", allow_unsupported=True)
+    assert any("op=8" in line for line in nearest.cannot_express), nearest.cannot_express
+    assert "[parallelism]" in paratune.launch_args(e, "torchtitan").text
+
+
 def test_bad_input_raises_errors_with_the_clis_messages(cli, tmp_path):
     with pytest.raises(paratune.Error) as caught:
         paratune.estimate("llama3-8b", "dgx-h100:1", "dp=2,tp=3", 4096, 64)
