@@ -103,6 +103,9 @@ class Simulation:
     @property
     def config(self) -> str: ...
     @property
+    def fits(self) -> bool:
+        """Whether every stage's peak memory is within the GPU's usable memory (as estimate's fits)."""
+    @property
     def events(self) -> list[dict[str, Any]]:
         """Every event: kind, lane, stage, peer, microbatch, chunk, start_s, end_s."""
     def to_dict(self) -> dict[str, Any]:

@@ -429,6 +429,14 @@ void bind_planning(py::module_& m) {
       .def_property_readonly("iteration_time_s", [](const PySimulation& s) { return s.result.iteration_time_s; })
       .def_property_readonly("bubble_fraction", [](const PySimulation& s) { return s.result.bubble_fraction; })
       .def_property_readonly("config", [](const PySimulation& s) { return to_string(s.config); })
+      .def_property_readonly(
+          "fits",
+          [](const PySimulation& s) {
+            for (std::size_t i = 0; i < s.result.stages.size(); ++i)
+              if (s.result.stages[i].peak_memory_bytes > s.problem.stages[i].usable_memory_bytes) return false;
+            return true;
+          },
+          "Whether every stage's peak memory is within the GPU's usable memory (as estimate's fits).")
       .def_property_readonly("events", &events_of,
                              "Every event of the timeline: kind, lane, stage, peer, microbatch, chunk, start_s, end_s.")
       .def("to_dict", [](const PySimulation& s) { return to_python(simulation_document(s)); },

@@ -86,6 +86,7 @@ RankCost StageCostModel::Impl::rank_cost(int s, const std::vector<ChunkPart>& pa
   const bool reduce_overlapped = p.grad_sync == GradSync::kOverlapped && p.overlap_grad_reduce;
   sc.optimizer_s += cal.overlap_interference * ((reduce_overlapped ? grad_sync : 0.0) + param_gather - sc.param_gather_s);
   sc.memory_capacity_bytes = cluster.gpu.memory_bytes;
+  sc.usable_memory_bytes = cluster.gpu.memory_bytes * (1 - options.memory_margin);
 
   // Chunk costs for the replay: communication and ZeRO-3 traffic go with the pass that waits for
   // them; the gradient reduction is split by each chunk's share of the parameters.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "paratune/report/html_page.h"
 #include "paratune/spec/io.h"
@@ -78,6 +79,27 @@ double nice_step(double span, int target) {
   return 10 * power;
 }
 
+// The memory verdict estimate gives, from the replay: the stage fullest against its usable memory
+// (the GPU's less the margin), and whether every stage fits. None when the problem states no limit.
+struct MemoryVerdict {
+  bool fits = true;
+  std::size_t fullest = 0;
+  double peak_bytes = 0, usable_bytes = 0;
+};
+std::optional<MemoryVerdict> memory_verdict(const sim::SimulationResult& r, const sim::PipelineProblem& problem) {
+  std::optional<MemoryVerdict> v;
+  for (std::size_t i = 0; i < r.stages.size() && i < problem.stages.size(); ++i) {
+    const double usable = problem.stages[i].usable_memory_bytes;
+    if (usable <= 0) return std::nullopt;
+    const double peak = r.stages[i].peak_memory_bytes;
+    if (!v || peak / usable > v->peak_bytes / v->usable_bytes) {
+      const bool fits = v ? v->fits : true;
+      v = MemoryVerdict{fits, i, peak, usable};
+    }
+    v->fits = v->fits && peak <= usable;
+  }
+  return v;
+}
 
 }  // namespace
 
@@ -103,6 +125,7 @@ nlohmann::json to_json(const sim::SimulationResult& r, const sim::PipelineProble
                       {"peak_activation_bytes", s.peak_activation_bytes},
                       {"static_memory_bytes", problem.stages[i].static_memory_bytes},
                       {"peak_memory_bytes", s.peak_memory_bytes},
+                      {"usable_memory_bytes", problem.stages[i].usable_memory_bytes},
                       {"idle_intervals", idle}});
   }
   std::vector<int> path_stages;  // stages the path visits, in order
@@ -110,7 +133,7 @@ nlohmann::json to_json(const sim::SimulationResult& r, const sim::PipelineProble
     const int stage = r.events[static_cast<std::size_t>(i)].stage;
     if (path_stages.empty() || path_stages.back() != stage) path_stages.push_back(stage);
   }
-  return {{"iteration_time_s", r.iteration_time_s},
+  nlohmann::json j = {{"iteration_time_s", r.iteration_time_s},
           {"pipeline_time_s", r.pipeline_time_s},
           {"bubble_fraction", r.bubble_fraction},
           {"event_count", r.event_count},
@@ -122,6 +145,9 @@ nlohmann::json to_json(const sim::SimulationResult& r, const sim::PipelineProble
            {{"events", r.critical_path.size()},
             {"seconds_by_kind", critical_seconds_by_kind(r)},
             {"stages", path_stages}}}};
+  // As estimate's `fits`: every stage's peak within its usable memory (absent when not judged).
+  if (const std::optional<MemoryVerdict> v = memory_verdict(r, problem)) j["fits"] = v->fits;
+  return j;
 }
 
 nlohmann::json simulation_json(const sim::SimulationResult& result, const sim::PipelineProblem& problem,
@@ -298,6 +324,10 @@ std::string format_simulation(const sim::SimulationResult& r, const sim::Pipelin
                        format_duration(s.idle_s), format_bytes(s.peak_activation_bytes),
                        format_bytes(s.peak_memory_bytes), s.idle_intervals.size());
   }
+  if (const std::optional<MemoryVerdict> v = memory_verdict(r, problem))
+    out += fmt::format("\npeak {} (stage {}) of {} usable: {}\n", format_bytes(v->peak_bytes), v->fullest,
+                       format_bytes(v->usable_bytes),
+                       v->fits ? "fits" : "DOES NOT FIT (the times above assume it ran)");
   if (!r.critical_path.empty()) {
     out += fmt::format("\ncritical path: {} events;", r.critical_path.size());
     for (const auto& [kind, seconds] : critical_seconds_by_kind(r)) out += fmt::format(" {} {},", kind, format_duration(seconds));

@@ -127,6 +127,25 @@ TEST(Cli, SimulateTimelineAddsUp) {
     EXPECT_NEAR(idle, stage["idle_s"].get<double>(), 1e-9 * iteration);
   }
   EXPECT_LE(j["pipeline_time_s"].get<double>(), iteration);
+  EXPECT_EQ(j["fits"], true);
+}
+
+// The replay says whether the configuration fits, as estimate does (GPipe holds all 16 micro-batches'
+// activations: 224 GiB a stage on 80 GB GPUs).
+TEST(Cli, SimulateSaysWhenTheConfigurationDoesNotFit) {
+  const std::string args = "--model llama3-8b --cluster dgx-h100:2 --seq-len 8192 --global-batch 64 --config "
+                           "dp=4,tp=2,pp=2,mbs=1,schedule=gpipe";
+  const Result text = run("simulate " + args);
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_NE(text.output.find("(stage 1) of 75.7 GiB usable: DOES NOT FIT (the times above assume it ran)"),
+            std::string::npos)
+      << text.output;
+  const Result json = run("simulate " + args + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_EQ(nlohmann::json::parse(json.output)["fits"], false);
+  const Result estimate = run("estimate " + args + " --json");
+  ASSERT_EQ(estimate.exit_code, 0) << estimate.output;
+  EXPECT_EQ(nlohmann::json::parse(estimate.output)["fits"], false);
 }
 
 TEST(Cli, SimulateBadInputExitsTwo) {

@@ -89,6 +89,12 @@ def test_simulate_gives_the_timeline_events(cli):
     assert max(e["end_s"] for e in events) <= sim.iteration_time_s + 1e-9
     d = sim.to_dict()
     assert d["schedule"] == "1f1b" and len(d["stages"]) == 4
+    assert sim.fits and d["fits"] is True
+    # GPipe holds every micro-batch's activations: 224 GiB a stage, on 80 GB GPUs.
+    gpipe = paratune.simulate("llama3-8b", "dgx-h100:2", "dp=4,tp=2,pp=2,mbs=1", 8192, 64, schedule="gpipe")
+    assert not gpipe.fits and gpipe.to_dict()["fits"] is False
+    assert gpipe.fits == paratune.estimate("llama3-8b", "dgx-h100:2", "dp=4,tp=2,pp=2,mbs=1,schedule=gpipe", 8192,
+                                           64).fits
     code, out, err = cli("simulate", "--model", "llama3-8b", "--cluster", "dgx-h100:2", "--config", "dp=2,tp=2,pp=4,mbs=1",
                          "--seq-len", "8192", "--global-batch", "64", "--schedule", "1f1b", "--json")
     assert code == 0, err

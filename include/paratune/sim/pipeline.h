@@ -47,6 +47,8 @@ struct StageCost {
   std::vector<ChunkCost> chunks;       // v entries; chunk c is virtual stage c * p + rank
   double static_memory_bytes = 0;      // weights, gradients, optimizer state, buffers: all but activations
   double memory_capacity_bytes = 0;    // the GPU's memory, for the free memory of idle intervals
+  double usable_memory_bytes = 0;      // the GPU's memory less the margin kept free: the stage fits when
+                                       // its peak memory is at most this (0: not judged)
   double optimizer_s = 0;              // optimizer step in the update phase
   double param_gather_s = 0;           // exposed parameter all-gather after the step (ZeRO-1/2)
   double p2p_next_s = 0;               // one activation (or gradient) transfer to/from rank + 1
