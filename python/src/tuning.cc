@@ -360,7 +360,15 @@ hpo::Space probed_space(const py::function& objective) {
   try {
     objective(py::cast(probe));
   } catch (py::error_already_set& e) {
-    if (!e.matches(probe_done_type())) throw;
+    // An objective that fails for the middle values (a trial of them would fail the same way) has
+    // still suggested its parameters: those are the space. Raised before any suggestion, or by
+    // Ctrl-C, it stops tune().
+    if (e.matches(PyExc_KeyboardInterrupt) || (!e.matches(probe_done_type()) && probe->specs().empty())) throw;
+    if (!e.matches(probe_done_type()))
+      py::module_::import("logging").attr("getLogger")("paratune").attr("warning")(fmt::format(
+          "the call that reads the space raised {}: {}; its suggestions before that are the space ({})",
+          py::str(e.type().attr("__name__")).cast<std::string>(), one_line(py::str(e.value()).cast<std::string>()),
+          probe->specs().size()));
   }
   if (probe->specs().empty())
     throw Error("space: none given, and the objective suggested no parameter before its first report or return; "
@@ -626,6 +634,9 @@ StudyView tune(const py::function& objective, const TuneArgs& args) {
   run.objective = objective;
   run.objective_name = args.objective_name;
   run.logger = py::module_::import("logging").attr("getLogger")("paratune");
+  if (args.max_trials == 0 && args.timeout == 0)  // Optuna's optimize() without n_trials or timeout does the same
+    run.logger.attr("warning")("tune: neither max_trials nor timeout given: trials run until the sampler has no "
+                               "configuration left (a grid's end) or Ctrl-C");
   if (args.n_jobs == 1) {
     // In this thread: Ctrl-C reaches the objective as KeyboardInterrupt.
     while (std::optional<hpo::AskTellStudy::Asked> asked = next_trial(run)) {

@@ -319,3 +319,31 @@ def test_without_a_space_the_objectives_suggestions_are_the_space(tmp_path):
         paratune.tune(lambda trial: 1.0, storage=tmp_path / "u.db", max_trials=2)
     with pytest.raises(paratune.Error, match=r"the objective's suggestions: parameters.x: low 2 must be below high 1"):
         paratune.tune(lambda trial: trial.suggest_float("x", 2.0, 1.0), storage=tmp_path / "v.db", max_trials=2)
+
+
+def test_an_objective_failing_in_the_call_that_reads_its_space_still_gives_the_space(tmp_path, caplog):
+    # The middle of x's range (0) fails; the suggestions made before are the space, and that
+    # configuration's trials fail like any other.
+    def objective(trial):
+        x = trial.suggest_float("x", -1.0, 1.0)
+        if abs(x) < 0.1:
+            raise ValueError("too close to zero")
+        return x * x
+
+    with caplog.at_level("WARNING", logger="paratune"):
+        study = paratune.tune(objective, storage=tmp_path / "s.db", max_trials=8, sampler="random", seed=3)
+    assert "the call that reads the space raised ValueError: too close to zero" in caplog.text
+    assert len(study) == 8 and study.best_value is not None
+
+    def fails_at_once(trial):
+        raise RuntimeError("no data")
+
+    with pytest.raises(RuntimeError, match="no data"):
+        paratune.tune(fails_at_once, storage=tmp_path / "t.db", max_trials=3)
+
+
+def test_no_limit_is_said(tmp_path, caplog):
+    with caplog.at_level("WARNING", logger="paratune"):
+        paratune.tune(lambda trial: float(trial.suggest_categorical("n")), {"n": [1, 2, 3]}, storage=tmp_path / "g.db",
+                      sampler="grid")
+    assert "neither max_trials nor timeout given" in caplog.text
