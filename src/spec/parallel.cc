@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <utility>
 
@@ -75,6 +77,7 @@ std::vector<int> even_stage_layers(int layers, int stages) {
 }
 
 ParallelConfig parse_parallel_config(std::string_view text, ParallelConfig c) {
+  std::map<std::string, std::string> seen;  // key -> its value, as written
   std::size_t start = 0;
   while (start < text.size()) {
     std::size_t end = text.find(',', start);
@@ -87,6 +90,10 @@ ParallelConfig parse_parallel_config(std::string_view text, ParallelConfig c) {
       throw Error(fmt::format("config: '{}' is not key=value", item));
     const std::string key(trim(item.substr(0, eq)));
     const std::string_view value = trim(item.substr(eq + 1));
+    // A key given twice is a mistake (which did the user mean?), not "the last one wins".
+    const std::string canonical = key == "sequence_parallel" ? "sp" : key;
+    if (const auto [it, fresh] = seen.emplace(canonical, std::string(value)); !fresh)
+      throw Error(fmt::format("{} is given twice ({}={}, then {}={})", key, canonical, it->second, key, value));
     if (key == "dp") c.dp = parse_int(key, value);
     else if (key == "tp") c.tp = parse_int(key, value);
     else if (key == "pp") c.pp = parse_int(key, value);
@@ -344,6 +351,15 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
     throw Error(fmt::format("recompute_layers={} must be >= 0, or -1 for every layer", c.recompute_layers));
   if (c.recompute != RecomputeMode::kFull && c.recompute_layers >= 0 && config.recompute_layers >= 0)
     throw Error(fmt::format("recompute_layers={} requires recompute=full", c.recompute_layers));
+  // One count is a cap per stage (uneven stages recompute min(count, layers)); above every stage's
+  // layers it caps nothing, and is more likely a slip than "every layer" (which is said by leaving it out).
+  if (c.recompute_layers >= 0 && config.recompute_layers >= 0 && !c.stage_layers.empty()) {
+    const int most = *std::max_element(c.stage_layers.begin(), c.stage_layers.end());
+    if (c.recompute_layers > most)
+      throw Error(fmt::format("recompute_layers={} is more than any stage's layers (at most {}): leave it out to "
+                              "recompute every layer",
+                              c.recompute_layers, most));
+  }
   if (!c.stage_recompute_layers.empty()) {
     if (c.recompute != RecomputeMode::kFull) throw Error("per-stage recompute_layers requires recompute=full");
     if (static_cast<int>(c.stage_recompute_layers.size()) != c.pp)

@@ -58,6 +58,20 @@ TEST(ParallelConfig, PreciseErrorsForInvalidCombinations) {
   const ModelSpec mixtral = find_model_preset("mixtral-8x7b").spec;
   EXPECT_NE(resolve_error("dp=8,ep=3", mixtral, 1, 4096, 64).find("ep=3 does not divide moe.num_experts=8"),
             std::string::npos);
+  // One recompute count caps each stage (uneven stages); above every stage's layers it caps nothing.
+  EXPECT_EQ(resolve_error("dp=4,pp=2,recompute=full,recompute_layers=40,stage_layers=30/50", llama, 1, 4096, 64), "");
+  EXPECT_EQ(resolve_error("dp=4,pp=2,recompute=full,recompute_layers=51,stage_layers=30/50", llama, 1, 4096, 64),
+            "recompute_layers=51 is more than any stage's layers (at most 50): leave it out to recompute every layer");
+}
+
+TEST(ParallelConfig, AKeyGivenTwiceIsAnError) {
+  try {
+    parse_parallel_config("dp=8,dp=4,tp=2");
+    FAIL() << "dp given twice was accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "dp is given twice (dp=8, then dp=4)");
+  }
+  EXPECT_THROW(parse_parallel_config("sp=true,sequence_parallel=false"), Error);  // one key, two names
 }
 
 TEST(ParallelConfig, ResolveFillsDerivedFields) {
