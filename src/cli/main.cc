@@ -571,6 +571,11 @@ trial::TrialLimits limits_from(const TuneFlags& f) {
   if (!f.memory_limit.empty()) {
     try {
       limits.memory_limit_bytes = units::parse_bytes(f.memory_limit);
+      // No trial runs in under a mebibyte: a smaller limit is a unit slip (a bare number is bytes).
+      if (limits.memory_limit_bytes < units::kMiB)
+        throw Error(fmt::format("{} is less than any trial's memory; a bare number is in bytes: write the unit, e.g. "
+                                "80GiB",
+                                units::format_bytes(limits.memory_limit_bytes)));
     } catch (const Error& e) {
       throw e.with_context("--memory-limit");
     }

@@ -7,6 +7,7 @@
 // without replacement, so a small grid is covered in as many trials as it has points); any other
 // space gets independent draws from the prior (Space::sample).
 #include <algorithm>
+#include <map>
 #include <random>
 
 #include "paratune/hpo/sampler.h"
@@ -62,8 +63,15 @@ class PriorSampler final : public Sampler {
 
 std::unique_ptr<Sampler> make_grid_sampler(const Space& space, const SamplerOptions& options) {
   const std::vector<Config> points = space.enumerate();
+  // Each parameter's value as a label for grid_order (-1: not active in that configuration).
+  std::vector<std::vector<int>> labels(points.size(), std::vector<int>(space.parameters().size(), -1));
+  std::vector<std::map<std::string, int>> label_of(space.parameters().size());
+  for (std::size_t i = 0; i < points.size(); ++i)
+    for (std::size_t p = 0; p < space.parameters().size(); ++p)
+      if (const auto it = points[i].find(space.parameters()[p].name); it != points[i].end())
+        labels[i][p] = label_of[p].emplace(it->dump(), static_cast<int>(label_of[p].size())).first->second;
   std::vector<Config> order;
-  for (std::size_t i : tune::grid_order(points.size(), options.max_trials)) order.push_back(points[i]);
+  for (std::size_t i : tune::grid_order(labels, options.max_trials)) order.push_back(points[i]);
   return std::make_unique<OrderedSampler>("grid", std::move(order));
 }
 

@@ -360,6 +360,42 @@ PlanProgress::Snapshot PlanProgress::snapshot() const {
   return s;
 }
 
+namespace {
+
+// The axes the planner searches are constrained through the space (fix, allow, max); in `base` they
+// would be overwritten by every candidate, so a base that sets one is an error, not silently ignored.
+void check_base_is_not_searched(const ParallelConfig& base) {
+  const ParallelConfig d;
+  std::vector<std::string> searched;
+  const auto check = [&](bool differs, std::string_view key, const auto& value) {
+    if (differs) searched.push_back(fmt::format("{}={}", key, value));
+  };
+  check(base.dp != d.dp, "dp", base.dp);
+  check(base.tp != d.tp, "tp", base.tp);
+  check(base.pp != d.pp, "pp", base.pp);
+  check(base.vpp != d.vpp, "vpp", base.vpp);
+  check(base.cp != d.cp, "cp", base.cp);
+  check(base.ep != d.ep, "ep", base.ep);
+  check(base.etp != d.etp, "etp", base.etp);
+  check(base.mbs != d.mbs, "mbs", base.mbs);
+  check(base.sequence_parallel != d.sequence_parallel, "sp", base.sequence_parallel);
+  check(base.zero != d.zero, "zero", base.zero);
+  check(base.op != d.op, "op", base.op);
+  check(base.recompute != d.recompute, "recompute", to_string(base.recompute));
+  check(base.recompute_layers != d.recompute_layers, "recompute_layers", base.recompute_layers);
+  check(!base.stage_recompute_layers.empty(), "recompute_layers", fmt::format("{}", fmt::join(base.stage_recompute_layers, "/")));
+  check(!base.stage_layers.empty(), "stage_layers", fmt::format("{}", fmt::join(base.stage_layers, "/")));
+  check(base.schedule != d.schedule, "schedule", to_string(base.schedule));
+  check(base.ep_overlap != d.ep_overlap, "ep_overlap", base.ep_overlap);
+  if (!searched.empty())
+    throw Error(fmt::format("base: {} {} searched by the planner, which would overwrite {}: constrain the search "
+                            "instead (fix {})",
+                            fmt::join(searched, ", "), searched.size() == 1 ? "is" : "are",
+                            searched.size() == 1 ? "it" : "them", fmt::join(searched, ",")));
+}
+
+}  // namespace
+
 void validate(const PlanOptions& options) {
   if (options.top < 1) throw Error(fmt::format("top: {} must be >= 1", options.top));
   if (options.keep < 1) throw Error(fmt::format("keep: {} must be >= 1", options.keep));
@@ -379,6 +415,7 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
                             "itself and searches Megatron's embedding/loss split where layers do not divide evenly; "
                             "give account_embedding/account_loss to estimate or simulate, not to plan",
                             options.base.account_embedding, options.base.account_loss));
+  check_base_is_not_searched(options.base);
   const Clock::time_point start = Clock::now();
   PlanResult result;
   result.framework = options.framework;

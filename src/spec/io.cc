@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "json_reader.h"
 #include "paratune/spec/input_file.h"
@@ -381,6 +382,8 @@ GpuSpec gpu_from_json(const json& doc, std::string_view source) {
   JsonReader r(doc, std::string(source), kGpuKeys);
   GpuSpec g;
   g.name = r.get_string("name", "custom-gpu");
+  for (const auto& [key, example] : {std::pair{"memory", "80GB"}, std::pair{"hbm_bandwidth", "3.35TB/s"}})
+    if (!r.has(key)) r.fail(key, fmt::format("is required for a GPU given as an object (e.g. {})", example));
   g.memory_bytes = r.get_quantity("memory", 0, units::parse_bytes);
   g.peak_bf16_flops_per_s = r.get_double("peak_bf16_tflops", 0) * 1e12;
   g.peak_fp16_flops_per_s = r.get_double("peak_fp16_tflops", g.peak_bf16_flops_per_s / 1e12) * 1e12;

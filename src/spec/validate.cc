@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <utility>
 
 #include "paratune/spec/hardware.h"
 #include "paratune/spec/model.h"
@@ -22,6 +23,17 @@ void require_finite_positive(std::string_view field, double value) {
 void require_finite_non_negative(std::string_view field, double value) {
   if (!(value >= 0) || !std::isfinite(value))
     throw Error(fmt::format("{}: {} must be a finite number >= 0", field, value));
+}
+
+// Hardware figures orders of magnitude outside any real machine's are almost always a unit slip (a
+// bare number is in base units: `intra_node_bandwidth: 450` is 450 B/s), and would silently give
+// predictions off by as much: an error naming the range, and how to write the unit.
+void require_plausible(std::string_view field, double value, double low, double high, std::string_view unit,
+                       std::string_view example) {
+  if (value >= low && value <= high) return;
+  throw Error(fmt::format("{}: {:g} {} is outside any real machine's range ({:g} to {:g} {}); a bare number is in "
+                          "{}: write the unit, e.g. {}",
+                          field, value, unit, low, high, unit, unit, example));
 }
 
 }  // namespace
@@ -82,6 +94,8 @@ double GpuSpec::peak_flops_per_s(Precision precision) const {
 void validate(const GpuSpec& g) {
   require_finite_positive("gpu.memory", g.memory_bytes);
   require_finite_positive("gpu.hbm_bandwidth", g.hbm_bandwidth_bytes_per_s);
+  require_plausible("gpu.memory", g.memory_bytes, 1e8, 1e14, "B", "80GB");
+  require_plausible("gpu.hbm_bandwidth", g.hbm_bandwidth_bytes_per_s, 1e9, 1e15, "B/s", "3.35TB/s");
   require_finite_non_negative("gpu.peak_bf16_tflops", g.peak_bf16_flops_per_s / 1e12);
   require_finite_non_negative("gpu.peak_fp16_tflops", g.peak_fp16_flops_per_s / 1e12);
   require_finite_non_negative("gpu.peak_fp8_tflops", g.peak_fp8_flops_per_s / 1e12);
@@ -103,6 +117,15 @@ void validate(const ClusterSpec& c) {
   else require_finite_non_negative("inter_node_bandwidth", c.inter_node_bandwidth_bytes_per_s);
   require_finite_non_negative("intra_node_latency", c.intra_node_latency_s);
   require_finite_non_negative("inter_node_latency", c.inter_node_latency_s);
+  require_plausible("intra_node_bandwidth", c.intra_node_bandwidth_bytes_per_s, 1e6, 1e14, "B/s", "450GB/s");
+  if (c.inter_node_bandwidth_bytes_per_s > 0)
+    require_plausible("inter_node_bandwidth", c.inter_node_bandwidth_bytes_per_s, 1e6, 1e14, "B/s", "50GB/s");
+  for (const auto& [field, latency] : {std::pair{"intra_node_latency", c.intra_node_latency_s},
+                                       std::pair{"inter_node_latency", c.inter_node_latency_s}})
+    if (latency > 1)
+      throw Error(fmt::format("{}: {} s is outside any real machine's range (0 to 1 s); a bare number is in seconds: "
+                              "write the unit, e.g. 5us",
+                              field, latency));
   if (c.nvlink_domain_gpus < 0 || c.nvlink_domain_gpus % c.gpus_per_node != 0)
     throw Error(fmt::format("nvlink_domain_gpus: {} must be 0 (one node) or a multiple of gpus_per_node {}",
                             c.nvlink_domain_gpus, c.gpus_per_node));

@@ -131,20 +131,47 @@ Algorithm parse_algorithm(std::string_view name) {
 
 const char* to_string(StopReason reason) { return kStopNames[static_cast<std::size_t>(reason)].data(); }
 
-std::vector<std::size_t> grid_order(std::size_t n, std::size_t budget) {
+std::vector<std::size_t> grid_order(const std::vector<std::vector<int>>& points, std::size_t budget) {
+  const std::size_t n = points.size();
   std::vector<std::size_t> order;
   order.reserve(n);
   std::vector<char> taken(n, 0);
-  if (budget > 0 && budget < n)
+  if (budget > 0 && budget < n) {
+    // How often each parameter's values were picked so far.
+    std::vector<std::map<int, int>> used(points.front().size());
     for (std::size_t i = 0; i < budget; ++i) {
-      // floor((i + 1/2) n / budget) in integers: distinct, since n / budget > 1.
-      const std::size_t index = ((2 * i + 1) * n) / (2 * budget);  // no overflow: n <= 10 million points
-      order.push_back(index);
-      taken[index] = 1;
+      // The i-th part of the grid (no overflow: n <= 10^7 points); neighbouring parts share at most
+      // their boundary point, so each has a free one.
+      const std::size_t low = i * n / budget, high = ((i + 1) * n + budget - 1) / budget;
+      const double middle = 0.5 * static_cast<double>(low + high - 1);
+      std::size_t best = n;
+      long long best_score = 0;
+      for (std::size_t j = low; j < high; ++j) {
+        if (taken[j]) continue;
+        long long score = 0;  // the picks so far that share a value with point j
+        for (std::size_t p = 0; p < used.size(); ++p)
+          if (const auto it = used[p].find(points[j][p]); it != used[p].end()) score += it->second;
+        const bool nearer = best < n && std::abs(static_cast<double>(j) - middle) <
+                                             std::abs(static_cast<double>(best) - middle);
+        if (best == n || score < best_score || (score == best_score && nearer)) {
+          best = j;
+          best_score = score;
+        }
+      }
+      order.push_back(best);
+      taken[best] = 1;
+      for (std::size_t p = 0; p < used.size(); ++p) ++used[p][points[best][p]];
     }
+  }
   for (std::size_t i = 0; i < n; ++i)
     if (!taken[i]) order.push_back(i);
   return order;
+}
+
+std::vector<std::size_t> grid_order(std::size_t n, std::size_t budget) {
+  std::vector<std::vector<int>> distinct(n);
+  for (std::size_t i = 0; i < n; ++i) distinct[i] = {static_cast<int>(i)};
+  return grid_order(distinct, budget);
 }
 
 std::unique_ptr<SearchAlgorithm> make_search(Algorithm algorithm, const SearchSpace& space, std::uint64_t seed,
@@ -154,7 +181,7 @@ std::unique_ptr<SearchAlgorithm> make_search(Algorithm algorithm, const SearchSp
   const std::vector<Point>& points = space.enumerate();
   std::vector<Point> order;
   // A listed space keeps its order (a derived space lists the model's favourites first).
-  for (std::size_t i : grid_order(points.size(), algorithm == Algorithm::kGrid && !space.is_listed() ? max_trials : 0))
+  for (std::size_t i : grid_order(points, algorithm == Algorithm::kGrid && !space.is_listed() ? max_trials : 0))
     order.push_back(points[i]);
   if (algorithm == Algorithm::kRandom) {
     std::mt19937_64 rng(seed);

@@ -215,6 +215,13 @@ TEST(Cli, PlanRejectsBadOrUnsatisfiableConstraintsAndSaysWhenNothingFits) {
   r = run(sixteen + "--max vpp=1 --allow schedule=interleaved-1f1b");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("but together none: vpp<=1, schedule=interleaved-1f1b"), std::string::npos) << r.output;
+  // A searched axis in --base would be overwritten: an error pointing at --fix.
+  r = run(sixteen + "--base tp=2,tp_comm_overlap=true");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("base: tp=2 is searched by the planner, which would overwrite it: constrain the "
+                          "search instead (fix tp=2)"),
+            std::string::npos)
+      << r.output;
   r = run("plan --model llama3-8b --cluster h100x1 --seq-len 4096 --global-batch 8");
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("NO CONFIGURATION FITS"), std::string::npos) << r.output;

@@ -364,6 +364,29 @@ TEST(Cluster, NanAndInfinityInFilesAreErrorsNamingFileAndField) {
   }
 }
 
+// A figure far outside any machine is a unit slip (a bare number is in base units), not a cluster
+// whose iterations take years.
+TEST(Cluster, ImplausibleFiguresAreUnitSlipsAndErrors) {
+  const testing::TempDir dir;
+  for (const auto& [line, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"intra_node_bandwidth: 450",
+            "intra_node_bandwidth: 450 B/s is outside any real machine's range (1e+06 to 1e+14 B/s); a bare number is "
+            "in B/s: write the unit, e.g. 450GB/s"},
+           {"inter_node_latency: 5", "inter_node_latency: 5 s is outside any real machine's range (0 to 1 s)"},
+           {"gpu: {memory: 80, peak_bf16_tflops: 900, hbm_bandwidth: 3TB/s}",
+            "gpu.memory: 80 B is outside any real machine's range"},
+           {"gpu: {memory: 80GB, peak_bf16_tflops: 900}",
+            "gpu: hbm_bandwidth: is required for a GPU given as an object (e.g. 3.35TB/s)"}}) {
+    const bool inline_gpu = line.rfind("gpu:", 0) == 0;
+    const std::string path =
+        dir.write("c.yaml", (inline_gpu ? "" : "gpu: h100-sxm\n") + line + "\nnodes: 2\n" +
+                                (inline_gpu ? "intra_node_bandwidth: 450GB/s\ninter_node_bandwidth: 50GB/s\n" : ""));
+    const std::string e = error_of([&] { load_cluster(path); });
+    EXPECT_NE(e.find(path + ": "), std::string::npos) << line << ": " << e;
+    EXPECT_NE(e.find(expected), std::string::npos) << line << ": " << e;
+  }
+}
+
 TEST(Gpu, UnsupportedPrecisionIsAnError) {
   EXPECT_THROW(static_cast<void>(find_gpu_preset("a100-80gb").peak_flops_per_s(Precision::kFP8)), Error);
   EXPECT_THROW(static_cast<void>(find_gpu_preset("v100-32gb").peak_flops_per_s(Precision::kBF16)), Error);

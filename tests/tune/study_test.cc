@@ -142,18 +142,39 @@ TEST(Study, AGridLargerThanMaxTrialsIsSampledEvenly) {
       std::sort(order.begin(), order.end());
       for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(order[i], i) << "not a permutation: n " << n << " k " << k;
     }
-  // 4 x 4 grid, 4 trials: the first parameter takes every value (odometer order: it varies slowest).
+  // 4 x 4 grid, 4 trials: the first parameter takes every value (odometer order: it varies slowest),
+  // and the second is not stuck at one value (it was, with every pick in the middle of its part).
   const SearchSpace space = SearchSpace::parse("parameters:\n  a: [1, 2, 3, 4]\n  b: [1, 2, 3, 4]\n", "s.yaml");
   auto grid = make_search(Algorithm::kGrid, space, 0, 4);
   std::vector<FinishedTrial> finished;
-  std::set<std::int64_t> first_values;
+  std::set<std::int64_t> first_values, second_values;
   for (int i = 0; i < 4; ++i) {
     const std::optional<Point> p = grid->propose(finished, {});
     ASSERT_TRUE(p);
     first_values.insert(space.to_json(*p)["a"].get<std::int64_t>());
+    second_values.insert(space.to_json(*p)["b"].get<std::int64_t>());
     finished.push_back({*p, trial::TrialStatus::kCompleted, std::nullopt});
   }
   EXPECT_EQ(first_values.size(), 4u);
+  EXPECT_GE(second_values.size(), 3u);
+  // The shipped example (168 valid points), cut to 12 and to 2 trials: both values of its last
+  // parameter are tried (every 14th point had the same one), and with 12 every value of each.
+  const SearchSpace example = SearchSpace::load(std::string(PARATUNE_SOURCE_DIR) + "/examples/tune/space.yaml");
+  for (const std::size_t budget : {12u, 2u}) {
+    auto search = make_search(Algorithm::kGrid, example, 0, budget);
+    std::map<std::string, std::set<std::string>> values;
+    std::vector<FinishedTrial> done;
+    for (std::size_t i = 0; i < budget; ++i) {
+      const std::optional<Point> p = search->propose(done, {});
+      ASSERT_TRUE(p);
+      const nlohmann::json point = example.to_json(*p);
+      for (const auto& [name, value] : point.items()) values[name].insert(value.dump());
+      done.push_back({*p, trial::TrialStatus::kCompleted, std::nullopt});
+    }
+    EXPECT_EQ(values["ckpt"].size(), 2u) << budget << " trials";
+    if (budget == 12)
+      for (const auto& [name, seen] : values) EXPECT_GE(seen.size(), name == "mbs" ? 3u : 2u) << name;
+  }
 }
 
 TEST(Study, MisbehavingTrialsAreRecordedAndTheSearchGoesOn) {

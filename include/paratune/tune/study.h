@@ -74,10 +74,16 @@ Algorithm parse_algorithm(std::string_view name);  // "grid" | "random" | "bo" |
 // library (std::uniform_int_distribution's algorithm is implementation-defined).
 std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t n);
 
-// The order in which a grid of `n` points is visited when only `budget` trials may run (0: no
-// limit): with budget >= n (or 0) simply 0, 1, ..., n-1; with fewer, first `budget` indices spread
-// evenly over the grid -- floor((i + 1/2) n / budget) -- then the rest in order, so a grid cut
-// short by --max-trials samples all of it rather than its first corner.
+// The order in which a grid's points are visited when only `budget` trials may run (0: no limit;
+// points[i][p]: which value parameter p has in point i, any integer label): with budget >= the
+// points (or 0) simply 0, 1, ..., n-1; with fewer, first `budget` picks spread over the grid and
+// its values -- the i-th from the i-th of `budget` equal parts of it (so the slowest-varying
+// parameters take their values evenly), the one whose values were picked least so far, nearest
+// the part's middle among equals (so the fast-varying ones vary too: a fixed place in each part
+// gave them one value whenever the part's width was a multiple of their period) -- then the rest
+// in order: a grid cut short by --max-trials samples all of it rather than its first corner.
+std::vector<std::size_t> grid_order(const std::vector<std::vector<int>>& points, std::size_t budget);
+// The same for n points whose values all differ (the i-th pick: the middle of the i-th part).
 std::vector<std::size_t> grid_order(std::size_t n, std::size_t budget);
 
 // Grid: every valid point in enumeration order (spread evenly when `max_trials` is smaller than
