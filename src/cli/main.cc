@@ -12,6 +12,7 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <exception>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -268,6 +269,12 @@ int run_simulate(const SetupFlags& setup, const SimulateFlags& f, bool json) {
   // Hydro's bubble harvest: the surrogate's footprint from the cost model, packed into the idle
   // intervals; every GPU of a stage (dp x tp x cp of them) has the stage's timeline.
   std::optional<HarvestReport> harvest;
+  const SimulateFlags defaults;
+  if (f.harvest_ratio == 0 && (f.harvest_switch != defaults.harvest_switch ||
+                               f.harvest_runtime != defaults.harvest_runtime ||
+                               f.harvest_max_members != defaults.harvest_max_members))
+    throw Error("--harvest-switch/--harvest-runtime/--harvest-max-members: they describe the trials packed into the "
+                "bubbles, and only --harvest-ratio packs any; give --harvest-ratio too");
   if (f.harvest_ratio != 0) {
     if (!meshes.empty()) throw Error("--harvest-ratio: stage meshes give stages different GPU counts; not supported");
     HarvestReport r;
@@ -292,6 +299,13 @@ int run_simulate(const SetupFlags& setup, const SimulateFlags& f, bool json) {
     r.harvest = sim::pack_bubbles(problem, result, r.trial);
     r.gpus_per_stage = config.dp * config.tp * config.cp;
     harvest = std::move(r);
+  }
+  if (!f.trace_path.empty() || !f.svg_path.empty() || !f.html_path.empty()) {
+    try {
+      require_drawable(result, problem);
+    } catch (const Error& e) {
+      throw e.with_context("--trace/--svg/--html");
+    }
   }
   if (!f.trace_path.empty()) write_file(f.trace_path, chrome_trace(result, problem).dump() + "\n");
   if (!f.svg_path.empty())
@@ -676,6 +690,32 @@ tune::WorkerOptions worker_options_from(const TuneFlags& f) {
   return worker;
 }
 
+// A study file this run creates is removed again when the run fails before any trial is stored in
+// it (a bad placeholder, an unsatisfiable option found after the store opened): an input error
+// leaves nothing behind. Declared before the store, so that the store is closed first.
+class NewStudyFile {
+ public:
+  explicit NewStudyFile(const std::string& locator)
+      : path_(!store::is_postgres_locator(locator) && !std::filesystem::exists(locator) ? locator : "") {}
+  NewStudyFile(const NewStudyFile&) = delete;
+  NewStudyFile& operator=(const NewStudyFile&) = delete;
+  ~NewStudyFile() {
+    if (path_.empty() || std::uncaught_exceptions() == 0) return;
+    try {
+      const std::unique_ptr<store::StudyStore> store = store::open_store(path_, store::Access::kReadOnly);
+      for (const store::StudyInfo& s : store->studies())
+        if (!store->trials(s.id).empty()) return;
+    } catch (...) {
+      return;  // not a study file we can read: leave it
+    }
+    std::error_code ignored;
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_ + suffix, ignored);
+  }
+
+ private:
+  std::string path_;
+};
+
 // `paratune tune` for training hyperparameters: a sampler, a pruner and a metric objective.
 
 int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
@@ -769,6 +809,7 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
     throw e.with_context("--pruner");
   }
   const std::unique_ptr<hpo::Pruner> pruner = hpo::make_pruner(pruner_kind, pruner_options);
+  const NewStudyFile new_file(f.study_path);
   const std::unique_ptr<store::StudyStore> store = store::open_store(f.study_path);
   if (!f.worker_name.empty()) store->set_worker_name(f.worker_name);
 
@@ -962,6 +1003,7 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
                                         : "; first designs: random";
     algorithm = tune::make_model_search(space, std::move(prior), bayes);
   }
+  const NewStudyFile new_file(f.study_path);
   const std::unique_ptr<store::StudyStore> store = store::open_store(f.study_path);
   if (!f.worker_name.empty()) store->set_worker_name(f.worker_name);
 
@@ -1028,12 +1070,14 @@ int show_hpo_study(const std::string& path, const store::StudyInfo& study, const
   return 0;
 }
 
-// choose_study (report/study_data.h), its errors about --study-name.
+// choose_study (report/study_data.h); its errors are about --study-name when there are studies to
+// choose from (a store with none is the store's problem, whatever the flag).
 const store::StudyInfo& study_named(const std::vector<store::StudyInfo>& studies, const std::string& name,
                                     const std::string& locator) {
   try {
     return choose_study(studies, name, locator);
   } catch (const Error& e) {
+    if (studies.empty()) throw;
     throw e.with_context("--study-name");
   }
 }
@@ -1150,6 +1194,44 @@ int run_presets(bool json) {
                              units::format_bandwidth(c.node.intra_node_bandwidth_bytes_per_s),
                              units::format_bandwidth(c.node.inter_node_bandwidth_bytes_per_s), c.source);
   return 0;
+}
+
+// After a failed parse: the first command word that is no command, or flag the command has not,
+// with what it may have meant ("" when neither: CLI11's own message is the better one).
+std::string unknown_command_or_flag(const CLI::App& app, int argc, char** argv) {
+  const auto subcommands_of = [](const CLI::App& parent) {
+    return parent.get_subcommands([](const CLI::App*) { return true; });
+  };
+  const CLI::App* command = &app;
+  std::string path = "paratune";
+  int i = 1;
+  // The command words: `plan`, `study show`.
+  for (; i < argc && argv[i][0] != '-'; ++i) {
+    const std::vector<const CLI::App*> subs = subcommands_of(*command);
+    if (subs.empty()) break;  // a positional argument of the command
+    const CLI::App* sub = nullptr;
+    std::vector<std::string> names;
+    for (const CLI::App* candidate : subs) {
+      names.push_back(candidate->get_name());
+      if (candidate->get_name() == argv[i]) sub = candidate;
+    }
+    if (sub == nullptr) return fmt::format("{}: {}", path, unknown_name_message("command", argv[i], names));
+    command = sub;
+    path += " " + command->get_name();
+  }
+  for (; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (!arg.starts_with("--") || arg == "--") continue;
+    const std::string flag(arg.substr(0, arg.find('=')));
+    if (command->get_option_no_throw(flag) != nullptr || flag == "--help") continue;
+    std::vector<std::string> flags;
+    for (const CLI::Option* o : command->get_options())
+      for (const std::string& long_name : o->get_lnames()) flags.push_back("--" + long_name);
+    const std::string suggestion = closest_match(flag, flags);
+    return fmt::format("{}: unknown flag '{}'{}; `{} --help` lists them", path, flag,
+                       suggestion.empty() ? "" : fmt::format(" (did you mean '{}'?)", suggestion), path);
+  }
+  return "";
 }
 
 }  // namespace
@@ -1478,6 +1560,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // An unknown command or flag is named with a suggestion; CLI11 says the rest.
+    if (const std::string problem = unknown_command_or_flag(app, argc, argv); !problem.empty()) {
+      std::cerr << "paratune: error: " << problem << "\n";
+      return 2;
+    }
     return app.exit(e) == 0 ? 0 : 2;
   }
   for (const CLI::Option* option : tune_cmd->get_options())

@@ -14,7 +14,9 @@ std::string plan_html(nlohmann::ordered_json plan_json, const sim::SimulationRes
   plan_json["title"] = title;
   if (winner && problem) {
     plan_json["simulation"] = nlohmann::ordered_json(to_json(*winner, *problem));
-    plan_json["timeline"] = nlohmann::ordered_json(chrome_trace(*winner, *problem));
+    // A winner too long to draw (require_drawable) leaves its timeline out of the page, not the page.
+    if (winner->event_count <= kMaxDrawnEvents)
+      plan_json["timeline"] = nlohmann::ordered_json(chrome_trace(*winner, *problem));
   }
   return html_page(title, plan_json);
 }

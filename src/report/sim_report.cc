@@ -150,6 +150,14 @@ nlohmann::json to_json(const sim::SimulationResult& r, const sim::PipelineProble
   return j;
 }
 
+void require_drawable(const sim::SimulationResult& result, const sim::PipelineProblem& problem) {
+  if (result.event_count <= kMaxDrawnEvents) return;
+  throw Error(fmt::format("the replay has {} events ({} micro-batches x {} stages), more than the {} a timeline can "
+                          "usefully show; replay fewer micro-batches (a smaller global batch gives the same "
+                          "per-micro-batch timeline), or ask for the totals only",
+                          result.event_count, problem.microbatches, problem.ranks(), kMaxDrawnEvents));
+}
+
 nlohmann::json simulation_json(const sim::SimulationResult& result, const sim::PipelineProblem& problem,
                                const ParallelConfig& config, const TrainingSpec& training) {
   nlohmann::json j = to_json(result, problem);
@@ -161,6 +169,7 @@ nlohmann::json simulation_json(const sim::SimulationResult& result, const sim::P
 }
 
 nlohmann::json chrome_trace(const sim::SimulationResult& r, const sim::PipelineProblem& problem) {
+  require_drawable(r, problem);
   nlohmann::json events = nlohmann::json::array();
   const int chunks = problem.chunks();
   for (int s = 0; s < problem.ranks(); ++s) {
@@ -206,6 +215,7 @@ nlohmann::json chrome_trace(const sim::SimulationResult& r, const sim::PipelineP
 
 std::string svg_timeline(const sim::SimulationResult& r, const sim::PipelineProblem& problem, const std::string& title,
                          const std::string& subtitle) {
+  require_drawable(r, problem);
   const int p = problem.ranks();
   const double width = 1200, left = 80, right = 20, top = 62;
   const double lane_h = p <= 16 ? 26 : std::max(4.0, 416.0 / p);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <vector>
 
 namespace paratune {
 
@@ -57,8 +58,15 @@ std::string join(std::span<const std::string> names, std::string_view separator)
 std::string unknown_name_message(std::string_view what, std::string_view name,
                                  std::span<const std::string> valid) {
   std::string message = "unknown " + std::string(what) + " '" + std::string(name) + "'";
+  // A name that starts a valid one is a short form of it ("h100" for "h100-sxm", "h100-pcie"): those
+  // are the suggestions, before any name a typo away ("h800").
+  std::vector<std::string> extended;
+  if (!name.empty())
+    for (const std::string& v : valid)
+      if (v.size() > name.size() && v.starts_with(name)) extended.push_back("'" + v + "'");
   const std::string suggestion = closest_match(name, valid);
-  if (!suggestion.empty()) message += " (did you mean '" + suggestion + "'?)";
+  if (!extended.empty() && extended.size() <= 4) message += " (did you mean " + join(extended, " or ") + "?)";
+  else if (!suggestion.empty()) message += " (did you mean '" + suggestion + "'?)";
   message += "; valid: " + join(valid);
   return message;
 }

@@ -368,6 +368,14 @@ ModelSpec load_model(std::string_view name_or_path) {
 
 ModelSpec model_from_document(const json& doc, std::string_view source) {
   if (doc.is_object() && doc.contains("model_type")) return model_from_hf_config(doc, source);
+  // Hugging Face's names without its model_type: a config.json cut short, not a paratune model spec
+  // missing num_layers.
+  if (doc.is_object() && !doc.contains("num_layers") &&
+      (doc.contains("num_hidden_layers") || doc.contains("n_layer") || doc.contains("architectures")))
+    throw Error(fmt::format("{}: model_type: is required: the file has Hugging Face config.json fields "
+                            "(num_hidden_layers, n_layer or architectures) and model_type says how to read them; "
+                            "supported: {}",
+                            source, join(supported_hf_model_types())));
   return model_from_json(doc, source);
 }
 

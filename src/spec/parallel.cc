@@ -216,17 +216,17 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
   for (const auto& [key, value] : {std::pair<std::string_view, int>{"dp", c.dp}, {"tp", c.tp}, {"pp", c.pp},
                                    {"cp", c.cp}, {"ep", c.ep}, {"etp", c.etp}})
     if (value > gpus)
-      throw Error(fmt::format("{}={} exceeds the cluster's {} GPUs ({} nodes x {})", key, value, gpus, cluster.nodes,
-                              cluster.gpus_per_node));
+      throw Error(fmt::format("{}={} exceeds the cluster's {} GPUs ({} node{} x {})", key, value, gpus, cluster.nodes,
+                              cluster.nodes == 1 ? "" : "s", cluster.gpus_per_node));
   if (c.mbs > training.global_batch)
     throw Error(fmt::format("mbs={} exceeds global_batch={} (a micro-batch is part of the batch)", c.mbs,
                             training.global_batch));
   if (c.vpp > model.num_layers)
     throw Error(fmt::format("vpp={} exceeds num_layers={} (each virtual stage holds layers)", c.vpp, model.num_layers));
   if (c.num_gpus() != gpus)
-    throw Error(fmt::format("dp*tp*pp*cp = {}*{}*{}*{} = {:.0f} must equal the cluster's GPU count {} ({} nodes x {})",
+    throw Error(fmt::format("dp*tp*pp*cp = {}*{}*{}*{} = {:.0f} must equal the cluster's GPU count {} ({} node{} x {})",
                             c.dp, c.tp, c.pp, c.cp, static_cast<double>(c.dp) * c.tp * c.pp * c.cp, gpus,
-                            cluster.nodes, cluster.gpus_per_node));
+                            cluster.nodes, cluster.nodes == 1 ? "" : "s", cluster.gpus_per_node));
   if (model.num_attention_heads % c.tp != 0)
     throw Error(fmt::format("tp={} does not divide num_attention_heads={}", c.tp, model.num_attention_heads));
   if (!model.mla && model.kv_heads() % c.tp != 0 && c.tp % model.kv_heads() != 0)

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -162,6 +163,44 @@ TEST(Cli, SimulateBadInputExitsTwo) {
   r = run(setup + "--svg /nonexistent-dir/x.svg");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("/nonexistent-dir/x.svg: cannot write file"), std::string::npos) << r.output;
+  // Bubble-trial settings without --harvest-ratio would be ignored.
+  r = run(setup + "--harvest-switch 5ms");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("only --harvest-ratio packs any; give --harvest-ratio too"), std::string::npos) << r.output;
+  // A timeline of two million events is refused before it is built (it took GBs); the totals still run.
+  const std::string huge = "simulate --model llama3-8b --cluster dgx-h100:1 --seq-len 1024 --global-batch 65536 "
+                           "--config dp=1,pp=8,mbs=1 ";
+  const std::filesystem::path trace = std::filesystem::path(::testing::TempDir()) / "huge-trace.json";
+  r = run(huge + "--trace " + trace.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--trace/--svg/--html: the replay has 1966298 events (65536 micro-batches x 8 stages), "
+                          "more than the 1000000"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(trace));
+  EXPECT_EQ(run(huge + "--json").exit_code, 0);
+}
+
+// Commands and flags that do not exist are named, with what was probably meant.
+TEST(Cli, UnknownCommandsAndFlagsGetSuggestions) {
+  Result r = run("plann --model x");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("paratune: unknown command 'plann' (did you mean 'plan'?); valid: presets,"),
+            std::string::npos)
+      << r.output;
+  r = run("plan --model llama3-8b --cluster dgx-h100:1 --seq-lenn 4096 --global-batch 8");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("paratune plan: unknown flag '--seq-lenn' (did you mean '--seq-len'?)"), std::string::npos)
+      << r.output;
+  r = run("study shwo x.db");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("paratune study: unknown command 'shwo' (did you mean 'show'?)"), std::string::npos)
+      << r.output;
+  const std::filesystem::path cluster = std::filesystem::path(::testing::TempDir()) / "short-gpu-name.json";
+  std::ofstream(cluster) << R"({"gpu": "h100", "nodes": 1})";
+  r = run("estimate --model llama3-8b --cluster " + cluster.string() + " --seq-len 4096 --global-batch 8 --config dp=8");
+  EXPECT_EQ(r.exit_code, 2);  // a GPU's short name suggests the presets it starts
+  EXPECT_NE(r.output.find("unknown GPU preset 'h100' (did you mean 'h100-sxm'?)"), std::string::npos) << r.output;
 }
 
 TEST(Cli, PlanJsonHasTheDocumentedFields) {

@@ -38,7 +38,7 @@ TEST(RangesCli, GpuCountsAndDegreesNeverWrap) {
                    "nodes: 3000000 nodes x 8 GPUs per node = 24000000 GPUs; paratune models at most 16777216 GPUs");
   // Printed MFU 92,423%.
   expect_bad_input(kEstimate + "--cluster dgx-h100:1 --config dp=536870913,tp=8",
-                   "--config: dp=536870913 exceeds the cluster's 8 GPUs (1 nodes x 8)");
+                   "--config: dp=536870913 exceeds the cluster's 8 GPUs (1 node x 8)");
   expect_bad_input(kEstimate + "--cluster dgx-h100:1 --config dp=8,mbs=2147483647",
                    "mbs=2147483647 exceeds global_batch=64");
   // 2^31 - 1 micro-batches: std::bad_alloc in the replay (exit 1, "internal error").

@@ -276,6 +276,11 @@ TEST(TuneCli, BadInputExitsTwoBeforeAnythingRuns) {
   r = run("tune --space " + (dir / "space.yaml").string() + study + " --command 'x {st}' --parallel 2 --slot-devices 0");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_FALSE(std::filesystem::exists(dir / "s.trials"));
+  // An input error found after the store opened leaves no study file behind.
+  r = run("tune --space " + (dir / "space.yaml").string() + study + " --command 'x {nope}'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown placeholder 'nope'"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "s.db"));
   r = run("tune --space " + (dir / "space.yaml").string() + study + " --command 'x {st}' --memory-limit 20");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--memory-limit: 20 B is less than any trial's memory; a bare number is in bytes"),

@@ -255,7 +255,7 @@ def test_bad_options_are_errors_naming_the_option(tmp_path):
         paratune.tune(train, SPACE, storage=tmp_path / "s.db", pruner="asha", steps=30)
     with pytest.raises(paratune.Error, match="unknown hyperparameter sampler 'tpee' \\(did you mean 'tpe'\\?\\)"):
         paratune.tune(train, SPACE, storage=tmp_path / "s.db", sampler="tpee")
-    with pytest.raises(paratune.Error, match=r"pruner_options: unknown option 'warmup'; valid: startup_trials, warmup_steps"):
+    with pytest.raises(paratune.Error, match=r"pruner_options: unknown option 'warmup' \(did you mean 'warmup_steps'\?\); valid: startup_trials, warmup_steps"):
         paratune.tune(train, SPACE, storage=tmp_path / "s.db", pruner_options={"warmup": 3})
     with pytest.raises(paratune.Error, match=r"^study_name '': must not be empty"):
         paratune.tune(train, SPACE, storage=tmp_path / "s.db", study_name="")

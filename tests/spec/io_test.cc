@@ -196,6 +196,17 @@ TEST(HuggingFace, Gpt2AndBertAndQwenMoe) {
   EXPECT_NEAR(count_parameters(load_model(qwen)).total, 30.5e9, 0.01 * 30.5e9);
 }
 
+TEST(HuggingFace, AConfigWithoutModelTypeSaysSo) {
+  const testing::TempDir dir;
+  const std::string path =
+      dir.write("config.json", R"({"num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32})");
+  const std::string e = error_of([&] { load_model(path); });
+  EXPECT_NE(e.find(path + ": model_type: is required: the file has Hugging Face config.json fields"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("llama"), std::string::npos) << e;  // the supported types
+}
+
 TEST(HuggingFace, UnsupportedModelTypeListsSupported) {
   const auto path = write_temp("t5_config.json", R"({"model_type": "t5", "d_model": 512})");
   const std::string e = error_of([&] { load_model(path); });

@@ -137,13 +137,13 @@ TEST(ParallelConfig, ToStringKeepsTheOverlapSwitches) {
 TEST(ParallelConfig, DegreesOutOfRangeAreErrorsNotWrapped) {
   const ModelSpec llama = find_model_preset("llama3-8b").spec;  // 32 layers, 32 heads, 8 KV heads
   // dp x tp = 536870913 x 8 = 2^32 + 8 was 8 GPUs in 32 bits (MFU 92,423%).
-  EXPECT_EQ(resolve_error("dp=536870913,tp=8", llama, 1, 4096, 64), "dp=536870913 exceeds the cluster's 8 GPUs (1 nodes x 8)");
+  EXPECT_EQ(resolve_error("dp=536870913,tp=8", llama, 1, 4096, 64), "dp=536870913 exceeds the cluster's 8 GPUs (1 node x 8)");
   EXPECT_EQ(resolve_error("dp=1,tp=1,pp=2147483647", llama, 1, 4096, 64),
-            "pp=2147483647 exceeds the cluster's 8 GPUs (1 nodes x 8)");
-  EXPECT_EQ(resolve_error("dp=1,ep=2147483647", llama, 1, 4096, 64), "ep=2147483647 exceeds the cluster's 8 GPUs (1 nodes x 8)");
+            "pp=2147483647 exceeds the cluster's 8 GPUs (1 node x 8)");
+  EXPECT_EQ(resolve_error("dp=1,ep=2147483647", llama, 1, 4096, 64), "ep=2147483647 exceeds the cluster's 8 GPUs (1 node x 8)");
   // Each degree within the GPU count, the product beyond it: reported exactly, in 64 bits.
   EXPECT_EQ(resolve_error("dp=8,tp=8,pp=8,cp=8", llama, 1, 4096, 64),
-            "dp*tp*pp*cp = 8*8*8*8 = 4096 must equal the cluster's GPU count 8 (1 nodes x 8)");
+            "dp*tp*pp*cp = 8*8*8*8 = 4096 must equal the cluster's GPU count 8 (1 node x 8)");
   // The micro-batch is part of the batch; dp*mbs does not wrap.
   EXPECT_EQ(resolve_error("dp=8,mbs=2147483647", llama, 1, 4096, 64),
             "mbs=2147483647 exceeds global_batch=64 (a micro-batch is part of the batch)");

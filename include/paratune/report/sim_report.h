@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <string>
 
 #include "paratune/sim/pipeline.h"
@@ -25,6 +26,12 @@ nlohmann::json to_json(const sim::SimulationResult& result, const sim::PipelineP
 // track "activations" per stage in GiB; and the critical path as flow arrows.
 // `simulate --json`'s document: to_json(result, problem) with the configuration replayed (its fields
 // and, as "text", its string) and the tokens per second of `training`'s batch.
+// A timeline of every event (chrome_trace, svg_timeline, simulate_html) past a million events (a
+// trace of ~250 MB, several GB while built) is more than any viewer shows usefully: throws Error
+// saying so, before the memory is spent.
+inline constexpr std::int64_t kMaxDrawnEvents = 1'000'000;
+void require_drawable(const sim::SimulationResult& result, const sim::PipelineProblem& problem);
+
 nlohmann::json simulation_json(const sim::SimulationResult& result, const sim::PipelineProblem& problem,
                                const ParallelConfig& config, const TrainingSpec& training);
 nlohmann::json chrome_trace(const sim::SimulationResult& result, const sim::PipelineProblem& problem);
