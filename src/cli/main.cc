@@ -12,6 +12,7 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <exception>
 #include <cstdio>
 #include <filesystem>
@@ -26,6 +27,7 @@
 #include "plan_progress.h"
 #include "progress_line.h"
 #include "paratune/cost/estimate.h"
+#include "paratune/cost/model_stats.h"
 #include "paratune/cost/surrogate_footprint.h"
 #include "paratune/hpo/bubble_coordinator.h"
 #include "paratune/hpo/fusion.h"
@@ -149,6 +151,16 @@ TrainingSpec training_from(const SetupFlags& f) {
   return t;
 }
 
+// The training's setup against the model (a sequence longer than its learned positions), named by
+// the flag that set it.
+void check_training_fits_model(const ModelSpec& model, const TrainingSpec& training) {
+  try {
+    validate(model, training);
+  } catch (const Error& e) {
+    throw e.with_context("--seq-len");
+  }
+}
+
 Calibration calibration_from(const SetupFlags& f) {
   try {
     return f.calibration.empty() ? default_calibration() : load_calibration(f.calibration);
@@ -209,6 +221,7 @@ int run_simulate(const SetupFlags& setup, const SimulateFlags& f, bool json) {
   const ModelSpec model = load_model(setup.model);
   const ClusterSpec cluster = load_cluster(setup.cluster);
   const TrainingSpec training = training_from(setup);
+  check_training_fits_model(model, training);
   ParallelConfig config = config_from(f.config);
   try {
     if (!f.schedule.empty()) config.schedule = parse_enum<Schedule>(f.schedule);
@@ -358,6 +371,7 @@ int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
   const ModelSpec model = load_model(setup.model);
   const ClusterSpec cluster = load_cluster(setup.cluster);
   const TrainingSpec training = training_from(setup);
+  check_training_fits_model(model, training);
   plan::PlanOptions options;
   for (const std::string& text : f.fix) plan::add_constraints(options.space, text, plan::ConstraintKind::kFix, "--fix");
   for (const std::string& text : f.allow) plan::add_constraints(options.space, text, plan::ConstraintKind::kAllow, "--allow");
@@ -1176,11 +1190,20 @@ int run_presets(bool json) {
     write_json(j);
     return 0;
   }
-  std::cout << "models:\n";
-  for (const auto& p : model_presets())
-    std::cout << fmt::format("  {:<16} {:>8} total {:>8} active\n", p.spec.name,
-                             units::format_count(p.published_total_params),
-                             units::format_count(p.published_active_params));
+  // The counts the cost model uses (count_parameters), and the published ones where they differ by
+  // more than 0.5% (the source's rounding, or what the model spec leaves out).
+  std::cout << "models (parameters as paratune counts them; published in brackets where > 0.5% apart):\n";
+  for (const auto& p : model_presets()) {
+    const ParamCounts counted = count_parameters(p.spec);
+    const auto differs = [](double a, double b) { return std::abs(a - b) > 0.005 * b; };
+    const bool published_differs = differs(counted.total, p.published_total_params) ||
+                                   differs(counted.active, p.published_active_params);
+    std::cout << fmt::format("  {:<16} {:>8} total {:>8} active{}\n", p.spec.name, units::format_count(counted.total),
+                             units::format_count(counted.active),
+                             published_differs ? fmt::format("  [{} / {}]", units::format_count(p.published_total_params),
+                                                             units::format_count(p.published_active_params))
+                                               : "");
+  }
   std::cout << "\ngpus:\n";
   for (const auto& g : gpu_presets())
     std::cout << fmt::format("  {:<12} {:>9}  bf16 {:>6.1f}  fp16 {:>6.1f}  fp8 {:>6.1f} TFLOP/s  HBM {}\n", g.name,
@@ -1583,6 +1606,7 @@ int main(int argc, char** argv) {
       const ModelSpec model = load_model(setup.model);
       const ClusterSpec cluster = load_cluster(setup.cluster);
       const TrainingSpec training = training_from(setup);
+      check_training_fits_model(model, training);
       const ParallelConfig config = config_from(config_text);
       const Calibration calibration = calibration_from(setup);
       Estimate result;

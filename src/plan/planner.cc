@@ -416,6 +416,7 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
                             "give account_embedding/account_loss to estimate or simulate, not to plan",
                             options.base.account_embedding, options.base.account_loss));
   check_base_is_not_searched(options.base);
+  validate(model, training);
   const Clock::time_point start = Clock::now();
   PlanResult result;
   result.framework = options.framework;

@@ -197,6 +197,7 @@ std::vector<StageMesh> parse_stage_meshes(std::string_view text) {
 
 ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, const ClusterSpec& cluster,
                        const TrainingSpec& training) {
+  validate(model, training);
   ParallelConfig c = config;
   auto positive = [](std::string_view key, int value) {
     if (value < 1) throw Error(fmt::format("{}={} must be >= 1", key, value));

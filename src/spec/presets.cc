@@ -28,9 +28,10 @@ struct M {
   M& head_dim(int d) { s.head_dim = d; return *this; }
   // Llama family: SwiGLU, RMSNorm, RoPE, no biases, untied output layer.
   M& llama() { s.gated_mlp = true; s.norm = NormKind::kRMSNorm; s.position_embedding = PositionEmbedding::kRotary; return *this; }
-  // GPT-2/GPT-3 family: GeLU MLP, LayerNorm with bias, learned positions, tied output, dropout.
+  // GPT-2/GPT-3 family: GeLU MLP, LayerNorm and every linear layer with bias (q/k/v included, as
+  // a model file's `bias` implies), learned positions, tied output, dropout.
   M& gpt(int positions) {
-    s.norm = NormKind::kLayerNorm; s.bias = true; s.tie_embeddings = true; s.dropout = true;
+    s.norm = NormKind::kLayerNorm; s.bias = true; s.qkv_bias = true; s.tie_embeddings = true; s.dropout = true;
     s.position_embedding = PositionEmbedding::kLearned; s.max_position_embeddings = positions;
     return *this;
   }

@@ -154,4 +154,13 @@ void validate(const TrainingSpec& t) {
                             t.moe_capacity_factor));
 }
 
+void validate(const ModelSpec& model, const TrainingSpec& training) {
+  // A learned position table has no row past its last: the model cannot take a longer sequence
+  // (rotary and ALiBi-style positions have no such limit).
+  if (model.position_embedding == PositionEmbedding::kLearned && training.seq_len > model.max_position_embeddings)
+    throw Error(fmt::format("seq_len: {} exceeds {}'s {} learned positions (max_position_embeddings); give a model "
+                            "spec with max_position_embeddings >= {} to train it at that length",
+                            training.seq_len, model.name, model.max_position_embeddings, training.seq_len));
+}
+
 }  // namespace paratune

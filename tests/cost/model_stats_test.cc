@@ -17,6 +17,14 @@ TEST(ModelStats, PresetTotalsMatchPublishedWithinOnePercent) {
   }
 }
 
+// The released checkpoints' exact counts (Hugging Face, summed over the state dict): GPT-2 and BERT
+// put a bias on every linear layer, q/k/v included (missing them was 12 x 2,304 parameters short).
+TEST(ModelStats, Gpt2AndBertPresetsCountEveryBiasExactly) {
+  EXPECT_EQ(count_parameters(find_model_preset("gpt2").spec).total, 124439808.0);
+  EXPECT_EQ(count_parameters(find_model_preset("gpt2-xl").spec).total, 1557611200.0);
+  EXPECT_EQ(count_parameters(find_model_preset("bert-base").spec).total, 110106428.0);  // BertForPreTraining
+}
+
 TEST(ModelStats, NamedFiguresFromTheIssue) {
   EXPECT_NEAR(count_parameters(find_model_preset("llama2-7b").spec).total, 6.74e9, 0.01 * 6.74e9);
   const ParamCounts mixtral = count_parameters(find_model_preset("mixtral-8x22b").spec);

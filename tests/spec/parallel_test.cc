@@ -64,6 +64,17 @@ TEST(ParallelConfig, PreciseErrorsForInvalidCombinations) {
             "recompute_layers=51 is more than any stage's layers (at most 50): leave it out to recompute every layer");
 }
 
+// A learned position table has no row past its last: GPT-2 at 8,192 tokens is an error, not a
+// 1,024-position model charged for 8,192.
+TEST(ParallelConfig, ASequenceLongerThanLearnedPositionsIsAnError) {
+  const ModelSpec gpt2 = find_model_preset("gpt2").spec;
+  EXPECT_EQ(resolve_error("dp=8", gpt2, 1, 1024, 64), "");
+  EXPECT_EQ(resolve_error("dp=8", gpt2, 1, 8192, 64),
+            "seq_len: 8192 exceeds gpt2's 1024 learned positions (max_position_embeddings); give a model spec with "
+            "max_position_embeddings >= 8192 to train it at that length");
+  EXPECT_EQ(resolve_error("dp=8", find_model_preset("llama3-8b").spec, 1, 131072, 64), "");  // rotary: no table
+}
+
 TEST(ParallelConfig, AKeyGivenTwiceIsAnError) {
   try {
     parse_parallel_config("dp=8,dp=4,tp=2");

@@ -5,6 +5,8 @@
 
 namespace paratune {
 
+struct ModelSpec;
+
 struct TrainingSpec {
   int seq_len = 0;       // tokens per sequence
   int global_batch = 0;  // sequences per iteration (all data-parallel replicas, all micro-batches)
@@ -33,5 +35,7 @@ struct TrainingSpec {
 };
 
 void validate(const TrainingSpec& training);
+// What the training asks of the model: a sequence no longer than a learned position table.
+void validate(const ModelSpec& model, const TrainingSpec& training);
 
 }  // namespace paratune
