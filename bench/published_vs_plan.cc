@@ -89,17 +89,15 @@ std::optional<plan::Framework> framework_of(const PublishedRun& run) {
 
 std::string framework_name(const std::optional<plan::Framework>& f) { return f ? to_string(*f) : "any"; }
 
-// The planner overwrites every searched axis of PlanOptions::base; the flags it does not search
-// (TP/DP/P2P overlap, gradient-sync placement) are taken from the published configuration so that
-// the comparison is about the searched axes only. The planner refuses a base with Megatron's
-// embedding/loss pipeline split (it chooses each stage's layers itself).
+// The flags the planner does not search (TP/DP/P2P overlap) are taken from the published
+// configuration so that the comparison is about the searched axes only; the planner refuses a base
+// that sets a searched axis (it would overwrite it).
 ParallelConfig planner_base(const ParallelConfig& published) {
-  ParallelConfig base = published;
-  base.account_embedding = false;
-  base.account_loss = false;
-  base.stage_layers.clear();
-  base.stage_recompute_layers.clear();
-  base.recompute_layers = -1;
+  ParallelConfig base;
+  base.overlap_grad_reduce = published.overlap_grad_reduce;
+  base.overlap_param_gather = published.overlap_param_gather;
+  base.tp_comm_overlap = published.tp_comm_overlap;
+  base.overlap_p2p = published.overlap_p2p;
   return base;
 }
 

@@ -431,11 +431,7 @@ void bind_planning(py::module_& m) {
       .def_property_readonly("config", [](const PySimulation& s) { return to_string(s.config); })
       .def_property_readonly(
           "fits",
-          [](const PySimulation& s) {
-            for (std::size_t i = 0; i < s.result.stages.size(); ++i)
-              if (s.result.stages[i].peak_memory_bytes > s.problem.stages[i].usable_memory_bytes) return false;
-            return true;
-          },
+          [](const PySimulation& s) { return fits_in_memory(s.result, s.problem).value_or(true); },
           "Whether every stage's peak memory is within the GPU's usable memory (as estimate's fits).")
       .def_property_readonly("events", &events_of,
                              "Every event of the timeline: kind, lane, stage, peer, microbatch, chunk, start_s, end_s.")

@@ -279,7 +279,7 @@ class SpaceProbe {
   py::object suggest_number(const std::string& name, std::optional<Number> low, std::optional<Number> high,
                             std::optional<bool> log) {
     using Param = NumberParam<Number>;
-    if (!low || !high) throw Error(missing_bounds(Param::kCall, name, "its low and high"));
+    if (!low || !high) refuse(missing_bounds(Param::kCall, name, "its low and high"));
     const hpo::ParamSpec p =
         spec(name, Param::kType, static_cast<double>(*low), static_cast<double>(*high), log.value_or(false));
     const double middle = p.log && p.low > 0 && p.high > 0 ? std::sqrt(p.low * p.high) : (p.low + p.high) / 2;
@@ -289,10 +289,15 @@ class SpaceProbe {
       return add(p, middle);
   }
   py::object suggest_categorical(const std::string& name, const py::object& choices) {
-    if (choices.is_none()) throw Error(missing_bounds("suggest_categorical", name, "its choices"));
-    const nlohmann::ordered_json list = from_python(choices, fmt::format("suggest_categorical('{}'): choices", name));
+    if (choices.is_none()) refuse(missing_bounds("suggest_categorical", name, "its choices"));
+    nlohmann::ordered_json list;
+    try {
+      list = from_python(choices, fmt::format("suggest_categorical('{}'): choices", name));
+    } catch (const Error& e) {
+      refuse(e.what());
+    }
     if (!list.is_array() || list.empty())
-      throw Error(fmt::format("suggest_categorical('{}'): choices must be a non-empty list", name));
+      refuse(fmt::format("suggest_categorical('{}'): choices must be a non-empty list", name));
     hpo::ParamSpec p = spec(name, hpo::ParamType::kCategorical, 0, 0, false);
     for (const auto& c : list) p.choices.emplace_back(c);
     return add(std::move(p), list.front());
@@ -303,6 +308,8 @@ class SpaceProbe {
   }
   [[nodiscard]] py::object params() const { return to_python(values_); }
   [[nodiscard]] const std::vector<hpo::ParamSpec>& specs() const { return specs_; }
+  // Whether a suggestion was refused (no bounds, other bounds than before): the objective's code.
+  [[nodiscard]] bool refused() const { return refused_; }
 
  private:
   static hpo::ParamSpec spec(const std::string& name, hpo::ParamType type, double low, double high, bool log) {
@@ -314,6 +321,10 @@ class SpaceProbe {
     p.log = log;
     return p;
   }
+  [[noreturn]] void refuse(const std::string& message) {
+    refused_ = true;
+    throw Error(message);
+  }
   static std::string missing_bounds(const char* call, const std::string& name, const char* what) {
     return fmt::format("{}('{}'): tune() was given no space, so the space is read from the objective's suggestions, "
                        "and each must give {}",
@@ -323,7 +334,7 @@ class SpaceProbe {
     for (const hpo::ParamSpec& seen : specs_)
       if (seen.name == p.name) {
         if (seen.type != p.type || seen.low != p.low || seen.high != p.high || seen.log != p.log || seen.choices != p.choices)
-          throw Error(fmt::format("'{}' is suggested twice with different bounds or choices", p.name));
+          refuse(fmt::format("'{}' is suggested twice with different bounds or choices", p.name));
         return to_python(values_[p.name]);
       }
     values_[p.name] = value;
@@ -332,6 +343,7 @@ class SpaceProbe {
   }
   std::vector<hpo::ParamSpec> specs_;
   nlohmann::ordered_json values_ = nlohmann::ordered_json::object();
+  bool refused_ = false;
 };
 
 // The space a resumed study was stored with (space=None), if the store has the study.
@@ -361,9 +373,11 @@ hpo::Space probed_space(const py::function& objective) {
     objective(py::cast(probe));
   } catch (py::error_already_set& e) {
     // An objective that fails for the middle values (a trial of them would fail the same way) has
-    // still suggested its parameters: those are the space. Raised before any suggestion, or by
-    // Ctrl-C, it stops tune().
-    if (e.matches(PyExc_KeyboardInterrupt) || (!e.matches(probe_done_type()) && probe->specs().empty())) throw;
+    // still suggested its parameters: those are the space. Raised before any suggestion, by the
+    // probe itself (a suggestion without bounds, or with two), or not an Exception (Ctrl-C,
+    // SystemExit), it stops tune().
+    const bool objectives_own = e.matches(PyExc_Exception) && !probe->refused();
+    if (!e.matches(probe_done_type()) && (!objectives_own || probe->specs().empty())) throw;
     if (!e.matches(probe_done_type()))
       py::module_::import("logging").attr("getLogger")("paratune").attr("warning")(fmt::format(
           "the call that reads the space raised {}: {}; its suggestions before that are the space ({})",

@@ -562,6 +562,9 @@ void build_candidates(RunSetup& s, bool vpp_searched, bool sp_searched, bool meg
                   c.ep_overlap = ep_overlap;
                   if (rc != RecomputeMode::kFull) c.recompute_layers = -1;
                   else if (recomputed != 0) c.recompute_layers = recomputed;
+                  else if (s.recompute_share > 0)  // of each stage's layers (the largest stage's, when uneven)
+                    c.recompute_layers = std::max(
+                        1, static_cast<int>(s.recompute_share * ((s.model.num_layers + pp - 1) / pp)));
                   if (s.training.global_batch % (dp * mbs) != 0) {
                     batch_inconsistency =
                         s.training.global_batch % dp != 0
@@ -835,7 +838,7 @@ RunSetup setup_for_run(const PublishedRun& run) {
                (contains(rc, "per-op") && fw.torchtitan)) {
       // torchtitan selective per-layer AC checkpoints every 2nd layer fully.
       s.recompute_choices = {RecomputeMode::kFull};
-      c.recompute_layers = s.model.num_layers / 2;
+      s.recompute_share = 0.5;
       why.push_back("torchtitan selective AC: per-layer checkpoints every 2nd layer; per-op saves every other matmul "
                     "output: both recompute about half the forward, modelled as half the layers fully recomputed");
     } else if (contains(rc, "selective")) {

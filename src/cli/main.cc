@@ -254,6 +254,12 @@ int run_simulate(const SetupFlags& setup, const SimulateFlags& f, bool json) {
       throw e.with_context(meshes.empty() ? "--config" : "--config/--stage-mesh");
     }
   };
+  const SimulateFlags defaults;
+  if (f.harvest_ratio == 0 && (f.harvest_switch != defaults.harvest_switch ||
+                               f.harvest_runtime != defaults.harvest_runtime ||
+                               f.harvest_max_members != defaults.harvest_max_members))
+    throw Error("--harvest-switch/--harvest-runtime/--harvest-max-members: they describe the trials packed into the "
+                "bubbles, and only --harvest-ratio packs any; give --harvest-ratio too");
   const sim::PipelineProblem problem = problem_for(config);
   if (meshes.empty()) config = resolve(config, model, cluster, training);  // shown with derived defaults
   const sim::SimulationResult result = sim::simulate(problem);
@@ -282,12 +288,6 @@ int run_simulate(const SetupFlags& setup, const SimulateFlags& f, bool json) {
   // Hydro's bubble harvest: the surrogate's footprint from the cost model, packed into the idle
   // intervals; every GPU of a stage (dp x tp x cp of them) has the stage's timeline.
   std::optional<HarvestReport> harvest;
-  const SimulateFlags defaults;
-  if (f.harvest_ratio == 0 && (f.harvest_switch != defaults.harvest_switch ||
-                               f.harvest_runtime != defaults.harvest_runtime ||
-                               f.harvest_max_members != defaults.harvest_max_members))
-    throw Error("--harvest-switch/--harvest-runtime/--harvest-max-members: they describe the trials packed into the "
-                "bubbles, and only --harvest-ratio packs any; give --harvest-ratio too");
   if (f.harvest_ratio != 0) {
     if (!meshes.empty()) throw Error("--harvest-ratio: stage meshes give stages different GPU counts; not supported");
     HarvestReport r;
@@ -706,11 +706,15 @@ tune::WorkerOptions worker_options_from(const TuneFlags& f) {
 
 // A study file this run creates is removed again when the run fails before any trial is stored in
 // it (a bad placeholder, an unsatisfiable option found after the store opened): an input error
-// leaves nothing behind. Declared before the store, so that the store is closed first.
+// leaves nothing behind. Not for workers (`shared`): another worker may be starting on the same new
+// file. Declared before the store, so that the store is closed first.
 class NewStudyFile {
  public:
-  explicit NewStudyFile(const std::string& locator)
-      : path_(!store::is_postgres_locator(locator) && !std::filesystem::exists(locator) ? locator : "") {}
+  NewStudyFile(const std::string& locator, bool shared) {
+    std::error_code ec;
+    if (!shared && !store::is_postgres_locator(locator) && !std::filesystem::exists(locator, ec) && !ec)
+      path_ = locator;
+  }
   NewStudyFile(const NewStudyFile&) = delete;
   NewStudyFile& operator=(const NewStudyFile&) = delete;
   ~NewStudyFile() {
@@ -823,7 +827,7 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
     throw e.with_context("--pruner");
   }
   const std::unique_ptr<hpo::Pruner> pruner = hpo::make_pruner(pruner_kind, pruner_options);
-  const NewStudyFile new_file(f.study_path);
+  const NewStudyFile new_file(f.study_path, f.worker);
   const std::unique_ptr<store::StudyStore> store = store::open_store(f.study_path);
   if (!f.worker_name.empty()) store->set_worker_name(f.worker_name);
 
@@ -1017,7 +1021,7 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
                                         : "; first designs: random";
     algorithm = tune::make_model_search(space, std::move(prior), bayes);
   }
-  const NewStudyFile new_file(f.study_path);
+  const NewStudyFile new_file(f.study_path, f.worker);
   const std::unique_ptr<store::StudyStore> store = store::open_store(f.study_path);
   if (!f.worker_name.empty()) store->set_worker_name(f.worker_name);
 
@@ -1226,7 +1230,7 @@ std::string unknown_command_or_flag(const CLI::App& app, int argc, char** argv) 
     return parent.get_subcommands([](const CLI::App*) { return true; });
   };
   const CLI::App* command = &app;
-  std::string path = "paratune";
+  std::string path;  // the command words so far: "plan", "study show"
   int i = 1;
   // The command words: `plan`, `study show`.
   for (; i < argc && argv[i][0] != '-'; ++i) {
@@ -1238,9 +1242,10 @@ std::string unknown_command_or_flag(const CLI::App& app, int argc, char** argv) 
       names.push_back(candidate->get_name());
       if (candidate->get_name() == argv[i]) sub = candidate;
     }
-    if (sub == nullptr) return fmt::format("{}: {}", path, unknown_name_message("command", argv[i], names));
+    if (sub == nullptr)
+      return fmt::format("{}{}", path.empty() ? "" : path + ": ", unknown_name_message("command", argv[i], names));
     command = sub;
-    path += " " + command->get_name();
+    path += (path.empty() ? "" : " ") + command->get_name();
   }
   for (; i < argc; ++i) {
     const std::string_view arg = argv[i];
@@ -1251,8 +1256,9 @@ std::string unknown_command_or_flag(const CLI::App& app, int argc, char** argv) 
     for (const CLI::Option* o : command->get_options())
       for (const std::string& long_name : o->get_lnames()) flags.push_back("--" + long_name);
     const std::string suggestion = closest_match(flag, flags);
-    return fmt::format("{}: unknown flag '{}'{}; `{} --help` lists them", path, flag,
-                       suggestion.empty() ? "" : fmt::format(" (did you mean '{}'?)", suggestion), path);
+    return fmt::format("{}unknown flag '{}'{}; `paratune{} --help` lists them", path.empty() ? "" : path + ": ", flag,
+                       suggestion.empty() ? "" : fmt::format(" (did you mean '{}'?)", suggestion),
+                       path.empty() ? "" : " " + path);
   }
   return "";
 }

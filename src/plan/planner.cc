@@ -362,36 +362,43 @@ PlanProgress::Snapshot PlanProgress::snapshot() const {
 
 namespace {
 
-// The axes the planner searches are constrained through the space (fix, allow, max); in `base` they
-// would be overwritten by every candidate, so a base that sets one is an error, not silently ignored.
+// The axes the planner searches are constrained through the space (fix, allow, max), and the stage
+// layout and per-stage recompute are its level 2's choice; in `base` either would be overwritten by
+// every candidate, so a base that sets one is an error, not silently ignored.
 void check_base_is_not_searched(const ParallelConfig& base) {
   const ParallelConfig d;
-  std::vector<std::string> searched;
-  const auto check = [&](bool differs, std::string_view key, const auto& value) {
-    if (differs) searched.push_back(fmt::format("{}={}", key, value));
+  std::vector<std::string> searched, chosen;
+  const auto check = [](std::vector<std::string>& list, bool differs, std::string_view key, const auto& value) {
+    if (differs) list.push_back(fmt::format("{}={}", key, value));
   };
-  check(base.dp != d.dp, "dp", base.dp);
-  check(base.tp != d.tp, "tp", base.tp);
-  check(base.pp != d.pp, "pp", base.pp);
-  check(base.vpp != d.vpp, "vpp", base.vpp);
-  check(base.cp != d.cp, "cp", base.cp);
-  check(base.ep != d.ep, "ep", base.ep);
-  check(base.etp != d.etp, "etp", base.etp);
-  check(base.mbs != d.mbs, "mbs", base.mbs);
-  check(base.sequence_parallel != d.sequence_parallel, "sp", base.sequence_parallel);
-  check(base.zero != d.zero, "zero", base.zero);
-  check(base.op != d.op, "op", base.op);
-  check(base.recompute != d.recompute, "recompute", to_string(base.recompute));
-  check(base.recompute_layers != d.recompute_layers, "recompute_layers", base.recompute_layers);
-  check(!base.stage_recompute_layers.empty(), "recompute_layers", fmt::format("{}", fmt::join(base.stage_recompute_layers, "/")));
-  check(!base.stage_layers.empty(), "stage_layers", fmt::format("{}", fmt::join(base.stage_layers, "/")));
-  check(base.schedule != d.schedule, "schedule", to_string(base.schedule));
-  check(base.ep_overlap != d.ep_overlap, "ep_overlap", base.ep_overlap);
+  check(searched, base.dp != d.dp, "dp", base.dp);
+  check(searched, base.tp != d.tp, "tp", base.tp);
+  check(searched, base.pp != d.pp, "pp", base.pp);
+  check(searched, base.vpp != d.vpp, "vpp", base.vpp);
+  check(searched, base.cp != d.cp, "cp", base.cp);
+  check(searched, base.ep != d.ep, "ep", base.ep);
+  check(searched, base.etp != d.etp, "etp", base.etp);
+  check(searched, base.mbs != d.mbs, "mbs", base.mbs);
+  check(searched, base.sequence_parallel != d.sequence_parallel, "sp", base.sequence_parallel);
+  check(searched, base.zero != d.zero, "zero", base.zero);
+  check(searched, base.op != d.op, "op", base.op);
+  check(searched, base.recompute != d.recompute, "recompute", to_string(base.recompute));
+  check(searched, base.schedule != d.schedule, "schedule", to_string(base.schedule));
+  check(searched, base.grad_sync != d.grad_sync, "grad_sync", to_string(base.grad_sync));
+  check(searched, base.ep_overlap != d.ep_overlap, "ep_overlap", base.ep_overlap);
+  check(chosen, base.recompute_layers != d.recompute_layers, "recompute_layers", base.recompute_layers);
+  check(chosen, !base.stage_recompute_layers.empty(), "recompute_layers",
+        fmt::format("{}", fmt::join(base.stage_recompute_layers, "/")));
+  check(chosen, !base.stage_layers.empty(), "stage_layers", fmt::format("{}", fmt::join(base.stage_layers, "/")));
   if (!searched.empty())
     throw Error(fmt::format("base: {} {} searched by the planner, which would overwrite {}: constrain the search "
                             "instead (fix {})",
                             fmt::join(searched, ", "), searched.size() == 1 ? "is" : "are",
                             searched.size() == 1 ? "it" : "them", fmt::join(searched, ",")));
+  if (!chosen.empty())
+    throw Error(fmt::format("base: {}: the planner chooses each stage's layers and recomputed layers itself; leave "
+                            "{} out (estimate or simulate take them)",
+                            fmt::join(chosen, ", "), chosen.size() == 1 ? "it" : "them"));
 }
 
 }  // namespace

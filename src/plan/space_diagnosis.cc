@@ -3,6 +3,7 @@
 // configuration fits" with advice about memory that no change of memory would satisfy.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <optional>
@@ -69,9 +70,13 @@ std::string rule_text(Axis axis, const AxisRule& rule) {
 
 std::string why_no_candidate(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
                              const SearchSpace& space) {
-  // The values each axis takes in the space without constraints (the default micro-batch cap kept).
+  // The values each axis takes in the space without constraints: the default micro-batch cap kept,
+  // unless the constraints on mbs lift it (as they do in the search: `--fix mbs=32` is not capped).
   SearchSpace open;
   open.max_mbs = space.max_mbs;
+  const AxisRule& mbs = space.rule(Axis::kMbs);
+  if (mbs.max != INT_MAX) open.max_mbs = std::max(open.max_mbs, mbs.max);
+  for (const int v : mbs.allowed) open.max_mbs = std::max(open.max_mbs, v);
   std::array<std::set<int>, kAxisCount> takes;
   long long candidates = 0;
   const auto count = [&](const Candidate& c) {

@@ -146,8 +146,13 @@ nlohmann::json to_json(const sim::SimulationResult& r, const sim::PipelineProble
             {"seconds_by_kind", critical_seconds_by_kind(r)},
             {"stages", path_stages}}}};
   // As estimate's `fits`: every stage's peak within its usable memory (absent when not judged).
-  if (const std::optional<MemoryVerdict> v = memory_verdict(r, problem)) j["fits"] = v->fits;
+  if (const std::optional<bool> fits = fits_in_memory(r, problem)) j["fits"] = *fits;
   return j;
+}
+
+std::optional<bool> fits_in_memory(const sim::SimulationResult& result, const sim::PipelineProblem& problem) {
+  const std::optional<MemoryVerdict> v = memory_verdict(result, problem);
+  return v ? std::optional<bool>(v->fits) : std::nullopt;
 }
 
 void require_drawable(const sim::SimulationResult& result, const sim::PipelineProblem& problem) {

@@ -90,10 +90,6 @@ ParallelConfig parse_parallel_config(std::string_view text, ParallelConfig c) {
       throw Error(fmt::format("config: '{}' is not key=value", item));
     const std::string key(trim(item.substr(0, eq)));
     const std::string_view value = trim(item.substr(eq + 1));
-    // A key given twice is a mistake (which did the user mean?), not "the last one wins".
-    const std::string canonical = key == "sequence_parallel" ? "sp" : key;
-    if (const auto [it, fresh] = seen.emplace(canonical, std::string(value)); !fresh)
-      throw Error(fmt::format("{} is given twice ({}={}, then {}={})", key, canonical, it->second, key, value));
     if (key == "dp") c.dp = parse_int(key, value);
     else if (key == "tp") c.tp = parse_int(key, value);
     else if (key == "pp") c.pp = parse_int(key, value);
@@ -131,6 +127,10 @@ ParallelConfig parse_parallel_config(std::string_view text, ParallelConfig c) {
     else if (key == "account_embedding") c.account_embedding = parse_bool(key, value);
     else if (key == "account_loss") c.account_loss = parse_bool(key, value);
     else throw Error("config: " + unknown_name_message("key", key, config_keys()));
+    // A key given twice is a mistake (which did the user mean?), not "the last one wins".
+    const std::string canonical = key == "sequence_parallel" ? "sp" : key;
+    if (const auto [it, fresh] = seen.emplace(canonical, std::string(value)); !fresh)
+      throw Error(fmt::format("{} is given twice ({}={}, then {}={})", key, canonical, it->second, key, value));
   }
   return c;
 }

@@ -185,16 +185,18 @@ TEST(Cli, SimulateBadInputExitsTwo) {
 TEST(Cli, UnknownCommandsAndFlagsGetSuggestions) {
   Result r = run("plann --model x");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("paratune: unknown command 'plann' (did you mean 'plan'?); valid: presets,"),
+  EXPECT_NE(r.output.find("paratune: error: unknown command 'plann' (did you mean 'plan'?); valid: presets,"),
             std::string::npos)
       << r.output;
   r = run("plan --model llama3-8b --cluster dgx-h100:1 --seq-lenn 4096 --global-batch 8");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("paratune plan: unknown flag '--seq-lenn' (did you mean '--seq-len'?)"), std::string::npos)
+  EXPECT_NE(r.output.find("paratune: error: plan: unknown flag '--seq-lenn' (did you mean '--seq-len'?); `paratune "
+                          "plan --help` lists them"),
+            std::string::npos)
       << r.output;
   r = run("study shwo x.db");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("paratune study: unknown command 'shwo' (did you mean 'show'?)"), std::string::npos)
+  EXPECT_NE(r.output.find("paratune: error: study: unknown command 'shwo' (did you mean 'show'?)"), std::string::npos)
       << r.output;
   const std::filesystem::path cluster = std::filesystem::path(::testing::TempDir()) / "short-gpu-name.json";
   std::ofstream(cluster) << R"({"gpu": "h100", "nodes": 1})";

@@ -347,3 +347,14 @@ def test_no_limit_is_said(tmp_path, caplog):
         paratune.tune(lambda trial: float(trial.suggest_categorical("n")), {"n": [1, 2, 3]}, storage=tmp_path / "g.db",
                       sampler="grid")
     assert "neither max_trials nor timeout given" in caplog.text
+
+
+def test_the_space_reading_call_stops_on_its_own_refusals(tmp_path):
+    # A second suggestion without bounds is the objective's mistake, not a failing configuration.
+    def objective(trial):
+        trial.suggest_float("x", -1.0, 1.0)
+        trial.suggest_float("y")
+        return 0.0
+
+    with pytest.raises(paratune.Error, match=r"suggest_float\('y'\): .* each must give its low and high"):
+        paratune.tune(objective, storage=tmp_path / "s.db", max_trials=3)

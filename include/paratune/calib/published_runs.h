@@ -88,6 +88,10 @@ struct RunSetup {
   // vpp_choices {0} = every divisor of the layers per stage up to 8, per candidate pp.
   std::vector<int> tp_choices, pp_choices, cp_choices, ep_choices, mbs_choices, vpp_choices;
   std::vector<RecomputeMode> recompute_choices;
+  // With full recompute: the share of each stage's layers recomputed (torchtitan's per-layer AC,
+  // every 2nd layer: 0.5); 0 = as `config` or recompute_counts says. A share, not a count, since
+  // pp may be searched and recompute_layers counts per stage.
+  double recompute_share = 0;
   std::vector<bool> sp_choices;
   std::vector<bool> ep_overlap_choices{false};  // Megatron-Core's 1F1B A2A overlap, searched where it exists
   int stated_dp = 0;                       // 0 = not stated (dp = GPUs / (tp·pp·cp))

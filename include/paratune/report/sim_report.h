@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "paratune/sim/pipeline.h"
@@ -26,6 +27,10 @@ nlohmann::json to_json(const sim::SimulationResult& result, const sim::PipelineP
 // track "activations" per stage in GiB; and the critical path as flow arrows.
 // `simulate --json`'s document: to_json(result, problem) with the configuration replayed (its fields
 // and, as "text", its string) and the tokens per second of `training`'s batch.
+// Whether every stage's peak memory is within its usable memory (the GPU's less the margin), as
+// estimate's `fits`; none when the problem states no usable memory (not judged).
+std::optional<bool> fits_in_memory(const sim::SimulationResult& result, const sim::PipelineProblem& problem);
+
 // A timeline of every event (chrome_trace, svg_timeline, simulate_html) past a million events (a
 // trace of ~250 MB, several GB while built) is more than any viewer shows usefully: throws Error
 // saying so, before the memory is spent.
