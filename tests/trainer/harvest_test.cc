@@ -2,6 +2,7 @@
 // GPipe job of paratune-train with a trial parked beside each rank. The trial (a program that
 // timestamps its own progress every 0.2 ms of CPU) must make progress, and only inside its rank's
 // bubbles: paused (SIGSTOP) whenever the rank computes, resumed (SIGCONT) while it waits.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -98,8 +99,21 @@ TEST(Harvest, TrialsThatNeverStepAreGivenUpAndMissingProgramsRefused) {
   const nlohmann::json j = nlohmann::json::parse(output.substr(output.find("{\n")));
   EXPECT_EQ(j["harvest"]["job_steps"].size(), 30u);
   const std::string notes = j["harvest"]["notes"].dump();
-  EXPECT_NE(notes.find("rank 0's trial slot was given up: 3 trials in a row ended without a step"), std::string::npos)
-      << notes;
+  // How many trials end inside the job's 30 steps depends on the machine's load (under sanitizers on
+  // a loaded machine, fewer than three did): the rule checked is that a slot runs at most three
+  // stepless trials, and is given up, with the note, once three have ended.
+  for (int rank : {0, 1}) {
+    std::size_t ended = 0;
+    for (const auto& t : j["harvest"]["trials"])
+      if (t["rank"] == rank && t["status"] == "completed") ++ended;
+    EXPECT_LE(ended, 3u) << j["harvest"]["trials"].dump();
+    if (ended == 3)
+      EXPECT_NE(notes.find(fmt::format("rank {}'s trial slot was given up: 3 trials in a row ended without a step",
+                                       rank)),
+                std::string::npos)
+          << notes;
+  }
+  EXPECT_FALSE(j["harvest"]["trials"].empty()) << "no trial ran: " << output;
   EXPECT_LE(j["harvest"]["trials"].size(), 6u) << j["harvest"]["trials"].dump();
   std::tie(exit_code, output) = capture(harvest + " --trial /no/such/trainer" + job);
   EXPECT_EQ(exit_code, 2) << output;
