@@ -562,9 +562,10 @@ void build_candidates(RunSetup& s, bool vpp_searched, bool sp_searched, bool meg
                   c.ep_overlap = ep_overlap;
                   if (rc != RecomputeMode::kFull) c.recompute_layers = -1;
                   else if (recomputed != 0) c.recompute_layers = recomputed;
-                  else if (s.recompute_share > 0)  // of each stage's layers (the largest stage's, when uneven)
-                    c.recompute_layers = std::max(
-                        1, static_cast<int>(s.recompute_share * ((s.model.num_layers + pp - 1) / pp)));
+                  else if (s.recompute_share > 0) {  // of each stage's layers (the largest stage's, when uneven)
+                    const int largest_stage = (s.model.num_layers + pp - 1) / pp;
+                    c.recompute_layers = std::max(1, static_cast<int>(s.recompute_share * largest_stage));
+                  }
                   if (s.training.global_batch % (dp * mbs) != 0) {
                     batch_inconsistency =
                         s.training.global_batch % dp != 0
