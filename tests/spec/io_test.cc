@@ -353,6 +353,18 @@ TEST(Cluster, CountsOutOfRangeAreErrorsNotWrapped) {
   EXPECT_EQ(load_cluster(file + ":16").num_gpus(), 128);
 }
 
+// A cluster file of two H100 nodes with `line` added (a `gpu:` line replaces the preset GPU, and
+// then gives the links too) must be refused with `expected`, naming the file.
+void expect_cluster_error(const testing::TempDir& dir, const std::string& line, const std::string& expected) {
+  const bool inline_gpu = line.rfind("gpu:", 0) == 0;
+  const std::string path =
+      dir.write("c.yaml", (inline_gpu ? "" : "gpu: h100-sxm\n") + line + "\nnodes: 2\n" +
+                              (inline_gpu ? "intra_node_bandwidth: 450GB/s\ninter_node_bandwidth: 50GB/s\n" : ""));
+  const std::string e = error_of([&] { load_cluster(path); });
+  EXPECT_NE(e.find(path + ": "), std::string::npos) << line << ": " << e;
+  EXPECT_NE(e.find(expected), std::string::npos) << line << ": " << e;
+}
+
 TEST(Cluster, NanAndInfinityInFilesAreErrorsNamingFileAndField) {
   const testing::TempDir dir;
   for (const auto& [line, expected] : std::vector<std::pair<std::string, std::string>>{
@@ -365,13 +377,7 @@ TEST(Cluster, NanAndInfinityInFilesAreErrorsNamingFileAndField) {
            {"gpu: {memory: nan, peak_bf16_tflops: 900, hbm_bandwidth: 3TB/s}", "gpu: gpu.memory: nan must be a finite"},
            {"gpu: {memory: 80GB, peak_bf16_tflops: 900, hbm_bandwidth: 1e308TB/s}",
             "gpu: hbm_bandwidth: '1e308TB/s' is not a valid bandwidth: it must be finite"}}) {
-    const bool inline_gpu = line.rfind("gpu:", 0) == 0;
-    const std::string path =
-        dir.write("c.yaml", (inline_gpu ? "" : "gpu: h100-sxm\n") + line + "\nnodes: 2\n" +
-                                (inline_gpu ? "intra_node_bandwidth: 450GB/s\ninter_node_bandwidth: 50GB/s\n" : ""));
-    const std::string e = error_of([&] { load_cluster(path); });
-    EXPECT_NE(e.find(path + ": "), std::string::npos) << line << ": " << e;
-    EXPECT_NE(e.find(expected), std::string::npos) << line << ": " << e;
+    expect_cluster_error(dir, line, expected);
   }
 }
 
@@ -388,13 +394,7 @@ TEST(Cluster, ImplausibleFiguresAreUnitSlipsAndErrors) {
             "gpu.memory: 80 B is outside any real machine's range"},
            {"gpu: {memory: 80GB, peak_bf16_tflops: 900}",
             "gpu: hbm_bandwidth: is required for a GPU given as an object (e.g. 3.35TB/s)"}}) {
-    const bool inline_gpu = line.rfind("gpu:", 0) == 0;
-    const std::string path =
-        dir.write("c.yaml", (inline_gpu ? "" : "gpu: h100-sxm\n") + line + "\nnodes: 2\n" +
-                                (inline_gpu ? "intra_node_bandwidth: 450GB/s\ninter_node_bandwidth: 50GB/s\n" : ""));
-    const std::string e = error_of([&] { load_cluster(path); });
-    EXPECT_NE(e.find(path + ": "), std::string::npos) << line << ": " << e;
-    EXPECT_NE(e.find(expected), std::string::npos) << line << ": " << e;
+    expect_cluster_error(dir, line, expected);
   }
 }
 
