@@ -14,7 +14,9 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -183,7 +185,13 @@ nlohmann::json prediction_json(const SetupFlags& f) {
           {"calibration", f.calibration.empty() ? "shipped" : f.calibration}};
 }
 
-void write_json(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
+// JSON output never fails on a string that is not UTF-8 (such a byte is written as U+FFFD): the
+// stores hand out printable text, and this keeps any other path from ending in an internal error.
+template <typename Json>
+void write_json(const Json& j) {
+  std::cout << j.dump(2, ' ', false, Json::error_handler_t::replace) << "\n";
+}
+void write_json(const nlohmann::json& j) { write_json<nlohmann::json>(j); }  // for write_json({...})
 
 void write_file(const std::string& path, const std::string& content) {
   std::ofstream out(path);
@@ -988,7 +996,8 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
     tune::BayesOptions bayes;
     bayes.algorithm = algo;
     bayes.steps = options.steps;
-    bayes.min_steps = f.min_steps;
+    // q_min is oppa's: its default (5) gives way to a shorter --steps; a --min-steps given is checked.
+    bayes.min_steps = f.given.count("--min-steps") > 0 ? f.min_steps : std::min(f.min_steps, options.steps);
     bayes.initial_points = f.initial;
     bayes.seed = f.seed;
     bayes.memory_limit_bytes = options.limits.memory_limit_bytes;
@@ -1069,7 +1078,7 @@ int show_hpo_study(const std::string& path, const store::StudyInfo& study, const
     j["importance"] = importance_json(importance);
     j["model"] = study.model_json.empty() ? nlohmann::ordered_json(nullptr)
                                           : nlohmann::ordered_json::parse(study.model_json, nullptr, false);
-    std::cout << j.dump(2) << "\n";
+    write_json(j);
     return 0;
   }
   // Trials are commands, or calls of a program's own function (hpo/ask_tell.h: identity "runner").
@@ -1118,7 +1127,7 @@ int run_study_show(const std::string& locator, const std::string& name, bool jso
     j.update(trials_json(trials, best));
     j["model"] = study->model_json.empty() ? nlohmann::ordered_json(nullptr)
                                            : nlohmann::ordered_json::parse(study->model_json, nullptr, false);
-    std::cout << j.dump(2) << "\n";
+    write_json(j);
     return 0;
   }
   std::cout << fmt::format("study '{}' in {}\n", study->name, path);
@@ -1265,7 +1274,7 @@ std::string unknown_command_or_flag(const CLI::App& app, int argc, char** argv) 
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run_main(int argc, char** argv) {
   CLI::App app{"paratune: plan, simulate and tune parallel training of large neural networks"};
   app.require_subcommand(1);
   app.set_version_flag("--version", fmt::format("paratune {}", kVersion));
@@ -1465,7 +1474,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   tune_cmd->add_flag("--retry-failed", tune_flags.retry_failed,
                      "on resume, run the configurations of failed trials again (off: a failed trial stays failed)");
-  tune_cmd->add_option("--steps", tune_flags.steps, "training steps per trial (PARATUNE_MAX_STEPS)")
+  tune_cmd->add_option("--steps", tune_flags.steps,
+                       "training steps per trial (PARATUNE_MAX_STEPS); a throughput study needs >= 2 (its first "
+                       "step is warm-up)")
       ->capture_default_str()
       ->transform(whole_number(1, kIntMax));
   tune_cmd->add_option("--memory-limit", tune_flags.memory_limit, "a measured peak above it is infeasible, e.g. 80GiB");
@@ -1644,6 +1655,10 @@ int main(int argc, char** argv) {
       const ValidationReport report = validate_runs(runs, start);
       if (json) write_json(to_json(report));
       else std::cout << format_validation(report);
+      // No estimated row is no validation: a mean error of 0% over nothing must not pass a script's check.
+      if (report.rows.empty())
+        throw Error(fmt::format("--runs {}: no row could be estimated ({} rows, {} skipped{})", runs_path, runs.size(),
+                                report.skipped.size(), report.skipped.empty() ? "" : ": the reasons are listed above"));
       return 0;
     }
     if (*calibrate_cmd) {
@@ -1709,4 +1724,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+// What a command printed must reach its reader: a full disk or a closed file behind the standard
+// output (`paratune plan --json > /dev/full`) is an error, not a lost result with exit 0.
+int main(int argc, char** argv) {
+  const int status = run_main(argc, argv);
+  std::cout.flush();
+  if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "paratune: cannot write the standard output (%s): what it printed is lost or incomplete\n",
+                 std::strerror(errno));
+    return status == 0 ? 1 : status;
+  }
+  return status;
 }

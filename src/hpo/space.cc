@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -55,10 +56,18 @@ ParamType parse_type(const std::string& name, const std::string& where) {
   throw Error(fmt::format("{}.type: '{}' is not a parameter type (valid: float, int, categorical)", where, name));
 }
 
+// A range end: any plain number a double holds (a large integer too: a float range's end needs no
+// exact integer), finite.
 double number_field(const YAML::Node& node, const std::string& where, const char* field) {
-  const nlohmann::json v = node.IsScalar() ? tune::typed_scalar(node) : nlohmann::json();
-  if (!v.is_number()) throw Error(fmt::format("{}.{}: expected a number", where, field));
-  return v.get<double>();
+  if (!node.IsScalar() || node.Tag() == "!") throw Error(fmt::format("{}.{}: expected a number (unquoted)", where, field));
+  const std::string& text = node.Scalar();
+  const char* const begin = text.size() > 1 && text[0] == '+' ? text.data() + 1 : text.data();
+  const char* const end = text.data() + text.size();
+  double d = 0;
+  const auto [stop, ec] = std::from_chars(begin, end, d);
+  if (text.empty() || stop != end || ec != std::errc() || !std::isfinite(d))
+    throw Error(fmt::format("{}.{}: {} is not a finite number", where, field, text.empty() ? "(empty)" : text));
+  return d;
 }
 
 ParamSpec typed_parameter(const std::string& name, const YAML::Node& node, const std::string& where) {
@@ -84,7 +93,7 @@ ParamSpec typed_parameter(const std::string& name, const YAML::Node& node, const
     p.low = number_field(node["low"], where, "low");
     p.high = number_field(node["high"], where, "high");
     if (const YAML::Node log = node["log"]) {
-      const nlohmann::json v = log.IsScalar() ? tune::typed_scalar(log) : nlohmann::json();
+      const nlohmann::json v = log.IsScalar() ? tune::typed_scalar(log, where + ".log") : nlohmann::json();
       if (!v.is_boolean()) throw Error(fmt::format("{}.log: expected true or false", where));
       p.log = v.get<bool>();
     }

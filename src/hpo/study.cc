@@ -99,7 +99,7 @@ void validate(const HpoOptions& o) {
     throw OptionError("direction", to_string(o.direction), "the throughput objective is maximized");
   if (o.max_trials < 0) throw OptionError("max_trials", std::to_string(o.max_trials), "must be >= 0 (0: no limit)");
   tune::validate_limits(o.limits, o.budget_s);
-  if (o.trials_dir.empty()) throw OptionError("trials_dir", "", "must not be empty");
+  tune::validate_trials_dir(o.trials_dir);
   if (o.trial_ranks < 1) throw OptionError("trial_ranks", std::to_string(o.trial_ranks), "must be >= 1");
   if (!o.strategy.empty() &&
       std::find(trial_strategies().begin(), trial_strategies().end(), o.strategy) == trial_strategies().end())

@@ -108,6 +108,29 @@ std::size_t first_non_utf8(std::string_view text) {
   return std::string_view::npos;
 }
 
+std::string printable_text(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  for (std::size_t i = 0; i < bytes.size();) {
+    const std::size_t bad = first_non_utf8(bytes.substr(i));
+    const std::string_view valid = bytes.substr(i, bad == std::string_view::npos ? bytes.size() - i : bad);
+    for (std::size_t k = 0; k < valid.size(); ++k) {
+      const auto c = static_cast<unsigned char>(valid[k]);
+      if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7F) {
+        out += fmt::format("\\x{:02X}", c);
+      } else if (c == 0xC2 && k + 1 < valid.size() && static_cast<unsigned char>(valid[k + 1]) <= 0x9F) {
+        out += fmt::format("\\u{:04X}", static_cast<unsigned char>(valid[k + 1]));  // a C1 control, U+0080-U+009F
+        ++k;
+      } else {
+        out += valid[k];
+      }
+    }
+    i += valid.size();
+    if (i < bytes.size()) out += fmt::format("\\x{:02X}", static_cast<unsigned char>(bytes[i++]));
+  }
+  return out;
+}
+
 void check_utf8(std::string_view text, std::string_view source) {
   if (const std::size_t bad = first_non_utf8(text); bad != std::string_view::npos)
     throw not_utf8(text, bad, source, "paratune reads UTF-8 text");

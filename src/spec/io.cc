@@ -7,6 +7,7 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <utility>
 
@@ -119,13 +120,14 @@ const std::vector<std::string> kClusterKeys{"name", "gpu", "nodes", "gpus_per_no
 const std::vector<std::string> kGpuKeys{"name", "memory", "peak_bf16_tflops", "peak_fp16_tflops", "peak_fp8_tflops",
                                         "peak_fp32_tflops", "hbm_bandwidth"};
 
-// Fills the "0 means derived" fields so every later stage sees complete numbers.
+// Fills the "0 means derived" fields so every later stage sees complete numbers. Only 0: a negative
+// value stays, for validate() to refuse.
 ModelSpec normalize(ModelSpec m) {
-  if (m.num_kv_heads <= 0) m.num_kv_heads = m.num_attention_heads;
+  if (m.num_kv_heads == 0) m.num_kv_heads = m.num_attention_heads;
   // head_dim stays 0 when heads do not divide hidden, so validate() reports it.
-  if (m.head_dim <= 0 && m.num_attention_heads > 0 && m.hidden_size % m.num_attention_heads == 0)
+  if (m.head_dim == 0 && m.num_attention_heads > 0 && m.hidden_size % m.num_attention_heads == 0)
     m.head_dim = m.hidden_size / m.num_attention_heads;
-  if (m.ffn_hidden_size <= 0) m.ffn_hidden_size = 4 * m.hidden_size;
+  if (m.ffn_hidden_size == 0 && m.hidden_size <= std::numeric_limits<int>::max() / 4) m.ffn_hidden_size = 4 * m.hidden_size;
   if (m.bias) m.qkv_bias = true;
   return m;
 }
@@ -243,6 +245,13 @@ ModelSpec model_from_hf_config(const json& doc, std::string_view source) {
   auto opt_int = [&](const char* key, int fallback) {
     return doc.contains(key) && !doc[key].is_null() ? get_int(key) : fallback;
   };
+  // Sizes whose 0 means "derive it" in paratune's own files: in a config.json only null (or no key)
+  // means the default, so 0 or less is an error rather than the derived value.
+  auto positive = [&](const char* key, int value) {
+    if (value < 1) throw Error(fmt::format("{}: {}: {} must be >= 1 (leave it out or null for the default)", src, key, value));
+    return value;
+  };
+  auto opt_size = [&](const char* key, int fallback) { return doc.contains(key) && !doc[key].is_null() ? positive(key, get_int(key)) : fallback; };
   auto opt_bool = [&](const char* key, bool fallback) {
     if (!doc.contains(key) || doc[key].is_null()) return fallback;
     if (!doc[key].is_boolean())
@@ -266,7 +275,7 @@ ModelSpec model_from_hf_config(const json& doc, std::string_view source) {
     m.num_layers = get_int("n_layer");
     m.hidden_size = get_int("n_embd");
     m.num_attention_heads = get_int("n_head");
-    m.ffn_hidden_size = opt_int("n_inner", 4 * m.hidden_size);
+    m.ffn_hidden_size = opt_size("n_inner", 4 * m.hidden_size);
     m.vocab_size = get_int("vocab_size");
     m.norm = NormKind::kLayerNorm;
     m.bias = true;
@@ -283,7 +292,7 @@ ModelSpec model_from_hf_config(const json& doc, std::string_view source) {
     m.num_layers = get_int("num_hidden_layers");
     m.hidden_size = get_int("hidden_size");
     m.num_attention_heads = get_int("num_attention_heads");
-    m.ffn_hidden_size = get_int("intermediate_size");
+    m.ffn_hidden_size = positive("intermediate_size", get_int("intermediate_size"));
     m.vocab_size = get_int("vocab_size");
     m.norm = NormKind::kLayerNorm;
     m.bias = true;
@@ -299,9 +308,9 @@ ModelSpec model_from_hf_config(const json& doc, std::string_view source) {
     m.num_layers = get_int("num_hidden_layers");
     m.hidden_size = get_int("hidden_size");
     m.num_attention_heads = get_int("num_attention_heads");
-    m.num_kv_heads = opt_int("num_key_value_heads", m.num_attention_heads);
-    m.head_dim = opt_int("head_dim", 0);
-    m.ffn_hidden_size = get_int("intermediate_size");
+    m.num_kv_heads = opt_size("num_key_value_heads", m.num_attention_heads);
+    m.head_dim = opt_size("head_dim", 0);
+    m.ffn_hidden_size = positive("intermediate_size", get_int("intermediate_size"));
     m.vocab_size = get_int("vocab_size");
     m.gated_mlp = true;
     m.norm = NormKind::kRMSNorm;

@@ -1,10 +1,12 @@
 // Validation of the plain spec structs: one function per struct, each naming field, value and rule.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
 #include "paratune/spec/hardware.h"
+#include "paratune/spec/input_file.h"
 #include "paratune/spec/model.h"
 #include "paratune/spec/training.h"
 
@@ -46,6 +48,13 @@ int ModelSpec::num_moe_layers() const {
 }
 
 void validate(const ModelSpec& m) {
+  // The name is printed in every report: a control character (an ANSI escape, a newline from a
+  // config.json's _name_or_path) would act on the terminal or break a line of output.
+  if (const auto bad = std::find_if(m.name.begin(), m.name.end(),
+                                    [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; });
+      bad != m.name.end())
+    throw Error(fmt::format("name: '{}' holds the control character 0x{:02X}, which a name may not", printable_text(m.name),
+                            static_cast<unsigned char>(*bad)));
   require_positive("num_layers", m.num_layers);
   require_positive("hidden_size", m.hidden_size);
   require_positive("num_attention_heads", m.num_attention_heads);
@@ -55,6 +64,7 @@ void validate(const ModelSpec& m) {
   if (m.num_attention_heads % m.kv_heads() != 0)
     throw Error(fmt::format("num_kv_heads: {} must divide num_attention_heads {}", m.kv_heads(),
                             m.num_attention_heads));
+  if (m.head_dim < 0) throw Error(fmt::format("head_dim: {} must be >= 1 (0 or left out: hidden_size / num_attention_heads)", m.head_dim));
   if (m.head_dim == 0 && m.hidden_size % m.num_attention_heads != 0)
     throw Error(fmt::format("num_attention_heads: {} does not divide hidden_size {} (set head_dim explicitly)",
                             m.num_attention_heads, m.hidden_size));
@@ -67,6 +77,9 @@ void validate(const ModelSpec& m) {
     if (e.top_k < 1 || e.top_k > e.num_experts)
       throw Error(fmt::format("moe.top_k: {} must be between 1 and moe.num_experts {}", e.top_k, e.num_experts));
     if (e.num_shared_experts < 0) throw Error(fmt::format("moe.num_shared_experts: {} must be >= 0", e.num_shared_experts));
+    if (e.shared_expert_ffn_hidden_size < 0)
+      throw Error(fmt::format("moe.shared_expert_ffn_hidden_size: {} must be >= 0 (0: expert_ffn_hidden_size)",
+                              e.shared_expert_ffn_hidden_size));
     if (e.first_dense_layers < 0 || e.first_dense_layers > m.num_layers)
       throw Error(fmt::format("moe.first_dense_layers: {} must be between 0 and num_layers {}", e.first_dense_layers,
                               m.num_layers));

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "paratune/spec/error.h"
+#include "paratune/spec/input_file.h"
 #include "unix_time.h"
 
 namespace paratune::store {
@@ -267,7 +268,7 @@ StoredTrial read_trial(const Result& q, int row) {
   t.ended_unix_s = q.real(row, 8);
   t.exit_code = q.null(row, 9) ? -1 : static_cast<int>(q.integer(row, 9));
   t.exit_signal = static_cast<int>(q.integer(row, 10));
-  t.reason = q.text(row, 11);
+  t.reason = printable_text(q.text(row, 11));  // also a study written before reasons were made printable
   t.stdout_path = q.text(row, 12);
   t.stderr_path = q.text(row, 13);
   t.steps = static_cast<int>(q.integer(row, 14));
@@ -551,7 +552,7 @@ bool PostgresStudyStore::write_finish(std::int64_t trial, const trial::TrialResu
   Params p;
   p.add(outcome ? outcome->status : std::string(trial::to_string(r.status))).add(r.started_unix_s);
   p.add(r.ended_unix_s).add(r.exit_code).add(r.exit_signal);
-  p.add(outcome && !outcome->reason.empty() ? outcome->reason : r.reason).add(r.stdout_path.string());
+  p.add(finish_reason(r, outcome)).add(r.stdout_path.string());
   p.add(r.stderr_path.string()).add(measured ? std::optional<double>(r.throughput.steps_per_s) : std::nullopt);
   p.add(r.throughput.variance).add(r.throughput.ci95_low).add(r.throughput.ci95_high);
   p.add(r.output.peak_memory_bytes).add(r.output.malformed_lines).add(trial).add(r.location);

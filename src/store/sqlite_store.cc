@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "paratune/spec/error.h"
+#include "paratune/spec/input_file.h"
 #include "file_lock.h"
 #include "unix_time.h"
 
@@ -336,7 +337,7 @@ bool SqliteStudyStore::write_finish(std::int64_t trial, const trial::TrialResult
                    "location = COALESCE(NULLIF(?16, ''), location) WHERE id = ?15");
   update.bind(1, outcome ? outcome->status : std::string(trial::to_string(r.status))).bind(2, r.started_unix_s);
   update.bind(3, r.ended_unix_s).bind(4, r.exit_code).bind(5, r.exit_signal);
-  update.bind(6, outcome && !outcome->reason.empty() ? outcome->reason : r.reason).bind(7, r.stdout_path.string());
+  update.bind(6, finish_reason(r, outcome)).bind(7, r.stdout_path.string());
   update.bind(8, r.stderr_path.string());
   update.bind(9, measured ? std::optional<double>(r.throughput.steps_per_s) : std::nullopt);
   update.bind(10, r.throughput.variance).bind(11, r.throughput.ci95_low).bind(12, r.throughput.ci95_high);
@@ -384,7 +385,7 @@ StoredTrial read_trial(const Statement& q) {
   t.ended_unix_s = q.null(8) ? 0 : q.real(8);
   t.exit_code = q.null(9) ? -1 : static_cast<int>(q.integer(9));
   t.exit_signal = q.null(10) ? 0 : static_cast<int>(q.integer(10));
-  t.reason = q.text(11);
+  t.reason = printable_text(q.text(11));  // also a study written before reasons were made printable
   t.stdout_path = q.text(12);
   t.stderr_path = q.text(13);
   t.steps = static_cast<int>(q.integer(14));

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "paratune/spec/input_file.h"
 #include "paratune/store/postgres_store.h"
 #include "paratune/store/sqlite_store.h"
 
@@ -32,6 +33,10 @@ std::pair<std::int64_t, int> StudyStore::begin_trial(std::int64_t study, const s
                                                      const std::string& config_json, const std::string& command,
                                                      const std::string& dir) {
   return insert_trial(study, params_json, [&](int) { return LaunchRecord{config_json, command, dir, ""}; });
+}
+
+std::string finish_reason(const trial::TrialResult& result, const TrialOutcome* outcome) {
+  return printable_text(outcome && !outcome->reason.empty() ? outcome->reason : result.reason);
 }
 
 std::string dead_worker_reason(const StoredTrial& t, double now_unix_s) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <mutex>
 
@@ -14,7 +15,31 @@ namespace paratune::tune {
 namespace {
 
 double logical_not(double x) { return x == 0 ? 1 : 0; }
-double modulo(double a, double b) { return std::fmod(a, b); }
+
+// Set while a constructor compiles: muparser compiles by evaluating once, at whatever values the
+// variables hold then (zeros, say), where a zero divisor says nothing about the expression.
+thread_local bool compiling = false;
+
+// Division and remainder by zero are errors, as in Python: muparser's own '/' gives inf (so
+// "1 / (x - 1) > 0" would hold at x = 1) and fmod gives nan. Thrown from a callback, muparser's
+// ParserError leaves Eval() with the message. Neither is folded at compile time (a constant
+// "1 / 0" is refused when evaluated).
+double checked_modulo(double a, double b) {
+  if (b == 0 && !compiling) throw mu::ParserError("remainder by zero (%)");
+  return std::fmod(a, b);
+}
+double checked_divide(double a, double b) {
+  if (b == 0 && !compiling) throw mu::ParserError("division by zero (/)");
+  return a / b;
+}
+// muparser cannot redefine its built-in '/': translate() writes each '/' as this operator, which
+// no expression may contain itself, and messages show it as '/' again.
+constexpr char kDivide = '$';
+
+std::string shown(std::string message) {
+  std::replace(message.begin(), message.end(), kDivide, '/');
+  return message;
+}
 
 // Every string (value or literal) gets a number of its own, far from any parameter value: equal
 // strings, equal numbers. One table for the process, so values and literals agree wherever they
@@ -40,6 +65,11 @@ std::string translate(std::string_view expr) {
       if (close == std::string_view::npos) throw Error(fmt::format("unbalanced {} in the string literal", c));
       out += fmt::format("{:.0f}", string_id(std::string(expr.substr(i + 1, close - i - 1))));
       i = close + 1;
+    } else if (c == kDivide) {
+      throw Error(fmt::format("'{}' at position {} is not an operator", c, i + 1));
+    } else if (c == '/') {
+      out.push_back(kDivide);
+      ++i;
     } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       std::size_t j = i;
       while (j < expr.size() && (std::isalnum(static_cast<unsigned char>(expr[j])) || expr[j] == '_')) ++j;
@@ -70,18 +100,26 @@ double expression_value(const nlohmann::json& scalar) {
 Expression::Expression(std::string_view text, const std::vector<std::string>& names, double* values)
     : text_(text), parser_(std::make_unique<mu::Parser>()) {
   try {
-    parser_->DefineOprt("%", modulo, mu::prMUL_DIV, mu::oaLEFT, true);
+    parser_->DefineOprt("%", checked_modulo, mu::prMUL_DIV, mu::oaLEFT, /*a_bAllowOpt=*/false);
+    parser_->DefineOprt(std::string(1, kDivide), checked_divide, mu::prMUL_DIV, mu::oaLEFT, /*a_bAllowOpt=*/false);
     parser_->DefineInfixOprt("!", logical_not);
     for (std::size_t i = 0; i < names.size(); ++i) parser_->DefineVar(names[i], &values[i]);
     parser_->SetExpr(translate(text));
-    parser_->Eval();  // compiles: unknown names and syntax errors surface here
+    compiling = true;
+    try {
+      parser_->Eval();  // compiles: unknown names and syntax errors surface here
+    } catch (...) {
+      compiling = false;
+      throw;
+    }
+    compiling = false;
     for (const auto& [name, address] : parser_->GetUsedVar())
       used_.push_back(static_cast<std::size_t>(std::find(names.begin(), names.end(), name) - names.begin()));
     std::sort(used_.begin(), used_.end());
   } catch (const mu::Parser::exception_type& e) {
     std::vector<std::string> sorted = names;
     std::sort(sorted.begin(), sorted.end());
-    throw Error(fmt::format("{} (parameters: {})", e.GetMsg(), join(sorted)));
+    throw Error(fmt::format("{} (parameters: {})", shown(e.GetMsg()), join(sorted)));
   }
 }
 
@@ -93,7 +131,7 @@ double Expression::evaluate() const {
   try {
     return parser_->Eval();
   } catch (const mu::Parser::exception_type& e) {
-    throw Error(e.GetMsg());
+    throw Error(shown(e.GetMsg()));
   }
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "paratune/spec/error.h"
 #include "paratune/spec/input_file.h"
@@ -20,19 +21,32 @@ bool is_parameter_name(std::string_view name) {
                      [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
-nlohmann::json typed_scalar(const YAML::Node& node) {
+nlohmann::json typed_scalar(const YAML::Node& node, std::string_view where) {
   const std::string& text = node.Scalar();
-  if (node.Tag() == "!") return text;  // quoted
+  if (node.Tag() == "!" || text.empty()) return text;  // quoted, or nothing to read as a number
   if (text == "true" || text == "True") return true;
   if (text == "false" || text == "False") return false;
+  const char* const begin = text.data();
+  const char* const end = begin + text.size();
+  const auto unheld = [&](std::string_view why) {
+    return Error(fmt::format("{}: line {}: {} {} (quote it for a string)", where, node.Mark().line + 1, text, why));
+  };
+  // A leading '+' is YAML's, not from_chars'.
+  const char* const digits = text.size() > 1 && text[0] == '+' ? begin + 1 : begin;
   std::int64_t i = 0;
-  if (auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), i);
-      ec == std::errc() && end == text.data() + text.size())
-    return i;
+  if (auto [stop, ec] = std::from_chars(digits, end, i); stop == end) {
+    if (ec == std::errc()) return i;
+    throw unheld("is beyond a 64-bit integer's range");
+  }
   double d = 0;
-  if (auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
-      ec == std::errc() && end == text.data() + text.size() && std::isfinite(d))
-    return d;
+  if (auto [stop, ec] = std::from_chars(digits, end, d); stop == end) {
+    if (ec == std::errc() && std::isfinite(d)) return d;
+    throw unheld(ec == std::errc() ? "is not a finite number" : "is beyond a double's range");
+  }
+  // YAML 1.2's spellings of infinity and not-a-number.
+  static const std::vector<std::string> specials{".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF",
+                                                 "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF"};
+  if (std::find(specials.begin(), specials.end(), text) != specials.end()) throw unheld("is not a finite number");
   return text;
 }
 
@@ -79,7 +93,7 @@ std::vector<nlohmann::json> value_list(const YAML::Node& list, const std::string
   for (const YAML::Node& v : list) {
     if (!v.IsScalar()) throw Error(fmt::format("{}: values must be numbers, booleans or strings", where));
     utf8_scalar(v, where);
-    out.push_back(typed_scalar(v));
+    out.push_back(typed_scalar(v, where));
   }
   return out;
 }

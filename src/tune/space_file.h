@@ -17,8 +17,10 @@ inline constexpr const char* kParameterNameRule =
     "letters, digits and _, not starting with a digit; not and/or/not/true/false";
 
 // A YAML scalar as a typed JSON value: quoted scalars are strings; plain ones are booleans,
-// integers or floats when they read as such, else strings.
-nlohmann::json typed_scalar(const YAML::Node& node);
+// integers or floats when they read as such, else strings. A plain scalar that is a number paratune
+// cannot hold exactly -- an integer beyond 64 bits, a float beyond double's range, nan or inf in any
+// spelling (.nan, .inf, -inf) -- is an Error naming `where`, never a rounded number or a string.
+nlohmann::json typed_scalar(const YAML::Node& node, std::string_view where);
 
 // A search-space file's two parts: `parameters` (a mapping, checked to be one) and `constraints`
 // (expressions). Throws Error naming `source` for bad YAML, another top-level key (with a

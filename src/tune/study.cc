@@ -197,7 +197,7 @@ void validate(const StudyOptions& o) {
     throw OptionError("steps", std::to_string(o.steps), "must be >= 2 (the first step is dropped as warm-up)");
   if (o.max_trials < 0) throw OptionError("max_trials", std::to_string(o.max_trials), "must be >= 0 (0: no limit)");
   validate_limits(o.limits, o.budget_s);
-  if (o.trials_dir.empty()) throw OptionError("trials_dir", "", "must not be empty");
+  validate_trials_dir(o.trials_dir);
   validate_worker(o.worker, o.retry_failed);
 }
 

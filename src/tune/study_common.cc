@@ -21,6 +21,23 @@ std::string shown_command(const trial::TrialLaunch& launch) {
   return shown;
 }
 
+void validate_trials_dir(const std::filesystem::path& trials_dir) {
+  if (trials_dir.empty()) throw OptionError("trials_dir", "", "must not be empty");
+  const std::filesystem::path full = std::filesystem::absolute(trials_dir);
+  // The nearest part of the path that exists (the root at least) must be a directory.
+  for (std::filesystem::path p = full;; p = p.parent_path()) {
+    std::error_code ec;
+    const std::filesystem::file_status status = std::filesystem::status(p, ec);
+    if (std::filesystem::exists(status)) {
+      if (!std::filesystem::is_directory(status))
+        throw OptionError("trials_dir", trials_dir.string(),
+                          p == full ? "exists and is not a directory" : fmt::format("cannot be a directory: {} is a file", p.string()));
+      return;
+    }
+    if (p == p.parent_path()) return;
+  }
+}
+
 void validate_limits(const trial::TrialLimits& limits, double budget_s) {
   const std::array<std::pair<const char*, double>, 5> non_negative{
       {{"budget_s", budget_s},

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli_util.h"
+#include "../support/test_files.h"
 
 namespace {
 
@@ -73,6 +74,36 @@ TEST(Cli, ValidateJson) {
     EXPECT_TRUE(j["rows"][0].contains(key)) << key;
   EXPECT_TRUE(j.contains("mean_abs_pct_error"));
   EXPECT_TRUE(j.contains("skipped"));
+}
+
+// A validation over no row is no validation: exit 2 (after the report), never "mean |error| 0.00%"
+// with exit 0.
+TEST(Cli, ValidateWithNoEstimatedRowIsAnError) {
+  const auto dir = paratune::testing::fresh_test_dir("paratune_cli", "validate_empty");
+  // The columns of published_runs.csv, and no row.
+  const std::string header =
+      "row_id,source_id,source,table_or_figure,source_url,model,num_layers,hidden_size,"
+      "num_attention_heads,num_kv_heads,ffn_hidden_size,vocab_size,seq_length,moe_num_experts,"
+      "moe_top_k,moe_expert_ffn_size,moe_shared_experts,total_params,gpu_type,total_gpus,"
+      "gpus_per_node,interconnect,model_parallel_total,tp,pp,dp,ep,cp,vpp,micro_batch_size,"
+      "global_batch_size,global_batch_tokens,activation_recompute,sequence_parallel,"
+      "zero_or_distributed_optimizer,precision,framework,iteration_time_s,tflops_per_gpu,tflops_basis,"
+      "mfu_pct,hfu_pct,tokens_per_s_per_gpu,tokens_per_s_total,aggregate_pflops,other_result,notes\n";
+  std::ofstream(dir / "header_only.csv") << header;
+  const Result r = run("validate --runs " + (dir / "header_only.csv").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("header_only.csv: no row could be estimated (0 rows, 0 skipped)"), std::string::npos) << r.output;
+}
+
+// What a command prints must reach its reader: a full device behind the standard output is an
+// error, not a lost result with exit 0.
+TEST(Cli, AStandardOutputThatCannotBeWrittenIsAnError) {
+  const Result r = paratune::testing::run_command("{ " + std::string(PARATUNE_BINARY) +
+                                                  " estimate --model gpt2 --cluster dgx-h100:1 --seq-len 1024 "
+                                                  "--global-batch 32 --config dp=8,mbs=4 > /dev/full; }");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("paratune: cannot write the standard output (No space left on device)"), std::string::npos)
+      << r.output;
 }
 
 }  // namespace

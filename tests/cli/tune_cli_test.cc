@@ -289,6 +289,38 @@ TEST(TuneCli, BadInputExitsTwoBeforeAnythingRuns) {
   r = run("study show " + (dir / "missing.db").string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("missing.db"), std::string::npos) << r.output;
+  // A trials directory that cannot be one fails before the first trial, not inside it.
+  write_file(dir / "a_file", "x");
+  for (const std::string& trials : {(dir / "a_file").string(), (dir / "a_file" / "sub").string()}) {
+    r = run("tune --space " + (dir / "space.yaml").string() + study + " --command 'x {st}' --trials-dir " + trials);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("--trials-dir " + trials + ": "), std::string::npos) << r.output;
+    EXPECT_EQ(count_trials(dir, "running") + count_trials(dir, "failed"), 0);
+  }
+}
+
+// A trial's stderr may hold any bytes (Latin-1, terminal escapes): the study stores them as
+// printable UTF-8 (\xNN for the rest), so the JSON outputs and the text never break on them.
+TEST(TuneCli, TrialOutputThatIsNotUtf8IsStoredPrintable) {
+  const auto dir = fresh_dir("latin1");
+  write_file(dir / "space.yaml", "parameters:\n  behave: [ok, latin1]\n");
+  write_file(dir / "trial.sh", std::string("#!/bin/sh\nif [ \"$1\" = latin1 ]; then printf 'caf\\351 \\033[2Jgone\\n' >&2; exit 1; fi\nexec ") +
+                                   PARATUNE_FAKE_TRIAL + " --step-time 0.01\n");
+  std::filesystem::permissions(dir / "trial.sh", std::filesystem::perms::owner_all);
+  const Result r = run("tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
+                       " --command '" + (dir / "trial.sh").string() + " {behave}' --steps 4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output.substr(r.output.find("\n{") + 1));
+  std::string reason;
+  for (const auto& t : j["trials"])
+    if (t["params"]["behave"] == "latin1") reason = t["reason"].get<std::string>();
+  EXPECT_EQ(reason, "exit code 1; last stderr line: caf\\xE9 \\x1B[2Jgone");
+  const Result show = run("study show " + (dir / "s.db").string() + " --json");
+  ASSERT_EQ(show.exit_code, 0) << show.output;
+  EXPECT_EQ(nlohmann::json::parse(show.output)["trials"], j["trials"]);
+  const Result text = run("study show " + (dir / "s.db").string());
+  EXPECT_NE(text.output.find("caf\\xE9 \\x1B[2Jgone"), std::string::npos) << text.output;
+  EXPECT_EQ(text.output.find('\x1B'), std::string::npos);
 }
 
 }  // namespace
@@ -368,6 +400,15 @@ TEST(TuneCli, ModelSearchFlagsAreChecked) {
   r = run(base + "--algo hyperband");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("oppa"), std::string::npos) << r.output;
+  // --min-steps is oppa's: its default (5) gives way to a shorter --steps, for every model search.
+  for (const char* algo : {"bo", "oppa"}) {
+    r = run(base + "--algo " + algo + " --steps 4 --max-trials 1");
+    EXPECT_NE(r.exit_code, 2) << algo << ": " << r.output;
+    EXPECT_EQ(r.output.find("--min-steps"), std::string::npos) << algo << ": " << r.output;
+  }
+  r = run(base + "--algo oppa --steps 4 --min-steps 6");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--min-steps 6"), std::string::npos) << r.output;
 }
 
 // --seed-from-plan is what the README and --help say: on by default for oppa and costmodel with a

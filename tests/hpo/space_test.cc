@@ -131,6 +131,14 @@ TEST(HpoSpace, EveryMistakeNamesFileParameterFieldAndRule) {
   EXPECT_NE(error_of("parameters:\n  x: [1]\nconstraints: [\"y > 1\"]\n").find("constraints[0] 'y > 1'"), std::string::npos);
   EXPECT_NE(error_of("parameters:\n  x: 3\n").find("parameters.x: expected a list of values"), std::string::npos);
   EXPECT_NE(error_of("parameter:\n  x: [1]\n").find("unknown key 'parameter'"), std::string::npos);
+  // Range ends: finite numbers, written unquoted; a large integer is a float range's end like any number.
+  EXPECT_NE(error_of("parameters:\n  lr: {type: float, low: 1e-5, high: 1e400}\n").find("parameters.lr.high: 1e400 is not a finite number"),
+            std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  lr: {type: float, low: .nan, high: 1}\n").find("parameters.lr.low: .nan is not a finite number"),
+            std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  lr: {type: float, low: \"0\", high: 1}\n").find("parameters.lr.low: expected a number (unquoted)"),
+            std::string::npos);
+  EXPECT_EQ(error_of("parameters:\n  lr: {type: float, low: 0, high: 99999999999999999999}\n"), "");
 }
 
 // A small finite space whose constraints nothing satisfies is refused when read, not after 10,000

@@ -42,5 +42,20 @@ TEST(Utf8, ErrorNamesTheLineColumnAndByte) {
   EXPECT_EQ(utf8_error("\x80"), "f.yaml: line 1, column 1: byte 0x80 is not UTF-8 (paratune reads UTF-8 text)");
 }
 
+// A trial's stderr may hold any bytes: what a study stores and prints of it keeps valid UTF-8,
+// shows each other byte as \xNN, and shows control characters rather than sending them to a terminal.
+TEST(Utf8, PrintableTextKeepsUtf8AndShowsEveryOtherByte) {
+  EXPECT_EQ(printable_text("caf\u00e9 \u2713 \U0001F600\tok\n"), "caf\u00e9 \u2713 \U0001F600\tok\n");
+  EXPECT_EQ(printable_text("caf\xE9"), "caf\\xE9");                         // Latin-1
+  EXPECT_EQ(printable_text("\xFF\xFE"), "\\xFF\\xFE");
+  EXPECT_EQ(printable_text("\xE2\x9C"), "\\xE2\\x9C");                    // a sequence cut short
+  EXPECT_EQ(printable_text("\x1B[31mred\r"), "\\x1B[31mred\\x0D");          // ESC, CR
+  EXPECT_EQ(printable_text(std::string_view("a\0b\x7F", 4)), "a\\x00b\\x7F");  // NUL, DEL
+  EXPECT_EQ(printable_text("\xC2\x9B" "2J"), "\\u009B2J");                 // the C1 control CSI
+  EXPECT_EQ(printable_text(""), "");
+  for (const std::string_view bytes : {"\xC0\xAF", "x\xED\xA0\x80y", "\x80\x80\x80", "ok \xF4\x90\x80\x80"})
+    EXPECT_EQ(first_non_utf8(printable_text(bytes)), std::string_view::npos) << printable_text(bytes);
+}
+
 }  // namespace
 }  // namespace paratune

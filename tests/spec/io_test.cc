@@ -108,6 +108,44 @@ TEST(ModelFile, NoValueIsWrappedDefaultedOrSilentlyDuplicated) {
   EXPECT_NE(error_of([&] { load_model(huge); }).find("huge.json: invalid JSON"), std::string::npos);
 }
 
+// 0 means "derive it" only in paratune's own files, and only 0: a negative size is an error, and in
+// a config.json (where null is the default) so is 0.
+TEST(ModelFile, NegativeOrZeroSizesAreNotDefaults) {
+  const std::string base = "num_layers: 2\nhidden_size: 256\nnum_attention_heads: 8\nvocab_size: 10\n";
+  for (const auto& [field, rule] : std::vector<std::pair<std::string, std::string>>{
+           {"num_kv_heads: -8", "num_kv_heads: -8 must be >= 1"},
+           {"head_dim: -64", "head_dim: -64 must be >= 1"},
+           {"ffn_hidden_size: -5", "ffn_hidden_size"}}) {
+    const auto file = write_temp("negative_field.yaml", base + field + "\n");
+    const std::string e = error_of([&] { load_model(file); });
+    EXPECT_NE(e.find(rule), std::string::npos) << field << ": " << e;
+  }
+  const auto moe = write_temp("negative_shared.yaml", base + "moe: {num_experts: 4, top_k: 2, expert_ffn_hidden_size: 64, "
+                                                             "num_shared_experts: 1, shared_expert_ffn_hidden_size: -5}\n");
+  EXPECT_NE(error_of([&] { load_model(moe); }).find("moe.shared_expert_ffn_hidden_size: -5 must be >= 0"), std::string::npos);
+  EXPECT_EQ(load_model(write_temp("zero_kv.yaml", base + "num_kv_heads: 0\n")).kv_heads(), 8);  // 0: derived, as documented
+
+  const std::string hf = R"("model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 2, "vocab_size": 32000)";
+  for (const auto& [field, rule] : std::vector<std::pair<std::string, std::string>>{
+           {R"("intermediate_size": 11008, "num_key_value_heads": -8)", "num_key_value_heads: -8 must be >= 1"},
+           {R"("intermediate_size": 11008, "num_key_value_heads": 0)", "num_key_value_heads: 0 must be >= 1"},
+           {R"("intermediate_size": -1)", "intermediate_size: -1 must be >= 1"},
+           {R"("intermediate_size": 0)", "intermediate_size: 0 must be >= 1"},
+           {R"("intermediate_size": 11008, "head_dim": 0)", "head_dim: 0 must be >= 1"}}) {
+    const auto file = write_temp("hf_sizes_config.json", "{" + hf + ", " + field + "}");
+    const std::string e = error_of([&] { load_model(file); });
+    EXPECT_NE(e.find("hf_sizes_config.json: " + rule), std::string::npos) << field << ": " << e;
+  }
+  const auto gpt2 = write_temp("gpt2_config.json", R"({"model_type": "gpt2", "n_layer": 2, "n_embd": 64, "n_head": 4,
+      "vocab_size": 100, "n_inner": -3})");
+  EXPECT_NE(error_of([&] { load_model(gpt2); }).find("n_inner: -3 must be >= 1"), std::string::npos);
+  const auto escape_name = write_temp("escape_name_config.json", "{" + hf + R"(, "intermediate_size": 11008, "_name_or_path": "x\u001b[2Jy"})");
+  EXPECT_NE(error_of([&] { load_model(escape_name); }).find("name: 'x\\x1B[2Jy' holds the control character 0x1B"), std::string::npos)
+      << error_of([&] { load_model(escape_name); });
+  const auto null_kv = write_temp("null_kv_config.json", "{" + hf + R"(, "intermediate_size": 11008, "num_key_value_heads": null})");
+  EXPECT_EQ(load_model(null_kv).kv_heads(), 32);  // null: the default, multi-head attention
+}
+
 // Issue 21: /dev/zero, FIFOs and a 520-byte YAML alias bomb were read or expanded without limit.
 TEST(InputFiles, DevicesFifosHugeFilesAndAliasBombsAreRefused) {
   std::string e = error_of([] { load_model("/dev/zero"); });

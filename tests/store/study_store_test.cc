@@ -40,6 +40,20 @@ TEST_P(StoreTest, RoundTripsATrial) {
   EXPECT_EQ(store.begin_trial(study, "{}", "{}", "x", "/tmp/t2").second, 2);
 }
 
+// A reason may carry a trial's stderr, which may hold any bytes: each store keeps it as printable
+// UTF-8 (PostgreSQL's text would refuse the bytes; JSON output and Python's str could not take them).
+TEST_P(StoreTest, ReasonsFromTrialOutputAreStoredPrintable) {
+  const std::unique_ptr<StudyStore> opened = open();
+  StudyStore& store = *opened;
+  const std::int64_t study = store.open_study("default", R"({"algo":"grid"})");
+  const std::int64_t id = store.begin_trial(study, R"({"tp":2})", "{}", "x", "/tmp/t1").first;
+  trial::TrialResult failed;
+  failed.status = trial::TrialStatus::kFailed;
+  failed.reason = std::string("exit code 1; last stderr line: caf\xE9 \x1B[2J\0end", 44);
+  store.finish_trial(id, failed);
+  EXPECT_EQ(store.trials(study).at(0).reason, "exit code 1; last stderr line: caf\\xE9 \\x1B[2J\\x00end");
+}
+
 TEST_P(StoreTest, ResumeNeedsTheSameConfigurationAndRequeuesRunningTrials) {
   {
     const std::unique_ptr<StudyStore> store = open();

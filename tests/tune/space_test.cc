@@ -92,6 +92,52 @@ TEST(TuneSpace, BadFilesNameTheProblem) {
   EXPECT_THROW(SearchSpace::load("/nonexistent/space.yaml"), Error);
 }
 
+// A plain value paratune cannot hold exactly is an error, never a rounded number or a string that
+// the trial receives instead of the number written.
+TEST(TuneSpace, NumbersBeyondWhatAValueHoldsAreErrors) {
+  for (const auto& [value, rule] : std::vector<std::pair<std::string, std::string>>{
+           {"99999999999999999999999", "99999999999999999999999 is beyond a 64-bit integer's range (quote it for a string)"},
+           {"-9223372036854775809", "is beyond a 64-bit integer's range"},
+           {"1e400", "1e400 is beyond a double's range"},
+           {"1.7976931348623157e309", "is beyond a double's range"},
+           {".nan", ".nan is not a finite number"},
+           {"-.inf", "-.inf is not a finite number"},
+           {"inf", "inf is not a finite number"}}) {
+    const std::string e = error_of("parameters:\n  x: [1, " + value + "]\n");
+    EXPECT_NE(e.find("parameters.x: line 2: " + value), std::string::npos) << value << ": " << e;
+    EXPECT_NE(e.find(rule), std::string::npos) << value << ": " << e;
+  }
+  // JSON spaces read the same way; quoted, each is the string it spells.
+  EXPECT_NE(error_of(R"({"parameters": {"x": [1, 1e400]}})").find("1e400 is beyond a double's range"), std::string::npos);
+  const SearchSpace quoted = SearchSpace::parse("parameters:\n  x: [\"1e400\", '.nan', 9223372036854775807, +5, -0.5e-3]\n", "q.yaml");
+  EXPECT_EQ(quoted.to_json({0}).dump(), R"({"x":"1e400"})");
+  EXPECT_EQ(quoted.to_json({1}).dump(), R"({"x":".nan"})");
+  EXPECT_EQ(quoted.to_json({2}).dump(), R"({"x":9223372036854775807})");
+  EXPECT_EQ(quoted.to_json({3}).dump(), R"({"x":5})");
+  EXPECT_EQ(quoted.to_json({4}).dump(), R"({"x":-0.0005})");
+}
+
+// Division and remainder by zero in a constraint are errors naming the point, as in Python, not
+// an infinity that makes "1 / (x - 1) > 0" hold at x = 1.
+TEST(TuneSpace, DivisionByZeroInAConstraintIsAnError) {
+  for (const std::string constraint : {"1 / (x - 1) > 0", "x % (x - 1) == 0"}) {
+    try {
+      (void)SearchSpace::parse("parameters:\n  x: [1, 2, 4]\nconstraints:\n  - " + constraint + "\n", "space.yaml").enumerate();
+      FAIL() << constraint;
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("space.yaml: constraints[0] '" + constraint + "' at {\"x\":1}: "), std::string::npos) << what;
+      EXPECT_NE(what.find(constraint[2] == '/' ? "division by zero (/)" : "remainder by zero (%)"), std::string::npos) << what;
+    }
+  }
+  // Elsewhere the operators work as before, and a message shows '/' as written.
+  EXPECT_EQ(SearchSpace::parse("parameters:\n  x: [1, 2, 4]\nconstraints:\n  - 8 / x >= 4 and x % 2 == 0\n", "s.yaml").enumerate().size(), 1u);
+  EXPECT_NE(error_of("parameters:\n  x: [1]\nconstraints:\n  - x / / 2\n").find("Unexpected token \"/ 2 \" found at position 4"),
+            std::string::npos)
+      << error_of("parameters:\n  x: [1]\nconstraints:\n  - x / / 2\n");
+  EXPECT_NE(error_of("parameters:\n  x: [1]\nconstraints:\n  - x $ 2\n").find("'$' at position 3 is not an operator"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace paratune::tune
 

@@ -31,4 +31,11 @@ void check_utf8(std::string_view text, std::string_view source);
 // The offset of the first byte that is not part of valid UTF-8, or npos.
 std::size_t first_non_utf8(std::string_view text);
 
+// `bytes` made safe to store, print and write as JSON: valid UTF-8 is kept, each byte that is not
+// part of it becomes the four characters \xNN, and control characters other than tab and newline
+// (NUL, ESC, CR, DEL, U+0080-U+009F) become \xNN or \uNNNN, so a terminal shows them instead of
+// obeying them. For text paratune did not write and cannot refuse: a trial's stderr line, a
+// scheduler's message.
+std::string printable_text(std::string_view bytes);
+
 }  // namespace paratune

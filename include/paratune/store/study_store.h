@@ -245,6 +245,10 @@ class StudyStore {
 // needed. Throws Error naming the locator (password masked) when it cannot be opened.
 std::unique_ptr<StudyStore> open_store(const std::string& locator, Access access = Access::kReadWrite);
 
+// The reason write_finish stores: the outcome's when it has one, else the run's, as printable text
+// (spec/input_file.h: a trial's stderr may hold any bytes; a study keeps UTF-8 without control
+// characters, which every reader -- JSON output, PostgreSQL's text, Python's str -- can take).
+std::string finish_reason(const trial::TrialResult& result, const TrialOutcome* outcome);
 // Why claim_trial marked a dead worker's trial interrupted at `now_unix_s`: "worker HOST:PID sent
 // no heartbeat for N s" (N whole seconds since its last heartbeat, or its start if it had none).
 std::string dead_worker_reason(const StoredTrial& trial, double now_unix_s);

@@ -39,4 +39,9 @@ std::string shown_command(const trial::TrialLaunch& launch);
 // naming the field (budget_s, limits.timeout_s, ...).
 void validate_limits(const trial::TrialLimits& limits, double budget_s);
 
+// Throws OptionError (trials_dir) unless `trials_dir` is, or can become, a directory: a path whose
+// nearest existing part is a file would fail every trial at its start, after the study began.
+// Creates nothing (on a remote backend the trial directories may be another host's).
+void validate_trials_dir(const std::filesystem::path& trials_dir);
+
 }  // namespace paratune::tune
