@@ -997,7 +997,7 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
     bayes.algorithm = algo;
     bayes.steps = options.steps;
     // q_min is oppa's: its default (5) gives way to a shorter --steps; a --min-steps given is checked.
-    bayes.min_steps = f.given.count("--min-steps") > 0 ? f.min_steps : std::min(f.min_steps, options.steps);
+    bayes.min_steps = f.given.contains("--min-steps") ? f.min_steps : std::min(f.min_steps, options.steps);
     bayes.initial_points = f.initial;
     bayes.seed = f.seed;
     bayes.memory_limit_bytes = options.limits.memory_limit_bytes;
