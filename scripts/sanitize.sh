@@ -32,10 +32,11 @@ status=0
 (cd "$build" && ctest --output-on-failure -j "$(nproc)" "$@") || status=$?
 
 # LeakSanitizer's at-exit check stops the process's threads with ptrace; when it cannot read one
-# thread's registers (that thread was already exiting) it logs "Unable to get registers from thread N."
-# and goes on, treating that thread's whole stack as reachable, or skipping a thread already gone (libsanitizer lsan_common.cpp,
-# ProcessThreads). That line is a notice about the check, not a finding: a leak found in the same
-# process is still written to the same log and fails the run. A log with nothing else is only shown.
+# thread's registers (that thread was already exiting) it logs "Unable to get registers from thread
+# N." and goes on, treating that thread's whole stack as reachable, or skipping a thread already gone
+# (libsanitizer lsan_common.cpp, ProcessThreads). That line is a notice about the check, not a
+# finding: a leak found in the same process is still written to the same log and fails the run. A
+# log with nothing else is only shown.
 lsan_notice='^==[0-9]+==Unable to get registers from thread [0-9]+\.$'
 for f in "$logs"/*; do
   [[ -e "$f" ]] || continue

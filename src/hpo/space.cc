@@ -59,9 +59,11 @@ ParamType parse_type(const std::string& name, const std::string& where) {
 // A range end: any plain number a double holds (a large integer too: a float range's end needs no
 // exact integer), finite.
 double number_field(const YAML::Node& node, const std::string& where, const char* field) {
-  if (!node.IsScalar() || node.Tag() == "!") throw Error(fmt::format("{}.{}: expected a number (unquoted)", where, field));
+  if (!node.IsScalar() || node.Tag() == "!")
+    throw Error(fmt::format("{}.{}: expected a number (unquoted)", where, field));
   const std::string& text = node.Scalar();
-  const char* const begin = text.size() > 1 && text[0] == '+' ? text.data() + 1 : text.data();
+  const bool yaml_plus = text.size() > 1 && text[0] == '+' && text[1] != '-' && text[1] != '+';  // from_chars takes no '+'
+  const char* const begin = yaml_plus ? text.data() + 1 : text.data();
   const char* const end = text.data() + text.size();
   double d = 0;
   const auto [stop, ec] = std::from_chars(begin, end, d);

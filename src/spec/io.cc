@@ -127,7 +127,8 @@ ModelSpec normalize(ModelSpec m) {
   // head_dim stays 0 when heads do not divide hidden, so validate() reports it.
   if (m.head_dim == 0 && m.num_attention_heads > 0 && m.hidden_size % m.num_attention_heads == 0)
     m.head_dim = m.hidden_size / m.num_attention_heads;
-  if (m.ffn_hidden_size == 0 && m.hidden_size <= std::numeric_limits<int>::max() / 4) m.ffn_hidden_size = 4 * m.hidden_size;
+  if (m.ffn_hidden_size == 0 && m.hidden_size <= std::numeric_limits<int>::max() / 4)
+    m.ffn_hidden_size = 4 * m.hidden_size;
   if (m.bias) m.qkv_bias = true;
   return m;
 }
@@ -248,10 +249,13 @@ ModelSpec model_from_hf_config(const json& doc, std::string_view source) {
   // Sizes whose 0 means "derive it" in paratune's own files: in a config.json only null (or no key)
   // means the default, so 0 or less is an error rather than the derived value.
   auto positive = [&](const char* key, int value) {
-    if (value < 1) throw Error(fmt::format("{}: {}: {} must be >= 1 (leave it out or null for the default)", src, key, value));
+    if (value < 1)
+      throw Error(fmt::format("{}: {}: {} must be >= 1 (leave it out or null for the default)", src, key, value));
     return value;
   };
-  auto opt_size = [&](const char* key, int fallback) { return doc.contains(key) && !doc[key].is_null() ? positive(key, get_int(key)) : fallback; };
+  auto opt_size = [&](const char* key, int fallback) {
+    return doc.contains(key) && !doc[key].is_null() ? positive(key, get_int(key)) : fallback;
+  };
   auto opt_bool = [&](const char* key, bool fallback) {
     if (!doc.contains(key) || doc[key].is_null()) return fallback;
     if (!doc[key].is_boolean())

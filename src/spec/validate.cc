@@ -53,8 +53,8 @@ void validate(const ModelSpec& m) {
   if (const auto bad = std::find_if(m.name.begin(), m.name.end(),
                                     [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; });
       bad != m.name.end())
-    throw Error(fmt::format("name: '{}' holds the control character 0x{:02X}, which a name may not", printable_text(m.name),
-                            static_cast<unsigned char>(*bad)));
+    throw Error(fmt::format("name: '{}' holds the control character 0x{:02X}, which a name may not",
+                            printable_text(m.name), static_cast<unsigned char>(*bad)));
   require_positive("num_layers", m.num_layers);
   require_positive("hidden_size", m.hidden_size);
   require_positive("num_attention_heads", m.num_attention_heads);
@@ -64,7 +64,8 @@ void validate(const ModelSpec& m) {
   if (m.num_attention_heads % m.kv_heads() != 0)
     throw Error(fmt::format("num_kv_heads: {} must divide num_attention_heads {}", m.kv_heads(),
                             m.num_attention_heads));
-  if (m.head_dim < 0) throw Error(fmt::format("head_dim: {} must be >= 1 (0 or left out: hidden_size / num_attention_heads)", m.head_dim));
+  if (m.head_dim < 0)
+    throw Error(fmt::format("head_dim: {} must be >= 1 (0 or left out: hidden_size / num_attention_heads)", m.head_dim));
   if (m.head_dim == 0 && m.hidden_size % m.num_attention_heads != 0)
     throw Error(fmt::format("num_attention_heads: {} does not divide hidden_size {} (set head_dim explicitly)",
                             m.num_attention_heads, m.hidden_size));

@@ -31,8 +31,8 @@ nlohmann::json typed_scalar(const YAML::Node& node, std::string_view where) {
   const auto unheld = [&](std::string_view why) {
     return Error(fmt::format("{}: line {}: {} {} (quote it for a string)", where, node.Mark().line + 1, text, why));
   };
-  // A leading '+' is YAML's, not from_chars'.
-  const char* const digits = text.size() > 1 && text[0] == '+' ? begin + 1 : begin;
+  // A leading '+' is YAML's, not from_chars' (one sign only: "+-5" is no number).
+  const char* const digits = text.size() > 1 && text[0] == '+' && text[1] != '-' && text[1] != '+' ? begin + 1 : begin;
   std::int64_t i = 0;
   if (auto [stop, ec] = std::from_chars(digits, end, i); stop == end) {
     if (ec == std::errc()) return i;

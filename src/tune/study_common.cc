@@ -31,7 +31,8 @@ void validate_trials_dir(const std::filesystem::path& trials_dir) {
     if (std::filesystem::exists(status)) {
       if (!std::filesystem::is_directory(status))
         throw OptionError("trials_dir", trials_dir.string(),
-                          p == full ? "exists and is not a directory" : fmt::format("cannot be a directory: {} is a file", p.string()));
+                          p == full ? "exists and is not a directory"
+                                    : fmt::format("cannot be a directory: {} is a file", p.string()));
       return;
     }
     if (p == p.parent_path()) return;

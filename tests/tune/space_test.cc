@@ -115,6 +115,7 @@ TEST(TuneSpace, NumbersBeyondWhatAValueHoldsAreErrors) {
   EXPECT_EQ(quoted.to_json({2}).dump(), R"({"x":9223372036854775807})");
   EXPECT_EQ(quoted.to_json({3}).dump(), R"({"x":5})");
   EXPECT_EQ(quoted.to_json({4}).dump(), R"({"x":-0.0005})");
+  EXPECT_EQ(SearchSpace::parse("parameters:\n  x: [+-5]\n", "s.yaml").to_json({0}).dump(), R"({"x":"+-5"})");
 }
 
 // Division and remainder by zero in a constraint are errors naming the point, as in Python, not
