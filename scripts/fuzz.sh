@@ -46,12 +46,9 @@ all_targets=(model_yaml model_json cluster_file cluster_arg parallel_config tune
 build=build-fuzz
 [[ "$asan" == ON ]] || build=build-fuzz-ubsan
 runs=${runs:-$build/fuzz-runs}
-if [[ ! -f "$build/CMakeCache.txt" ]]; then
-  launcher=()
-  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DPARATUNE_BUILD_FUZZ=ON \
-    -DPARATUNE_FUZZ_ASAN="$asan" -DPARATUNE_BUILD_TESTS=OFF -DPARATUNE_BUILD_BENCH=OFF "${launcher[@]}" >/dev/null
-fi
+source scripts/configure.sh
+configure_tree "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DPARATUNE_BUILD_FUZZ=ON \
+  -DPARATUNE_FUZZ_ASAN="$asan" -DPARATUNE_BUILD_TESTS=OFF -DPARATUNE_BUILD_BENCH=OFF
 cmake --build "$build" -j "$(nproc)" --target fuzz
 rm -rf "$runs"
 mkdir -p "$runs"

@@ -13,12 +13,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build=build-sanitize
-if [[ ! -f "$build/CMakeCache.txt" ]]; then
-  launcher=()
-  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DPARATUNE_SANITIZE=ON -DPARATUNE_BUILD_TESTS=ON \
-    -DPARATUNE_BUILD_BENCH=OFF "${launcher[@]}" >/dev/null
-fi
+source scripts/configure.sh
+# Warnings are errors here too: this is the one build of the tests' own code.
+configure_tree "$build" -DCMAKE_BUILD_TYPE=Debug -DPARATUNE_SANITIZE=ON -DPARATUNE_BUILD_TESTS=ON \
+  -DPARATUNE_BUILD_BENCH=OFF -DPARATUNE_WERROR=ON
 cmake --build "$build" -j "$(nproc)"
 
 logs="$PWD/$build/sanitizer-logs"

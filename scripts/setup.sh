@@ -6,6 +6,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake pkg-config
+  ninja-build ccache  # the build scripts: Ninja, and a compiler cache shared by every clone (scripts/ccache_env.sh)
   dpkg-dev file  # the .deb (CPack's DEB generator): dpkg-shlibdeps computes its Depends, file(1) finds the programs
   libeigen3-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev libnlopt-cxx-dev
   libsqlite3-dev  # study store

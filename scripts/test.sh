@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# Install, build (Release, warnings as errors), and run the whole test suite (unit, CLI golden and
-# end-to-end tests) under AddressSanitizer + UBSan; then every fuzz target for a fixed time and
-# clang-tidy (README "Checked builds": what each part costs on CI's 2 cores). The suite runs once,
-# in the sanitized build: it checks everything the Release run would, and more, and CI's time goes
-# further (scripts/build.sh + ctest in build/ runs it as built for use). The exception: the Python
-# module, which a sanitized build does not have (an interpreter does not load the sanitizer runtimes
-# first) -- its tests, and the .deb that carries it, run in the Release build.
+# CI: install, build and check everything (docs/development.md, "What CI runs and costs").
 #
 #   bash scripts/test.sh
 #
-# PARATUNE_FUZZ_SECONDS (default 15): time per fuzz target. Prints each part's wall time at the end,
-# also when a part fails.
+# 1. setup: the Debian and npm packages (scripts/setup.sh).
+# 2. The product as users install it -- Release, warnings as errors: the programs, the Python module
+#    and the benchmarks (no test suite: it runs in 3.), then the tests of that product (label
+#    "product"): the Python module, the installed library and the .deb, the README's commands.
+# 3. The GoogleTest suite under AddressSanitizer + UBSan (scripts/sanitize.sh; warnings as errors
+#    there too, so the tests' own code is held to them).
+# 4. Every fuzz target for a fixed time (scripts/fuzz.sh), 5. clang-tidy (scripts/tidy.sh).
+# Every build goes through ccache (scripts/ccache_env.sh): a second run on the same machine, from
+# any folder, recompiles only what changed; a cold cache only costs time.
+#
+# PARATUNE_FUZZ_SECONDS (default 10): time per fuzz target. Prints each part's wall time and the
+# compiler cache's hits at the end, also when a part fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Tests that need a server they start themselves (tests/support: PostgreSQL, sshd, a one-node Slurm
@@ -25,8 +29,9 @@ print_times() {
   local status=$?
   [[ -n "$current" ]] && { part_names+=("$current (failed)"); part_seconds+=($((SECONDS - part_started))); }
   echo "test.sh: wall time per part"
-  for i in "${!part_names[@]}"; do printf '  %-28s %5d s\n' "${part_names[$i]}" "${part_seconds[$i]}"; done
-  printf '  %-28s %5d s\n' total "$SECONDS"
+  for i in "${!part_names[@]}"; do printf '  %-40s %5d s\n' "${part_names[$i]}" "${part_seconds[$i]}"; done
+  printf '  %-40s %5d s\n' total "$SECONDS"
+  command -v ccache >/dev/null && ccache --show-stats 2>/dev/null | grep -E '^ *(Hits|Misses):' | sed 's/^ */  ccache /'
   exit "$status"
 }
 trap print_times EXIT
@@ -42,9 +47,10 @@ part() {
   current=""
 }
 
-part "setup (apt)" bash scripts/setup.sh
-part "build (Release, -Werror)" bash scripts/build.sh -DPARATUNE_WERROR=ON
-part "Python module and .deb (Release)" ctest --test-dir build -R '^(Python\.|Package\.Deb)' -j 2 --output-on-failure
+part "setup (apt, npm)" bash scripts/setup.sh
+command -v ccache >/dev/null && ccache --zero-stats >/dev/null
+part "build: product (Release, -Werror)" bash scripts/build.sh --programs -DPARATUNE_BUILD_BENCH=ON -DPARATUNE_WERROR=ON
+part "product tests (Python, package, README)" ctest --test-dir build -L product -j 2 --output-on-failure
 part "ASan+UBSan build and suite" bash scripts/sanitize.sh
-part "fuzz (build + run)" bash scripts/fuzz.sh --seconds "${PARATUNE_FUZZ_SECONDS:-15}"
+part "fuzz (build + run)" bash scripts/fuzz.sh --seconds "${PARATUNE_FUZZ_SECONDS:-10}"
 part "clang-tidy" bash scripts/tidy.sh

@@ -136,7 +136,7 @@ Hyperparameters unpack(const std::vector<double>& v, const std::vector<int>& tie
   return h;
 }
 
-struct Objective {
+struct LaplaceObjective {
   const Eigen::MatrixXd& x;
   const Eigen::VectorXd& y;
   const std::vector<int>& tied;
@@ -184,7 +184,7 @@ Classifier::Classifier(Eigen::MatrixXd x, std::vector<bool> feasible, const Hype
   upper.push_back(std::log(options.max_signal_variance));
   x0.push_back(std::clamp(std::log(start.signal_variance), lower.back(), upper.back()));
 
-  Objective objective{x_, y_, tied, mean_, 0, {}};
+  LaplaceObjective objective{x_, y_, tied, mean_, 0, {}};
   std::vector<double> best_v = x0;
   double best = objective(x0);
   std::mt19937_64 rng(options.seed);
@@ -197,7 +197,7 @@ Classifier::Classifier(Eigen::MatrixXd x, std::vector<bool> feasible, const Hype
     optimizer.set_lower_bounds(lower);
     optimizer.set_upper_bounds(upper);
     optimizer.set_max_objective(
-        [](const std::vector<double>& z, std::vector<double>&, void* data) { return (*static_cast<Objective*>(data))(z); },
+        [](const std::vector<double>& z, std::vector<double>&, void* data) { return (*static_cast<LaplaceObjective*>(data))(z); },
         &objective);
     optimizer.set_maxeval(options.max_evaluations);
     optimizer.set_ftol_abs(1e-4);

@@ -114,7 +114,7 @@ struct Packing {
   }
 };
 
-struct Objective {
+struct LikelihoodObjective {
   const Eigen::MatrixXd& x;
   const Eigen::VectorXd& y;
   const Eigen::VectorXd& noise;
@@ -154,7 +154,7 @@ struct Objective {
 FitResult fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, const Eigen::VectorXd& noise_variance,
               const MeanFunction& mean, const Hyperparameters& start, const FitOptions& options) {
   Packing packing{static_cast<int>(x.cols()), options.fit_noise, mean.initial.size()};
-  Objective objective{x, y, noise_variance, mean, packing, start.noise_variance};
+  LikelihoodObjective objective{x, y, noise_variance, mean, packing, start.noise_variance};
   // Bounds in log space; the signal variance relative to the spread of the data around the start mean.
   const Eigen::VectorXd start_prior =
       mean.at_observations ? mean.at_observations(mean.initial) : Eigen::VectorXd::Zero(y.size());
@@ -194,7 +194,7 @@ FitResult fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, const Eigen::V
     optimizer.set_upper_bounds(upper);
     optimizer.set_max_objective(
         [](const std::vector<double>& z, std::vector<double>& g, void* data) {
-          return (*static_cast<Objective*>(data))(z, g);
+          return (*static_cast<LikelihoodObjective*>(data))(z, g);
         },
         &objective);
     optimizer.set_maxeval(options.max_evaluations);

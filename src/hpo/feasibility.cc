@@ -8,7 +8,7 @@
 namespace paratune::hpo {
 namespace {
 
-std::vector<double> key_of(const Eigen::VectorXd& x) { return {x.data(), x.data() + x.size()}; }
+std::vector<double> feasibility_key(const Eigen::VectorXd& x) { return {x.data(), x.data() + x.size()}; }
 
 }  // namespace
 
@@ -24,7 +24,7 @@ Feasibility::Feasibility(const std::vector<TrialRecord>& trials, const Encoding&
     if (!failed) continue;
     // A record without its kind (built by hand) counts as crashed: learned from, not deterministic.
     ++failures_[trial::to_string(t.failure == trial::FailureKind::kNone ? trial::FailureKind::kCrashed : t.failure)];
-    if (trial::is_deterministic(t.failure)) deterministic_.insert(key_of(rows.back()));
+    if (trial::is_deterministic(t.failure)) deterministic_.insert(feasibility_key(rows.back()));
   }
   observations_ = rows.size();
   if (failures_.empty()) return;
@@ -48,12 +48,12 @@ Eigen::VectorXd Feasibility::probabilities(const Eigen::MatrixXd& encoded) const
   if (!model_) return Eigen::VectorXd::Ones(encoded.rows());
   Eigen::VectorXd p = model_->probabilities(encoded);
   for (Eigen::Index i = 0; i < encoded.rows(); ++i)
-    if (deterministic_.contains(key_of(encoded.row(i).transpose()))) p(i) = 0;
+    if (deterministic_.contains(feasibility_key(encoded.row(i).transpose()))) p(i) = 0;
   return p;
 }
 
 bool Feasibility::known_to_fail(const Config& config) const {
-  return !deterministic_.empty() && deterministic_.contains(key_of(encoding_.encode(config)));
+  return !deterministic_.empty() && deterministic_.contains(feasibility_key(encoding_.encode(config)));
 }
 
 nlohmann::ordered_json Feasibility::describe() const {

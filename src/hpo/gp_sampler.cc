@@ -138,15 +138,15 @@ std::mt19937_64 proposal_rng(std::uint64_t seed, std::uint64_t trials) {
   return std::mt19937_64(seq);
 }
 
-using Key = std::vector<double>;  // an encoded configuration, for exact-duplicate checks
-Key key_of(const Eigen::VectorXd& x) { return {x.data(), x.data() + x.size()}; }
+using EncodedKey = std::vector<double>;  // an encoded configuration, for exact-duplicate checks
+EncodedKey encoded_key(const Eigen::VectorXd& x) { return {x.data(), x.data() + x.size()}; }
 
 // The study's trials sorted into what the model uses.
 struct History {
   std::vector<Eigen::VectorXd> completed_x, failed_x, pending_x;
   std::vector<double> completed_loss;
   std::vector<const Config*> completed_configs;
-  std::set<Key> tried;  // every configuration of every trial, pruned ones included
+  std::set<EncodedKey> tried;  // every configuration of every trial, pruned ones included
   int finished = 0;     // trials not running
 };
 
@@ -161,7 +161,7 @@ History sort_trials(const std::vector<TrialRecord>& trials, const Encoding& enco
     } catch (const Error& e) {
       throw e.with_context(fmt::format("gp sampler: trial {}", t.number));
     }
-    h.tried.insert(key_of(x));
+    h.tried.insert(encoded_key(x));
     if (t.state != TrialRecord::State::kRunning) ++h.finished;
     switch (t.state) {
       case TrialRecord::State::kRunning:
@@ -300,7 +300,7 @@ class GpSampler : public Sampler {
                                    const std::string& reason) {
     const auto draw = [&] {
       Config config = space_.sample(rng);
-      for (int redraw = 0; redraw < kPriorRedraws && h.tried.contains(key_of(encoding_.encode(config))); ++redraw)
+      for (int redraw = 0; redraw < kPriorRedraws && h.tried.contains(encoded_key(encoding_.encode(config))); ++redraw)
         config = space_.sample(rng);
       return config;
     };
@@ -336,7 +336,7 @@ class GpSampler : public Sampler {
       log_ei(i) = gp_detail::log_expected_improvement(m.constant + mean(i), std::sqrt(std::max(variance(i), kVarianceFloor)),
                                                       m.incumbent);
       const std::tuple<bool, bool, double> key{p_runs(i) >= trial::kLikelyToRun,
-                                               !h.tried.contains(key_of(x.row(i).transpose())),
+                                               !h.tried.contains(encoded_key(x.row(i).transpose())),
                                                log_ei(i) + std::log(p_runs(i))};
       if (best < 0 || key > best_key) {
         best = i;

@@ -8,11 +8,11 @@
 namespace paratune::plan {
 namespace {
 
-constexpr double kInfinity = std::numeric_limits<double>::infinity();
+constexpr double kNoAssignment = std::numeric_limits<double>::infinity();
 
 // One possible stage: a rank holding `k` blocks of vpp layers starting at block `i`.
 struct StageOption {
-  double time_s = kInfinity;  // infinity: does not fit even with every layer recomputed
+  double time_s = kNoAssignment;  // infinity: does not fit even with every layer recomputed
   int recomputed = 0;
 };
 
@@ -99,7 +99,7 @@ class StageOptions {
 
 struct Solution {
   bool feasible = false;
-  double sum_s = kInfinity;
+  double sum_s = kNoAssignment;
   double max_s = 0;
   std::vector<int> blocks;  // per stage
 };
@@ -111,7 +111,7 @@ struct Solution {
 Solution least_sum(StageOptions& options, int pp, int blocks, double cap) {
   const bool monotone = options.alike();
   const std::size_t width = static_cast<std::size_t>(blocks) + 1;
-  std::vector<double> best(static_cast<std::size_t>(pp) * width, kInfinity);
+  std::vector<double> best(static_cast<std::size_t>(pp) * width, kNoAssignment);
   std::vector<int> choice(best.size(), 0);
   // Stage 0 holds blocks [0, j).
   for (int j = 1; j <= blocks - (pp - 1); ++j) {
@@ -128,7 +128,7 @@ Solution least_sum(StageOptions& options, int pp, int blocks, double cap) {
       const std::size_t cell = s * width + j;
       for (int k = 1; k <= j - s; ++k) {
         const double before = best[(s - 1) * width + (j - k)];
-        if (before == kInfinity) continue;
+        if (before == kNoAssignment) continue;
         const double t = options.get(s, j - k, k).time_s;
         if (t > cap && monotone) break;
         if (t > cap || before + t >= best[cell]) continue;
@@ -138,7 +138,7 @@ Solution least_sum(StageOptions& options, int pp, int blocks, double cap) {
     }
   Solution out;
   const double total = best[(pp - 1) * width + blocks];
-  if (total == kInfinity) return out;
+  if (total == kNoAssignment) return out;
   out.feasible = true;
   out.sum_s = total;
   out.blocks.assign(static_cast<std::size_t>(pp), 0);
@@ -167,7 +167,7 @@ class Caps {
         for (int k = 1; first + k <= blocks - (pp - 1 - s); ++k) {
           if (s == pp - 1 && first + k != blocks) continue;  // the last stage ends the model
           const double t = options.get(s, first, k).time_s;
-          if (t < kInfinity) sorted_.push_back(t);
+          if (t < kNoAssignment) sorted_.push_back(t);
         }
     std::sort(sorted_.begin(), sorted_.end());
     sorted_.erase(std::unique(sorted_.begin(), sorted_.end()), sorted_.end());
@@ -176,9 +176,9 @@ class Caps {
   // The smallest cap under which the blocks can be placed at all, or infinity.
   double smallest_feasible() {
     if (!options_.alike()) {
-      if (sorted_.empty()) return kInfinity;
+      if (sorted_.empty()) return kNoAssignment;
       std::size_t lo = 0, hi = sorted_.size() - 1;
-      if (!least_sum(options_, pp_, blocks_, sorted_[hi]).feasible) return kInfinity;
+      if (!least_sum(options_, pp_, blocks_, sorted_[hi]).feasible) return kNoAssignment;
       while (lo < hi) {
         const std::size_t mid = (lo + hi) / 2;
         if (least_sum(options_, pp_, blocks_, sorted_[mid]).feasible) hi = mid;
@@ -192,7 +192,7 @@ class Caps {
     double cap = 0;
     for (int s = 0; s < pp_; ++s) cap = std::max(cap, time(s, 1));
     for (;;) {
-      if (cap == kInfinity) return kInfinity;
+      if (cap == kNoAssignment) return kNoAssignment;
       if (raise_to(cap) >= blocks_) return cap;
       cap = following();
     }
@@ -200,9 +200,9 @@ class Caps {
 
   // The next larger cap (after smallest_feasible() or the previous next()), or infinity.
   double next() {
-    if (!options_.alike()) return next_ < sorted_.size() ? sorted_[next_++] : kInfinity;
+    if (!options_.alike()) return next_ < sorted_.size() ? sorted_[next_++] : kNoAssignment;
     const double cap = following();
-    if (cap < kInfinity) raise_to(cap);
+    if (cap < kNoAssignment) raise_to(cap);
     return cap;
   }
 
@@ -221,7 +221,7 @@ class Caps {
   }
   // The smallest time some rank would reach by taking one more block.
   double following() {
-    double cap = kInfinity;
+    double cap = kNoAssignment;
     for (int s = 0; s < pp_; ++s) {
       const int k = most_[static_cast<std::size_t>(s)];
       if (k < blocks_ - (pp_ - 1)) cap = std::min(cap, time(s, k + 1));
@@ -277,13 +277,13 @@ StageAssignment assign_stages(const StageCosts& costs, std::span<const double> i
   StageAssignment out;
   Caps caps(options, pp, blocks);
   const double smallest = caps.smallest_feasible();
-  if (smallest == kInfinity || smallest > bottleneck_limit_s) return out;
+  if (smallest == kNoAssignment || smallest > bottleneck_limit_s) return out;
   Solution best = least_sum(options, pp, blocks, smallest);
   double best_objective = objective(best);
   // No assignment with bottleneck >= cap can beat the best: the sum of its stage times is at least
   // the model's work.
   const double least_total = costs.model_work_s();
-  for (double cap = caps.next(); cap < kInfinity; cap = caps.next()) {
+  for (double cap = caps.next(); cap < kNoAssignment; cap = caps.next()) {
     if ((m - 1.0 / v) * cap + least_total / v >= best_objective) break;
     const Solution s = least_sum(options, pp, blocks, cap);
     if (s.feasible && objective(s) < best_objective) {

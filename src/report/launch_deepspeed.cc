@@ -23,8 +23,8 @@
 namespace paratune::launch_detail {
 namespace {
 
-constexpr const char* kHeredocOpen = "<<'JSON'\n";
-constexpr const char* kHeredocClose = "\nJSON\n";
+constexpr const char* kJsonHeredocOpen = "<<'JSON'\n";
+constexpr const char* kJsonHeredocClose = "\nJSON\n";
 
 // The ds_config (D0-D4, D7). W, the data-parallel size DeepSpeed divides the batch by, is the plan's
 // dp: Megatron-DeepSpeed passes its mpu with one stage (--no-pipeline-parallel) and builds a
@@ -206,7 +206,7 @@ std::string script(const std::string& config, const std::vector<std::string>& ar
   s += fmt::format("NNODES={}\nGPUS_PER_NODE={}\n", target.nodes, target.gpus_per_node);
   if (target.nodes > 1) s += "# Read on every node: keep it on a shared file system.\n";
   s += "DS_CONFIG=\"${DS_CONFIG:-$PWD/ds_config.json}\"\n";
-  s += std::string("cat > \"$DS_CONFIG\" ") + kHeredocOpen + config + kHeredocClose;
+  s += std::string("cat > \"$DS_CONFIG\" ") + kJsonHeredocOpen + config + kJsonHeredocClose;
   if (target.nodes == 1) {
     s += "LAUNCH=(deepspeed --num_nodes \"$NNODES\" --num_gpus \"$GPUS_PER_NODE\" --master_port 29500)\n";
   } else {

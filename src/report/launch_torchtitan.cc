@@ -25,8 +25,8 @@ std::string framework_schema_text(std::string_view name);  // generated: framewo
 namespace launch_detail {
 namespace {
 
-constexpr std::string_view kHeredocOpen = "<<'TOML'\n";
-constexpr std::string_view kHeredocClose = "TOML\n";  // the job file ends with its own newline
+constexpr std::string_view kTomlHeredocOpen = "<<'TOML'\n";
+constexpr std::string_view kTomlHeredocClose = "TOML\n";  // the job file ends with its own newline
 
 // module_fqns_per_model_part (T4.3a): one list of module names per stage, in stage order (stage s
 // on rank s % pp, T4.4); the first holds tok_embeddings, the last norm and output.
@@ -396,7 +396,7 @@ std::string torchtitan_script(const std::string& toml, const std::vector<std::st
        "(scripts/download_hf_assets.py)}\"\n";
   s += ": \"${DATASET:?set DATASET to the training data of torchtitan's c4 loader: allenai/c4 or a local copy}\"\n";
   s += "CONFIG=\"${CONFIG:-$PWD/paratune_torchtitan.toml}\"\n";
-  s += fmt::format("cat > \"$CONFIG\" {}{}{}", kHeredocOpen, toml, kHeredocClose);
+  s += fmt::format("cat > \"$CONFIG\" {}{}{}", kTomlHeredocOpen, toml, kTomlHeredocClose);
   s += "export PYTHONPATH=\"$TORCHTITAN${PYTHONPATH:+:$PYTHONPATH}\"\n";
   s += torchrun_launch(target);
   s += "\"${LAUNCH[@]}\" -m torchtitan.train --job.config_file \"$CONFIG\" \\\n"

@@ -26,7 +26,7 @@ namespace {
 using paratune::testing::Result;
 using paratune::testing::run;
 
-std::filesystem::path fresh_dir(const std::string& name) {
+std::filesystem::path failing_region_dir(const std::string& name) {
   const std::filesystem::path dir = std::filesystem::absolute(std::filesystem::path(::testing::TempDir())) /
                                     fmt::format("paratune_failing_region_{}_{}", ::getpid(), name);
   std::filesystem::remove_all(dir);
@@ -36,7 +36,7 @@ std::filesystem::path fresh_dir(const std::string& name) {
 
 TEST(FailingRegion, EveryModelBasedSearchLearnsToStayOutOfIt) {
   for (const std::string algo : {"bo", "oppa", "tpe", "gp"}) {
-    const auto dir = fresh_dir(algo);
+    const auto dir = failing_region_dir(algo);
     std::ofstream(dir / "space.yaml") << "parameters:\n  a: [1, 2, 4, 8]\n  b: [1, 2, 4, 8]\n  c: [0, 1, 2, 3]\n";
     const bool hpo = algo == "tpe" || algo == "gp";
     const Result r = run(fmt::format(

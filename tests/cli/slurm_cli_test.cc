@@ -33,7 +33,7 @@ using paratune::testing::Result;
 using paratune::testing::run;
 using paratune::testing::SlurmCluster;
 
-std::filesystem::path fresh_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_slurm_cli", name); }
+std::filesystem::path slurm_cli_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_slurm_cli", name); }
 
 // The jobs Slurm still has pending or running.
 std::string live_jobs() {
@@ -47,7 +47,7 @@ std::string live_jobs() {
 std::string slurm_flags() { return " --backend slurm --slurm-poll 0.2s --grace 2s "; }
 
 TEST(SlurmCli, FlagsAreCheckedBeforeAnyTrialRuns) {
-  const auto dir = fresh_dir("flags");
+  const auto dir = slurm_cli_dir("flags");
   write_file(dir / "space.yaml", "parameters:\n  x: [1, 2]\n");
   const std::string base = "tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
                            " --command 'true {x}' ";
@@ -72,7 +72,7 @@ TEST(SlurmCli, FlagsAreCheckedBeforeAnyTrialRuns) {
 TEST(SlurmCli, APartitionSlurmRefusesIsSaidBeforeAnyTrial) {
   SlurmCluster& cluster = SlurmCluster::shared();
   PARATUNE_NEED_SERVER(cluster.problem());
-  const auto dir = fresh_dir("refused");
+  const auto dir = slurm_cli_dir("refused");
   write_file(dir / "space.yaml", "parameters:\n  x: [1, 2]\n");
   const Result r = run("tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
                        " --command 'true {x}'" + slurm_flags() + "--slurm-partition gpu-that-is-not-there");
@@ -83,15 +83,15 @@ TEST(SlurmCli, APartitionSlurmRefusesIsSaidBeforeAnyTrial) {
 }
 
 // Hostile values as YAML strings (single-quoted YAML: '' is one quote).
-const char* kHostileSpace = R"(parameters:
+const char* kSlurmHostileSpace = R"(parameters:
   x: ['$(touch HOSTILE_MARK)', 'a''b', ';rm -rf ~', '`touch HOSTILE_MARK` && *']
 )";
 
 TEST(SlurmCli, ConfigurationStudyRunsAsSlurmJobs) {
   SlurmCluster& cluster = SlurmCluster::shared();
   PARATUNE_NEED_SERVER(cluster.problem());
-  const auto dir = fresh_dir("config-study");
-  write_file(dir / "space.yaml", kHostileSpace);
+  const auto dir = slurm_cli_dir("config-study");
+  write_file(dir / "space.yaml", kSlurmHostileSpace);
   const Result r = run("tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
                        " --command '" + PARATUNE_FAKE_TRIAL + " --record {trial_dir}/record.txt {x}' --steps 4 --slots 2" +
                        slurm_flags());
@@ -121,7 +121,7 @@ TEST(SlurmCli, ConfigurationStudyRunsAsSlurmJobs) {
 TEST(SlurmCli, HyperparameterStudyRunsAsSlurmJobs) {
   SlurmCluster& cluster = SlurmCluster::shared();
   PARATUNE_NEED_SERVER(cluster.problem());
-  const auto dir = fresh_dir("hpo-study");
+  const auto dir = slurm_cli_dir("hpo-study");
   write_file(dir / "space.yaml", "parameters:\n  lr: {type: float, low: 0.001, high: 0.1, log: true}\n");
   const Result r = run("tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
                        " --command '" + PARATUNE_FAKE_TRIAL + " {lr}' --steps 3 --algo random --max-trials 3 " +
@@ -142,7 +142,7 @@ TEST(SlurmCli, HyperparameterStudyRunsAsSlurmJobs) {
 TEST(SlurmCli, ControllerKilledWithSigkillLeavesNoJobAndTheStudyResumes) {
   SlurmCluster& cluster = SlurmCluster::shared();
   PARATUNE_NEED_SERVER(cluster.problem());
-  const auto dir = fresh_dir("kill9");
+  const auto dir = slurm_cli_dir("kill9");
   write_file(dir / "space.yaml", "parameters:\n  x: [1, 2]\n");
   const std::string args = "tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
                            " --command '" + PARATUNE_FAKE_TRIAL + " --step-time 0.2 {x}' --steps 60 --slots 2" + slurm_flags();

@@ -22,10 +22,10 @@ using paratune::testing::Result;
 using paratune::testing::run;
 using paratune::testing::SshServer;
 
-std::filesystem::path fresh_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_ssh_cli", name); }
+std::filesystem::path ssh_cli_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_ssh_cli", name); }
 
 TEST(SshCli, BackendFlagsAreCheckedBeforeAnyTrialRuns) {
-  const auto dir = fresh_dir("flags");
+  const auto dir = ssh_cli_dir("flags");
   write_file(dir / "space.yaml", "parameters:\n  x: [1, 2]\n");
   write_file(dir / "hosts.txt", "h1 slots=2\nh2 slots=many\n");
   const std::string base = "tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
@@ -72,7 +72,7 @@ class SshCliStudy : public ::testing::Test {
 SshServer* SshCliStudy::server_ = nullptr;
 
 // Hostile values as YAML strings (single-quoted YAML: '' is one quote).
-const char* kHostileSpace = R"(parameters:
+const char* kSshHostileSpace = R"(parameters:
   x: ['$(touch HOSTILE_MARK)', 'a''b', ';rm -rf ~', '`touch HOSTILE_MARK` && *']
 )";
 const std::vector<std::string> kHostileValues = {"$(touch HOSTILE_MARK)", "a'b", ";rm -rf ~", "`touch HOSTILE_MARK` && *"};
@@ -100,8 +100,8 @@ void expect_hostile_values_arrived(const std::filesystem::path& dir, std::size_t
 }
 
 TEST_F(SshCliStudy, ConfigurationStudyRunsOverSsh) {
-  const auto dir = fresh_dir("config-study");
-  write_file(dir / "space.yaml", kHostileSpace);
+  const auto dir = ssh_cli_dir("config-study");
+  write_file(dir / "space.yaml", kSshHostileSpace);
   const Result r = run("tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
                        " --command '" + PARATUNE_FAKE_TRIAL + " --record {trial_dir}/record.txt {x}' --steps 4" +
                        ssh_flags(dir) + " --grace 1s");
@@ -111,8 +111,8 @@ TEST_F(SshCliStudy, ConfigurationStudyRunsOverSsh) {
 }
 
 TEST_F(SshCliStudy, HyperparameterStudyRunsOverSsh) {
-  const auto dir = fresh_dir("hpo-study");
-  write_file(dir / "space.yaml", kHostileSpace);
+  const auto dir = ssh_cli_dir("hpo-study");
+  write_file(dir / "space.yaml", kSshHostileSpace);
   const Result r = run("tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
                        " --command '" + PARATUNE_FAKE_TRIAL + " --record {trial_dir}/record.txt {x}' --steps 4 --algo grid" +
                        ssh_flags(dir) + " --grace 1s --trial-ranks 2");  // ranks != 1: a hyperparameter study

@@ -26,7 +26,7 @@ using paratune::testing::write_file;
 using paratune::testing::Result;
 using paratune::testing::run;
 
-std::filesystem::path fresh_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_tune_cli", name); }
+std::filesystem::path tune_cli_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_tune_cli", name); }
 
 // Live processes (not zombies: those have an empty environment) of trials under `trials_dir`.
 int live_trial_processes(const std::filesystem::path& trials_dir) {
@@ -88,7 +88,7 @@ int wait_for_trials(const std::filesystem::path& dir, const std::string& status,
 }
 
 TEST(TuneCli, CtrlCStopsTrialsStoresThemInterruptedAndExits130) {
-  const auto dir = fresh_dir("sigint");
+  const auto dir = tune_cli_dir("sigint");
   // Trials of 4 s and more: still running when the SIGINT comes, however slowly (sanitizers) the
   // refused controllers below start and stop.
   write_file(dir / "space.yaml", "parameters:\n  st: [0.5, 0.6, 0.7]\n  k: [1, 2, 3, 4]\n");
@@ -125,7 +125,7 @@ TEST(TuneCli, CtrlCStopsTrialsStoresThemInterruptedAndExits130) {
 // Issue 21: failed trials were never run again on resume. --retry-failed does (off by default),
 // and the summary counts them.
 TEST(TuneCli, RetryFailedRunsFailedPointsAgainOnResume) {
-  const auto dir = fresh_dir("retry");
+  const auto dir = tune_cli_dir("retry");
   write_file(dir / "space.yaml", "parameters:\n  st: [0.01]\n  behave: [ok, crash]\n");
   const std::string args = "tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
                            " --command '" + PARATUNE_FAKE_TRIAL + " --step-time {st} --behave {behave} --log-run " +
@@ -157,7 +157,7 @@ TEST(TuneCli, RetryFailedRunsFailedPointsAgainOnResume) {
 }
 
 TEST(TuneCli, JsonHasTheDocumentedFieldsAndStudyShowAgrees) {
-  const auto dir = fresh_dir("json");
+  const auto dir = tune_cli_dir("json");
   write_file(dir / "space.yaml", "parameters:\n  st: [0.02, 0.01]\n  behave: [ok, crash]\n");
   const Result r = run("tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
                        " --command '" + PARATUNE_FAKE_TRIAL + " --step-time {st} --behave {behave}' --steps 4 --json");
@@ -185,7 +185,7 @@ TEST(TuneCli, JsonHasTheDocumentedFieldsAndStudyShowAgrees) {
 }
 
 TEST(TuneCli, KilledControllerLeavesNoProcessAndResumesWithoutRerunningFinishedTrials) {
-  const auto dir = fresh_dir("kill");
+  const auto dir = tune_cli_dir("kill");
   write_file(dir / "space.yaml", kSpace);
   const pid_t controller = start_controller(dir);
   // Kill it with SIGKILL once some trials finished and others run.
@@ -237,7 +237,7 @@ TEST(TuneCli, KilledControllerLeavesNoProcessAndResumesWithoutRerunningFinishedT
 }
 
 TEST(TuneCli, DerivedSpaceRunsTheModelsFavouritesFirst) {
-  const auto dir = fresh_dir("derived");
+  const auto dir = tune_cli_dir("derived");
   const Result r = run("tune --model llama3-8b --cluster h100x8 --seq-len 4096 --global-batch 64 --fix pp=1,cp=1 "
                        "--study " + (dir / "s.db").string() + " --command '" + PARATUNE_FAKE_TRIAL +
                        " --step-time 0.01 --record " + (dir / "record.txt").string() +
@@ -255,7 +255,7 @@ TEST(TuneCli, DerivedSpaceRunsTheModelsFavouritesFirst) {
 }
 
 TEST(TuneCli, BadInputExitsTwoBeforeAnythingRuns) {
-  const auto dir = fresh_dir("bad");
+  const auto dir = tune_cli_dir("bad");
   write_file(dir / "space.yaml", kSpace);
   const std::string study = " --study " + (dir / "s.db").string();
   Result r = run("tune --space " + (dir / "space.yaml").string() + study + " --command 'train.py --tp {tp}'");
@@ -302,7 +302,7 @@ TEST(TuneCli, BadInputExitsTwoBeforeAnythingRuns) {
 // A trial's stderr may hold any bytes (Latin-1, terminal escapes): the study stores them as
 // printable UTF-8 (\xNN for the rest), so the JSON outputs and the text never break on them.
 TEST(TuneCli, TrialOutputThatIsNotUtf8IsStoredPrintable) {
-  const auto dir = fresh_dir("latin1");
+  const auto dir = tune_cli_dir("latin1");
   write_file(dir / "space.yaml", "parameters:\n  behave: [ok, latin1]\n");
   write_file(dir / "trial.sh", std::string("#!/bin/sh\nif [ \"$1\" = latin1 ]; then printf 'caf\\351 \\033[2Jgone\\n' >&2; exit 1; fi\nexec ") +
                                    PARATUNE_FAKE_TRIAL + " --step-time 0.01\n");
@@ -332,7 +332,7 @@ namespace {
 TEST(TuneCli, EveryAlgorithmRunsOnTheSimulatedCluster) {
   const std::string scenarios = std::string(PARATUNE_SOURCE_DIR) + "/bench/simcluster/scenarios";
   for (const char* algo : {"grid", "random", "bo", "xgboost", "costmodel", "oppa"}) {
-    const std::filesystem::path dir = fresh_dir(std::string("sim_") + algo);
+    const std::filesystem::path dir = tune_cli_dir(std::string("sim_") + algo);
     const std::string study = (dir / "s.db").string();
     const Result r = run(fmt::format(
         "tune --space {0}/llama3-1b-3080.space.yaml --model {0}/llama3-1b.yaml --cluster {0}/rtx3080-16.yaml "
@@ -371,7 +371,7 @@ TEST(TuneCli, EveryAlgorithmRunsOnTheSimulatedCluster) {
 TEST(TuneCli, ModelSearchesRunTrialsInParallel) {
   const std::string scenarios = std::string(PARATUNE_SOURCE_DIR) + "/bench/simcluster/scenarios";
   for (const char* algo : {"xgboost", "oppa", "costmodel"}) {
-    const std::filesystem::path dir = fresh_dir(std::string("parallel_") + algo);
+    const std::filesystem::path dir = tune_cli_dir(std::string("parallel_") + algo);
     const Result r = run(fmt::format(
         "tune --space {0}/qwen2-a5000.space.yaml --model qwen2-1.5b --cluster {0}/a5000-8.yaml --seq-len 1024 "
         "--global-batch 64 --algo {1} --initial 2 --parallel 3 --steps 8 --max-trials 9 "
@@ -387,7 +387,7 @@ TEST(TuneCli, ModelSearchesRunTrialsInParallel) {
 }
 
 TEST(TuneCli, ModelSearchFlagsAreChecked) {
-  const std::filesystem::path dir = fresh_dir("bad_bayes");
+  const std::filesystem::path dir = tune_cli_dir("bad_bayes");
   write_file(dir / "space.yaml", "parameters:\n  dp: [1, 2]\n");
   const std::string base = fmt::format("tune --space {} --command 'true' --study {} ", (dir / "space.yaml").string(),
                                        (dir / "s.db").string());
@@ -432,7 +432,7 @@ TEST(TuneCli, SeedFromPlanDefaultMatchesTheReadme) {
   for (const Case& c : {Case{"oppa", "", true}, Case{"costmodel", "", true}, Case{"oppa", "--no-seed-from-plan", false},
                         Case{"bo", "", false}, Case{"costmodel", "--seed-from-plan", true}}) {
     const std::string label = std::string(c.algo) + " " + c.flag;
-    const std::filesystem::path dir = fresh_dir(std::string("seed_") + c.algo + (c.flag[0] ? "_flag" : ""));
+    const std::filesystem::path dir = tune_cli_dir(std::string("seed_") + c.algo + (c.flag[0] ? "_flag" : ""));
     const Result r = run(fmt::format(
         "tune --space {0}/qwen2-a5000.space.yaml --model qwen2-1.5b --cluster {0}/a5000-8.yaml --seq-len 1024 "
         "--global-batch 64 --algo {1} {2} --initial 4 --steps 6 --max-trials 2 "
@@ -451,7 +451,7 @@ TEST(TuneCli, SeedFromPlanDefaultMatchesTheReadme) {
     }
   }
   // Where there is nothing to seed from, asking for it is refused.
-  const std::filesystem::path dir = fresh_dir("seed_refused");
+  const std::filesystem::path dir = tune_cli_dir("seed_refused");
   for (const char* algo : {"grid", "random", "bo", "xgboost"}) {
     const Result r = run(fmt::format(
         "tune --space {0}/qwen2-a5000.space.yaml --model qwen2-1.5b --cluster {0}/a5000-8.yaml --seq-len 1024 "

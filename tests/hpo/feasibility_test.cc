@@ -15,7 +15,7 @@ using State = TrialRecord::State;
 // A sequential study of `n` proposals: loss -a b (the largest product is best), refused whenever
 // `refused(config)`.
 template <class Refused>
-std::vector<TrialRecord> simulate(Sampler& sampler, int n, Refused refused) {
+std::vector<TrialRecord> simulate_refusals(Sampler& sampler, int n, Refused refused) {
   std::vector<TrialRecord> trials;
   for (int i = 0; i < n; ++i) {
     const std::optional<Config> config = sampler.propose(trials);
@@ -44,7 +44,7 @@ TEST(SamplerFeasibility, ARefusedConfigurationIsNeverProposedAgain) {
     o.startup_trials = 3;
     auto sampler = make_sampler(kind, space, o);
     const auto is_best = [](const Config& c) { return c["a"] == 2 && c["b"] == 3; };
-    const std::vector<TrialRecord> trials = simulate(*sampler, 40, is_best);
+    const std::vector<TrialRecord> trials = simulate_refusals(*sampler, 40, is_best);
     int refused = 0;
     for (const TrialRecord& t : trials) refused += is_best(t.config);
     EXPECT_LE(refused, 1) << to_string(kind);
@@ -66,7 +66,7 @@ TEST(SamplerFeasibility, StaysOutOfARegionThatIsRefused) {
       o.seed = seed;
       o.startup_trials = 8;
       auto sampler = make_sampler(kind, space, o);
-      const std::vector<TrialRecord> trials = simulate(*sampler, 40, [](const Config& c) { return c["a"].get<double>() > 0.6; });
+      const std::vector<TrialRecord> trials = simulate_refusals(*sampler, 40, [](const Config& c) { return c["a"].get<double>() > 0.6; });
       for (std::size_t i = 8; i < trials.size(); ++i) refused_after_startup += trials[i].state == State::kFailed;
     }
     // Random proposals would put 40% of the 64 model proposals (about 26) in the refused region.

@@ -50,7 +50,7 @@ void add_trial(std::vector<TrialRecord>& trials, Config config, State state, std
 
 // Runs `evaluations` sequential trials of `loss` (nullopt: the trial fails) proposed by `sampler`.
 template <class Loss>
-std::vector<TrialRecord> simulate(Sampler& sampler, int evaluations, Loss loss) {
+std::vector<TrialRecord> simulate_gp(Sampler& sampler, int evaluations, Loss loss) {
   std::vector<TrialRecord> trials;
   for (int i = 0; i < evaluations; ++i) {
     const std::optional<Config> config = sampler.propose(trials);
@@ -88,7 +88,7 @@ TEST(GpSampler, BeatsRandomSearchOnBranin) {
   std::vector<double> gp_best, random_best;
   for (std::uint64_t seed = 1; seed <= 5; ++seed) {
     const auto sampler = gp_sampler(space, seed);
-    gp_best.push_back(best_value(simulate(*sampler, evaluations, [](const Config& c) { return std::optional(branin(c)); })));
+    gp_best.push_back(best_value(simulate_gp(*sampler, evaluations, [](const Config& c) { return std::optional(branin(c)); })));
     std::mt19937_64 rng(seed);
     double best = HUGE_VAL;
     for (int i = 0; i < evaluations; ++i) best = std::min(best, branin(space.sample(rng)));
@@ -102,7 +102,7 @@ TEST(GpSampler, BeatsRandomSearchOnBranin) {
 TEST(GpSampler, MaximizesWhenAskedTo) {
   const Space space = Space::parse(kBraninSpace, "branin.yaml");
   const auto sampler = gp_sampler(space, 3, -1, Direction::kMaximize);
-  const auto trials = simulate(*sampler, 25, [](const Config& c) { return std::optional(-branin(c)); });
+  const auto trials = simulate_gp(*sampler, 25, [](const Config& c) { return std::optional(-branin(c)); });
   double best = -HUGE_VAL;
   for (const TrialRecord& t : trials) best = std::max(best, *t.value);
   EXPECT_GT(best, -1.0);
@@ -127,7 +127,7 @@ parameters:
     return std::optional(l);
   };
   const auto sampler = gp_sampler(space, 5);
-  const auto trials = simulate(*sampler, 25, loss);
+  const auto trials = simulate_gp(*sampler, 25, loss);
   ASSERT_EQ(trials.size(), 25u);
   bool saw_sgd = false, saw_step = false;
   for (const TrialRecord& t : trials) {
@@ -167,7 +167,7 @@ TEST(GpSampler, DoesNotProposeAPendingConfigurationAgain) {
 TEST(GpSampler, KrigingBelieverMovesAwayFromAPendingPoint) {
   const Space space = Space::parse(kBraninSpace, "branin.yaml");
   const auto sampler = gp_sampler(space, 2);
-  std::vector<TrialRecord> trials = simulate(*sampler, 12, [](const Config& c) { return std::optional(branin(c)); });
+  std::vector<TrialRecord> trials = simulate_gp(*sampler, 12, [](const Config& c) { return std::optional(branin(c)); });
   const Config first = *sampler->propose(trials);
   add_trial(trials, first, State::kRunning);
   const Config second = *sampler->propose(trials);
@@ -187,7 +187,7 @@ TEST(GpSampler, AvoidsARegionThatFails) {
   int gp_failures = 0, random_failures = 0;
   for (std::uint64_t seed = 1; seed <= 3; ++seed) {
     const auto sampler = gp_sampler(space, seed, startup);
-    const auto trials = simulate(*sampler, evaluations, loss);
+    const auto trials = simulate_gp(*sampler, evaluations, loss);
     for (std::size_t i = startup; i < trials.size(); ++i) gp_failures += trials[i].state == State::kFailed;
     std::mt19937_64 rng(seed);
     for (int i = startup; i < evaluations; ++i) random_failures += !loss(space.sample(rng));
@@ -216,7 +216,7 @@ TEST(GpSampler, SameSeedSameProposals) {
   const Space space = Space::parse(kBraninSpace, "branin.yaml");
   auto loss = [](const Config& c) { return std::optional(branin(c)); };
   const auto a = gp_sampler(space, 11), b = gp_sampler(space, 11), other = gp_sampler(space, 12);
-  const auto ta = simulate(*a, 14, loss), tb = simulate(*b, 14, loss), tother = simulate(*other, 14, loss);
+  const auto ta = simulate_gp(*a, 14, loss), tb = simulate_gp(*b, 14, loss), tother = simulate_gp(*other, 14, loss);
   ASSERT_EQ(ta.size(), tb.size());
   for (std::size_t i = 0; i < ta.size(); ++i) EXPECT_EQ(ta[i].config.dump(), tb[i].config.dump()) << i;
   EXPECT_EQ(a->proposal_notes().dump(), b->proposal_notes().dump());

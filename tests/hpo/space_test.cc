@@ -22,7 +22,7 @@ constraints:
   - batch_size <= 128 or lr < 0.05
 )";
 
-std::string error_of(const std::string& text) {
+std::string space_error_of(const std::string& text) {
   try {
     Space::parse(text, "space.yaml");
   } catch (const Error& e) {
@@ -108,46 +108,46 @@ constraints: ["layers != 2"]
 }
 
 TEST(HpoSpace, EveryMistakeNamesFileParameterFieldAndRule) {
-  EXPECT_NE(error_of("parameters:\n  lr: {type: float, low: 0.1, high: 0.01}\n").find("space.yaml: parameters.lr: low 0.1 must be below high 0.01"),
+  EXPECT_NE(space_error_of("parameters:\n  lr: {type: float, low: 0.1, high: 0.01}\n").find("space.yaml: parameters.lr: low 0.1 must be below high 0.01"),
             std::string::npos);
-  EXPECT_NE(error_of("parameters:\n  lr: {type: float, low: 0, high: 1, log: true}\n").find("parameters.lr.low: 0 must be > 0 with log"),
+  EXPECT_NE(space_error_of("parameters:\n  lr: {type: float, low: 0, high: 1, log: true}\n").find("parameters.lr.low: 0 must be > 0 with log"),
             std::string::npos);
-  EXPECT_NE(error_of("parameters:\n  lr: {type: real, low: 0, high: 1}\n").find("parameters.lr.type: 'real' is not a parameter type"),
+  EXPECT_NE(space_error_of("parameters:\n  lr: {type: real, low: 0, high: 1}\n").find("parameters.lr.type: 'real' is not a parameter type"),
             std::string::npos);
-  EXPECT_NE(error_of("parameters:\n  lr: {type: float, low: 0, hihg: 1}\n").find("parameters.lr: unknown field 'hihg'"),
+  EXPECT_NE(space_error_of("parameters:\n  lr: {type: float, low: 0, hihg: 1}\n").find("parameters.lr: unknown field 'hihg'"),
             std::string::npos);
-  EXPECT_NE(error_of("parameters:\n  n: {type: int, low: 1.5, high: 4}\n").find("parameters.n.low: 1.5 is not an integer"),
+  EXPECT_NE(space_error_of("parameters:\n  n: {type: int, low: 1.5, high: 4}\n").find("parameters.n.low: 1.5 is not an integer"),
             std::string::npos);
-  EXPECT_NE(error_of("parameters:\n  lr: {type: float, low: 1}\n").find("parameters.lr.high: missing"), std::string::npos);
-  EXPECT_NE(error_of("parameters:\n  a: {type: float, low: 0, high: 1, when: \"b > 1\"}\n  b: [1, 2]\n")
+  EXPECT_NE(space_error_of("parameters:\n  lr: {type: float, low: 1}\n").find("parameters.lr.high: missing"), std::string::npos);
+  EXPECT_NE(space_error_of("parameters:\n  a: {type: float, low: 0, high: 1, when: \"b > 1\"}\n  b: [1, 2]\n")
                 .find("parameters.a.when 'b > 1': refers to 'b', which is declared after it"),
             std::string::npos);
-  EXPECT_NE(error_of("parameters:\n  a: {type: float, low: 0, high: 1, when: \"c > 1\"}\n").find("parameters.a.when 'c > 1'"),
+  EXPECT_NE(space_error_of("parameters:\n  a: {type: float, low: 0, high: 1, when: \"c > 1\"}\n").find("parameters.a.when 'c > 1'"),
             std::string::npos);
-  EXPECT_NE(error_of("parameters:\n  o: {type: categorical, choices: [a, a]}\n").find("parameters.o: value \"a\" is listed twice"),
+  EXPECT_NE(space_error_of("parameters:\n  o: {type: categorical, choices: [a, a]}\n").find("parameters.o: value \"a\" is listed twice"),
             std::string::npos);
-  EXPECT_NE(error_of("parameters:\n  o: {type: categorical, low: 1, choices: [a]}\n").find("parameters.o.low: not a field of a categorical"),
+  EXPECT_NE(space_error_of("parameters:\n  o: {type: categorical, low: 1, choices: [a]}\n").find("parameters.o.low: not a field of a categorical"),
             std::string::npos);
-  EXPECT_NE(error_of("parameters:\n  x: [1]\nconstraints: [\"y > 1\"]\n").find("constraints[0] 'y > 1'"), std::string::npos);
-  EXPECT_NE(error_of("parameters:\n  x: 3\n").find("parameters.x: expected a list of values"), std::string::npos);
-  EXPECT_NE(error_of("parameter:\n  x: [1]\n").find("unknown key 'parameter'"), std::string::npos);
+  EXPECT_NE(space_error_of("parameters:\n  x: [1]\nconstraints: [\"y > 1\"]\n").find("constraints[0] 'y > 1'"), std::string::npos);
+  EXPECT_NE(space_error_of("parameters:\n  x: 3\n").find("parameters.x: expected a list of values"), std::string::npos);
+  EXPECT_NE(space_error_of("parameter:\n  x: [1]\n").find("unknown key 'parameter'"), std::string::npos);
   // Range ends: finite numbers, written unquoted; a large integer is a float range's end like any number.
-  EXPECT_NE(error_of("parameters:\n  lr: {type: float, low: 1e-5, high: 1e400}\n").find("parameters.lr.high: 1e400 is not a finite number"),
+  EXPECT_NE(space_error_of("parameters:\n  lr: {type: float, low: 1e-5, high: 1e400}\n").find("parameters.lr.high: 1e400 is not a finite number"),
             std::string::npos);
-  EXPECT_NE(error_of("parameters:\n  lr: {type: float, low: .nan, high: 1}\n").find("parameters.lr.low: .nan is not a finite number"),
+  EXPECT_NE(space_error_of("parameters:\n  lr: {type: float, low: .nan, high: 1}\n").find("parameters.lr.low: .nan is not a finite number"),
             std::string::npos);
-  EXPECT_NE(error_of("parameters:\n  lr: {type: float, low: \"0\", high: 1}\n").find("parameters.lr.low: expected a number (unquoted)"),
+  EXPECT_NE(space_error_of("parameters:\n  lr: {type: float, low: \"0\", high: 1}\n").find("parameters.lr.low: expected a number (unquoted)"),
             std::string::npos);
-  EXPECT_EQ(error_of("parameters:\n  lr: {type: float, low: 0, high: 99999999999999999999}\n"), "");
+  EXPECT_EQ(space_error_of("parameters:\n  lr: {type: float, low: 0, high: 99999999999999999999}\n"), "");
 }
 
 // A small finite space whose constraints nothing satisfies is refused when read, not after 10,000
 // rejected draws at the first trial; a float or a large grid still defers to sampling.
 TEST(HpoSpace, UnsatisfiableSmallFiniteSpacesAreRefusedWhenRead) {
-  EXPECT_NE(error_of("parameters:\n  dp: [1, 2, 4]\n  tp: [1, 2]\nconstraints: [\"dp * tp == 9\"]\n")
+  EXPECT_NE(space_error_of("parameters:\n  dp: [1, 2, 4]\n  tp: [1, 2]\nconstraints: [\"dp * tp == 9\"]\n")
                 .find("space.yaml: no combination of the parameters satisfies every constraint"),
             std::string::npos);
-  EXPECT_EQ(error_of("parameters:\n  dp: [1, 2, 4]\n  tp: [1, 2]\nconstraints: [\"dp * tp == 8\"]\n"), "");
+  EXPECT_EQ(space_error_of("parameters:\n  dp: [1, 2, 4]\n  tp: [1, 2]\nconstraints: [\"dp * tp == 8\"]\n"), "");
   const Space with_float = Space::parse("parameters:\n  x: {type: float, low: 0, high: 1}\nconstraints: [\"x > 2\"]\n", "f.yaml");
   std::mt19937_64 rng(1);
   EXPECT_THROW((void)with_float.sample(rng), Error);
@@ -156,10 +156,10 @@ TEST(HpoSpace, UnsatisfiableSmallFiniteSpacesAreRefusedWhenRead) {
 // Found by fuzz/hpo_space: a `when` or a choice that is not UTF-8 once YAML's escapes are decoded
 // reached describe().dump() (stored with the study) and threw nlohmann's type_error.
 TEST(HpoSpace, StringsThatAreNotUtf8AreInputErrors) {
-  EXPECT_NE(error_of("parameters:\n  o: [a, b]\n  m: {type: float, low: 0, high: 1, when: \"o == '\\N'\"}\n")
+  EXPECT_NE(space_error_of("parameters:\n  o: [a, b]\n  m: {type: float, low: 0, high: 1, when: \"o == '\\N'\"}\n")
                 .find("parameters.m.when: line 3: a string is not UTF-8"),
             std::string::npos);
-  EXPECT_NE(error_of("parameters:\n  o: {type: categorical, choices: [a, \"\\_\"]}\n").find("parameters.o.choices: line 2"),
+  EXPECT_NE(space_error_of("parameters:\n  o: {type: categorical, choices: [a, \"\\_\"]}\n").find("parameters.o.choices: line 2"),
             std::string::npos);
 }
 

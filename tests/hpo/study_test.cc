@@ -28,7 +28,7 @@ using paratune::testing::write_file;
 using paratune::testing::Result;
 using paratune::testing::run;
 
-std::filesystem::path fresh_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_hpo", name); }
+std::filesystem::path hpo_study_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_hpo", name); }
 
 const char* kBranin = R"(parameters:
   x1: {type: float, low: -5, high: 10}
@@ -71,7 +71,7 @@ int count_lines_with(const std::filesystem::path& file, const std::string& text)
 
 TEST(HpoStudy, EverySamplerRunsEndToEnd) {
   for (const std::string algo : {"grid", "random", "tpe", "gp"}) {
-    const auto dir = fresh_dir("sampler-" + algo);
+    const auto dir = hpo_study_dir("sampler-" + algo);
     // Grid needs a finite space: a 4 x 4 grid of Branin.
     write_file(dir / "space.yaml", algo == "grid" ? "parameters:\n  x1: [-3, 0, 3, 9]\n  x2: [1, 5, 10, 14]\n" : kBranin);
     const Result r = run(study_args(dir, "", fmt::format("--algo {} --steps 1 --max-trials 14 --parallel 2 --json", algo)));
@@ -91,7 +91,7 @@ TEST(HpoStudy, EverySamplerRunsEndToEnd) {
 
 TEST(HpoStudy, EveryPrunerStopsSomeTrialsAndCompletesOthers) {
   for (const std::string pruner : {"median", "percentile", "asha", "hyperband"}) {
-    const auto dir = fresh_dir("pruner-" + pruner);
+    const auto dir = hpo_study_dir("pruner-" + pruner);
     write_file(dir / "space.yaml", kBranin);
     const std::string startup = pruner == "median" || pruner == "percentile" ? "--pruner-startup 3" : "";
     const Result r = run(study_args(dir, "--curve", fmt::format("--algo random --seed 3 --pruner {} --steps 27 "
@@ -114,7 +114,7 @@ TEST(HpoStudy, EveryPrunerStopsSomeTrialsAndCompletesOthers) {
 // ASHA with eta 3 on rungs 1, 3, 9 steps: a completed trial ran three times (1, then 2 more, then 6
 // more steps), each resuming from the checkpoint the previous run saved.
 TEST(HpoStudy, AshaPromotesByResumingFromTheTrialsCheckpoint) {
-  const auto dir = fresh_dir("asha-resume");
+  const auto dir = hpo_study_dir("asha-resume");
   write_file(dir / "space.yaml", kBranin);
   const Result r = run(study_args(dir, "--curve", "--algo random --seed 5 --pruner asha --eta 3 --min-resource 1 "
                                                   "--steps 9 --max-trials 12 --parallel 1"));
@@ -137,7 +137,7 @@ TEST(HpoStudy, AshaPromotesByResumingFromTheTrialsCheckpoint) {
 // A program that does not checkpoint is promoted by running it again, longer, from step 0; its
 // earlier output is replaced, not added to.
 TEST(HpoStudy, AshaRerunsAProgramWithoutCheckpoints) {
-  const auto dir = fresh_dir("asha-rerun");
+  const auto dir = hpo_study_dir("asha-rerun");
   write_file(dir / "space.yaml", kBranin);
   const std::string args = study_args(dir, "--curve", "--algo random --seed 5 --pruner asha --eta 3 --min-resource 1 "
                                                       "--steps 9 --max-trials 12 --parallel 1");
@@ -187,7 +187,7 @@ void expect_asha_invariant(const std::vector<paratune::store::StoredTrial>& tria
 TEST(HpoStudy, KilledControllerResumesKeepingPrunedAndPromotedTrials) {
   for (const bool checkpoints : {true, false}) {
     SCOPED_TRACE(checkpoints ? "a program that checkpoints" : "a program without checkpoints");
-    const auto dir = fresh_dir(checkpoints ? "asha-kill" : "asha-kill-rerun");
+    const auto dir = hpo_study_dir(checkpoints ? "asha-kill" : "asha-kill-rerun");
     write_file(dir / "space.yaml", kBranin);
     std::string args = study_args(dir, "--curve --sleep 0.02", "--algo random --seed 8 --pruner asha --eta 3 "
                                                                "--min-resource 1 --steps 27 --max-trials 24 "
@@ -248,13 +248,13 @@ TEST(HpoStudy, KilledControllerResumesKeepingPrunedAndPromotedTrials) {
 // Programs that report their values after the step line, or without a step number.
 TEST(HpoStudy, ValuesAfterTheStepLineOrWithoutAStepNumberCount) {
   {
-    const auto dir = fresh_dir("after-step");
+    const auto dir = hpo_study_dir("after-step");
     write_file(dir / "space.yaml", kBranin);
     const Result r = run(study_args(dir, "--metric-after-step", "--algo random --steps 3 --max-trials 3 --json"));
     ASSERT_EQ(r.exit_code, 0) << r.output;
     for (const auto& t : stored_trials(dir)) EXPECT_EQ(t.status, "completed") << t.reason;
   }
-  const auto dir = fresh_dir("without-step");
+  const auto dir = hpo_study_dir("without-step");
   write_file(dir / "space.yaml", kBranin);
   const Result r = run(study_args(dir, "--curve --metric-without-step", "--algo random --seed 5 --pruner asha "
                                                                         "--min-resource 1 --steps 9 --max-trials 9"));
@@ -271,7 +271,7 @@ TEST(HpoStudy, ValuesAfterTheStepLineOrWithoutAStepNumberCount) {
 // A program that announces checkpoints but starts over from step 0 cannot be promoted by resuming:
 // its promoted runs fail with the reason, rather than storing a mislabelled curve.
 TEST(HpoStudy, AProgramThatDoesNotResumeFromItsCheckpointFailsWithTheReason) {
-  const auto dir = fresh_dir("ignore-checkpoint");
+  const auto dir = hpo_study_dir("ignore-checkpoint");
   write_file(dir / "space.yaml", kBranin);
   const Result r = run(study_args(dir, "--curve --ignore-checkpoint", "--algo random --seed 5 --pruner asha "
                                                                       "--min-resource 1 --steps 9 --max-trials 6"));
@@ -288,7 +288,7 @@ TEST(HpoStudy, AProgramThatDoesNotResumeFromItsCheckpointFailsWithTheReason) {
 // Two levels of parallelism: trials of 1 and 2 ranks packed onto 3 slots; a trial runs on its
 // slots' CPUs only, and trials that overlap in time never share a slot.
 TEST(HpoStudy, PacksTrialsOfSeveralRanksOntoTheSlots) {
-  const auto dir = fresh_dir("slots");
+  const auto dir = hpo_study_dir("slots");
   write_file(dir / "space.yaml", std::string(kBranin) + "  ranks: [1, 2]\n");
   const std::string command = fmt::format("sh -c \"grep Cpus_allowed_list /proc/self/status; exec {} branin --sleep 0.05\" "
                                           "--ranks {{ranks}} --strategy {{strategy}}",
@@ -336,7 +336,7 @@ TEST(HpoStudy, PacksTrialsOfSeveralRanksOntoTheSlots) {
 // --retrain trains the best configuration again and reports its final metrics; run again, the
 // stored retrain is reused.
 TEST(HpoStudy, RetrainRunsTheBestConfigurationAgainForTheFullBudget) {
-  const auto dir = fresh_dir("retrain");
+  const auto dir = hpo_study_dir("retrain");
   write_file(dir / "space.yaml", kBranin);
   const std::string args = study_args(dir, "--curve", "--algo tpe --seed 1 --steps 3 --max-trials 6 --retrain "
                                                       "--retrain-steps 10 --json");
@@ -364,7 +364,7 @@ TEST(HpoStudy, RetrainRunsTheBestConfigurationAgainForTheFullBudget) {
 
 // Issue 21: --retry-failed runs the configurations of failed trials again on resume (off by default).
 TEST(HpoStudy, RetryFailedRunsFailedConfigurationsAgain) {
-  const auto dir = fresh_dir("retry");
+  const auto dir = hpo_study_dir("retry");
   write_file(dir / "space.yaml", kBranin);
   const std::string args = study_args(dir, "--fail-above x1 2", "--algo random --seed 3 --steps 1 --max-trials 8 --json");
   const auto failed = [&] {
@@ -388,7 +388,7 @@ TEST(HpoStudy, RetryFailedRunsFailedConfigurationsAgain) {
 }
 
 TEST(HpoCli, BadInputIsNamedWithExitCode2) {
-  const auto dir = fresh_dir("bad");
+  const auto dir = hpo_study_dir("bad");
   write_file(dir / "space.yaml", kBranin);
   const auto expect_error = [&](const std::string& args, const std::string& message) {
     const Result r = run(args);

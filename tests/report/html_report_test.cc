@@ -29,7 +29,7 @@ using paratune::testing::run;
 using paratune::testing::run_command;
 using paratune::testing::write_file;
 
-std::filesystem::path fresh_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_html", name); }
+std::filesystem::path html_report_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_html", name); }
 
 // Why the browser cannot run here ("" when it can): Debian's chromium and web/node_modules.
 std::string browser_problem() {
@@ -71,7 +71,7 @@ std::string report_and_check(const std::filesystem::path& dir, const std::string
 
 TEST(HtmlReport, APrunedStudyShowsEveryView) {
   PARATUNE_NEED_SERVER(browser_problem());
-  const auto dir = fresh_dir("pruned");
+  const auto dir = html_report_dir("pruned");
   const Result r = hpo_study(dir, "--curve", "--algo tpe --seed 2 --pruner median --steps 9 --max-trials 14");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // History (2), timeline, parallel coordinates, 2 slices, importance, learning curves: 8 charts.
@@ -84,7 +84,7 @@ TEST(HtmlReport, APrunedStudyShowsEveryView) {
 // trial it chose, next to what the trial measured.
 TEST(HtmlReport, AConfigurationStudyShowsPredictedAgainstMeasured) {
   PARATUNE_NEED_SERVER(browser_problem());
-  const auto dir = fresh_dir("configurations");
+  const auto dir = html_report_dir("configurations");
   write_file(dir / "space.yaml", "parameters:\n  a: [1, 2, 3, 4]\n  b: [1, 2, 3]\n");
   const Result r = run(fmt::format("tune --space {} --study {} --trials-dir {} --command '{} --step-time 0.00{{a}}{{b}}' "
                                    "--steps 4 --algo bo --initial 3 --min-steps 2 --max-trials 8",
@@ -98,10 +98,10 @@ TEST(HtmlReport, AConfigurationStudyShowsPredictedAgainstMeasured) {
 
 TEST(HtmlReport, AStudyOfOneTrialAndOneOfOnlyFailedTrialsOpen) {
   PARATUNE_NEED_SERVER(browser_problem());
-  const auto one = fresh_dir("one");
+  const auto one = html_report_dir("one");
   ASSERT_EQ(hpo_study(one, "", "--algo random --steps 3 --max-trials 1").exit_code, 0);
   report_and_check(one, "study-one.png", "--min-charts 4 --expect-text '1 trials: 1 completed'");
-  const auto failed = fresh_dir("failed");
+  const auto failed = html_report_dir("failed");
   // Every trial fails at start-up (exit 3): no value to plot, the table and timeline still show them.
   const Result r = hpo_study(failed, "--fail-above x1 -100", "--algo random --steps 3 --max-trials 3");
   ASSERT_EQ(r.exit_code, 3) << r.output;
@@ -110,7 +110,7 @@ TEST(HtmlReport, AStudyOfOneTrialAndOneOfOnlyFailedTrialsOpen) {
 
 TEST(HtmlReport, AnEmptyStudyAndFiveThousandTrialsOpen) {
   PARATUNE_NEED_SERVER(browser_problem());
-  const auto empty = fresh_dir("empty");
+  const auto empty = html_report_dir("empty");
   {
     paratune::store::SqliteStudyStore store(empty / "s.db");
     store.open_study("main", R"({"kind": "hpo", "objective": "loss", "direction": "minimize"})");
@@ -118,7 +118,7 @@ TEST(HtmlReport, AnEmptyStudyAndFiveThousandTrialsOpen) {
   report_and_check(empty, "study-empty.png", "--expect-text 'No trials yet.'");
 
   // 5,000 stored trials (written through the store, as 5,000 finished trials of a study would be).
-  const auto big = fresh_dir("big");
+  const auto big = html_report_dir("big");
   {
     paratune::store::SqliteStudyStore store(big / "s.db");
     const std::int64_t study = store.open_study("main", "{}");
@@ -146,7 +146,7 @@ TEST(HtmlReport, AnEmptyStudyAndFiveThousandTrialsOpen) {
 
 TEST(HtmlReport, PlanAndSimulatePages) {
   PARATUNE_NEED_SERVER(browser_problem());
-  const auto dir = fresh_dir("plan");
+  const auto dir = html_report_dir("plan");
   const std::string setup = "--model llama3-8b --cluster dgx-h100:2 --seq-len 8192 --global-batch 64";
   const Result plan = run(fmt::format("plan {} --top 5 --emit megatron --html {}", setup, (dir / "plan.html").string()));
   ASSERT_EQ(plan.exit_code, 0) << plan.output;
@@ -210,7 +210,7 @@ std::string dashboard_url(const std::filesystem::path& out) {
 
 TEST(HtmlReport, TheLiveDashboardShowsTrialsThatFinishAfterItOpened) {
   PARATUNE_NEED_SERVER(browser_problem());
-  const auto dir = fresh_dir("live");
+  const auto dir = html_report_dir("live");
   // The dashboard first, on a study file that does not exist yet.
   const Child dashboard(fmt::format("{} dashboard {} --port 0 --poll 0.3s > {} 2>&1", PARATUNE_BINARY,
                                     (dir / "s.db").string(), (dir / "dashboard.out").string()));
@@ -244,7 +244,7 @@ TEST(HtmlReport, TheLiveDashboardShowsTrialsThatFinishAfterItOpened) {
 // The dashboard on a file that is not a study: it says why on the page and in /api/study, and keeps
 // serving; many requests at once (many tabs) are all answered.
 TEST(HtmlReport, TheDashboardSurvivesACorruptFileAndManyTabs) {
-  const auto dir = fresh_dir("corrupt");
+  const auto dir = html_report_dir("corrupt");
   write_file(dir / "s.db", "this is not an SQLite file\n");
   const Child dashboard(fmt::format("{} dashboard {} --port 0 > {} 2>&1", PARATUNE_BINARY, (dir / "s.db").string(),
                                     (dir / "dashboard.out").string()));

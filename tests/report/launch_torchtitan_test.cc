@@ -87,7 +87,7 @@ LaunchSettings launch(const Scene& s) {
   return launch_settings(Framework::kTorchtitan, s.plan, s.model, s.training, target);
 }
 
-bool mentions(const std::vector<std::string>& lines, const std::string& what) {
+bool torchtitan_mentions(const std::vector<std::string>& lines, const std::string& what) {
   for (const std::string& l : lines)
     if (l.find(what) != std::string::npos) return true;
   return false;
@@ -249,7 +249,7 @@ TEST(LaunchTorchtitan, ModelsMapToRegisteredFlavors) {
   auto registered = [&](const ModelSpec& m, const std::string& expected) {
     const auto [name, cannot] = model_of(m);
     EXPECT_EQ(name, expected) << m.name;
-    EXPECT_FALSE(mentions(cannot, "registered flavor")) << m.name << ": " << cannot.front();
+    EXPECT_FALSE(torchtitan_mentions(cannot, "registered flavor")) << m.name << ": " << cannot.front();
   };
   registered(load_model("llama3-8b"), "\"llama3\" \"8B\"");  // not 8B_flex or 8B_varlen
   registered(load_model("llama3.1-8b"), "\"llama3\" \"8B\"");
@@ -287,20 +287,20 @@ TEST(LaunchTorchtitan, ModelsMapToRegisteredFlavors) {
   other_vocab.vocab_size = 32000;
   auto [name, cannot] = model_of(other_vocab);
   EXPECT_EQ(name, "\"llama3\" \"llama3-8b-32k\"");
-  EXPECT_TRUE(mentions(cannot, "register it as llama3 flavor \"llama3-8b-32k\"")) << cannot.front();
-  EXPECT_TRUE(mentions(cannot, "vocab=32000"));
+  EXPECT_TRUE(torchtitan_mentions(cannot, "register it as llama3 flavor \"llama3-8b-32k\"")) << cannot.front();
+  EXPECT_TRUE(torchtitan_mentions(cannot, "vocab=32000"));
   const ModelSpec tiny_moe = load_model(std::string(PARATUNE_SOURCE_DIR) + "/examples/tiny-moe.yaml");
   std::tie(name, cannot) = model_of(tiny_moe, "dp=8,ep=8,mbs=1,zero=3");
   EXPECT_EQ(name, "\"llama4\" \"tiny-moe\"");
-  EXPECT_TRUE(mentions(cannot, "no flavor of deepseek_v3, gpt_oss, llama3, llama4 or qwen3 has its shape"));
-  EXPECT_TRUE(mentions(cannot, "experts=8, top_k=2"));
+  EXPECT_TRUE(torchtitan_mentions(cannot, "no flavor of deepseek_v3, gpt_oss, llama3, llama4 or qwen3 has its shape"));
+  EXPECT_TRUE(torchtitan_mentions(cannot, "experts=8, top_k=2"));
   // Not Llama-style at all: a new model, not only a flavor.
   ModelSpec gpt2 = load_model("gpt2");
   gpt2.max_position_embeddings = 4096;  // the scene's sequence length
   std::tie(name, cannot) = model_of(gpt2, "dp=8,mbs=1,zero=0");
   EXPECT_EQ(name, "\"llama3\" \"gpt2\"");
-  EXPECT_TRUE(mentions(cannot, "is not a Llama-style decoder")) << cannot.front();
-  EXPECT_TRUE(mentions(cannot, "LayerNorm"));
+  EXPECT_TRUE(torchtitan_mentions(cannot, "is not a Llama-style decoder")) << cannot.front();
+  EXPECT_TRUE(torchtitan_mentions(cannot, "LayerNorm"));
   // The script carries the same lines, for whoever reads it alone.
   const LaunchSettings l = launch(scene(tiny_moe, "dgx-h100:1", 4096, 64, "dp=8,ep=8,mbs=1,zero=3"));
   EXPECT_NE(l.text.find("# NOTE: model tiny-moe: "), std::string::npos) << l.text;

@@ -13,7 +13,7 @@
 namespace paratune {
 namespace {
 
-nlohmann::json shared_cases(const char* name) {
+nlohmann::json megatron_shared_cases(const char* name) {
   std::ifstream in(std::string(PARATUNE_SOURCE_DIR) + "/../shared/frameworks/" + name);
   if (!in) return nullptr;
   return nlohmann::json::parse(in);
@@ -48,7 +48,7 @@ std::string joined(const std::vector<std::string>& v) {
 }
 
 TEST(MegatronRules, AgreesWithMegatronsValidation) {
-  const nlohmann::json cases = shared_cases("megatron-lm-cases.json");
+  const nlohmann::json cases = megatron_shared_cases("megatron-lm-cases.json");
   if (cases.is_null()) GTEST_SKIP() << "../shared/frameworks not found";
   // The rules check_megatron_rules encodes (at least in part).
   const std::set<std::string> implemented{"R1",  "R2",  "R3",  "R4",  "R5",  "R6",  "R8",  "R9",  "R10", "R11", "R12",

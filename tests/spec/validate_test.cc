@@ -14,7 +14,7 @@
 namespace paratune {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
+std::string validation_error_of(const std::function<void()>& f) {
   try {
     f();
   } catch (const Error& e) {
@@ -38,10 +38,10 @@ TEST(ClusterValidation, NvlinkDomainIsWholeNodes) {
   c.nvlink_domain_gpus = 64;  // --segment=16: 16 trays per rack
   EXPECT_NO_THROW(validate(c));
   c.nvlink_domain_gpus = 70;
-  EXPECT_EQ(error_of([&] { validate(c); }),
+  EXPECT_EQ(validation_error_of([&] { validate(c); }),
             "nvlink_domain_gpus: 70 must be 0 (one node) or a multiple of gpus_per_node 4");
   c.nvlink_domain_gpus = -8;
-  EXPECT_NE(error_of([&] { validate(c); }).find("nvlink_domain_gpus: -8 must be 0"), std::string::npos);
+  EXPECT_NE(validation_error_of([&] { validate(c); }).find("nvlink_domain_gpus: -8 must be 0"), std::string::npos);
 }
 
 TEST(ClusterValidation, PodsHoldWholeDomains) {
@@ -49,17 +49,17 @@ TEST(ClusterValidation, PodsHoldWholeDomains) {
   c.nodes_per_pod = 144;  // a SuperPOD scalable unit of 8 NVL72 racks
   EXPECT_NO_THROW(validate(c));
   c.nodes_per_pod = 10;  // 40 GPUs: not whole 72-GPU racks
-  EXPECT_EQ(error_of([&] { validate(c); }),
+  EXPECT_EQ(validation_error_of([&] { validate(c); }),
             "nodes_per_pod: 10 nodes x 4 GPUs = 40 GPUs must be a whole number of 72-GPU NVLink domains "
             "(nvlink_domain_gpus)");
   c.nodes_per_pod = -1;
-  EXPECT_NE(error_of([&] { validate(c); }).find("nodes_per_pod: -1 must be >= 0"), std::string::npos);
+  EXPECT_NE(validation_error_of([&] { validate(c); }).find("nodes_per_pod: -1 must be >= 0"), std::string::npos);
 }
 
 TEST(ClusterValidation, OversubscriptionAtLeastOne) {
   ClusterSpec c = find_cluster_preset("dgx-h100").node;
   c.pod_oversubscription = 0.5;
-  EXPECT_EQ(error_of([&] { validate(c); }), "pod_oversubscription: 0.5 must be a finite number >= 1 (1 = non-blocking)");
+  EXPECT_EQ(validation_error_of([&] { validate(c); }), "pod_oversubscription: 0.5 must be a finite number >= 1 (1 = non-blocking)");
   c.pod_oversubscription = 2;
   EXPECT_NO_THROW(validate(c));
 }
@@ -68,19 +68,19 @@ TEST(ClusterValidation, GpuCountIsCheckedInSixtyFourBits) {
   ClusterSpec c = find_cluster_preset("dgx-h100").node;
   c.nodes = 536870913;  // x 8 = 2^32 + 8: wrapped in 32 bits, this was an 8-GPU cluster
   EXPECT_EQ(c.num_gpus(), 4294967304);
-  EXPECT_EQ(error_of([&] { validate(c); }),
+  EXPECT_EQ(validation_error_of([&] { validate(c); }),
             "nodes: 536870913 nodes x 8 GPUs per node = 4294967304 GPUs; paratune models at most 16777216 GPUs");
   c.nodes = kMaxGpus / 8;
   EXPECT_NO_THROW(validate(c));
   c.nodes = kMaxGpus / 8 + 1;
-  EXPECT_NE(error_of([&] { validate(c); }).find("paratune models at most 16777216 GPUs"), std::string::npos);
+  EXPECT_NE(validation_error_of([&] { validate(c); }).find("paratune models at most 16777216 GPUs"), std::string::npos);
   c.nodes = 16;
   c.nodes_per_pod = std::numeric_limits<int>::max();  // pod_gpus() must not wrap either
-  EXPECT_NE(error_of([&] { validate(c); }).find("nodes_per_pod: 2147483647 nodes x 8 GPUs = 17179869176 GPUs per pod"),
+  EXPECT_NE(validation_error_of([&] { validate(c); }).find("nodes_per_pod: 2147483647 nodes x 8 GPUs = 17179869176 GPUs per pod"),
             std::string::npos);
   c.nodes_per_pod = 0;
   c.nvlink_domain_gpus = 8 * (kMaxGpus / 8 + 1);
-  EXPECT_NE(error_of([&] { validate(c); }).find("nvlink_domain_gpus: 16777224 must be at most 16777216"),
+  EXPECT_NE(validation_error_of([&] { validate(c); }).find("nvlink_domain_gpus: 16777224 must be at most 16777216"),
             std::string::npos);
 }
 
@@ -106,7 +106,7 @@ TEST(ClusterValidation, NanAndInfinityAreErrorsNamingTheField) {
       ClusterSpec c = base;
       c.nodes = 2;
       k.set(c, bad);
-      const std::string e = error_of([&] { validate(c); });
+      const std::string e = validation_error_of([&] { validate(c); });
       EXPECT_EQ(e.rfind(k.field + ": ", 0), 0u) << k.field << " = " << bad << ": " << e;
       EXPECT_NE(e.find("finite"), std::string::npos) << e;
     }

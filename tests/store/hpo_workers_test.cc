@@ -29,7 +29,7 @@ using paratune::testing::Result;
 using paratune::testing::run;
 using paratune::testing::run_command;
 
-std::filesystem::path fresh_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_hpo_workers", name); }
+std::filesystem::path hpo_workers_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_hpo_workers", name); }
 
 // `paratune tune --worker` of an ASHA study (eta 3, rungs at 1, 3 and 9 steps) over Branin's two
 // parameters; each run appends "TRIAL_ID MAX_STEPS" to dir/runs.log before it starts.
@@ -49,7 +49,7 @@ std::string asha_worker(const std::string& locator, const std::filesystem::path&
 
 // `count` workers at once, named w1, w2, ...; returns their stderr and "ok=N", N the number that
 // exited 0.
-Result run_workers(int count, const std::filesystem::path& dir, const std::string& command) {
+Result run_hpo_workers(int count, const std::filesystem::path& dir, const std::string& command) {
   std::string script = "TMPD=" + dir.string() + "; ok=0; ";
   for (int i = 1; i <= count; ++i)
     script += fmt::format("({} --worker-name w{} > /dev/null 2>$TMPD/w{}.err; echo $? > $TMPD/w{}.rc) & ", command, i,
@@ -120,8 +120,8 @@ void expect_asha_study(const std::vector<StoredTrial>& trials, const std::filesy
 TEST(HpoWorkers, FourWorkersRunAnAshaStudyPromotingEachTrialOnce) {
   PARATUNE_NEED_POSTGRES();
   const std::string db = fresh_locator("postgres");
-  const auto dir = fresh_dir("four");
-  const Result r = run_workers(4, dir, asha_worker(db, dir, "0.01", 27));
+  const auto dir = hpo_workers_dir("four");
+  const Result r = run_hpo_workers(4, dir, asha_worker(db, dir, "0.01", 27));
   EXPECT_NE(r.output.find("ok=4"), std::string::npos) << r.output;
   const std::vector<StoredTrial> trials = study_trials(db);
   EXPECT_EQ(trials.size(), 27u);
@@ -134,7 +134,7 @@ TEST(HpoWorkers, FourWorkersRunAnAshaStudyPromotingEachTrialOnce) {
 TEST(HpoWorkers, AKilledWorkersTrialIsMarkedAndItsConfigurationRunsOnceMore) {
   PARATUNE_NEED_POSTGRES();
   const std::string db = fresh_locator("postgres");
-  const auto dir = fresh_dir("killed");
+  const auto dir = hpo_workers_dir("killed");
   const std::string command = asha_worker(db, dir, "0.3", 9) + " --heartbeat 0.5s --heartbeat-timeout 3s";
   const Result started =
       run_command(command + " --worker-name victim > " + (dir / "victim.err").string() + " 2>&1 & echo $!");
@@ -144,7 +144,7 @@ TEST(HpoWorkers, AKilledWorkersTrialIsMarkedAndItsConfigurationRunsOnceMore) {
   ASSERT_EQ(runs(dir / "runs.log").size(), 1u) << "the victim's trial never started";
   ASSERT_EQ(::kill(victim, SIGKILL), 0);
 
-  const Result r = run_workers(2, dir, command);
+  const Result r = run_hpo_workers(2, dir, command);
   EXPECT_NE(r.output.find("ok=2"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("marked interrupted: worker victim sent no heartbeat for"), std::string::npos) << r.output;
   const std::vector<StoredTrial> trials = study_trials(db);
@@ -165,15 +165,15 @@ TEST(HpoWorkers, AKilledWorkersTrialIsMarkedAndItsConfigurationRunsOnceMore) {
 }
 
 TEST(HpoWorkers, TwoWorkersShareAnSqliteFile) {
-  const auto dir = fresh_dir("sqlite");
+  const auto dir = hpo_workers_dir("sqlite");
   const std::string file = (dir / "study.db").string();
-  const Result r = run_workers(2, dir, asha_worker(file, dir, "0.01", 12));
+  const Result r = run_hpo_workers(2, dir, asha_worker(file, dir, "0.01", 12));
   EXPECT_NE(r.output.find("ok=2"), std::string::npos) << r.output;
   expect_asha_study(study_trials(file), dir / "runs.log", 12);
 }
 
 TEST(HpoWorkers, WhatWorkerModeRefuses) {
-  const auto dir = fresh_dir("refused");
+  const auto dir = hpo_workers_dir("refused");
   const std::string base = asha_worker((dir / "s.db").string(), dir, "0", 3);
   const std::string args = base.substr(base.find(" tune ") + 1);  // run() adds the binary
   const auto expect_refused = [&](const std::string& extra, const std::string& message) {

@@ -19,14 +19,14 @@ using paratune::testing::Result;
 using paratune::testing::run;
 using paratune::testing::run_command;
 
-std::filesystem::path fresh_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_pg_cli", name); }
+std::filesystem::path pg_cli_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_pg_cli", name); }
 
 nlohmann::json json_of(const Result& r) { return nlohmann::json::parse(r.output.substr(r.output.find("\n{") + 1)); }
 
 TEST(PostgresCli, TuneStudyShowAndCopy) {
   PARATUNE_NEED_POSTGRES();
   const std::string db = fresh_locator("postgres");
-  const auto dir = fresh_dir("tune");
+  const auto dir = pg_cli_dir("tune");
   std::ofstream(dir / "space.yaml") << "parameters:\n  st: [0.02, 0.01]\n  behave: [ok, crash]\n";
   const std::string tune = "tune --space " + (dir / "space.yaml").string() + " --study " + db + " --trials-dir " +
                            (dir / "trials").string() + " --command '" + PARATUNE_FAKE_TRIAL +
@@ -78,7 +78,7 @@ std::string dashboard_answer(const std::string& locator, const std::filesystem::
 
 TEST(PostgresCli, ReportAndDashboardReadTheStudyWithoutWriting) {
   PARATUNE_NEED_POSTGRES();
-  const auto dir = fresh_dir("dashboard");
+  const auto dir = pg_cli_dir("dashboard");
   // A database without paratune's schema: the dashboard says so, and creates nothing (read-only).
   const std::string empty = fresh_locator("postgres");
   const nlohmann::json waiting = nlohmann::json::parse(dashboard_answer(empty, dir));
@@ -103,7 +103,7 @@ TEST(PostgresCli, ReportAndDashboardReadTheStudyWithoutWriting) {
 TEST(PostgresCli, HyperparameterStudy) {
   PARATUNE_NEED_POSTGRES();
   const std::string db = fresh_locator("postgres");
-  const auto dir = fresh_dir("hpo");
+  const auto dir = pg_cli_dir("hpo");
   std::ofstream(dir / "space.yaml") << "parameters:\n  st: {type: float, low: 0.005, high: 0.02}\n";
   const Result r = run("tune --space " + (dir / "space.yaml").string() + " --study " + db + " --trials-dir " +
                        (dir / "trials").string() + " --command '" + PARATUNE_FAKE_TRIAL +

@@ -173,7 +173,7 @@ TEST_P(StoreTest, WorkersAndAControllerExcludeEachOther) {
 
 // The CLI tests: worker processes on one study.
 
-std::filesystem::path fresh_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_workers", name); }
+std::filesystem::path workers_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_workers", name); }
 
 // "-- a:1 b:2" -> runs, from fake_trial's --log-run lines ("TRIAL_ID PARAMS").
 std::map<std::string, int> runs_by_params(const std::filesystem::path& log) {
@@ -230,7 +230,7 @@ void expect_each_point_once(const std::vector<StoredTrial>& trials, const std::f
 TEST(Workers, FourWorkersRunFortyPointsEachOnce) {
   PARATUNE_NEED_POSTGRES();
   const std::string db = fresh_locator("postgres");
-  const auto dir = fresh_dir("four");
+  const auto dir = workers_dir("four");
   write_space(dir, 10, 4);
   const Result r = run_workers(4, dir, worker_command(db, dir, "--step-time 0.01") + " --max-trials 40 --parallel 2");
   EXPECT_NE(r.output.find("ok=4"), std::string::npos) << r.output;
@@ -247,7 +247,7 @@ TEST(Workers, FourWorkersRunFortyPointsEachOnce) {
 TEST(Workers, AKilledWorkersTrialIsMarkedAndRunOnceMore) {
   PARATUNE_NEED_POSTGRES();
   const std::string db = fresh_locator("postgres");
-  const auto dir = fresh_dir("killed");
+  const auto dir = workers_dir("killed");
   write_space(dir, 3, 2);
   const std::string command =
       worker_command(db, dir, "--step-time 0.4") + " --heartbeat 0.5s --heartbeat-timeout 3s";
@@ -279,7 +279,7 @@ TEST(Workers, AKilledWorkersTrialIsMarkedAndRunOnceMore) {
 TEST(Workers, HeartbeatsKeepTrialsLongerThanTheTimeoutAlive) {
   PARATUNE_NEED_POSTGRES();
   const std::string db = fresh_locator("postgres");
-  const auto dir = fresh_dir("heartbeats");
+  const auto dir = workers_dir("heartbeats");
   write_space(dir, 2, 2);
   // Trials of 2 x 1.2 s, a timeout of 1 s: only the heartbeats (every 0.2 s) keep the other worker,
   // which claims every 0.5 s while it waits, from marking them interrupted.
@@ -296,7 +296,7 @@ TEST(Workers, HeartbeatsKeepTrialsLongerThanTheTimeoutAlive) {
 TEST(Workers, AModelBasedSearchCountsEveryWorkersTrials) {
   PARATUNE_NEED_POSTGRES();
   const std::string db = fresh_locator("postgres");
-  const auto dir = fresh_dir("bo");
+  const auto dir = workers_dir("bo");
   write_space(dir, 4, 3);
   // 3 workers, 4 initial designs in all: each worker counting only its own would make 12.
   const Result r = run_workers(3, dir, worker_command(db, dir, "--step-time 0.01") +
@@ -312,7 +312,7 @@ TEST(Workers, AModelBasedSearchCountsEveryWorkersTrials) {
 }
 
 TEST(Workers, WorkersShareAnSqliteFileAndExcludeAController) {
-  const auto dir = fresh_dir("sqlite");
+  const auto dir = workers_dir("sqlite");
   write_space(dir, 4, 3);
   const std::string file = (dir / "study.db").string();
   const Result r = run_workers(3, dir, worker_command(file, dir, "--step-time 0.01"));
@@ -328,7 +328,7 @@ TEST(Workers, WorkersShareAnSqliteFileAndExcludeAController) {
 }
 
 TEST(Workers, BadWorkerFlagsExitTwo) {
-  const auto dir = fresh_dir("flags");
+  const auto dir = workers_dir("flags");
   write_space(dir, 2, 1);
   const std::string base = "tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
                            " --command 'true' --steps 2 ";

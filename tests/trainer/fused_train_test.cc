@@ -20,7 +20,7 @@
 namespace paratune::train {
 namespace {
 
-bool have_data() {
+bool fused_data_present() {
   return std::filesystem::exists(kDebianFashionMnist) && std::filesystem::exists(kDebianFortunes);
 }
 
@@ -65,7 +65,7 @@ void expect_same_curves(const std::map<std::string, std::vector<double>>& fused,
 }
 
 TEST(FusedTraining, EachMemberFollowsTheCurveItTrainsAlone) {
-  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  if (!fused_data_present()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
   struct Case {
     std::string shared;
     std::vector<std::string> members;  // JSON objects
@@ -102,7 +102,7 @@ TEST(FusedTraining, EachMemberFollowsTheCurveItTrainsAlone) {
 // A member that diverges (lr 10 with weight decay 1: alone, an infinite loss at step 12) is reported
 // once and dropped from the reports; the other trains on as it does alone.
 TEST(FusedTraining, ADivergingMemberLeavesTheOthersUntouched) {
-  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  if (!fused_data_present()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
   const std::string shared = "--model mlp --mlp-hidden 32 --batch-size 32 --optimizer sgd --eval-limit 128 --steps 30 "
                              "--threads 1";
   const Output fused = run(shared, R"([{"lr": 0.05}, {"lr": 10, "momentum": 0.9, "weight_decay": 1}])");

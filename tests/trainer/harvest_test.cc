@@ -23,7 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // The MLP trains on Fashion-MNIST as Debian installs it (dataset-fashion-mnist).
-bool have_data() { return fs::exists(paratune::train::kDebianFashionMnist); }
+bool harvest_data_present() { return fs::exists(paratune::train::kDebianFashionMnist); }
 
 std::pair<int, std::string> capture(const std::string& command) {
   std::string out;
@@ -35,7 +35,7 @@ std::pair<int, std::string> capture(const std::string& command) {
 }
 
 TEST(Harvest, TrialsRunOnlyInsideTheirRanksBubbles) {
-  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  if (!harvest_data_present()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   const fs::path dir = fs::absolute(fs::path(::testing::TempDir()) / "harvest");
   // One harvest of a `steps`-step job: every tick of every trial must lie inside a bubble of its
   // rank; returns how many ticks there were.
@@ -94,7 +94,7 @@ namespace {
 // A trial slot whose trials end without a step (here `true`) is given up after three, noted, while
 // the job runs on; a program that does not exist is refused before anything runs.
 TEST(Harvest, TrialsThatNeverStepAreGivenUpAndMissingProgramsRefused) {
-  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  if (!harvest_data_present()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   const fs::path dir = fs::absolute(fs::path(::testing::TempDir()) / "harvest-give-up");
   fs::remove_all(dir);
   fs::create_directories(dir);

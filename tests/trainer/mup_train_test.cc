@@ -17,7 +17,7 @@
 namespace paratune::train {
 namespace {
 
-bool have_data() {
+bool mup_data_present() {
   return std::filesystem::exists(kDebianFashionMnist) && std::filesystem::exists(kDebianFortunes);
 }
 
@@ -91,7 +91,7 @@ TEST(MupTrainer, TheOptimizerHasAGroupPerRateScaling) {
 
 // At the base width every muP factor is 1: the same training, bit for bit.
 TEST(MupTrainer, AtTheBaseWidthMupTrainsTheStandardModelBitForBit) {
-  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  if (!mup_data_present()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
   for (const std::string model : {"--model mlp --mlp-hidden 64,32 --batch-size 32 --optimizer sgd --lr 0.1",
                                   "--model gpt --layers 1 --d-model 32 --heads 2 --seq-len 16 --batch-size 4"}) {
     const std::string common = model + " --steps 3 --threads 1";
@@ -115,7 +115,7 @@ std::vector<double> scales_over_widths(const std::string& args, const std::vecto
 // logits grow about with width under SP (measured: 1.1 -> 4.8 with Adam, 1.1 -> 4.8 with SGD) and
 // stay within a factor 1.5 under muP (3.7 .. 4.9; 4.8 .. 6.9).
 TEST(MupTrainer, CoordinateCheckMlpLogitsStayFlatUnderMupAndGrowUnderSp) {
-  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  if (!mup_data_present()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
   const std::vector<int> ratios{8, 4, 2, 1};
   for (const std::string optimizer : {"--optimizer adam --lr 0.002", "--optimizer sgd --lr 0.05"}) {
     const std::string base = "--model mlp --mlp-hidden 1024,1024 --batch-size 64 --steps 4 --threads 2 " + optimizer;
@@ -132,7 +132,7 @@ TEST(MupTrainer, CoordinateCheckMlpLogitsStayFlatUnderMupAndGrowUnderSp) {
 // The GPT's blocks: the second block's output after three Adam steps grows 15x over 8x width under
 // SP (measured 0.16 -> 2.4) and stays within 1.5x under muP (2.4 .. 2.9).
 TEST(MupTrainer, CoordinateCheckGptBlocksStayFlatUnderMupAndGrowUnderSp) {
-  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  if (!mup_data_present()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
   const std::vector<int> ratios{8, 4, 2, 1};
   const std::string base = "--model gpt --layers 2 --d-model 256 --heads 4 --seq-len 64 --batch-size 16 --steps 4 "
                            "--optimizer adam --lr 0.003 --threads 2";

@@ -33,7 +33,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool have_data() { return fs::exists(kDebianFashionMnist) && fs::exists(kDebianFortunes); }
+bool trainer_data_present() { return fs::exists(kDebianFashionMnist) && fs::exists(kDebianFortunes); }
 
 struct TrainRun {
   int exit_code = -1;
@@ -159,7 +159,7 @@ TEST(TrainModels, TheWorkloadDescriptionMatchesTheBuiltModels) {
 }
 
 TEST(TrainProtocol, EveryStepReportsLossThenItsStepLine) {
-  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  if (!trainer_data_present()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
   const TrainRun r = train(kTinyMlp + " --steps 4 --eval-every 2");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.steps, (std::vector<std::int64_t>{0, 1, 2, 3}));
@@ -216,7 +216,7 @@ TEST(TrainProtocol, BadInputIsAClearErrorBeforeTraining) {
 
 // A run that diverges ends with exit 3 and says where, never with a protocol line holding NaN.
 TEST(TrainProtocol, DivergenceEndsTheTrialWithItsStep) {
-  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  if (!trainer_data_present()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
   const TrainRun r = train(kTinyMlp + " --optimizer sgd --lr 10 --momentum 0.9 --init-scale 100 --steps 50");
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("paratune-train: training diverged: the train loss is"), std::string::npos) << r.output;
@@ -228,7 +228,7 @@ TEST(TrainProtocol, DivergenceEndsTheTrialWithItsStep) {
 // Same seed, same strategy: the same loss curve, bit for bit (the protocol prints the shortest text
 // that reads back as the same double, so equal text is equal bits). Dropout included.
 TEST(TrainDeterminism, SameSeedSameCurveBitForBit) {
-  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  if (!trainer_data_present()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
   for (const std::string& workload : {kTinyGpt + " --dropout 0.1", kTinyMlp + " --dropout 0.2"}) {
     const TrainRun a = train(workload + " --steps 5 --seed 7");
     const TrainRun b = train(workload + " --steps 5 --seed 7");
@@ -244,7 +244,7 @@ TEST(TrainDeterminism, SameSeedSameCurveBitForBit) {
 // uninterrupted run (weights, optimizer state and random state restored), on one rank and under
 // gpipe; a checkpoint of another configuration is refused.
 TEST(TrainCheckpoint, ResumingContinuesTheSameCurveBitForBit) {
-  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  if (!trainer_data_present()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
   for (const std::string strategy : {"", " --strategy gpipe --ranks 2"}) {
     const std::string workload = kTinyMlp + " --dropout 0.2 --steps 6 --seed 5" + strategy;
     const fs::path dir = fs::path(::testing::TempDir()) / "checkpoint";
@@ -274,7 +274,7 @@ TEST(TrainCheckpoint, ResumingContinuesTheSameCurveBitForBit) {
 // depend on how each rank draws random numbers) and the models have no BatchNorm (its statistics
 // are per micro-batch by design, as in GPipe).
 TEST(TrainStrategies, DpMpAndGpipeFollowTheSameCurveAsNone) {
-  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  if (!trainer_data_present()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
   for (const std::string& workload : {kTinyGpt + " --clip-norm 0.5", kTinyMlp + " --optimizer sgd --lr 0.05"}) {
     const std::string base = workload + " --steps 6 --seed 3";
     const TrainRun none = train(base);
@@ -323,7 +323,7 @@ std::string environment_of(pid_t pid) {
 // SIGKILL to one rank in the middle of training: the launcher stops the other and fails the
 // trial with the reason, within seconds, and leaves no process behind.
 TEST(TrainLauncher, ARankKilledMidStepFailsTheTrialWithoutOrphans) {
-  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  if (!trainer_data_present()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
   const fs::path out = fs::path(::testing::TempDir()) / "killed-rank.out";
   fs::remove(out);  // a previous run's
   const pid_t launcher = fork();
@@ -382,7 +382,7 @@ TEST(TrainLauncher, ARankKilledMidStepFailsTheTrialWithoutOrphans) {
 // `paratune tune` runs the trainer unchanged: a grid over two learning rates, every trial's curve
 // and evaluation stored in the study.
 TEST(TrainTune, AGridStudyOverTwoLearningRatesRunsTheTrainer) {
-  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  if (!trainer_data_present()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
   const fs::path dir = fs::path(::testing::TempDir()) / "train-tune";
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -424,7 +424,7 @@ TEST(TrainTune, AGridStudyOverTwoLearningRatesRunsTheTrainer) {
 // from the trainer's checkpoints. A promoted trial's curve is the one an uninterrupted run draws,
 // bit for bit.
 TEST(TrainTune, AshaStudyResumesTheTrainerFromItsCheckpoints) {
-  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  if (!trainer_data_present()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
   const fs::path dir = fs::path(::testing::TempDir()) / "train-hpo";
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -486,7 +486,7 @@ TEST(TrainProfile, MeasuresEachUnitTheOptimizerAndTheCollectives) {
 // model predicts fastest for their batch, recorded with the predictions; the profile is measured
 // once and kept.
 TEST(TrainTune, StrategyAutoGivesEachTrialTheCostModelsChoice) {
-  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  if (!trainer_data_present()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
   const fs::path dir = fs::path(::testing::TempDir()) / "train-auto";
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -532,7 +532,7 @@ TEST(TrainTune, StrategyAutoGivesEachTrialTheCostModelsChoice) {
 // 12,786 parameters instead of 52,650), the best is transferred (Adam: the hidden weights' rate 4x on
 // the surrogate, 1x on the target) and --retrain trains the target.
 TEST(TrainTune, SurrogateStudyTunesANarrowModelAndRetrainsTheTarget) {
-  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  if (!trainer_data_present()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
   const fs::path dir = fs::path(::testing::TempDir()) / "train-surrogate";
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -624,7 +624,7 @@ std::string fusion_study(const fs::path& dir, const std::string& space, const st
 nlohmann::json study_json(const std::string& output) { return nlohmann::json::parse(output.substr(output.find("{\n"))); }
 
 TEST(TrainTune, FusedTrialsGetTheObjectiveTheyGetAlone) {
-  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  if (!trainer_data_present()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
   const fs::path dir = fs::path(::testing::TempDir()) / "train-fused-study";
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -662,7 +662,7 @@ TEST(TrainTune, FusedTrialsGetTheObjectiveTheyGetAlone) {
 // A member the pruner stops ends at once while its group trains on; a member that diverges fails
 // alone; a group refused at start-up (one member's bad value) is split and each member runs alone.
 TEST(TrainTune, FusedGroupsLoseOnlyTheirFailingMembers) {
-  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  if (!trainer_data_present()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
   const fs::path dir = fs::path(::testing::TempDir()) / "train-fused-members";
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -702,7 +702,7 @@ TEST(TrainTune, FusedGroupsLoseOnlyTheirFailingMembers) {
 // --fuse auto measures B = 1, 2, ... fused before the first group and keeps the size its rule
 // picks from those measurements; ASHA's promotions of fused members run again alone from step 0.
 TEST(TrainTune, FuseAutoPicksItsSizeFromTheProbeAndAshaPromotesMembersAlone) {
-  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  if (!trainer_data_present()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
   const fs::path dir = fs::path(::testing::TempDir()) / "train-fuse-auto";
   fs::remove_all(dir);
   fs::create_directories(dir);

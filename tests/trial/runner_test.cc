@@ -19,7 +19,7 @@ namespace {
 
 using paratune::testing::read_file;
 
-std::filesystem::path fresh_dir(const std::string& name) {
+std::filesystem::path runner_dir(const std::string& name) {
   const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "paratune_runner" / name;
   std::filesystem::remove_all(dir);
   return dir;
@@ -30,7 +30,7 @@ TrialLaunch launch(const std::string& id, std::vector<std::string> args, TrialLi
   l.id = id;
   l.argv = {PARATUNE_FAKE_TRIAL};
   l.argv.insert(l.argv.end(), args.begin(), args.end());
-  l.dir = fresh_dir(id);
+  l.dir = runner_dir(id);
   l.params_json = R"({"tp":2})";
   l.max_steps = 0;
   if (limits.grace_s == 10) limits.grace_s = 0.5;
@@ -67,7 +67,7 @@ TEST(Runner, CompletedTrialIsMeasuredAndLogged) {
 }
 
 TEST(Runner, EnvironmentAndHostileArgumentsArriveLiterally) {
-  const std::filesystem::path record = fresh_dir("record-file").string() + ".txt";
+  const std::filesystem::path record = runner_dir("record-file").string() + ".txt";
   const std::string hostile = R"(x'; rm -rf / #"$(touch pwned)`id` a b)";
   TrialLaunch l = launch("env", {"--record", record.string(), hostile, "$HOME"});
   l.max_steps = 2;
@@ -222,7 +222,7 @@ TEST(Runner, SlotsRunInParallelWithTheirOwnDevicesAndInterruptStopsAll) {
   TrialRunner runner(backend);
   std::vector<std::filesystem::path> records;
   for (int i = 0; i < 2; ++i) {
-    records.push_back(fresh_dir("slot" + std::to_string(i)).string() + ".txt");
+    records.push_back(runner_dir("slot" + std::to_string(i)).string() + ".txt");
     runner.start(launch("slot" + std::to_string(i), {"--record", records.back().string(), "--steps", "1000"}));
   }
   EXPECT_EQ(runner.free_slots(), 0);

@@ -150,7 +150,7 @@ TEST(SlurmBackendOptions, SbatchOptionsScaleWithSlotsAndBadValuesAreNamed) {
 
 // ---- Real jobs ----------------------------------------------------------------------------------
 
-std::filesystem::path fresh_dir(const std::string& name) {
+std::filesystem::path slurm_trial_dir(const std::string& name) {
   const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "paratune_slurm" / name;
   std::filesystem::remove_all(dir);
   return dir;
@@ -161,7 +161,7 @@ TrialLaunch fake_launch(const std::string& id, std::vector<std::string> args) {
   l.id = id;
   l.argv = {PARATUNE_FAKE_TRIAL};
   l.argv.insert(l.argv.end(), args.begin(), args.end());
-  l.dir = fresh_dir(id);
+  l.dir = slurm_trial_dir(id);
   l.params_json = R"({"tp":2})";
   l.limits.grace_s = 5;
   return l;
@@ -288,7 +288,7 @@ TEST(SlurmJobs, HostileArgumentValuesArriveByteForByte) {
   PARATUNE_NEED_SERVER(cluster.problem());
   const SlurmBackend backend(test_options());
   TrialRunner runner(backend);
-  const std::filesystem::path marker = fresh_dir("slurm-hostile-marker");
+  const std::filesystem::path marker = slurm_trial_dir("slurm-hostile-marker");
   std::filesystem::create_directories(marker);
   const std::vector<std::string> hostile{"$(touch " + (marker / "pwned1").string() + ")",
                                          "`touch " + (marker / "pwned2").string() + "`",
@@ -312,7 +312,7 @@ TEST(SlurmJobs, HostileArgumentValuesArriveByteForByte) {
 TEST(SlurmJobs, ALeftOverJobIsCancelledByTheNextController) {
   SlurmCluster& cluster = SlurmCluster::shared();
   PARATUNE_NEED_SERVER(cluster.problem());
-  const std::filesystem::path dir = fresh_dir("slurm-left-over");
+  const std::filesystem::path dir = slurm_trial_dir("slurm-left-over");
   std::filesystem::create_directories(dir);
   const auto submit = [](const std::string& name) {
     const CommandOutput job = run_command({"sbatch", "--parsable", "--job-name=" + name, "--output=/dev/null", "--wrap",

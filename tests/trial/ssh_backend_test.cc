@@ -27,7 +27,7 @@ namespace {
 using paratune::testing::read_file;
 using paratune::testing::SshServer;
 
-std::filesystem::path fresh_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_ssh", name); }
+std::filesystem::path ssh_trial_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_ssh", name); }
 
 // What POSIX sh makes of `words`: the output of `printf WORDS`, run by /bin/sh.
 std::string through_sh(const std::string& words) {
@@ -69,7 +69,7 @@ TEST(ShellSingleQuote, EveryValueArrivesByteForByte) {
   EXPECT_EQ(shell_single_quote(""), "''");
   EXPECT_EQ(shell_single_quote("abc"), "'abc'");
   EXPECT_EQ(shell_single_quote("a'b"), "'a'\\''b'");
-  const std::filesystem::path dir = fresh_dir("quote");
+  const std::filesystem::path dir = ssh_trial_dir("quote");
   const std::filesystem::path cwd = std::filesystem::current_path();
   std::filesystem::current_path(dir);
   for (const std::string& value : kHostile) EXPECT_EQ(through_sh("'%s' " + shell_single_quote(value)), value) << value;
@@ -249,7 +249,7 @@ class SshTrials : public ::testing::Test {
     l.id = id;
     l.argv = {PARATUNE_FAKE_TRIAL};
     l.argv.insert(l.argv.end(), args.begin(), args.end());
-    l.dir = fresh_dir(id) / "trial";  // not created here: the remote side makes it
+    l.dir = ssh_trial_dir(id) / "trial";  // not created here: the remote side makes it
     l.params_json = R"({"tp":2})";
     if (limits.grace_s == 10) limits.grace_s = 1;
     l.limits = limits;
@@ -293,7 +293,7 @@ TEST_F(SshTrials, CompletedTrialIsMeasuredLikeALocalOne) {
 }
 
 TEST_F(SshTrials, HostileValuesArriveByteForByteAndNothingRuns) {
-  const std::filesystem::path dir = fresh_dir("hostile");
+  const std::filesystem::path dir = ssh_trial_dir("hostile");
   const SshBackend ssh = backend(2, {"4", "5"});
   std::vector<std::string> args = {"--steps", "2", "--record", (dir / "record.txt").string()};
   args.insert(args.end(), kHostile.begin(), kHostile.end());
@@ -330,7 +330,7 @@ TEST_F(SshTrials, ExitStatusPassesThroughAndProgramsOwn255IsNotALostConnection) 
 
 TEST_F(SshTrials, EarlyStopLeavesNoRemoteProcessEvenThoseIgnoringSigtermOrEscaping) {
   const SshBackend ssh = backend();
-  const std::filesystem::path pid_file = fresh_dir("escape") / "escaped.pid";
+  const std::filesystem::path pid_file = ssh_trial_dir("escape") / "escaped.pid";
   const TrialLaunch l = launch("early", {"--steps", "1000", "--step-time", "0.05", "--ignore-sigterm", "--grandchild",
                                          "--escape", pid_file.string()});
   bool saw_remote = false;
@@ -389,7 +389,7 @@ TEST_F(SshTrials, LostConnectionFailsTheTrialNamingTheHostAndStopsTheRemoteGroup
 }
 
 TEST_F(SshTrials, ControllerKilledWithSigkillLeavesNoRemoteProcess) {
-  const std::filesystem::path dir = fresh_dir("kill9");
+  const std::filesystem::path dir = ssh_trial_dir("kill9");
   const TrialLaunch l = launch("kill9", {"--steps", "100000", "--step-time", "0.05", "--ignore-sigterm", "--grandchild"});
   const pid_t controller = ::fork();
   if (controller == 0) {

@@ -1,0 +1,33 @@
+# Labels of the GoogleTest suite's tests, for `ctest -L LABEL` / `-LE LABEL` (docs/development.md).
+# ctest reads this file after gtest_discover_tests has listed each binary's tests (suite.cmake), so
+# the test names are in paratune_tests_TESTS and paratune_train_tests_TESTS. Every test gets one of
+#   unit         in-process: no program, server or browser started (the fast tier: seconds)
+#   integration  runs paratune's programs or trial processes as a user would
+#   servers      starts a real server of its own on loopback (sshd, Slurm, PostgreSQL)
+#   browser      loads pages in headless Chromium
+# and, when it took more than ~10 s in the sanitized build, also "slow". A suite not listed is unit.
+set(paratune_servers_suites SlurmCli SshCli SshCliStudy SshTrials SlurmJobs)
+set(paratune_browser_suites HtmlReport)
+set(paratune_integration_suites
+  CalibrateCli Cli FailingRegion OptionFlags PlanCli PlanProgressCli RangesCli TuneCli TuneLiveBlock HpoCli HpoStudy
+  Study Runner Launch LaunchDeepSpeed LaunchTorchtitan SimReport
+  TrainCheckpoint TrainDeterminism TrainLauncher TrainModels TrainProfile TrainProtocol TrainStrategies TrainTune
+  FusedTraining Harvest MupTrainer)
+# Measured: the tests above ~10 s in the sanitized build (scripts/sanitize.sh, 2 cores).
+set(paratune_slow_tests)
+
+foreach(paratune_test IN LISTS paratune_tests_TESTS paratune_train_tests_TESTS)
+  string(REGEX REPLACE "\\..*" "" paratune_suite "${paratune_test}")
+  set(paratune_labels unit)
+  if(paratune_suite IN_LIST paratune_servers_suites)
+    set(paratune_labels servers)
+  elseif(paratune_suite IN_LIST paratune_browser_suites)
+    set(paratune_labels browser)
+  elseif(paratune_suite IN_LIST paratune_integration_suites)
+    set(paratune_labels integration)
+  endif()
+  if(paratune_test IN_LIST paratune_slow_tests)
+    list(APPEND paratune_labels slow)
+  endif()
+  set_tests_properties("${paratune_test}" PROPERTIES LABELS "${paratune_labels}")
+endforeach()
