@@ -32,4 +32,35 @@ std::string text_or_path(const py::handle& value, const std::string& what) {
                           py::str(py::type::of(value).attr("__name__")).cast<std::string>()));
 }
 
+std::string utf8_of(const py::handle& text) {
+  // "backslashreplace" writes what UTF-8 cannot hold as \udc80 escapes instead of raising.
+  const auto bytes = py::reinterpret_steal<py::object>(PyUnicode_AsEncodedString(text.ptr(), "utf-8", "backslashreplace"));
+  if (!bytes) {  // not a str, or no memory left
+    PyErr_Clear();
+    return "?";
+  }
+  return {PyBytes_AS_STRING(bytes.ptr()), static_cast<std::size_t>(PyBytes_GET_SIZE(bytes.ptr()))};
+}
+
+std::string type_name(const py::handle& type) {
+  const auto name = py::reinterpret_steal<py::object>(PyObject_GetAttrString(type.ptr(), "__name__"));
+  if (name && PyUnicode_Check(name.ptr())) return utf8_of(name);
+  PyErr_Clear();
+  // A type's C name, which a class gets from its __name__ when it is made.
+  return PyType_Check(type.ptr()) ? reinterpret_cast<PyTypeObject*>(type.ptr())->tp_name : "?";
+}
+
+std::optional<std::string> text_of(const py::handle& value, bool repr, std::string* why) {
+  const auto text = py::reinterpret_steal<py::object>(repr ? PyObject_Repr(value.ptr()) : PyObject_Str(value.ptr()));
+  if (text) return utf8_of(text);
+  if (why != nullptr) {
+    // What str() raised, read the same way (one level deep: its own text is read without a `why`).
+    const py::error_already_set raised;  // takes the error, which clears it
+    const std::optional<std::string> message = text_of(raised.value());
+    *why = type_name(raised.type()) + (message && !message->empty() ? ": " + *message : "");
+  }
+  PyErr_Clear();
+  return std::nullopt;
+}
+
 }  // namespace paratune::python
