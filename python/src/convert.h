@@ -21,6 +21,9 @@ nlohmann::ordered_json from_python(const py::handle& value, const std::string& w
 
 // A str or an os.PathLike as text; Error naming `what` otherwise.
 std::string text_or_path(const py::handle& value, const std::string& what);
+// str(value) as UTF-8, for an argument given as text (a dict key, a configuration value, an option):
+// Error naming `what` when str() raises or the text has characters UTF-8 cannot hold.
+std::string text_arg(const py::handle& value, const std::string& what);
 
 // Texts of objects the user's code made (an exception's message, an objective's return value), for
 // messages and stored reasons. They never raise and never throw, because they run where an error
@@ -36,5 +39,10 @@ std::string type_name(const py::handle& type);
 // no str; then `why` (when given) says what it raised: "TypeError: __str__ returned non-string (type
 // int)". The Python error is cleared either way.
 std::optional<std::string> text_of(const py::handle& value, bool repr = false, std::string* why = nullptr);
+// repr(value) for a message, as text_of writes it; "<a TYPE>" when repr() raises.
+std::string shown(const py::handle& value);
+// A Python exception as "Type: message" ("Type" when the message is empty; "Type (its message could
+// not be read: ...)" when its str() raises), as text_of writes it.
+std::string exception_text(const py::error_already_set& e);
 
 }  // namespace paratune::python

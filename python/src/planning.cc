@@ -72,12 +72,13 @@ ParallelConfig config_of(const py::handle& value) {
   std::string text;
   if (py::isinstance<py::dict>(value)) {
     for (const auto& [key, v] : value.cast<py::dict>()) {
-      const std::string item = py::str(v).cast<std::string>();
-      text += fmt::format("{}{}={}", text.empty() ? "" : ",", py::str(key).cast<std::string>(),
+      const std::string name = text_arg(key, "config");
+      const std::string item = text_arg(v, fmt::format("config: {}", name));
+      text += fmt::format("{}{}={}", text.empty() ? "" : ",", name,
                           py::isinstance<py::bool_>(v) ? (v.cast<bool>() ? "true" : "false") : item);
     }
   } else if (py::isinstance<py::str>(value)) {
-    text = value.cast<std::string>();
+    text = text_arg(value, "config");
   } else {
     throw Error("config: expected a str like \"tp=2,pp=4,mbs=1\" or a dict like {\"tp\": 2, \"pp\": 4}");
   }
@@ -97,8 +98,9 @@ const std::vector<std::string> kTrainingKeys{"precision",       "fp8_recipe", "f
 template <typename E>
 E enum_option(const py::dict& options, const char* key, E fallback) {
   if (!options.contains(key)) return fallback;
+  const std::string text = text_arg(options[key], key);
   try {
-    return parse_enum<E>(py::str(options[key]).cast<std::string>());
+    return parse_enum<E>(text);
   } catch (const Error& e) {
     throw e.with_context(key);
   }
@@ -108,14 +110,14 @@ double number_option(const py::dict& options, const char* key, double fallback) 
   if (!options.contains(key)) return fallback;
   const py::handle v = options[key];
   if (py::isinstance<py::bool_>(v) || !(py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v)))
-    throw OptionError(key, py::repr(v).cast<std::string>(), "must be a number");
+    throw OptionError(key, shown(v), "must be a number");
   return v.cast<double>();
 }
 
 bool bool_option(const py::dict& options, const char* key, bool fallback) {
   if (!options.contains(key)) return fallback;
   if (!py::isinstance<py::bool_>(options[key]))
-    throw OptionError(key, py::repr(options[key]).cast<std::string>(), "must be True or False");
+    throw OptionError(key, shown(options[key]), "must be True or False");
   return options[key].cast<bool>();
 }
 
@@ -124,7 +126,7 @@ SetupPtr setup_of(const py::handle& model, const py::handle& cluster, std::int64
   std::vector<std::string> known = kTrainingKeys;
   known.insert(known.end(), other_keys.begin(), other_keys.end());
   for (const auto& item : options) {
-    const std::string key = py::str(item.first).cast<std::string>();
+    const std::string key = text_arg(item.first, "keyword argument");
     if (std::find(known.begin(), known.end(), key) == known.end())
       throw Error(unknown_name_message("keyword argument", key, known));
   }
@@ -261,17 +263,17 @@ void add_plan_constraints(plan::SearchSpace& space, const py::object& value, pla
   if (value.is_none()) return;
   std::vector<std::string> texts;
   if (py::isinstance<py::str>(value)) {
-    texts.push_back(value.cast<std::string>());
+    texts.push_back(text_arg(value, name));
   } else if (py::isinstance<py::dict>(value)) {
     std::string text;
     for (const auto& [key, v] : value.cast<py::dict>()) {
       std::string values;
       if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
-        for (const auto& x : v) values += fmt::format("{}{}", values.empty() ? "" : ",", py::str(x).cast<std::string>());
+        for (const auto& x : v) values += fmt::format("{}{}", values.empty() ? "" : ",", text_arg(x, name));
       } else {
-        values = py::str(v).cast<std::string>();
+        values = text_arg(v, name);
       }
-      text += fmt::format("{}{}={}", text.empty() ? "" : ",", py::str(key).cast<std::string>(), values);
+      text += fmt::format("{}{}={}", text.empty() ? "" : ",", text_arg(key, name), values);
     }
     texts.push_back(text);
   } else if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
@@ -502,8 +504,8 @@ void bind_planning(py::module_& m) {
         SetupPtr s = setup_of(model, cluster, seq_len, global_batch, kwargs);
         ParallelConfig c = config_of(config);
         try {
-          if (!schedule.is_none()) c.schedule = parse_enum<Schedule>(py::str(schedule).cast<std::string>());
-          if (!grad_sync.is_none()) c.grad_sync = parse_enum<GradSync>(py::str(grad_sync).cast<std::string>());
+          if (!schedule.is_none()) c.schedule = parse_enum<Schedule>(text_arg(schedule, "schedule"));
+          if (!grad_sync.is_none()) c.grad_sync = parse_enum<GradSync>(text_arg(grad_sync, "grad_sync"));
         } catch (const Error& e) {
           throw e.with_context("schedule/grad_sync");
         }

@@ -65,7 +65,7 @@ hpo::Space space_of(const py::handle& value) {
 // The dict options of the sampler and the pruner, by the library's field names.
 void reject_unknown(const py::dict& options, const std::vector<std::string>& known, const char* what) {
   for (const auto& item : options) {
-    const std::string key = py::str(item.first).cast<std::string>();
+    const std::string key = text_arg(item.first, what);
     if (std::find(known.begin(), known.end(), key) == known.end())
       throw Error(fmt::format("{}: {}", what, unknown_name_message("option", key, known)));
   }
@@ -80,19 +80,19 @@ T option_value(const py::dict& options, const char* key, T fallback, const char*
   const std::string field = fmt::format("{}.{}", what, key);
   if constexpr (std::is_integral_v<T>) {
     if (py::isinstance<py::bool_>(v) || !py::isinstance<py::int_>(v))
-      throw OptionError(field, py::repr(v).cast<std::string>(), "must be a whole number");
+      throw OptionError(field, shown(v), "must be a whole number");
     const long long value = PyLong_AsLongLong(v.ptr());
     if ((value == -1 && PyErr_Occurred() != nullptr) || value < std::numeric_limits<T>::min() ||
         value > std::numeric_limits<T>::max()) {
       PyErr_Clear();
-      throw OptionError(field, py::repr(v).cast<std::string>(),
+      throw OptionError(field, shown(v),
                         fmt::format("must be a whole number from {} to {}", std::numeric_limits<T>::min(),
                                     std::numeric_limits<T>::max()));
     }
     return static_cast<T>(value);
   } else {
     if (py::isinstance<py::bool_>(v) || !(py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v)))
-      throw OptionError(field, py::repr(v).cast<std::string>(), "must be a number");
+      throw OptionError(field, shown(v), "must be a number");
     return v.cast<T>();
   }
 }
@@ -300,16 +300,12 @@ std::string one_line(std::string text) {
   return text.size() > 500 ? text.substr(0, 497) + "..." : text;
 }
 
-// An exception the objective raised, on one line: "Type: message", or "Type" when the message is
-// empty, or "Type (its message could not be read: ...)" when its __str__ raises or gives no str.
-// `has_message`: whether anything follows the type.
+// An exception the objective raised, on one line (convert.h exception_text). `has_message`:
+// whether anything follows its type.
 std::string raised_text(const py::error_already_set& e, bool* has_message = nullptr) {
-  const std::string type = type_name(e.type());
-  std::string why;
-  const std::optional<std::string> message = text_of(e.value(), /*repr=*/false, &why);
-  if (has_message != nullptr) *has_message = !message || !message->empty();
-  if (!message) return fmt::format("{} (its message could not be read: {})", type, one_line(why));
-  return message->empty() ? type : fmt::format("{}: {}", type, one_line(*message));
+  const std::string text = one_line(exception_text(e));
+  if (has_message != nullptr) *has_message = text != type_name(e.type());
+  return text;
 }
 
 // paratune._ProbeDone: ends the call that reads the space from the objective (a BaseException, so
