@@ -318,4 +318,6 @@ def tune(objective: Callable[[Trial], float | None], space: Mapping[str, Any] | 
     a NaN or infinite report included -- failed with "Type: message", and the study goes on; KeyboardInterrupt
     -- interrupted, and tune() re-raises it (the configuration is asked again first on resume). A trial that
     suggests a parameter the space does not have, or with other bounds, fails and tune() raises that error.
+    Each trial is logged on the "paratune" logger (INFO; failures WARNING): its number, how it ended, its value,
+    its parameters and the best trial so far. A trial is valid only inside its call (kept, it raises Error).
     """

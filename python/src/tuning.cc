@@ -11,6 +11,8 @@
 //   raises anything else           failed, with "Type: message" as its reason; the study goes on
 //   misuses the trial (suggests a parameter the space does not have, or with other bounds)
 //                                  failed, and tune() re-raises: every trial would repeat it
+// A trial is valid only inside its call: kept (or used by a thread that outlives the call), every
+// call that needs the run is a paratune.Error (PyTrial).
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
@@ -303,7 +305,7 @@ std::string one_line(std::string text) {
 // An exception the objective raised, on one line (convert.h exception_text). `has_message`:
 // whether anything follows its type.
 std::string raised_text(const py::error_already_set& e, bool* has_message = nullptr) {
-  const std::string text = one_line(exception_text(e));
+  std::string text = one_line(exception_text(e));
   if (has_message != nullptr) *has_message = text != type_name(e.type());
   return text;
 }
@@ -362,6 +364,7 @@ class SpaceProbe {
   // The call is over (every call of the probe runs with the GIL held: a plain flag will do).
   void end() { ended_ = true; }
   [[nodiscard]] py::object params() const { return to_python(values_); }
+  [[nodiscard]] const nlohmann::ordered_json& values() const { return values_; }
   [[nodiscard]] const std::vector<hpo::ParamSpec>& specs() const { return specs_; }
   // Whether a suggestion was refused (no bounds, other bounds than before): the objective's code.
   [[nodiscard]] bool refused() const { return refused_; }
@@ -496,10 +499,10 @@ hpo::TrialEnd call_objective(Run& run, const std::shared_ptr<PyTrial>& trial,
   if (text_or_bool || (value == -1.0 && PyErr_Occurred() != nullptr)) {
     PyErr_Clear();
     std::string why;
-    const std::optional<std::string> shown = text_of(result, /*repr=*/true, &why);
+    const std::optional<std::string> printed = text_of(result, /*repr=*/true, &why);
     end.kind = hpo::TrialEnd::Kind::kFailed;
     end.reason = fmt::format("the objective returned {}, not a number",
-                             shown ? one_line(*shown)
+                             printed ? one_line(*printed)
                                    : fmt::format("an object of type {} (its repr could not be read: {})",
                                                  type_name(py::type::handle_of(result)), one_line(why)));
   } else {
@@ -758,11 +761,13 @@ StudyView tune(const py::function& objective, const TuneArgs& args) {
                     [&] { sampler = hpo::make_sampler(setup.sampler_kind, space, setup.sampler); });
   std::unique_ptr<store::StudyStore> store;
   std::unique_ptr<hpo::AskTellStudy> study;
+  std::optional<store::StoredTrial> best;  // a resumed study's best trial so far, for the log
   {
     py::gil_scoped_release release;
     store = store::open_store(args.storage);
     study = std::make_unique<hpo::AskTellStudy>(space, setup.study, *store, *sampler, *setup.pruner,
                                                 setup.pruner_kind);
+    if (study->reused() > 0) best = study->best();
   }
   Run run;
   run.study = study.get();
@@ -774,7 +779,7 @@ StudyView tune(const py::function& objective, const TuneArgs& args) {
   run.objective_name = args.objective_name;
   run.logger = py::module_::import("logging").attr("getLogger")("paratune");
   run.direction = setup.study.direction;
-  if (const std::optional<store::StoredTrial> best = study->best()) run.best = {best->number, *best->objective};
+  if (best) run.best = {best->number, *best->objective};  // completed, with an objective (best_hpo_trial)
   if (args.max_trials == 0 && args.timeout == 0)  // Optuna's optimize() without n_trials or timeout does the same
     run.logger.attr("warning")("tune: neither max_trials nor timeout given: trials run until the sampler has no "
                                "configuration left (a grid's end) or Ctrl-C");
@@ -818,7 +823,10 @@ void bind_tuning(py::module_& m) {
       .def("report_metric", [](const SpaceProbe& p, const py::object&, const py::object&, const py::object&) {
         p.done("report_metric");
       }, py::arg("name"), py::arg("value"), py::arg("step") = py::none())
-      .def("should_prune", [](const SpaceProbe& p) -> bool { p.done("should_prune"); });
+      .def("should_prune", [](const SpaceProbe& p) -> bool { p.done("should_prune"); })
+      .def("__repr__", [](const SpaceProbe& p) {
+        return fmt::format("<paratune.Trial 0 (the call that reads the space) {}>", p.values().dump());
+      });
 
   py::class_<PyTrial, std::shared_ptr<PyTrial>>(m, "Trial", "One trial of tune(): its configuration, and what it reports.")
       .def_property_readonly("number", &PyTrial::number, "The trial's number in the study (1, 2, ...).")
@@ -868,7 +876,8 @@ void bind_tuning(py::module_& m) {
       py::arg("pruner_options") = py::dict(),
       "Runs (or resumes) a hyperparameter study whose trials call objective(trial). Returns the stored Study. "
       "Without a space, the space is the objective's suggestions (with their bounds), read from one call that "
-      "ends at its first report or return -- or the stored study's, when it resumes.");
+      "ends at its first report or return -- or the stored study's, when it resumes. Each trial is logged on the "
+      "'paratune' logger: its number, how it ended, its value, its parameters and the best trial so far.");
 }
 
 }  // namespace paratune::python

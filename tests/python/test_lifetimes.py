@@ -183,6 +183,7 @@ def test_the_trial_that_reads_the_space_cannot_be_used_after_its_call(tmp_path):
             kept.append(trial)
             return trial.suggest_float("lr", 0.001, 1.0)
         paratune.tune(objective, storage="s.db", max_trials=2, pruner="none")
+        print(repr(kept[0]))
         for call in (lambda t: t.report(1.0, 10), lambda t: t.suggest_float("lr", 0.001, 1.0)):
             try:
                 call(kept[0])
@@ -191,6 +192,7 @@ def test_the_trial_that_reads_the_space_cannot_be_used_after_its_call(tmp_path):
                 print(type(e).__name__ + ":", e)
     """, tmp_path)
     assert out.splitlines() == [
+        "<paratune.Trial 0 (the call that reads the space) {\"lr\":0.5005}>",
         "Error: report: the call that read the space has ended; use a trial only inside the objective call it was "
         "given to",
         "Error: suggest_float: the call that read the space has ended; use a trial only inside the objective call "

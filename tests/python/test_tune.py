@@ -392,6 +392,12 @@ def test_each_trial_is_logged_with_its_value_parameters_and_the_best_so_far(tmp_
         ("INFO", f"trial 5 completed with loss 0.2 and parameters {params[4]}; best is trial 5 with loss 0.2"),
     ], records
     assert reprs[0] == f"<paratune.Trial 1 {params[0]}>"
+    # A resumed study's best so far counts the earlier run's trials.
+    caplog.clear()
+    with caplog.at_level("INFO", logger="paratune"):
+        paratune.tune(lambda trial: 1.0, SPACE, storage=tmp_path / "s.db", max_trials=6, sampler="random",
+                      pruner="none", objective_name="loss")
+    assert [r.getMessage().split("; ")[-1] for r in caplog.records] == ["best is trial 5 with loss 0.2"]
     # The study and its trials say what they hold; best_trial is Optuna's name.
     assert repr(study).startswith("<paratune.Study 'main' in ")
     assert repr(study).endswith(": 5 trials, best: trial 5, loss 0.2>")
