@@ -73,7 +73,8 @@ std::string exception_text(const py::error_already_set& e) {
 
 std::string utf8_of(const py::handle& text) {
   // "backslashreplace" writes what UTF-8 cannot hold as \udc80 escapes instead of raising.
-  const auto bytes = py::reinterpret_steal<py::object>(PyUnicode_AsEncodedString(text.ptr(), "utf-8", "backslashreplace"));
+  const auto bytes =
+      py::reinterpret_steal<py::object>(PyUnicode_AsEncodedString(text.ptr(), "utf-8", "backslashreplace"));
   if (!bytes) {  // not a str, or no memory left
     PyErr_Clear();
     return "?";

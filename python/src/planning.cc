@@ -288,7 +288,8 @@ void add_plan_constraints(plan::SearchSpace& space, const py::object& value, pla
 // 41.2%, peak 60.1 GiB of 76.0 GiB".
 std::string figures(const Estimate& e) {
   return fmt::format("{:.4g} s/iteration, {:.0f} tokens/s, MFU {:.1f}%, peak {} of {}", e.iteration_time_s,
-                     e.tokens_per_s, 100 * e.mfu, units::format_bytes(e.peak_memory_bytes), units::format_bytes(e.memory_limit_bytes));
+                     e.tokens_per_s, 100 * e.mfu, units::format_bytes(e.peak_memory_bytes),
+                     units::format_bytes(e.memory_limit_bytes));
 }
 
 // The figures every result of a prediction shows as attributes, from its Estimate (Estimate, Plan):
@@ -476,7 +477,8 @@ void bind_planning(py::module_& m) {
           [](const PySimulation& s) { return fits_in_memory(s.result, s.problem).value_or(true); },
           "Whether every stage's peak memory is within the GPU's usable memory (as estimate's fits).")
       .def_property_readonly("tokens_per_s", [](const PySimulation& s) {
-        return static_cast<double>(s.setup->training.seq_len) * s.setup->training.global_batch / s.result.iteration_time_s;
+        const TrainingSpec& t = s.setup->training;
+        return static_cast<double>(t.seq_len) * t.global_batch / s.result.iteration_time_s;
       }, "Training tokens per second, the whole cluster, at the replayed iteration time.")
       .def_property_readonly("peak_memory_bytes", &simulated_peak_bytes,
                              "The replay's peak memory of the fullest stage (static and activations).")
@@ -491,8 +493,8 @@ void bind_planning(py::module_& m) {
       .def("chrome_trace", [](const PySimulation& s) { return to_python(chrome_trace(s.result, s.problem)); },
            "The timeline in Chrome's trace format (chrome://tracing, Perfetto).")
       .def("__repr__", [](const PySimulation& s) {
-        return fmt::format("<paratune.Simulation {}: {:.4g} s/iteration, bubble {:.1f}%, peak {}{}>", to_string(s.config),
-                           s.result.iteration_time_s, 100 * s.result.bubble_fraction,
+        return fmt::format("<paratune.Simulation {}: {:.4g} s/iteration, bubble {:.1f}%, peak {}{}>",
+                           to_string(s.config), s.result.iteration_time_s, 100 * s.result.bubble_fraction,
                            units::format_bytes(simulated_peak_bytes(s)),
                            fits_in_memory(s.result, s.problem).value_or(true) ? "" : ", does not fit");
       });

@@ -59,7 +59,8 @@ def unreadable_texts(tmp_path):
         r"memory_margin = <a Unprintable>: must be a number"
     yield "fix", lambda: paratune.plan(m, c, 4096, 64, fix={"tp": "\udc80"}), rf"^fix: '\\udc80': {NOT_UTF8}"
     yield "model", lambda: paratune.load_model({"name": "\udc80"}), rf"^model: {NOT_UTF8}"
-    yield "open_study", lambda: paratune.open_study(str(tmp_path / "\udc80.db")), rf"^storage: '.*\\udc80.db': {NOT_UTF8}"
+    yield "open_study", lambda: paratune.open_study(str(tmp_path / "\udc80.db")), \
+        rf"^storage: '.*\\udc80.db': {NOT_UTF8}"
     yield "tune.space", lambda: paratune.tune(lambda t: 1.0, {"\udc80": [1, 2]}, storage=tmp_path / "s.db"), \
         rf"^space: {NOT_UTF8}"
     yield "tune.sampler_options", lambda: paratune.tune(lambda t: 1.0, {"x": [1, 2]}, storage=tmp_path / "s.db",
