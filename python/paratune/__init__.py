@@ -12,7 +12,14 @@ The same library as the ``paratune`` program, in Python:
 
 Errors of bad input raise ``paratune.Error`` (a ``ValueError``) with the message the program prints:
 the file, the field, the value and the rule.
+
+``tune()`` logs one line per trial on the ``logging`` logger "paratune" (INFO; failures as WARNING),
+shown on stderr unless the program configures logging itself, as Optuna does; quiet it with
+``logging.getLogger("paratune").setLevel(logging.WARNING)``.
 """
+
+import logging as _logging
+import sys as _sys
 
 from ._core import (
     Cluster,
@@ -55,3 +62,38 @@ for _name in __all__:
     if isinstance(_value, type):
         _value.__module__ = __name__
 del _name, _value
+
+
+class _StderrHandler(_logging.StreamHandler):
+    """Writes to sys.stderr as it is when a record comes (a program or a test may replace it)."""
+
+    def __init__(self):
+        _logging.Handler.__init__(self)
+
+    @property
+    def stream(self):
+        return _sys.stderr
+
+
+class _UnlessLoggingIsConfigured(_logging.Filter):
+    """Passes records only while the root logger has no handler: once the program configures logging
+    (basicConfig, pytest's capture), its handlers show paratune's records and this one stays quiet, so no
+    line is printed twice."""
+
+    def filter(self, record):
+        return not _logging.getLogger().handlers
+
+
+def _show_trials_by_default():
+    """Optuna's default: a library logger at INFO with a stderr handler, so that tune() shows its trials
+    without any setup. A level the program set before importing paratune is kept."""
+    logger = _logging.getLogger(__name__)
+    if logger.level == _logging.NOTSET:
+        logger.setLevel(_logging.INFO)
+    handler = _StderrHandler()
+    handler.setFormatter(_logging.Formatter("[%(levelname)s %(asctime)s] %(name)s: %(message)s"))
+    handler.addFilter(_UnlessLoggingIsConfigured())
+    logger.addHandler(handler)
+
+
+_show_trials_by_default()

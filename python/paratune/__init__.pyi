@@ -68,11 +68,34 @@ class Estimate:
         """Everything ``paratune estimate --json`` prints, with ``predicted_by``."""
 
 class Plan:
-    """One ranked plan: a configuration and its predicted iteration."""
+    """One ranked plan: a configuration and its predicted iteration (the figures are its estimate's)."""
     @property
-    def config(self) -> str: ...
+    def config(self) -> str:
+        """The configuration, every axis resolved ("dp=4,tp=2,pp=1,...")."""
     @property
-    def iteration_time_s(self) -> float: ...
+    def iteration_time_s(self) -> float:
+        """Predicted seconds per training iteration."""
+    @property
+    def tokens_per_s(self) -> float:
+        """Predicted training tokens per second, the whole cluster."""
+    @property
+    def mfu(self) -> float:
+        """Predicted model FLOPs utilization (0 to 1)."""
+    @property
+    def tflops_per_gpu(self) -> float: ...
+    @property
+    def bubble_fraction(self) -> float: ...
+    @property
+    def peak_memory_bytes(self) -> float:
+        """Predicted peak memory of the fullest GPU."""
+    @property
+    def memory_limit_bytes(self) -> float:
+        """The GPU's usable memory (its capacity less the margin)."""
+    @property
+    def fits(self) -> bool: ...
+    @property
+    def reason(self) -> str:
+        """Why it does not fit (empty when it fits)."""
     @property
     def estimate(self) -> Estimate: ...
     def to_dict(self) -> dict[str, Any]: ...
@@ -105,6 +128,12 @@ class Simulation:
     @property
     def fits(self) -> bool:
         """Whether every stage's peak memory is within the GPU's usable memory (as estimate's fits)."""
+    @property
+    def tokens_per_s(self) -> float:
+        """Training tokens per second, the whole cluster, at the replayed iteration time."""
+    @property
+    def peak_memory_bytes(self) -> float:
+        """The replay's peak memory of the fullest stage (static and activations)."""
     @property
     def events(self) -> list[dict[str, Any]]:
         """Every event: kind, lane, stage, peer, microbatch, chunk, start_s, end_s."""
@@ -141,6 +170,9 @@ class StoredTrial:
     @property
     def throughput(self) -> float | None:
         """Steps per second, measured."""
+    @property
+    def duration_s(self) -> float | None:
+        """Seconds from its start to its end; None while it runs."""
     @property
     def reason(self) -> str: ...
     @property
@@ -179,7 +211,11 @@ class Study:
     @property
     def trials(self) -> list[StoredTrial]: ...
     @property
-    def best(self) -> StoredTrial | None: ...
+    def best(self) -> StoredTrial | None:
+        """The best completed trial, or None."""
+    @property
+    def best_trial(self) -> StoredTrial | None:
+        """The same as best (Optuna's name)."""
     @property
     def best_params(self) -> dict[str, Any] | None: ...
     @property
@@ -192,7 +228,9 @@ class Study:
     def __iter__(self) -> Iterator[StoredTrial]: ...
 
 class Trial:
-    """One trial of ``tune()``: its configuration, and what it reports. Valid only inside its objective call."""
+    """One trial of ``tune()``: its configuration, and what it reports. Valid only inside its objective call:
+    afterwards (kept in a list, or used by a thread that outlives the call) every call but ``number`` and
+    ``params`` raises ``paratune.Error``."""
     @property
     def number(self) -> int:
         """The trial's number in the study (1, 2, ...)."""
@@ -280,4 +318,6 @@ def tune(objective: Callable[[Trial], float | None], space: Mapping[str, Any] | 
     a NaN or infinite report included -- failed with "Type: message", and the study goes on; KeyboardInterrupt
     -- interrupted, and tune() re-raises it (the configuration is asked again first on resume). A trial that
     suggests a parameter the space does not have, or with other bounds, fails and tune() raises that error.
+    Each trial is logged on the "paratune" logger (INFO; failures WARNING): its number, how it ended, its value,
+    its parameters and the best trial so far. A trial is valid only inside its call (kept, it raises Error).
     """

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "convert.h"
@@ -24,6 +25,7 @@
 #include "paratune/spec/option_error.h"
 #include "paratune/spec/parallel.h"
 #include "paratune/spec/presets.h"
+#include "paratune/spec/units.h"
 
 namespace paratune::python {
 namespace {
@@ -70,12 +72,13 @@ ParallelConfig config_of(const py::handle& value) {
   std::string text;
   if (py::isinstance<py::dict>(value)) {
     for (const auto& [key, v] : value.cast<py::dict>()) {
-      const std::string item = py::str(v).cast<std::string>();
-      text += fmt::format("{}{}={}", text.empty() ? "" : ",", py::str(key).cast<std::string>(),
+      const std::string name = text_arg(key, "config");
+      const std::string item = text_arg(v, fmt::format("config: {}", name));
+      text += fmt::format("{}{}={}", text.empty() ? "" : ",", name,
                           py::isinstance<py::bool_>(v) ? (v.cast<bool>() ? "true" : "false") : item);
     }
   } else if (py::isinstance<py::str>(value)) {
-    text = value.cast<std::string>();
+    text = text_arg(value, "config");
   } else {
     throw Error("config: expected a str like \"tp=2,pp=4,mbs=1\" or a dict like {\"tp\": 2, \"pp\": 4}");
   }
@@ -95,8 +98,9 @@ const std::vector<std::string> kTrainingKeys{"precision",       "fp8_recipe", "f
 template <typename E>
 E enum_option(const py::dict& options, const char* key, E fallback) {
   if (!options.contains(key)) return fallback;
+  const std::string text = text_arg(options[key], key);
   try {
-    return parse_enum<E>(py::str(options[key]).cast<std::string>());
+    return parse_enum<E>(text);
   } catch (const Error& e) {
     throw e.with_context(key);
   }
@@ -106,14 +110,14 @@ double number_option(const py::dict& options, const char* key, double fallback) 
   if (!options.contains(key)) return fallback;
   const py::handle v = options[key];
   if (py::isinstance<py::bool_>(v) || !(py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v)))
-    throw OptionError(key, py::repr(v).cast<std::string>(), "must be a number");
+    throw OptionError(key, shown(v), "must be a number");
   return v.cast<double>();
 }
 
 bool bool_option(const py::dict& options, const char* key, bool fallback) {
   if (!options.contains(key)) return fallback;
   if (!py::isinstance<py::bool_>(options[key]))
-    throw OptionError(key, py::repr(options[key]).cast<std::string>(), "must be True or False");
+    throw OptionError(key, shown(options[key]), "must be True or False");
   return options[key].cast<bool>();
 }
 
@@ -122,7 +126,7 @@ SetupPtr setup_of(const py::handle& model, const py::handle& cluster, std::int64
   std::vector<std::string> known = kTrainingKeys;
   known.insert(known.end(), other_keys.begin(), other_keys.end());
   for (const auto& item : options) {
-    const std::string key = py::str(item.first).cast<std::string>();
+    const std::string key = text_arg(item.first, "keyword argument");
     if (std::find(known.begin(), known.end(), key) == known.end())
       throw Error(unknown_name_message("keyword argument", key, known));
   }
@@ -202,6 +206,12 @@ nlohmann::json simulation_document(const PySimulation& s) {
   return j;
 }
 
+double simulated_peak_bytes(const PySimulation& s) {
+  double peak = 0;
+  for (const sim::StageResult& stage : s.result.stages) peak = std::max(peak, stage.peak_memory_bytes);
+  return peak;
+}
+
 py::list events_of(const PySimulation& s) {
   static const char* kLanes[] = {"compute", "p2p", "grad_sync"};
   py::list events;
@@ -253,17 +263,17 @@ void add_plan_constraints(plan::SearchSpace& space, const py::object& value, pla
   if (value.is_none()) return;
   std::vector<std::string> texts;
   if (py::isinstance<py::str>(value)) {
-    texts.push_back(value.cast<std::string>());
+    texts.push_back(text_arg(value, name));
   } else if (py::isinstance<py::dict>(value)) {
     std::string text;
     for (const auto& [key, v] : value.cast<py::dict>()) {
       std::string values;
       if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
-        for (const auto& x : v) values += fmt::format("{}{}", values.empty() ? "" : ",", py::str(x).cast<std::string>());
+        for (const auto& x : v) values += fmt::format("{}{}", values.empty() ? "" : ",", text_arg(x, name));
       } else {
-        values = py::str(v).cast<std::string>();
+        values = text_arg(v, name);
       }
-      text += fmt::format("{}{}={}", text.empty() ? "" : ",", py::str(key).cast<std::string>(), values);
+      text += fmt::format("{}{}={}", text.empty() ? "" : ",", text_arg(key, name), values);
     }
     texts.push_back(text);
   } else if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
@@ -272,6 +282,35 @@ void add_plan_constraints(plan::SearchSpace& space, const py::object& value, pla
     throw Error(fmt::format("{}: expected a str like \"tp=2,pp=4\", a list of them or a dict", name));
   }
   for (const std::string& text : texts) plan::add_constraints(space, text, kind, name);
+}
+
+// What a result's repr shows of its predicted iteration: "1.23 s/iteration, 45,678 tokens/s, MFU
+// 41.2%, peak 60.1 GiB of 76.0 GiB".
+std::string figures(const Estimate& e) {
+  return fmt::format("{:.4g} s/iteration, {:.0f} tokens/s, MFU {:.1f}%, peak {} of {}", e.iteration_time_s,
+                     e.tokens_per_s, 100 * e.mfu, units::format_bytes(e.peak_memory_bytes),
+                     units::format_bytes(e.memory_limit_bytes));
+}
+
+// The figures every result of a prediction shows as attributes, from its Estimate (Estimate, Plan):
+// what a user reaches for first is result.mfu, not result.estimate.mfu.
+template <typename Class, typename Get>
+void add_estimate_figures(py::class_<Class>& c, Get estimate_of) {
+  c.def_property_readonly("iteration_time_s", [=](const Class& x) { return estimate_of(x).iteration_time_s; },
+                          "Predicted seconds per training iteration.")
+      .def_property_readonly("tokens_per_s", [=](const Class& x) { return estimate_of(x).tokens_per_s; },
+                             "Predicted training tokens per second, the whole cluster.")
+      .def_property_readonly("mfu", [=](const Class& x) { return estimate_of(x).mfu; },
+                             "Predicted model FLOPs utilization (0 to 1).")
+      .def_property_readonly("tflops_per_gpu", [=](const Class& x) { return estimate_of(x).tflops_per_gpu; })
+      .def_property_readonly("bubble_fraction", [=](const Class& x) { return estimate_of(x).bubble_fraction; })
+      .def_property_readonly("peak_memory_bytes", [=](const Class& x) { return estimate_of(x).peak_memory_bytes; },
+                             "Predicted peak memory of the fullest GPU.")
+      .def_property_readonly("memory_limit_bytes", [=](const Class& x) { return estimate_of(x).memory_limit_bytes; },
+                             "The GPU's usable memory (its capacity less the margin).")
+      .def_property_readonly("fits", [=](const Class& x) { return estimate_of(x).fits; })
+      .def_property_readonly("reason", [=](const Class& x) { return estimate_of(x).reason; },
+                             "Why it does not fit (empty when it fits).");
 }
 
 }  // namespace
@@ -307,21 +346,13 @@ void bind_planning(py::module_& m) {
     return d;
   }, "The names of the shipped model, GPU and cluster presets.");
 
-  py::class_<PyEstimate>(m, "Estimate", "One configuration's predicted iteration (a model prediction).")
-      .def_property_readonly("config", [](const PyEstimate& e) { return to_string(e.estimate.config); })
-      .def_property_readonly("iteration_time_s", [](const PyEstimate& e) { return e.estimate.iteration_time_s; })
-      .def_property_readonly("tokens_per_s", [](const PyEstimate& e) { return e.estimate.tokens_per_s; })
-      .def_property_readonly("mfu", [](const PyEstimate& e) { return e.estimate.mfu; })
-      .def_property_readonly("tflops_per_gpu", [](const PyEstimate& e) { return e.estimate.tflops_per_gpu; })
-      .def_property_readonly("bubble_fraction", [](const PyEstimate& e) { return e.estimate.bubble_fraction; })
-      .def_property_readonly("peak_memory_bytes", [](const PyEstimate& e) { return e.estimate.peak_memory_bytes; })
-      .def_property_readonly("memory_limit_bytes", [](const PyEstimate& e) { return e.estimate.memory_limit_bytes; })
-      .def_property_readonly("fits", [](const PyEstimate& e) { return e.estimate.fits; })
-      .def_property_readonly("reason", [](const PyEstimate& e) { return e.estimate.reason; })
-      .def("to_dict", &PyEstimate::to_dict, "Everything `paratune estimate --json` prints.")
+  py::class_<PyEstimate> estimate_class(m, "Estimate", "One configuration's predicted iteration (a model prediction).");
+  estimate_class.def_property_readonly("config", [](const PyEstimate& e) { return to_string(e.estimate.config); });
+  add_estimate_figures(estimate_class, [](const PyEstimate& e) -> const Estimate& { return e.estimate; });
+  estimate_class.def("to_dict", &PyEstimate::to_dict, "Everything `paratune estimate --json` prints.")
       .def("__repr__", [](const PyEstimate& e) {
-        return fmt::format("<paratune.Estimate {}: {:.4g} s/iteration, MFU {:.1f}%{}>", to_string(e.estimate.config),
-                           e.estimate.iteration_time_s, 100 * e.estimate.mfu, e.estimate.fits ? "" : ", does not fit");
+        return fmt::format("<paratune.Estimate {}: {}{}>", to_string(e.estimate.config), figures(e.estimate),
+                           e.estimate.fits ? "" : ", does not fit");
       });
 
   m.def(
@@ -344,10 +375,11 @@ void bind_planning(py::module_& m) {
       py::arg("model"), py::arg("cluster"), py::arg("config"), py::arg("seq_len"), py::arg("global_batch"),
       "The predicted time, throughput and memory of one configuration (paratune estimate).");
 
-  py::class_<PyPlan>(m, "Plan", "One ranked plan: a configuration and its predicted iteration.")
-      .def_property_readonly("config", [](const PyPlan& p) { return to_string(p.plan.estimate.config); })
-      .def_property_readonly("iteration_time_s", [](const PyPlan& p) { return p.plan.estimate.iteration_time_s; })
-      .def_property_readonly("estimate", [](const PyPlan& p) { return PyEstimate{p.plan.estimate, p.setup}; })
+  py::class_<PyPlan> plan_class(m, "Plan", "One ranked plan: a configuration and its predicted iteration.");
+  plan_class.def_property_readonly("config", [](const PyPlan& p) { return to_string(p.plan.estimate.config); },
+                                   "The configuration, every axis resolved (\"dp=4,tp=2,pp=1,...\").");
+  add_estimate_figures(plan_class, [](const PyPlan& p) -> const Estimate& { return p.plan.estimate; });
+  plan_class.def_property_readonly("estimate", [](const PyPlan& p) { return PyEstimate{p.plan.estimate, p.setup}; })
       .def("to_dict", [](const PyPlan& p) {
         plan::PlanResult one;
         one.plans.push_back(p.plan);
@@ -356,8 +388,7 @@ void bind_planning(py::module_& m) {
         return to_python(j);
       })
       .def("__repr__", [](const PyPlan& p) {
-        return fmt::format("<paratune.Plan {}: {:.4g} s/iteration>", to_string(p.plan.estimate.config),
-                           p.plan.estimate.iteration_time_s);
+        return fmt::format("<paratune.Plan {}: {}>", to_string(p.plan.estimate.config), figures(p.plan.estimate));
       });
   py::class_<PyPlanResult>(m, "PlanResult", "What plan() found: the ranked plans, the baselines and the search's figures.")
       .def_property_readonly("plans", [](const PyPlanResult& r) {
@@ -388,6 +419,18 @@ void bind_planning(py::module_& m) {
       .def("__getitem__", [](const PyPlanResult& r, std::size_t i) {
         if (i >= r.result.plans.size()) throw py::index_error(fmt::format("plan {} of {}", i, r.result.plans.size()));
         return PyPlan{r.result.plans[i], r.setup};
+      })
+      .def("__repr__", [](const PyPlanResult& r) {
+        const std::vector<plan::Plan>& plans = r.result.plans;
+        if (plans.empty())
+          return fmt::format("<paratune.PlanResult: nothing fits{}; see .advice>",
+                             r.result.closest ? fmt::format(" (closest: {}, peak {} of {})",
+                                                            to_string(r.result.closest->config),
+                                                            units::format_bytes(r.result.closest->peak_memory_bytes),
+                                                            units::format_bytes(r.result.closest->memory_limit_bytes))
+                                              : "");
+        return fmt::format("<paratune.PlanResult: {} plan{}, best {}: {}>", plans.size(), plans.size() == 1 ? "" : "s",
+                           to_string(plans.front().estimate.config), figures(plans.front().estimate));
       });
 
   m.def(
@@ -433,6 +476,12 @@ void bind_planning(py::module_& m) {
           "fits",
           [](const PySimulation& s) { return fits_in_memory(s.result, s.problem).value_or(true); },
           "Whether every stage's peak memory is within the GPU's usable memory (as estimate's fits).")
+      .def_property_readonly("tokens_per_s", [](const PySimulation& s) {
+        const TrainingSpec& t = s.setup->training;
+        return static_cast<double>(t.seq_len) * t.global_batch / s.result.iteration_time_s;
+      }, "Training tokens per second, the whole cluster, at the replayed iteration time.")
+      .def_property_readonly("peak_memory_bytes", &simulated_peak_bytes,
+                             "The replay's peak memory of the fullest stage (static and activations).")
       .def_property_readonly("events", &events_of,
                              "Every event of the timeline: kind, lane, stage, peer, microbatch, chunk, start_s, end_s.")
       .def("to_dict", [](const PySimulation& s) { return to_python(simulation_document(s)); },
@@ -442,7 +491,13 @@ void bind_planning(py::module_& m) {
                              report_title("simulate", *s.setup));
       }, "The report `paratune simulate --html` writes: one self-contained HTML page (str).")
       .def("chrome_trace", [](const PySimulation& s) { return to_python(chrome_trace(s.result, s.problem)); },
-           "The timeline in Chrome's trace format (chrome://tracing, Perfetto).");
+           "The timeline in Chrome's trace format (chrome://tracing, Perfetto).")
+      .def("__repr__", [](const PySimulation& s) {
+        return fmt::format("<paratune.Simulation {}: {:.4g} s/iteration, bubble {:.1f}%, peak {}{}>",
+                           to_string(s.config), s.result.iteration_time_s, 100 * s.result.bubble_fraction,
+                           units::format_bytes(simulated_peak_bytes(s)),
+                           fits_in_memory(s.result, s.problem).value_or(true) ? "" : ", does not fit");
+      });
 
   m.def(
       "simulate",
@@ -451,8 +506,8 @@ void bind_planning(py::module_& m) {
         SetupPtr s = setup_of(model, cluster, seq_len, global_batch, kwargs);
         ParallelConfig c = config_of(config);
         try {
-          if (!schedule.is_none()) c.schedule = parse_enum<Schedule>(py::str(schedule).cast<std::string>());
-          if (!grad_sync.is_none()) c.grad_sync = parse_enum<GradSync>(py::str(grad_sync).cast<std::string>());
+          if (!schedule.is_none()) c.schedule = parse_enum<Schedule>(text_arg(schedule, "schedule"));
+          if (!grad_sync.is_none()) c.grad_sync = parse_enum<GradSync>(text_arg(grad_sync, "grad_sync"));
         } catch (const Error& e) {
           throw e.with_context("schedule/grad_sync");
         }
@@ -483,7 +538,15 @@ void bind_planning(py::module_& m) {
       .def_property_readonly("text", [](const PyLaunch& l) { return l.settings.text; })
       .def_property_readonly("cannot_express", [](const PyLaunch& l) { return l.settings.cannot_express; },
                              "Parts of the plan the framework has no setting for.")
-      .def("__str__", [](const PyLaunch& l) { return l.settings.text; });
+      .def("__str__", [](const PyLaunch& l) { return l.settings.text; })
+      .def("__repr__", [](const PyLaunch& l) {
+        const std::string& text = l.settings.text;
+        const std::string first = text.substr(0, std::min(text.find('\n'), std::size_t{60}));
+        return fmt::format("<paratune.Launch {}: {}{}{}>", l.framework, first, first.size() < text.size() ? " ..." : "",
+                           l.settings.cannot_express.empty()
+                               ? ""
+                               : fmt::format(" ({} cannot be expressed)", l.settings.cannot_express.size()));
+      });
   m.def(
       "launch_args",
       [](const py::object& what, const std::string& framework, bool allow_unsupported) {

@@ -72,6 +72,10 @@ void bind_studies(py::module_& m) {
                              "Steps per second, measured.")
       .def_readonly("reason", &store::StoredTrial::reason)
       .def_readonly("steps", &store::StoredTrial::steps)
+      .def_property_readonly("duration_s", [](const store::StoredTrial& t) -> py::object {
+        if (t.status == "running" || t.ended_unix_s <= 0) return py::none();
+        return py::float_(t.ended_unix_s - t.started_unix_s);
+      }, "Seconds from its start to its end; None while it runs.")
       .def_readonly("started_unix_s", &store::StoredTrial::started_unix_s)
       .def_readonly("ended_unix_s", &store::StoredTrial::ended_unix_s)
       .def_readonly("location", &store::StoredTrial::location)
@@ -89,7 +93,10 @@ void bind_studies(py::module_& m) {
       }, py::arg("name"), "One metric's (step, value) pairs: a learning curve.")
       .def("to_dict", [](const store::StoredTrial& t) { return to_python(to_json(t)); })
       .def("__repr__", [](const store::StoredTrial& t) {
-        return fmt::format("<paratune.StoredTrial {} {} {}>", t.number, t.status, t.params_json);
+        std::string figure;
+        if (t.objective) figure = fmt::format(" objective {}", *t.objective);
+        else if (t.throughput) figure = fmt::format(" {:.4g} steps/s", *t.throughput);
+        return fmt::format("<paratune.StoredTrial {} {}{} {}>", t.number, t.status, figure, t.params_json);
       });
 
   py::class_<StudyView>(m, "Study", "A stored study, read when opened (open it again to see later trials).")
@@ -105,6 +112,9 @@ void bind_studies(py::module_& m) {
       .def_property_readonly("best", [](const StudyView& s) -> py::object {
         return s.best ? py::cast(s.trials[*s.best]) : py::none();
       }, "The best completed trial, or None.")
+      .def_property_readonly("best_trial", [](const StudyView& s) -> py::object {
+        return s.best ? py::cast(s.trials[*s.best]) : py::none();
+      }, "The same as best (Optuna's name).")
       .def_property_readonly("best_params", [](const StudyView& s) -> py::object {
         return s.best ? to_python(nlohmann::ordered_json::parse(s.trials[*s.best].params_json, nullptr, false)) : py::none();
       })
@@ -127,7 +137,13 @@ void bind_studies(py::module_& m) {
       .def("__len__", [](const StudyView& s) { return s.trials.size(); })
       .def("__iter__", [](const StudyView& s) { return py::iter(py::cast(s.trials)); })
       .def("__repr__", [](const StudyView& s) {
-        return fmt::format("<paratune.Study '{}' in {}: {} trials>", s.info.name, s.locator, s.trials.size());
+        std::string best = "none completed";
+        if (s.best) {
+          const store::StoredTrial& t = s.trials[*s.best];
+          const std::optional<double> value = s.hpo ? t.objective : t.throughput;
+          best = fmt::format("best: trial {}, {} {}", t.number, s.objective, value ? fmt::format("{}", *value) : "?");
+        }
+        return fmt::format("<paratune.Study '{}' in {}: {} trials, {}>", s.info.name, s.locator, s.trials.size(), best);
       });
 
   m.def(

@@ -11,6 +11,8 @@
 //   raises anything else           failed, with "Type: message" as its reason; the study goes on
 //   misuses the trial (suggests a parameter the space does not have, or with other bounds)
 //                                  failed, and tune() re-raises: every trial would repeat it
+// A trial is valid only inside its call: kept (or used by a thread that outlives the call), every
+// call that needs the run is a paratune.Error (PyTrial).
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
@@ -25,6 +27,8 @@
 #include <type_traits>
 #include <functional>
 #include <map>
+#include <mutex>
+#include <shared_mutex>
 
 #include "convert.h"
 #include "modules.h"
@@ -63,7 +67,7 @@ hpo::Space space_of(const py::handle& value) {
 // The dict options of the sampler and the pruner, by the library's field names.
 void reject_unknown(const py::dict& options, const std::vector<std::string>& known, const char* what) {
   for (const auto& item : options) {
-    const std::string key = py::str(item.first).cast<std::string>();
+    const std::string key = text_arg(item.first, what);
     if (std::find(known.begin(), known.end(), key) == known.end())
       throw Error(fmt::format("{}: {}", what, unknown_name_message("option", key, known)));
   }
@@ -78,19 +82,19 @@ T option_value(const py::dict& options, const char* key, T fallback, const char*
   const std::string field = fmt::format("{}.{}", what, key);
   if constexpr (std::is_integral_v<T>) {
     if (py::isinstance<py::bool_>(v) || !py::isinstance<py::int_>(v))
-      throw OptionError(field, py::repr(v).cast<std::string>(), "must be a whole number");
+      throw OptionError(field, shown(v), "must be a whole number");
     const long long value = PyLong_AsLongLong(v.ptr());
     if ((value == -1 && PyErr_Occurred() != nullptr) || value < std::numeric_limits<T>::min() ||
         value > std::numeric_limits<T>::max()) {
       PyErr_Clear();
-      throw OptionError(field, py::repr(v).cast<std::string>(),
+      throw OptionError(field, shown(v),
                         fmt::format("must be a whole number from {} to {}", std::numeric_limits<T>::min(),
                                     std::numeric_limits<T>::max()));
     }
     return static_cast<T>(value);
   } else {
     if (py::isinstance<py::bool_>(v) || !(py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v)))
-      throw OptionError(field, py::repr(v).cast<std::string>(), "must be a number");
+      throw OptionError(field, shown(v), "must be a number");
     return v.cast<T>();
   }
 }
@@ -136,34 +140,55 @@ struct Run {
   py::object objective;
   std::string objective_name;         // what its values are called (tune's objective_name)
   py::object logger;                  // logging.getLogger("paratune")
+  hpo::Direction direction = hpo::Direction::kMinimize;
+  std::mutex best_mutex;
+  std::optional<std::pair<int, double>> best;  // the best completed trial (number, value), for the log
   std::mutex error_mutex;
   std::optional<py::error_already_set> error;  // re-raised by tune() (guarded by error_mutex; GIL held)
 };
 
 // What the objective gets: its configuration and the calls that report to the study.
+//
+// An objective may keep its Trial past its call (in a list, in a thread it started), and tune() may
+// have returned by the time it is used again: the Run it reports to lives on tune()'s stack. So a
+// trial reaches the run only through `run_`, which end() clears once the call is over -- run_trial
+// ends every trial on every way out, an exception included -- and each call that needs the run holds
+// it for its whole length (RunUse), so end() waits for calls in flight in other threads. Once ended,
+// every such call is a paratune.Error; number and params, the trial's own copies, stay readable.
 class PyTrial {
  public:
-  PyTrial(Run& run, int number, hpo::Config config) : run_(run), number_(number), config_(std::move(config)) {}
-  // The objective returned: the trial is stored, and an objective that kept it can no longer use it.
-  void end() { ended_ = true; }
+  PyTrial(Run& run, int number, hpo::Config config) : run_(&run), number_(number), config_(std::move(config)) {}
+
+  // The objective's call is over: from now on the trial refuses every call that needs the run.
+  // Waits for the calls in flight (other threads'); with the GIL released, which they may need to
+  // finish, and which no thread holds while it waits for `mutex_` (RunUse), so none can deadlock.
+  void end() noexcept {
+    const py::gil_scoped_release release;
+    const std::unique_lock lock(mutex_);
+    run_.store(nullptr);
+  }
   [[nodiscard]] int number() const { return number_; }
   [[nodiscard]] py::object params() const { return to_python(config_); }
   [[nodiscard]] bool misused() const { return misused_; }
+  [[nodiscard]] std::string repr() const {
+    return fmt::format("<paratune.Trial {} {}{}>", number_, config_.dump(), run_.load() == nullptr ? " (ended)" : "");
+  }
 
   py::object suggest(const std::string& name, hpo::ParamType type, const char* call,
                      const std::function<std::string(const hpo::ParamSpec&)>& mismatch) {
-    check_not_ended(call);
-    const std::optional<std::size_t> index = run_.space->index_of(name);
+    const RunUse use(*this, call);
+    const Run& run = use.run();
+    const std::optional<std::size_t> index = run.space->index_of(name);
     if (!index) {
       std::vector<std::string> names;
-      for (const hpo::ParamSpec& p : run_.space->parameters()) names.push_back(p.name);
+      for (const hpo::ParamSpec& p : run.space->parameters()) names.push_back(p.name);
       misuse(fmt::format("{}('{}'): {}{}", call, name, unknown_name_message("parameter", name, names),
-                         run_.space_probed ? "; the space was read from the objective's first call, which did not "
-                                             "suggest it (a branch that call did not take): give tune() the space, "
-                                             "with `when` for conditional parameters, under a new study_name"
-                                           : ""));
+                         run.space_probed ? "; the space was read from the objective's first call, which did not "
+                                            "suggest it (a branch that call did not take): give tune() the space, "
+                                            "with `when` for conditional parameters, under a new study_name"
+                                          : ""));
     }
-    const hpo::ParamSpec& p = run_.space->parameters()[*index];
+    const hpo::ParamSpec& p = run.space->parameters()[*index];
     if (p.type != type)
       misuse(fmt::format("{}('{}'): the space declares '{}' as {}", call, name, name, hpo::to_string(p.type)));
     if (const std::string problem = mismatch(p); !problem.empty())
@@ -192,40 +217,62 @@ class PyTrial {
   }
 
   void report(double value, std::int64_t step) {
-    check_not_ended("report");
-    unwind_if_stopping();
+    const RunUse use(*this, "report");
+    unwind_if_stopping(use.run());
     // A diverged run (NaN, infinity) fails this trial; the study goes on. Other report errors (a
     // step not after the last) are the objective's code: every trial would repeat them.
     if (!std::isfinite(value))
       throw Error(fmt::format("trial {}: report: value {} at step {} is not a finite number", number_, value, step));
     try {
-      py::gil_scoped_release release;
-      run_.study->report(number_, step, value);
+      const py::gil_scoped_release release;
+      use.run().study->report(number_, step, value);
     } catch (const Error& e) {
       misuse(e.what());
     }
   }
 
   void report_metric(const std::string& name, double value, std::optional<std::int64_t> step) {
-    check_not_ended("report_metric");
+    const RunUse use(*this, "report_metric");
     if (!std::isfinite(value))
       throw Error(fmt::format("trial {}: report_metric: {} = {} is not a finite number", number_, name, value));
     try {
-      py::gil_scoped_release release;
-      run_.study->report_metric(number_, name, value, step);
+      const py::gil_scoped_release release;
+      use.run().study->report_metric(number_, name, value, step);
     } catch (const Error& e) {
       misuse(e.what());
     }
   }
 
   bool should_prune() {
-    check_not_ended("should_prune");
-    unwind_if_stopping();
-    py::gil_scoped_release release;
-    return run_.study->should_prune(number_);
+    const RunUse use(*this, "should_prune");
+    unwind_if_stopping(use.run());
+    const py::gil_scoped_release release;
+    return use.run().study->should_prune(number_);
   }
 
  private:
+  // One call's hold on the run: taken with the GIL released (see end()), kept until the call
+  // returns. Error naming `call` when the trial has ended.
+  class RunUse {
+   public:
+    RunUse(const PyTrial& trial, const char* call) {
+      {
+        const py::gil_scoped_release release;
+        lock_ = std::shared_lock(trial.mutex_);
+      }
+      run_ = trial.run_.load();
+      if (run_ == nullptr)
+        throw Error(fmt::format("trial {}: {}: the trial has ended (its objective call returned or raised); use a "
+                                "trial only inside the objective call it was given to",
+                                trial.number_, call));
+    }
+    [[nodiscard]] Run& run() const { return *run_; }
+
+   private:
+    std::shared_lock<std::shared_mutex> lock_;
+    Run* run_ = nullptr;
+  };
+
   static std::string declared(const hpo::ParamSpec& p) {
     if (p.type == hpo::ParamType::kCategorical) return fmt::format("choices {}", nlohmann::json(p.choices).dump());
     return fmt::format("{} from {} to {}{}", hpo::to_string(p.type), p.low, p.high, p.log ? ", log" : "");
@@ -235,28 +282,32 @@ class PyTrial {
     misused_ = true;
     throw Error(fmt::format("trial {}: {}", number_, message));
   }
-  void check_not_ended(const char* call) const {
-    if (ended_)
-      throw Error(fmt::format("trial {}: {}: the trial has ended (its objective returned); use a trial only inside "
-                              "the objective call it was given to",
-                              number_, call));
-  }
-  void unwind_if_stopping() const {
-    if (!run_.stopping.load()) return;
+  static void unwind_if_stopping(const Run& run) {
+    if (!run.stopping.load()) return;
     PyErr_SetString(PyExc_KeyboardInterrupt, "the study is stopping (KeyboardInterrupt in another thread)");
     throw py::error_already_set();
   }
 
-  Run& run_;
+  // run_ is cleared under mutex_ held exclusively (end()) and used under it held shared (RunUse);
+  // atomic so that repr() may read it without waiting.
+  mutable std::shared_mutex mutex_;
+  std::atomic<Run*> run_;  // null once the trial has ended
   int number_;
   hpo::Config config_;
-  bool misused_ = false;
-  bool ended_ = false;
+  std::atomic<bool> misused_ = false;
 };
 
 std::string one_line(std::string text) {
   std::replace(text.begin(), text.end(), '\n', ' ');
   return text.size() > 500 ? text.substr(0, 497) + "..." : text;
+}
+
+// An exception the objective raised, on one line (convert.h exception_text). `has_message`:
+// whether anything follows its type.
+std::string raised_text(const py::error_already_set& e, bool* has_message = nullptr) {
+  std::string text = one_line(exception_text(e));
+  if (has_message != nullptr) *has_message = text != type_name(e.type());
+  return text;
 }
 
 // paratune._ProbeDone: ends the call that reads the space from the objective (a BaseException, so
@@ -279,6 +330,7 @@ class SpaceProbe {
   py::object suggest_number(const std::string& name, std::optional<Number> low, std::optional<Number> high,
                             std::optional<bool> log) {
     using Param = NumberParam<Number>;
+    check_open(Param::kCall);
     if (!low || !high) refuse(missing_bounds(Param::kCall, name, "its low and high"));
     const hpo::ParamSpec p =
         spec(name, Param::kType, static_cast<double>(*low), static_cast<double>(*high), log.value_or(false));
@@ -289,6 +341,7 @@ class SpaceProbe {
       return add(p, middle);
   }
   py::object suggest_categorical(const std::string& name, const py::object& choices) {
+    check_open("suggest_categorical");
     if (choices.is_none()) refuse(missing_bounds("suggest_categorical", name, "its choices"));
     nlohmann::ordered_json list;
     try {
@@ -302,16 +355,27 @@ class SpaceProbe {
     for (const auto& c : list) p.choices.emplace_back(c);
     return add(std::move(p), list.front());
   }
-  [[noreturn]] static void done() {
+  // report, report_metric, should_prune: the space is read; the call ends here.
+  [[noreturn]] void done(const char* call) const {
+    check_open(call);
     PyErr_SetString(probe_done_type().ptr(), "the space is read");
     throw py::error_already_set();
   }
+  // The call is over (every call of the probe runs with the GIL held: a plain flag will do).
+  void end() { ended_ = true; }
   [[nodiscard]] py::object params() const { return to_python(values_); }
+  [[nodiscard]] const nlohmann::ordered_json& values() const { return values_; }
   [[nodiscard]] const std::vector<hpo::ParamSpec>& specs() const { return specs_; }
   // Whether a suggestion was refused (no bounds, other bounds than before): the objective's code.
   [[nodiscard]] bool refused() const { return refused_; }
 
  private:
+  void check_open(const char* call) const {
+    if (ended_)
+      throw Error(fmt::format("{}: the call that read the space has ended; use a trial only inside the objective "
+                              "call it was given to",
+                              call));
+  }
   static hpo::ParamSpec spec(const std::string& name, hpo::ParamType type, double low, double high, bool log) {
     hpo::ParamSpec p;
     p.name = name;
@@ -344,6 +408,7 @@ class SpaceProbe {
   std::vector<hpo::ParamSpec> specs_;
   nlohmann::ordered_json values_ = nlohmann::ordered_json::object();
   bool refused_ = false;
+  bool ended_ = false;
 };
 
 // The space a resumed study was stored with (space=None), if the store has the study.
@@ -370,6 +435,11 @@ std::optional<hpo::Space> stored_space(const std::string& storage, const std::st
 hpo::Space probed_space(const py::function& objective) {
   auto probe = std::make_shared<SpaceProbe>();
   try {
+    // Ended on every way out (its own _ProbeDone included): a probe the objective kept refuses calls.
+    const struct EndsProbe {
+      SpaceProbe& probe;
+      ~EndsProbe() { probe.end(); }
+    } ends{*probe};
     objective(py::cast(probe));
   } catch (py::error_already_set& e) {
     // An objective that fails for the middle values (a trial of them would fail the same way) has
@@ -379,10 +449,9 @@ hpo::Space probed_space(const py::function& objective) {
     const bool objectives_own = e.matches(PyExc_Exception) && !probe->refused();
     if (!e.matches(probe_done_type()) && (!objectives_own || probe->specs().empty())) throw;
     if (!e.matches(probe_done_type()))
-      py::module_::import("logging").attr("getLogger")("paratune").attr("warning")(fmt::format(
-          "the call that reads the space raised {}: {}; its suggestions before that are the space ({})",
-          py::str(e.type().attr("__name__")).cast<std::string>(), one_line(py::str(e.value()).cast<std::string>()),
-          probe->specs().size()));
+      py::module_::import("logging").attr("getLogger")("paratune").attr("warning")(
+          fmt::format("the call that reads the space raised {}; its suggestions before that are the space ({})",
+                      raised_text(e), probe->specs().size()));
   }
   if (probe->specs().empty())
     throw Error("space: none given, and the objective suggested no parameter before its first report or return; "
@@ -390,69 +459,128 @@ hpo::Space probed_space(const py::function& objective) {
   return hpo::Space(probe->specs(), {}, "the objective's suggestions");
 }
 
-// One trial: the objective called with the GIL held, its end told with the GIL released.
-void run_trial(Run& run, const hpo::AskTellStudy::Asked& asked) {
-  // Shared with Python: an objective may keep its trial; once ended it refuses every call.
-  const auto trial_ptr = std::make_shared<PyTrial>(run, asked.number, asked.config);
-  PyTrial& trial = *trial_ptr;
+// Calls the objective and says how the call ended, as the study stores it; `reraise`: the error
+// tune() raises (Ctrl-C, a misused trial). Only the objective's own exceptions are caught, and what
+// is read of them cannot raise (convert.h text_of), so nothing here escapes from a catch block.
+hpo::TrialEnd call_objective(Run& run, const std::shared_ptr<PyTrial>& trial,
+                             std::optional<py::error_already_set>& reraise) {
   hpo::TrialEnd end;
-  std::optional<py::error_already_set> reraise;
+  py::object result;
   try {
-    const py::object result = run.objective(py::cast(trial_ptr));
-    if (!result.is_none()) {
-      // A number: anything with __float__ or __index__ (numpy and torch scalars too), but not a bool
-      // and not a string that float() would parse.
-      const bool text_or_bool =
-          py::isinstance<py::bool_>(result) || py::isinstance<py::str>(result) || py::isinstance<py::bytes>(result);
-      const double value = text_or_bool ? -1.0 : PyFloat_AsDouble(result.ptr());
-      if (text_or_bool || (value == -1.0 && PyErr_Occurred() != nullptr)) {
-        PyErr_Clear();
-        end.kind = hpo::TrialEnd::Kind::kFailed;
-        end.reason = fmt::format("the objective returned {}, not a number", one_line(py::repr(result).cast<std::string>()));
-      } else {
-        end.value = value;
-      }
-    }
+    result = run.objective(py::cast(trial));
   } catch (py::error_already_set& e) {
-    const std::string type = py::str(e.type().attr("__name__")).cast<std::string>();
-    const std::string message = one_line(py::str(e.value()).cast<std::string>());
+    bool has_message = false;
+    const std::string text = raised_text(e, &has_message);
     if (e.matches(trial_pruned_type())) {
       end.kind = hpo::TrialEnd::Kind::kPruned;
-      end.reason = message.empty() ? "" : fmt::format("the objective raised TrialPruned: {}", message);
+      end.reason = has_message ? fmt::format("the objective raised {}", text) : "";
     } else if (e.matches(PyExc_KeyboardInterrupt)) {
       end.kind = hpo::TrialEnd::Kind::kInterrupted;
-      end.reason = message.empty() ? "KeyboardInterrupt" : fmt::format("KeyboardInterrupt: {}", message);
+      end.reason = text;
       run.stopping = true;
       reraise = std::move(e);
     } else {
-      const bool oom = e.matches(PyExc_MemoryError) || type.ends_with("OutOfMemoryError");
+      const bool oom = e.matches(PyExc_MemoryError) || type_name(e.type()).ends_with("OutOfMemoryError");
       end.kind = oom ? hpo::TrialEnd::Kind::kOutOfMemory : hpo::TrialEnd::Kind::kFailed;
-      end.reason = message.empty() ? type : fmt::format("{}: {}", type, message);
-      if (trial.misused()) {
+      end.reason = text;
+      if (trial->misused()) {
         run.stopping = true;
         reraise = std::move(e);
       }
     }
+    return end;
   }
-  trial.end();
+  if (result.is_none()) return end;  // its last reported value
+  // A number: anything with __float__ or __index__ (numpy and torch scalars too), but not a bool
+  // and not a string that float() would parse.
+  const bool text_or_bool =
+      py::isinstance<py::bool_>(result) || py::isinstance<py::str>(result) || py::isinstance<py::bytes>(result);
+  const double value = text_or_bool ? -1.0 : PyFloat_AsDouble(result.ptr());
+  if (text_or_bool || (value == -1.0 && PyErr_Occurred() != nullptr)) {
+    PyErr_Clear();
+    std::string why;
+    const std::optional<std::string> printed = text_of(result, /*repr=*/true, &why);
+    end.kind = hpo::TrialEnd::Kind::kFailed;
+    end.reason = fmt::format("the objective returned {}, not a number",
+                             printed ? one_line(*printed)
+                                   : fmt::format("an object of type {} (its repr could not be read: {})",
+                                                 type_name(py::type::handle_of(result)), one_line(why)));
+  } else {
+    end.value = value;
+  }
+  return end;
+}
+
+// Keeps the best completed trial for the log, by the study's rule (hpo/study.h best_hpo_trial: the
+// better value, the earlier trial on a tie); returns it as the log line's end.
+std::string note_best(Run& run, const store::StoredTrial& t) {
+  const std::lock_guard lock(run.best_mutex);
+  if (t.status == "completed" && t.objective) {
+    const bool better = !run.best || (run.direction == hpo::Direction::kMinimize ? *t.objective < run.best->second
+                                                                                 : *t.objective > run.best->second) ||
+                        (*t.objective == run.best->second && t.number < run.best->first);
+    if (better) run.best = {t.number, *t.objective};
+  }
+  if (!run.best) return "no trial completed yet";
+  return fmt::format("best is trial {} with {} {}", run.best->first, run.objective_name, run.best->second);
+}
+
+// One line per trial on the "paratune" logger, as Optuna logs each trial: its number, how it ended,
+// its value, its parameters and the best trial so far. Failures are warnings.
+void log_trial(Run& run, const store::StoredTrial& t) {
+  const std::string params = one_line(t.params_json);
+  const std::string best = note_best(run, t);
+  const std::string value = t.objective ? fmt::format("{} {}", run.objective_name, *t.objective) : "";
+  if (t.status == "completed") {
+    run.logger.attr("info")(fmt::format("trial {} completed with {} and parameters {}; {}", t.number, value, params,
+                                        best));
+  } else if (t.status == "pruned") {
+    run.logger.attr("info")(fmt::format("trial {} pruned after {} step{}{} with parameters {}{}; {}", t.number, t.steps,
+                                        t.steps == 1 ? "" : "s", value.empty() ? "" : " (" + value + ")", params,
+                                        t.reason.empty() ? "" : " (" + t.reason + ")", best));
+  } else if (t.status == "interrupted") {
+    run.logger.attr("info")(fmt::format("trial {} interrupted ({}) with parameters {}: asked again first when the "
+                                        "study resumes; {}",
+                                        t.number, t.reason, params, best));
+  } else {
+    run.logger.attr("warning")(fmt::format("trial {} {} with parameters {}: {}; {}", t.number, t.status, params,
+                                           t.reason, best));
+  }
+}
+
+// Ends the trial however its call ended -- returned, raised, or an error of ours while reading
+// either -- before anything else runs: a Trial the objective kept can no longer reach the run.
+class EndsTrial {
+ public:
+  explicit EndsTrial(PyTrial& trial) : trial_(trial) {}
+  ~EndsTrial() { trial_.end(); }
+  EndsTrial(const EndsTrial&) = delete;
+  EndsTrial& operator=(const EndsTrial&) = delete;
+
+ private:
+  PyTrial& trial_;
+};
+
+// One trial: the objective called with the GIL held, its end told with the GIL released.
+void run_trial(Run& run, const hpo::AskTellStudy::Asked& asked) {
+  // Shared with Python: an objective may keep its trial, which refuses every call once ended.
+  const auto trial = std::make_shared<PyTrial>(run, asked.number, asked.config);
+  std::optional<py::error_already_set> reraise;
+  hpo::TrialEnd end;
+  {
+    const EndsTrial ends(*trial);
+    end = call_objective(run, trial, reraise);
+  }
   store::StoredTrial stored;
   {
-    py::gil_scoped_release release;
+    const py::gil_scoped_release release;
     stored = run.study->tell(asked.number, end);
   }
-  const std::string params = one_line(stored.params_json);
-  if (stored.status == "completed")
-    run.logger.attr("info")(fmt::format("trial {} completed: {} {} with {}", stored.number, run.objective_name,
-                                        stored.objective ? fmt::format("{}", *stored.objective) : "?", params));
-  else if (stored.status == "pruned")
-    run.logger.attr("info")(fmt::format("trial {} pruned: {}", stored.number, stored.reason));
-  else if (stored.status != "interrupted")
-    run.logger.attr("warning")(fmt::format("trial {} {} with {}: {}", stored.number, stored.status, params,
-                                           stored.reason));
   if (reraise) {
-    std::lock_guard lock(run.error_mutex);
+    const std::lock_guard lock(run.error_mutex);
     if (!run.error) run.error = std::move(reraise);
   }
+  log_trial(run, stored);
 }
 
 bool may_ask(const Run& run) {
@@ -633,11 +761,13 @@ StudyView tune(const py::function& objective, const TuneArgs& args) {
                     [&] { sampler = hpo::make_sampler(setup.sampler_kind, space, setup.sampler); });
   std::unique_ptr<store::StudyStore> store;
   std::unique_ptr<hpo::AskTellStudy> study;
+  std::optional<store::StoredTrial> best;  // a resumed study's best trial so far, for the log
   {
     py::gil_scoped_release release;
     store = store::open_store(args.storage);
     study = std::make_unique<hpo::AskTellStudy>(space, setup.study, *store, *sampler, *setup.pruner,
                                                 setup.pruner_kind);
+    if (study->reused() > 0) best = study->best();
   }
   Run run;
   run.study = study.get();
@@ -648,6 +778,8 @@ StudyView tune(const py::function& objective, const TuneArgs& args) {
   run.objective = objective;
   run.objective_name = args.objective_name;
   run.logger = py::module_::import("logging").attr("getLogger")("paratune");
+  run.direction = setup.study.direction;
+  if (best) run.best = {best->number, *best->objective};  // completed, with an objective (best_hpo_trial)
   if (args.max_trials == 0 && args.timeout == 0)  // Optuna's optimize() without n_trials or timeout does the same
     run.logger.attr("warning")("tune: neither max_trials nor timeout given: trials run until the sampler has no "
                                "configuration left (a grid's end) or Ctrl-C");
@@ -686,11 +818,15 @@ void bind_tuning(py::module_& m) {
       .def("suggest_int", &SpaceProbe::suggest_number<std::int64_t>, py::arg("name"), py::arg("low") = py::none(),
            py::arg("high") = py::none(), py::kw_only(), py::arg("log") = py::none())
       .def("suggest_categorical", &SpaceProbe::suggest_categorical, py::arg("name"), py::arg("choices") = py::none())
-      .def("report", [](const SpaceProbe&, const py::object&, const py::object&) { SpaceProbe::done(); },
+      .def("report", [](const SpaceProbe& p, const py::object&, const py::object&) { p.done("report"); },
            py::arg("value"), py::arg("step"))
-      .def("report_metric", [](const SpaceProbe&, const py::object&, const py::object&, const py::object&) { SpaceProbe::done(); },
-           py::arg("name"), py::arg("value"), py::arg("step") = py::none())
-      .def("should_prune", [](const SpaceProbe&) -> bool { SpaceProbe::done(); });
+      .def("report_metric", [](const SpaceProbe& p, const py::object&, const py::object&, const py::object&) {
+        p.done("report_metric");
+      }, py::arg("name"), py::arg("value"), py::arg("step") = py::none())
+      .def("should_prune", [](const SpaceProbe& p) -> bool { p.done("should_prune"); })
+      .def("__repr__", [](const SpaceProbe& p) {
+        return fmt::format("<paratune.Trial 0 (the call that reads the space) {}>", p.values().dump());
+      });
 
   py::class_<PyTrial, std::shared_ptr<PyTrial>>(m, "Trial", "One trial of tune(): its configuration, and what it reports.")
       .def_property_readonly("number", &PyTrial::number, "The trial's number in the study (1, 2, ...).")
@@ -720,7 +856,8 @@ void bind_tuning(py::module_& m) {
       .def("report_metric", &PyTrial::report_metric, py::arg("name"), py::arg("value"), py::arg("step") = py::none(),
            "Another metric, stored with the trial (not judged).")
       .def("should_prune", &PyTrial::should_prune,
-           "Whether the pruner stops the trial now; then raise paratune.TrialPruned.");
+           "Whether the pruner stops the trial now; then raise paratune.TrialPruned.")
+      .def("__repr__", &PyTrial::repr);
 
   m.def(
       "tune",
@@ -739,7 +876,8 @@ void bind_tuning(py::module_& m) {
       py::arg("pruner_options") = py::dict(),
       "Runs (or resumes) a hyperparameter study whose trials call objective(trial). Returns the stored Study. "
       "Without a space, the space is the objective's suggestions (with their bounds), read from one call that "
-      "ends at its first report or return -- or the stored study's, when it resumes.");
+      "ends at its first report or return -- or the stored study's, when it resumes. Each trial is logged on the "
+      "'paratune' logger: its number, how it ended, its value, its parameters and the best trial so far.");
 }
 
 }  // namespace paratune::python

@@ -180,3 +180,32 @@ def test_plan_releases_the_gil():
     # plan() takes about 0.2 s here; with the GIL held the ticker could not run at all in it.
     assert end - start > 0.05, "the search was too short to tell"
     assert len(during) >= 10, f"{len(during)} ticks in {end - start:.3f} s of plan()"
+
+
+def test_results_have_the_attributes_users_reach_for_and_say_what_they_are():
+    # Issue 39 item 10: plan(...).best.mfu raised (it was best.estimate.mfu only), and no result had a repr
+    # worth printing.
+    result = paratune.plan("llama3-8b", "dgx-h100:2", 8192, 256, top=2, fix={"pp": 1})
+    best = result.best
+    for name in ("iteration_time_s", "tokens_per_s", "mfu", "tflops_per_gpu", "bubble_fraction", "peak_memory_bytes",
+                 "memory_limit_bytes", "fits", "reason"):
+        assert getattr(best, name) == getattr(best.estimate, name), name
+    assert 0 < best.mfu < 1 and best.tokens_per_s > 0 and 0 < best.peak_memory_bytes <= best.memory_limit_bytes
+    gib = best.peak_memory_bytes / 2**30
+    assert repr(best) == (f"<paratune.Plan {best.config}: {best.iteration_time_s:.4g} s/iteration, "
+                          f"{best.tokens_per_s:.0f} tokens/s, MFU {100 * best.mfu:.1f}%, peak {gib:.1f} GiB of "
+                          f"{best.memory_limit_bytes / 2**30:.1f} GiB>")
+    assert repr(result).startswith(f"<paratune.PlanResult: {len(result)} plans, best {best.config}: ")
+    assert repr(best.estimate).startswith(f"<paratune.Estimate {best.config}: ")
+    nothing = paratune.plan("llama3-70b", "h100x1", 8192, 256, top=1)
+    assert len(nothing) == 0 and nothing.best is None
+    assert repr(nothing).startswith("<paratune.PlanResult: nothing fits (closest: ") and "see .advice" in repr(nothing)
+
+    sim = paratune.simulate("llama3-8b", "dgx-h100:2", "dp=2,tp=2,pp=4,mbs=1", 8192, 64, schedule="1f1b")
+    stages = sim.to_dict()["stages"]
+    assert sim.peak_memory_bytes == max(s["peak_memory_bytes"] for s in stages)
+    assert sim.tokens_per_s == pytest.approx(8192 * 64 / sim.iteration_time_s)
+    assert repr(sim).startswith(f"<paratune.Simulation {sim.config}: {sim.iteration_time_s:.4g} s/iteration, bubble ")
+
+    launch = paratune.launch_args(best, "megatron", allow_unsupported=True)
+    assert repr(launch).startswith(f"<paratune.Launch {launch.framework}: ")

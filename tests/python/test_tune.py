@@ -2,6 +2,8 @@
 
 import json
 import math
+import subprocess
+import sys
 import threading
 import time
 
@@ -358,3 +360,70 @@ def test_the_space_reading_call_stops_on_its_own_refusals(tmp_path):
 
     with pytest.raises(paratune.Error, match=r"suggest_float\('y'\): .* each must give its low and high"):
         paratune.tune(objective, storage=tmp_path / "s.db", max_trials=3)
+
+
+def test_each_trial_is_logged_with_its_value_parameters_and_the_best_so_far(tmp_path, caplog):
+    # Issue 39 item 10: tune() showed nothing per trial. One record per trial on the "paratune" logger, as
+    # Optuna logs its trials: INFO, failures as WARNING.
+    values = {1: 0.5, 3: 0.7, 5: 0.2}
+    reprs = []
+
+    def objective(trial):
+        reprs.append(repr(trial))
+        trial.suggest_float("lr")
+        if trial.number == 2:
+            raise ValueError("boom")
+        if trial.number == 4:
+            trial.report(0.9, 0)
+            raise paratune.TrialPruned()
+        return values[trial.number]
+
+    with caplog.at_level("INFO", logger="paratune"):
+        study = paratune.tune(objective, SPACE, storage=tmp_path / "s.db", max_trials=5, sampler="random",
+                              pruner="none", objective_name="loss")
+    params = [json.dumps(t.params, separators=(",", ":")) for t in study]
+    records = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "paratune"]
+    assert records == [
+        ("INFO", f"trial 1 completed with loss 0.5 and parameters {params[0]}; best is trial 1 with loss 0.5"),
+        ("WARNING", f"trial 2 failed with parameters {params[1]}: ValueError: boom; best is trial 1 with loss 0.5"),
+        ("INFO", f"trial 3 completed with loss 0.7 and parameters {params[2]}; best is trial 1 with loss 0.5"),
+        ("INFO", f"trial 4 pruned after 1 step (loss 0.9) with parameters {params[3]} (the program stopped it after "
+                 "step 0); best is trial 1 with loss 0.5"),
+        ("INFO", f"trial 5 completed with loss 0.2 and parameters {params[4]}; best is trial 5 with loss 0.2"),
+    ], records
+    assert reprs[0] == f"<paratune.Trial 1 {params[0]}>"
+    # A resumed study's best so far counts the earlier run's trials.
+    caplog.clear()
+    with caplog.at_level("INFO", logger="paratune"):
+        paratune.tune(lambda trial: 1.0, SPACE, storage=tmp_path / "s.db", max_trials=6, sampler="random",
+                      pruner="none", objective_name="loss")
+    assert [r.getMessage().split("; ")[-1] for r in caplog.records] == ["best is trial 5 with loss 0.2"]
+    # The study and its trials say what they hold; best_trial is Optuna's name.
+    assert repr(study).startswith("<paratune.Study 'main' in ")
+    assert repr(study).endswith(": 5 trials, best: trial 5, loss 0.2>")
+    assert study.best_trial.number == study.best.number == 5 and study.best_trial.objective == 0.2
+    assert [t.objective for t in study] == [0.5, None, 0.7, 0.9, 0.2]
+    assert all(t.duration_s >= 0 for t in study)
+    assert repr(study.trials[0]) == f"<paratune.StoredTrial 1 completed objective 0.5 {params[0]}>"
+
+
+def test_trials_are_shown_on_stderr_unless_the_program_configures_logging(tmp_path):
+    # Without any logging setup (a script, a notebook) the lines reach stderr; with the program's own setup
+    # they go through its handlers only, once; a level set on the logger quiets them.
+    runs = []
+
+    def run(setup):
+        runs.append(setup)
+        storage = tmp_path / f"{len(runs)}.db"  # a new study each time
+        code = (f"import logging, paratune\n{setup}\n"
+                f"paratune.tune(lambda t: t.suggest_float('x', 0.0, 1.0), storage={str(storage)!r},"
+                " max_trials=3, pruner='none')\n")
+        done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return [line for line in done.stderr.splitlines() if " completed with value " in line]
+
+    shown = run("")
+    assert len(shown) == 3 and shown[0].startswith("[INFO ") and "paratune: trial 1 completed with value " in shown[0]
+    configured = run("logging.basicConfig(format='%(name)s|%(message)s')")
+    assert [line.split("|")[0] for line in configured] == ["paratune"] * 3
+    assert run("logging.getLogger('paratune').setLevel(logging.WARNING)") == []
