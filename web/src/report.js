@@ -66,6 +66,38 @@
     return b.toFixed(i === 0 ? 0 : 1) + ' ' + units[i];
   }
 
+  // ---- Text that becomes HTML. ----
+  //
+  // ECharts puts what a tooltip formatter returns into the page as HTML, and almost every string a
+  // page shows comes from a file someone else may have written: a study's parameter names and values,
+  // objective, trial reasons and workers; a model's, cluster's or GPU's name. So nothing in this file
+  // builds HTML from data. A tooltip formatter returns plain text (lines separated by '\n'), and
+  // chart(), the one place charts are drawn, escapes it with tooltipHtml() before ECharts sees it.
+  // All other text reaches the page as textContent (el()) or as ECharts' SVG/canvas text (axis names,
+  // labels, legends, titles), which is never parsed as HTML; ECharts' default tooltips escape too.
+  var HTML_ESCAPES = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', '\'': '&#39;' };
+
+  function escapeHtml(text) {
+    return String(text).replace(/[&<>"']/g, function (c) { return HTML_ESCAPES[c]; });
+  }
+
+  function tooltipHtml(text) {
+    return escapeHtml(text === null || text === undefined ? '' : text).replace(/\n/g, '<br>');
+  }
+
+  // The tooltips of `option` (the chart's and each series') made safe: a formatter function's text is
+  // escaped. A string formatter is refused: ECharts takes such a template itself as HTML, so a string
+  // built from data would be markup.
+  function escapeTooltips(option) {
+    var tooltips = [option.tooltip].concat((option.series || []).map(function (s) { return s.tooltip; }));
+    tooltips.forEach(function (t) {
+      if (!t || t.formatter === undefined) return;
+      if (typeof t.formatter !== 'function') throw new Error('report.js: a tooltip formatter must be a function that returns text');
+      var text = t.formatter;
+      t.formatter = function () { return tooltipHtml(text.apply(null, arguments)); };
+    });
+  }
+
   function paramText(params) {
     if (!params || typeof params !== 'object') return '';
     return Object.keys(params).map(function (k) { return k + '=' + (typeof params[k] === 'number' ? num(params[k]) : params[k]); }).join(' ');
@@ -95,6 +127,7 @@
       charts.push(instance);
     }
     option.animation = false;
+    escapeTooltips(option);
     instance.setOption(option, true);
     div.setAttribute('data-points', String(points));
     return instance;
@@ -242,7 +275,7 @@
     var labels = lanes.map(function (l) { return (names['p' + l.pid] || 'stage ' + l.pid) + ' \u00b7 ' + (names['t' + l.pid + ':' + l.tid] || l.tid); });
     if (title) parent.appendChild(el('p', { cls: 'chart-title', text: title }));
     chart(parent, id, Math.max(220, 60 + lanes.length * 28), {
-      tooltip: { formatter: function (p) { return p.value[3] + '<br>' + seconds(p.value[1]) + ' \u2192 ' + seconds(p.value[2]) + ' (' + seconds(p.value[2] - p.value[1]) + ')'; } },
+      tooltip: { formatter: function (p) { return p.value[3] + '\n' + seconds(p.value[1]) + ' \u2192 ' + seconds(p.value[2]) + ' (' + seconds(p.value[2] - p.value[1]) + ')'; } },
       legend: { top: 0, type: 'scroll' },
       grid: { left: 170, right: 30, top: 36, bottom: 60 },
       dataZoom: [{ type: 'slider', filterMode: 'weakFilter', bottom: 10 }, { type: 'inside', filterMode: 'weakFilter' }],
@@ -457,7 +490,7 @@
     });
     var tl = card('card-timeline', 'Trials over time', 'Each trial from start to end, coloured by status, one row per slot (or per lane of overlapping trials).');
     chart(tl, 'chart-timeline', Math.max(200, 80 + rows.length * 22), {
-      tooltip: { formatter: function (p) { return p.value[3] + '<br>' + seconds(p.value[2] - p.value[1]); } },
+      tooltip: { formatter: function (p) { return p.value[3] + '\n' + seconds(p.value[2] - p.value[1]); } },
       grid: { left: 140, right: 30, top: 20, bottom: 60 },
       dataZoom: [{ type: 'slider', filterMode: 'weakFilter', bottom: 10 }, { type: 'inside', filterMode: 'weakFilter' }],
       xAxis: { type: 'value', axisLabel: { formatter: seconds } },
@@ -561,7 +594,7 @@
       var series = curved.map(function (t) {
         total += t.curve.length;
         var s = { type: 'line', name: t.status, data: t.curve, showSymbol: false, lineStyle: { width: 1, color: STATUS_COLORS[t.status] || '#999' },
-                  itemStyle: { color: STATUS_COLORS[t.status] || '#999' }, emphasis: { focus: 'series' }, tooltip: { formatter: 'trial ' + t.number + ' ' + t.status } };
+                  itemStyle: { color: STATUS_COLORS[t.status] || '#999' }, emphasis: { focus: 'series' }, tooltip: { formatter: function () { return 'trial ' + t.number + ' ' + t.status; } } };
         seen[t.status] = true;
         return s;
       });
