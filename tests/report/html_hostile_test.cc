@@ -43,10 +43,13 @@ std::string hostile(const std::string& label) {
 
 // The string as a YAML double-quoted scalar.
 std::string yaml_quoted(const std::string& text) {
-  return "\"" + std::regex_replace(std::regex_replace(text, std::regex(R"(\\)"), R"(\\)"), std::regex("\""), "\\\"") + "\"";
+  return "\"" + std::regex_replace(std::regex_replace(text, std::regex(R"(\\)"), R"(\\)"), std::regex("\""), "\\\"") +
+         "\"";
 }
 
-std::filesystem::path fresh_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_hostile", name); }
+std::filesystem::path fresh_dir(const std::string& name) {
+  return paratune::testing::fresh_test_dir("paratune_hostile", name);
+}
 
 // How many tooltips showed a planted string as text, from check_page's JSON line (-1: none said).
 int payload_tips(const std::string& output) {
@@ -130,8 +133,8 @@ TEST(HtmlHostile, StudyReportsShowHostileStringsAsText) {
   write_hostile_hpo_study(dir / "hpo.db");
   write_hostile_configuration_study(dir / "search.db");
   for (const std::string& study : std::vector<std::string>{"hpo", "search"}) {
-    const Result written = run(fmt::format("report {} --html {}", (dir / (study + ".db")).string(),
-                                           (dir / (study + ".html")).string()));
+    const Result written =
+        run(fmt::format("report {} --html {}", (dir / (study + ".db")).string(), (dir / (study + ".html")).string()));
     ASSERT_EQ(written.exit_code, 0) << written.output;
     // The tooltips did show the planted strings (as text): the check hovered over them.
     const std::string out = check_hostile((dir / (study + ".html")).string(), "--min-charts 4");
@@ -143,8 +146,9 @@ TEST(HtmlHostile, TheLiveDashboardShowsHostileStringsAsText) {
   PARATUNE_NEED_SERVER(paratune::testing::browser_problem());
   const auto dir = fresh_dir("dashboard");
   write_hostile_hpo_study(dir / "s.db");
-  const paratune::testing::BackgroundProcess dashboard(fmt::format(
-      "{} dashboard {} --port 0 --poll 0.3s > {} 2>&1", PARATUNE_BINARY, (dir / "s.db").string(), (dir / "out").string()));
+  const paratune::testing::BackgroundProcess dashboard(fmt::format("{} dashboard {} --port 0 --poll 0.3s > {} 2>&1",
+                                                                   PARATUNE_BINARY, (dir / "s.db").string(),
+                                                                   (dir / "out").string()));
   const std::string url = paratune::testing::dashboard_url(dir / "out");
   ASSERT_FALSE(url.empty()) << paratune::testing::read_file(dir / "out");
   const std::string out = check_hostile(url, "--min-charts 4");
@@ -158,18 +162,21 @@ TEST(HtmlHostile, PlanAndSimulatePagesShowHostileNamesAsText) {
   const std::string model = paratune::testing::read_file(std::string(PARATUNE_SOURCE_DIR) + "/examples/vit-base.yaml");
   write_file(dir / "model.yaml", std::regex_replace(model, std::regex("\nname: vit-base\n"),
                                                     "\nname: " + yaml_quoted(hostile("model")) + "\n"));
-  write_file(dir / "cluster.yaml", fmt::format("name: {}\n"
-                                               "gpu: {{name: {}, memory: 80GB, peak_bf16_tflops: 989, hbm_bandwidth: 3.35TB/s}}\n"
-                                               "nodes: 2\ngpus_per_node: 8\nintra_node_bandwidth: 450GB/s\n"
-                                               "inter_node_bandwidth: 400Gbps\nintra_node_latency: 2us\ninter_node_latency: 6us\n",
-                                               yaml_quoted(hostile("cluster")), yaml_quoted(hostile("gpu"))));
+  write_file(dir / "cluster.yaml",
+             fmt::format("name: {}\n"
+                         "gpu: {{name: {}, memory: 80GB, peak_bf16_tflops: 989, hbm_bandwidth: 3.35TB/s}}\n"
+                         "nodes: 2\ngpus_per_node: 8\nintra_node_bandwidth: 450GB/s\n"
+                         "inter_node_bandwidth: 400Gbps\nintra_node_latency: 2us\ninter_node_latency: 6us\n",
+                         yaml_quoted(hostile("cluster")), yaml_quoted(hostile("gpu"))));
   const std::string setup = fmt::format("--model {} --cluster {} --seq-len 197 --global-batch 64",
                                         (dir / "model.yaml").string(), (dir / "cluster.yaml").string());
-  const Result plan = run(fmt::format("plan {} --top 3 --emit megatron --html {}", setup, (dir / "plan.html").string()));
+  const Result plan =
+      run(fmt::format("plan {} --top 3 --emit megatron --html {}", setup, (dir / "plan.html").string()));
   ASSERT_EQ(plan.exit_code, 0) << plan.output;
   // The names are on the page (the title and heading), as text.
   check_hostile((dir / "plan.html").string(), "--min-charts 4 --expect-text \"document.title='pwned'\"");
-  const Result sim = run(fmt::format("simulate {} --config dp=4,tp=2,pp=2,mbs=1 --html {}", setup, (dir / "sim.html").string()));
+  const Result sim =
+      run(fmt::format("simulate {} --config dp=4,tp=2,pp=2,mbs=1 --html {}", setup, (dir / "sim.html").string()));
   ASSERT_EQ(sim.exit_code, 0) << sim.output;
   check_hostile((dir / "sim.html").string(), "--min-charts 2 --expect-text \"document.title='pwned'\"");
 }

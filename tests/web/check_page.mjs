@@ -13,9 +13,12 @@
 //     point of each chart (the first MAX_TIPS of each series), then fails if planted markup became an
 //     element (class pwn, or any on* attribute), or the title changed. It also counts the tooltips
 //     that showed a planted string as text ("payload_tips"), so a test can check the strings were there;
+//   - --width W: the window's width in CSS pixels (default 1366); --fits-width: nothing is wider than
+//     the window, and no table needs its horizontal scroll bar;
 //   - --screenshot FILE: a screenshot of the first screen (JPEG when FILE ends in .jpg: small enough
 //     to keep in docs/), or of the whole page with --full-page.
-// Prints one JSON line: {url, charts: [{id, points, drawn}], load_ms, errors}; exits 1 on a failed
+// Prints one JSON line: {url, charts: [{id, points, drawn, series, x_axes, texts}], load_ms, errors,
+// hostile}; exits 1 on a failed
 // check, 2 on bad arguments.
 import { chromium } from '../../web/node_modules/playwright-core/index.mjs';
 import { pathToFileURL } from 'node:url';
@@ -35,6 +38,8 @@ for (let i = 0; i < args.length; i++) {
   else if (a === '--wait-s') { opts.waitS = Number(v); i++; }
   else if (a === '--full-page') { opts.fullPage = true; }
   else if (a === '--hostile') { opts.hostile = true; }
+  else if (a === '--width') { opts.width = Number(v); i++; }
+  else if (a === '--fits-width') { opts.fitsWidth = true; }
   else { console.error(`check_page: unknown argument ${a}`); process.exit(2); }
 }
 if (!opts.page) { console.error('check_page: --page FILE|URL is required'); process.exit(2); }
@@ -111,10 +116,33 @@ try {
     // Drawn marks: SVG shapes of the chart (axes and labels included; a chart with data has more).
     drawn: d.querySelectorAll('svg path, svg rect, svg circle, svg polyline').length,
     canvas: !!d.querySelector('canvas'),
+    // How it was drawn, for tests of the views: its series' names (what its legend shows), its x
+    // axes' types and minimum intervals, and its SVG text (labels and axis ticks; the first 100).
+    ...((chart) => {
+      if (!chart) return {};
+      const option = chart.getOption();
+      return {
+        series: (option.series || []).map((s) => s.name || ''),
+        x_axes: (option.xAxis || []).map((a) => ({ type: a.type, min_interval: a.minInterval || 0 })),
+        texts: Array.from(d.querySelectorAll('svg text')).slice(0, 100).map((t) => t.textContent),
+      };
+    })(window.echarts && echarts.getInstanceByDom(d)),
   })));
   const withData = charts.filter((c) => c.points > 0 && ((c.svg && c.drawn >= Math.min(c.points, 50)) || c.canvas));
   if (withData.length < opts.minCharts)
     failures.push(`${withData.length} charts with drawn data points, expected at least ${opts.minCharts}: ${JSON.stringify(charts)}`);
+  if (opts.fitsWidth) {
+    const wide = await page.evaluate(() => {
+      const out = [];
+      if (document.documentElement.scrollWidth > window.innerWidth)
+        out.push(`the page is ${document.documentElement.scrollWidth} px wide in a ${window.innerWidth} px window`);
+      document.querySelectorAll('.table-wrap').forEach((w) => {
+        if (w.scrollWidth > w.clientWidth + 1) out.push(`a table is ${w.scrollWidth} px wide in its ${w.clientWidth} px`);
+      });
+      return out;
+    });
+    for (const w of wide) failures.push(w);
+  }
   let hostile;
   if (opts.hostile) {
     hostile = await hoverEveryChart(page);
