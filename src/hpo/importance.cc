@@ -3,23 +3,48 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 namespace paratune::hpo {
 namespace {
 constexpr int kBins = 4;
-constexpr std::size_t kMinTrials = 4;
 }  // namespace
+
+std::optional<double> explained_share(const std::vector<int>& group, const std::vector<double>& values) {
+  const std::size_t n = values.size();
+  std::map<int, std::pair<double, int>> sums;  // group -> (sum of values, count)
+  for (std::size_t t = 0; t < n; ++t) {
+    auto& [sum, count] = sums[group[t]];
+    sum += values[t];
+    ++count;
+  }
+  const std::size_t k = sums.size();
+  // Each group must average two trials: with one each, the groups' means are the trials themselves
+  // and there is no within-group variance to tell an effect from noise.
+  if (n < 2 * k || n < 2) return std::nullopt;
+  double mean = 0;
+  for (double v : values) mean += v;
+  mean /= static_cast<double>(n);
+  double total = 0;
+  for (double v : values) total += (v - mean) * (v - mean);
+  if (!(total > 0)) return 0.0;  // every trial the same: nothing to explain
+  double between = 0;
+  for (const auto& [g, sc] : sums) {
+    const double group_mean = sc.first / sc.second;
+    between += sc.second * (group_mean - mean) * (group_mean - mean);
+  }
+  const double within = total - between;
+  const double corrected = between - static_cast<double>(k - 1) * within / static_cast<double>(n - k);
+  return std::clamp(corrected / total, 0.0, 1.0);
+}
 
 std::vector<Importance> parameter_importance(const Space& space, const std::vector<TrialRecord>& trials) {
   std::vector<const TrialRecord*> done;
   for (const TrialRecord& t : trials)
     if (t.state == TrialRecord::State::kCompleted && t.value && std::isfinite(*t.value)) done.push_back(&t);
-  if (done.size() < kMinTrials) return {};
-  double mean = 0;
-  for (const TrialRecord* t : done) mean += *t->value;
-  mean /= static_cast<double>(done.size());
-  double total = 0;
-  for (const TrialRecord* t : done) total += (*t->value - mean) * (*t->value - mean);
+  if (done.size() < kMinImportanceTrials) return {};
+  std::vector<double> values;
+  for (const TrialRecord* t : done) values.push_back(*t->value);
 
   std::vector<Importance> out;
   for (std::size_t i = 0; i < space.size(); ++i) {
@@ -37,18 +62,12 @@ std::vector<Importance> parameter_importance(const Space& space, const std::vect
       const auto rank = static_cast<double>(std::lower_bound(coordinates.begin(), coordinates.end(), u) - coordinates.begin());
       return std::min(kBins - 1, static_cast<int>(rank * kBins / static_cast<double>(coordinates.size())));
     };
-    std::map<int, std::pair<double, int>> sums;  // group -> (sum of y, count)
-    for (const TrialRecord* t : done) {
-      auto& [sum, count] = sums[group_of(*t)];
-      sum += *t->value;
-      ++count;
-    }
-    double between = 0;
-    for (const auto& [group, sc] : sums) {
-      const double group_mean = sc.first / sc.second;
-      between += sc.second * (group_mean - mean) * (group_mean - mean);
-    }
-    out.push_back({p.name, total > 0 ? between / total : 0, static_cast<int>(sums.size())});
+    std::vector<int> groups;
+    for (const TrialRecord* t : done) groups.push_back(group_of(*t));
+    const std::optional<double> share = explained_share(groups, values);
+    if (!share) continue;  // too many groups for the trials: not measurable yet
+    const auto distinct = std::set<int>(groups.begin(), groups.end()).size();
+    out.push_back({p.name, *share, static_cast<int>(distinct), static_cast<int>(done.size())});
   }
   std::stable_sort(out.begin(), out.end(), [](const Importance& a, const Importance& b) { return a.share > b.share; });
   return out;

@@ -128,8 +128,9 @@ std::string format_pruning(const std::vector<store::StoredTrial>& trials) {
 std::string format_importance(const std::vector<hpo::Importance>& importance, std::size_t completed) {
   if (importance.empty()) return "";
   std::string out = fmt::format(
-      "parameter importance: share of the objective's variance each parameter's main effect explains "
-      "(eta^2 over {} completed trials; hpo/importance.h)\n",
+      "parameter importance: the share of the objective's variance each parameter's main effect explains on its "
+      "own (epsilon^2 over {} completed trials; effects overlap, so the shares need not sum to 100%; "
+      "hpo/importance.h)\n",
       completed);
   for (const hpo::Importance& i : importance)
     out += fmt::format("  {:<20} {:>5.1f}%  {}\n", i.parameter, 100 * i.share,
@@ -140,7 +141,7 @@ std::string format_importance(const std::vector<hpo::Importance>& importance, st
 nlohmann::ordered_json importance_json(const std::vector<hpo::Importance>& importance) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const hpo::Importance& i : importance)
-    out.push_back({{"parameter", i.parameter}, {"share", i.share}, {"groups", i.groups}});
+    out.push_back({{"parameter", i.parameter}, {"share", i.share}, {"groups", i.groups}, {"trials", i.trials}});
   return out;
 }
 

@@ -15,8 +15,10 @@ std::string plan_html(nlohmann::ordered_json plan_json, const sim::SimulationRes
   if (winner && problem) {
     plan_json["simulation"] = nlohmann::ordered_json(to_json(*winner, *problem));
     // A winner too long to draw (require_drawable) leaves its timeline out of the page, not the page.
-    if (winner->event_count <= kMaxDrawnEvents)
+    if (winner->event_count <= kMaxDrawnEvents) {
       plan_json["timeline"] = nlohmann::ordered_json(chrome_trace(*winner, *problem));
+      plan_json["timeline_colors"] = nlohmann::ordered_json(timeline_colours());
+    }
   }
   return html_page(title, plan_json);
 }
@@ -26,6 +28,7 @@ std::string simulate_html(nlohmann::ordered_json sim_json, const sim::Simulation
   sim_json["view"] = "simulate";
   sim_json["title"] = title;
   sim_json["timeline"] = nlohmann::ordered_json(chrome_trace(result, problem));
+  sim_json["timeline_colors"] = nlohmann::ordered_json(timeline_colours());
   return html_page(title, sim_json);
 }
 

@@ -52,7 +52,8 @@ std::vector<bool> critical_mask(const sim::SimulationResult& r) {
   return mask;
 }
 
-// Colours (Tableau 10) by event kind; one table for the SVG and its legend.
+// Colours (Tableau 10) by event kind: the one table for the SVG, its legend and, through
+// timeline_colours(), the HTML views' timelines.
 const char* colour(EventKind kind) {
   switch (kind) {
     case EventKind::kForward: return "#4C78A8";
@@ -171,6 +172,16 @@ nlohmann::json simulation_json(const sim::SimulationResult& result, const sim::P
   const double tokens = static_cast<double>(training.global_batch) * training.seq_len;
   j["tokens_per_s"] = tokens / result.iteration_time_s;
   return j;
+}
+
+nlohmann::json timeline_colours() {
+  nlohmann::json out = nlohmann::json::object();
+  for (EventKind kind : {EventKind::kForward, EventKind::kBackward, EventKind::kBackwardInput, EventKind::kBackwardWeight,
+                         EventKind::kSendForward, EventKind::kSendBackward, EventKind::kGradSync, EventKind::kOptimizer,
+                         EventKind::kParamGather, EventKind::kOverhead})
+    out[to_string(kind)] = colour(kind);
+  out["idle"] = kIdleColour;
+  return out;
 }
 
 nlohmann::json chrome_trace(const sim::SimulationResult& r, const sim::PipelineProblem& problem) {

@@ -25,37 +25,57 @@ nlohmann::ordered_json parsed_or_null(const std::string& text) {
 }
 
 // A search of parallel configurations: each listed parameter's main effect on the throughput, as
-// hpo::parameter_importance measures it (eta squared: the share of the variance between the groups
-// of trials that share the parameter's value), over the completed trials; nothing below 4 of them.
+// hpo::parameter_importance measures it (hpo::explained_share: epsilon squared of the trials grouped
+// by the parameter's value), over the completed trials; nothing below hpo::kMinImportanceTrials.
 nlohmann::ordered_json listed_importance(const std::vector<store::StoredTrial>& trials) {
-  std::vector<std::pair<nlohmann::json, double>> done;  // (params, throughput)
+  std::vector<nlohmann::json> params;
+  std::vector<double> values;  // throughput
   for (const store::StoredTrial& t : trials)
     if (t.status == "completed" && t.throughput && std::isfinite(*t.throughput)) {
-      nlohmann::json params = nlohmann::json::parse(t.params_json, nullptr, false);
-      if (params.is_object()) done.emplace_back(std::move(params), *t.throughput);
+      nlohmann::json p = nlohmann::json::parse(t.params_json, nullptr, false);
+      if (p.is_object()) {
+        params.push_back(std::move(p));
+        values.push_back(*t.throughput);
+      }
     }
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  if (done.size() < 4) return out;
-  double mean = 0;
-  for (const auto& d : done) mean += d.second;
-  mean /= static_cast<double>(done.size());
-  double total = 0;
-  for (const auto& d : done) total += (d.second - mean) * (d.second - mean);
+  if (values.size() < hpo::kMinImportanceTrials) return out;
   std::vector<std::pair<double, nlohmann::ordered_json>> shares;
-  for (const auto& [name, value] : done.front().first.items()) {
-    std::map<std::string, std::pair<double, int>> groups;  // value -> (sum, count)
-    for (const auto& d : done) {
-      auto& [sum, count] = groups[d.first.contains(name) ? d.first[name].dump() : "-"];
-      sum += d.second;
-      ++count;
+  for (const auto& [name, value] : params.front().items()) {
+    std::map<std::string, int> index;  // a value's text -> its group
+    std::vector<int> groups;
+    for (const nlohmann::json& p : params) {
+      const std::string key = p.contains(name) ? p[name].dump() : "-";
+      groups.push_back(index.emplace(key, static_cast<int>(index.size())).first->second);
     }
-    double between = 0;
-    for (const auto& [group, sc] : groups) between += sc.second * (sc.first / sc.second - mean) * (sc.first / sc.second - mean);
-    const double share = total > 0 ? between / total : 0;
-    shares.emplace_back(share, nlohmann::ordered_json{{"parameter", name}, {"share", share}, {"groups", groups.size()}});
+    const std::optional<double> share = hpo::explained_share(groups, values);
+    if (!share) continue;  // more values than the trials can tell apart
+    shares.emplace_back(*share, nlohmann::ordered_json{{"parameter", name}, {"share", *share}, {"groups", index.size()},
+                                                       {"trials", values.size()}});
   }
   std::stable_sort(shares.begin(), shares.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   for (auto& s : shares) out.push_back(std::move(s.second));
+  return out;
+}
+
+// Each parameter's type from the space in the study's identity: a hyperparameter space says it
+// (hpo::Space::describe); a search of configurations lists each parameter's values
+// (tune::SearchSpace::describe), which are categorical in that order.
+nlohmann::ordered_json parameter_types(const nlohmann::ordered_json& identity) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  if (!identity.is_object() || !identity.contains("space") || !identity["space"].is_object()) return out;
+  const nlohmann::ordered_json& space = identity["space"];
+  if (!space.contains("parameters") || !space["parameters"].is_object()) return out;
+  for (const auto& [name, p] : space["parameters"].items()) {
+    if (p.is_array()) {
+      out[name] = {{"type", "categorical"}, {"choices", p}};
+    } else if (p.is_object() && p.contains("type")) {
+      nlohmann::ordered_json described{{"type", p["type"]}, {"log", p.value("log", false)}};
+      for (const char* key : {"low", "high", "choices"})
+        if (p.contains(key)) described[key] = p[key];
+      out[name] = std::move(described);
+    }
+  }
   return out;
 }
 
@@ -83,7 +103,8 @@ nlohmann::ordered_json study_data(const store::StudyStore& store, const store::S
   const nlohmann::ordered_json identity = parsed_or_null(study.config_json);
   const bool hpo = identity.is_object() && identity.value("kind", "") == "hpo";
   const std::vector<store::StoredTrial> trials = store.trials(study.id, /*with_steps=*/hpo);
-  nlohmann::ordered_json out{{"study", study.name}, {"config", identity}, {"kind", hpo ? "hpo" : "configurations"}};
+  nlohmann::ordered_json out{{"study", study.name}, {"config", identity}, {"kind", hpo ? "hpo" : "configurations"},
+                             {"parameters", parameter_types(identity)}};
   if (!hpo) {
     out["objective"] = "throughput";
     out["direction"] = "maximize";

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
 
@@ -69,6 +70,16 @@ std::string report_and_check(const std::filesystem::path& dir, const std::string
   return checked.output;
 }
 
+// What check_page's JSON line (in `output`) says of the chart `id`: points, series, x_axes, texts
+// (null when there is no such chart).
+nlohmann::json chart_info(const std::string& output, const std::string& id) {
+  const nlohmann::json page = nlohmann::json::parse(output.substr(0, output.find('\n')), nullptr, false);
+  if (page.is_object())
+    for (const nlohmann::json& chart : page["charts"])
+      if (chart["id"] == id) return chart;
+  return nullptr;
+}
+
 TEST(HtmlReport, APrunedStudyShowsEveryView) {
   PARATUNE_NEED_SERVER(browser_problem());
   const auto dir = html_report_dir("pruned");
@@ -78,6 +89,34 @@ TEST(HtmlReport, APrunedStudyShowsEveryView) {
   const std::string out = report_and_check(dir, "study.png", "--min-charts 8 --expect-text 'Learning curves' "
                                                               "--expect-text 'Parameter importance' --expect-text 'Best: trial'");
   EXPECT_NE(out.find("\"id\":\"chart-curves\""), std::string::npos) << out;
+  // Every trial is in the history and the slice plots, pruned ones at their last value in their own
+  // series (not only the completed ones); the timeline's legend names the statuses it colours.
+  const nlohmann::json history = chart_info(out, "chart-history");
+  EXPECT_EQ(history["points"], 14) << out;
+  EXPECT_EQ(history["series"], nlohmann::json::array({"completed", "pruned", "best so far"})) << out;
+  EXPECT_EQ(chart_info(out, "chart-slice-0")["points"], 14) << out;
+  EXPECT_EQ(chart_info(out, "chart-timeline")["series"], nlohmann::json::array({"completed", "pruned"})) << out;
+}
+
+// Integer, categorical and log-scaled parameters on the axes they need (the space's types, which the
+// study's JSON carries): whole numbers, the choices in order, decades.
+TEST(HtmlReport, EachParameterGetsTheAxisOfItsType) {
+  PARATUNE_NEED_SERVER(browser_problem());
+  const auto dir = fresh_dir("axes");
+  write_file(dir / "space.yaml", "parameters:\n  x1: {type: float, low: -5, high: 10}\n"
+                                 "  x2: {type: float, low: 0.1, high: 15, log: true}\n"
+                                 "  n: {type: int, low: 1, high: 8}\n  c: [1, 2, 4]\n");
+  const Result r = run(fmt::format("tune --space {} --study {} --trials-dir {} --command '{} branin' --objective value "
+                                   "--direction minimize --algo random --seed 3 --steps 3 --max-trials 10",
+                                   (dir / "space.yaml").string(), (dir / "s.db").string(), (dir / "trials").string(),
+                                   PARATUNE_FUNCTION_TRIAL));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string out = report_and_check(dir, "study-axes.png", "--min-charts 6");
+  const auto x_axis = [&](const char* chart) { return chart_info(out, chart)["x_axes"][0]; };
+  EXPECT_EQ(x_axis("chart-slice-0"), (nlohmann::json{{"type", "value"}, {"min_interval", 0}})) << out;  // x1
+  EXPECT_EQ(x_axis("chart-slice-1")["type"], "log") << out;                                            // x2
+  EXPECT_EQ(x_axis("chart-slice-2"), (nlohmann::json{{"type", "value"}, {"min_interval", 1}})) << out;  // n
+  EXPECT_EQ(x_axis("chart-slice-3")["type"], "category") << out;                                       // c
 }
 
 // A search of parallel configurations by Bayesian optimization: what the model predicted for each
@@ -148,14 +187,25 @@ TEST(HtmlReport, PlanAndSimulatePages) {
   PARATUNE_NEED_SERVER(browser_problem());
   const auto dir = html_report_dir("plan");
   const std::string setup = "--model llama3-8b --cluster dgx-h100:2 --seq-len 8192 --global-batch 64";
-  const Result plan = run(fmt::format("plan {} --top 5 --emit megatron --html {}", setup, (dir / "plan.html").string()));
+  const Result plan = run(fmt::format("plan {} --top 5 --emit megatron --html {} --json", setup, (dir / "plan.html").string()));
   ASSERT_EQ(plan.exit_code, 0) << plan.output;
+  const nlohmann::json planned = nlohmann::json::parse(plan.output);
   // Breakdown, speedup, memory and the winner's timeline; the launch with its copy button.
+  // On a 1400 px page the ranked plans' long configurations wrap instead of pushing columns out.
   const Result checked = check_page((dir / "plan.html").string(),
                                     fmt::format("--min-charts 4 --expect-text 'Ranked plans' --expect-text "
-                                                "'--tensor-model-parallel-size' --expect-text copy --screenshot {}",
+                                                "'--tensor-model-parallel-size' --expect-text copy --width 1400 "
+                                                "--fits-width --expect-text 'paratune builds by fixed rules' --screenshot {}",
                                                 screenshot("plan.png").string()));
   EXPECT_EQ(checked.exit_code, 0) << checked.output;
+  // Each baseline's bar says how many times faster the winner is: the speedup plan reports (and the
+  // page's text says), not the baseline's fraction of the winner.
+  const nlohmann::json speedup = chart_info(checked.output, "plan-speedup");
+  for (const char* baseline : {"expert", "three_axis"}) {
+    const std::string label = fmt::format("winner is {:.3g}x this", planned[fmt::format("speedup_over_{}", baseline)].get<double>());
+    EXPECT_TRUE(std::find(speedup["texts"].begin(), speedup["texts"].end(), label) != speedup["texts"].end())
+        << label << "\n" << speedup.dump();
+  }
   const Result sim = run(fmt::format("simulate {} --config dp=4,tp=2,pp=2,mbs=1 --html {}", setup, (dir / "sim.html").string()));
   ASSERT_EQ(sim.exit_code, 0) << sim.output;
   const Result sim_checked = check_page((dir / "sim.html").string(),

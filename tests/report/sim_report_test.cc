@@ -10,6 +10,7 @@
 
 #include "../test_util.h"
 #include "paratune/cost/estimate.h"
+#include "paratune/report/html_page.h"
 #include "paratune/spec/parallel.h"
 #include "paratune/spec/presets.h"
 
@@ -98,6 +99,27 @@ TEST(SimReport, SvgRendersWithARealRenderer) {
   png.read(magic, 8);
   EXPECT_EQ(std::string(magic + 1, 3), "PNG");
   EXPECT_GT(std::filesystem::file_size(png_path), 10000u);  // a picture, not an empty canvas
+}
+
+// One palette: every kind of event the trace holds has its colour in timeline_colours(), the SVG
+// draws that kind in that colour, and the HTML page (whose timeline report.js colours from the page's
+// timeline_colors) carries the same table.
+TEST(SimReport, TheSvgAndTheHtmlViewShareOnePalette) {
+  const Replayed r = llama_replay("dp=2,tp=1,pp=4,mbs=1,schedule=zb-h1");
+  const nlohmann::json colours = timeline_colours();
+  const std::string svg = svg_timeline(r.result, r.problem, "title");
+  std::set<std::string> kinds;
+  const nlohmann::json trace = chrome_trace(r.result, r.problem);
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X") kinds.insert(e["cat"].get<std::string>());
+  EXPECT_GE(kinds.size(), 4U);  // passes, sends, the gradient sync, the optimizer
+  for (const std::string& kind : kinds) {
+    ASSERT_TRUE(colours.contains(kind)) << kind;
+    EXPECT_NE(svg.find("fill=\"" + colours[kind].get<std::string>() + "\""), std::string::npos) << kind;
+  }
+  EXPECT_NE(svg.find("fill=\"" + colours["idle"].get<std::string>() + "\""), std::string::npos);
+  const std::string page = simulate_html(nlohmann::ordered_json::object(), r.result, r.problem, "title");
+  EXPECT_NE(page.find("\"timeline_colors\":" + nlohmann::ordered_json(colours).dump()), std::string::npos);
 }
 
 TEST(SimReport, TextNamesTheBubblesAndCriticalPath) {

@@ -8,9 +8,17 @@
 //     finished after the page was opened); --initial-not-text T: T must not be there when the page
 //     first renders (so what appears later came through the live updates); --ready-file F: F is
 //     written once the page has first rendered (a test starts the study only then);
+//   - --hostile: the page draws strings a test planted with markup (each planted element has class
+//     "pwn" and an event handler that would set the page's title): shows the tooltip of each data
+//     point of each chart (the first MAX_TIPS of each series), then fails if planted markup became an
+//     element (class pwn, or any on* attribute), or the title changed. It also counts the tooltips
+//     that showed a planted string as text ("payload_tips"), so a test can check the strings were there;
+//   - --width W: the window's width in CSS pixels (default 1366); --fits-width: nothing is wider than
+//     the window, and no table needs its horizontal scroll bar;
 //   - --screenshot FILE: a screenshot of the first screen (JPEG when FILE ends in .jpg: small enough
 //     to keep in docs/), or of the whole page with --full-page.
-// Prints one JSON line: {url, charts: [{id, points, drawn}], load_ms, errors}; exits 1 on a failed
+// Prints one JSON line: {url, charts: [{id, points, drawn, series, x_axes, texts}], load_ms, errors,
+// hostile}; exits 1 on a failed
 // check, 2 on bad arguments.
 import { chromium } from '../../web/node_modules/playwright-core/index.mjs';
 import { pathToFileURL } from 'node:url';
@@ -29,12 +37,55 @@ for (let i = 0; i < args.length; i++) {
   else if (a === '--ready-file') { opts.readyFile = v; i++; }
   else if (a === '--wait-s') { opts.waitS = Number(v); i++; }
   else if (a === '--full-page') { opts.fullPage = true; }
+  else if (a === '--hostile') { opts.hostile = true; }
+  else if (a === '--width') { opts.width = Number(v); i++; }
+  else if (a === '--fits-width') { opts.fitsWidth = true; }
   else { console.error(`check_page: unknown argument ${a}`); process.exit(2); }
 }
 if (!opts.page) { console.error('check_page: --page FILE|URL is required'); process.exit(2); }
 const url = /^https?:/.test(opts.page) ? opts.page : pathToFileURL(opts.page).href;
 const executablePath = process.env.PARATUNE_CHROMIUM || '/usr/bin/chromium';
 if (!existsSync(executablePath)) { console.error(`check_page: no Chromium at ${executablePath}`); process.exit(2); }
+
+const MAX_TIPS = 200;
+
+// In the page: every chart's tooltip for each data point (ECharts' showTip, as a hover does), then
+// what planted markup became. Checked after every tooltip (the next one replaces it) and at the end.
+async function hoverEveryChart(page) {
+  return page.evaluate(async (maxTips) => {
+    const injected = [];
+    const look = (where) => {
+      document.querySelectorAll('.pwn').forEach((e) => injected.push(`${where}: ${e.outerHTML.slice(0, 160)}`));
+      document.querySelectorAll('*').forEach((e) => {
+        for (const a of e.attributes) if (/^on/i.test(a.name)) injected.push(`${where}: <${e.tagName.toLowerCase()} ${a.name}=...>`);
+      });
+    };
+    let tips = 0, payloadTips = 0;
+    for (const div of document.querySelectorAll('.chart')) {
+      const chart = echarts.getInstanceByDom(div);
+      if (!chart) continue;
+      const series = chart.getOption().series || [];
+      for (let s = 0; s < series.length; s++) {
+        const count = Math.min((series[s].data || []).length, maxTips);
+        for (let i = 0; i < count; i++) {
+          chart.dispatchAction({ type: 'showTip', seriesIndex: s, dataIndex: i });
+          // ECharts' tooltip is the chart container's child that holds no drawing.
+          const tip = Array.from(div.children).find((c) => !c.querySelector('svg, canvas') && c.innerHTML !== '');
+          if (tip && tip.style.display !== 'none') {
+            tips++;
+            if (tip.textContent.includes("document.title='pwned'")) payloadTips++;
+          }
+          if (div.querySelector('.pwn, [onerror], [onload]')) look(`${div.id} series ${s} point ${i}`);
+        }
+      }
+      chart.dispatchAction({ type: 'hideTip' });
+    }
+    // An image's error, a frame's load: handlers that would run a moment later.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    look('after every tooltip');
+    return { tips, payload_tips: payloadTips, injected: Array.from(new Set(injected)).slice(0, 20) };
+  }, MAX_TIPS);
+}
 
 const browser = await chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-gpu'] });
 const failures = [];
@@ -47,6 +98,7 @@ try {
   await page.goto(url, { waitUntil: 'load', timeout: 120000 });
   await page.waitForSelector('body[data-rendered]', { timeout: 120000 });
   const loadMs = Date.now() - start;
+  const title = await page.title();
   if (opts.notInitially !== undefined && (await page.evaluate(() => document.body.innerText)).includes(opts.notInitially))
     failures.push(`"${opts.notInitially}" was there when the page first rendered`);
   if (opts.readyFile) writeFileSync(opts.readyFile, `${loadMs}\n`);
@@ -64,10 +116,42 @@ try {
     // Drawn marks: SVG shapes of the chart (axes and labels included; a chart with data has more).
     drawn: d.querySelectorAll('svg path, svg rect, svg circle, svg polyline').length,
     canvas: !!d.querySelector('canvas'),
+    // How it was drawn, for tests of the views: its series' names (what its legend shows), its x
+    // axes' types and minimum intervals, and its SVG text (labels and axis ticks; the first 100).
+    ...((chart) => {
+      if (!chart) return {};
+      const option = chart.getOption();
+      return {
+        series: (option.series || []).map((s) => s.name || ''),
+        x_axes: (option.xAxis || []).map((a) => ({ type: a.type, min_interval: a.minInterval || 0 })),
+        texts: Array.from(d.querySelectorAll('svg text')).slice(0, 100).map((t) => t.textContent),
+      };
+    })(window.echarts && echarts.getInstanceByDom(d)),
   })));
   const withData = charts.filter((c) => c.points > 0 && ((c.svg && c.drawn >= Math.min(c.points, 50)) || c.canvas));
   if (withData.length < opts.minCharts)
     failures.push(`${withData.length} charts with drawn data points, expected at least ${opts.minCharts}: ${JSON.stringify(charts)}`);
+  if (opts.fitsWidth) {
+    const wide = await page.evaluate(() => {
+      const out = [];
+      if (document.documentElement.scrollWidth > window.innerWidth)
+        out.push(`the page is ${document.documentElement.scrollWidth} px wide in a ${window.innerWidth} px window`);
+      document.querySelectorAll('.table-wrap').forEach((w) => {
+        if (w.scrollWidth > w.clientWidth + 1) out.push(`a table is ${w.scrollWidth} px wide in its ${w.clientWidth} px`);
+      });
+      return out;
+    });
+    for (const w of wide) failures.push(w);
+  }
+  let hostile;
+  if (opts.hostile) {
+    hostile = await hoverEveryChart(page);
+    hostile.title_before = title;
+    hostile.title_after = await page.title();
+    for (const i of hostile.injected) failures.push(`planted markup became an element: ${i}`);
+    if (hostile.title_after !== title) failures.push(`the page's title changed from "${title}" to "${hostile.title_after}"`);
+    if (hostile.tips === 0) failures.push('no chart showed a tooltip');
+  }
   const body = await page.evaluate(() => document.body.innerText);
   for (const text of opts.expect) if (!body.includes(text)) failures.push(`"${text}" not on the page`);
   if (opts.screenshot) {
@@ -75,7 +159,7 @@ try {
     await page.screenshot({ path: opts.screenshot, fullPage: !!opts.fullPage, type: jpeg ? 'jpeg' : 'png', quality: jpeg ? 70 : undefined });
   }
   for (const e of errors) failures.push(e);
-  console.log(JSON.stringify({ url, load_ms: loadMs, charts, errors }));
+  console.log(JSON.stringify({ url, load_ms: loadMs, charts, errors, hostile }));
 } catch (e) {
   failures.push(String(e && e.message ? e.message : e));
 } finally {

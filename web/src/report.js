@@ -11,13 +11,12 @@
   var MANY_POINTS = 1500;
   var TABLE_PAGE = 200;
   var STATUS_COLORS = {
-    completed: '#2f7d32', running: '#1565c0', pruned: '#8d6e63', interrupted: '#9e9e9e',
+    completed: '#2f7d32', running: '#1565c0', pruned: '#8d6e63', 'early-stopped': '#00838f', interrupted: '#9e9e9e',
     failed: '#c62828', oom: '#ad1457', infeasible: '#6a1b9a', timeout: '#ef6c00'
   };
-  var KIND_COLORS = {
-    F: '#4e79a7', B: '#f28e2b', W: '#e15759', 'grad sync': '#59a14f', optimizer: '#b07aa1',
-    'send activation': '#9c755f', 'send gradient': '#bab0ac', overhead: '#76b7b2', bubble: '#eeeeee'
-  };
+  // The simulator's event colours come with the page (timeline_colors: report/sim_report.h
+  // timeline_colours(), the palette of the SVG timeline too), so both pictures agree.
+  var UNKNOWN_COLOR = '#999999';
 
   var charts = [];
 
@@ -66,6 +65,38 @@
     return b.toFixed(i === 0 ? 0 : 1) + ' ' + units[i];
   }
 
+  // ---- Text that becomes HTML. ----
+  //
+  // ECharts puts what a tooltip formatter returns into the page as HTML, and almost every string a
+  // page shows comes from a file someone else may have written: a study's parameter names and values,
+  // objective, trial reasons and workers; a model's, cluster's or GPU's name. So nothing in this file
+  // builds HTML from data. A tooltip formatter returns plain text (lines separated by '\n'), and
+  // chart(), the one place charts are drawn, escapes it with tooltipHtml() before ECharts sees it.
+  // All other text reaches the page as textContent (el()) or as ECharts' SVG/canvas text (axis names,
+  // labels, legends, titles), which is never parsed as HTML; ECharts' default tooltips escape too.
+  var HTML_ESCAPES = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', '\'': '&#39;' };
+
+  function escapeHtml(text) {
+    return String(text).replace(/[&<>"']/g, function (c) { return HTML_ESCAPES[c]; });
+  }
+
+  function tooltipHtml(text) {
+    return escapeHtml(text === null || text === undefined ? '' : text).replace(/\n/g, '<br>');
+  }
+
+  // The tooltips of `option` (the chart's and each series') made safe: a formatter function's text is
+  // escaped. A string formatter is refused: ECharts takes such a template itself as HTML, so a string
+  // built from data would be markup.
+  function escapeTooltips(option) {
+    var tooltips = [option.tooltip].concat((option.series || []).map(function (s) { return s.tooltip; }));
+    tooltips.forEach(function (t) {
+      if (!t || t.formatter === undefined) return;
+      if (typeof t.formatter !== 'function') throw new Error('report.js: a tooltip formatter must be a function that returns text');
+      var text = t.formatter;
+      t.formatter = function () { return tooltipHtml(text.apply(null, arguments)); };
+    });
+  }
+
   function paramText(params) {
     if (!params || typeof params !== 'object') return '';
     return Object.keys(params).map(function (k) { return k + '=' + (typeof params[k] === 'number' ? num(params[k]) : params[k]); }).join(' ');
@@ -95,6 +126,7 @@
       charts.push(instance);
     }
     option.animation = false;
+    escapeTooltips(option);
     instance.setOption(option, true);
     div.setAttribute('data-points', String(points));
     return instance;
@@ -188,8 +220,10 @@
 
   // ---- The pipeline timeline (simulator events as a Chrome trace). ----
 
-  function timeline(parent, id, trace, stages, title) {
+  function timeline(parent, id, trace, stages, title, colors) {
     if (!trace || !trace.traceEvents) return;
+    colors = colors || {};
+    var colorOf = function (kind) { return colors[kind] || UNKNOWN_COLOR; };
     var names = {}, lanes = [], laneIndex = {};
     trace.traceEvents.forEach(function (e) {
       if (e.ph === 'M' && e.name === 'process_name') names['p' + e.pid] = e.args.name;
@@ -212,7 +246,7 @@
       var kind = e.cat || e.name;
       (byKind[kind] = byKind[kind] || []).push({
         value: [laneIndex[e.pid + ':' + e.tid], e.ts / 1e6, (e.ts + e.dur) / 1e6, e.name],
-        itemStyle: { color: KIND_COLORS[kind] || '#999', borderColor: e.args && e.args.critical ? '#000' : undefined,
+        itemStyle: { color: colorOf(kind), borderColor: e.args && e.args.critical ? '#000' : undefined,
                      borderWidth: e.args && e.args.critical ? 1 : 0 }
       });
     });
@@ -237,12 +271,12 @@
     };
     var series = Object.keys(byKind).map(function (kind) {
       return { type: 'custom', name: kind, renderItem: renderItem, encode: { x: [1, 2], y: 0 }, data: byKind[kind],
-               itemStyle: { color: KIND_COLORS[kind] || '#999' }, z: kind === 'bubble' ? 1 : 2 };
+               itemStyle: { color: colorOf(kind === 'bubble' ? 'idle' : kind) }, z: kind === 'bubble' ? 1 : 2 };
     });
     var labels = lanes.map(function (l) { return (names['p' + l.pid] || 'stage ' + l.pid) + ' \u00b7 ' + (names['t' + l.pid + ':' + l.tid] || l.tid); });
     if (title) parent.appendChild(el('p', { cls: 'chart-title', text: title }));
     chart(parent, id, Math.max(220, 60 + lanes.length * 28), {
-      tooltip: { formatter: function (p) { return p.value[3] + '<br>' + seconds(p.value[1]) + ' \u2192 ' + seconds(p.value[2]) + ' (' + seconds(p.value[2] - p.value[1]) + ')'; } },
+      tooltip: { formatter: function (p) { return p.value[3] + '\n' + seconds(p.value[1]) + ' \u2192 ' + seconds(p.value[2]) + ' (' + seconds(p.value[2] - p.value[1]) + ')'; } },
       legend: { top: 0, type: 'scroll' },
       grid: { left: 170, right: 30, top: 36, bottom: 60 },
       dataZoom: [{ type: 'slider', filterMode: 'weakFilter', bottom: 10 }, { type: 'inside', filterMode: 'weakFilter' }],
@@ -281,15 +315,22 @@
       { title: 'frameworks', value: function (r) { return (r.plan.frameworks || []).join(', '); } }
     ], plans.map(function (p, i) { return { rank: i + 1, plan: p }; }));
 
-    // Where the winner's time goes, next to the published-recipe baselines.
+    // Where the winner's time goes, next to the two baselines paratune builds by rule (plan/baselines.cc).
+    var BASELINES = { expert: 'expert', three_axis: 'three-axis' };
     var compared = [{ name: 'winner', plan: winner }];
-    Object.keys(d.baselines || {}).forEach(function (k) { if (d.baselines[k] && d.baselines[k].breakdown_s) compared.push({ name: k.replace('_', '-') + ' baseline', plan: d.baselines[k] }); });
+    Object.keys(BASELINES).forEach(function (k) {
+      var b = (d.baselines || {})[k];
+      if (!b || !b.breakdown_s) return;  // it does not fit
+      // The winner's speedup over it: plan's own figure (iteration times), as its text output says.
+      var speedup = typeof d['speedup_over_' + k] === 'number' ? d['speedup_over_' + k] : winner.tokens_per_s / b.tokens_per_s;
+      compared.push({ name: BASELINES[k] + ' baseline', plan: b, speedup: speedup });
+    });
     var parts = Object.keys(winner.breakdown_s).filter(function (k) {
       return compared.some(function (c) { return c.plan.breakdown_s[k] > 0; });
     });
     var breakdown = section(app, 'Time per iteration', 'Stacked: the model\'s exposed time by kind, for the winner and the baselines' +
-      (d.speedup_over_expert ? '; the winner is ' + num(d.speedup_over_expert, 3) + 'x the expert baseline' : '') +
-      (d.speedup_over_three_axis ? ' and ' + num(d.speedup_over_three_axis, 3) + 'x the three-axis one' : '') + '.');
+      (d.speedup_over_expert ? '; the winner is ' + num(d.speedup_over_expert, 3) + 'x as fast as the expert baseline' : '') +
+      (d.speedup_over_three_axis ? ' and ' + num(d.speedup_over_three_axis, 3) + 'x as fast as the three-axis one' : '') + '.');
     chart(breakdown, 'plan-breakdown', 100 + compared.length * 45, {
       tooltip: { trigger: 'axis', axisPointer: { type: 'shadow' }, valueFormatter: seconds },
       legend: { top: 0, type: 'scroll' },
@@ -301,14 +342,23 @@
       })
     }, parts.length * compared.length);
 
-    var speed = section(app, 'Speedup over the baselines', 'Tokens/s of the winner and of the configurations practitioners run (published recipes), as predicted.');
+    // Each baseline's bar says how many times faster the winner is than it: the same number as the
+    // text above and the plan command's output (never the baseline's fraction of the winner).
+    var speed = section(app, 'Speedup over the baselines', 'Predicted tokens/s of the winner and of two baselines paratune ' +
+      'builds by fixed rules and costs with the same model (they are paratune\'s own rules, not measured or published runs). ' +
+      'Each baseline\'s label says how many times as fast as it the winner is.');
+    var rules = el('ul', { cls: 'note' });
+    compared.slice(1).forEach(function (c) { if (c.plan.rule) rules.appendChild(el('li', { text: c.name + ': ' + c.plan.rule })); });
+    if (rules.children.length) speed.appendChild(rules);
     chart(speed, 'plan-speedup', 100 + compared.length * 40, {
-      tooltip: { trigger: 'axis', axisPointer: { type: 'shadow' } },
-      grid: { left: 140, right: 80, top: 10, bottom: 30 },
+      tooltip: { trigger: 'axis', axisPointer: { type: 'shadow' }, valueFormatter: function (v) { return num(v, 6) + ' tokens/s'; } },
+      grid: { left: 140, right: 150, top: 10, bottom: 30 },
       xAxis: { type: 'value', name: 'tokens/s' },
       yAxis: { type: 'category', data: compared.map(function (c) { return c.name; }), inverse: true },
       series: [{ type: 'bar', data: compared.map(function (c) { return c.plan.tokens_per_s; }),
-                 label: { show: true, position: 'right', formatter: function (p) { return num(p.value / winner.tokens_per_s, 3) + 'x'; } } }]
+                 label: { show: true, position: 'right', formatter: function (p) {
+                   return p.dataIndex === 0 ? 'winner' : 'winner is ' + num(compared[p.dataIndex].speedup, 3) + 'x this';
+                 } } }]
     }, compared.length);
 
     var stagesMem = winner.memory_bytes_per_stage || [];
@@ -333,7 +383,8 @@
       var sim = d.simulation || {};
       var tl = section(app, 'Pipeline timeline of the winner', 'The simulator\'s replay of one iteration: every lane of every stage, bubbles dashed red, ' +
         'the critical path outlined. Drag the slider or scroll to zoom.');
-      timeline(tl, 'plan-timeline', d.timeline, sim.stages, 'iteration ' + seconds(sim.iteration_time_s) + ', bubble ' + (100 * (sim.bubble_fraction || 0)).toFixed(1) + '%');
+      timeline(tl, 'plan-timeline', d.timeline, sim.stages, 'iteration ' + seconds(sim.iteration_time_s) + ', bubble ' + (100 * (sim.bubble_fraction || 0)).toFixed(1) + '%',
+               d.timeline_colors);
     }
     if (d.launch) {
       var launch = section(app, 'Launch: ' + d.launch.framework);
@@ -357,7 +408,7 @@
     s.appendChild(el('p', { text: 'iteration ' + seconds(d.iteration_time_s) + ', ' + num(d.tokens_per_s, 6) + ' tokens/s, bubble ' +
       (100 * (d.bubble_fraction || 0)).toFixed(1) + '%, schedule ' + d.schedule + ', gradient sync ' + d.grad_sync + '.' }));
     timeline(section(app, 'Pipeline timeline', 'Bubbles dashed red, the critical path outlined. Drag the slider or scroll to zoom.'),
-      'sim-timeline', d.timeline, d.stages, d.config && d.config.text ? d.config.text : '');
+      'sim-timeline', d.timeline, d.stages, d.config && d.config.text ? d.config.text : '', d.timeline_colors);
     var stages = d.stages || [];
     var st = section(app, 'Stages');
     chart(st, 'sim-stages', 240, {
@@ -381,6 +432,49 @@
   }
 
   function better(d, a, b) { return d.direction === 'minimize' ? a < b : a > b; }
+
+  // The value a chart plots for a trial: a completed trial's result; for one pruned, stopped early
+  // or failed, the last value it reported (its learning curve's last point); null when it has none.
+  function lastValue(t) {
+    if (typeof t.value === 'number' && isFinite(t.value)) return t.value;
+    var last = t.curve && t.curve.length ? t.curve[t.curve.length - 1][1] : null;
+    return typeof last === 'number' && isFinite(last) ? last : null;
+  }
+
+  // One scatter series per status, in the status' colour (the legend names them): `point(t)` gives
+  // each trial's data point.
+  function byStatus(trials, point) {
+    var groups = {};
+    trials.forEach(function (t) { (groups[t.status] = groups[t.status] || []).push(point(t)); });
+    return Object.keys(groups).map(function (status) {
+      return { type: 'scatter', name: status, data: groups[status], symbolSize: 6, itemStyle: { color: STATUS_COLORS[status] || UNKNOWN_COLOR } };
+    });
+  }
+
+  // An axis for parameter `k` as the study's space declares it (study_data.h "parameters"): a
+  // categorical parameter's choices in order, an integer's whole numbers, a log-scaled one's
+  // decades. A parameter the space does not describe: categorical when any value is not a number,
+  // integer when every value is whole. Returns {axis, categorical, value(v)}: `value` maps a trial's
+  // value to the axis' (a choice's text).
+  function parameterAxis(d, trials, k) {
+    var spec = (d.parameters || {})[k] || {};
+    var seen = [];
+    trials.forEach(function (t) {
+      var v = t.params ? t.params[k] : undefined;
+      if (v !== undefined && v !== null && seen.indexOf(v) < 0) seen.push(v);
+    });
+    var categorical = spec.type === 'categorical' || seen.some(function (v) { return typeof v !== 'number'; });
+    if (categorical) {
+      var choices = (Array.isArray(spec.choices) ? spec.choices : []).map(String);
+      seen.forEach(function (v) { if (choices.indexOf(String(v)) < 0) choices.push(String(v)); });
+      return { categorical: true, axis: { type: 'category', data: choices }, value: function (v) { return String(v); } };
+    }
+    var integer = spec.type === 'int' || (spec.type === undefined && seen.length > 0 && seen.every(function (v) { return Math.round(v) === v; }));
+    var log = spec.log === true && seen.every(function (v) { return v > 0; });
+    var axis = log ? { type: 'log', logBase: 10 } : { type: 'value', scale: true };
+    if (integer) axis.minInterval = 1;
+    return { categorical: false, axis: axis, value: function (v) { return v; } };
+  }
 
   function renderStudy(d, app) {
     var trials = d.trials || [];
@@ -413,26 +507,31 @@
       return s;
     }
 
-    // Optimization history: every completed trial's value and the best so far, against trials and time.
+    // Optimization history: every trial with a value, coloured by status (pruned, stopped or failed
+    // trials at the last value they reported), and the best completed trial so far.
+    var plotted = trials.filter(function (t) { return lastValue(t) !== null; });
     var byNumber = valued.slice().sort(function (a, b) { return a.number - b.number; });
     var best = null, bestLine = [], bestTime = [];
     byNumber.forEach(function (t) { if (best === null || better(d, t.value, best)) best = t.value; bestLine.push([t.number, best]); });
     var byEnd = valued.slice().sort(function (a, b) { return a.ended_unix_s - b.ended_unix_s; });
     best = null;
     byEnd.forEach(function (t) { if (best === null || better(d, t.value, best)) best = t.value; bestTime.push([t.ended_unix_s - t0, best]); });
-    var history = card('card-history', 'Optimization history', 'Each completed trial\'s ' + d.objective + ' and the best so far, by trial number and by time since the first trial started.');
-    var historyOption = function (points, line, xName, xFormat) {
+    var history = card('card-history', 'Optimization history', 'Each trial\'s ' + d.objective + ' by trial number and by time since the first trial started, ' +
+      'coloured by status: a completed trial\'s result, a pruned, stopped or failed trial\'s last reported value; the line is the best completed trial so far.');
+    var historyOption = function (x, line, xName, xFormat) {
+      var series = byStatus(plotted.filter(function (t) { return x(t) !== null; }), function (t) { return [x(t), lastValue(t)]; });
+      series.push({ type: 'line', name: 'best so far', step: 'end', data: line, showSymbol: false, itemStyle: { color: '#333' } });
       return {
         tooltip: { trigger: 'item' }, legend: { top: 0 },
         grid: { left: 70, right: 30, top: 40, bottom: 40 },
-        xAxis: { type: 'value', name: xName, axisLabel: xFormat ? { formatter: xFormat } : {} },
+        xAxis: { type: 'value', name: xName, minInterval: xFormat ? 0 : 1, axisLabel: xFormat ? { formatter: xFormat } : {} },
         yAxis: { type: 'value', name: d.objective, scale: true },
-        series: [{ type: 'scatter', name: d.objective, data: points, symbolSize: 6 },
-                 { type: 'line', name: 'best so far', step: 'end', data: line, showSymbol: false }]
+        series: series
       };
     };
-    chart(history, 'chart-history', 280, historyOption(byNumber.map(function (t) { return [t.number, t.value]; }), bestLine, 'trial'), byNumber.length);
-    chart(history, 'chart-history-time', 280, historyOption(byEnd.map(function (t) { return [t.ended_unix_s - t0, t.value]; }), bestTime, 'time', seconds), byEnd.length);
+    chart(history, 'chart-history', 280, historyOption(function (t) { return t.number; }, bestLine, 'trial'), plotted.length);
+    chart(history, 'chart-history-time', 280, historyOption(function (t) { return t.ended_unix_s > 0 ? t.ended_unix_s - t0 : null; }, bestTime, 'time', seconds),
+          plotted.length);
 
     // Each trial on a timeline, one row per worker and slot (lanes packed where the store has no slot).
     var rows = [], rowIndex = {}, laneEnds = {};
@@ -452,41 +551,40 @@
         key = owner + ' lane ' + lane;
       }
       if (!(key in rowIndex)) { rowIndex[key] = rows.length; rows.push(key.trim()); }
-      return { value: [rowIndex[key], t.started_unix_s - t0, end - t0, 'trial ' + t.number + ' ' + t.status + ' ' + paramText(t.params)],
-               itemStyle: { color: STATUS_COLORS[t.status] || '#999' } };
+      return { status: t.status, value: [rowIndex[key], t.started_unix_s - t0, end - t0, 'trial ' + t.number + ' ' + t.status + ' ' + paramText(t.params)] };
     });
+    var barsByStatus = {};
+    bars.forEach(function (b) { (barsByStatus[b.status] = barsByStatus[b.status] || []).push({ value: b.value }); });
     var tl = card('card-timeline', 'Trials over time', 'Each trial from start to end, coloured by status, one row per slot (or per lane of overlapping trials).');
-    chart(tl, 'chart-timeline', Math.max(200, 80 + rows.length * 22), {
-      tooltip: { formatter: function (p) { return p.value[3] + '<br>' + seconds(p.value[2] - p.value[1]); } },
-      grid: { left: 140, right: 30, top: 20, bottom: 60 },
+    chart(tl, 'chart-timeline', Math.max(220, 100 + rows.length * 22), {
+      tooltip: { formatter: function (p) { return p.value[3] + '\n' + seconds(p.value[2] - p.value[1]); } },
+      grid: { left: 140, right: 30, top: 36, bottom: 60 },
       dataZoom: [{ type: 'slider', filterMode: 'weakFilter', bottom: 10 }, { type: 'inside', filterMode: 'weakFilter' }],
       xAxis: { type: 'value', axisLabel: { formatter: seconds } },
       yAxis: { type: 'category', data: rows, inverse: true },
-      series: [{ type: 'custom', data: bars, encode: { x: [1, 2], y: 0 }, renderItem: function (params, api) {
-        var y = api.value(0), a = api.coord([api.value(1), y]), b = api.coord([api.value(2), y]), h = api.size([0, 1])[1] * 0.6;
-        return { type: 'rect', shape: { x: a[0], y: a[1] - h / 2, width: Math.max(b[0] - a[0], 1), height: h }, style: api.style() };
-      } }]
+      legend: { top: 0 },
+      series: Object.keys(barsByStatus).map(function (status) {
+        return { type: 'custom', name: status, data: barsByStatus[status], encode: { x: [1, 2], y: 0 },
+                 itemStyle: { color: STATUS_COLORS[status] || UNKNOWN_COLOR }, renderItem: function (params, api) {
+          var y = api.value(0), a = api.coord([api.value(1), y]), b = api.coord([api.value(2), y]), h = api.size([0, 1])[1] * 0.6;
+          return { type: 'rect', shape: { x: a[0], y: a[1] - h / 2, width: Math.max(b[0] - a[0], 1), height: h }, style: api.style() };
+        } };
+      })
     }, bars.length);
 
     // Parameters: parallel coordinates and one slice plot each.
     var names = [];
     trials.forEach(function (t) { Object.keys(t.params || {}).forEach(function (k) { if (names.indexOf(k) < 0) names.push(k); }); });
-    var categorical = {};
-    names.forEach(function (k) {
-      var values = [];
-      trials.forEach(function (t) {
-        var v = t.params ? t.params[k] : undefined;
-        if (v !== undefined && typeof v !== 'number') { categorical[k] = true; }
-        if (v !== undefined && values.indexOf(String(v)) < 0) values.push(String(v));
-      });
-      if (categorical[k]) categorical[k] = values;
-    });
+    var paramAxes = {};
+    names.forEach(function (k) { paramAxes[k] = parameterAxis(d, trials, k); });
     var axes = names.map(function (k, i) {
-      return categorical[k] ? { dim: i, name: k, type: 'category', data: categorical[k] } : { dim: i, name: k, scale: true };
+      var a = { dim: i, name: k };
+      Object.keys(paramAxes[k].axis).forEach(function (key) { a[key] = paramAxes[k].axis[key]; });
+      return a;
     });
     axes.push({ dim: names.length, name: d.objective, scale: true });
     var lines = valued.map(function (t) {
-      return names.map(function (k) { var v = t.params[k]; return v === undefined ? null : (categorical[k] ? String(v) : v); }).concat([t.value]);
+      return names.map(function (k) { var v = t.params[k]; return v === undefined ? null : paramAxes[k].value(v); }).concat([t.value]);
     });
     var pc = card('card-parallel', 'Parallel coordinates', 'Completed trials: each line one trial through its parameters to its ' + d.objective + ' (colour).');
     var values = valued.map(function (t) { return t.value; });
@@ -501,24 +599,26 @@
       series: [{ type: 'parallel', data: lines, lineStyle: { width: 1, opacity: 0.6 } }]
     }, lines.length);
 
-    var slices = card('card-slices', 'Slice plots', 'The ' + d.objective + ' of each completed trial against one parameter at a time.');
+    var slices = card('card-slices', 'Slice plots', 'The ' + d.objective + ' of each trial against one parameter at a time, coloured by status ' +
+      '(pruned, stopped or failed trials at their last reported value).');
     slices.classList.add('grid-2');
     names.forEach(function (k, i) {
-      var pts = valued.filter(function (t) { return t.params[k] !== undefined; }).map(function (t) {
-        return [categorical[k] ? String(t.params[k]) : t.params[k], t.value, t.number];
-      });
-      chart(slices, 'chart-slice-' + i, 220, {
+      var withValue = plotted.filter(function (t) { return t.params && t.params[k] !== undefined && t.params[k] !== null; });
+      chart(slices, 'chart-slice-' + i, 240, {
         title: { text: k, left: 'center', textStyle: { fontSize: 12 } },
-        tooltip: { formatter: function (p) { return 'trial ' + p.value[2] + ': ' + k + '=' + p.value[0] + ', ' + num(p.value[1], 6); } },
-        grid: { left: 70, right: 20, top: 30, bottom: 30 },
-        xAxis: categorical[k] ? { type: 'category', data: categorical[k] } : { type: 'value', scale: true, axisLine: { onZero: false } },
-        yAxis: { type: 'value', scale: true },
-        series: [{ type: 'scatter', data: pts, symbolSize: 6 }]
-      }, pts.length);
+        tooltip: { formatter: function (p) { return 'trial ' + p.value[2] + ' (' + p.seriesName + '): ' + k + '=' + p.value[0] + ', ' + num(p.value[1], 6); } },
+        legend: { bottom: 0, itemWidth: 10, itemHeight: 10, textStyle: { fontSize: 11 } },
+        grid: { left: 70, right: 20, top: 30, bottom: 50 },
+        xAxis: Object.assign({ axisLine: { onZero: false } }, paramAxes[k].axis),
+        yAxis: { type: 'value', scale: true, axisLine: { onZero: false } },
+        series: byStatus(withValue, function (t) { return [paramAxes[k].value(t.params[k]), lastValue(t), t.number]; })
+      }, withValue.length);
     });
 
     if (d.importance && d.importance.length) {
-      var imp = card('card-importance', 'Parameter importance', 'The share of the objective\'s variance each parameter\'s main effect explains (eta squared over the completed trials).');
+      var imp = card('card-importance', 'Parameter importance', 'The share of the ' + d.objective + '\'s variance each parameter\'s main effect explains on its own, ' +
+        'over ' + (d.importance[0].trials || valued.length) + ' completed trials (epsilon squared: corrected for the number of values or bins, so noise scores about 0). ' +
+        'Effects of parameters sampled together overlap and interactions are left out: the shares are not parts of a whole and need not sum to 100%.');
       var sorted = d.importance.slice().sort(function (a, b) { return a.share - b.share; });
       chart(imp, 'chart-importance', 80 + 30 * sorted.length, {
         grid: { left: 140, right: 60, top: 10, bottom: 30 },
@@ -561,7 +661,7 @@
       var series = curved.map(function (t) {
         total += t.curve.length;
         var s = { type: 'line', name: t.status, data: t.curve, showSymbol: false, lineStyle: { width: 1, color: STATUS_COLORS[t.status] || '#999' },
-                  itemStyle: { color: STATUS_COLORS[t.status] || '#999' }, emphasis: { focus: 'series' }, tooltip: { formatter: 'trial ' + t.number + ' ' + t.status } };
+                  itemStyle: { color: STATUS_COLORS[t.status] || '#999' }, emphasis: { focus: 'series' }, tooltip: { formatter: function () { return 'trial ' + t.number + ' ' + t.status; } } };
         seen[t.status] = true;
         return s;
       });

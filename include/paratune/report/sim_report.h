@@ -41,6 +41,11 @@ nlohmann::json simulation_json(const sim::SimulationResult& result, const sim::P
                                const ParallelConfig& config, const TrainingSpec& training);
 nlohmann::json chrome_trace(const sim::SimulationResult& result, const sim::PipelineProblem& problem);
 
+// The colour of each kind of event ({"F": "#4C78A8", ...}, keyed as chrome_trace's "cat") and of
+// idle time ("idle"): the one palette of svg_timeline and of the HTML views' timelines (plan_html and
+// simulate_html put it in the page for web/src/report.js).
+nlohmann::json timeline_colours();
+
 // A self-contained SVG timeline: one row per stage (compute stream, with a thin communication strip
 // under it), passes coloured by kind, idle time shaded, a legend and a time axis.
 std::string svg_timeline(const sim::SimulationResult& result, const sim::PipelineProblem& problem,

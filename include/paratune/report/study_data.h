@@ -23,8 +23,11 @@ const store::StudyInfo& choose_study(const std::vector<store::StudyInfo>& studie
 //   status_counts, failures, trials[] (report/tune_report.h to_json, each with "value": the number
 //   a chart plots -- the objective, or the throughput -- and, in hyperparameter studies, "curve":
 //   [[step, value], ...] of the objective), curves (per-step best/median/worst; hyperparameter
-//   studies), importance (each parameter's share of the objective's variance), model (the
-//   search's fitted model, or null).
+//   studies), importance (each parameter's share of the objective's variance, hpo/importance.h),
+//   parameters ({name: {"type": "float"|"int"|"categorical", "log", "low", "high", "choices"}}
+//   from the study's space, so charts draw integer, categorical and log-scaled parameters on the
+//   axes they need; a listed value of a search of configurations is categorical, its choices in the
+//   order listed; {} when the study holds no space), model (the search's fitted model, or null).
 nlohmann::ordered_json study_data(const store::StudyStore& store, const store::StudyInfo& study);
 
 }  // namespace paratune
