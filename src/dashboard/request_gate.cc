@@ -195,6 +195,10 @@ GatedServer::~GatedServer() { close_gate(); }
 
 void GatedServer::open_gate() {
   if (open_) return;
+  // httplib listens with a backlog of 5 (compiled in): a burst of new connections -- the page's
+  // tabs, or a crowd of slow clients -- overflows it while the accept thread waits for a CPU, and
+  // each connection dropped there waits 1 s for its SYN to be sent again. listen() again widens it.
+  if (svr_sock_ != INVALID_SOCKET) ::listen(svr_sock_, SOMAXCONN);
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) throw std::runtime_error(fmt::format("dashboard: eventfd: {}", std::strerror(errno)));
   open_ = true;

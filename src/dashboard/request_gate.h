@@ -58,7 +58,8 @@ class GatedServer final : public httplib::Server {
   GatedServer(const GatedServer&) = delete;
   GatedServer& operator=(const GatedServer&) = delete;
 
-  // Starts the doorman and the workers; call before listen_after_bind().
+  // Starts the doorman and the workers, and widens the listening backlog: call after binding and
+  // before listen_after_bind().
   void open_gate();
   // After stop() and once listen_after_bind() has returned: closes every connection still waiting,
   // cuts off replies being written, and joins the threads. Idempotent.
