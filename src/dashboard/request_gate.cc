@@ -369,6 +369,15 @@ void GatedServer::worker() {
       request = std::move(queue_.front());
       queue_.pop_front();
     }
+    // A client that closed its connection while its request waited here has given up (a closed
+    // tab, a timeout): answering it would only delay the others. (As nginx does, a client that
+    // closed only its sending side counts as gone too.)
+    char next = 0;
+    const ssize_t peeked = ::recv(request.fd, &next, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      close_fd(request.fd);
+      continue;
+    }
     HeadStream stream(request.fd, std::move(request.head), Clock::now() + limits_.reply_deadline, stopping_);
     bool connection_closed = true;
     try {

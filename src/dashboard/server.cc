@@ -235,7 +235,12 @@ int StudyReplies::builds() const {
 }
 
 std::shared_ptr<const StudyReply> StudyReplies::now() {
+  const std::chrono::steady_clock::time_point asked = std::chrono::steady_clock::now();
   const std::lock_guard<std::mutex> lock(mutex_);
+  // A read of the store that began after this call was made saw everything written before it, so
+  // its reply is this call's too: a crowd of requests reads the store about twice, not once each.
+  if (reply_ && last_read_ > asked) return reply_;
+  last_read_ = std::chrono::steady_clock::now();
   std::optional<std::uint64_t> version;
   nlohmann::ordered_json data;
   try {

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -64,7 +65,8 @@ struct StudyReply {
 // study of 20,000 trials takes most of a second (bench/dashboard_bench.cc); finding out whether it
 // changed reads the study's rows only: a trial's steps and metrics change only in the transaction
 // that also sets its row's status, end time and steps (store/output_cache.h relies on the same).
-// Thread-safe: callers take turns, so many requests at once read the store once, not once each.
+// Thread-safe: callers take turns, and one whose turn comes after a read that began after its call
+// takes that read's reply, so many requests at once read the store about twice, not once each.
 class StudyReplies {
  public:
   explicit StudyReplies(DashboardOptions options);
@@ -78,6 +80,7 @@ class StudyReplies {
   mutable std::mutex mutex_;
   std::optional<std::uint64_t> version_;  // the store's version `reply_` was built from; none: waiting
   std::shared_ptr<const StudyReply> reply_;
+  std::chrono::steady_clock::time_point last_read_;  // when the latest reply's store read began
   int builds_ = 0;
 };
 
