@@ -13,6 +13,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
 #include <string_view>
 
 namespace paratune::dashboard {
