@@ -37,14 +37,15 @@ using namespace paratune;
 std::filesystem::path study_of(int trials) {
   static std::map<int, std::filesystem::path> made;
   if (made.contains(trials)) return made[trials];
-  const std::filesystem::path path = std::filesystem::temp_directory_path() / fmt::format("paratune-dashboard-bench-{}.db", trials);
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / fmt::format("paratune-dashboard-bench-{}.db", trials);
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + suffix);
   store::SqliteStudyStore store(path);
   const hpo::Space space = hpo::Space::parse(
       "parameters:\n  lr: {type: float, low: 0.0001, high: 0.1, log: true}\n  layers: {type: int, low: 1, high: 8}\n",
       "bench");
   const nlohmann::ordered_json identity{{"kind", "hpo"}, {"space", space.describe()}, {"command", "train"},
-                                        {"steps", 10},    {"objective", "loss"},       {"direction", "minimize"}};
+                                        {"steps", 10},   {"objective", "loss"},       {"direction", "minimize"}};
   const std::int64_t study = store.open_study("bench", identity.dump());
   for (int n = 0; n < trials; ++n) {
     const double lr = 0.0001 * (1 + n % 997);

@@ -74,7 +74,8 @@ Verdict check_head(std::string_view head, const GateLimits& limits) {
     const std::string_view value =
         colon == std::string_view::npos ? std::string_view() : trimmed(line.substr(colon + 1, line.size() - colon - 3));
     // A body would be read into memory before the request is routed; the dashboard takes none.
-    if ((equals_ignoring_case(name, "Content-Length") && value != "0") || equals_ignoring_case(name, "Transfer-Encoding"))
+    if ((equals_ignoring_case(name, "Content-Length") && value != "0") ||
+        equals_ignoring_case(name, "Transfer-Encoding"))
       return {413, "the dashboard takes no request body (it serves GET / and GET /api/study)", {}};
     // Each range of a Range header would be a copy of the reply (400 ranges: 400 copies in memory).
     // The whole document is answered instead, as HTTP allows a server to do.
@@ -86,11 +87,16 @@ Verdict check_head(std::string_view head, const GateLimits& limits) {
 
 const char* reason_phrase(int status) {
   switch (status) {
-    case 408: return "Request Timeout";
-    case 413: return "Content Too Large";
-    case 431: return "Request Header Fields Too Large";
-    case 503: return "Service Unavailable";
-    default: return "Bad Request";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Content Too Large";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Bad Request";
   }
 }
 
@@ -189,7 +195,7 @@ struct GatedServer::Waiting {
 GatedServer::GatedServer(GateLimits limits) : limits_(limits) {
   new_task_queue = [] { return new HandOffQueue; };
   // Belt and braces: the gate lets no body through, and httplib would stop at this many bytes.
-  set_payload_max_length(64 * 1024);
+  set_payload_max_length(65536);
 }
 
 GatedServer::~GatedServer() { close_gate(); }
@@ -245,7 +251,8 @@ bool GatedServer::process_and_close_socket(socket_t sock) {
 void GatedServer::refuse(Waiting& w, int status, const std::string& text) {
   const std::string body = text + "\n";
   const std::string reply = fmt::format(
-      "HTTP/1.1 {} {}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n{}\r\n{}",
+      "HTTP/1.1 {} {}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: "
+      "close\r\n{}\r\n{}",
       status, reason_phrase(status), body.size(), status == 503 ? "Retry-After: 1\r\n" : "", body);
   // A few hundred bytes into an empty socket buffer: one non-blocking send suffices (best effort).
   (void)::send(w.fd, reply.data(), reply.size(), MSG_NOSIGNAL);
@@ -315,7 +322,8 @@ void GatedServer::doorman() {
     }
     // Too many: the longest-waiting go first (a client that sends its head at once is never among them).
     if (waiting.size() > limits_.max_waiting) {
-      std::sort(waiting.begin(), waiting.end(), [](const Waiting& a, const Waiting& b) { return a.arrived < b.arrived; });
+      std::sort(waiting.begin(), waiting.end(),
+                [](const Waiting& a, const Waiting& b) { return a.arrived < b.arrived; });
       const std::size_t excess = waiting.size() - limits_.max_waiting;
       for (std::size_t i = 0; i < excess; ++i) close_fd(waiting[i].fd);
       waiting.erase(waiting.begin(), waiting.begin() + static_cast<std::ptrdiff_t>(excess));
@@ -345,8 +353,9 @@ void GatedServer::doorman() {
         if (w.refused) {
           done = true;
         } else {
-          refuse(w, 408, fmt::format("the request head did not arrive within {} s",
-                                     std::chrono::duration<double>(limits_.head_deadline).count()));
+          refuse(w, 408,
+                 fmt::format("the request head did not arrive within {} s",
+                             std::chrono::duration<double>(limits_.head_deadline).count()));
         }
       }
       if (!done) {

@@ -40,7 +40,7 @@
 namespace paratune::dashboard {
 
 struct GateLimits {
-  std::size_t max_head_bytes = 16 * 1024;  // request line and headers; a browser sends under 2 KB
+  std::size_t max_head_bytes = 16384;  // request line and headers; a browser sends under 2 KB
   std::size_t max_header_lines = 100;
   std::chrono::milliseconds head_deadline{10'000};   // from accept to the head's blank line
   std::chrono::milliseconds reply_deadline{10'000};  // from a worker taking the request to the reply's last byte

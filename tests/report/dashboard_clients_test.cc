@@ -35,7 +35,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::filesystem::path fresh_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_dash", name); }
+std::filesystem::path fresh_dir(const std::string& name) {
+  return paratune::testing::fresh_test_dir("paratune_dash", name);
+}
 
 // `paratune dashboard STUDY ARGS` (its own process group), killed at the end of the test unless it
 // has ended.
@@ -162,7 +164,7 @@ class Connection {
 };
 
 struct Reply {
-  int status = 0;  // 0: no answer
+  int status = 0;                              // 0: no answer
   std::map<std::string, std::string> headers;  // names in lower case
   std::string body;
 };
@@ -191,8 +193,8 @@ Reply parse_reply(const std::string& raw) {
 // GET `path` with `headers` (each "Name: value\r\n"), on a connection of its own; the reply within 10 s.
 Reply get(const std::string& address, int port, const std::string& path, const std::string& headers = "") {
   Connection c(address, port);
-  if (!c.connected() || !c.send(fmt::format("GET {} HTTP/1.1\r\nHost: localhost:{}\r\n{}Connection: close\r\n\r\n", path,
-                                            port, headers)))
+  if (!c.connected() ||
+      !c.send(fmt::format("GET {} HTTP/1.1\r\nHost: localhost:{}\r\n{}Connection: close\r\n\r\n", path, port, headers)))
     return {};
   return parse_reply(c.receive(10));
 }
@@ -202,9 +204,9 @@ void write_study(const std::filesystem::path& path, int trials) {
   paratune::store::SqliteStudyStore store(path);
   const std::int64_t study = store.open_study("main", "{}");
   for (int i = 0; i < trials; ++i) {
-    const auto [id, number] = store.begin_trial(study, fmt::format(R"({{"tp":{},"pp":{},"note":"{}"}})", i % 8, i % 4,
-                                                                   std::string(200, 'x')),
-                                                "{}", "train --steps 10", "/tmp/t");
+    const auto [id, number] =
+        store.begin_trial(study, fmt::format(R"({{"tp":{},"pp":{},"note":"{}"}})", i % 8, i % 4, std::string(200, 'x')),
+                          "{}", "train --steps 10", "/tmp/t");
     paratune::trial::TrialResult result;
     result.status = paratune::trial::TrialStatus::kCompleted;
     result.started_unix_s = 1000 + i;
@@ -233,7 +235,8 @@ TEST(DashboardClients, ARangeHeaderOfManyRangesGetsTheDocumentOnce) {
     EXPECT_EQ(ranged.status, 200) << path;
     EXPECT_FALSE(ranged.headers.contains("content-range")) << path;
     EXPECT_LT(ranged.body.size(), 2 * plain.body.size() + 2'000'000) << path;  // "/": the page holds the document
-    if (path == "/api/study") EXPECT_TRUE(ranged.body == plain.body) << ranged.body.size() << " bytes, not the document";
+    if (path == "/api/study")
+      EXPECT_TRUE(ranged.body == plain.body) << ranged.body.size() << " bytes, not the document";
   }
   EXPECT_LT(dashboard.peak_mb() - before_mb, 20) << "peak memory grew from " << before_mb << " MB";
 }
