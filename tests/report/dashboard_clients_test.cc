@@ -345,6 +345,19 @@ TEST(DashboardClients, SlowClientsDoNotStopIt) {
   EXPECT_EQ(slow.heard_from(30), 40) << "slow clients still held after 30 s, although they never finished a request";
 }
 
+// 300 connections that send nothing at all (more than the gate keeps waiting: the longest-waiting
+// are closed first): a normal client is still answered.
+TEST(DashboardClients, IdleConnectionsDoNotLockOutOthers) {
+  const auto dir = fresh_dir("idle");
+  Dashboard dashboard(dir / "s.db", "");
+  ASSERT_GT(dashboard.port, 0) << dashboard.output();
+  std::vector<std::unique_ptr<Connection>> idle;
+  for (int i = 0; i < 300; ++i) idle.push_back(std::make_unique<Connection>("127.0.0.1", dashboard.port));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(get("127.0.0.1", dashboard.port, "/api/study").status, 200)
+      << "a normal client was not answered within 10 s, with 300 idle connections open";
+}
+
 // SIGTERM with slow clients connected, and one normal request: the dashboard exits at once (0).
 TEST(DashboardClients, SigtermStopsItWithSlowClientsConnected) {
   const auto dir = fresh_dir("sigterm");
