@@ -1158,12 +1158,12 @@ int run_dashboard(dashboard::DashboardOptions options, const std::string& poll) 
   options.poll_s = optional_duration(poll, "--poll");
   dashboard::DashboardServer server(options);
   const int port = server.bind();
-  if (options.host != "127.0.0.1" && options.host != "localhost" && options.host != "::1")
+  if (!dashboard::is_loopback_host(options.host))
     std::cerr << fmt::format("paratune dashboard: warning: listening on {}, not only this machine: anyone who can reach "
                              "it can read the study (its commands, parameters and paths); there is no login\n",
                              options.host);
-  std::cout << fmt::format("paratune dashboard: {} at http://{}:{}/ (Ctrl-C to stop)\n",
-                           store::mask_locator(options.locator), options.host, port)
+  std::cout << fmt::format("paratune dashboard: {} at {} (Ctrl-C to stop)\n", store::mask_locator(options.locator),
+                           dashboard::dashboard_url(options.host, port))
             << std::flush;
   install_stop_handlers();
   server.serve(g_stop_signal);

@@ -40,9 +40,12 @@ std::string embeddable_json(const nlohmann::ordered_json& data) {
 }
 
 std::string html_page(const std::string& title, const nlohmann::ordered_json& data) {
+  return html_page_with_json(title, embeddable_json(data));
+}
+
+std::string html_page_with_json(const std::string& title, const std::string& json) {
   std::string page;
   const std::string echarts = detail::web_asset("echarts.js");
-  const std::string json = embeddable_json(data);
   page.reserve(echarts.size() + json.size() + 65536);
   page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"generator\" "

@@ -22,6 +22,8 @@ namespace paratune {
 // The page: `title` (escaped) and `data` inlined. Strings that are not valid UTF-8 (a trial's
 // output in a reason) are written with U+FFFD in their place.
 std::string html_page(const std::string& title, const nlohmann::ordered_json& data);
+// The same with the data given as embeddable_json text (the dashboard keeps its document as text).
+std::string html_page_with_json(const std::string& title, const std::string& json);
 
 // `text` with & < > " as character references: safe as HTML or SVG text and attribute values.
 std::string escape_markup(std::string_view text);
