@@ -1,11 +1,13 @@
 // A store that blinks stops no worker and loses no trial (store/study_store.h: StoreUnavailable,
 // `tune --store-retry`): real worker processes while the test's PostgreSQL server is stopped and
-// started again, and while an SQLite study's file system is full; past --store-retry, exit code 4
-// ("store unavailable"), not 2 (bad input).
+// started again, while an SQLite study's file system is full, and while another process holds its
+// write lock longer than the busy timeout; past --store-retry, exit code 4 ("store unavailable"),
+// not 2 (bad input).
 //
 // The full disk is a small tmpfs mounted in a private mount namespace (unshare -m: nothing outside
 // the test sees it); where namespaces cannot be made (no CAP_SYS_ADMIN), those tests skip and say so.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <chrono>
 #include <filesystem>
@@ -105,21 +107,20 @@ Result in_mount_namespace(const std::filesystem::path& dir, const std::string& s
 // The file system of an SQLite study fills up while a worker runs: its writes wait for space, and
 // the worker ends its study as if nothing happened -- or, when space stays gone longer than
 // --store-retry, exits 4. The workers' trial directories and the run log are elsewhere.
+// `store_retry`: the flag and its value, or "" for the default.
 std::string full_disk_script(const std::filesystem::path& dir, const std::string& store_retry, int full_s) {
   const std::string small = (dir / "small").string(), study = small + "/study.db";
   const std::string log = (dir / "runs.log").string(), err = (dir / "w1.err").string();
   const std::vector<std::string> lines = {
       "mount -t tmpfs -o size=1m tmpfs " + small + " || exit 99",
-      worker_command(study, dir, "--step-time 0.2") + " --parallel 2 --worker-name w1 --store-retry " + store_retry +
+      worker_command(study, dir, "--step-time 0.2") + " --parallel 2 --worker-name w1 " + store_retry +
           " > /dev/null 2> " + err + " &",
       "pid=$!",
-      "while [ ! -s " + log + " ]; do sleep 0.05; done",               // its first trial runs:
+      // Its first trial runs (unless it ended, or 30 s passed):
+      "i=0; while [ ! -s " + log + " ] && kill -0 $pid 2> /dev/null && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done",
       "dd if=/dev/zero of=" + small + "/fill bs=4k > /dev/null 2>&1",  // the file system is full
-      "sleep " + std::to_string(full_s),
-      "rm -f " + small + "/fill",
-      "wait $pid",
-      "echo rc=$?",
-      "cp " + study + " " + (dir / "study.db").string(),  // out of the namespace, for the test to read
+      "sleep " + std::to_string(full_s), "rm -f " + small + "/fill", "wait $pid", "echo rc=$?",
+      "cp " + study + "* " + dir.string(),  // out of the namespace (with its log, if any), for the test to read
       "cat " + err};
   std::string script;
   for (const std::string& line : lines) script += line + "\n";
@@ -130,7 +131,7 @@ TEST(StoreFaults, AFullDiskStopsNoSqliteWorkerAndLosesNoTrial) {
   const auto dir = fresh_dir("sqlite_full");
   write_space(dir, 4, 3);
   std::string why_not;
-  const Result r = in_mount_namespace(dir, full_disk_script(dir, "60s", 3), why_not);
+  const Result r = in_mount_namespace(dir, full_disk_script(dir, "", 3), why_not);
   if (!why_not.empty()) GTEST_SKIP() << why_not;
   EXPECT_NE(r.output.find("rc=0"), std::string::npos) << r.output;
   // The fault happened: a write failed, and was retried.
@@ -148,7 +149,7 @@ TEST(StoreFaults, ADiskFullLongerThanStoreRetryEndsTheSqliteWorkerWithExitCodeFo
   const auto dir = fresh_dir("sqlite_full_long");
   write_space(dir, 4, 3);
   std::string why_not;
-  const Result r = in_mount_namespace(dir, full_disk_script(dir, "1s", 8), why_not);
+  const Result r = in_mount_namespace(dir, full_disk_script(dir, "--store-retry 1s", 8), why_not);
   if (!why_not.empty()) GTEST_SKIP() << why_not;
   EXPECT_NE(r.output.find("rc=4"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("paratune: error: store unavailable: study file " + (dir / "small" / "study.db").string()),
@@ -156,6 +157,31 @@ TEST(StoreFaults, ADiskFullLongerThanStoreRetryEndsTheSqliteWorkerWithExitCodeFo
       << r.output;
   EXPECT_NE(r.output.find("database or disk is full"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("(--store-retry 1s)"), std::string::npos) << r.output;
+}
+
+TEST(StoreFaults, AnSqliteLockHeldLongerThanTheBusyTimeoutStopsNoWorker) {
+  const auto dir = fresh_dir("sqlite_locked");
+  write_space(dir, 3, 2);
+  const std::string study = (dir / "study.db").string();
+  std::future<Result> worker = std::async(
+      std::launch::async, [&] { return run_workers(1, dir, worker_command(study, dir, "--step-time 0.2")); });
+  ASSERT_TRUE(wait_for_runs(dir / "runs.log", 1)) << "no trial ran";
+  // Another process's transaction (here: this test's) holds the file's write lock for 13 s, longer
+  // than the store's busy timeout (10 s): the worker's writes fail with "database is locked", and
+  // are retried until the lock is free.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(study.c_str(), &db), SQLITE_OK);
+  sqlite3_busy_timeout(db, 10000);
+  ASSERT_EQ(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  std::this_thread::sleep_for(std::chrono::seconds(13));
+  EXPECT_EQ(sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  const Result r = worker.get();
+  EXPECT_NE(r.output.find("ok=1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("database is locked"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the store is unavailable, retrying for up to 60 s"), std::string::npos) << r.output;
+  const std::unique_ptr<StudyStore> store = open_store(study);
+  expect_each_point_once(store->trials(store->studies().at(0).id), dir / "runs.log", 6);
 }
 
 }  // namespace
