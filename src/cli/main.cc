@@ -849,9 +849,9 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   }
   const std::unique_ptr<hpo::Pruner> pruner = hpo::make_pruner(pruner_kind, pruner_options);
   const NewStudyFile new_file(f.study_path, f.worker);
-  const std::unique_ptr<store::StudyStore> store = store::open_store(f.study_path);
+  const std::unique_ptr<store::StudyStore> store =
+      store::open_store(f.study_path, store::Access::kReadWrite, store_retry_from(f));
   if (!f.worker_name.empty()) store->set_worker_name(f.worker_name);
-  store->set_retry_s(store_retry_from(f));
 
   std::cerr << fmt::format("paratune tune: {} hyperparameters, {} sampler, {} pruner, objective {} ({}), up to {} "
                            "steps per trial, {}, {} per trial{}; study {} ('{}'){}, trials in {}\n",
@@ -1045,9 +1045,9 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
     algorithm = tune::make_model_search(space, std::move(prior), bayes);
   }
   const NewStudyFile new_file(f.study_path, f.worker);
-  const std::unique_ptr<store::StudyStore> store = store::open_store(f.study_path);
+  const std::unique_ptr<store::StudyStore> store =
+      store::open_store(f.study_path, store::Access::kReadWrite, store_retry_from(f));
   if (!f.worker_name.empty()) store->set_worker_name(f.worker_name);
-  store->set_retry_s(store_retry_from(f));
 
   const std::uint64_t valid = space.enumerate().size();
   std::cerr << fmt::format("paratune tune: {} valid points{}, {} search{}, {} steps per trial, {}; study {} "

@@ -342,24 +342,36 @@ class PostgresStudyStore::Lock final : public ControllerLock {
   bool shared_;
 };
 
-PostgresStudyStore::PostgresStudyStore(const std::string& uri, Access access)
+PostgresStudyStore::PostgresStudyStore(const std::string& uri, Access access, double retry_s)
     : locator_(mask_locator(uri)), access_(access) {
+  set_retry_s(retry_s);
+  // A worker started while the server restarts waits for it, as a running one does.
+  retrying([&](bool /*again*/) { connect(uri); });
+}
+
+void PostgresStudyStore::connect(const std::string& uri) {
   // Defaults first: the URI's own parameters, expanded from dbname, override them.
   const char* keywords[] = {"connect_timeout", "fallback_application_name", "dbname", nullptr};
   const char* values[] = {"10", "paratune", uri.c_str(), nullptr};
   conn_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
   if (conn_ == nullptr) throw Error(fmt::format("study store {}: cannot connect: out of memory", locator_));
   if (PQstatus(conn_) != CONNECTION_OK) {
-    std::string message = PQerrorMessage(conn_);
-    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+    const std::string message = fmt::format("study store {}: cannot connect: {}", locator_, last_error(conn_));
     PQfinish(conn_);
     conn_ = nullptr;
-    throw Error(fmt::format("study store {}: cannot connect: {}", locator_, message));
+    // A server that refuses connections for now (starting up, shutting down) or does not answer
+    // (down, restarting) is unavailable; a host name that does not resolve, a refused login or a
+    // missing database is the locator's fault (bad input).
+    const PGPing ping = PQpingParams(keywords, values, /*expand_dbname=*/1);
+    const bool unavailable = ping == PQPING_REJECT || (ping == PQPING_NO_RESPONSE &&
+                                                       message.find("could not translate host name") == std::string::npos);
+    if (unavailable) throw StoreUnavailable(message);
+    throw Error(message);
   }
   PQsetNoticeProcessor(conn_, ignore_notice, nullptr);
   try {
     set_up_session();
-    if (access == Access::kReadOnly) {
+    if (access_ == Access::kReadOnly) {
       if (run(conn_, locator_, "SELECT to_regclass('paratune_meta') IS NOT NULL").text(0, 0) != "t")
         throw Error(fmt::format("study store {}: holds no paratune schema", locator_));
       const Result version = run(conn_, locator_, "SELECT value FROM paratune_meta WHERE key = 'schema_version'");
@@ -387,8 +399,9 @@ void PostgresStudyStore::set_up_session() const {
 
 void PostgresStudyStore::reconnect() const {
   const std::lock_guard<std::mutex> guard(mutex_);
-  // A failure of the server's (a full disk, a deadlock) leaves the connection as it was.
-  if (PQstatus(conn_) == CONNECTION_OK) return;
+  // None yet (the constructor's attempt makes it); or a failure of the server's (a full disk, a
+  // deadlock), which leaves the connection as it was.
+  if (conn_ == nullptr || PQstatus(conn_) == CONNECTION_OK) return;
   PQreset(conn_);
   if (PQstatus(conn_) != CONNECTION_OK)
     throw StoreUnavailable(fmt::format("study store {}: cannot connect: {}", locator_, last_error(conn_)));

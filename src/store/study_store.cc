@@ -102,9 +102,11 @@ std::string mask_locator(const std::string& locator) {
   return out;
 }
 
-std::unique_ptr<StudyStore> open_store(const std::string& locator, Access access) {
-  if (is_postgres_locator(locator)) return std::make_unique<PostgresStudyStore>(locator, access);
-  return std::make_unique<SqliteStudyStore>(locator, access);
+std::unique_ptr<StudyStore> open_store(const std::string& locator, Access access, double retry_s) {
+  if (is_postgres_locator(locator)) return std::make_unique<PostgresStudyStore>(locator, access, retry_s);
+  auto store = std::make_unique<SqliteStudyStore>(locator, access);
+  store->set_retry_s(retry_s);
+  return store;
 }
 
 namespace {

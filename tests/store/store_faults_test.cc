@@ -64,6 +64,25 @@ TEST(StoreFaults, APostgresRestartStopsNoWorkerAndLosesNoTrial) {
   expect_each_point_once(trials, dir / "runs.log", 24);
 }
 
+TEST(StoreFaults, AWorkerStartedWhileThePostgresServerIsDownWaitsForIt) {
+  PARATUNE_NEED_POSTGRES();
+  PostgresServer& server = PostgresServer::instance();
+  const std::string db = fresh_locator("postgres");
+  const auto dir = fresh_dir("pg_down_at_start");
+  write_space(dir, 2, 2);
+  server.stop();
+  std::future<Result> worker =
+      std::async(std::launch::async, [&] { return run_workers(1, dir, worker_command(db, dir, "--step-time 0.1")); });
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  server.start_again();
+  const Result r = worker.get();
+  EXPECT_NE(r.output.find("ok=1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("cannot connect"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the store is unavailable, retrying for up to 60 s"), std::string::npos) << r.output;
+  const std::unique_ptr<StudyStore> store = open_store(db);
+  expect_each_point_once(store->trials(store->studies().at(0).id), dir / "runs.log", 4);
+}
+
 TEST(StoreFaults, APostgresServerAwayLongerThanStoreRetryEndsTheWorkerWithExitCodeFour) {
   PARATUNE_NEED_POSTGRES();
   PostgresServer& server = PostgresServer::instance();

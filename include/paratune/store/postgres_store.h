@@ -36,9 +36,12 @@ namespace paratune::store {
 class PostgresStudyStore final : public StudyStore {
  public:
   // Connects and creates (or checks) the schema. Throws Error naming the masked locator when the
-  // server cannot be reached, refuses the login, or holds a newer schema.
+  // host name does not resolve, the server refuses the login, or holds a newer schema;
+  // StoreUnavailable when the server does not answer, or refuses connections for now (starting up,
+  // shutting down), for longer than `retry_s` (retried meanwhile, as every call is).
   // kReadOnly: every transaction of the session is read-only, and the schema must be there already.
-  explicit PostgresStudyStore(const std::string& uri, Access access = Access::kReadWrite);
+  explicit PostgresStudyStore(const std::string& uri, Access access = Access::kReadWrite,
+                              double retry_s = kDefaultStoreRetryS);
   ~PostgresStudyStore() override;
 
   [[nodiscard]] std::string locator() const override { return locator_; }
@@ -73,6 +76,8 @@ class PostgresStudyStore final : public StudyStore {
   // The study's advisory lock, exclusive or shared; null if someone holds it (`held_here`: this
   // store itself).
   std::unique_ptr<ControllerLock> try_lock(const std::string& study_name, bool shared, bool& held_here);
+  // A new connection, its session set up and the schema created or checked (the constructor's attempt).
+  void connect(const std::string& uri);
   void create_schema();
   // Per connection: exact doubles; kReadOnly: read-only transactions.
   void set_up_session() const;
