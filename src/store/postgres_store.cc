@@ -363,8 +363,9 @@ void PostgresStudyStore::connect(const std::string& uri) {
     // (down, restarting) is unavailable; a host name that does not resolve, a refused login or a
     // missing database is the locator's fault (bad input).
     const PGPing ping = PQpingParams(keywords, values, /*expand_dbname=*/1);
-    const bool unavailable = ping == PQPING_REJECT || (ping == PQPING_NO_RESPONSE &&
-                                                       message.find("could not translate host name") == std::string::npos);
+    const bool unavailable =
+        ping == PQPING_REJECT ||
+        (ping == PQPING_NO_RESPONSE && message.find("could not translate host name") == std::string::npos);
     if (unavailable) throw StoreUnavailable(message);
     throw Error(message);
   }
@@ -411,9 +412,10 @@ void PostgresStudyStore::reconnect() const {
   // again, on the new session, before anything else runs on the study. Taken meanwhile by a
   // controller (a worker's) or anyone (a controller's), the study is no longer this process's to run.
   for (const auto& [name, shared] : locked_) {
-    const Result r = run(conn_, locator_,
-                         shared ? "SELECT pg_try_advisory_lock_shared($1::bigint)" : "SELECT pg_try_advisory_lock($1::bigint)",
-                         Params().add(study_lock_key(name)));
+    const Result r =
+        run(conn_, locator_,
+            shared ? "SELECT pg_try_advisory_lock_shared($1::bigint)" : "SELECT pg_try_advisory_lock($1::bigint)",
+            Params().add(study_lock_key(name)));
     if (r.text(0, 0) != "t")
       throw Error(fmt::format("study store {}: the connection to the server was lost, and while it was, another "
                               "paratune {} took study '{}'; this {} stops",

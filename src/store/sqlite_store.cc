@@ -226,8 +226,8 @@ bool on_read_only_storage(const std::filesystem::path& path) {
 std::string immutable_uri(const std::filesystem::path& path) {
   std::string uri = "file:";
   for (const unsigned char c : std::filesystem::absolute(path).string()) {
-    if (std::isalnum(c) != 0 || c == '/' || c == '.' || c == '-' || c == '_' || c == '~') uri.push_back(static_cast<char>(c));
-    else uri += fmt::format("%{:02X}", c);
+    const bool plain = std::isalnum(c) != 0 || c == '/' || c == '.' || c == '-' || c == '_' || c == '~';
+    uri += plain ? std::string(1, static_cast<char>(c)) : fmt::format("%{:02X}", c);
   }
   return uri + "?immutable=1";
 }

@@ -47,6 +47,7 @@ void StudyStore::wait_to_retry(const StoreUnavailable& e, Outage& outage) const 
                                "(--store-retry)\n",
                                e.what(), retry_s_);
   }
+  if (retry_s_ <= 0) throw e;  // no retries: the failure as it is
   const double waited_s = std::chrono::duration<double>(now - outage.since).count();
   if (waited_s >= retry_s_)
     throw StoreUnavailable(fmt::format("{}; the store stayed unavailable for {:.0f} s (--store-retry {:.0f}s): run the "
@@ -102,10 +103,11 @@ std::string mask_locator(const std::string& locator) {
   return out;
 }
 
-std::unique_ptr<StudyStore> open_store(const std::string& locator, Access access, double retry_s) {
-  if (is_postgres_locator(locator)) return std::make_unique<PostgresStudyStore>(locator, access, retry_s);
+std::unique_ptr<StudyStore> open_store(const std::string& locator, Access access, std::optional<double> retry_s) {
+  const double seconds = retry_s.value_or(access == Access::kReadOnly ? 0.0 : kDefaultStoreRetryS);
+  if (is_postgres_locator(locator)) return std::make_unique<PostgresStudyStore>(locator, access, seconds);
   auto store = std::make_unique<SqliteStudyStore>(locator, access);
-  store->set_retry_s(retry_s);
+  store->set_retry_s(seconds);
   return store;
 }
 

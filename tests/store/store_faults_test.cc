@@ -73,6 +73,10 @@ TEST(StoreFaults, AWorkerStartedWhileThePostgresServerIsDownWaitsForIt) {
   server.stop();
   std::future<Result> worker =
       std::async(std::launch::async, [&] { return run_workers(1, dir, worker_command(db, dir, "--step-time 0.1")); });
+  // A reader (a dashboard's request, a report) is told at once, as "unavailable", not bad input.
+  const auto asked = std::chrono::steady_clock::now();
+  EXPECT_THROW((void)open_store(db, Access::kReadOnly), StoreUnavailable);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count(), 2.0);
   std::this_thread::sleep_for(std::chrono::seconds(3));
   server.start_again();
   const Result r = worker.get();

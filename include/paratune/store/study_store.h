@@ -314,9 +314,12 @@ auto StudyStore::retrying(Attempt&& attempt) const -> decltype(attempt(false)) {
 // The store a locator names: "postgresql://..." or "postgres://..." is a libpq connection URI
 // (PostgresStudyStore), anything else the path of an SQLite file (SqliteStudyStore), created if
 // needed. Throws Error naming the locator (password masked) when it cannot be opened, StoreUnavailable
-// when a server stays unavailable for `retry_s` (then the store's retry time: set_retry_s).
+// when a server stays unavailable for `retry_s`, then the store's retry time (set_retry_s). By
+// default kDefaultStoreRetryS for kReadWrite (a study that runs waits out a blink), 0 for kReadOnly:
+// a reader (a dashboard's request, a report) says at once that the store is unavailable, and is
+// asked again.
 std::unique_ptr<StudyStore> open_store(const std::string& locator, Access access = Access::kReadWrite,
-                                       double retry_s = kDefaultStoreRetryS);
+                                       std::optional<double> retry_s = std::nullopt);
 
 // The reason write_finish stores: the outcome's when it has one, else the run's, as printable text
 // (spec/input_file.h: a trial's stderr may hold any bytes; a study keeps UTF-8 without control
