@@ -1,6 +1,8 @@
 // The paratune program: parse flags, call the library, print, choose the exit code.
 // Exit codes: 0 success, 2 bad input (paratune::Error), 3 `plan` found nothing that fits or `tune`
-// had no completed trial, 128 + signal when `tune` was interrupted, 1 any other failure.
+// had no completed trial, 4 the study store stayed unavailable for longer than --store-retry
+// (store::StoreUnavailable: a database server down, a full disk; run the command again when it is
+// back), 128 + signal when `tune` was interrupted, 1 any other failure.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -506,6 +508,8 @@ struct TuneFlags {
   bool worker = false;
   std::string worker_name;  // empty: HOSTNAME:PID
   std::string heartbeat = "10s", heartbeat_timeout = "60s";
+  // How long store calls retry while the store is unavailable (store::StoreUnavailable).
+  std::string store_retry = "60s";
 };
 
 // A hyperparameter study rather than a search of parallel configurations: a metric objective, a
@@ -712,6 +716,15 @@ tune::WorkerOptions worker_options_from(const TuneFlags& f) {
   return worker;
 }
 
+// --store-retry: 0 (fail at the first unavailability) or more.
+double store_retry_from(const TuneFlags& f) {
+  try {
+    return units::parse_duration(f.store_retry);
+  } catch (const Error& e) {
+    throw e.with_context("--store-retry");
+  }
+}
+
 // A study file this run creates is removed again when the run fails before any trial is stored in
 // it (a bad placeholder, an unsatisfiable option found after the store opened): an input error
 // leaves nothing behind. Not for workers (`shared`): another worker may be starting on the same new
@@ -836,7 +849,8 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   }
   const std::unique_ptr<hpo::Pruner> pruner = hpo::make_pruner(pruner_kind, pruner_options);
   const NewStudyFile new_file(f.study_path, f.worker);
-  const std::unique_ptr<store::StudyStore> store = store::open_store(f.study_path);
+  const std::unique_ptr<store::StudyStore> store =
+      store::open_store(f.study_path, store::Access::kReadWrite, store_retry_from(f));
   if (!f.worker_name.empty()) store->set_worker_name(f.worker_name);
 
   std::cerr << fmt::format("paratune tune: {} hyperparameters, {} sampler, {} pruner, objective {} ({}), up to {} "
@@ -1031,7 +1045,8 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
     algorithm = tune::make_model_search(space, std::move(prior), bayes);
   }
   const NewStudyFile new_file(f.study_path, f.worker);
-  const std::unique_ptr<store::StudyStore> store = store::open_store(f.study_path);
+  const std::unique_ptr<store::StudyStore> store =
+      store::open_store(f.study_path, store::Access::kReadWrite, store_retry_from(f));
   if (!f.worker_name.empty()) store->set_worker_name(f.worker_name);
 
   const std::uint64_t valid = space.enumerate().size();
@@ -1109,11 +1124,25 @@ const store::StudyInfo& study_named(const std::vector<store::StudyInfo>& studies
   }
 }
 
+// How `study show` and `report` open a store: read-write where they may (an SQLite file of an older
+// schema is upgraded in place), read-only where the file or its directory cannot be written (a
+// read-only mount, someone else's file: reading needs no write) and where the file is empty (its
+// creator has not committed yet: a reader waits for it rather than making a study of it).
+store::Access reading_access(const std::string& locator) {
+  if (store::is_postgres_locator(locator)) return store::Access::kReadWrite;
+  const std::filesystem::path path(locator);
+  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  std::error_code ec;
+  const bool empty = std::filesystem::file_size(path, ec) == 0 && !ec;
+  return !empty && ::access(path.c_str(), W_OK) == 0 && ::access(dir.c_str(), W_OK) == 0 ? store::Access::kReadWrite
+                                                                                         : store::Access::kReadOnly;
+}
+
 // `paratune study show`: every trial of a stored study and the best one.
 int run_study_show(const std::string& locator, const std::string& name, bool json) {
   if (!store::is_postgres_locator(locator) && !std::filesystem::exists(locator))
     throw Error(fmt::format("{}: no such study file", locator));
-  const std::unique_ptr<store::StudyStore> opened = store::open_store(locator);
+  const std::unique_ptr<store::StudyStore> opened = store::open_store(locator, reading_access(locator));
   const store::StudyStore& store = *opened;
   const std::string path = store.locator();  // a PostgreSQL URI with its password masked
   const std::vector<store::StudyInfo> studies = store.studies();
@@ -1145,7 +1174,7 @@ int run_report(const std::string& locator, const std::string& name, const std::s
   if (html_path.empty()) throw Error("report: give --html FILE (the report is one self-contained HTML file)");
   if (!store::is_postgres_locator(locator) && !std::filesystem::exists(locator))
     throw Error(fmt::format("{}: no such study file", locator));
-  const std::unique_ptr<store::StudyStore> store = store::open_store(locator);
+  const std::unique_ptr<store::StudyStore> store = store::open_store(locator, reading_access(locator));
   const std::vector<store::StudyInfo> studies = store->studies();
   const store::StudyInfo& study = study_named(studies, name, store->locator());
   write_file(html_path, study_html(*store, study));
@@ -1472,6 +1501,10 @@ int run_main(int argc, char** argv) {
   tune_cmd->add_option("--heartbeat-timeout", tune_flags.heartbeat_timeout,
                        "--worker: a running trial with no heartbeat for this long is marked interrupted and runs again")
       ->capture_default_str();
+  tune_cmd->add_option("--store-retry", tune_flags.store_retry,
+                       "while the study store is unavailable (a database server restarting, a full disk), retry "
+                       "for this long, then exit 4 (0: exit at once)")
+      ->capture_default_str();
   tune_cmd->add_flag("--retry-failed", tune_flags.retry_failed,
                      "on resume, run the configurations of failed trials again (off: a failed trial stays failed)");
   tune_cmd->add_option("--steps", tune_flags.steps,
@@ -1716,6 +1749,9 @@ int run_main(int argc, char** argv) {
                  })
               << "\n";
     return 2;
+  } catch (const store::StoreUnavailable& e) {
+    std::cerr << "paratune: error: store unavailable: " << e.what() << "\n";
+    return store::kStoreUnavailableExitCode;
   } catch (const Error& e) {
     std::cerr << "paratune: error: " << e.what() << "\n";
     return 2;

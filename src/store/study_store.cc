@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <array>
+#include <iostream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -33,6 +35,32 @@ std::pair<std::int64_t, int> StudyStore::begin_trial(std::int64_t study, const s
                                                      const std::string& config_json, const std::string& command,
                                                      const std::string& dir) {
   return insert_trial(study, params_json, [&](int) { return LaunchRecord{config_json, command, dir, ""}; });
+}
+
+void StudyStore::wait_to_retry(const StoreUnavailable& e, Outage& outage) const {
+  const auto now = std::chrono::steady_clock::now();
+  if (!outage.active) {
+    outage.active = true;
+    outage.since = now;
+    if (retry_s_ > 0)
+      std::cerr << fmt::format("paratune: warning: {}; the store is unavailable, retrying for up to {:.0f} s "
+                               "(--store-retry)\n",
+                               e.what(), retry_s_);
+  }
+  if (retry_s_ <= 0) throw e;  // no retries: the failure as it is
+  const double waited_s = std::chrono::duration<double>(now - outage.since).count();
+  if (waited_s >= retry_s_)
+    throw StoreUnavailable(fmt::format("{}; the store stayed unavailable for {:.0f} s (--store-retry {:.0f}s): run the "
+                                       "same command again once it is back, and the study continues",
+                                       e.what(), waited_s, retry_s_));
+  std::this_thread::sleep_for(std::chrono::duration<double>(std::min(outage.pause_s, retry_s_ - waited_s)));
+  outage.pause_s = std::min(outage.pause_s * 2, 2.0);
+}
+
+void StudyStore::recovered(const Outage& outage) const {
+  if (!outage.active || retry_s_ <= 0) return;
+  std::cerr << fmt::format("paratune: study store {} is available again after {:.1f} s\n", locator(),
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() - outage.since).count());
 }
 
 std::string finish_reason(const trial::TrialResult& result, const TrialOutcome* outcome) {
@@ -75,9 +103,12 @@ std::string mask_locator(const std::string& locator) {
   return out;
 }
 
-std::unique_ptr<StudyStore> open_store(const std::string& locator, Access access) {
-  if (is_postgres_locator(locator)) return std::make_unique<PostgresStudyStore>(locator, access);
-  return std::make_unique<SqliteStudyStore>(locator, access);
+std::unique_ptr<StudyStore> open_store(const std::string& locator, Access access, std::optional<double> retry_s) {
+  const double seconds = retry_s.value_or(access == Access::kReadOnly ? 0.0 : kDefaultStoreRetryS);
+  if (is_postgres_locator(locator)) return std::make_unique<PostgresStudyStore>(locator, access, seconds);
+  auto store = std::make_unique<SqliteStudyStore>(locator, access);
+  store->set_retry_s(seconds);
+  return store;
 }
 
 namespace {

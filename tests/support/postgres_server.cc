@@ -95,7 +95,8 @@ void PostgresServer::start() {
   std::string pattern = "/tmp/paratune-pg-XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp /tmp/paratune-pg-XXXXXX failed");
   dir_ = pattern;
-  std::vector<std::string> as_user;  // the prefix that runs a server binary as its owner
+  bin_ = bin;
+  std::vector<std::string>& as_user = as_user_;
   if (::geteuid() == 0) {
     const passwd* pg = ::getpwnam("postgres");
     if (pg == nullptr)
@@ -168,6 +169,25 @@ std::string PostgresServer::fresh_database(const std::string& hint) {
   name = name.substr(0, 40) + "_" + std::to_string(::getpid()) + "_" + std::to_string(++databases_);
   execute(locator("postgres"), "CREATE DATABASE " + name);
   return locator(name);
+}
+
+void PostgresServer::stop() {
+  std::vector<std::string> stop = as_user_;
+  for (const std::string& a : {bin_ + "/pg_ctl", std::string("-D"), dir_ + "/data", std::string("-m"),
+                               std::string("fast"), std::string("-w"), std::string("stop")})
+    stop.push_back(a);
+  if (run_logged(stop, dir_ + "/setup.log") != 0)
+    throw std::runtime_error("pg_ctl stop failed in " + dir_ + ":\n" + tail_of(dir_ + "/setup.log"));
+}
+
+void PostgresServer::start_again() {
+  std::vector<std::string> start = as_user_;
+  for (const std::string& a : {bin_ + "/pg_ctl", std::string("-D"), dir_ + "/data", std::string("-l"),
+                               dir_ + "/server.log", std::string("-w"), std::string("-t"), std::string("60"),
+                               std::string("start")})
+    start.push_back(a);
+  if (run_logged(start, dir_ + "/setup.log") != 0)
+    throw std::runtime_error("pg_ctl start failed in " + dir_ + ":\n" + tail_of(dir_ + "/server.log"));
 }
 
 void PostgresServer::execute(const std::string& locator, const std::string& sql) {

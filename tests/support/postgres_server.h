@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "require_servers.h"
 
@@ -31,6 +32,10 @@ class PostgresServer {
   std::string fresh_database(const std::string& hint);
   // Runs one SQL statement on `locator`'s database; throws std::runtime_error with the server's message.
   static void execute(const std::string& locator, const std::string& sql);
+  // The server goes away as in a restart or failover (pg_ctl stop -m fast: every session ends)...
+  void stop();
+  // ... and comes back on the same port; throws std::runtime_error when it does not.
+  void start_again();
 
   ~PostgresServer();
   PostgresServer(const PostgresServer&) = delete;
@@ -47,6 +52,8 @@ class PostgresServer {
   int watcher_fd_ = -1;  // write end of the watcher's pipe: closed, the watcher stops the server
   int watcher_pid_ = 0;
   int databases_ = 0;
+  std::string bin_;                   // the server's bin directory
+  std::vector<std::string> as_user_;  // the prefix that runs a server binary as its owner
 };
 
 }  // namespace paratune::testing

@@ -13,10 +13,18 @@
 // row lock serializes the claims of workers (claim_trial), whose lock_worker is the study's advisory
 // lock taken shared. Doubles travel as text with 17 significant digits and read back exactly; NaN
 // is stored as NULL, as SQLite does.
+//
+// A server that restarts or drops the connection stops nothing: each call runs its transaction
+// again on a new connection (StudyStore::retrying, for up to the store's retry time), after taking
+// this store's advisory locks again (the server dropped them with the old session). A retry that
+// cannot tell whether its first COMMIT arrived looks first: a trial's end is written once, and a
+// claimed trial is not claimed twice.
 #pragma once
 
+#include <map>
 #include <mutex>
-#include <set>
+#include <optional>
+#include <utility>
 
 #include "paratune/store/output_cache.h"
 #include "paratune/store/study_store.h"
@@ -28,9 +36,12 @@ namespace paratune::store {
 class PostgresStudyStore final : public StudyStore {
  public:
   // Connects and creates (or checks) the schema. Throws Error naming the masked locator when the
-  // server cannot be reached, refuses the login, or holds a newer schema.
+  // host name does not resolve, the server refuses the login, or holds a newer schema;
+  // StoreUnavailable when the server does not answer, or refuses connections for now (starting up,
+  // shutting down), for longer than `retry_s` (retried meanwhile, as every call is).
   // kReadOnly: every transaction of the session is read-only, and the schema must be there already.
-  explicit PostgresStudyStore(const std::string& uri, Access access = Access::kReadWrite);
+  explicit PostgresStudyStore(const std::string& uri, Access access = Access::kReadWrite,
+                              double retry_s = kDefaultStoreRetryS);
   ~PostgresStudyStore() override;
 
   [[nodiscard]] std::string locator() const override { return locator_; }
@@ -65,15 +76,29 @@ class PostgresStudyStore final : public StudyStore {
   // The study's advisory lock, exclusive or shared; null if someone holds it (`held_here`: this
   // store itself).
   std::unique_ptr<ControllerLock> try_lock(const std::string& study_name, bool shared, bool& held_here);
+  // A new connection, its session set up and the schema created or checked (the constructor's attempt).
+  void connect(const std::string& uri);
   void create_schema();
+  // Per connection: exact doubles; kReadOnly: read-only transactions.
+  void set_up_session() const;
+  // After a lost connection (StudyStore::retrying): a new one, its session set up, its locks taken again.
+  void reconnect() const override;
+  // A retry of insert_trial or claim_trial whose earlier attempt sent its COMMIT and lost the reply:
+  // the trial that attempt stored (this worker's, running, with heartbeat `started_at`), if it did;
+  // with mutex_ held.
+  [[nodiscard]] std::optional<std::pair<std::int64_t, int>> committed_trial(std::int64_t study,
+                                                                            double started_at) const;
   // Each of `trials`' steps and metrics (all of `study`'s trials), with mutex_ held.
   void read_outputs(std::int64_t study, std::vector<StoredTrial>& trials) const;
 
   std::string locator_;  // masked
+  Access access_;
   pg_conn* conn_ = nullptr;
   mutable std::mutex mutex_;          // one statement at a time on the connection
   mutable OutputCache outputs_;       // ended trials' steps and metrics, read once
-  std::set<std::string> locked_;      // studies this store's lock_controller holds (guarded by mutex_)
+  // The studies whose advisory lock this store holds, and whether shared (a worker's); guarded by
+  // mutex_. Taken again on a new connection (reconnect).
+  std::map<std::string, bool> locked_;
 };
 
 }  // namespace paratune::store

@@ -3,6 +3,10 @@
 // WAL mode, synchronous=NORMAL: a committed transaction survives the controller being killed
 // (even with SIGKILL) at any moment; only an OS crash may lose the last ones. The schema version is
 // the file's user_version; files of versions 1 to 3 are upgraded in place when opened.
+//
+// A full disk, an I/O error, or another process holding the file's write lock longer than the busy
+// timeout (10 s) stops nothing: each call runs its transaction again (StudyStore::retrying) for up
+// to the store's retry time, then throws StoreUnavailable.
 #pragma once
 
 #include <filesystem>

@@ -31,20 +31,40 @@
 // metrics of the new run to the earlier ones'.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "paratune/spec/error.h"
 #include "paratune/trial/runner.h"
 
 namespace paratune::store {
 
 // The schema version both stores write (see above).
 inline constexpr int kSchemaVersion = 4;
+
+// The store cannot be reached or written for now: a database server restarting or unreachable, a
+// full disk, SQLite's lock held longer than its busy timeout. Not bad input: every store call
+// retries such a failure (reconnecting to a server, taking its locks again) for the store's retry
+// time (StudyStore::set_retry_s, `tune --store-retry`), so a store that blinks stops no worker; only
+// past it is this thrown, and the CLI exits with kStoreUnavailableExitCode, not 2. Run the same
+// command again when the store is back: the study continues.
+class StoreUnavailable : public Error {
+ public:
+  using Error::Error;
+};
+
+// `paratune`'s exit code for StoreUnavailable (README: exit codes); 2 is bad input.
+inline constexpr int kStoreUnavailableExitCode = 4;
+// How long a store call retries a StoreUnavailable failure unless set_retry_s says otherwise: a
+// server restart or a failover takes seconds to tens of seconds.
+inline constexpr double kDefaultStoreRetryS = 60;
 
 // How a store is opened. kReadOnly (the dashboard, reports): nothing is created, upgraded or
 // written, so a reader never blocks or slows a running study; a store without the current schema
@@ -152,6 +172,10 @@ class StudyStore {
   // had failed: exit code 3 ..."). Returns how many.
   virtual int mark_failed_for_retry(std::int64_t study) = 0;
 
+  // How long each call retries while the store is unavailable (see StoreUnavailable); 0: not at all.
+  void set_retry_s(double seconds) { retry_s_ = seconds; }
+  [[nodiscard]] double retry_s() const { return retry_s_; }
+
   // Who starts trials from now on (stored as each trial's worker); default "HOSTNAME:PID".
   void set_worker_name(std::string name) { worker_ = std::move(name); }
   [[nodiscard]] const std::string& worker_name() const { return worker_; }
@@ -229,6 +253,19 @@ class StudyStore {
   virtual void import_studies(const std::vector<StudyContent>& studies) = 0;
 
  protected:
+  // Runs `attempt(again)` until it returns without StoreUnavailable, or the retry time is spent
+  // (then throws StoreUnavailable naming the locator, how long it tried and the last failure).
+  // Before each retry it calls reconnect() and pauses (0.1 s, doubling to 2 s). `again` is false on
+  // the first attempt: a retry may need to find out what an attempt whose reply was lost did (a
+  // COMMIT that reached the server just before the connection broke). Every public call of a store
+  // runs its whole transaction as one attempt, so a retry starts the transaction over.
+  template <class Attempt>
+  auto retrying(Attempt&& attempt) const -> decltype(attempt(false));
+  // Before a retry: a server's store connects anew and takes its study locks again (throws
+  // StoreUnavailable while it cannot; Error if another process took a lock meanwhile). Const: the
+  // connection is not part of what a store holds.
+  virtual void reconnect() const {}
+
   virtual std::pair<std::int64_t, int> insert_trial(std::int64_t study, const std::string& params_json,
                                                     const std::function<LaunchRecord(int number)>& describe) = 0;
   // finish_trial and finish_own_trial: false when `only_own_running` and the trial is not this
@@ -237,13 +274,52 @@ class StudyStore {
                             bool only_own_running) = 0;
 
  private:
+  // retrying's bookkeeping: when the store became unavailable (an outage), what it said last.
+  struct Outage {
+    std::chrono::steady_clock::time_point since;
+    double pause_s = 0.1;
+    bool active = false;
+  };
+  // After a StoreUnavailable `e`: throws it (as the final StoreUnavailable) when the retry time is
+  // spent, else warns once per outage and pauses.
+  void wait_to_retry(const StoreUnavailable& e, Outage& outage) const;
+  // The outage is over: says so, when it was warned about.
+  void recovered(const Outage& outage) const;
+
   std::string worker_;
+  double retry_s_ = kDefaultStoreRetryS;
 };
+
+template <class Attempt>
+auto StudyStore::retrying(Attempt&& attempt) const -> decltype(attempt(false)) {
+  Outage outage;
+  for (bool again = false;; again = true) {
+    try {
+      if (again) reconnect();
+      if constexpr (std::is_void_v<decltype(attempt(false))>) {
+        attempt(again);
+        recovered(outage);
+        return;
+      } else {
+        auto result = attempt(again);
+        recovered(outage);
+        return result;
+      }
+    } catch (const StoreUnavailable& e) {
+      wait_to_retry(e, outage);
+    }
+  }
+}
 
 // The store a locator names: "postgresql://..." or "postgres://..." is a libpq connection URI
 // (PostgresStudyStore), anything else the path of an SQLite file (SqliteStudyStore), created if
-// needed. Throws Error naming the locator (password masked) when it cannot be opened.
-std::unique_ptr<StudyStore> open_store(const std::string& locator, Access access = Access::kReadWrite);
+// needed. Throws Error naming the locator (password masked) when it cannot be opened, StoreUnavailable
+// when a server stays unavailable for `retry_s`, then the store's retry time (set_retry_s). By
+// default kDefaultStoreRetryS for kReadWrite (a study that runs waits out a blink), 0 for kReadOnly:
+// a reader (a dashboard's request, a report) says at once that the store is unavailable, and is
+// asked again.
+std::unique_ptr<StudyStore> open_store(const std::string& locator, Access access = Access::kReadWrite,
+                                       std::optional<double> retry_s = std::nullopt);
 
 // The reason write_finish stores: the outcome's when it has one, else the run's, as printable text
 // (spec/input_file.h: a trial's stderr may hold any bytes; a study keeps UTF-8 without control
