@@ -17,7 +17,7 @@ namespace {
 
 // The same tables and columns as sqlite_store.cc's (store/study_store.h), in PostgreSQL's types;
 // steps and metrics have an explicit id where SQLite has its implicit rowid (their order).
-constexpr const char* kSchema = R"sql(
+constexpr const char* kPostgresSchema = R"sql(
 CREATE TABLE IF NOT EXISTS studies (
   id BIGSERIAL PRIMARY KEY,
   name TEXT NOT NULL UNIQUE,
@@ -244,16 +244,16 @@ void insert_metrics(pg_conn* conn, const std::string& locator, std::int64_t tria
 }
 
 // BEGIN ... COMMIT, rolled back if the scope is left by an exception.
-class Transaction {
+class PostgresTransaction {
  public:
-  Transaction(pg_conn* conn, const std::string& locator) : conn_(conn), locator_(locator) {
+  PostgresTransaction(pg_conn* conn, const std::string& locator) : conn_(conn), locator_(locator) {
     run(conn_, locator_, "BEGIN");
   }
-  ~Transaction() {
+  ~PostgresTransaction() {
     if (!done_) PQclear(PQexec(conn_, "ROLLBACK"));
   }
-  Transaction(const Transaction&) = delete;
-  Transaction& operator=(const Transaction&) = delete;
+  PostgresTransaction(const PostgresTransaction&) = delete;
+  PostgresTransaction& operator=(const PostgresTransaction&) = delete;
   void commit() {
     run(conn_, locator_, "COMMIT");
     done_ = true;
@@ -278,7 +278,7 @@ std::int64_t study_lock_key(const std::string& name) {
 
 void ignore_notice(void*, const char*) {}  // the library never prints (NOTICE: "... already exists, skipping")
 
-constexpr const char* kTrialColumns =
+constexpr const char* kPostgresTrialColumns =
     "SELECT id, number, params_json, config_json, command, dir, status, started_unix_s, ended_unix_s, exit_code, "
     "exit_signal, reason, stdout_path, stderr_path, steps, throughput, throughput_variance, throughput_ci_low, "
     "throughput_ci_high, peak_memory_bytes, malformed_lines, prediction_json, objective, rung, hpo_json, location, "
@@ -425,7 +425,7 @@ void PostgresStudyStore::reconnect() const {
 }
 
 void PostgresStudyStore::create_schema() {
-  Transaction t(conn_, locator_);
+  PostgresTransaction t(conn_, locator_);
   run(conn_, locator_, "SELECT pg_advisory_xact_lock($1::bigint)", Params().add(kSchemaLockKey));
   run(conn_, locator_, "CREATE TABLE IF NOT EXISTS paratune_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
   const Result version = run(conn_, locator_, "SELECT value FROM paratune_meta WHERE key = 'schema_version'");
@@ -434,7 +434,7 @@ void PostgresStudyStore::create_schema() {
     throw Error(fmt::format("study store {}: schema version {} is newer than this paratune's ({}); use a newer "
                             "paratune or another database",
                             locator_, found, kSchemaVersion));
-  run(conn_, locator_, kSchema);
+  run(conn_, locator_, kPostgresSchema);
   run(conn_, locator_,
       "INSERT INTO paratune_meta (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = "
       "EXCLUDED.value",
@@ -523,7 +523,7 @@ std::pair<std::int64_t, int> PostgresStudyStore::insert_trial(std::int64_t study
     const std::lock_guard<std::mutex> guard(mutex_);
     if (again && committing_at)
       if (const auto earlier = committed_trial(study, *committing_at)) return *earlier;
-    Transaction t(conn_, locator_);
+    PostgresTransaction t(conn_, locator_);
     // The study's row lock: processes beginning trials of one study take their numbers in turn.
     if (run(conn_, locator_, "SELECT id FROM studies WHERE id = $1 FOR UPDATE", Params().add(study)).rows() == 0)
       throw Error(fmt::format("study store {}: no study with id {}", locator_, study));
@@ -554,7 +554,7 @@ StudyStore::ClaimOutcome PostgresStudyStore::claim_trial(std::int64_t study, dou
     const std::lock_guard<std::mutex> guard(mutex_);
     if (again && committing_at)
       if (const auto earlier = committed_trial(study, *committing_at)) return ClaimOutcome{earlier, {}};
-    Transaction t(conn_, locator_);
+    PostgresTransaction t(conn_, locator_);
     // The study's row lock serializes the claims of every worker on the study (and insert_trial's).
     if (run(conn_, locator_, "SELECT id FROM studies WHERE id = $1 FOR UPDATE", Params().add(study)).rows() == 0)
       throw Error(fmt::format("study store {}: no study with id {}", locator_, study));
@@ -563,7 +563,7 @@ StudyStore::ClaimOutcome PostgresStudyStore::claim_trial(std::int64_t study, dou
     // 1. Dead workers' trials. A trial that never had a heartbeat counts from its start.
     const Result dead =
         run(conn_, locator_,
-            (std::string(kTrialColumns) +
+            (std::string(kPostgresTrialColumns) +
              "WHERE study_id = $1 AND status = 'running' AND worker IS DISTINCT FROM $2 AND "
              "COALESCE(heartbeat_unix_s, started_unix_s) < $3::float8 ORDER BY number")
                 .c_str(),
@@ -577,7 +577,7 @@ StudyStore::ClaimOutcome PostgresStudyStore::claim_trial(std::int64_t study, dou
       out.reaped.push_back(std::move(d));
     }
     // 2. Every trial, as the proposer sees it.
-    const Result q = run(conn_, locator_, (std::string(kTrialColumns) + "WHERE study_id = $1 ORDER BY number").c_str(),
+    const Result q = run(conn_, locator_, (std::string(kPostgresTrialColumns) + "WHERE study_id = $1 ORDER BY number").c_str(),
                          Params().add(study));
     std::vector<StoredTrial> all;
     int number = 1;
@@ -643,7 +643,7 @@ bool PostgresStudyStore::write_finish(std::int64_t trial, const trial::TrialResu
                                       bool only_own_running) {
   return retrying([&](bool again) {
     const std::lock_guard<std::mutex> guard(mutex_);
-    Transaction t(conn_, locator_);
+    PostgresTransaction t(conn_, locator_);
     if (again) {
       // The first attempt's COMMIT may have reached the server just before the connection broke:
       // then the trial has ended already, at this run's end time to the bit, and is written once,
@@ -714,7 +714,7 @@ void PostgresStudyStore::resume_trial(std::int64_t trial) {
 StoredTrial PostgresStudyStore::trial(std::int64_t id) const {
   return retrying([&](bool /*again*/) {
     const std::lock_guard<std::mutex> guard(mutex_);
-    const Result q = run(conn_, locator_, (std::string(kTrialColumns) + "WHERE id = $1").c_str(), Params().add(id));
+    const Result q = run(conn_, locator_, (std::string(kPostgresTrialColumns) + "WHERE id = $1").c_str(), Params().add(id));
     if (q.rows() == 0) throw Error(fmt::format("study store {}: no trial with id {}", locator_, id));
     return read_trial(q, 0);
   });
@@ -724,8 +724,8 @@ std::vector<StoredTrial> PostgresStudyStore::trials(std::int64_t study, bool wit
   return retrying([&](bool /*again*/) {
     const std::lock_guard<std::mutex> guard(mutex_);
     // One snapshot for the trials and their steps and metrics.
-    Transaction t(conn_, locator_);
-    const Result q = run(conn_, locator_, (std::string(kTrialColumns) + "WHERE study_id = $1 ORDER BY number").c_str(),
+    PostgresTransaction t(conn_, locator_);
+    const Result q = run(conn_, locator_, (std::string(kPostgresTrialColumns) + "WHERE study_id = $1 ORDER BY number").c_str(),
                          Params().add(study));
     std::vector<StoredTrial> out;
     out.reserve(static_cast<std::size_t>(q.rows()));
@@ -812,7 +812,7 @@ void PostgresStudyStore::set_model(std::int64_t study, const std::string& model_
 void PostgresStudyStore::import_studies(const std::vector<StudyContent>& studies) {
   retrying([&](bool /*again*/) {
     const std::lock_guard<std::mutex> guard(mutex_);
-    Transaction t(conn_, locator_);
+    PostgresTransaction t(conn_, locator_);
     for (const StudyContent& c : studies) {
       if (run(conn_, locator_, "SELECT 1 FROM studies WHERE name = $1", Params().add(c.info.name)).rows() > 0)
         throw Error(fmt::format("study store {}: already holds a study '{}'; nothing was copied (copy it to another "

@@ -19,12 +19,16 @@
 #include <thread>
 
 #include "../cli/cli_util.h"
+#include "browser_page.h"
 #include "../support/require_servers.h"
 #include "../support/test_files.h"
 #include "paratune/store/sqlite_store.h"
 
 namespace {
 
+using paratune::testing::browser_problem;
+using paratune::testing::check_page;
+using paratune::testing::dashboard_url;
 using paratune::testing::Result;
 using paratune::testing::run;
 using paratune::testing::run_command;
@@ -32,24 +36,10 @@ using paratune::testing::write_file;
 
 std::filesystem::path html_report_dir(const std::string& name) { return paratune::testing::fresh_test_dir("paratune_html", name); }
 
-// Why the browser cannot run here ("" when it can): Debian's chromium and web/node_modules.
-std::string browser_problem() {
-  if (!std::filesystem::exists("/usr/bin/chromium")) return "no /usr/bin/chromium (scripts/setup.sh installs it)";
-  if (!std::filesystem::exists(std::string(PARATUNE_SOURCE_DIR) + "/web/node_modules/playwright-core"))
-    return "no web/node_modules/playwright-core (scripts/setup.sh runs npm ci in web/)";
-  if (run_command("node --version").exit_code != 0) return "no node on PATH";
-  return "";
-}
-
 std::filesystem::path screenshot(const std::string& name) {
   const std::filesystem::path dir = std::filesystem::path(PARATUNE_BUILD_DIR) / "web-screenshots";
   std::filesystem::create_directories(dir);
   return dir / name;
-}
-
-// check_page.mjs on `page` (a file or URL) with `args`; its JSON line and verdict.
-Result check_page(const std::string& page, const std::string& args) {
-  return run_command(fmt::format("node {}/tests/web/check_page.mjs --page '{}' {}", PARATUNE_SOURCE_DIR, page, args));
 }
 
 // A hyperparameter study of real trials (paratune-function-trial) in dir/s.db.
@@ -102,7 +92,7 @@ TEST(HtmlReport, APrunedStudyShowsEveryView) {
 // study's JSON carries): whole numbers, the choices in order, decades.
 TEST(HtmlReport, EachParameterGetsTheAxisOfItsType) {
   PARATUNE_NEED_SERVER(browser_problem());
-  const auto dir = fresh_dir("axes");
+  const auto dir = html_report_dir("axes");
   write_file(dir / "space.yaml", "parameters:\n  x1: {type: float, low: -5, high: 10}\n"
                                  "  x2: {type: float, low: 0.1, high: 15, log: true}\n"
                                  "  n: {type: int, low: 1, high: 8}\n  c: [1, 2, 4]\n");
@@ -246,17 +236,6 @@ struct Child {
     }
   }
 };
-
-// The URL a dashboard prints to `out` once it listens ("" if it did not within 10 s).
-std::string dashboard_url(const std::filesystem::path& out) {
-  for (int i = 0; i < 200; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    std::smatch m;
-    const std::string text = paratune::testing::read_file(out);
-    if (std::regex_search(text, m, std::regex("http://127\\.0\\.0\\.1:[0-9]+/"))) return m.str();
-  }
-  return "";
-}
 
 TEST(HtmlReport, TheLiveDashboardShowsTrialsThatFinishAfterItOpened) {
   PARATUNE_NEED_SERVER(browser_problem());

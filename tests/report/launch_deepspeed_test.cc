@@ -13,12 +13,15 @@
 #include <set>
 #include <sstream>
 
+#include "../support/test_files.h"
 #include "paratune/report/launch.h"
 #include "paratune/report/launch_check.h"
 #include "paratune/spec/io.h"
 
 namespace paratune {
 namespace {
+
+using paratune::testing::read_file;
 
 using plan::Framework;
 
@@ -41,13 +44,6 @@ int arg_value(const std::string& script, const std::string& flag) {
 
 bool has_line(const std::string& script, const std::string& line) {
   return script.find("\n" + line + "\n") != std::string::npos;
-}
-
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 struct Plan {
@@ -187,7 +183,7 @@ TEST(LaunchDeepSpeed, NothingLostForAPlainPlan) {
 // Every flag the script gives the deepspeed launcher is one of its flags at the version (deepspeed.json
 // launcher, compiled into data/frameworks/deepspeed.schema.json).
 TEST(LaunchDeepSpeed, LauncherFlagsExist) {
-  const auto schema = nlohmann::json::parse(read(std::string(PARATUNE_SOURCE_DIR) + "/data/frameworks/deepspeed.schema.json"));
+  const auto schema = nlohmann::json::parse(read_file(std::string(PARATUNE_SOURCE_DIR) + "/data/frameworks/deepspeed.schema.json"));
   std::set<std::string> known;
   for (const auto& f : schema.at("launcher_flags")) {
     const std::string spelling = f.get<std::string>();
@@ -239,13 +235,13 @@ TEST(LaunchDeepSpeed, ScriptRunsWithStandInLaunchers) {
 
   // No DATA_PATH: refused before anything is written.
   EXPECT_NE(run("TOKENIZER=t"), 0);
-  EXPECT_NE(read((dir / "out").string()).find("set DATA_PATH"), std::string::npos) << read((dir / "out").string());
+  EXPECT_NE(read_file((dir / "out").string()).find("set DATA_PATH"), std::string::npos) << read_file((dir / "out").string());
   EXPECT_FALSE(fs::exists(dir / "ds_config.json"));
 
   // Under Slurm: srun + torchrun on every node, the config written as emitted.
-  ASSERT_EQ(run("DATA_PATH=/d/text TOKENIZER=t SLURM_JOB_NODELIST=x SLURM_JOB_ID=7"), 0) << read((dir / "out").string());
-  EXPECT_EQ(nlohmann::json::parse(read((dir / "ds_config.json").string())), nlohmann::json::parse(heredoc_json(text)));
-  std::string record = read((dir / "record").string());
+  ASSERT_EQ(run("DATA_PATH=/d/text TOKENIZER=t SLURM_JOB_NODELIST=x SLURM_JOB_ID=7"), 0) << read_file((dir / "out").string());
+  EXPECT_EQ(nlohmann::json::parse(read_file((dir / "ds_config.json").string())), nlohmann::json::parse(heredoc_json(text)));
+  std::string record = read_file((dir / "record").string());
   EXPECT_EQ(record.rfind("srun --ntasks-per-node=1 torchrun --nnodes 2 --nproc-per-node 8 ", 0), 0) << record;
   EXPECT_NE(record.find("--rdzv-endpoint node-a:29500"), std::string::npos) << record;
   EXPECT_NE(record.find(" /opt/mds/pretrain_gpt.py --tensor-model-parallel-size 2 "), std::string::npos) << record;
@@ -254,18 +250,18 @@ TEST(LaunchDeepSpeed, ScriptRunsWithStandInLaunchers) {
 
   // With a hostfile: the deepspeed launcher over ssh, the variable for tp > 1 passed on to the other
   // nodes through .deepspeed_env, once however often the script runs.
-  ASSERT_EQ(run("DATA_PATH=/d/text TOKENIZER=t HOSTFILE=/etc/hosts.ds"), 0) << read((dir / "out").string());
-  ASSERT_EQ(run("DATA_PATH=/d/text TOKENIZER=t HOSTFILE=/etc/hosts.ds"), 0) << read((dir / "out").string());
-  record = read((dir / "record").string());
+  ASSERT_EQ(run("DATA_PATH=/d/text TOKENIZER=t HOSTFILE=/etc/hosts.ds"), 0) << read_file((dir / "out").string());
+  ASSERT_EQ(run("DATA_PATH=/d/text TOKENIZER=t HOSTFILE=/etc/hosts.ds"), 0) << read_file((dir / "out").string());
+  record = read_file((dir / "record").string());
   EXPECT_EQ(record.rfind("deepspeed --hostfile /etc/hosts.ds --num_nodes 2 --num_gpus 8 ", 0), 0) << record;
-  EXPECT_EQ(read((dir / ".deepspeed_env").string()), "CUDA_DEVICE_MAX_CONNECTIONS=1\n");
+  EXPECT_EQ(read_file((dir / ".deepspeed_env").string()), "CUDA_DEVICE_MAX_CONNECTIONS=1\n");
 
   // One node: the deepspeed launcher on it.
   const Plan one = make("gpt2", "dgx-h100:1", 1024, 64, "dp=8,mbs=2,zero=0");
   std::ofstream(script) << launch_settings(Framework::kDeepSpeed, one.config, one.model, one.training, one.target).text;
   ASSERT_EQ(run("DATA_PATH=/d/text TOKENIZER=gpt2 DS_CONFIG=" + (dir / "gpt2.json").string()), 0)
-      << read((dir / "out").string());
-  record = read((dir / "record").string());
+      << read_file((dir / "out").string());
+  record = read_file((dir / "record").string());
   EXPECT_EQ(record.rfind("deepspeed --num_nodes 1 --num_gpus 8 --master_port 29500 /opt/mds/pretrain_gpt.py ", 0), 0)
       << record;
   EXPECT_TRUE(fs::exists(dir / "gpt2.json"));

@@ -11,12 +11,15 @@
 #include <set>
 #include <sstream>
 
+#include "../support/test_files.h"
 #include "paratune/report/launch.h"
 #include "paratune/report/launch_check.h"
 #include "paratune/spec/io.h"
 
 namespace paratune {
 namespace {
+
+using paratune::testing::read_file;
 
 using plan::Framework;
 
@@ -59,13 +62,6 @@ Toml parse(const std::string& toml) {
   return out;
 }
 
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 struct Scene {
   ModelSpec model;
   ClusterSpec cluster;
@@ -104,7 +100,7 @@ TEST(LaunchTorchtitan, GoldenScript) {
   EXPECT_TRUE(l.cannot_express.empty()) << l.cannot_express.front();
   const std::string path = std::string(PARATUNE_SOURCE_DIR) + "/tests/golden/torchtitan_llama3.1-70b_64xh100.sh";
   if (std::getenv("PARATUNE_UPDATE_GOLDEN")) std::ofstream(path) << l.text;
-  EXPECT_EQ(l.text, read(path));
+  EXPECT_EQ(l.text, read_file(path));
   // And bash parses it.
   const std::string script = ::testing::TempDir() + "torchtitan_launch.sh";
   std::ofstream(script) << l.text;
@@ -208,24 +204,24 @@ TEST(LaunchTorchtitan, ScriptWritesItsJobFileAndStartsTorchtitan) {
   const LaunchSettings a = launch(one);
   std::ofstream(dir / "one.sh") << a.text;
   ASSERT_EQ(std::system((env + "bash " + (dir / "one.sh").string() + " --training.steps 10").c_str()), 0) << a.text;
-  EXPECT_EQ(read((dir / "job.toml").string()), job_file(a.text));
+  EXPECT_EQ(read_file((dir / "job.toml").string()), job_file(a.text));
   const std::vector<std::string> expected_one{"torchrun", "--standalone", "--nproc-per-node", "8", "-m",
                                               "torchtitan.train", "--job.config_file", (dir / "job.toml").string(),
                                               "--model.hf_assets_path", "/data/tok", "--training.dataset_path",
                                               "/data/c4", "--training.steps", "10"};
-  EXPECT_EQ(lines(read((dir / "args").string())), expected_one);
+  EXPECT_EQ(lines(read_file((dir / "args").string())), expected_one);
 
   // Several nodes: srun starts one torchrun per node, the rendezvous on the allocation's first node.
   const Scene many = scene(load_model("llama3.1-70b"), "dgx-h100:8", 8192, 128, "dp=4,tp=4,pp=4,mbs=1,sp=true,zero=3");
   const LaunchSettings b = launch(many);
   std::ofstream(dir / "many.sh") << b.text;
   ASSERT_EQ(std::system((env + "bash " + (dir / "many.sh").string()).c_str()), 0) << b.text;
-  EXPECT_EQ(read((dir / "job.toml").string()), job_file(b.text));
+  EXPECT_EQ(read_file((dir / "job.toml").string()), job_file(b.text));
   const std::vector<std::string> expected_many{
       "srun", "--ntasks-per-node=1", "torchrun", "--nnodes", "8", "--nproc-per-node", "8", "--rdzv-backend", "c10d",
       "--rdzv-endpoint", "node7:29500", "--rdzv-id", "42", "-m", "torchtitan.train", "--job.config_file",
       (dir / "job.toml").string(), "--model.hf_assets_path", "/data/tok", "--training.dataset_path", "/data/c4"};
-  EXPECT_EQ(lines(read((dir / "args").string())), expected_many);
+  EXPECT_EQ(lines(read_file((dir / "args").string())), expected_many);
 
   // A placeholder left unset: the script stops before writing or starting anything, naming it.
   fs::remove(dir / "args");
@@ -233,7 +229,7 @@ TEST(LaunchTorchtitan, ScriptWritesItsJobFileAndStartsTorchtitan) {
                             (dir / "args").string() + "\" TORCHTITAN=/opt/torchtitan DATASET=/data/c4 bash " +
                             (dir / "one.sh").string() + " 2> " + (dir / "err").string();
   EXPECT_NE(std::system(unset.c_str()), 0);
-  EXPECT_NE(read((dir / "err").string()).find("set TOKENIZER"), std::string::npos) << read((dir / "err").string());
+  EXPECT_NE(read_file((dir / "err").string()).find("set TOKENIZER"), std::string::npos) << read_file((dir / "err").string());
   EXPECT_FALSE(fs::exists(dir / "args"));
 }
 

@@ -26,7 +26,7 @@ namespace {
 
 using paratune::testing::PostgresServer;
 
-std::filesystem::path fresh_dir(const std::string& name) {
+std::filesystem::path store_faults_dir(const std::string& name) {
   return paratune::testing::fresh_test_dir("paratune_store_faults", name);
 }
 
@@ -41,7 +41,7 @@ TEST(StoreFaults, APostgresRestartStopsNoWorkerAndLosesNoTrial) {
   PARATUNE_NEED_POSTGRES();
   PostgresServer& server = PostgresServer::instance();
   const std::string db = fresh_locator("postgres");
-  const auto dir = fresh_dir("pg_restart");
+  const auto dir = store_faults_dir("pg_restart");
   write_space(dir, 6, 4);
   // 3 workers, 2 slots each, trials of about 2 x 0.3 s: the server is away for 3 s while trials run,
   // so that trials end, and workers claim, heartbeat and read while it is.
@@ -68,7 +68,7 @@ TEST(StoreFaults, AWorkerStartedWhileThePostgresServerIsDownWaitsForIt) {
   PARATUNE_NEED_POSTGRES();
   PostgresServer& server = PostgresServer::instance();
   const std::string db = fresh_locator("postgres");
-  const auto dir = fresh_dir("pg_down_at_start");
+  const auto dir = store_faults_dir("pg_down_at_start");
   write_space(dir, 2, 2);
   server.stop();
   std::future<Result> worker =
@@ -91,7 +91,7 @@ TEST(StoreFaults, APostgresServerAwayLongerThanStoreRetryEndsTheWorkerWithExitCo
   PARATUNE_NEED_POSTGRES();
   PostgresServer& server = PostgresServer::instance();
   const std::string db = fresh_locator("postgres");
-  const auto dir = fresh_dir("pg_away");
+  const auto dir = store_faults_dir("pg_away");
   write_space(dir, 3, 2);
   std::future<Result> worker = std::async(std::launch::async, [&] {
     return run_workers(1, dir, worker_command(db, dir, "--step-time 0.5") + " --store-retry 2s");
@@ -151,7 +151,7 @@ std::string full_disk_script(const std::filesystem::path& dir, const std::string
 }
 
 TEST(StoreFaults, AFullDiskStopsNoSqliteWorkerAndLosesNoTrial) {
-  const auto dir = fresh_dir("sqlite_full");
+  const auto dir = store_faults_dir("sqlite_full");
   write_space(dir, 4, 3);
   std::string why_not;
   const Result r = in_mount_namespace(dir, full_disk_script(dir, "", 3), why_not);
@@ -169,7 +169,7 @@ TEST(StoreFaults, AFullDiskStopsNoSqliteWorkerAndLosesNoTrial) {
 }
 
 TEST(StoreFaults, ADiskFullLongerThanStoreRetryEndsTheSqliteWorkerWithExitCodeFour) {
-  const auto dir = fresh_dir("sqlite_full_long");
+  const auto dir = store_faults_dir("sqlite_full_long");
   write_space(dir, 4, 3);
   std::string why_not;
   const Result r = in_mount_namespace(dir, full_disk_script(dir, "--store-retry 1s", 8), why_not);
@@ -183,7 +183,7 @@ TEST(StoreFaults, ADiskFullLongerThanStoreRetryEndsTheSqliteWorkerWithExitCodeFo
 }
 
 TEST(StoreFaults, AnSqliteLockHeldLongerThanTheBusyTimeoutStopsNoWorker) {
-  const auto dir = fresh_dir("sqlite_locked");
+  const auto dir = store_faults_dir("sqlite_locked");
   write_space(dir, 3, 2);
   const std::string study = (dir / "study.db").string();
   std::future<Result> worker = std::async(
