@@ -8,9 +8,9 @@
 # and, when it took more than ~10 s in the sanitized build, also "slow". A suite not listed is unit.
 # (list(FIND), not if(IN_LIST): ctest reads this file under CMake's oldest policies.)
 set(paratune_servers_suites SlurmCli SshCli SshCliStudy SshTrials SlurmJobs)
-set(paratune_browser_suites HtmlReport)
+set(paratune_browser_suites HtmlReport HtmlHostile)
 set(paratune_integration_suites
-  CalibrateCli Cli FailingRegion OptionFlags PlanCli PlanProgressCli RangesCli TuneCli TuneLiveBlock HpoCli HpoStudy
+  CalibrateCli Cli DashboardClients FailingRegion OptionFlags PlanCli PlanProgressCli RangesCli TuneCli TuneLiveBlock HpoCli HpoStudy
   Study Runner Launch LaunchDeepSpeed LaunchTorchtitan SimReport
   TrainCheckpoint TrainDeterminism TrainLauncher TrainModels TrainProfile TrainProtocol TrainStrategies TrainTune
   FusedTraining Harvest MupTrainer)
