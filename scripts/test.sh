@@ -13,7 +13,7 @@
 # Every build goes through ccache (scripts/ccache_env.sh): a second run on the same machine, from
 # any folder, recompiles only what changed; a cold cache only costs time.
 #
-# PARATUNE_FUZZ_SECONDS (default 10): time per fuzz target. Prints each part's wall time and the
+# PARATUNE_FUZZ_SECONDS (default 15): time per fuzz target. Prints each part's wall time and the
 # compiler cache's hits at the end, also when a part fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +51,6 @@ part "setup (apt, npm)" bash scripts/setup.sh
 command -v ccache >/dev/null && ccache --zero-stats >/dev/null
 part "build: product (Release, -Werror)" bash scripts/build.sh --programs -DPARATUNE_BUILD_BENCH=ON -DPARATUNE_WERROR=ON
 part "product tests (Python, package, README)" ctest --test-dir build -L product -j 2 --output-on-failure
-part "ASan+UBSan build and suite" bash scripts/sanitize.sh
-part "fuzz (build + run)" bash scripts/fuzz.sh --seconds "${PARATUNE_FUZZ_SECONDS:-10}"
+part "ASan+UBSan build and suite" bash scripts/sanitize.sh -LE product
+part "fuzz (build + run)" bash scripts/fuzz.sh --seconds "${PARATUNE_FUZZ_SECONDS:-15}"
 part "clang-tidy" bash scripts/tidy.sh

@@ -48,15 +48,20 @@ configure_tree --no-cache "$python_build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_C
 root=$(pwd -P)
 mapfile -t units < <(python3 - "$root" "$build" "$python_build" <<'EOF'
 import json, re, sys
-root, trees = sys.argv[1], sys.argv[2:]
-for tree in trees:
-    for entry in json.load(open(f"{root}/{tree}/compile_commands.json")):
-        path = entry["file"]
-        if re.search(r"/unity/paratune_(lib|python)_\d+\.cc$", path):
-            print(tree, path)
-        elif re.match(re.escape(root) + r"/(src|fuzz|python/src)/", path) and \
-                not (path.startswith(f"{root}/src/trainer/") and not path.endswith("/bubble_gate.cc")):
-            print(tree, path)
+root, tree, python_tree = sys.argv[1:]
+
+def entries(tree):
+    return [e["file"] for e in json.load(open(f"{root}/{tree}/compile_commands.json"))]
+
+# build-tidy: the library's batches, and the files of src/ and fuzz/ compiled alone.
+for path in entries(tree):
+    torch = path.startswith(f"{root}/src/trainer/") and not path.endswith("/bubble_gate.cc")
+    if re.search(r"/unity/paratune_lib_\d+\.cc$", path) or (re.match(re.escape(root) + r"/(src|fuzz)/", path) and not torch):
+        print(tree, path)
+# build-tidy-python: the Python module's batches and files (the library there is the same as above).
+for path in entries(python_tree):
+    if re.search(r"/unity/paratune_python_\d+\.cc$", path) or path.startswith(f"{root}/python/src/"):
+        print(python_tree, path)
 EOF
 )
 
