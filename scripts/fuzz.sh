@@ -10,7 +10,8 @@
 #              runs; replay what they found under AddressSanitizer afterwards (--runs 0 on the kept
 #              corpus: every input once);
 # --merge      add the inputs that found new coverage to the kept corpus fuzz/corpus/<target>/
-#              (libFuzzer -merge=1: only inputs that add coverage are kept).
+#              (libFuzzer -merge=1: only inputs that add coverage are kept);
+# --build-only build the targets, run nothing.
 # Builds the targets in build-fuzz/ (clang, PARATUNE_BUILD_FUZZ: AddressSanitizer, UBSan, coverage).
 # Each target starts from its kept corpus; what it finds goes to a scratch directory
 # (build-fuzz/fuzz-runs/<target>/), so a run leaves the repository as it was unless --merge.
@@ -26,6 +27,7 @@ asan=ON
 jobs=$(nproc)
 runs=""
 merge=0
+build_only=0
 targets=()
 while (($#)); do
   case "$1" in
@@ -35,7 +37,8 @@ while (($#)); do
     --no-asan) asan=OFF; shift ;;
     --jobs) jobs="$2"; shift 2 ;;
     --merge) merge=1; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --build-only) build_only=1; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
@@ -50,6 +53,7 @@ source scripts/configure.sh
 configure_tree "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DPARATUNE_BUILD_FUZZ=ON \
   -DPARATUNE_FUZZ_ASAN="$asan" -DPARATUNE_BUILD_TESTS=OFF -DPARATUNE_BUILD_BENCH=OFF
 cmake --build "$build" -j "$(nproc)" --target fuzz
+((build_only)) && exit 0
 rm -rf "$runs"
 mkdir -p "$runs"
 

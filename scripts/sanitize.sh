@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds everything under AddressSanitizer + UndefinedBehaviorSanitizer and runs the whole test suite.
 #
-#   bash scripts/sanitize.sh [CTEST_ARGS...]
+#   bash scripts/sanitize.sh [--build-only] [CTEST_ARGS...]
 #
+# --build-only: build, run nothing (CI builds first, then runs the suite beside other work).
 # build-sanitize/: g++, -O1 -g, assertions on (Debug), -fsanitize=address,undefined,float-cast-overflow
 # with -fno-sanitize-recover=all (the first report ends the process). The tests run the sanitized
 # `paratune`, trial programs and `paratune-train` as child processes too. Every sanitizer report, of
@@ -11,6 +12,11 @@
 # (g++, not clang++: libtorch 1.13's headers do not compile with clang 14 in C++20.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=0
+if [[ "${1:-}" == --build-only ]]; then
+  build_only=1
+  shift
+fi
 
 build=build-sanitize
 source scripts/configure.sh
@@ -18,6 +24,7 @@ source scripts/configure.sh
 configure_tree "$build" -DCMAKE_BUILD_TYPE=Debug -DPARATUNE_SANITIZE=ON -DPARATUNE_BUILD_TESTS=ON \
   -DPARATUNE_BUILD_BENCH=OFF -DPARATUNE_WERROR=ON
 cmake --build "$build" -j "$(nproc)"
+((build_only)) && exit 0
 
 logs="$PWD/$build/sanitizer-logs"
 rm -rf "$logs"
