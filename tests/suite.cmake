@@ -47,7 +47,7 @@ target_link_libraries(paratune_store_tests PRIVATE paratune_test_support SQLite:
 target_compile_options(paratune_store_tests PRIVATE ${PARATUNE_TEST_WARNINGS})
 add_dependencies(paratune_store_tests paratune paratune_fake_trial paratune-function-trial)
 add_test(NAME StudyStores.SqliteAndPostgres COMMAND paratune_store_tests)
-set_tests_properties(StudyStores.SqliteAndPostgres PROPERTIES TIMEOUT 600 LABELS "servers;slow")
+set_tests_properties(StudyStores.SqliteAndPostgres PROPERTIES TIMEOUT 600 LABELS "servers;slow" COST 200)
 
 # paratune-train (libtorch): model shapes, protocol, determinism, strategy equivalence, a killed rank,
 # and a `paratune tune` study running it.

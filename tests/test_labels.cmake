@@ -5,7 +5,7 @@
 #   integration  runs paratune's programs or trial processes as a user would
 #   servers      starts a real server of its own on loopback (sshd, Slurm, PostgreSQL)
 #   browser      loads pages in headless Chromium
-# and, when it took more than ~10 s in the sanitized build, also "slow". A suite not listed is unit.
+# and, when it took 15 s or more in the sanitized build, also "slow". A suite not listed is unit.
 # (list(FIND), not if(IN_LIST): ctest reads this file under CMake's oldest policies.)
 set(paratune_servers_suites SlurmCli SshCli SshCliStudy SshTrials SlurmJobs)
 set(paratune_browser_suites HtmlReport HtmlHostile)
@@ -14,8 +14,44 @@ set(paratune_integration_suites
   Study Runner Launch LaunchDeepSpeed LaunchTorchtitan SimReport
   TrainCheckpoint TrainDeterminism TrainLauncher TrainModels TrainProfile TrainProtocol TrainStrategies TrainTune
   FusedTraining Harvest MupTrainer)
-# Measured: the tests above ~10 s in the sanitized build (scripts/sanitize.sh, 2 cores).
-set(paratune_slow_tests)
+# Measured: the tests that took 15 s or more in the sanitized build (scripts/sanitize.sh -j2 on 2 cores
+# shared with builds, 2026-11-26). ctest starts them first (COST), so that none is left to run alone
+# at the end of a parallel run.
+set(paratune_slow_tests
+  FusedTraining.ADivergingMemberLeavesTheOthersUntouched
+  FusedTraining.EachMemberFollowsTheCurveItTrainsAlone
+  FusedTraining.MembersThatDifferInASharedOptionAreRefused
+  GpSampler.AvoidsARegionThatFails
+  GpSampler.BeatsRandomSearchOnBranin
+  Harvest.TrialsRunOnlyInsideTheirRanksBubbles
+  Harvest.TrialsThatNeverStepAreGivenUpAndMissingProgramsRefused
+  ModelSearch.LearnsWhereConfigurationsAreRefused
+  ModelSearch.OppaFindsTheSimulatedOptimumQuickly
+  MupTrainer.CoordinateCheckGptBlocksStayFlatUnderMupAndGrowUnderSp
+  MupTrainer.CoordinateCheckMlpLogitsStayFlatUnderMupAndGrowUnderSp
+  Planner.TopPlansEqualBruteForceMoe
+  SamplerFeasibility.ARefusedConfigurationIsNeverProposedAgain
+  SamplerFeasibility.StaysOutOfARegionThatIsRefused
+  SlurmCli.ControllerKilledWithSigkillLeavesNoJobAndTheStudyResumes
+  SlurmCli.HyperparameterStudyRunsAsSlurmJobs
+  SlurmJobs.TimeInTheQueueIsNotCountedAgainstTheLimits
+  Space.EnumerationIsExactlyWhatResolveAccepts
+  TpeConditional.ProposalsHoldEveryActiveParameterAndNoInactiveOne
+  TpeFailures.ARegionThatAlwaysFailsIsProposedLessOftenThanByRandom
+  TpeFailures.FailedTrialsInTheBadGroupKeepProposalsOffTheFailingEdge
+  TrainCheckpoint.ResumingContinuesTheSameCurveBitForBit
+  TrainDeterminism.SameSeedSameCurveBitForBit
+  TrainProtocol.BadInputIsAClearErrorBeforeTraining
+  TrainProtocol.EveryStepReportsLossThenItsStepLine
+  TrainStrategies.DpMpAndGpipeFollowTheSameCurveAsNone
+  TrainTune.AGridStudyOverTwoLearningRatesRunsTheTrainer
+  TrainTune.AshaStudyResumesTheTrainerFromItsCheckpoints
+  TrainTune.FuseAutoPicksItsSizeFromTheProbeAndAshaPromotesMembersAlone
+  TrainTune.FusedGroupsLoseOnlyTheirFailingMembers
+  TrainTune.FusedTrialsGetTheObjectiveTheyGetAlone
+  TrainTune.StrategyAutoGivesEachTrialTheCostModelsChoice
+  TrainTune.SurrogateStudyTunesANarrowModelAndRetrainsTheTarget
+  TuneCli.EveryAlgorithmRunsOnTheSimulatedCluster)
 
 foreach(paratune_test IN LISTS paratune_tests_TESTS paratune_train_tests_TESTS)
   string(REGEX REPLACE "\\..*" "" paratune_suite "${paratune_test}")
@@ -30,6 +66,7 @@ foreach(paratune_test IN LISTS paratune_tests_TESTS paratune_train_tests_TESTS)
   list(FIND paratune_slow_tests "${paratune_test}" paratune_found)
   if(paratune_found GREATER -1)
     list(APPEND paratune_labels slow)
+    set_tests_properties("${paratune_test}" PROPERTIES COST 100)
   endif()
   set_tests_properties("${paratune_test}" PROPERTIES LABELS "${paratune_labels}")
 endforeach()
