@@ -2,10 +2,11 @@
 // with a Python objective. The package around it is python/paratune/ (__init__.py, stubs).
 #include "modules.h"
 #include "paratune/spec/error.h"
+#include "paratune/version.h"
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "paratune: plan and tune the parallel training of large models";
-  m.attr("__version__") = PARATUNE_VERSION;
+  m.attr("__version__") = paratune::version();
   // Every error of bad input (file, field, value and rule in its message), as the CLI prints it.
   pybind11::register_exception<paratune::Error>(m, "Error", PyExc_ValueError);
   paratune::python::bind_planning(m);

@@ -26,6 +26,7 @@
 #include "paratune/spec/parallel.h"
 #include "paratune/spec/presets.h"
 #include "paratune/spec/units.h"
+#include "paratune/version.h"
 
 namespace paratune::python {
 namespace {
@@ -44,7 +45,7 @@ using SetupPtr = std::shared_ptr<const Setup>;
 // Labels each figure as the CLI's --json does (cli/main.cc prediction_json).
 nlohmann::json predicted_by(const Setup& s) {
   return {{"kind", "model prediction"},
-          {"model", fmt::format("paratune {} analytic cost model", PARATUNE_VERSION)},
+          {"model", fmt::format("paratune {} analytic cost model", paratune::version())},
           {"calibration", s.calibration_source}};
 }
 

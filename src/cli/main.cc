@@ -67,6 +67,7 @@
 #include "paratune/tune/bayes.h"
 #include "paratune/tune/derived_space.h"
 #include "paratune/tune/study.h"
+#include "paratune/version.h"
 
 namespace {
 
@@ -175,15 +176,14 @@ Calibration calibration_from(const SetupFlags& f) {
 
 // What made a predicted figure, said next to it: the figures of plan, estimate and simulate come
 // from the analytic model, not from a measurement.
-constexpr const char* kVersion = "0.1.0";
 std::string prediction_source(const SetupFlags& f) {
-  return fmt::format("model prediction: paratune {} analytic cost model, calibration {}", kVersion,
+  return fmt::format("model prediction: paratune {} analytic cost model, calibration {}", paratune::version(),
                      f.calibration.empty() ? "shipped (data/calibration.json, fitted to ../shared/calibration's published runs)"
                                            : f.calibration);
 }
 nlohmann::json prediction_json(const SetupFlags& f) {
   return {{"kind", "model prediction"},
-          {"model", fmt::format("paratune {} analytic cost model", kVersion)},
+          {"model", fmt::format("paratune {} analytic cost model", paratune::version())},
           {"calibration", f.calibration.empty() ? "shipped" : f.calibration}};
 }
 
@@ -1306,7 +1306,7 @@ std::string unknown_command_or_flag(const CLI::App& app, int argc, char** argv) 
 int run_main(int argc, char** argv) {
   CLI::App app{"paratune: plan, simulate and tune parallel training of large neural networks"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", fmt::format("paratune {}", kVersion));
+  app.set_version_flag("--version", fmt::format("paratune {} (commit {})", paratune::version(), paratune::build_commit()));
 
   bool json = false;
   auto* presets = app.add_subcommand("presets", "list model, GPU and cluster presets");

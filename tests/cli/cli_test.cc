@@ -10,11 +10,23 @@
 
 #include "cli_util.h"
 #include "../support/test_files.h"
+#include "paratune/version.h"
 
 namespace {
 
 using paratune::testing::run;
 using paratune::testing::Result;
+
+// --version names the release and the commit the program was built from: the checkout's HEAD here.
+TEST(Cli, VersionNamesTheReleaseAndTheCommit) {
+  const Result r = run("--version");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Result head = paratune::testing::run_command(std::string("git -C ") + PARATUNE_SOURCE_DIR + " rev-parse --short=12 HEAD");
+  ASSERT_EQ(head.exit_code, 0) << "the tests run in a git checkout: " << head.output;
+  const std::string commit = head.output.substr(0, head.output.find('\n'));
+  EXPECT_NE(r.output.find(std::string("paratune ") + paratune::version() + " "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(commit " + commit), std::string::npos) << r.output << " (HEAD " << commit << ")";
+}
 
 TEST(Cli, EstimateJsonHasTheDocumentedFields) {
   const Result r = run("estimate --model llama3.1-70b --cluster dgx-h100:8 --seq-len 8192 --global-batch 128 "
