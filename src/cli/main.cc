@@ -641,7 +641,11 @@ void refuse_flags(const TuneFlags& f, const std::vector<std::string>& flags, con
 // in the current directory.
 std::filesystem::path trials_dir_from(const TuneFlags& f) {
   if (!f.trials_dir.empty()) return f.trials_dir;
-  if (store::is_postgres_locator(f.study_path)) return std::filesystem::path(f.study_name + ".trials");
+  if (store::is_postgres_locator(f.study_path)) {
+    // The study name becomes a path here: it must not lead out of the current directory.
+    tune::validate_study_name_as_path(f.study_name);
+    return std::filesystem::path(f.study_name + ".trials");
+  }
   return std::filesystem::path(f.study_path).replace_extension(".trials");
 }
 

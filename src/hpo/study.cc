@@ -88,7 +88,7 @@ const std::vector<std::string>& trial_strategies() {
 }
 
 void validate(const HpoOptions& o) {
-  if (o.name.empty()) throw OptionError("name", "", "must not be empty");
+  tune::validate_study_name(o.name);
   if (o.command.empty()) throw OptionError("command", "", "a command template is required");
   if (o.steps < 1) throw OptionError("steps", std::to_string(o.steps), "must be >= 1");
   if (is_throughput(o) && o.steps < 2)

@@ -15,6 +15,7 @@
 #include "paratune/spec/input_file.h"
 #include "paratune/spec/presets.h"
 #include "paratune/spec/units.h"
+#include "yaml_load.h"
 
 namespace paratune {
 namespace {
@@ -150,7 +151,7 @@ json parse_document(std::string_view text, const std::string& source, DocumentFo
       };
       return json::parse(text, unique_keys);
     }
-    return YamlToJson().convert(YAML::Load(std::string(text)));
+    return YamlToJson().convert(load_yaml(std::string(text)));  // surrogate pairs too, as JSON has them
   } catch (const json::exception& e) {  // syntax, and numbers out of range (1e400)
     throw Error(fmt::format("{}: invalid JSON: {}", source, e.what()));
   } catch (const Error& e) {

@@ -98,6 +98,12 @@ std::vector<std::string> CommandTemplate::render(const std::map<std::string, std
       }
       const auto it = values.find(p.text);
       if (it == values.end()) throw OptionError("command", "", fmt::format("no value for placeholder {{{}}}", p.text));
+      // A C string ends at a NUL: execve would silently pass a shorter argument.
+      if (it->second.find('\0') != std::string::npos)
+        throw OptionError("command", "",
+                          fmt::format("the value of placeholder {{{}}} contains a NUL character, which a command "
+                                      "argument cannot hold",
+                                      p.text));
       argument += it->second;
     }
     out.push_back(std::move(argument));

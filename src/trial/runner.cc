@@ -17,7 +17,9 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <optional>
 #include <set>
 #include <thread>
@@ -44,9 +46,45 @@ double unix_now() {
 }
 
 // One output stream of a trial: its pipe, its log file, the unfinished last line.
+//
+// The log is written with write(2), each result checked: on a full disk an unchecked stream left
+// an empty stdout.log with no word of it. The first failure is kept (and said on stderr at once);
+// the trial goes on, its output still parsed, and its reason says the log is incomplete.
 struct Stream {
+  Stream() = default;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream() {
+    if (log_fd >= 0) ::close(log_fd);
+  }
+
+  // Appends to the log unless an earlier write failed; false (with `log_error` set) if this one did.
+  bool write_log(const char* data, std::size_t size) {
+    while (log_fd >= 0 && log_error.empty() && size > 0) {
+      const ssize_t n = ::write(log_fd, data, size);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        log_error = fmt::format("cannot write {}: {}", log_path.string(), n < 0 ? std::strerror(errno) : "nothing written");
+        return false;
+      }
+      data += n;
+      size -= static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+
+  // Closes the log; a failure there (NFS reports a full disk on close) is kept like a write's.
+  void close_log() {
+    if (log_fd < 0) return;
+    if (::close(log_fd) != 0 && log_error.empty())
+      log_error = fmt::format("cannot write {}: {}", log_path.string(), std::strerror(errno));
+    log_fd = -1;
+  }
+
   int fd = -1;
-  std::ofstream log;
+  int log_fd = -1;
+  std::filesystem::path log_path;
+  std::string log_error;  // the first failure to write the log ("" while none)
   std::string pending;
   std::string last_line;  // the last non-empty line (stderr: shown when a trial fails)
 };
@@ -419,10 +457,13 @@ std::vector<int> TrialRunner::start(const TrialLaunch& launch) {
   std::filesystem::create_directories(launch.dir, ec);
   if (ec) throw Error(fmt::format("trial {}: cannot create its directory {}: {}", launch.id, launch.dir.string(), ec.message()));
   const std::filesystem::path dir = std::filesystem::absolute(launch.dir);
-  const std::ios::openmode mode = std::ios::binary | (launch.append_logs ? std::ios::app : std::ios::trunc);
-  p->out.log.open(dir / "stdout.log", mode);
-  p->err.log.open(dir / "stderr.log", mode);
-  if (!p->out.log || !p->err.log) throw Error(fmt::format("trial {}: cannot write its logs in {}", launch.id, dir.string()));
+  const int mode = O_WRONLY | O_CREAT | O_CLOEXEC | (launch.append_logs ? O_APPEND : O_TRUNC);
+  for (auto [s, name] : {std::pair{&p->out, "stdout.log"}, std::pair{&p->err, "stderr.log"}}) {
+    s->log_path = dir / name;
+    s->log_fd = ::open(s->log_path.c_str(), mode, 0644);
+    if (s->log_fd < 0)
+      throw Error(fmt::format("trial {}: cannot write its log {}: {}", launch.id, s->log_path.string(), std::strerror(errno)));
+  }
 
   // Everything the child needs is built before fork(): after it, only async-signal-safe calls.
   TrialCommand trial{launch.argv, dir, {}, launch.limits.grace_s};
@@ -585,7 +626,9 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
           }
           break;
         }
-        s->log.write(buffer.data(), n);
+        if (!s->write_log(buffer.data(), static_cast<std::size_t>(n)))
+          std::cerr << fmt::format("paratune: warning: trial {}: {}; the rest of its output is not kept there\n",
+                                   p->launch.id, s->log_error);
         s->pending.append(buffer.data(), static_cast<std::size_t>(n));
         std::size_t begin = 0;
         for (;;) {
@@ -668,7 +711,10 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
         if (s->fd >= 0) ::close(s->fd);
         s->fd = -1;
         if (!s->pending.empty()) p.parser.feed(s->pending);  // a last line without a newline
-        s->log.close();
+        const bool failed_before = !s->log_error.empty();
+        s->close_log();
+        if (!failed_before && !s->log_error.empty())
+          std::cerr << fmt::format("paratune: warning: trial {}: {}\n", p.launch.id, s->log_error);
       }
       TrialResult r;
       r.id = p.launch.id;
@@ -693,6 +739,10 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
       // Stopped after all its steps: judged like a trial that ended by itself (OOM, memory limit).
       const bool stopped_early = p.stopped && p.stopped->first != TrialStatus::kCompleted;
       std::tie(r.status, r.reason) = stopped_early ? *p.stopped : classify(p, limits, p.err, backend_);
+      // The trial's result stands (its output was parsed as it came), but its logs are not whole.
+      for (const Stream* s : {&p.out, &p.err})
+        if (!s->log_error.empty())
+          r.reason += fmt::format("{}{} (the log is incomplete)", r.reason.empty() ? "" : "; ", s->log_error);
       finished.push_back(std::move(r));
       for (int slot : p.slots) slot_busy_[static_cast<std::size_t>(slot)] = 0;
       tell_watchdog(-p.pid);

@@ -65,6 +65,15 @@ std::string translate(std::string_view expr) {
       if (close == std::string_view::npos) throw Error(fmt::format("unbalanced {} in the string literal", c));
       out += fmt::format("{:.0f}", string_id(std::string(expr.substr(i + 1, close - i - 1))));
       i = close + 1;
+    } else if ((c == '=' || c == '!' || c == '<' || c == '>') && i + 1 < expr.size() && expr[i + 1] == '=') {
+      out += expr.substr(i, 2);  // the comparisons ==, !=, <=, >=
+      i += 2;
+    } else if (c == '=') {
+      // muparser reads a lone '=' (and +=, -=, *=, /=) as an assignment whose value is the number
+      // assigned: "dp = 8" would set dp and hold at every point. A constraint only compares.
+      throw Error(fmt::format("'=' at position {} assigns a value, which a constraint cannot do "
+                              "(to compare, write '==')",
+                              i + 1));
     } else if (c == kDivide) {
       throw Error(fmt::format("'{}' at position {} is not an operator", c, i + 1));
     } else if (c == '/') {

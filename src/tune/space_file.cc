@@ -11,6 +11,7 @@
 
 #include "paratune/spec/error.h"
 #include "paratune/spec/input_file.h"
+#include "../spec/yaml_load.h"
 
 namespace paratune::tune {
 
@@ -54,7 +55,7 @@ SpaceFile read_space_file(std::string_view text, std::string_view source) {
   check_utf8(text, source);
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(text));
+    root = load_yaml(std::string(text));  // JSON's surrogate pairs (\ud83d\ude80) accepted
   } catch (const YAML::Exception& e) {
     throw Error(fmt::format("{}: not valid YAML/JSON: {}", source, e.what()));
   }

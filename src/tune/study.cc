@@ -191,7 +191,7 @@ std::unique_ptr<SearchAlgorithm> make_search(Algorithm algorithm, const SearchSp
 }
 
 void validate(const StudyOptions& o) {
-  if (o.name.empty()) throw OptionError("name", "", "must not be empty");
+  validate_study_name(o.name);
   if (o.command.empty()) throw OptionError("command", "", "a command template is required");
   if (o.steps < 2)
     throw OptionError("steps", std::to_string(o.steps), "must be >= 2 (the first step is dropped as warm-up)");

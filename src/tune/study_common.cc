@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "paratune/spec/error.h"
+#include "paratune/spec/input_file.h"
 #include "paratune/spec/option_error.h"
 #include "paratune/trial/command.h"
 
@@ -19,6 +20,24 @@ std::string shown_command(const trial::TrialLaunch& launch) {
   for (const auto& [key, value] : launch.env) shown.append(fmt::format(" {}={}", key, trial::shell_quote(value)));
   for (const std::string& a : launch.argv) shown.append(" ").append(trial::shell_quote(a));
   return shown;
+}
+
+void validate_study_name(const std::string& name) {
+  if (name.empty()) throw OptionError("name", "", "must not be empty");
+  for (const char c : name)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F)
+      throw OptionError("name", fmt::format("'{}'", printable_text(name)),
+                        fmt::format("contains the control character {}, which no study name may hold",
+                                    printable_text(std::string(1, c))));
+}
+
+void validate_study_name_as_path(const std::string& name) {
+  validate_study_name(name);
+  if (name.find('/') != std::string::npos)
+    throw OptionError("name", fmt::format("'{}'", printable_text(name)),
+                      fmt::format("on PostgreSQL the study name also names its trials directory (NAME.trials in the "
+                                  "current directory), so it cannot contain '/'; give {} to keep the trials elsewhere",
+                                  option_ref("trials_dir")));
 }
 
 void validate_trials_dir(const std::filesystem::path& trials_dir) {

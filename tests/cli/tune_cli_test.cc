@@ -304,6 +304,75 @@ TEST(TuneCli, BadInputExitsTwoBeforeAnythingRuns) {
   }
 }
 
+// Issue 39, item 8: trials whose directory is on a full file system left empty stdout.log files
+// and no word of it (the writes were not checked). Now each failure is said on stderr and kept in
+// the trial's reason; the trials' results (parsed from the pipe) and the study stand. The full
+// file system is a small tmpfs in a private mount namespace (unshare -m); where namespaces cannot
+// be made (no CAP_SYS_ADMIN), the test skips and says so.
+TEST(TuneCli, TrialLogsOnAFullDiskAreReportedAndTheStudyGoesOn) {
+  const auto dir = tune_cli_dir("full_logs");
+  write_file(dir / "space.yaml", "parameters:\n  st: [0.01, 0.02]\n");
+  const std::string small = (dir / "small").string();
+  std::filesystem::create_directories(small);
+  const Result probe = paratune::testing::run_command("unshare -m sh -c 'mount -t tmpfs -o size=64k tmpfs " + small +
+                                                      " && umount " + small + "'");
+  if (probe.exit_code != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs in a private mount namespace here (unshare -m, mount: needs "
+                    "CAP_SYS_ADMIN): "
+                 << probe.output;
+  write_file(dir / "script.sh",
+             "mount -t tmpfs -o size=64k tmpfs " + small + " || exit 99\n" +
+                 // Full before the first trial: directories and empty files can still be made.
+                 "dd if=/dev/zero of=" + small + "/fill bs=4k > /dev/null 2>&1\n" + PARATUNE_BINARY +
+                 " tune --space " + (dir / "space.yaml").string() + " --study " + (dir / "s.db").string() +
+                 " --trials-dir " + small + "/trials --command '" + PARATUNE_FAKE_TRIAL +
+                 " --step-time {st}' --steps 4 --algo grid\necho rc=$?\n");
+  const Result r = paratune::testing::run_command("unshare -m sh " + (dir / "script.sh").string());
+  EXPECT_NE(r.output.find("rc=0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("paratune: warning: trial "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("/stdout.log: No space left on device; the rest of its output is not kept there"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(count_trials(dir, "completed"), 2) << r.output;
+  const paratune::store::SqliteStudyStore store(dir / "s.db");
+  for (const auto& t : store.trials(store.studies().at(0).id)) {
+    EXPECT_NE(t.reason.find("cannot write " + small + "/trials/"), std::string::npos) << t.reason;
+    EXPECT_NE(t.reason.find("/stdout.log: No space left on device (the log is incomplete)"), std::string::npos)
+        << t.reason;
+  }
+}
+
+// Issue 39, item 8: on PostgreSQL the default trials directory is STUDY-NAME.trials, so
+// "--study-name ../../../x" put trials three directories up. A name with '/' is refused there
+// (before any connection); NUL and control characters in a study name, in every store.
+TEST(TuneCli, AStudyNameNeverLeadsTheTrialsDirectoryElsewhere) {
+  const auto dir = tune_cli_dir("study_name");
+  write_file(dir / "space.yaml", kSpace);
+  const std::string space = " --space " + (dir / "space.yaml").string() + " --command 'x {st}'";
+  const std::string postgres = " --study postgresql://paratune@nohost.invalid/none";
+  for (const std::string name : {"../../../x", "/tmp/x", "a/b"}) {
+    Result r = run("tune" + space + postgres + " --study-name '" + name + "'");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("--study-name '" + name + "': on PostgreSQL the study name also names its trials "
+                            "directory (NAME.trials in the current directory), so it cannot contain '/'; give "
+                            "--trials-dir"),
+              std::string::npos)
+        << r.output;
+    r = run("tune" + space + postgres + " --objective loss --direction minimize --study-name '" + name + "'");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("cannot contain '/'"), std::string::npos) << r.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists("/tmp/x.trials"));
+  // A control character (here ESC) in the name, with SQLite as with PostgreSQL.
+  for (const std::string& study : {" --study " + (dir / "s.db").string(), postgres}) {
+    const Result r = run("tune" + space + study + " --study-name 'a\x1b[31mb'");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("--study-name 'a\\x1B[31mb': contains the control character \\x1B"), std::string::npos)
+        << r.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "s.db"));
+}
+
 // A trial's stderr may hold any bytes (Latin-1, terminal escapes): the study stores them as
 // printable UTF-8 (\xNN for the rest), so the JSON outputs and the text never break on them.
 TEST(TuneCli, TrialOutputThatIsNotUtf8IsStoredPrintable) {

@@ -460,6 +460,13 @@ TEST(ModelFile, TextThatIsNotUtf8IsAnInputError) {
         << escape;
   }
   EXPECT_EQ(parse_document("name: \"caf\\xE9 \\u2713\"\n", "m.yaml", DocumentFormat::kYaml)["name"], "caf\u00e9 \u2713");
+  // Issue 39, item 8: a UTF-16 surrogate pair, as Python's json.dumps writes an emoji, is one
+  // character in a YAML file as in a JSON one; half a pair is an error in both.
+  for (const auto format : {DocumentFormat::kYaml, DocumentFormat::kJson}) {
+    EXPECT_EQ(parse_document("{\"name\": \"\\ud83d\\ude80\"}", "m", format)["name"], "\U0001F680");
+    EXPECT_NE(error_of([&] { parse_document("{\"name\": \"\\ud83d\"}", "m.yaml", format); }).find("m.yaml: invalid"),
+              std::string::npos);
+  }
 }
 
 // Found by fuzz/cluster_arg: std::filesystem::exists threw filesystem_error ("File name too long")

@@ -49,6 +49,18 @@ TEST(Command, BadTemplatesAreRejectedBeforeAnythingRuns) {
   EXPECT_THROW(t.render({{"pp", "2"}}), Error);
 }
 
+// Issue 39, item 8: a NUL in a value ended the C string execve was given, silently.
+TEST(Command, AValueWithANulIsRefusedNamingThePlaceholder) {
+  const CommandTemplate t("run --opt={opt} {tp}", {"tp", "opt"});
+  try {
+    (void)t.render({{"tp", "2"}, {"opt", std::string("adam\0--evil", 11)}});
+    FAIL() << "a NUL passed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the value of placeholder {opt} contains a NUL character"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Command, ShellQuoteRoundTrips) {
   for (const std::string& arg : {std::string("plain-1.0"), std::string("a b"), std::string("it's"), std::string(""),
                                  std::string("$(x)")})

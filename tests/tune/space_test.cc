@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "paratune/spec/error.h"
 
 namespace paratune::tune {
@@ -161,6 +163,79 @@ TEST(TuneSpace, StringsThatAreNotUtf8AreInputErrors) {
             std::string::npos);
   EXPECT_NE(error_of("parameters:\n  opt: [adam, s\xFFgd]\n").find("space.yaml: line 2, column 16: byte 0xFF is not UTF-8"),
             std::string::npos);
+}
+
+
+// Issue 39, item 7: muparser reads "dp = 8" as an assignment whose value (8) is true, so the
+// constraint held at every point. Every '=' outside ==, !=, <=, >= is refused, with the hint.
+TEST(TuneSpace, AnAssignmentInAConstraintIsRefusedWithAHint) {
+  for (const std::string constraint : {"dp = 8", "dp == 1 or tp = 2", "dp += 1", "dp <== 2", "dp === 8"}) {
+    const std::string what = error_of("parameters:\n  dp: [1, 2, 4, 8]\n  tp: [1, 2]\nconstraints:\n  - " + constraint + "\n");
+    EXPECT_NE(what.find("space.yaml: constraints[0] '" + constraint + "': '=' at position "), std::string::npos) << what;
+    EXPECT_NE(what.find("assigns a value, which a constraint cannot do (to compare, write '==')"), std::string::npos)
+        << what;
+  }
+  // The comparisons that contain '=' still hold where they should; '=' in a string is text.
+  EXPECT_EQ(SearchSpace::parse("parameters:\n  dp: [1, 2, 4, 8]\n  s: ['a=b', c]\nconstraints:\n"
+                               "  - dp == 8 or dp <= 1 or (dp >= 4 and dp != 4)\n  - s == 'a=b'\n",
+                               "space.yaml")
+                .enumerate()
+                .size(),
+            2u);
+}
+
+// Issue 39, item 8: the duplicate check compared every pair of values (100k values took over 30 s
+// in all; 150k: about 10 s for the check alone, here, before the fix). Timed without YAML.
+TEST(TuneSpace, ManyValuesAreCheckedForDuplicatesQuickly) {
+  Parameter x{"x", {}};
+  for (int i = 0; i < 150'000; ++i) x.values.emplace_back(i);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_NO_THROW(SearchSpace({x}, {}, "space.yaml"));
+  x.values.emplace_back(149'999.0);  // equal to the last integer
+  try {
+    SearchSpace({x}, {}, "space.yaml");
+    ADD_FAILURE() << "a duplicate passed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("space.yaml: parameters.x: value 149999.0 is listed twice"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 3.0);
+}
+
+// Issue 39, item 8: Python's json.dumps writes a character beyond U+FFFF as a UTF-16 surrogate pair
+// ("\ud83d\ude80"), which yaml-cpp refused. A pair is one character; half a pair stays an error.
+TEST(TuneSpace, JsonSurrogatePairsAreOneCharacter) {
+  const SearchSpace s = SearchSpace::parse(
+      "{\"parameters\": {\"tag\": [\"\\ud83d\\ude80\", \"x\\uD83D\\uDE80y\\ud83d\\ude80\", \"\\u00e9\"]}}", "space.json");
+  ASSERT_EQ(s.parameters().at(0).values.size(), 3u);
+  EXPECT_EQ(s.parameters()[0].values[0], "\U0001F680");
+  EXPECT_EQ(s.parameters()[0].values[1], "x\U0001F680y\U0001F680");
+  EXPECT_EQ(s.parameters()[0].values[2], "\u00e9");
+  // In a plain or single-quoted YAML scalar a backslash is text, and stays so.
+  const SearchSpace plain = SearchSpace::parse("parameters:\n  tag: [a\\ud83d\\ude80, 'b\\ud83d\\ude80']\n", "s.yaml");
+  EXPECT_EQ(plain.parameters()[0].values[0], "a\\ud83d\\ude80");
+  EXPECT_EQ(plain.parameters()[0].values[1], "b\\ud83d\\ude80");
+  for (const std::string lone : {"\\ud83d", "\\ud83dx", "\\ude80", "\\ude80\\ud83d", "\\ud83d\\ud83d"}) {
+    try {
+      (void)SearchSpace::parse("{\"parameters\": {\"tag\": [\"" + lone + "\"]}}", "space.json");
+      ADD_FAILURE() << lone;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("space.json: not valid YAML/JSON"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("UTF-16 surrogate pair without its other half"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+
+// Issue 39, item 8: a NUL in a value (YAML's "\0", JSON's "\u0000") reached the trial's command
+// and cut its argument short there, silently.
+TEST(TuneSpace, AValueWithANulIsRefused) {
+  for (const std::string text : {"parameters:\n  opt: [adam, \"sg\\0d\"]\n", "{\"parameters\": {\"opt\": [\"adam\", \"sg\\u0000d\"]}}"}) {
+    const std::string what = error_of(text);
+    EXPECT_NE(what.find("space.yaml: parameters.opt[1]: \"sg\\u0000d\" contains a NUL character"), std::string::npos)
+        << what;
+  }
 }
 
 }  // namespace

@@ -44,4 +44,15 @@ void validate_limits(const trial::TrialLimits& limits, double budget_s);
 // Creates nothing (on a remote backend the trial directories may be another host's).
 void validate_trials_dir(const std::filesystem::path& trials_dir);
 
+// Throws OptionError (name) unless `name` can name a study in any store: not empty, no NUL
+// (PostgreSQL's text cannot hold one) and no control character (a name is printed in every report
+// and message, where one could move the cursor or recolour the terminal).
+void validate_study_name(const std::string& name);
+
+// The name as the part of a path it becomes where no --trials-dir is given on PostgreSQL
+// (NAME.trials in the current directory): validate_study_name's rules, and no '/', so that the
+// directory can never be outside the current one ("../../x", "/etc/x"). Throws OptionError (name)
+// with the hint to give trials_dir.
+void validate_study_name_as_path(const std::string& name);
+
 }  // namespace paratune::tune
