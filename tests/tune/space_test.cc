@@ -185,11 +185,11 @@ TEST(TuneSpace, AnAssignmentInAConstraintIsRefusedWithAHint) {
 }
 
 // Issue 39, item 8: the duplicate check compared every pair of values (100k values took over 30 s
-// in all; 150k: about 10 s for the check alone, here, before the fix). Timed without YAML.
+// in all; 150k: about 10 s for the check alone, here, before the fix; 56 ms after). Tests do not
+// assert times: this one checks the answers on 150k values, and its run time shows a relapse.
 TEST(TuneSpace, ManyValuesAreCheckedForDuplicatesQuickly) {
   Parameter x{"x", {}};
   for (int i = 0; i < 150'000; ++i) x.values.emplace_back(i);
-  const auto start = std::chrono::steady_clock::now();
   EXPECT_NO_THROW(SearchSpace({x}, {}, "space.yaml"));
   x.values.emplace_back(149'999.0);  // equal to the last integer
   try {
@@ -199,7 +199,6 @@ TEST(TuneSpace, ManyValuesAreCheckedForDuplicatesQuickly) {
     EXPECT_NE(std::string(e.what()).find("space.yaml: parameters.x: value 149999.0 is listed twice"), std::string::npos)
         << e.what();
   }
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 3.0);
 }
 
 // Issue 39, item 8: Python's json.dumps writes a character beyond U+FFFF as a UTF-16 surrogate pair
