@@ -12,7 +12,7 @@
 //       with rsvg-convert) draws them.
 //
 //   bench_hpo_train hypertune [--epochs E] [--strategies none,dp,mp,gpipe,auto] [--out DIR]
-//       HyperTune's MNIST experiment (../shared/papers/hypertune-distributed-hpo-report.txt Sec. 4,
+//       HyperTune's MNIST experiment (data/papers/README.md#hypertune-distributed-hpo-report Sec. 4,
 //       Fig. 3/7, Table 1) on Fashion-MNIST, and the two levels of parallelism: its 27-point grid
 //       (batch size x learning rate x StepLR gamma) on 2 slots of one core each, once per strategy:
 //       none (2 one-rank trials at a time), dp, mp, gpipe (one two-rank trial at a time) and auto

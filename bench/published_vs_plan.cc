@@ -1,5 +1,5 @@
 // Published configurations against the planner. For each row of
-// ../shared/calibration/published_runs.csv that paratune can read (model, cluster and metric known),
+// data/published-runs/published_runs.csv that paratune can read (model, cluster and metric known),
 // the planner searches the same model, cluster, sequence length, global batch and precision, within
 // the framework the published run used, and this program prints the planner's winner next to the
 // published configuration: both predicted iteration times, the predicted gain t_published /
@@ -43,7 +43,7 @@ namespace {
 using namespace paratune;
 
 struct Args {
-  std::string runs_path = PARATUNE_SOURCE_DIR "/../shared/calibration/published_runs.csv";
+  std::string runs_path = PARATUNE_SOURCE_DIR "/data/published-runs/published_runs.csv";
   std::string json_path;
   std::string only_source;
   int max_gpus = 0;  // 0 = no limit

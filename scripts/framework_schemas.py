@@ -1,18 +1,18 @@
 #!/usr/bin/env python3
-"""Writes data/frameworks/*.schema.json, the part of ../shared/frameworks/ that paratune's launch
-checker needs at run time: every Megatron-LM flag (action, type, choices, nargs), every torchtitan
-TOML key (type, choices) and every DeepSpeed ds_config key (type, choices), with the pinned
-versions. Run by hand next to ../shared (the facts there are the source); the outputs are
-committed, so building paratune needs neither this script nor ../shared.
+"""Writes data/frameworks/*.schema.json, the part of the frameworks' facts (data/frameworks/*.json,
+SOURCES.md says where they come from) that paratune's launch checker needs at run time, compiled in:
+every Megatron-LM flag (action, type, choices, nargs), every torchtitan TOML key (type, choices) and
+every DeepSpeed ds_config key (type, choices), with the pinned versions. Run by hand when the facts
+change; the outputs are committed, so building paratune does not need this script.
 
-    python3 scripts/framework_schemas.py [../shared/frameworks]
+    python3 scripts/framework_schemas.py [FACTS_DIR]     # default: data/frameworks
 """
 import json
 import pathlib
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SOURCE = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT.parent / "shared" / "frameworks"
+SOURCE = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "data" / "frameworks"
 OUT = ROOT / "data" / "frameworks"
 
 

@@ -178,7 +178,7 @@ Calibration calibration_from(const SetupFlags& f) {
 // from the analytic model, not from a measurement.
 std::string prediction_source(const SetupFlags& f) {
   return fmt::format("model prediction: paratune {} analytic cost model, calibration {}", paratune::version(),
-                     f.calibration.empty() ? "shipped (data/calibration.json, fitted to ../shared/calibration's published runs)"
+                     f.calibration.empty() ? "shipped (data/calibration.json, fitted to data/published-runs's published runs)"
                                            : f.calibration);
 }
 nlohmann::json prediction_json(const SetupFlags& f) {

@@ -11,7 +11,7 @@ namespace paratune {
 namespace {
 
 Calibration make_default() {
-  // Fitted by `paratune calibrate --runs ../shared/calibration/published_runs.csv -o
+  // Fitted by `paratune calibrate --runs data/published-runs/published_runs.csv -o
   // data/calibration.json` (README, "Calibration"); a test checks this equals that file.
   Calibration c;
   c.attention_efficiency = 0.41626266764615716;

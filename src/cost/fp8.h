@@ -7,7 +7,7 @@
 // unless FP8 DPA is switched on, which no published recipe here does; so do norms, softmax, the
 // router and the output layer (Megatron-LM keeps the output layer in BF16; torchao's converters
 // skip it). Sources: Transformer Engine docs, "Using FP8 with Transformer Engine"; Megatron-LM
-// R20 (../shared/frameworks/megatron-lm-rules.md); torchao float8 README.
+// R20 (data/frameworks/megatron-lm-rules.md); torchao float8 README.
 #pragma once
 
 #include "paratune/cost/calibration.h"

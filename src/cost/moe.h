@@ -24,7 +24,7 @@ double moe_rank_load_factor(const MoeSpec& moe, const ParallelConfig& p, const T
 
 // Megatron-Core's expert data-parallel size (MoE parallel folding): the expert grid is
 // etp x ep x edp x pp over all ranks, so edp = world / (etp·ep·pp) = dp·cp·tp / (etp·ep)
-// (../shared/frameworks/megatron-lm-rules.md R1.3).
+// (data/frameworks/megatron-lm-rules.md R1.3).
 int expert_data_parallel_size(const ParallelConfig& p);
 
 }  // namespace paratune::cost_detail

@@ -1,5 +1,5 @@
 // What Megatron-LM, torchtitan and DeepSpeed can run (plan/framework_support.h). One function per
-// framework; each check cites the rule of ../shared/frameworks/<framework>-rules.md it follows
+// framework; each check cites the rule of data/frameworks/<framework>-rules.md it follows
 // (R = Megatron-LM d98e8a64, T = torchtitan v0.2.2, D = DeepSpeed 38327e07). A few checks are not
 // rules of those files; they say so and why.
 #include "paratune/plan/framework_support.h"

@@ -1,5 +1,5 @@
 // Emitted launches against the frameworks' schemas (paratune/report/launch_check.h). The schema
-// texts are compiled in (cmake/embed_schemas.cmake); rule ids refer to ../shared/frameworks.
+// texts are compiled in (cmake/embed_schemas.cmake); rule ids refer to data/frameworks.
 #include "paratune/report/launch_check.h"
 
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-// DeepSpeed launch (../shared/frameworks/deepspeed-rules.md; rule ids D*): a complete bash script
+// DeepSpeed launch (data/frameworks/deepspeed-rules.md; rule ids D*): a complete bash script
 // running Megatron-DeepSpeed's pretrain_gpt.py, the training code through which the rules give a
 // plan's parallel degrees to DeepSpeed (D2.4, D5.1, the plan table). The script writes the ds_config
 // with a quoted heredoc (`cat > "$DS_CONFIG" <<'JSON'` ... `JSON`, written as checked against the
@@ -6,7 +6,7 @@
 // deepspeed launcher with a hostfile) on several. The tensor/pipeline/expert degrees, the model's
 // shape, data/tokenizer placeholders and the schedule are Megatron-DeepSpeed arguments.
 //
-// paratune has no schema of Megatron-DeepSpeed's flags (../shared/frameworks pins Megatron-LM,
+// paratune has no schema of Megatron-DeepSpeed's flags (data/frameworks pins Megatron-LM,
 // torchtitan and DeepSpeed only); the arguments below are those of Megatron-DeepSpeed's own example
 // launches (examples_deepspeed/), and the script says so.
 #include <fmt/format.h>

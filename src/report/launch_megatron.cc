@@ -1,4 +1,4 @@
-// Megatron-LM launch (../shared/frameworks/megatron-lm-rules.md; rule ids R*): a complete bash
+// Megatron-LM launch (data/frameworks/megatron-lm-rules.md; rule ids R*): a complete bash
 // script running pretrain_gpt.py under torchrun, with the plan's parallel layout, the model's
 // shape, data/tokenizer placeholders and a training schedule.
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-// torchtitan launch (../shared/frameworks/torchtitan-rules.md; rule ids T*): a complete bash script
+// torchtitan launch (data/frameworks/torchtitan-rules.md; rule ids T*): a complete bash script
 // that writes the TOML job file (a quoted heredoc, `cat > "$CONFIG" <<'TOML'` ... `TOML`, so the
 // file written is the one checked against the schema) and runs
 // `-m torchtitan.train --job.config_file "$CONFIG"` under torchrun on one node, or srun + torchrun

@@ -1,5 +1,5 @@
 // Megatron-LM's validation rules on an argument list (paratune/report/megatron_rules.h). Rule ids
-// and citations refer to ../shared/frameworks/megatron-lm-rules.md.
+// and citations refer to data/frameworks/megatron-lm-rules.md.
 #include "paratune/report/megatron_rules.h"
 
 #include <fmt/format.h>

@@ -248,7 +248,7 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
     if (model.moe->num_experts % c.ep != 0)
       throw Error(fmt::format("ep={} does not divide moe.num_experts={}", c.ep, model.moe->num_experts));
     // Megatron-Core (MoE parallel folding): the expert grid etp x ep x edp x pp tiles all ranks, so
-    // etp·ep must divide dp·cp·tp (../shared/frameworks/megatron-lm-rules.md R1.3).
+    // etp·ep must divide dp·cp·tp (data/frameworks/megatron-lm-rules.md R1.3).
     const std::int64_t dense_ranks = static_cast<std::int64_t>(c.dp) * c.cp * c.tp;
     if (dense_ranks % (static_cast<std::int64_t>(c.ep) * c.expert_tp()) != 0)
       throw Error(fmt::format("ep={} x etp={} must divide dp*cp*tp={} (the expert grid etp x ep x edp tiles the "

@@ -118,7 +118,7 @@ GpuSpec gpu(std::string name, double memory_mib, double bf16_tflops, double fp16
 //   RTX A5000: 111.1 dense tensor TFLOP/s (222.2 sparse), 24 GB GDDR6, 768 GB/s.
 //   RTX 3080 10GB: 59.5 FP16/BF16 tensor TFLOP/s with FP32 accumulate (GA102 whitepaper), 760 GB/s.
 //
-// The Hopper-refresh and Blackwell GPUs, as collected in shared/calibration/SOURCES.md ("GPU
+// The Hopper-refresh and Blackwell GPUs, as collected in data/published-runs/SOURCES.md ("GPU
 // datasheet figures for the new GPU types"):
 //   H200 SXM: 141 GB HBM3e, 4.8 TB/s, NVLink 4 900 GB/s per GPU, 700 W (mlcommons/inference_results_v4.1
 //     @a2f5d66d closed/NVIDIA/systems/H200-SXM-141GBx8_TRT.json); "the exact same compute as an H100",

@@ -1,5 +1,5 @@
 // Inter-trial fusion (HFTA: Wang et al., MLSys 2021, "Horizontally Fused Training Array"; Hydro's
-// "Model Fusion", ../shared/papers/hydro-surrogate-tuning-slides.txt): B models of one architecture
+// "Model Fusion", data/papers/README.md#hydro-surrogate-tuning-slides): B models of one architecture
 // trained as one model whose every weight has a leading member dimension, so one process runs B
 // trials through one set of larger kernels instead of B sets of small ones:
 //   linear layers   -> batched matrix products over the members (baddbmm)

@@ -77,19 +77,18 @@ TEST(LaunchCheck, DeepSpeedKeys) {
   EXPECT_TRUE(mentions(check_deepspeed_config(nlohmann::json::parse(R"({"train_batch_size": "64"})"), v), "an integer"));
 }
 
-// The checker against the frameworks' own verdicts (../shared/frameworks/*-cases.json: argv and
+// The checker against the frameworks' own verdicts (data/frameworks/*-cases.json: argv and
 // TOML files run through Megatron-LM's parser and torchtitan's loader): every argv Megatron's
 // argparse accepted passes, every one it refused is caught; the same for torchtitan's loader.
-// Skipped where ../shared is not next to the checkout (a clean clone elsewhere).
 nlohmann::json shared_cases(const char* name) {
-  std::ifstream in(std::string(PARATUNE_SOURCE_DIR) + "/../shared/frameworks/" + name);
+  std::ifstream in(std::string(PARATUNE_SOURCE_DIR) + "/data/frameworks/" + name);
   if (!in) return nullptr;
   return nlohmann::json::parse(in);
 }
 
 TEST(LaunchCheck, AgreesWithMegatronsParser) {
   const nlohmann::json cases = shared_cases("megatron-lm-cases.json");
-  if (cases.is_null()) GTEST_SKIP() << "../shared/frameworks not found";
+  ASSERT_FALSE(cases.is_null()) << "data/frameworks/ ships the cases";
   int checked = 0;
   for (const auto& c : cases.at("cases")) {
     // "--flag v1 v2" entries; a value with spaces is quoted.
@@ -110,7 +109,7 @@ TEST(LaunchCheck, AgreesWithMegatronsParser) {
 
 TEST(LaunchCheck, AgreesWithTorchtitansLoader) {
   const nlohmann::json cases = shared_cases("torchtitan-cases.json");
-  if (cases.is_null()) GTEST_SKIP() << "../shared/frameworks not found";
+  ASSERT_FALSE(cases.is_null()) << "data/frameworks/ ships the cases";
   for (const auto& c : cases.at("toml_loader")) {
     const std::vector<std::string> problems = check_torchtitan_toml(c.at("toml").get<std::string>(), "v0.2.2");
     EXPECT_EQ(problems.empty(), c.at("outcome") == "accepted")

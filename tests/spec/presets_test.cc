@@ -7,7 +7,7 @@
 namespace paratune {
 namespace {
 
-// Datasheet figures (dense) from shared/calibration/SOURCES.md, "GPU datasheet figures for the new
+// Datasheet figures (dense) from data/published-runs/SOURCES.md, "GPU datasheet figures for the new
 // GPU types".
 TEST(GpuPresets, BlackwellDatasheetFigures) {
   const GpuSpec& b200 = find_gpu_preset("b200");

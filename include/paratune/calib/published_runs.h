@@ -2,8 +2,8 @@
 // fitting the Calibration to them, and cross-validating the fit by source (`paratune validate`,
 // `paratune calibrate [--loso]`).
 //
-// This module sits above `cost`: it turns a row of ../shared/calibration/published_runs.csv (columns
-// and per-source caveats: ../shared/calibration/SOURCES.md) into specs and scores predictions in the
+// This module sits above `cost`: it turns a row of data/published-runs/published_runs.csv (columns
+// and per-source caveats: data/published-runs/SOURCES.md) into specs and scores predictions in the
 // metric and FLOP-counting basis the source used.
 //
 // The rules a row is read by:

@@ -1,7 +1,7 @@
 // Calibration: the few coefficients the analytic model cannot know from datasheets.
 //
 // Everything else in the cost model is derived from the specs. The defaults below are the values
-// fitted by `paratune calibrate` on ../shared/calibration/published_runs.csv (see README,
+// fitted by `paratune calibrate` on data/published-runs/published_runs.csv (see README,
 // "Calibration"); `data/calibration.json` holds the same values as a file.
 //
 // Each scalar coefficient is declared once, in the struct, and described once, in

@@ -4,8 +4,8 @@
 //
 // Sources: Rasmussen & Williams, "Gaussian Processes for Machine Learning" (2006) — R&W below —
 // Alg. 2.1 (prediction and log marginal likelihood through a Cholesky factor, never an explicit
-// inverse), Eq. 4.17 (Matérn 5/2), Eq. 5.9 (likelihood gradient); OPPA (../shared/papers/
-// oppa-parallel-config-bayesian-optimization.txt) Eq. 22-25 (ARD distance, posterior with
+// inverse), Eq. 4.17 (Matérn 5/2), Eq. 5.9 (likelihood gradient); OPPA
+// (data/papers/README.md#oppa-parallel-config-bayesian-optimization) Eq. 22-25 (ARD distance, posterior with
 // per-observation noise) and Eq. 23 (hyperparameters by maximum marginal likelihood).
 #pragma once
 

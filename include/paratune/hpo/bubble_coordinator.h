@@ -1,4 +1,4 @@
-// Hydro's Coordinator on one machine (../shared/papers/hydro-surrogate-tuning-slides.txt, "Bubble
+// Hydro's Coordinator on one machine (data/papers/README.md#hydro-surrogate-tuning-slides, "Bubble
 // Squeezing"; README "Bubble harvest"): runs a pipeline-parallel pretraining job of paratune-train
 // and, beside each of its ranks, tuning trials (fused surrogate groups) that run only inside that
 // rank's bubbles.

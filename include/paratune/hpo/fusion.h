@@ -1,5 +1,5 @@
 // Inter-trial fusion in the search (HFTA, Wang et al. MLSys 2021; Hydro's "inter-trial fusion",
-// ../shared/papers/hydro-surrogate-tuning-slides.txt): `paratune tune --fuse B` (or `--fuse auto`)
+// data/papers/README.md#hydro-surrogate-tuning-slides): `paratune tune --fuse B` (or `--fuse auto`)
 // starts up to B trials whose configurations differ only in paratune-train's fusable options
 // (train/options.h fusable_options(): learning rate, momentum, betas, decay, schedule, ...) as ONE
 // process training them as one fused model (PARATUNE_PARAMS a JSON array; src/trainer/fused_*.h).

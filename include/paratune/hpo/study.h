@@ -3,8 +3,8 @@
 // goes to the study store (store/study_store.h). The objective is any metric the trials report
 // (`--objective val_accuracy --direction maximize`), or their throughput.
 //
-// The controller loop (src/hpo/controller.cc; HyperTune's controller/scheduler split, ../shared/papers/
-// hypertune-distributed-hpo-report.txt Sec. 3; ASHA's get_job, Li et al. 2020 Alg. 2): while there
+// The controller loop (src/hpo/controller.cc; HyperTune's controller/scheduler split, data/papers/README.md#hypertune-distributed-hpo-report
+// Sec. 3; ASHA's get_job, Li et al. 2020 Alg. 2): while there
 // is a free slot and time left, first promote a resting trial if the pruner has one (ASHA), else run
 // a configuration a killed controller left unfinished, else ask the sampler for a new one (while
 // --max-trials allows); wait for output; feed each new intermediate value to the pruner (median,

@@ -1,4 +1,4 @@
-// Hydro's surrogate tuning (../shared/papers/hydro-surrogate-tuning-slides.txt, "Hydro Tuner"):
+// Hydro's surrogate tuning (data/papers/README.md#hydro-surrogate-tuning-slides, "Hydro Tuner"):
 // `paratune tune --surrogate-ratio S` trains each trial's model (paratune-train) with every width
 // divided by S under muP, searches on these cheap surrogates, and transfers the best configuration
 // to the target width by muP's rules (train/mup.h).

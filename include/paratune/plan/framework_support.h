@@ -1,5 +1,5 @@
 // Which configurations the frameworks paratune writes launch settings for (`plan --emit`) can run
-// as planned, and why not. The rules are those of ../shared/frameworks/*-rules.md, each reason
+// as planned, and why not. The rules are those of data/frameworks/*-rules.md, each reason
 // citing its rule id, for the versions pinned there:
 //   Megatron-LM  main d98e8a64 (package 0.20.0 dev, 2026-08-22)       megatron-lm-rules.md  R0-R24
 //   torchtitan   v0.2.2, 73a0e697 (2026-02-20, the last TOML release)  torchtitan-rules.md   T0-T10

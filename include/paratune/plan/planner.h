@@ -1,5 +1,5 @@
 // `paratune plan`: the fastest parallel configuration that fits, searched jointly over every axis
-// in two levels (H2O, ../shared/papers/h2o-holistic-hyperparameter-optimization.txt).
+// in two levels (H2O, data/papers/README.md#h2o-holistic-hyperparameter-optimization).
 //
 // Level 1 enumerates every candidate of the search space (plan/space.h) with even stages and
 // bounds it from below in O(1) (cost/stage_model.h `planning_bounds`): candidates whose memory

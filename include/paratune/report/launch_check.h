@@ -1,6 +1,6 @@
 // Emitted launch settings checked against the target framework's own schema at a named version:
 // Megatron-LM's flags (action, type, choices, nargs), torchtitan's TOML keys (type, choices),
-// DeepSpeed's ds_config keys (type, choices). The schemas are the facts of ../shared/frameworks,
+// DeepSpeed's ds_config keys (type, choices). The schemas are the facts of data/frameworks,
 // compacted into data/frameworks/*.schema.json by scripts/framework_schemas.py and compiled in.
 // A launch paratune emits that breaks one is a bug of the emitter: launch_settings throws.
 #pragma once

@@ -1,4 +1,4 @@
-// Megatron-LM's validation rules (../shared/frameworks/megatron-lm-rules.md) checked on an emitted
+// Megatron-LM's validation rules (data/frameworks/megatron-lm-rules.md) checked on an emitted
 // launch: not the flag schema (check_megatron_args in paratune/report/launch_check.h does that) but
 // the combinations that validate_args, TransformerConfig and the process-group / microbatch setup
 // refuse. Only rules the rules file states precisely are encoded; the machine is taken to be
@@ -12,7 +12,7 @@
 
 namespace paratune {
 
-// Rules of ../shared/frameworks/megatron-lm-rules.md that Megatron-LM's validate_args and
+// Rules of data/frameworks/megatron-lm-rules.md that Megatron-LM's validate_args and
 // TransformerConfig enforce, checked on an argument list ("--flag value ..." entries, as
 // check_megatron_args takes), the world size and the environment. Each violation names its rule
 // ("R9.1: ..."). Encoded: R1.1, R1.3-R1.5, R2.1-R2.5, R3.1-R3.3, R3.6-R3.7, R4, R5.1, R6, R8.1,

@@ -1,4 +1,4 @@
-// Hydro's Coordinator on paper (../shared/papers/hydro-surrogate-tuning-slides.txt, "Bubble
+// Hydro's Coordinator on paper (data/papers/README.md#hydro-surrogate-tuning-slides, "Bubble
 // Squeezing"): how much tuning work fits into a pipeline job's bubbles. From one simulated
 // iteration (sim/pipeline.h: each stage's idle intervals, its peak memory and the GPU's capacity)
 // and a tuning trial's footprint, place fused trial steps into the idle intervals only.

@@ -2,7 +2,7 @@
 // Neural Networks via Zero-Shot Hyperparameter Transfer", Table 3 and the `mup` library's MuReadout,
 // MuSGD and MuAdam): how each weight's initialization, learning rate, weight decay and forward
 // multiplier change with width, so that hyperparameters tuned on a narrow model transfer to a wide
-// one (Hydro's surrogate models, ../shared/papers/hydro-surrogate-tuning-slides.txt, "Parametrize").
+// one (Hydro's surrogate models, data/papers/README.md#hydro-surrogate-tuning-slides, "Parametrize").
 //
 // Widths are measured against a base model: a dimension's multiplier m is its size over the base's
 // (1 for a dimension that does not grow with width: input pixels, bytes, classes). paratune-train's

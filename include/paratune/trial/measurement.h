@@ -1,5 +1,5 @@
-// From a trial's step times to a throughput estimate (OPPA, ../shared/papers/
-// oppa-parallel-config-bayesian-optimization.txt, App. F).
+// From a trial's step times to a throughput estimate (OPPA,
+// data/papers/README.md#oppa-parallel-config-bayesian-optimization, App. F).
 //
 // F.2: drop the first step (warm-up), then every step whose time is further than 2 x IQR from the
 // median (quartiles by linear interpolation). F.1, Eq. 28: with the q steps left,

@@ -1,5 +1,5 @@
-// Model-based searches over a tuning study's space: OPPA (../shared/papers/
-// oppa-parallel-config-bayesian-optimization.txt, Sec. 4, App. D-G, Algorithm 3) and the baselines
+// Model-based searches over a tuning study's space: OPPA (data/papers/README.md#oppa-parallel-config-bayesian-optimization,
+// Sec. 4, App. D-G, Algorithm 3) and the baselines
 // it is compared with (App. H.2), all behind tune::SearchAlgorithm.
 //
 //   oppa       throughput R(H) = prior_R(H; theta_R) + GP, peak memory M(H) = prior_M(H; theta_M) + GP

@@ -1,9 +1,9 @@
 // A tuning study: a search algorithm proposes points of a search space, each becomes a real
 // training trial (trial/runner.h), every result goes to the study store (store/study_store.h).
 //
-// The controller loop (HyperTune's controller/scheduler split, ../shared/papers/
-// hypertune-distributed-hpo-report.txt Sec. 3, with OPPA's trial protocol, ../shared/papers/
-// oppa-parallel-config-bayesian-optimization.txt Sec. 4.3): while there is a free slot, a trial
+// The controller loop (HyperTune's controller/scheduler split, data/papers/README.md#hypertune-distributed-hpo-report
+// Sec. 3, with OPPA's trial protocol, data/papers/README.md#oppa-parallel-config-bayesian-optimization
+// Sec. 4.3): while there is a free slot, a trial
 // still allowed (--max-trials) and time left (--budget), ask the algorithm for a point and start
 // it; wait for output; store each trial that ends; stop when the algorithm has nothing left, the
 // limits are reached, or a stop is requested (Ctrl-C / SIGTERM of the controller: running trials

@@ -1,6 +1,6 @@
 // What the Bayesian search (tune/bayes.h) knows about a configuration before it is trialed: its
 // embedding in [0,1]^p for the GP kernel, and the prior beliefs of its step time and peak memory
-// (OPPA, ../shared/papers/oppa-parallel-config-bayesian-optimization.txt, Sec. 4.1 and App. D).
+// (OPPA, data/papers/README.md#oppa-parallel-config-bayesian-optimization, Sec. 4.1 and App. D).
 //
 // Both priors are linear in positive coefficients theta over fixed per-point features:
 //   step time   T(H; theta) = sum_k theta_k phi_k(H),   throughput prior R(H) = 1 / T(H)  (Eq. 20)
