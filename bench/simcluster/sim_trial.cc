@@ -3,6 +3,7 @@
 //
 //   paratune-sim-trial --scenario bert-a5000 [--params JSON] [--steps N] [--time-scale X] [--seed N]
 //   paratune-sim-trial --scenario bert-a5000 --survey     # the space: valid, fitting, true optimum
+//   paratune-sim-trial --print-scenarios-dir              # where the scenarios are read from
 //
 // The configuration comes from --params or PARATUNE_PARAMS (set by `paratune tune`), the number of
 // steps from --steps or PARATUNE_MAX_STEPS (else the scenario's q_max). A configuration that is not a
@@ -12,11 +13,16 @@
 // simulated time x --time-scale (default 0.001: a 2 s step takes 2 ms) and reports the simulated
 // (unscaled) time. Above the GPU's memory the trial fails after its first step the way PyTorch
 // does. The noise seed defaults to one derived from PARATUNE_TRIAL_ID and the parameters.
+//
+// The scenarios: --scenarios-dir DIR; else, installed, DATADIR/paratune/scenarios found from this
+// executable (/usr/bin/../share/paratune/scenarios in the .deb); else, in the build tree, the source
+// tree's bench/simcluster/scenarios.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <string>
@@ -33,10 +39,27 @@ const char* env(const char* name) {
   return v != nullptr ? v : "";
 }
 
+// The installed scenarios beside this executable, else the source tree's (a build-tree binary has
+// nothing installed beside it). A path relative to the executable, not a compile-time absolute one:
+// CPack installs under /usr whatever prefix the build was configured with, and `cmake --install
+// --prefix DIR` may put the programs anywhere.
+std::string default_scenarios_dir() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::filesystem::path installed =
+      ec ? std::filesystem::path() : (exe.parent_path() / PARATUNE_SCENARIOS_FROM_BINDIR).lexically_normal();
+  if (!installed.empty() && std::filesystem::is_directory(installed, ec)) return installed.string();
+  if (std::filesystem::is_directory(PARATUNE_SIMCLUSTER_DIR, ec)) return PARATUNE_SIMCLUSTER_DIR;
+  throw paratune::Error(fmt::format("no scenarios: neither {} (installed beside this program) nor {} (the source "
+                                    "tree) is a directory; give --scenarios-dir DIR",
+                                    installed.empty() ? "DATADIR/paratune/scenarios" : installed.string(),
+                                    PARATUNE_SIMCLUSTER_DIR));
+}
+
 int usage(const std::string& problem) {
   std::cerr << "paratune-sim-trial: " << problem
             << "\nusage: paratune-sim-trial --scenario NAME [--params JSON] [--steps N] [--time-scale X] [--seed N] "
-               "[--scenarios-dir DIR] [--survey]\n";
+               "[--scenarios-dir DIR] [--survey]\n       paratune-sim-trial [--scenarios-dir DIR] --print-scenarios-dir\n";
   return 2;
 }
 
@@ -44,11 +67,11 @@ int usage(const std::string& problem) {
 
 int main(int argc, char** argv) {
   using namespace paratune;
-  std::string scenario_name, params_text = env("PARATUNE_PARAMS"), dir = PARATUNE_SIMCLUSTER_DIR;
+  std::string scenario_name, params_text = env("PARATUNE_PARAMS"), dir;
   int steps = std::atoi(env("PARATUNE_MAX_STEPS"));
   double time_scale = 1e-3;
   std::optional<std::uint64_t> seed;
-  bool survey = false;
+  bool survey = false, print_dir = false;
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -63,7 +86,14 @@ int main(int argc, char** argv) {
       else if (a == "--seed") seed = std::stoull(value());
       else if (a == "--scenarios-dir") dir = value();
       else if (a == "--survey") survey = true;
+      else if (a == "--print-scenarios-dir") print_dir = true;
       else return usage("unknown argument " + a);
+    }
+    if (dir.empty()) dir = default_scenarios_dir();
+    else if (!std::filesystem::is_directory(dir)) throw Error(fmt::format("--scenarios-dir {}: not a directory", dir));
+    if (print_dir) {
+      std::cout << dir << "\n";
+      return 0;
     }
     if (scenario_name.empty()) return usage("--scenario is required");
     simcluster::World world = simcluster::load_world(simcluster::scenario(dir, scenario_name));

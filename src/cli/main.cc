@@ -864,6 +864,10 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
                            options.strategy.empty() ? "" : " (" + options.strategy + ")", store->locator(), options.name,
                            f.worker ? fmt::format(" as worker {}", store->worker_name()) : "",
                            options.trials_dir.string());
+  // As Python's tune() warns (and Optuna's optimize() without n_trials or timeout behaves): with
+  // neither limit a sampler such as TPE proposes forever, so say so before the first trial.
+  if (options.max_trials <= 0 && options.budget_s <= 0)
+    std::cerr << "paratune tune: warning: no --max-trials/--budget: trials run until the grid's end or Ctrl-C\n";
   install_stop_handlers();
   hpo::HpoSummary summary;
   {
@@ -1054,13 +1058,11 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   if (!f.worker_name.empty()) store->set_worker_name(f.worker_name);
 
   const std::uint64_t valid = space.enumerate().size();
-  std::cerr << fmt::format("paratune tune: {} valid points{}, {} search{}, {} steps per trial, {}; study {} "
-                           "('{}'){}, trials in {}\n",
-                           valid,
-                           derived ? fmt::format(" (of {} configurations, the rest predicted not to fit)",
-                                                 derived_space->candidates)
-                                   : fmt::format(" of {} combinations", space.cartesian_size()),
-                           f.algo, prior_line, options.steps, slots_line(backend), store->locator(), options.name,
+  // The same phrase as the summary's first line (format_study), from the same figures.
+  const std::uint64_t cartesian = space.is_listed() ? 0 : space.cartesian_size();
+  const std::uint64_t planned = derived ? derived_space->candidates : 0;
+  std::cerr << fmt::format("paratune tune: {}, {} search{}, {} steps per trial, {}; study {} ('{}'){}, trials in {}\n",
+                           format_space_size(valid, cartesian, planned), f.algo, prior_line, options.steps, slots_line(backend), store->locator(), options.name,
                            f.worker ? fmt::format(" as worker {}", store->worker_name()) : "",
                            options.trials_dir.string());
   install_stop_handlers();
@@ -1069,6 +1071,7 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
     ConsoleObserver observer(valid, options.max_trials, options.budget_s);
     summary = tune::run_study(space, options, *store, backend, *algorithm, observer, g_stop_signal);
   }
+  summary.planned_points = planned;  // run_study sees the listed points only, not how they were derived
   if (json) write_json(to_json(summary));
   else std::cout << format_study(summary);
   if (summary.stop == tune::StopReason::kInterrupted) return 128 + g_stop_signal.load();

@@ -270,6 +270,7 @@ nlohmann::ordered_json to_json(const tune::StudySummary& s) {
                              {"algorithm", s.algorithm},
                              {"valid_points", s.valid_points},
                              {"cartesian_points", s.cartesian_points},
+                             {"planned_points", s.planned_points},
                              {"reused", s.reused},
                              {"requeued", s.requeued},
                              {"retried_failed", s.retried_failed},
@@ -459,9 +460,19 @@ std::string format_trials(const std::vector<store::StoredTrial>& trials, std::op
   return out;
 }
 
+std::string format_space_size(std::uint64_t valid_points, std::uint64_t cartesian_points,
+                              std::uint64_t planned_points) {
+  if (planned_points > 0)
+    return fmt::format("{} valid points (of {} configurations the planner enumerated; the rest are predicted not to "
+                       "fit in memory)",
+                       valid_points, planned_points);
+  if (cartesian_points > 0) return fmt::format("{} valid points of {} combinations", valid_points, cartesian_points);
+  return fmt::format("{} listed points", valid_points);
+}
+
 std::string format_study(const tune::StudySummary& s) {
-  std::string out = fmt::format("study '{}' ({}): {} valid points of {} combinations\n", s.name, s.algorithm,
-                                s.valid_points, s.cartesian_points);
+  std::string out = fmt::format("study '{}' ({}): {}\n", s.name, s.algorithm,
+                                format_space_size(s.valid_points, s.cartesian_points, s.planned_points));
   out += fmt::format("this run: {} trials started in {}; stopped: {}\n", s.started, clock(s.elapsed_s),
                      tune::to_string(s.stop));
   if (s.reused > 0 || s.requeued > 0)

@@ -16,8 +16,13 @@ namespace {
 constexpr std::array<const char*, 13> kNames{"dp", "tp",   "pp", "cp", "ep",       "etp",      "mbs",
                                              "vpp", "zero", "op", "sp", "schedule", "recompute"};
 
+// etp is the resolved expert-TP degree: the planner leaves it 0 ("same as tp") for a dense model,
+// and a 0 handed to a trial's command ({etp}, {config}) is no degree any framework accepts
+// (Megatron's --expert-tensor-parallel-size must be >= 1); ParallelConfig::to_string writes the
+// same resolved value.
 std::array<nlohmann::json, kNames.size()> values_of(const plan::Candidate& c) {
-  return {c.dp,  c.tp,   c.pp, c.cp, c.ep, c.etp, c.mbs, c.vpp, c.zero, c.op, c.sequence_parallel != 0,
+  const int etp = c.etp > 0 ? c.etp : c.tp;
+  return {c.dp,  c.tp,   c.pp, c.cp, c.ep, etp, c.mbs, c.vpp, c.zero, c.op, c.sequence_parallel != 0,
           to_string(c.schedule), to_string(c.recompute)};
 }
 

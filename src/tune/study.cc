@@ -292,7 +292,7 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
   StudySummary summary;
   summary.name = options.name;
   summary.algorithm = algorithm.name();
-  summary.cartesian_points = space.cartesian_size();
+  summary.cartesian_points = space.is_listed() ? 0 : space.cartesian_size();
   summary.valid_points = space.enumerate().size();
 
   const std::int64_t study = store.open_study(options.name, study_identity(space, options).dump());

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <regex>
 #include <set>
 #include <thread>
 
@@ -257,6 +258,60 @@ TEST(TuneCli, DerivedSpaceRunsTheModelsFavouritesFirst) {
   const std::string config = text.substr(at + 13, text.find('\n', at) - at - 13);
   const Result e = run("estimate --model llama3-8b --cluster h100x8 --seq-len 4096 --global-batch 64 --config " + config);
   EXPECT_EQ(e.exit_code, 0) << config << "\n" << e.output;
+}
+
+// Issue 39, item 10: the start line said "N valid points" and the summary "N valid points of
+// 2211840 combinations" (the product of the derived parameters' value counts, which nothing
+// enumerated); and a dense model's etp reached the command as 0, a degree no framework accepts.
+TEST(TuneCli, DerivedSpaceStatesOneSizeAndPassesTheResolvedEtp) {
+  const auto dir = tune_cli_dir("derived_size");
+  const Result r = run("tune --model llama3-8b --cluster h100x8 --seq-len 4096 --global-batch 64 --fix pp=1,cp=1 "
+                       "--study " + (dir / "s.db").string() + " --command '" + PARATUNE_FAKE_TRIAL +
+                       " --step-time 0.01 --record " + (dir / "record.txt").string() +
+                       " --tp={tp} --etp={etp} --config={config}' --steps 3 --max-trials 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // One phrase, the same figures, at the start and in the summary; no product of value counts.
+  std::smatch start;
+  ASSERT_TRUE(std::regex_search(r.output, start,
+                                std::regex(R"((?:^|\n)paratune tune: (\d+ valid points \(of \d+ configurations the planner )"
+                                           R"(enumerated; the rest are predicted not to fit in memory\)), grid search)")))
+      << r.output;
+  const std::string phrase = start[1];
+  EXPECT_NE(r.output.find("): " + phrase + "\n"), std::string::npos) << "summary differs from: " << phrase << "\n"
+                                                                    << r.output;
+  EXPECT_EQ(r.output.find("combinations"), std::string::npos) << r.output;
+
+  std::ifstream in(dir / "record.txt");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto arg = [&](const std::string& key) {
+    const std::size_t at = text.find("arg=--" + key + "=");
+    if (at == std::string::npos) return std::string("(missing)");
+    const std::size_t from = at + 7 + key.size();
+    return text.substr(from, text.find('\n', at) - from);
+  };
+  EXPECT_EQ(arg("etp"), arg("tp")) << text;  // dense: expert TP is tp, as Megatron's default
+  EXPECT_EQ(arg("config").find("etp=0"), std::string::npos) << text;
+}
+
+// Issue 39, item 10: a hyperparameter study with neither --max-trials nor --budget runs until its
+// sampler has nothing left or Ctrl-C (TPE: forever); say so on stderr, as Python's tune() does.
+TEST(TuneCli, HyperparameterStudyWithoutALimitWarns) {
+  const auto dir = tune_cli_dir("no_limit");
+  std::ofstream(dir / "space.yaml") << "parameters:\n  a: [1, 2]\n  b: [1]\n  c: [2]\n";
+  const std::string warning = "warning: no --max-trials/--budget: trials run until the grid's end or Ctrl-C";
+  const auto tune = [&](const std::string& study, const std::string& extra) {
+    return run(fmt::format("tune --space {} --study {} --algo grid --steps 3 --objective value --direction minimize "
+                           "--command '{} abc --step-time-is-value' {}",
+                           (dir / "space.yaml").string(), (dir / study).string(), PARATUNE_FUNCTION_TRIAL, extra));
+  };
+  const Result unlimited = tune("a.db", "");
+  ASSERT_EQ(unlimited.exit_code, 0) << unlimited.output;
+  EXPECT_NE(unlimited.output.find(warning), std::string::npos) << unlimited.output;
+  for (const std::string limit : {"--max-trials 2", "--budget 10m"}) {
+    const Result limited = tune(limit == "--budget 10m" ? "c.db" : "b.db", limit);
+    ASSERT_EQ(limited.exit_code, 0) << limit << ": " << limited.output;
+    EXPECT_EQ(limited.output.find("warning: no --max-trials"), std::string::npos) << limit << ": " << limited.output;
+  }
 }
 
 TEST(TuneCli, BadInputExitsTwoBeforeAnythingRuns) {
@@ -558,6 +613,43 @@ TEST(TuneCli, SimTrialPlaysConfigurationsOfAnotherSpace) {
   r = play(R"({"dp": 3, "tp": 1, "pp": 1, "mbs": 1, "zero": 0, "ckpt": false})");  // 3 of 8 GPUs
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("invalid configuration"), std::string::npos) << r.output;
+}
+
+// Issue 39, item 11: installed (the .deb: /usr/bin and /usr/share/paratune/scenarios), the program
+// reads the scenarios installed beside it, not the source tree's path it was compiled with. A copy
+// in PREFIX/bin with PREFIX/share/paratune/scenarios: with the scenarios there it plays them; with
+// that directory present but empty it fails naming it (it read there, not the source tree);
+// --scenarios-dir that is no directory is a clear error.
+TEST(TuneCli, SimTrialReadsTheScenariosInstalledBesideIt) {
+  const auto prefix = tune_cli_dir("sim_installed");
+  std::filesystem::create_directories(prefix / "bin");
+  std::filesystem::copy_file(PARATUNE_SIM_TRIAL, prefix / "bin" / "paratune-sim-trial");
+  const std::filesystem::path installed = prefix / "share" / "paratune" / "scenarios";
+  std::filesystem::create_directories(installed);
+  const auto play = [&](const std::string& extra) {
+    return paratune::testing::run_command(
+        fmt::format("{} --scenario qwen2-a5000 --steps 2 --time-scale 0 --params '{}' {}",
+                    (prefix / "bin" / "paratune-sim-trial").string(),
+                    R"({"dp": 2, "tp": 2, "pp": 2, "mbs": 1, "zero": 1, "ckpt": false})", extra));
+  };
+  Result r = play("");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(installed.string()), std::string::npos) << "did not read " << installed << ": " << r.output;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(PARATUNE_SOURCE_DIR) / "bench/simcluster/scenarios"))
+    std::filesystem::copy_file(entry.path(), installed / entry.path().filename());
+  r = play("");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(R"(@paratune {"step": 2, "step_time_s")"), std::string::npos) << r.output;
+  r = paratune::testing::run_command((prefix / "bin" / "paratune-sim-trial").string() + " --print-scenarios-dir");
+  EXPECT_EQ(r.output, installed.string() + "\n");
+  // The build tree's binary, with nothing installed beside it, reads the source tree's.
+  r = paratune::testing::run_command(std::string(PARATUNE_SIM_TRIAL) + " --print-scenarios-dir");
+  EXPECT_EQ(r.output, (std::filesystem::path(PARATUNE_SOURCE_DIR) / "bench/simcluster/scenarios").string() + "\n");
+  r = play("--scenarios-dir " + (prefix / "nowhere").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--scenarios-dir " + (prefix / "nowhere").string() + ": not a directory"), std::string::npos)
+      << r.output;
 }
 
 }  // namespace

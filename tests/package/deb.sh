@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The Debian package: builds it from the existing build with CPack (which builds nothing new when
 # the tree is built: its `preinstall` step is the `all` target), checks its control fields and
-# contents, then -- as root -- installs it with `dpkg -i`, runs `paratune presets` from /usr/bin,
-# builds examples/consumer against /usr (tests/package/consumer.sh --system) and removes the
-# package again (always, also when a step fails).
+# contents (the programs, the library, the copyright file naming Apache-2.0, the README and examples,
+# paratune-sim-trial's scenarios), then -- as root -- installs it with `dpkg -i`, runs `paratune
+# presets` from /usr/bin, a short tune study of paratune-sim-trial from /usr/bin over the installed
+# example space, builds examples/consumer against /usr (tests/package/consumer.sh --system) and
+# removes the package again (always, also when a step fails).
 #
 # Usage: deb.sh BUILD_DIR
 # Not root: the install part is skipped with a message, or fails when PARATUNE_REQUIRE_SERVERS=1
@@ -36,7 +38,7 @@ echo "deb: Depends: $depends"
 # dpkg-shlibdeps computed Depends: the package that holds each shared library a program links
 # (on this machine, found by dpkg -S) must be named there.
 dpkg-deb -x "$deb" "$work/root"
-for program in paratune paratune-slurm-job paratune-train; do
+for program in paratune paratune-slurm-job paratune-train paratune-sim-trial; do
   [[ -x $work/root/usr/bin/$program ]] || fail "no /usr/bin/$program in the package"
   readelf -d "$work/root/usr/bin/$program" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'
 done | sort -u >"$work/sonames"
@@ -66,9 +68,27 @@ python_files=()
 for pattern in "${python_files[@]}" '/usr/bin/paratune' '/usr/bin/paratune-slurm-job' '/usr/bin/paratune-train' \
   '/usr/include/paratune/spec/model.h' '/usr/include/paratune/cost/estimate.h' '/usr/lib/.*libparatune\.a' \
   '/usr/lib/.*cmake/paratune/paratuneConfig\.cmake' '/usr/lib/.*cmake/paratune/paratuneTargets\.cmake' \
-  '/usr/lib/.*pkgconfig/paratune\.pc'; do
+  '/usr/lib/.*pkgconfig/paratune\.pc' '/usr/bin/paratune-sim-trial' '/usr/share/paratune/scenarios/a5000-8\.yaml' \
+  '/usr/share/doc/paratune/copyright' '/usr/share/doc/paratune/README\.md' \
+  '/usr/share/doc/paratune/examples/tune/space\.yaml'; do
   grep -qx "$pattern" "$work/contents" || fail "the package holds no $pattern"
 done
+# Every example and every scenario of the source tree (the README's commands name files as examples/...).
+for pair in "examples:/usr/share/doc/paratune/examples" "bench/simcluster/scenarios:/usr/share/paratune/scenarios"; do
+  source=${pair%%:*} target=${pair#*:}
+  while read -r file; do
+    grep -qx "$target/$file" "$work/contents" || fail "the package holds no $target/$file (from $source/)"
+  done < <(cd "$here/../../$source" && find . -type f | sed 's|^\./||')
+done
+# The copyright file: Debian's machine-readable format (DEP-5), the whole work under Apache-2.0, as LICENSE.
+copyright=$work/root/usr/share/doc/paratune/copyright
+head -1 "$copyright" | grep -qx 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' ||
+  fail "copyright: the first line is not DEP-5's Format: field"
+awk '/^Files: \*$/ { files = 1; next } files && /^License:/ { print $2; exit }' "$copyright" | grep -qx 'Apache-2.0' ||
+  fail "copyright: the stanza Files: * names no License: Apache-2.0"
+grep -q '^License: Apache-2.0$' "$copyright" && grep -q '/usr/share/common-licenses/Apache-2.0' "$copyright" ||
+  fail "copyright: no License: Apache-2.0 paragraph pointing at /usr/share/common-licenses/Apache-2.0"
+cmp -s "$here/../../LICENSE" /usr/share/common-licenses/Apache-2.0 || fail "LICENSE is not the Apache-2.0 text Debian ships"
 headers=$(grep -c '^/usr/include/paratune/.*\.h$' "$work/contents")
 installed=$(cd "$here/../../include" && find paratune -name '*.h' | wc -l)
 ((headers == installed)) || fail "the package holds $headers headers, include/paratune/ has $installed"
@@ -94,6 +114,18 @@ presets=$(/usr/bin/paratune presets) || fail "/usr/bin/paratune presets failed"
 grep -q 'llama3.1-8b' <<<"$presets" || fail "/usr/bin/paratune presets does not list llama3.1-8b: $presets"
 echo "deb: installed; /usr/bin/paratune presets lists $(grep -c . <<<"$presets") lines"
 /usr/bin/paratune-train --help >/dev/null || fail "/usr/bin/paratune-train --help failed"
+# paratune-sim-trial from /usr/bin reads the installed scenarios; a study over the installed example
+# space, as the README's first tune example, from a directory with only the installed examples in it.
+mkdir "$work/study" && ln -s /usr/share/doc/paratune/examples "$work/study/examples"
+(cd "$work/study" && /usr/bin/paratune tune --space examples/tune/space.yaml --study s.db --steps 3 --max-trials 2 \
+  --command '/usr/bin/paratune-sim-trial --scenario qwen2-a5000' \
+  >"$work/tune.log" 2>&1 && /usr/bin/paratune-sim-trial --scenario qwen2-a5000 --steps 2 --time-scale 0 \
+  --params '{"dp": 2, "tp": 2, "pp": 2, "mbs": 1, "zero": 1, "ckpt": false}' >>"$work/tune.log" 2>&1) ||
+  { cat "$work/tune.log" >&2; fail "paratune-sim-trial from /usr/bin failed"; }
+grep -q '^trials: 2 completed' "$work/tune.log" || { cat "$work/tune.log" >&2; fail "the installed tune study did not complete its 2 trials"; }
+where=$(/usr/bin/paratune-sim-trial --print-scenarios-dir) || fail "/usr/bin/paratune-sim-trial --print-scenarios-dir failed"
+[[ $where == /usr/share/paratune/scenarios ]] || fail "/usr/bin/paratune-sim-trial reads its scenarios from $where"
+echo "deb: /usr/bin/paratune-sim-trial ran a 2-trial study over the installed examples"
 # Debian's python3 finds the module where the package put it, with no PYTHONPATH (from / so that no
 # checkout's python/ directory is picked up instead).
 if ((python_module)); then

@@ -19,7 +19,9 @@
 # it is still running after README_COMMAND_LIMIT seconds (default 20) and has done real work by
 # then -- a trial started (`trial N started`), a training step reported (`@paratune {"step"`, by
 # the command or in a trial's stdout.log below the directory), harvest's job started -- with no
-# error in its output (`error:`, `Error:`, `failed`, a traceback, `terminate called`, a crash). It
+# error in its output (`error:`, `Error:`, `failed`, a traceback, `terminate called`, a crash) and
+# no warning that it has no end (`tune`'s "no --max-trials/--budget": a README example that runs
+# until Ctrl-C is not one a reader can run as printed; issue 39, item 10). It
 # is then stopped: SIGTERM to its process group (each command runs in a session of its own),
 # SIGKILL README_COMMAND_GRACE seconds later (default 15), which counts as a failure. A command
 # that shows no work yet is given up to README_COMMAND_MAX seconds (default 90: a loaded machine
@@ -42,6 +44,7 @@ name=${readme##*/}
 
 skip_re='^bash scripts/(quickstart|test)\.sh$'
 error_re='error:|Error:|failed|Traceback|terminate called|Segmentation fault|core dumped|Aborted'
+endless_re='no --max-trials/--budget'
 work_re='^trial [0-9]+ started|@paratune \{"step"|^paratune harvest: the job'
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/readme_commands.XXXXXX")
@@ -125,6 +128,8 @@ run_block() {
       working)
         if grep -Eq "$error_re" "$out"; then
           echo "$name:$line: FAILED: an error in its output: $oneline"
+        elif grep -Eq "$endless_re" "$out"; then
+          echo "$name:$line: FAILED: it has no end (give it --max-trials or --budget): $oneline"
         else
           echo "$name:$line: ok (working after ${elapsed}s, stopped): $oneline"
           continue

@@ -73,6 +73,9 @@ ${fence}"
 expect 1 "an error in its output" "${fence}sh
 sh -c '$step; echo \"paratune: error: bad\" >&2; exec sleep 60'
 ${fence}"
+expect 1 "it has no end (give it --max-trials or --budget)" "${fence}sh
+sh -c 'echo \"paratune tune: warning: no --max-trials/--budget: trials run until the grid\047s end or Ctrl-C\" >&2; $step; exec sleep 60'
+${fence}"
 expect 1 "did not stop within 1s of SIGTERM" "${fence}sh
 sh -c 'trap \"\" TERM; $step; while :; do sleep 0.2; done'
 ${fence}"

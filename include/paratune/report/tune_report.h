@@ -79,6 +79,13 @@ std::string progress_eta(const ProgressView& view);
 // Every trial as a table, then the best one (`study show`).
 std::string format_trials(const std::vector<store::StoredTrial>& trials, std::optional<std::size_t> best);
 
+// The space's size, one phrase printed alike when `tune` starts and in its summary:
+// "168 valid points of 192 combinations" (a space file), "8700 valid points (of 12000
+// configurations the planner enumerated; the rest are predicted not to fit in memory)" (derived from
+// --model), "5 listed points" (any other listed space).
+std::string format_space_size(std::uint64_t valid_points, std::uint64_t cartesian_points,
+                              std::uint64_t planned_points);
+
 // `tune`'s final output: what ran, how trials ended, the fastest ones, the best with its
 // confidence interval and the command that reproduces it.
 std::string format_study(const tune::StudySummary& summary);
