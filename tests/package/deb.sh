@@ -69,12 +69,13 @@ for pattern in "${python_files[@]}" '/usr/bin/paratune' '/usr/bin/paratune-slurm
   '/usr/include/paratune/spec/model.h' '/usr/include/paratune/cost/estimate.h' '/usr/lib/.*libparatune\.a' \
   '/usr/lib/.*cmake/paratune/paratuneConfig\.cmake' '/usr/lib/.*cmake/paratune/paratuneTargets\.cmake' \
   '/usr/lib/.*pkgconfig/paratune\.pc' '/usr/bin/paratune-sim-trial' '/usr/share/paratune/scenarios/a5000-8\.yaml' \
-  '/usr/share/doc/paratune/copyright' '/usr/share/doc/paratune/README\.md' \
+  '/usr/share/doc/paratune/copyright' '/usr/share/doc/paratune/README\.md' '/usr/share/doc/paratune/CHANGELOG\.md' \
   '/usr/share/doc/paratune/examples/tune/space\.yaml'; do
   grep -qx "$pattern" "$work/contents" || fail "the package holds no $pattern"
 done
 # Every example and every scenario of the source tree (the README's commands name files as examples/...).
-for pair in "examples:/usr/share/doc/paratune/examples" "bench/simcluster/scenarios:/usr/share/paratune/scenarios"; do
+for pair in "examples:/usr/share/doc/paratune/examples" "bench/simcluster/scenarios:/usr/share/paratune/scenarios" \
+  "docs:/usr/share/doc/paratune/docs" "data/published-runs:/usr/share/paratune/published-runs"; do
   source=${pair%%:*} target=${pair#*:}
   while read -r file; do
     grep -qx "$target/$file" "$work/contents" || fail "the package holds no $target/$file (from $source/)"
