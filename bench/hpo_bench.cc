@@ -1,4 +1,4 @@
-// Hyperparameter samplers and the study controller, measured (README "Hyperparameter studies"):
+// Hyperparameter samplers and the study controller, measured (docs/hyperparameter-studies.md):
 //
 //   bench_hpo functions [--seeds A-B] [--evaluations N] [--out FILE.tsv]
 //       random, tpe and gp on Branin, Hartmann-6 and Rosenbrock-4 (bench/functions/

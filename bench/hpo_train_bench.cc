@@ -1,5 +1,5 @@
-// Hyperparameter search with the real trainer (paratune-train), measured (README "Hyperparameter
-// studies"):
+// Hyperparameter search with the real trainer (paratune-train), measured
+// (docs/hyperparameter-studies.md):
 //
 //   bench_hpo_train search [--seeds A-B] [--budget SECONDS] [--steps 81] [--min-resource 9]
 //                          [--algorithms random,asha+tpe,...] [--out DIR]

@@ -1,5 +1,5 @@
 // Hydro's surrogate tuning (issue 20, part 1) measured with the real trainer, paratune-train
-// (README "Surrogate tuning (Hydro)"). Every number is a real training run on this machine; two
+// (docs/hydro.md). Every number is a real training run on this machine; two
 // runs at a time, one thread each.
 //
 //   bench_hydro lr-width [--model gpt|cnn] [--steps N] [--out DIR]

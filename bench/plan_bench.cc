@@ -1,4 +1,4 @@
-// `paratune plan` speed and speedups over the baselines (README "Planner" figures). One full search
+// `paratune plan` speed and speedups over the baselines (docs/plan.md figures). One full search
 // per scenario on one thread, repeated `--reps` times (default 1); prints the search statistics,
 // level-1 candidates per second (enumeration + bounds), level-1 and level-2 time, the best plan
 // and the predicted speedups over the expert and 3-axis baselines. Model predictions, not

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Throughput of `paratune tune --worker` on trivial trials (issue 22, README "Many workers, one
+# Throughput of `paratune tune --worker` on trivial trials (issue 22, docs/backends-and-stores.md, "Many workers, one
 # study"): T trials of a program that reports two steps of 1 us (the first is warm-up) and exits, run by 1, 4 and 16 worker
 # processes on one PostgreSQL study (a private server started here: initdb + pg_ctl, durable
 # defaults -- fsync and synchronous_commit on -- unless FSYNC=off), against one controller on an

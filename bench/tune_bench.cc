@@ -1,4 +1,4 @@
-// What the tuning layer costs besides the trials themselves (README "Tune", Overhead):
+// What the tuning layer costs besides the trials themselves (docs/tune.md, Overhead):
 //   1. controller overhead per trial: a study of short real trials (the test suite's fake trial
 //      program), wall time per trial minus the time its steps sleep;
 //   2. parsing trial output: lines per second for protocol, Megatron-LM and unrelated lines;

@@ -12,7 +12,7 @@ namespace {
 
 Calibration make_default() {
   // Fitted by `paratune calibrate --runs data/published-runs/published_runs.csv -o
-  // data/calibration.json` (README, "Calibration"); a test checks this equals that file.
+  // data/calibration.json` (docs/calibration.md); a test checks this equals that file.
   Calibration c;
   c.attention_efficiency = 0.41626266764615716;
   c.attention_efficiency_by_gpu["b200"] = 0.45153183029033717;

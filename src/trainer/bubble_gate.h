@@ -1,4 +1,4 @@
-// Hydro's Coordinator, the pipeline job's side (README "Bubble harvest"; the coordinator is
+// Hydro's Coordinator, the pipeline job's side (docs/hydro.md, "Trials in a pipeline job's bubbles"; the coordinator is
 // hpo/bubble_coordinator.h). With PARATUNE_BUBBLE_DIR set, a rank treats every wait for a pipeline
 // peer's tensor as a bubble: it resumes (SIGCONT) the tuning trial the coordinator parked for it
 // (the process group in DIR/rank-R.pgid), waits, and pauses the trial (SIGSTOP) again before its

@@ -1,4 +1,4 @@
-// paratune-train: a libtorch trainer for trials (README "paratune-train"). As a launcher it starts
+// paratune-train: a libtorch trainer for trials (docs/paratune-train.md). As a launcher it starts
 // and supervises the trial's rank processes; as a rank (PARATUNE_TRAIN_RANK set) it trains its part.
 #include <fmt/format.h>
 #include <unistd.h>

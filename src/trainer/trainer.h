@@ -1,5 +1,5 @@
 // One rank of a paratune-train trial: its pipeline stage of the model, trained with the trial's
-// strategy, reporting through the trial protocol (README "Trial protocol").
+// strategy, reporting through the trial protocol (docs/trial-protocol.md).
 #pragma once
 
 #include "comm.h"

@@ -476,7 +476,7 @@ TEST(Validation, PublishedRunsWithinTargets) {
   EXPECT_EQ(report.memory_model_errors, 0);
   // The sources the model was validated on before FP8/MoE/CP/Blackwell rows arrived (S1, S2, S4,
   // S10, S11: dense BF16 runs on V100/A100/H100) stay within mean 8% and max 20% each. The newer
-  // sources (S20-S28) are not yet within a target (issue 16 is open): README, "Calibration".
+  // sources (S20-S28) are not yet within a target (issue 16 is open): docs/calibration.md.
   for (const SourceSummary& source : report.sources) {
     if (source.source_id != "S1" && source.source_id != "S2" && source.source_id != "S4" &&
         source.source_id != "S10" && source.source_id != "S11")

@@ -140,7 +140,7 @@ TEST(Estimate, MoeExpertParallelAddsAllToAll) {
 
 // The estimate's parts add up, by hand: without a pipeline the bottleneck stage computes m
 // micro-batches of forward + backward and nothing idles; the breakdown sums to the iteration time
-// (README, "Output"); tokens/s and MFU follow from the time. (This replaced a test that compared
+// (docs/commands.md, "Output"); tokens/s and MFU follow from the time. (This replaced a test that compared
 // `estimate` with `simulate`, which share the computation and could not disagree.)
 TEST(Estimate, PartsAddUpByHand) {
   const ModelSpec m = find_model_preset("llama3.1-8b").spec;

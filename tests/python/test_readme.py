@@ -21,4 +21,4 @@ def test_the_python_quick_start_runs(tmp_path, page, marker):
     assert "--tensor-model-parallel-size" in done.stdout
     best = eval(done.stdout.strip().splitlines()[-1])  # the printed dict of the best parameters
     assert abs(best["x"] - 1.0) < 0.5
-    assert (tmp_path / "study.db").exists()
+    assert (tmp_path / "python.db").exists()

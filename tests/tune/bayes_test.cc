@@ -199,7 +199,7 @@ TEST(ModelSearch, OppaFindsTheSimulatedOptimumQuickly) {
   const Prior prior = cost_model_prior(w.space, w.model, w.nominal, w.scenario.training, default_calibration());
   // Every seed gets within 10% of the optimum in 20 trials and most within 5%. (Seed 0 stays at
   // 90%: its prior-seeded start sits in a region UCB keeps exploiting while the optimum is at 95%
-  // of GPU memory, where the memory model's spread lowers its chance to fit; known, README "Tune".)
+  // of GPU memory, where the memory model's spread lowers its chance to fit; known, docs/tune.md.)
   std::vector<double> shares;
   for (std::uint64_t seed : {0, 1, 2}) {
     BayesOptions o = options_for(Algorithm::kOppa, seed);

@@ -1,5 +1,5 @@
 // Hydro's Coordinator on one machine (data/papers/README.md#hydro-surrogate-tuning-slides, "Bubble
-// Squeezing"; README "Bubble harvest"): runs a pipeline-parallel pretraining job of paratune-train
+// Squeezing"; docs/hydro.md, "Trials in a pipeline job's bubbles"): runs a pipeline-parallel pretraining job of paratune-train
 // and, beside each of its ranks, tuning trials (fused surrogate groups) that run only inside that
 // rank's bubbles.
 //

@@ -1,5 +1,5 @@
 // paratune-train's options: the workload, its hyperparameters and the parallel strategy of a trial,
-// from command-line arguments and PARATUNE_PARAMS (the trial protocol, README "Trial protocol").
+// from command-line arguments and PARATUNE_PARAMS (the trial protocol, docs/trial-protocol.md).
 //
 // Every option has one name, written `--batch-size` on the command line and `batch_size` (or
 // `batch-size`) as a PARATUNE_PARAMS key. PARATUNE_PARAMS is read first, then the arguments, so an

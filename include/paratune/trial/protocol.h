@@ -1,7 +1,7 @@
 // What a running trial says about itself: the `@paratune` line protocol, Megatron-LM's log lines,
 // a user regex for anything else, and out-of-memory messages.
 //
-// The protocol (README "Trial protocol"; other programs speak it): a line on stdout or stderr that
+// The protocol (docs/trial-protocol.md; other programs speak it): a line on stdout or stderr that
 // starts with "@paratune " followed by one JSON object, one of
 //   {"step": 7, "step_time_s": 0.512}              one per training step (step >= 0, 1 µs <= time
 //                                                  <= one week: kMinStepTimeS, kMaxStepTimeS)
