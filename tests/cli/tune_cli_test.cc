@@ -540,17 +540,17 @@ TEST(TuneCli, ModelSearchFlagsAreChecked) {
   EXPECT_NE(r.output.find("--min-steps 6"), std::string::npos) << r.output;
 }
 
-// --seed-from-plan is what the README and --help say: on by default for oppa and costmodel with a
-// model (it once read as off: CLI11 set the unset flag to false), off with --no-seed-from-plan, and
-// the header line says which. The first trial's recorded source is the proof.
+// --seed-from-plan is what the docs (docs/tune.md) and --help say: on by default for oppa and
+// costmodel with a model (it once read as off: CLI11 set the unset flag to false), off with
+// --no-seed-from-plan, and the header line says which. The first trial's recorded source is the proof.
 TEST(TuneCli, SeedFromPlanDefaultMatchesTheReadme) {
-  std::ifstream readme_file(std::string(PARATUNE_SOURCE_DIR) + "/README.md");
+  std::ifstream readme_file(std::string(PARATUNE_SOURCE_DIR) + "/docs/tune.md");
   std::string readme;  // with every run of white space one space, so that rewrapping does not matter
   for (auto it = std::istreambuf_iterator<char>(readme_file); it != std::istreambuf_iterator<char>(); ++it)
     if (!std::isspace(static_cast<unsigned char>(*it))) readme += *it;
     else if (!readme.empty() && readme.back() != ' ') readme += ' ';
   const std::string documented = "`--seed-from-plan`, default for oppa and costmodel with a model";
-  EXPECT_NE(readme.find(documented), std::string::npos) << "README.md no longer says: " << documented;
+  EXPECT_NE(readme.find(documented), std::string::npos) << "docs/tune.md no longer says: " << documented;
 
   const std::string scenarios = std::string(PARATUNE_SOURCE_DIR) + "/bench/simcluster/scenarios";
   struct Case {
