@@ -637,16 +637,19 @@ void refuse_flags(const TuneFlags& f, const std::vector<std::string>& flags, con
     if (f.given.contains(flag)) throw Error(fmt::format("{}: {}", flag, why));
 }
 
-// Default: next to an SQLite study file (s.db: s.trials); for a study on PostgreSQL, STUDY-NAME.trials
-// in the current directory.
+// Default: next to an SQLite study file, one directory per study of the file (s.db: s.trials for the
+// study "main", s.NAME.trials for another, so that two studies of one file never write each other's
+// trial directories); for a study on PostgreSQL, NAME.trials in the current directory. Where the study
+// name becomes part of a path, it must not lead out of that directory.
 std::filesystem::path trials_dir_from(const TuneFlags& f) {
   if (!f.trials_dir.empty()) return f.trials_dir;
   if (store::is_postgres_locator(f.study_path)) {
-    // The study name becomes a path here: it must not lead out of the current directory.
     tune::validate_study_name_as_path(f.study_name);
     return std::filesystem::path(f.study_name + ".trials");
   }
-  return std::filesystem::path(f.study_path).replace_extension(".trials");
+  if (f.study_name == "main") return std::filesystem::path(f.study_path).replace_extension(".trials");
+  tune::validate_study_name_as_path(f.study_name);
+  return std::filesystem::path(f.study_path).replace_extension("." + f.study_name + ".trials");
 }
 
 const std::vector<std::string> kSlurmFlags{"--slurm-partition", "--slurm-account",  "--slurm-qos",

@@ -360,12 +360,12 @@ void PostgresStudyStore::connect(const std::string& uri) {
     PQfinish(conn_);
     conn_ = nullptr;
     // A server that refuses connections for now (starting up, shutting down) or does not answer
-    // (down, restarting) is unavailable; a host name that does not resolve, a refused login or a
-    // missing database is the locator's fault (bad input).
+    // (down, restarting) is unavailable; a host name that does not resolve, a port no server can
+    // have, a refused login or a missing database is the locator's fault (bad input).
     const PGPing ping = PQpingParams(keywords, values, /*expand_dbname=*/1);
-    const bool unavailable =
-        ping == PQPING_REJECT ||
-        (ping == PQPING_NO_RESPONSE && message.find("could not translate host name") == std::string::npos);
+    const bool locator_fault = message.find("could not translate host name") != std::string::npos ||
+                               message.find("invalid port number") != std::string::npos;
+    const bool unavailable = ping == PQPING_REJECT || (ping == PQPING_NO_RESPONSE && !locator_fault);
     if (unavailable) throw StoreUnavailable(message);
     throw Error(message);
   }

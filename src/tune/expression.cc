@@ -58,8 +58,17 @@ double string_id(const std::string& s) {
 // and/or/not/true/false -> muparser's && || ! 1 0; "text" / 'text' -> the string's number.
 std::string translate(std::string_view expr) {
   std::string out;
+  int depth = 0;  // of parentheses: a comma inside them separates a function's arguments
   for (std::size_t i = 0; i < expr.size();) {
     const char c = expr[i];
+    if (c == '(' || c == ')') depth += c == '(' ? 1 : -1;
+    if (c == ',' && depth <= 0) {
+      // muparser reads "a, b" as two expressions and keeps the value of the last: "dp == 1, dp == 8"
+      // would drop its first condition. A constraint is one condition.
+      throw Error(fmt::format("',' at position {} separates two expressions, of which only the last would count "
+                              "(to require both, write 'and')",
+                              i + 1));
+    }
     if (c == '"' || c == '\'') {
       const std::size_t close = expr.find(c, i + 1);
       if (close == std::string_view::npos) throw Error(fmt::format("unbalanced {} in the string literal", c));

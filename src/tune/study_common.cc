@@ -35,8 +35,9 @@ void validate_study_name_as_path(const std::string& name) {
   validate_study_name(name);
   if (name.find('/') != std::string::npos)
     throw OptionError("name", fmt::format("'{}'", printable_text(name)),
-                      fmt::format("on PostgreSQL the study name also names its trials directory (NAME.trials in the "
-                                  "current directory), so it cannot contain '/'; give {} to keep the trials elsewhere",
+                      fmt::format("the study name also names its trials directory (NAME.trials in the current "
+                                  "directory on PostgreSQL, FILE.NAME.trials beside an SQLite file), so it cannot "
+                                  "contain '/'; give {} to keep the trials elsewhere",
                                   option_ref("trials_dir")));
 }
 

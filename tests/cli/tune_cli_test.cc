@@ -397,6 +397,37 @@ TEST(TuneCli, TrialLogsOnAFullDiskAreReportedAndTheStudyGoesOn) {
   }
 }
 
+// A PostgreSQL locator with a port no server can have is bad input (exit 2) at once, not a store
+// that is away for --store-retry (it was retried for 60 s, then exit 4: a hostile re-check of issue 39).
+TEST(TuneCli, APostgresPortNoServerCanHaveIsBadInput) {
+  const auto dir = tune_cli_dir("pg_port");
+  write_file(dir / "space.yaml", kSpace);
+  const Result r = run("tune --space " + (dir / "space.yaml").string() + " --command 'x {st}' --study-name s" +
+                       " --study postgresql://paratune@127.0.0.1:99999/none --store-retry 30s");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("invalid port number"), std::string::npos) << r.output;
+}
+
+// Two studies of one SQLite file never share a trials directory (a hostile re-check of issue 39 found
+// the second study's trial 1 writing into the first's trial-0001): "main" keeps s.trials, another
+// study s.NAME.trials, and a name with '/' is refused there too.
+TEST(TuneCli, TwoStudiesOfOneFileKeepTheirTrialsApart) {
+  const auto dir = tune_cli_dir("two_studies");
+  write_file(dir / "space.yaml", "parameters:\n  st: [0.01]\n");
+  const std::string study = (dir / "s.db").string();
+  for (const std::string name : {"main", "alpha"}) {
+    const Result r = run("tune --space " + (dir / "space.yaml").string() + " --study " + study + " --study-name " +
+                         name + " --steps 2 --max-trials 1 --command '" + PARATUNE_FAKE_TRIAL + " --step-time {st}'");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir / "s.trials" / "trial-0001" / "stdout.log"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "s.alpha.trials" / "trial-0001" / "stdout.log"));
+  const Result r = run("tune --space " + (dir / "space.yaml").string() + " --study " + study +
+                       " --study-name a/b --steps 2 --max-trials 1 --command 'x {st}'");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("cannot contain '/'"), std::string::npos) << r.output;
+}
+
 // Issue 39, item 8: on PostgreSQL the default trials directory is STUDY-NAME.trials, so
 // "--study-name ../../../x" put trials three directories up. A name with '/' is refused there
 // (before any connection); NUL and control characters in a study name, in every store.
@@ -408,9 +439,9 @@ TEST(TuneCli, AStudyNameNeverLeadsTheTrialsDirectoryElsewhere) {
   for (const std::string name : {"../../../x", "/tmp/x", "a/b"}) {
     Result r = run("tune" + space + postgres + " --study-name '" + name + "'");
     EXPECT_EQ(r.exit_code, 2) << r.output;
-    EXPECT_NE(r.output.find("--study-name '" + name + "': on PostgreSQL the study name also names its trials "
-                            "directory (NAME.trials in the current directory), so it cannot contain '/'; give "
-                            "--trials-dir"),
+    EXPECT_NE(r.output.find("--study-name '" + name + "': the study name also names its trials directory "
+                            "(NAME.trials in the current directory on PostgreSQL, FILE.NAME.trials beside an SQLite "
+                            "file), so it cannot contain '/'; give --trials-dir"),
               std::string::npos)
         << r.output;
     r = run("tune" + space + postgres + " --objective loss --direction minimize --study-name '" + name + "'");
