@@ -44,6 +44,7 @@ std::vector<Importance> parameter_importance(const Space& space, const std::vect
     if (t.state == TrialRecord::State::kCompleted && t.value && std::isfinite(*t.value)) done.push_back(&t);
   if (done.size() < kMinImportanceTrials) return {};
   std::vector<double> values;
+  values.reserve(done.size());
   for (const TrialRecord* t : done) values.push_back(*t->value);
 
   std::vector<Importance> out;
@@ -63,6 +64,7 @@ std::vector<Importance> parameter_importance(const Space& space, const std::vect
       return std::min(kBins - 1, static_cast<int>(rank * kBins / static_cast<double>(coordinates.size())));
     };
     std::vector<int> groups;
+    groups.reserve(done.size());
     for (const TrialRecord* t : done) groups.push_back(group_of(*t));
     const std::optional<double> share = explained_share(groups, values);
     if (!share) continue;  // too many groups for the trials: not measurable yet
