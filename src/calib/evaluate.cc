@@ -123,17 +123,65 @@ PreparedRuns prepare_runs(const std::vector<PublishedRun>& runs) {
   return out;
 }
 
+namespace {
+
+// Rows sharing model, GPU, GPU count, batch and sequence length, with Kendall's tau between the
+// published and predicted values (RankGroup). Both are in the row's metric, so a throughput and
+// a time order the same way.
+std::vector<RankGroup> rank_groups(const std::vector<const RunSetup*>& setups, const std::vector<RowResult>& rows) {
+  std::vector<RankGroup> groups;
+  std::vector<std::vector<std::size_t>> members;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const RunSetup& s = *setups[i];
+    const std::string label =
+        fmt::format("{} on {} x {}, batch {} x {}, {}", rows[i].model, s.cluster.num_gpus(), s.cluster.gpu.name,
+                    s.training.global_batch, s.training.seq_len, rows[i].metric);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const RankGroup& g) { return g.label == label; });
+    if (it == groups.end()) {
+      groups.push_back(RankGroup{label, {}, 0, 0, 0});
+      members.emplace_back();
+      it = groups.end() - 1;
+    }
+    it->row_ids.push_back(rows[i].row_id);
+    members[static_cast<std::size_t>(it - groups.begin())].push_back(i);
+  }
+  std::vector<RankGroup> out;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const auto& m = members[g];
+    if (m.size() < 2) continue;
+    int reversed = 0;
+    for (std::size_t a = 0; a < m.size(); ++a)
+      for (std::size_t b = a + 1; b < m.size(); ++b) {
+        const double published = rows[m[a]].published - rows[m[b]].published;
+        const double predicted = rows[m[a]].predicted - rows[m[b]].predicted;
+        if (published == 0) continue;
+        ++groups[g].pairs;
+        if (published * predicted > 0) ++groups[g].concordant;
+        else ++reversed;  // a predicted tie counts against
+      }
+    if (groups[g].pairs == 0) continue;
+    groups[g].kendall_tau = static_cast<double>(groups[g].concordant - reversed) / groups[g].pairs;
+    out.push_back(groups[g]);
+  }
+  return out;
+}
+
+}  // namespace
+
 ValidationReport validate_prepared(const PreparedRuns& prepared, const Calibration& calibration) {
   ValidationReport report;
   report.skipped = prepared.skipped;
+  std::vector<const RunSetup*> estimated;
   for (const auto& setup : prepared.setups) {
     try {
       report.rows.push_back(evaluate_run(setup, calibration));
+      estimated.push_back(&setup);
     } catch (const Error& e) {
       report.skipped.push_back(SkippedRow{setup.row_id, setup.source_id, SkipKind::kUnsupported, e.what()});
     }
   }
   summarize(report, prepared.source_order);
+  report.rank_groups = rank_groups(estimated, report.rows);
   return report;
 }
 

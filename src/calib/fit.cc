@@ -9,92 +9,49 @@
 #include <cmath>
 #include <thread>
 
+#include "paratune/calib/coefficients.h"
 #include "paratune/calib/published_runs.h"
 
 namespace paratune {
 namespace {
 
-// One fitted coefficient: a scalar field of Calibration, or the GEMM or attention efficiency of a
-// GPU class (entries of a per-GPU map). To fit one more coefficient, add one line to the table.
-constexpr double kNoMemoryEffect = std::numeric_limits<double>::quiet_NaN();
+using FitParameter = FittedCoefficient;
+const std::vector<FitParameter>& fit_parameters() { return fitted_coefficients(); }
+double value_of(const Calibration& c, const FitParameter& p) { return coefficient_value(c, p); }
 
-struct FitParameter {
-  const char* name;
-  double lower, upper;
-  double Calibration::*field;     // the scalar coefficient, or nullptr for a GPU class
-  std::vector<std::string> gpus;  // GPU presets sharing the coefficient
-  // For a coefficient that changes predicted memory (moe_load_imbalance, fragmentation, ...): the
-  // value in [lower, upper] at which predicted memory is lowest, e.g. the lower bound of
-  // moe_load_imbalance. NaN (the default) = the coefficient does not change memory. Candidates are
-  // screened once per fit at these values (screen_candidates), so a memory coefficient without it
-  // would drop candidates that fit elsewhere in the box.
-  double least_memory_value = kNoMemoryEffect;
-  // For a GPU class: the per-GPU map the coefficient lives in.
-  std::map<std::string, double> Calibration::*by_gpu = &Calibration::gemm_efficiency_by_gpu;
-};
+// The optimiser's variable for a coefficient: its value, or its natural log for one that spans
+// decades (an overhead of 2 us and one of 200 us are equally plausible steps apart).
+double to_variable(const FitParameter& p, double value) { return p.log_scale ? std::log(value) : value; }
+double from_variable(const FitParameter& p, double x) { return p.log_scale ? std::exp(x) : x; }
 
-const std::vector<FitParameter>& fit_parameters() {
-  static const std::vector<FitParameter> parameters{
-      {"gemm_efficiency[v100]", 0.4, 1.0, nullptr, {"v100-32gb"}},
-      {"gemm_efficiency[a100]", 0.4, 1.0, nullptr, {"a100-40gb", "a100-80gb"}},
-      {"gemm_efficiency[hopper]", 0.4, 1.0, nullptr, {"h100-sxm", "h800", "h200"}},
-      // B200 (1000 W) and GB200 (1200 W, Grace host) sustain different shares of their peaks.
-      {"gemm_efficiency[b200]", 0.4, 1.0, nullptr, {"b200"}},
-      {"gemm_efficiency[gb200]", 0.4, 1.0, nullptr, {"gb200"}},
-      {"gemm_half_efficiency_dim", 0, 512, &Calibration::gemm_half_efficiency_dim, {}},
-      {"attention_efficiency", 0.2, 1.0, &Calibration::attention_efficiency, {}},
-      // Attention kernels per architecture (Calibration::attention_efficiency_by_gpu): A100 and
-      // older use attention_efficiency.
-      {"attention_efficiency[hopper]", 0.2, 1.0, nullptr, {"h100-sxm", "h800", "h200"}, kNoMemoryEffect,
-       &Calibration::attention_efficiency_by_gpu},
-      {"attention_efficiency[blackwell]", 0.2, 1.0, nullptr, {"b200", "gb200"}, kNoMemoryEffect,
-       &Calibration::attention_efficiency_by_gpu},
-      {"hbm_efficiency", 0.4, 1.0, &Calibration::hbm_efficiency, {}},
-      {"inter_node_bandwidth_efficiency", 0.3, 1.0, &Calibration::inter_node_bandwidth_efficiency, {}},
-      {"intra_node_bandwidth_efficiency", 0.3, 1.0, &Calibration::intra_node_bandwidth_efficiency, {}},
-      {"layer_overhead_s", 0, 2e-4, &Calibration::layer_overhead_s, {}},
-      {"dp_overlap", 0, 1, &Calibration::dp_overlap, {}},
-      {"fp8_gemm_efficiency", 0.4, 1.0, &Calibration::fp8_gemm_efficiency, {}},
-      {"fp8_block_scaled_gemm_efficiency", 0.5, 1.0, &Calibration::fp8_block_scaled_gemm_efficiency, {}},
-      {"attention_half_kv_tokens", 0, 4096, &Calibration::attention_half_kv_tokens, {}},
-      {"moe_load_imbalance", 1.0, 2.0, &Calibration::moe_load_imbalance, {}, 1.0},
-      {"overlap_interference", 0, 0.5, &Calibration::overlap_interference, {}},
-      // Scale effects the weak-scaling pairs (the same step from 8 to 2,048 GPUs) can pin down.
-      {"step_jitter_cv", 0, 0.05, &Calibration::step_jitter_cv, {}},
-      {"pipeline_chunk_overhead_s", 0, 1e-3, &Calibration::pipeline_chunk_overhead_s, {}},
-  };
-  return parameters;
+// The prior's price of a point, in the objective's unit (percentage points).
+double prior_penalty(const std::vector<FitParameter>& params, const std::vector<double>& x) {
+  double sum = 0;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const double z = (x[i] - params[i].prior) / params[i].prior_sd;
+    sum += z * z;
+  }
+  return kPriorWeight * sum;
 }
 
-double value_of(const Calibration& c, const FitParameter& p) {
-  if (p.field) return c.*(p.field);
-  const auto& by_gpu = c.*(p.by_gpu);
-  const auto it = by_gpu.find(p.gpus.front());
-  if (it != by_gpu.end()) return it->second;
-  return p.by_gpu == &Calibration::gemm_efficiency_by_gpu ? c.gemm_efficiency_max : c.attention_efficiency;
-}
-
+// `x` holds the optimiser's variables (to_variable).
 Calibration apply(const Calibration& base, const std::vector<FitParameter>& params, const std::vector<double>& x) {
   Calibration c = base;
   for (std::size_t i = 0; i < params.size(); ++i) {
-    if (params[i].field) c.*(params[i].field) = x[i];
-    for (const auto& gpu : params[i].gpus) (c.*(params[i].by_gpu))[gpu] = x[i];
+    const double value = from_variable(params[i], x[i]);
+    if (params[i].field) c.*(params[i].field) = value;
+    for (const auto& gpu : params[i].gpus) (c.*(params[i].by_gpu))[gpu] = value;
   }
   return c;
 }
 
-// The start with every fitted coefficient back at its uninformed default (the Calibration struct's
-// member initialisers; GPU classes at gemm_efficiency_max), so that no fold of leave-one-source-out
-// starts from values fitted on its held-out source.
+// The start with every fitted coefficient at its prior (paratune/calib/coefficients.h), so that no
+// fold of leave-one-source-out starts from values fitted on its held-out source.
 Calibration uninformed(const Calibration& start) {
-  const Calibration prior;
   Calibration c = start;
-  for (const auto& p : fit_parameters()) {
-    if (p.field) c.*(p.field) = prior.*(p.field);
-    for (const auto& gpu : p.gpus) (c.*(p.by_gpu)).erase(gpu);
-  }
-  c.gemm_efficiency_max = prior.gemm_efficiency_max;
-  return c;
+  std::vector<double> priors;
+  for (const auto& p : fit_parameters()) priors.push_back(p.prior);
+  return apply(c, fit_parameters(), priors);
 }
 
 // |error| of each row under `calibration` (100 where the row cannot be estimated), rows spread over
@@ -134,7 +91,7 @@ PreparedRuns screen_candidates(const PreparedRuns& prepared, const Calibration& 
     if (!std::isnan(p.least_memory_value)) {
       memory_fitted = true;
       if (p.field) lean.*(p.field) = p.least_memory_value;
-      for (const auto& gpu : p.gpus) lean.gemm_efficiency_by_gpu[gpu] = p.least_memory_value;
+      for (const auto& gpu : p.gpus) (lean.*(p.by_gpu))[gpu] = p.least_memory_value;
     }
   auto work = [&](std::atomic<std::size_t>& next) {
     for (std::size_t i = next++; i < out.setups.size(); i = next++) {
@@ -207,9 +164,9 @@ CalibrationFit fit_rows(const std::vector<const RunSetup*>& rows, const Calibrat
   const auto& params = fit_parameters();
   std::vector<double> x, lower, upper;
   for (const auto& p : params) {
-    x.push_back(std::clamp(value_of(start, p), p.lower, p.upper));
-    lower.push_back(p.lower);
-    upper.push_back(p.upper);
+    x.push_back(to_variable(p, std::clamp(value_of(start, p), p.lower, p.upper)));
+    lower.push_back(to_variable(p, p.lower));
+    upper.push_back(to_variable(p, p.upper));
     fit.parameters.emplace_back(p.name);
   }
   struct State {
@@ -221,16 +178,17 @@ CalibrationFit fit_rows(const std::vector<const RunSetup*>& rows, const Calibrat
     FitProgress progress;
     int evaluations = 0;
   } state{&start, &params, &rows, thread_count(options), &options, {stage, 0, options.max_evaluations, 0}};
-  // Objective: mean + max/5 of |error| in percent over the rows used: the mean is what the
-  // issue's targets and a planner's ranking need; the max term keeps one source from being
-  // sacrificed wholesale.
+  // Objective: mean + max/5 of |error| in percent over the rows used, plus the priors' price
+  // (paratune/calib/coefficients.h): the mean is what a planner's ranking needs; the max term keeps
+  // one source from being sacrificed wholesale; the priors keep coefficients physical where the
+  // rows do not pin them.
   auto objective = [](const std::vector<double>& v, std::vector<double>&, void* data) -> double {
     auto* st = static_cast<State*>(data);
     ++st->evaluations;
     const auto errors = row_errors(*st->rows, apply(*st->start, *st->params, v), st->threads);
     double sum = 0, worst = 0;
     for (double e : errors) sum += e, worst = std::max(worst, e);
-    const double value = sum / errors.size() + 0.2 * worst;
+    const double value = sum / errors.size() + 0.2 * worst + prior_penalty(*st->params, v);
     if (st->options->on_progress) {
       st->progress.best_objective = st->evaluations == 1 ? value : std::min(st->progress.best_objective, value);
       st->progress.evaluation = st->evaluations;
@@ -252,6 +210,7 @@ CalibrationFit fit_rows(const std::vector<const RunSetup*>& rows, const Calibrat
   }
   fit.calibration = apply(start, params, x);
   fit.parameters_fitted = static_cast<int>(params.size());
+  fit.at_bounds = coefficients_at_bounds(fit.calibration);
   fit.evaluations = state.evaluations;
   fit.seconds = seconds_since(t0);
   return fit;
@@ -273,7 +232,9 @@ CalibrationFit fit_prepared(const PreparedRuns& prepared, const Calibration& sta
   validate(options);
   const auto t0 = std::chrono::steady_clock::now();
   const PreparedRuns screened = screen_candidates(prepared, start, thread_count(options));
-  CalibrationFit fit = fit_rows(rows_of(screened, use), start, options);
+  // From the priors, whatever `start` holds for the fitted coefficients: the result is the fit of the
+  // rows and the priors alone (start supplies the coefficients that are not fitted).
+  CalibrationFit fit = fit_rows(rows_of(screened, use), uninformed(start), options);
   fit.seconds = seconds_since(t0);
   return fit;
 }

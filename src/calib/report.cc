@@ -67,9 +67,17 @@ nlohmann::json to_json(const ValidationReport& r) {
   nlohmann::json by_kind = nlohmann::json::object();
   const auto counts = skip_counts(r);
   for (SkipKind k : kSkipKinds) by_kind[to_string(k)] = counts.contains(k) ? counts.at(k) : 0;
+  nlohmann::json ranking = nlohmann::json::array();
+  for (const auto& g : r.rank_groups)
+    ranking.push_back({{"group", g.label},
+                       {"row_ids", g.row_ids},
+                       {"pairs", g.pairs},
+                       {"concordant", g.concordant},
+                       {"kendall_tau", g.kendall_tau}});
   return {{"rows", rows},
           {"skipped", skipped},
           {"sources", sources},
+          {"rank_groups", ranking},
           {"estimated", r.rows.size()},
           {"skipped_count", r.skipped.size()},
           {"skipped_by_kind", by_kind},
@@ -117,6 +125,13 @@ std::string format_validation(const ValidationReport& r) {
         if (s.kind == k) out += fmt::format("  {:>5}  {:<18} {}\n", s.row_id, to_string(s.kind), s.reason);
   }
   out += "\n" + format_source_summary(r);
+  if (!r.rank_groups.empty()) {
+    out += "\nranking within groups of rows that differ only in configuration (Kendall tau: 1 = the published "
+           "order):\n";
+    for (const auto& g : r.rank_groups)
+      out += fmt::format("  tau {:+.2f}  {} of {} pairs in order  rows {}  {}\n", g.kendall_tau, g.concordant, g.pairs,
+                         join(g.row_ids, ","), g.label);
+  }
   std::vector<std::string> kinds;
   for (SkipKind k : kSkipKinds)
     if (counts.contains(k)) kinds.push_back(fmt::format("{} {}", counts.at(k), to_string(k)));
@@ -153,7 +168,24 @@ nlohmann::json to_json(const LosoReport& r) {
           {"seconds", r.seconds},
           {"parameters", r.full.parameters},
           {"calibration", to_json(r.full.calibration)},
+          {"at_bounds", to_json(r.full.at_bounds)},
           {"held_out", held_out}};
+}
+
+nlohmann::json to_json(const std::vector<CoefficientAtBound>& hits) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& h : hits)
+    out.push_back({{"name", h.name}, {"value", h.value}, {"bound", h.bound}, {"upper", h.upper}, {"why", h.why}});
+  return out;
+}
+
+std::string format_bounds(const std::vector<CoefficientAtBound>& hits) {
+  if (hits.empty()) return "no fitted coefficient sits at a bound of its physical range\n";
+  std::string out = fmt::format("{} fitted coefficient(s) at a bound of the physical range (the model lacks what "
+                                "they stand in for):\n",
+                                hits.size());
+  for (const auto& h : hits) out += "  " + describe(h) + "\n";
+  return out;
 }
 
 std::string format_loso(const LosoReport& r) {

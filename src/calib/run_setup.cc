@@ -443,6 +443,16 @@ const std::vector<KnownError>& known_errors() {
 
 // --- The metric ------------------------------------------------------------------------------------
 
+// Sources whose runs train on synthetic (random-token) data for a few dozen iterations (SOURCES.md):
+// NVIDIA's DGX Cloud benchmarking recipes, S24/S25 (NVIDIA/dgxc-benchmarking @841f546, e.g.
+// deepseek_v3/pretrain/megatron_bridge/README.md: "Deepseek-v3 training only uses synthetic
+// datasets"), and NeMo's performance summary, S21 (NVIDIA/NeMo @8cfedd7 scripts/performance/llm/
+// pretrain_mixtral_8x7b.py runs nemo/collections/llm/recipes/mixtral_8x7b.py, whose data is
+// MockDataModule; pretrain_deepseek_v3.py also sets moe_router_force_load_balancing = True).
+bool runs_synthetic_data(const std::string& source_id) {
+  return source_id == "S21" || source_id == "S24" || source_id == "S25";
+}
+
 void choose_metric(const PublishedRun& run, const Framework& fw, Family family, RunSetup& s) {
   std::set<std::string> unusable;
   std::vector<std::string> known;
@@ -660,6 +670,13 @@ RunSetup setup_for_run(const PublishedRun& run) {
       if (contains(run.get("notes"), "force-balanced") || contains(run.get("other_result"), "force-balanced")) {
         t.moe_balancing = MoeBalancing::kForceBalanced;
         why.push_back("MoE routing force-balanced, token-dropless (source footnote)");
+      } else if (runs_synthetic_data(s.source_id)) {
+        // A router at its random initialisation, fed uniformly random tokens, spreads them evenly:
+        // each expert's share is binomial, within a fraction of a percent at these token counts.
+        t.moe_balancing = MoeBalancing::kForceBalanced;
+        why.push_back(
+            "MoE routing balanced: the benchmark trains on synthetic data from a random initialisation (step times "
+            "of its first iterations), where routers spread tokens evenly (SOURCES.md)");
       } else {
         t.moe_balancing = MoeBalancing::kAuxLoss;
         why.push_back("MoE routing balance not stated: aux-loss, dropless (Megatron defaults)");

@@ -1723,7 +1723,9 @@ int run_main(int argc, char** argv) {
         progress.clear();
         write_calibration(report.full.calibration);
         if (json) write_json(to_json(report));
-        else std::cout << format_loso(report) << "wrote " << calibration_out << " (the fit on all rows)\n";
+        else
+          std::cout << format_loso(report) << format_bounds(report.full.at_bounds) << "wrote " << calibration_out
+                    << " (the fit on all rows)\n";
         return 0;
       }
       const CalibrationFit fit = fit_calibration(runs, start, fit_options);
@@ -1735,6 +1737,7 @@ int run_main(int argc, char** argv) {
                     {"rows_used", fit.rows_used},
                     {"evaluations", fit.evaluations},
                     {"seconds", fit.seconds},
+                    {"at_bounds", to_json(fit.at_bounds)},
                     {"before", to_json(fit.before)},
                     {"after", to_json(fit.after)}});
         return 0;
@@ -1744,6 +1747,7 @@ int run_main(int argc, char** argv) {
       std::cout << fmt::format("mean |error| {:.2f}% -> {:.2f}%, max {:.2f}% -> {:.2f}%\n", fit.before.mean_abs_pct_error,
                                fit.after.mean_abs_pct_error, fit.before.max_abs_pct_error, fit.after.max_abs_pct_error);
       std::cout << format_source_summary(fit.after);
+      std::cout << format_bounds(fit.at_bounds);
       std::cout << "wrote " << calibration_out << "\n";
       return 0;
     }

@@ -14,40 +14,40 @@ Calibration make_default() {
   // Fitted by `paratune calibrate --runs data/published-runs/published_runs.csv -o
   // data/calibration.json` (docs/calibration.md); a test checks this equals that file.
   Calibration c;
-  c.attention_efficiency = 0.41626266764615716;
-  c.attention_efficiency_by_gpu["b200"] = 0.45153183029033717;
-  c.attention_efficiency_by_gpu["gb200"] = 0.45153183029033717;
-  c.attention_efficiency_by_gpu["h100-sxm"] = 0.3639745190306725;
-  c.attention_efficiency_by_gpu["h200"] = 0.3639745190306725;
-  c.attention_efficiency_by_gpu["h800"] = 0.3639745190306725;
-  c.attention_half_kv_tokens = 1743.7579757941267;
+  c.attention_efficiency = 0.5094025311848642;
+  c.attention_efficiency_by_gpu["b200"] = 0.4670192925141273;
+  c.attention_efficiency_by_gpu["gb200"] = 0.4670192925141273;
+  c.attention_efficiency_by_gpu["h100-sxm"] = 0.3857594233580854;
+  c.attention_efficiency_by_gpu["h200"] = 0.3857594233580854;
+  c.attention_efficiency_by_gpu["h800"] = 0.3857594233580854;
+  c.attention_half_kv_tokens = 1402.3071154688823;
   c.comm_buffer_bytes = 536870912.0;
   c.cuda_context_bytes = 1073741824.0;
-  c.dp_overlap = 1.0;
-  c.ep_overlap = 0.8;
-  c.fp8_block_scaled_gemm_efficiency = 0.5;
-  c.fp8_gemm_efficiency = 0.9651002399609726;
+  c.dp_overlap = 0.8324646455842124;
+  c.ep_overlap = 0.48960389978180086;
+  c.fp8_block_scaled_gemm_efficiency = 0.8197885224265072;
+  c.fp8_gemm_efficiency = 0.8252785166698533;
   c.fragmentation = 0.1;
-  c.gemm_efficiency_by_gpu["a100-40gb"] = 0.7975484370194266;
-  c.gemm_efficiency_by_gpu["a100-80gb"] = 0.7975484370194266;
-  c.gemm_efficiency_by_gpu["b200"] = 0.5396938381199352;
-  c.gemm_efficiency_by_gpu["gb200"] = 0.5030981679605259;
-  c.gemm_efficiency_by_gpu["h100-sxm"] = 0.6821262911844008;
-  c.gemm_efficiency_by_gpu["h200"] = 0.6821262911844008;
-  c.gemm_efficiency_by_gpu["h800"] = 0.6821262911844008;
-  c.gemm_efficiency_by_gpu["v100-32gb"] = 0.9431241595486585;
+  c.gemm_efficiency_by_gpu["a100-40gb"] = 0.8048548572515457;
+  c.gemm_efficiency_by_gpu["a100-80gb"] = 0.8048548572515457;
+  c.gemm_efficiency_by_gpu["b200"] = 0.6560306635419443;
+  c.gemm_efficiency_by_gpu["gb200"] = 0.565058214460708;
+  c.gemm_efficiency_by_gpu["h100-sxm"] = 0.7062342931392375;
+  c.gemm_efficiency_by_gpu["h200"] = 0.7062342931392375;
+  c.gemm_efficiency_by_gpu["h800"] = 0.7062342931392375;
+  c.gemm_efficiency_by_gpu["v100-32gb"] = 0.8791538220373162;
   c.gemm_efficiency_max = 0.8;
-  c.gemm_half_efficiency_dim = 127.01410255895289;
-  c.hbm_efficiency = 0.9999999999999999;
-  c.inter_node_bandwidth_efficiency = 0.9999999999999999;
-  c.intra_node_bandwidth_efficiency = 0.4867129774238802;
+  c.gemm_half_efficiency_dim = 87.82980827157571;
+  c.hbm_efficiency = 0.8484127549918402;
+  c.inter_node_bandwidth_efficiency = 0.8531402888338384;
+  c.intra_node_bandwidth_efficiency = 0.7045578273394166;
   c.iteration_overhead_s = 0.005;
-  c.layer_overhead_s = 3.1754397412561325e-08;
-  c.moe_load_imbalance = 1.000000169218575;
+  c.moe_load_imbalance = 1.2084912676800843;
   c.nccl_bytes_per_communicator = 150994944.0;
-  c.overlap_interference = 0.11388162238780829;
-  c.pipeline_chunk_overhead_s = 8.523587035115092e-08;
-  c.step_jitter_cv = 0.0;
+  c.op_issue_s = 8.243165875243078e-06;
+  c.overlap_interference = 0.12168264583843418;
+  c.pipeline_chunk_overhead_s = 5.187166726967524e-05;
+  c.step_jitter_cv = 0.013992756899919512;
   c.tp_overlap = 0.6;
   return c;
 }
@@ -70,7 +70,7 @@ const std::vector<CalibrationField>& calibration_fields() {
       {"attention_efficiency", &Calibration::attention_efficiency, R::kFraction, ""},
       {"attention_half_kv_tokens", &Calibration::attention_half_kv_tokens, R::kNonNegative, "tokens"},
       {"hbm_efficiency", &Calibration::hbm_efficiency, R::kFraction, ""},
-      {"layer_overhead_s", &Calibration::layer_overhead_s, R::kNonNegative, "s"},
+      {"op_issue_s", &Calibration::op_issue_s, R::kNonNegative, "s"},
       {"iteration_overhead_s", &Calibration::iteration_overhead_s, R::kNonNegative, "s"},
       {"pipeline_chunk_overhead_s", &Calibration::pipeline_chunk_overhead_s, R::kNonNegative, "s"},
       {"fp8_gemm_efficiency", &Calibration::fp8_gemm_efficiency, R::kFraction, ""},

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "context_parallel.h"
+#include "host_issue.h"
 #include "paratune/cost/estimate.h"
 #include "paratune/cost/model_stats.h"
 
@@ -86,7 +87,7 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
     return gemm_s(d, rows, gate * ffn_local, h) + gemm_s(d, rows, h, ffn_local);
   };
   const LayerParams lp = layer_params(m, moe_layer);
-  double moe_permute_bytes = 0;
+  double moe_permute_bytes = 0, router_bytes = 0, routed_expert_s = 0;
   if (moe_layer) {
     const MoeSpec& e = *m.moe;
     const double etp = p.expert_tp();
@@ -97,7 +98,9 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
     const double routed_rows = tokens * e.top_k * etp / t * c.moe_load;
     const double rows_per_expert = routed_rows / local_experts;
     const double fe_local = e.expert_ffn_hidden_size / etp;
-    mlp_s += local_experts * (gemm_s(d, rows_per_expert, gate * fe_local, h) + gemm_s(d, rows_per_expert, h, fe_local));
+    routed_expert_s =
+        local_experts * (gemm_s(d, rows_per_expert, gate * fe_local, h) + gemm_s(d, rows_per_expert, h, fe_local));
+    mlp_s += routed_expert_s;
     mlp_flops += 2 * routed_rows * fe_local * h * (gate + 1);
     activation_elements += routed_rows * fe_local;
     linear_input_elements += routed_rows * (h + fe_local);
@@ -106,6 +109,10 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
     mlp_flops += 2 * tokens / sp_div * e.num_experts * h;
     if (e.num_shared_experts > 0) mlp_s += mlp(tokens, e.num_shared_experts * e.shared_ffn() / t);
     moe_permute_bytes = 4 * routed_rows * h * kActivationBytes;  // permute + unpermute, read + write
+    // Router, after its GEMM: FP32 logits over every expert written, softmax read + write, top-k
+    // read, the auxiliary loss's reductions read: ~5 passes of 4 bytes (Megatron-Core router.py
+    // keeps router logits in FP32: --moe-router-dtype fp32).
+    router_bytes = 5 * 4.0 * tokens / sp_div * e.num_experts;
     L.params_expert = e.num_experts * lp.routed_expert / (p.ep * etp);
   } else {
     mlp_s += mlp(tokens, m.ffn_hidden_size / t);
@@ -122,16 +129,14 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
   if (m.dropout) elementwise_bytes += 2 * 2.5 * kActivationBytes * hidden_elements;
   if (m.position_embedding == PositionEmbedding::kRotary)
     elementwise_bytes += 2 * kActivationBytes * tokens * (heads_local + std::max(1.0, m.kv_heads() / t)) * qk_dim;
-  elementwise_bytes += kActivationBytes * (gate + 1) * activation_elements + moe_permute_bytes;
+  elementwise_bytes += kActivationBytes * (gate + 1) * activation_elements + moe_permute_bytes + router_bytes;
   const double elementwise_s = elementwise_bytes / d.hbm_bytes_per_s;
   const double cast_forward_s = c.fp8.cast_bytes_per_element * linear_input_elements / d.hbm_bytes_per_s;
   const double cast_backward_s = c.fp8.cast_bytes_per_element * linear_output_elements / d.hbm_bytes_per_s;
 
-  const double overhead = cal.layer_overhead_s;
-  L.forward_compute_s = attention_gemm_s + attention_s + mlp_s + elementwise_s + cast_forward_s + overhead;
+  L.forward_compute_s = attention_gemm_s + attention_s + mlp_s + elementwise_s + cast_forward_s;
   // Backward: input-gradient and weight-gradient GEMMs (2x forward), attention 2-2.5x.
-  L.backward_compute_s =
-      2 * (attention_gemm_s + mlp_s + elementwise_s + overhead) + attention_backward_s + cast_backward_s;
+  L.backward_compute_s = 2 * (attention_gemm_s + mlp_s + elementwise_s) + attention_backward_s + cast_backward_s;
   // Of which the weight-gradient GEMMs (dW = X^T dY, one per forward GEMM) are the W pass of a
   // zero-bubble schedule; the input gradients, attention and element-wise backward are its B pass.
   L.weight_grad_s = attention_gemm_s + mlp_s;
@@ -208,6 +213,19 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
   L.interference_forward_s = cal.overlap_interference * hidden_forward_s;
   L.forward_compute_s += L.interference_forward_s;
   L.backward_compute_s += cal.overlap_interference * hidden_backward_s;
+
+  // --- Host-side issue time the GPU does not hide (cost/host_issue.h) -------------------------------
+  // The MoE host sync splits the forward: the expert GEMMs, the all-to-all and the un-permutation
+  // come after it.
+  LayerGpuTime gpu;
+  gpu.forward_after_sync_s = routed_expert_s + L.ep_forward_s + moe_permute_bytes / 2 / d.hbm_bytes_per_s;
+  gpu.forward_before_sync_s =
+      L.forward_compute_s + L.tp_forward_s + L.cp_forward_s + L.ep_forward_s - gpu.forward_after_sync_s;
+  gpu.backward_s = L.backward_compute_s + L.tp_backward_s + L.cp_backward_s + L.ep_backward_s;
+  const HostIssueExposure host = host_issue_exposure(m, p, c.training, moe_layer, gpu, cal);
+  L.host_forward_s = host.forward_s;
+  L.forward_compute_s += host.forward_s;
+  L.backward_compute_s += host.backward_s;
 
   L.activation_bytes = layer_activation_bytes(m, c.training, p, moe_layer, c.fp8.saved_input_bytes, c.moe_load);
   L.input_bytes = kActivationBytes * hidden_elements;

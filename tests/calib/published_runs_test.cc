@@ -462,6 +462,65 @@ TEST(CalibrateCli, ShowsProgressOnATerminalOnly) {
 // The acceptance figures of the cost model: on the shipped published runs, with the shipped
 // calibration, every row is estimated, mean |error| <= 8% and max <= 20%. (Thresholds: the cost
 // model's; a failure lists each source's errors and every skipped row.)
+// Rows that differ only in configuration form a group with Kendall's tau between the published and
+// the predicted order: +1 when they agree, -1 when reversed. A row of another GPU count is not in
+// the group, and a group of one row is not listed.
+TEST(Validation, RankAgreementWithinGroupsOfRows) {
+  auto rows = [](const std::vector<std::string>& times) {
+    return std::vector<Row>{small_row({{"row_id", "1"}, {"tp", "1"}, {"dp", "8"}, {"iteration_time_s", times[0]}}),
+                            small_row({{"row_id", "2"}, {"tp", "2"}, {"dp", "4"}, {"iteration_time_s", times[1]}}),
+                            small_row({{"row_id", "3"}, {"tp", "8"}, {"dp", "1"}, {"iteration_time_s", times[2]}}),
+                            small_row({{"row_id", "4"}, {"total_gpus", "16"}, {"dp", "16"}, {"global_batch_size", "16"},
+                                       {"iteration_time_s", "0.1"}})};
+  };
+  // The predicted times, then published times in that order and in the reverse order.
+  const ValidationReport first = validate_runs(runs_of("rank.csv", rows({"0.1", "0.1", "0.1"})), default_calibration());
+  ASSERT_EQ(first.rows.size(), 4u);
+  std::vector<std::pair<double, std::size_t>> predicted;
+  for (std::size_t i = 0; i < 3; ++i) predicted.emplace_back(first.rows[i].predicted, i);
+  std::sort(predicted.begin(), predicted.end());
+  ASSERT_LT(predicted[0].first, predicted[1].first);
+  ASSERT_LT(predicted[1].first, predicted[2].first);
+  std::vector<std::string> in_order(3), reversed(3);
+  for (std::size_t rank = 0; rank < 3; ++rank) {
+    in_order[predicted[rank].second] = std::to_string(1.0 + rank);
+    reversed[predicted[rank].second] = std::to_string(3.0 - rank);
+  }
+  const ValidationReport agree = validate_runs(runs_of("rank1.csv", rows(in_order)), default_calibration());
+  ASSERT_EQ(agree.rank_groups.size(), 1u);
+  EXPECT_EQ(agree.rank_groups[0].row_ids, (std::vector<std::string>{"1", "2", "3"}));
+  EXPECT_EQ(agree.rank_groups[0].pairs, 3);
+  EXPECT_EQ(agree.rank_groups[0].concordant, 3);
+  EXPECT_DOUBLE_EQ(agree.rank_groups[0].kendall_tau, 1.0);
+  const ValidationReport disagree = validate_runs(runs_of("rank2.csv", rows(reversed)), default_calibration());
+  ASSERT_EQ(disagree.rank_groups.size(), 1u);
+  EXPECT_DOUBLE_EQ(disagree.rank_groups[0].kendall_tau, -1.0);
+  EXPECT_NE(format_validation(disagree).find("tau -1.00  0 of 3 pairs in order  rows 1,2,3"), std::string::npos)
+      << format_validation(disagree);
+}
+
+// Benchmarks that train on synthetic data from a random initialisation (SOURCES.md S21, S24, S25)
+// route evenly; a row of another source whose balancing is not stated keeps Megatron's aux loss.
+TEST(Setup, SyntheticDataBenchmarksRouteEvenly) {
+  const auto runs = read_published_runs(kRuns);
+  int synthetic = 0;
+  for (const PublishedRun& run : runs) {
+    if (run.source() != "S25" || run.get("moe_num_experts").empty()) continue;
+    RunSetup s;
+    try {
+      s = setup_for_run(run);
+    } catch (const RowSkipped&) {
+      continue;
+    }
+    ++synthetic;
+    EXPECT_EQ(s.training.moe_balancing, MoeBalancing::kForceBalanced) << s.row_id;
+    bool said = false;
+    for (const auto& a : s.assumptions) said = said || a.find("synthetic data") != std::string::npos;
+    EXPECT_TRUE(said) << s.row_id << ": the assumption is not printed";
+  }
+  EXPECT_GE(synthetic, 10);
+}
+
 TEST(Validation, PublishedRunsWithinTargets) {
   ASSERT_TRUE(std::filesystem::exists(kRuns)) << kRuns << " is missing";
   const auto runs = read_published_runs(kRuns);

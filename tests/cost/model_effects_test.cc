@@ -4,6 +4,7 @@
 // recomputed communication is reported. Each test fails on a model without the effect.
 #include <gtest/gtest.h>
 
+#include "../../src/cost/host_issue.h"
 #include "../../src/cost/moe.h"
 #include "../test_util.h"
 #include "paratune/cost/estimate.h"
@@ -159,6 +160,69 @@ TEST(Moe, ImbalanceAndOverlapChangeTheAllToAll) {
   EXPECT_GT(aux.stages[0].memory.activations_bytes, balanced.stages[0].memory.activations_bytes);
   const Estimate overlapped = run(mixtral, cluster, t, "dp=8,tp=4,pp=1,ep=8,etp=1,mbs=1,zero=1,sp=true,ep_overlap=true");
   EXPECT_LT(overlapped.breakdown.ep_comm_s, aux.breakdown.ep_comm_s);
+}
+
+// Host issue time (cost/host_issue.h), worked by hand with op_issue_s = 10 us.
+TEST(HostIssue, ALayerCostsTheSlowerOfGpuAndCpuAndTheMoeSyncDrainsTheQueue) {
+  Calibration cal;
+  cal.op_issue_s = 10e-6;
+  const ModelSpec dense = testing::ModelBuilder().build();
+  ParallelConfig p;
+  TrainingSpec t = testing::training(4096, 64);
+  // Dense, tp = 1: 16 operators = 160 us of CPU. A 1 ms GPU forward hides them; a 100 us one
+  // exposes 60 us. The backward issues the forward's 160 us (kBackwardIssueRatio 1).
+  cost_detail::LayerGpuTime gpu{1e-3, 0, 2e-3};
+  auto e = cost_detail::host_issue_exposure(dense, p, t, false, gpu, cal);
+  EXPECT_DOUBLE_EQ(e.forward_s, 0);
+  EXPECT_DOUBLE_EQ(e.backward_s, 0);
+  gpu = {100e-6, 0, 100e-6};
+  e = cost_detail::host_issue_exposure(dense, p, t, false, gpu, cal);
+  EXPECT_NEAR(e.forward_s, 60e-6, 1e-12);
+  EXPECT_NEAR(e.backward_s, 60e-6, 1e-12);
+  // tp = 2 with sequence parallelism adds 4 collectives: 200 us of CPU.
+  p.tp = 2;
+  p.sequence_parallel = true;
+  e = cost_detail::host_issue_exposure(dense, p, t, false, gpu, cal);
+  EXPECT_NEAR(e.forward_s, 100e-6, 1e-12);
+  // A dropless MoE layer (Mixtral: 8 experts) with ep = 8: 16 + 4 + 14 = 34 operators (340 us)
+  // before the sync against 300 us of GPU; the 20 us sync; 11 + 2 x 1 local expert = 13 operators
+  // (130 us) after it against 500 us of GPU: 40 + 20 + 0 us exposed. Backward: 470 us of CPU
+  // against 2 ms of GPU: none.
+  const ModelSpec moe = find_model_preset("mixtral-8x7b").spec;
+  p.ep = 8;
+  gpu = {300e-6, 500e-6, 2e-3};
+  e = cost_detail::host_issue_exposure(moe, p, t, true, gpu, cal);
+  EXPECT_NEAR(e.forward_s, 40e-6 + cost_detail::kHostSyncS, 1e-12);
+  EXPECT_DOUBLE_EQ(e.backward_s, 0);
+  // With a capacity factor nothing syncs: 470 us of CPU against 800 us of GPU hides.
+  t.moe_capacity_factor = 1.25;
+  EXPECT_FALSE(cost_detail::moe_host_sync(p, t));
+  e = cost_detail::host_issue_exposure(moe, p, t, true, gpu, cal);
+  EXPECT_DOUBLE_EQ(e.forward_s, 0);
+}
+
+// A small MoE model (hidden 2048, 128 experts of FFN 768) waits for the CPU; a large dense one
+// hides its launches: the host issue time weighs on the first and not the second.
+TEST(HostIssue, SmallExpertsWaitForTheHost) {
+  const ClusterSpec cluster = testing::dgx_h100(2);
+  TrainingSpec t = testing::training(1024, 256);
+  ModelSpec small = find_model_preset("mixtral-8x7b").spec;
+  small.hidden_size = 2048;
+  small.num_attention_heads = 32;
+  small.num_kv_heads = 4;
+  small.moe->num_experts = 128;
+  small.moe->top_k = 8;
+  small.moe->expert_ffn_hidden_size = 768;
+  auto time_with = [&](const ModelSpec& m, double op_issue_s, const char* config) {
+    Calibration cal = default_calibration();
+    cal.op_issue_s = op_issue_s;
+    return estimate(m, cluster, t, parse_parallel_config(config), cal).iteration_time_s;
+  };
+  const char* moe_config = "dp=16,tp=1,pp=1,ep=8,mbs=1,zero=1";
+  EXPECT_GT(time_with(small, 30e-6, moe_config), 1.2 * time_with(small, 2e-6, moe_config));
+  const ModelSpec big = find_model_preset("llama3-70b").spec;
+  const char* dense_config = "dp=2,tp=8,pp=1,mbs=1,zero=1,sp=true,recompute=full";
+  EXPECT_LT(time_with(big, 30e-6, dense_config), 1.01 * time_with(big, 2e-6, dense_config));
 }
 
 // Full recompute re-runs the forward's communication; each kind is reported as itself.

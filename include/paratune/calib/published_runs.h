@@ -32,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "paratune/calib/coefficients.h"
 #include "paratune/cost/calibration.h"
 #include "paratune/cost/estimate.h"
 
@@ -150,7 +151,20 @@ struct SourceSummary {
   double max_abs_pct_error = 0;
 };
 
+// How well the predictions order rows that differ only in their parallel configuration: rows that
+// share model, GPU, GPU count, global batch and sequence length. Kendall's tau over the pairs whose
+// published values differ: (pairs in the published order - pairs reversed) / those pairs; 1 =
+// the same order, -1 = reversed. A planner needs the order more than the values.
+struct RankGroup {
+  std::string label;                 // "Llama 3.1 405B on 512 x h100-sxm, batch 2048 x 8192"
+  std::vector<std::string> row_ids;  // in CSV order
+  int pairs = 0;                     // pairs with different published values
+  int concordant = 0;                // of which predicted in the same order
+  double kendall_tau = 0;
+};
+
 struct ValidationReport {
+  std::vector<RankGroup> rank_groups;  // groups of at least two rows, in the order they first appear
   std::vector<RowResult> rows;
   std::vector<SkippedRow> skipped;
   std::vector<SourceSummary> sources;  // in the order sources first appear in the CSV
@@ -200,13 +214,15 @@ struct CalibrationFit {
   ValidationReport before, after;
   std::vector<std::string> parameters;  // names of the fitted coefficients
   int parameters_fitted = 0;
+  std::vector<CoefficientAtBound> at_bounds;  // fitted coefficients at a bound of their physical range
   int rows_used = 0;
   int evaluations = 0;
   double seconds = 0;
 };
 
-// Fits the coefficients listed by fit_parameter_names() by minimising mean + max/2 of the absolute
-// percentage error with NLopt's derivative-free BOBYQA.
+// Fits the coefficients listed by fit_parameter_names() (paratune/calib/coefficients.h) by
+// minimising mean + max/5 of the absolute percentage error plus the priors' price, within each
+// coefficient's physical range, with NLopt's derivative-free BOBYQA.
 CalibrationFit fit_calibration(const std::vector<PublishedRun>& runs, const Calibration& start,
                                const FitOptions& options = {});
 // The same on prepared rows, using only those whose index is in `use` (all when empty).
@@ -246,6 +262,9 @@ nlohmann::json to_json(const LosoReport& report);
 std::string format_validation(const ValidationReport& report);
 std::string format_source_summary(const ValidationReport& report);  // one line per source
 std::string format_loso(const LosoReport& report);
+// Coefficients at a bound of their physical range: one line each, or a line saying there is none.
+std::string format_bounds(const std::vector<CoefficientAtBound>& hits);
+nlohmann::json to_json(const std::vector<CoefficientAtBound>& hits);
 
 // --- FLOP conventions ----------------------------------------------------------------------------
 // Published FLOP-counting conventions, per iteration (all GPUs), for `batch` sequences of `seq` tokens.

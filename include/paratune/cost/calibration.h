@@ -39,9 +39,10 @@ struct Calibration {
   double attention_half_kv_tokens = 0;
   // Memory-bound kernels (norms, activations, residuals, optimizer): fraction of HBM bandwidth.
   double hbm_efficiency = 0.75;
-  // Fixed time per layer per micro-batch (kernel launches, framework overhead), forward; the
-  // backward pays twice that.
-  double layer_overhead_s = 20e-6;
+  // Host (CPU) time to issue one operator of a layer: Python, PyTorch's dispatcher, autograd
+  // bookkeeping and the kernel launch. A layer costs max(GPU time, operators x op_issue_s)
+  // (cost/host_issue.h): small layers wait for the CPU.
+  double op_issue_s = 8e-6;
   // Fixed time per iteration (data loading, logging, optimizer bookkeeping).
   double iteration_overhead_s = 5e-3;
   // Per model chunk, per micro-batch, per pass (forward or backward): scheduling a chunk and
@@ -62,8 +63,8 @@ struct Calibration {
   // balancing keeps half the excess, forced balancing none, a capacity factor caps it.
   double moe_load_imbalance = 1.2;
   // Fraction of one micro-batch's all-to-all that another micro-batch's compute can hide under
-  // ep_overlap (Megatron-Core's 1F1B A2A overlap).
-  double ep_overlap = 0.8;
+  // ep_overlap (Megatron-Core's 1F1B A2A overlap). Fitted only on rows that ran with the overlap.
+  double ep_overlap = 0.5;
 
   // --- Communication ------------------------------------------------------------------------------
   double intra_node_bandwidth_efficiency = 0.80;  // achieved / datasheet NVLink bandwidth
