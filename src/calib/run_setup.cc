@@ -553,7 +553,9 @@ void build_candidates(RunSetup& s, bool vpp_searched, bool sp_searched, bool meg
               for (RecomputeMode rc : s.recompute_choices)
                 for (int recomputed : recompute_counts(s, rc, pp))
                 for (bool sp : s.sp_choices)
-                for (bool ep_overlap : s.ep_overlap_choices) {
+                for (bool ep_overlap : s.ep_overlap_choices)
+                for (int etp : s.etp_choices) {
+                  if (etp == 1 && tp == 1 && s.etp_choices.size() > 1) continue;  // etp = tp = 1 already
                   if (vpp_searched && vpp > 1 && pp == 1) continue;
                   if (sp_searched && sp && tp == 1) continue;
                   if (ep_overlap && (ep < 2 || rc == RecomputeMode::kFull)) continue;  // R18.1
@@ -570,6 +572,7 @@ void build_candidates(RunSetup& s, bool vpp_searched, bool sp_searched, bool meg
                   c.account_embedding = embedding;
                   c.account_loss = loss;
                   c.ep_overlap = ep_overlap;
+                  c.etp = etp;
                   if (rc != RecomputeMode::kFull) c.recompute_layers = -1;
                   else if (recomputed != 0) c.recompute_layers = recomputed;
                   else if (s.recompute_share > 0) {  // of each stage's layers (the largest stage's, when uneven)
@@ -776,10 +779,13 @@ RunSetup setup_for_run(const PublishedRun& run) {
                     "has it)");
     }
     if (const auto etp = other_result_int(run, "ETP")) {
-      c.etp = *etp;
+      s.etp_choices = {*etp};
     } else if (s.model.moe) {
-      c.etp = 0;
-      why.push_back("expert TP not stated: = tp (Megatron default)");
+      // Megatron defaults expert TP to tp, but MoE recipes set it to 1 as often (NeMo's DeepSeek-V3,
+      // Qwen3 and Llama 4 recipes): both are searched, never assumed.
+      s.etp_choices = {0, 1};
+      s.searched_axes.emplace_back("etp");
+      why.push_back("expert TP not stated: searched (= tp, or 1)");
     }
 
     // ZeRO / distributed optimizer / FSDP and the overlaps.

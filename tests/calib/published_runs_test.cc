@@ -171,7 +171,7 @@ TEST(Setup, StatedCpEpAndFp8AreHonoured) {
   EXPECT_EQ(s.model.moe->top_k, 2);
   EXPECT_EQ(s.training.precision, Precision::kFP8);
   EXPECT_EQ(s.training.fp8_recipe, Fp8Recipe::kDelayed);
-  EXPECT_EQ(s.config.etp, 1);
+  EXPECT_EQ(s.etp_choices, std::vector<int>{1});
   ASSERT_FALSE(s.candidates.empty());
   for (const ParallelConfig& c : s.candidates) {
     EXPECT_EQ(c.tp, 2);
