@@ -4,11 +4,48 @@
 #include "memory.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "device.h"
 #include "moe.h"
 
 namespace paratune {
+
+namespace {
+
+// torchtitan's per-op selective activation checkpointing (torchtitan/distributed/
+// activation_checkpoint.py, _apply_op_sac; selective_ac_option = "op", the default of its
+// train_configs): torch.utils.checkpoint with a policy that saves the outputs of the ops in
+// `_save_list` -- aten.mm, the SDPA (flash / efficient) kernels, reduce_scatter_tensor, aten.max --
+// except every second mm of the layer ("mm_count % 2 == 0" is recomputed, counted per layer from
+// 1). Everything else is recomputed in the backward. In a Llama layer the mms run wq, wk, wv, wo,
+// w1, w3, w2, so wq, wv, w1 and w2 (the 1st, 3rd, 5th, 7th) are saved; without a gated MLP
+// (wq wk wv wo w1 w2) wq, wv, w1. The row-parallel wo and w2 produce partial sums of the full width
+// h before TP's reduce-scatter, whose output (h/t wide, with sequence parallelism) is saved too.
+// What the layer keeps, bytes, all BF16 (2):
+//   layer input (the checkpoint's input)                 T·h / sp
+//   saved mm outputs                                     T·(heads·qk + kv·v + ...)/t, T·h for w2
+//   SDPA output and its log-sum-exp (fp32)               T·heads·v/t·2 + T·heads/t·4
+//   reduce-scatter outputs (tp > 1, sequence parallel)   2 · T·h/t
+// The float8 linears of torchao are counted as the BF16 mms they replace: torchtitan's measured
+// float8 runs weigh what their BF16 twins do (MEMORY_SOURCES.md S1: 76.8 vs 77.0 GiB, 61.8 vs 62.0).
+double torchtitan_selective_bytes(const ModelSpec& m, const ParallelConfig& p, double tokens, double qk_dim,
+                                  double v_dim) {
+  const double b = cost_detail::kActivationBytes;
+  const double t = p.tp, sp_div = p.sequence_parallel ? t : 1, h = m.hidden_size;
+  const double heads = m.num_attention_heads / t, kv = std::max(1.0, m.kv_heads() / t);
+  // Each mm's output width per token, in the order the layer runs them.
+  std::vector<double> mm_widths{heads * qk_dim, kv * qk_dim, kv * v_dim, h, m.ffn_hidden_size / t};
+  if (m.gated_mlp) mm_widths.push_back(m.ffn_hidden_size / t);  // w3
+  mm_widths.push_back(h);                                         // w2
+  double bytes = b * tokens * h / sp_div;                         // the checkpointed layer's input
+  for (std::size_t i = 0; i < mm_widths.size(); i += 2) bytes += b * tokens * mm_widths[i];  // 1st, 3rd, ...
+  bytes += b * tokens * heads * v_dim + 4 * tokens * heads;  // SDPA output, log-sum-exp
+  if (p.tp > 1 && p.sequence_parallel) bytes += 2 * b * tokens * h / t;  // after wo and after w2
+  return bytes;
+}
+
+}  // namespace
 
 double layer_activation_bytes(const ModelSpec& m, const TrainingSpec& training, const ParallelConfig& p,
                               bool moe_layer, double linear_input_bytes, double moe_load) {
@@ -48,6 +85,8 @@ double layer_activation_bytes(const ModelSpec& m, const TrainingSpec& training, 
     sharded += 4 * tokens * heads_local;  // softmax log-sum-exp statistics (fp32)
   }
   const double gate = m.gated_mlp ? 2 : 1;
+  if (p.recompute == RecomputeMode::kSelective && training.per_op_selective_recompute && !moe_layer)
+    return torchtitan_selective_bytes(m, p, tokens, qk_dim, v_dim);
   if (moe_layer) {
     const MoeSpec& e = *m.moe;
     const double etp = p.expert_tp();
@@ -76,7 +115,8 @@ ParamBytes param_bytes(const TrainingSpec& training, const Fp8Costs& fp8) {
       // SGD with momentum: 16 + 4 + 2. FP8: the new weights are cast once per iteration (read 2,
       // write the FP8 copies).
       .optimizer_traffic = (training.optimizer == Optimizer::kSGD ? 22.0 : 30.0) +
-                           (fp8.linear_in_fp8 ? fp8.weight_bytes : 0.0)};
+                           (fp8.linear_in_fp8 ? fp8.weight_bytes : 0.0),
+      .unsharded_across_microbatches = training.fsdp_unsharded_across_microbatches};
 }
 
 ShardDegrees shard_degrees(const ParallelConfig& p) {
@@ -92,8 +132,18 @@ MemoryBreakdown static_memory(const ParallelConfig& p, const ParamBytes& bytes, 
   const double params = dense_params + expert_params;
   const double sharded_params = dense_params / shards.dense + expert_params / shards.expert;
   mem.weights_bytes = bytes.weight * (p.zero == 3 ? sharded_params : params);
-  if (p.zero == 3) mem.weights_bytes += 2 * 2 * largest_layer_params;  // two layers gathered (current + prefetched)
   mem.grads_bytes = bytes.grad * (p.zero >= 2 ? sharded_params : params);
+  if (p.zero == 3 && p.pp > 1 && bytes.unsharded_across_microbatches) {
+    // torchtitan's apply_fsdp (parallelize.py): "For PP, do not reshard after forward to avoid
+    // per-microbatch all-gathers" (reshard_after_forward = False), and its pipeline schedule
+    // syncs gradients on the last micro-batch only, so FSDP2 keeps the unsharded gradient,
+    // upcast to the reduce dtype (FSDPParam.to_accumulated_grad_if_needed: fp32), in between.
+    // The stage holds all its parameters gathered in BF16 (2 bytes) and their fp32 gradients (4).
+    mem.weights_bytes += 2 * params;
+    mem.grads_bytes += 4 * params;
+  } else if (p.zero == 3) {
+    mem.weights_bytes += 2 * 2 * largest_layer_params;  // two layers gathered (current + prefetched)
+  }
   mem.optimizer_bytes = bytes.optimizer * (p.zero >= 1 ? sharded_params : params);
   mem.other_bytes = buffer_bytes + logits_bytes;
   return mem;

@@ -47,7 +47,7 @@ std::string yaml_quoted(const std::string& text) {
          "\"";
 }
 
-std::filesystem::path fresh_dir(const std::string& name) {
+std::filesystem::path html_hostile_dir(const std::string& name) {
   return paratune::testing::fresh_test_dir("paratune_hostile", name);
 }
 
@@ -129,7 +129,7 @@ std::string check_hostile(const std::string& page, const std::string& checks = "
 
 TEST(HtmlHostile, StudyReportsShowHostileStringsAsText) {
   PARATUNE_NEED_SERVER(paratune::testing::browser_problem());
-  const auto dir = fresh_dir("report");
+  const auto dir = html_hostile_dir("report");
   write_hostile_hpo_study(dir / "hpo.db");
   write_hostile_configuration_study(dir / "search.db");
   for (const std::string& study : std::vector<std::string>{"hpo", "search"}) {
@@ -144,7 +144,7 @@ TEST(HtmlHostile, StudyReportsShowHostileStringsAsText) {
 
 TEST(HtmlHostile, TheLiveDashboardShowsHostileStringsAsText) {
   PARATUNE_NEED_SERVER(paratune::testing::browser_problem());
-  const auto dir = fresh_dir("dashboard");
+  const auto dir = html_hostile_dir("dashboard");
   write_hostile_hpo_study(dir / "s.db");
   const paratune::testing::BackgroundProcess dashboard(fmt::format("{} dashboard {} --port 0 --poll 0.3s > {} 2>&1",
                                                                    PARATUNE_BINARY, (dir / "s.db").string(),
@@ -157,7 +157,7 @@ TEST(HtmlHostile, TheLiveDashboardShowsHostileStringsAsText) {
 
 TEST(HtmlHostile, PlanAndSimulatePagesShowHostileNamesAsText) {
   PARATUNE_NEED_SERVER(paratune::testing::browser_problem());
-  const auto dir = fresh_dir("plan");
+  const auto dir = html_hostile_dir("plan");
   // examples/vit-base.yaml under a hostile name; a cluster and its GPU the same.
   const std::string model = paratune::testing::read_file(std::string(PARATUNE_SOURCE_DIR) + "/examples/vit-base.yaml");
   write_file(dir / "model.yaml", std::regex_replace(model, std::regex("\nname: vit-base\n"),

@@ -1,0 +1,114 @@
+// How frameworks hold memory (TrainingSpec's framework flags, cost/memory.cc): each mechanism's
+// number worked by hand for a tiny model.
+#include <gtest/gtest.h>
+
+#include "../test_util.h"
+#include "paratune/cost/estimate.h"
+
+namespace paratune {
+namespace {
+
+// A Llama-style layer small enough to count by hand: h 8, 2 heads of 4, 1 KV head, gated FFN 16.
+ModelSpec tiny_llama() {
+  ModelSpec m = testing::ModelBuilder().layers(2).hidden(8).heads(2).vocab(100).build();
+  m.num_kv_heads = 1;
+  m.ffn_hidden_size = 16;
+  m.gated_mlp = true;
+  m.norm = NormKind::kRMSNorm;
+  m.position_embedding = PositionEmbedding::kRotary;
+  m.tie_embeddings = false;
+  return m;
+}
+
+TEST(FrameworkMemory, TorchtitanPerOpSelectiveCheckpointingKeepsOddMatmulsAndAttention) {
+  const ModelSpec m = tiny_llama();
+  TrainingSpec t = testing::training(4, 1);  // one sequence of 4 tokens: T = 4
+  t.per_op_selective_recompute = true;
+  ParallelConfig p;
+  p.recompute = RecomputeMode::kSelective;
+  // mm outputs per token, in order: wq 8, wk 4, wv 4, wo 8, w1 16, w3 16, w2 8; saved the 1st, 3rd,
+  // 5th, 7th: 8 + 4 + 16 + 8 = 36 -> 2 B x 4 tokens x 36 = 288.
+  // Layer input 2 x 4 x 8 = 64; SDPA output 2 x 4 x (2 heads x 4) = 64; log-sum-exp 4 B x 4 x 2 = 32.
+  // 288 + 64 + 64 + 32 = 448 bytes.
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, t, p, false), 448);
+  // Megatron's selective recompute (the flag off) keeps every activation but the attention core's.
+  t.per_op_selective_recompute = false;
+  EXPECT_GT(layer_activation_bytes(m, t, p, false), 448);
+}
+
+TEST(FrameworkMemory, UnfusedFp32CrossEntropyHoldsThreeFp32LogitCopies) {
+  const ModelSpec m = tiny_llama();
+  const ClusterSpec cluster = testing::dgx_h100(1);
+  ParallelConfig p;
+  p.dp = 8;
+  TrainingSpec t = testing::training(4, 8);
+  Calibration cal = default_calibration();
+  const Estimate fused = estimate(m, cluster, t, p, cal);
+  t.fp32_unfused_cross_entropy = true;
+  const Estimate unfused = estimate(m, cluster, t, p, cal);
+  // 4 tokens x 100 logits x (12 - 6) bytes = 2400 more on the last (only) stage.
+  EXPECT_DOUBLE_EQ(unfused.stages[0].memory.other_bytes - fused.stages[0].memory.other_bytes, 2400);
+}
+
+TEST(FrameworkMemory, TorchaoFloat8KeepsBf16InputsAndNoFp8WeightCopies) {
+  const ModelSpec m = tiny_llama();
+  const ClusterSpec cluster = testing::dgx_h100(1);
+  ParallelConfig p;
+  p.dp = 8;
+  TrainingSpec bf16 = testing::training(4, 8);
+  TrainingSpec te = bf16;
+  te.precision = Precision::kFP8;
+  te.fp8_recipe = Fp8Recipe::kTensorwise;
+  TrainingSpec torchao = te;
+  torchao.fp8_saves_bf16_inputs = true;
+  const Calibration cal = default_calibration();
+  const auto stage = [&](const TrainingSpec& t) { return estimate(m, cluster, t, p, cal).stages[0].memory; };
+  // torchao: the same activations and weights as BF16 (2 bytes per saved input and per weight).
+  EXPECT_DOUBLE_EQ(stage(torchao).activations_bytes, stage(bf16).activations_bytes);
+  EXPECT_DOUBLE_EQ(stage(torchao).weights_bytes, stage(bf16).weights_bytes);
+  // Transformer Engine: FP8 inputs (1 byte) and two cached FP8 weight copies on Hopper (+2 bytes).
+  EXPECT_LT(stage(te).activations_bytes, stage(bf16).activations_bytes);
+  EXPECT_DOUBLE_EQ(stage(te).weights_bytes, 2 * stage(bf16).weights_bytes);
+}
+
+TEST(FrameworkMemory, FsdpWithPipelineKeepsStageUnshardedWithFp32Gradients) {
+  const ModelSpec m = tiny_llama();
+  const ClusterSpec cluster = testing::dgx_h100(1);
+  ParallelConfig p;
+  p.dp = 4;
+  p.pp = 2;
+  p.zero = 3;
+  TrainingSpec t = testing::training(4, 8);
+  const Calibration cal = default_calibration();
+  const Estimate resharded = estimate(m, cluster, t, p, cal);
+  t.fsdp_unsharded_across_microbatches = true;
+  const Estimate kept = estimate(m, cluster, t, p, cal);
+  for (std::size_t s = 0; s < 2; ++s) {
+    const double params = kept.stages[s].params;
+    // fp32 gradients of every parameter of the stage: 4 B x params more.
+    EXPECT_DOUBLE_EQ(kept.stages[s].memory.grads_bytes - resharded.stages[s].memory.grads_bytes, 4 * params);
+    // BF16 parameters, all gathered: 2 B x params of the stage.
+    EXPECT_GT(kept.stages[s].memory.weights_bytes, resharded.stages[s].memory.weights_bytes);
+  }
+}
+
+TEST(FrameworkMemory, FullRecomputeHoldsOneLayerAndTwoInputGradientsInItsBackward) {
+  const ModelSpec m = tiny_llama();
+  const ClusterSpec cluster = testing::dgx_h100(1);
+  ParallelConfig p;
+  p.dp = 8;
+  p.recompute = RecomputeMode::kFull;
+  const TrainingSpec t = testing::training(4, 8);
+  Calibration cal = default_calibration();
+  cal.fragmentation = 0;
+  const Estimate e = estimate(m, cluster, t, p, cal);
+  // Kept: 2 layer inputs + the embedding output, 2 B x 4 tokens x 8 = 64 each; in the backward one
+  // layer's activations plus the gradients at its output and input (64 each).
+  ParallelConfig none = p;
+  none.recompute = RecomputeMode::kNone;
+  const double layer = layer_activation_bytes(m, t, none, false);
+  EXPECT_DOUBLE_EQ(e.stages[0].memory.activations_bytes, 3 * 64 + layer + 2 * 64);
+}
+
+}  // namespace
+}  // namespace paratune
