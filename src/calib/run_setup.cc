@@ -627,6 +627,12 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
     const std::string optimizer = lower(run.get("zero_or_distributed_optimizer"));
     const bool ddp = contains(optimizer, "ddp");  // "DDP (FSDP column 0)": no parameter sharding
     const bool fsdp = !ddp && (contains(optimizer, "fsdp") || contains(optimizer, "full_shard"));
+    // torch DDP (not Megatron's DDP, which reduces from its own contiguous gradient buffer): its
+    // bucket buffers hold a second copy of the gradients (cost/memory.cc).
+    if (ddp && !fw.megatron) {
+      s.training.ddp_gradient_buckets = true;
+      why.push_back("torch DDP: gradient buckets are a second copy of the gradients (gradient_as_bucket_view off)");
+    }
 
     // --- Training -------------------------------------------------------------------------------
     TrainingSpec& t = s.training;
@@ -653,6 +659,12 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
         contains(notes, "unfused attention") || contains(notes, "transformer-impl local")) {
       t.flash_attention = false;
       why.push_back("unfused attention (row notes): s x s attention scores kept for the backward");
+    }
+    // torch AMP over an fp32 model ("FP16 (torch AMP: fp32 weights, ...)"): fp32 weights, no
+    // separate master copy (cost/memory.cc).
+    if (contains(run.get("precision"), "torch amp")) {
+      t.amp_fp32_weights = true;
+      why.push_back("torch AMP: fp32 weights are the optimizer's master copy (4 + 4 + 8 bytes per parameter)");
     }
     // Composer FSDP mixed precision: PURE gathers and reduces in bf16; DEFAULT keeps fp32
     // parameters (gathered in fp32) and reduces gradients in bf16.
@@ -811,6 +823,8 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
       t.fp32_unfused_cross_entropy = true;
       // torchtitan's FSDP with PP: parameters not resharded between micro-batches (cost/memory.cc).
       t.fsdp_unsharded_across_microbatches = true;
+      // torchtitan's TP is DTensor's: the column-parallel linears save their gathered input.
+      t.tp_saves_gathered_inputs = true;
       // torchtitan's float8 is torchao's Float8Linear: BF16 inputs saved, no cached FP8 weights.
       if (t.precision == Precision::kFP8) t.fp8_saves_bf16_inputs = true;
     }

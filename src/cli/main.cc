@@ -1629,7 +1629,7 @@ int run_main(int argc, char** argv) {
       "CSV with the columns of memory_runs.csv: predicted peak memory against measured runs");
   validate_cmd->callback([validate_runs_opt, validate_memory_opt] {
     if (validate_runs_opt->count() == 0 && validate_memory_opt->count() == 0)
-      throw CLI::RequiredError("validate needs --runs FILE, --memory-runs FILE or both");
+      throw CLI::ValidationError("validate", "needs --runs FILE, --memory-runs FILE or both");
   });
   validate_cmd->add_option("--calibration", calibration_in, "calibration JSON (default: shipped)");
   validate_cmd->add_flag("--json", json, "machine-readable output");

@@ -65,6 +65,12 @@ double layer_activation_bytes(const ModelSpec& m, const TrainingSpec& training, 
   const double b = cost_detail::kActivationBytes, lin = linear_input_bytes;
   double replicated = (2 * b + lin + lin) * tokens * h;  // two LN inputs, QKV input, MLP input
   if (m.dropout) replicated += 2 * 1 * tokens * h;        // residual dropout masks, 1 byte each
+  // DTensor TP (torchtitan's plan: PrepareModuleInput gathers the norm's Shard(1) output to
+  // Replicate() before wq/wk/wv and w1/w3): the mms save the gathered input, whole on every TP rank,
+  // where Megatron saves its sequence shard and gathers it again in the backward. So the QKV and
+  // MLP inputs are not divided by t: replicated / sp_div below undoes that for these two.
+  if (training.tp_saves_gathered_inputs && p.sequence_parallel && p.tp > 1)
+    replicated += (sp_div - 1) * (lin + lin) * tokens * h;
   double sharded = 0;
   double qk_dim = m.head_size(), v_dim = m.head_size();
   if (m.mla) {
@@ -109,14 +115,17 @@ ParamBytes param_bytes(const TrainingSpec& training, const Fp8Costs& fp8) {
   return ParamBytes{
       .grad = training.fp32_grad_accumulation ? 4.0 : 2.0,
       // BF16 weights, plus the FP8 copies an FP8 recipe caches across micro-batches (cost/fp8.h).
-      .weight = fp8.weight_bytes,
-      .optimizer = training.optimizer == Optimizer::kSGD ? 8.0 : 12.0,
+      .weight = training.amp_fp32_weights ? 4.0 : fp8.weight_bytes,
+      // fp32 master + momentum (+ variance). torch AMP's fp32 weights are the master (counted as
+      // weights): the optimizer adds its moments only.
+      .optimizer = (training.optimizer == Optimizer::kSGD ? 8.0 : 12.0) - (training.amp_fp32_weights ? 4.0 : 0.0),
       // Adam reads+writes master, m, v (24), reads the fp32 grad (4), writes the bf16 weight (2);
       // SGD with momentum: 16 + 4 + 2. FP8: the new weights are cast once per iteration (read 2,
       // write the FP8 copies).
       .optimizer_traffic = (training.optimizer == Optimizer::kSGD ? 22.0 : 30.0) +
                            (fp8.linear_in_fp8 ? fp8.weight_bytes : 0.0),
-      .unsharded_across_microbatches = training.fsdp_unsharded_across_microbatches};
+      .unsharded_across_microbatches = training.fsdp_unsharded_across_microbatches,
+      .ddp_gradient_buckets = training.ddp_gradient_buckets};
 }
 
 ShardDegrees shard_degrees(const ParallelConfig& p) {
@@ -144,6 +153,9 @@ MemoryBreakdown static_memory(const ParallelConfig& p, const ParamBytes& bytes, 
   } else if (p.zero == 3) {
     mem.weights_bytes += 2 * 2 * largest_layer_params;  // two layers gathered (current + prefetched)
   }
+  // torch DDP (torch/nn/parallel/distributed.py, gradient_as_bucket_view=False): the reducer copies
+  // each gradient into its bucket's flat buffer for the all-reduce; the buckets span every parameter.
+  if (p.zero == 0 && bytes.ddp_gradient_buckets) mem.grads_bytes += bytes.grad * params;
   mem.optimizer_bytes = bytes.optimizer * (p.zero >= 1 ? sharded_params : params);
   mem.other_bytes = buffer_bytes + logits_bytes;
   return mem;

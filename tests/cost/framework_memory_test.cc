@@ -110,5 +110,37 @@ TEST(FrameworkMemory, FullRecomputeHoldsOneLayerAndTwoInputGradientsInItsBackwar
   EXPECT_DOUBLE_EQ(e.stages[0].memory.activations_bytes, 3 * 64 + layer + 2 * 64);
 }
 
+TEST(FrameworkMemory, DtensorTensorParallelSavesTheGatheredLinearInputs) {
+  const ModelSpec m = tiny_llama();
+  TrainingSpec t = testing::training(4, 1);
+  ParallelConfig p;
+  p.tp = 2;
+  p.sequence_parallel = true;
+  const double megatron = layer_activation_bytes(m, t, p, false);
+  t.tp_saves_gathered_inputs = true;
+  // QKV and MLP inputs whole instead of their sequence half: 2 x (2 B x 4 tokens x 8 / 2) = 64.
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, t, p, false) - megatron, 64);
+}
+
+TEST(FrameworkMemory, TorchAmpWeightsAreTheMasterAndDdpBucketsCopyTheGradients) {
+  const ModelSpec m = tiny_llama();
+  const ClusterSpec cluster = testing::dgx_h100(1);
+  ParallelConfig p;
+  p.dp = 8;
+  TrainingSpec t = testing::training(4, 8);
+  const Calibration cal = default_calibration();
+  const auto stage = [&](const TrainingSpec& spec) { return estimate(m, cluster, spec, p, cal).stages[0]; };
+  const StageEstimate bf16 = stage(t);
+  TrainingSpec amp = t;
+  amp.amp_fp32_weights = true;
+  // Per parameter: weights 4 B (not 2), Adam 8 B (not 12: the weights are the master).
+  EXPECT_DOUBLE_EQ(stage(amp).memory.weights_bytes, 4 * bf16.params);
+  EXPECT_DOUBLE_EQ(stage(amp).memory.optimizer_bytes, 8 * bf16.params);
+  TrainingSpec ddp = t;
+  ddp.ddp_gradient_buckets = true;
+  // The buckets: one more fp32 copy of every gradient, 4 B per parameter.
+  EXPECT_DOUBLE_EQ(stage(ddp).memory.grads_bytes - bf16.memory.grads_bytes, 4 * bf16.params);
+}
+
 }  // namespace
 }  // namespace paratune

@@ -50,6 +50,16 @@ struct TrainingSpec {
   // micro-batch's forward to the last one's backward, and accumulates their gradients unsharded in
   // the reduce dtype (fp32) until the last micro-batch (torchtitan; cost/memory.cc).
   bool fsdp_unsharded_across_microbatches = false;
+  // Tensor parallelism through DTensor (torchtitan's ColwiseParallel after a sequence-parallel
+  // norm): the linear layers save the all-gathered input, not Megatron's sequence shard
+  // (cost/memory.cc).
+  bool tp_saves_gathered_inputs = false;
+  // torch.autocast over an fp32 model (torch AMP): the fp32 weights (4 bytes) are the optimizer's
+  // master copy, so Adam adds only its two moments (8 bytes) (cost/memory.cc).
+  bool amp_fp32_weights = false;
+  // torch DistributedDataParallel: its reducer's bucket buffers are a second copy of the gradients
+  // (gradient_as_bucket_view=False, the default) (cost/memory.cc).
+  bool ddp_gradient_buckets = false;
 };
 
 void validate(const TrainingSpec& training);
