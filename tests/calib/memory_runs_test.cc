@@ -151,6 +151,35 @@ TEST(MemoryRuns, AllocatedExcludesContextNcclAndFragmentationReservedAddsFragmen
   EXPECT_GT(whole.predicted_gib, reserved.predicted_gib + cal.cuda_context_bytes / gib);
 }
 
+// The reading shared with the time rows (setup_configuration): the fixes the memory rows needed.
+TEST(MemoryRuns, SharedReadingOfSequenceParallelismZero3AndUnfusedAttention) {
+  const auto setup_of = [](const Row& changes) {
+    return setup_configuration(parse_memory_runs(memory_csv({tiny_row(changes)}), "mem.csv")[0].run);
+  };
+  // "yes (...)": the words outside the parentheses say yes.
+  const RunSetup sp = setup_of({{"tp", "2"}, {"dp", "2"}, {"sequence_parallel", "yes (torchtitan TP)"}});
+  ASSERT_FALSE(sp.candidates.empty());
+  EXPECT_TRUE(sp.candidates[0].sequence_parallel);
+  try {
+    (void)setup_of({{"sequence_parallel", "maybe"}});
+    ADD_FAILURE() << "'maybe' was accepted";
+  } catch (const RowSkipped& e) {
+    EXPECT_NE(std::string(e.what()).find("sequence_parallel: 'maybe' must be empty, yes/true/1 or no/false/0"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(setup_of({{"pp", "1"}, {"dp", "8"}, {"zero_or_fsdp", "DeepSpeed ZeRO-3 (no offload)"}}).config.zero, 3);
+  EXPECT_TRUE(setup_of({}).training.flash_attention);
+  EXPECT_FALSE(setup_of({{"notes", "TE, unfused attention backend"}}).training.flash_attention);
+  // torchtitan: per-op SAC for a bare "selective", its unfused fp32 loss, FSDP kept unsharded with PP.
+  const RunSetup titan = setup_of({{"framework", "torchtitan"}, {"activation_recompute", "selective"},
+                                   {"zero_or_fsdp", "FSDP2"}, {"pp", "1"}, {"dp", "8"}});
+  EXPECT_TRUE(titan.training.per_op_selective_recompute);
+  EXPECT_TRUE(titan.training.fp32_unfused_cross_entropy);
+  EXPECT_TRUE(titan.training.fsdp_unsharded_across_microbatches);
+  EXPECT_FALSE(setup_of({}).training.per_op_selective_recompute);  // Megatron: its own selective recompute
+}
+
 // The shipped file: what the model reaches today (docs/calibration.md, "Memory against measured
 // runs", lists the rows outside +-10% and why). The figures are the ones measured, not looser ones:
 // a change that makes any of them worse fails here.
