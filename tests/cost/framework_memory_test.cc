@@ -142,5 +142,25 @@ TEST(FrameworkMemory, TorchAmpWeightsAreTheMasterAndDdpBucketsCopyTheGradients) 
   EXPECT_DOUBLE_EQ(stage(ddp).memory.grads_bytes - bf16.memory.grads_bytes, 4 * bf16.params);
 }
 
+// Megatron's interleaved 1F1B (schedules.py, forward_backward_pipelining_with_interleaving): rank r
+// runs 2(p - r - 1) + (v - 1)p warm-up forwards before its first backward, so it holds that many
+// chunk-micro-batches plus one; with m = p ("all_warmup_microbatches") every rank runs all m·v
+// forwards first and holds every micro-batch of every chunk.
+TEST(FrameworkMemory, InterleavedScheduleHoldsMegatronsWarmupMicroBatches) {
+  ModelSpec m = tiny_llama();
+  m.num_layers = 12;  // pp 4 x vpp 3: one layer per chunk, every chunk alike on the last rank
+  const ClusterSpec cluster = testing::dgx_h100(1);
+  ParallelConfig p;
+  p.dp = 2;
+  p.pp = 4;
+  p.vpp = 3;
+  p.schedule = Schedule::kInterleaved1F1B;
+  const Calibration cal = default_calibration();
+  // m = p = 4: all 4 x 3 chunk-micro-batches, i.e. 4 micro-batches of the rank's 3 chunks.
+  EXPECT_DOUBLE_EQ(estimate(m, cluster, testing::training(4, 8), p, cal).stages[3].in_flight_microbatches, 4);
+  // m = 8: the last rank (r = 3) holds 2(4 - 3 - 1) + (3 - 1) 4 + 1 = 9 chunk-micro-batches = 3 of its 3 chunks.
+  EXPECT_DOUBLE_EQ(estimate(m, cluster, testing::training(4, 16), p, cal).stages[3].in_flight_microbatches, 3);
+}
+
 }  // namespace
 }  // namespace paratune
