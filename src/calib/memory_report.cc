@@ -24,7 +24,8 @@ nlohmann::json to_json(const MemoryValidationReport& r) {
                        {"optimizer", row.breakdown.optimizer_bytes / gib},
                        {"activations", row.breakdown.activations_bytes / gib},
                        {"other", row.breakdown.other_bytes / gib}}},
-                     {"assumptions", row.assumptions}};
+                     {"assumptions", row.assumptions},
+                     {"not_modelled", row.not_modelled}};
     if (row.metric == MemoryMetric::kFitsBound) {
       j["bound_gib"] = row.bound_gib;
       j["within_bound"] = row.within_bound;
@@ -66,6 +67,7 @@ std::string format_memory_validation(const MemoryValidationReport& r) {
                        row.predicted_gib, bound ? (row.within_bound ? "ok" : "OVER") : fmt::format("{:+.1f}", row.pct_error),
                        calib_detail::compact(row.config),
                        bound && !row.within_bound ? "  FITS-BOUND VIOLATED: the run completed" : "");
+    for (const auto& why : row.not_modelled) out += fmt::format("        not modelled: {}\n", why);
   }
   if (!r.skipped.empty()) {
     out += "\nskipped:\n";

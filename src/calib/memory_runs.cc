@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -74,6 +75,30 @@ std::optional<double> checked_number(const std::string& file, int line, const st
     throw Error(fmt::format("{}: line {}: column {}: '{}' must be empty or a number of GiB > 0", file, line, column,
                             text));
   return v;
+}
+
+// What a row's notes say it ran with that the model does not represent: said with the row, so an
+// error it explains is not mistaken for a wrong formula (and nothing is fudged to hide it).
+struct Unmodelled {
+  const char* needle;  // in the notes, lower case
+  const char* why;
+};
+constexpr Unmodelled kUnmodelled[] = {
+    {"mtp", "multi-token prediction: its extra layer and second output head are not modelled"},
+    {"recompute of modules",
+     "Megatron --recompute-modules is not modelled: read as the default selective recompute (core attention)"},
+    {"pipeline layout", "a custom pipeline layout is not modelled: read as even stages"},
+    {"virtual stages per rank and microbatch count not stated",
+     "interleaved schedule with its virtual stages not stated: read as vpp 1"},
+};
+
+bool has_word(const std::string& text, const std::string& word) {
+  for (std::size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
+    const bool starts = at == 0 || !std::isalnum(static_cast<unsigned char>(text[at - 1]));
+    const std::size_t end = at + word.size();
+    if (starts && (end >= text.size() || !std::isalnum(static_cast<unsigned char>(text[end])))) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -181,6 +206,9 @@ MemoryRowResult evaluate_memory_run(const MemoryRun& m, const Calibration& calib
   r.bound_gib = m.bound_gib;
   r.assumptions = s.assumptions;
   if (m.vpp_unstated) r.assumptions.emplace_back("vpp empty: 1 (the source's command line has no interleaving flag)");
+  const std::string notes = calib_detail::lower(run.get("notes"));
+  for (const Unmodelled& u : kUnmodelled)
+    if (has_word(notes, u.needle)) r.not_modelled.emplace_back(u.why);
 
   // What the source counts. No source includes the CUDA context or NCCL's buffers (MEMORY_SOURCES.md):
   // both are allocated outside torch's caching allocator. Allocated excludes what the allocator

@@ -69,6 +69,7 @@ struct MemoryRowResult {
   int stage = 0;             // the pipeline stage the prediction is of
   MemoryBreakdown breakdown;  // that stage's memory as predicted (bytes)
   std::vector<std::string> assumptions;
+  std::vector<std::string> not_modelled;  // what the row's notes say it ran with that the model lacks
 };
 
 struct MemorySourceSummary {
