@@ -212,7 +212,10 @@ MemoryRowResult evaluate_memory_run(const MemoryRun& m, const Calibration& calib
 
   // What the source counts. No source includes the CUDA context or NCCL's buffers (MEMORY_SOURCES.md):
   // both are allocated outside torch's caching allocator. Allocated excludes what the allocator
-  // keeps cached or fragmented; reserved includes it.
+  // keeps cached or fragmented; reserved includes it: Calibration::fragmentation (0.10) of the
+  // activations, the blocks freed between layers and micro-batches that the caching allocator keeps
+  // split or cached. Reserved runs 3-15% above allocated (MEMORY_SOURCES.md); not fitted here, since
+  // no source logs both.
   Calibration cal = calibration;
   if (m.metric != MemoryMetric::kFitsBound) {
     cal.cuda_context_bytes = 0;
