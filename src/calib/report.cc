@@ -4,12 +4,11 @@
 #include <map>
 
 #include "paratune/calib/published_runs.h"
+#include "row_fields.h"
 
 namespace paratune {
-namespace {
 
-constexpr SkipKind kSkipKinds[] = {SkipKind::kUnsupported, SkipKind::kInconsistent, SkipKind::kRefusedByRule,
-                                   SkipKind::kKnownSourceError, SkipKind::kUnstatedHardware};
+namespace calib_detail {
 
 // "dp=8 tp=1 pp=1 cp=2 mbs=1 rc=full sp zero=1": the axes a reader compares with the source.
 std::string compact(const std::string& config_text) {
@@ -28,6 +27,15 @@ std::string compact(const std::string& config_text) {
   out += fmt::format(" zero={}", c.zero);
   return out;
 }
+
+}  // namespace calib_detail
+
+namespace {
+
+using calib_detail::compact;
+
+constexpr SkipKind kSkipKinds[] = {SkipKind::kUnsupported, SkipKind::kInconsistent, SkipKind::kRefusedByRule,
+                                   SkipKind::kKnownSourceError, SkipKind::kUnstatedHardware};
 
 std::map<SkipKind, int> skip_counts(const ValidationReport& r) {
   std::map<SkipKind, int> counts;

@@ -71,4 +71,8 @@ inline std::optional<int> other_result_int(const PublishedRun& run, const std::s
   return std::nullopt;
 }
 
+// "dp=8 tp=1 pp=1 cp=2 mbs=1 rc=full sp zero=1" from to_string(ParallelConfig): the axes a reader
+// compares with the source (report.cc).
+std::string compact(const std::string& config_text);
+
 }  // namespace paratune::calib_detail

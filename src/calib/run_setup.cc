@@ -624,9 +624,9 @@ void build_candidates(RunSetup& s, bool vpp_searched, bool sp_searched, bool meg
   }
 }
 
-}  // namespace
-
-RunSetup setup_for_run(const PublishedRun& run) {
+// The one reading of a row's model, cluster, training and parallel configuration, shared by the
+// time rows (setup_for_run: with the metric) and the memory rows (setup_configuration: without).
+RunSetup read_setup(const PublishedRun& run, bool with_metric) {
   RunSetup s;
   s.row_id = run.id();
   s.source_id = run.source();
@@ -640,6 +640,12 @@ RunSetup setup_for_run(const PublishedRun& run) {
     const std::string optimizer = lower(run.get("zero_or_distributed_optimizer"));
     const bool ddp = contains(optimizer, "ddp");  // "DDP (FSDP column 0)": no parameter sharding
     const bool fsdp = !ddp && (contains(optimizer, "fsdp") || contains(optimizer, "full_shard"));
+    // torch DDP (not Megatron's DDP, which reduces from its own contiguous gradient buffer): its
+    // bucket buffers hold a second copy of the gradients (cost/memory.cc).
+    if (ddp && !fw.megatron) {
+      s.training.ddp_gradient_buckets = true;
+      why.push_back("torch DDP: gradient buckets are a second copy of the gradients (gradient_as_bucket_view off)");
+    }
 
     // --- Training -------------------------------------------------------------------------------
     TrainingSpec& t = s.training;
@@ -660,6 +666,19 @@ RunSetup setup_for_run(const PublishedRun& run) {
     (void)s.cluster.gpu.peak_flops_per_s(t.precision);  // throws when the GPU lacks the precision
     t.flash_attention = !fw.early_megatron;
     if (fw.early_megatron) why.push_back("no flash attention (predates it; Megatron fused softmax)");
+    // Megatron CI tests run with --attention-backend unfused or --transformer-impl local (Megatron's
+    // own core attention): the s x s scores are materialised (MEMORY_SOURCES.md S5 notes them).
+    if (const std::string notes = run.get("notes");
+        contains(notes, "unfused attention") || contains(notes, "transformer-impl local")) {
+      t.flash_attention = false;
+      why.push_back("unfused attention (row notes): s x s attention scores kept for the backward");
+    }
+    // torch AMP over an fp32 model ("FP16 (torch AMP: fp32 weights, ...)"): fp32 weights, no
+    // separate master copy (cost/memory.cc).
+    if (contains(run.get("precision"), "torch amp")) {
+      t.amp_fp32_weights = true;
+      why.push_back("torch AMP: fp32 weights are the optimizer's master copy (4 + 4 + 8 bytes per parameter)");
+    }
     // Composer FSDP mixed precision: PURE gathers and reduces in bf16; DEFAULT keeps fp32
     // parameters (gathered in fp32) and reduces gradients in bf16.
     const std::string precision_text = run.get("precision");
@@ -792,6 +811,8 @@ RunSetup setup_for_run(const PublishedRun& run) {
     if (fsdp) {
       c.zero = 3;
       c.overlap_param_gather = true;
+    } else if (contains(optimizer, "zero-3") || contains(optimizer, "zero3")) {
+      c.zero = 3;  // DeepSpeed ZeRO stage 3: parameters, gradients and optimizer state sharded
     } else if (contains(optimizer, "distributed optimizer") || contains(optimizer, "zero-1")) {
       c.zero = 1;
     } else if (fw.megatron && !fw.early_megatron) {
@@ -820,6 +841,16 @@ RunSetup setup_for_run(const PublishedRun& run) {
       }
     }
     c.tp_comm_overlap = fw.megatron && !fw.early_megatron;
+    if (fw.torchtitan) {
+      // torchtitan's loss: F.cross_entropy(pred.flatten(0, 1).float(), labels) (train.py), unfused.
+      t.fp32_unfused_cross_entropy = true;
+      // torchtitan's FSDP with PP: parameters not resharded between micro-batches (cost/memory.cc).
+      t.fsdp_unsharded_across_microbatches = true;
+      // torchtitan's TP is DTensor's: the column-parallel linears save their gathered input.
+      t.tp_saves_gathered_inputs = true;
+      // torchtitan's float8 is torchao's Float8Linear: BF16 inputs saved, no cached FP8 weights.
+      if (t.precision == Precision::kFP8) t.fp8_saves_bf16_inputs = true;
+    }
     if (fw.torchtitan && contains(run.get("framework"), "async tp")) {
       c.tp_comm_overlap = true;
       why.push_back("async TP: TP communication overlapped with the GEMMs (tp_comm_overlap)");
@@ -865,6 +896,12 @@ RunSetup setup_for_run(const PublishedRun& run) {
       s.recompute_share = 0.5;
       why.push_back("torchtitan selective AC: per-layer checkpoints every 2nd layer; per-op saves every other matmul "
                     "output: both recompute about half the forward, modelled as half the layers fully recomputed");
+    } else if (contains(rc, "selective") && fw.torchtitan) {
+      // torchtitan's selective AC without a mode named: its train_configs' default, per-op SAC
+      // (selective_ac_option = "op"; cost/memory.cc has what it saves).
+      s.recompute_choices = {RecomputeMode::kSelective};
+      t.per_op_selective_recompute = true;
+      why.push_back("torchtitan selective AC: per-op SAC (selective_ac_option \"op\", the train_configs default)");
     } else if (contains(rc, "selective")) {
       s.recompute_choices = {RecomputeMode::kSelective};
     } else if (contains(rc, "full")) {
@@ -872,9 +909,15 @@ RunSetup setup_for_run(const PublishedRun& run) {
     } else {
       s.recompute_choices = {RecomputeMode::kNone};
     }
-    const std::string sp = lower(run.get("sequence_parallel"));
+    // "yes (torchtitan TP uses sequence parallel for norms)": the words outside parentheses.
+    std::string sp = lower(outside_parentheses(run.get("sequence_parallel")));
+    sp.erase(std::remove(sp.begin(), sp.end(), ' '), sp.end());
     bool sp_searched = false;
-    if (!sp.empty()) s.sp_choices = {sp == "true" || sp == "yes" || sp == "1"};
+    if (sp == "true" || sp == "yes" || sp == "1") s.sp_choices = {true};
+    else if (sp == "false" || sp == "no" || sp == "0") s.sp_choices = {false};
+    else if (!sp.empty())
+      throw Error(fmt::format("sequence_parallel: '{}' must be empty, yes/true/1 or no/false/0",
+                              run.get("sequence_parallel")));
     else if (fw.torchtitan) {
       // torchtitan's TP plan (parallelize_llama apply_tp) shards the norms' inputs over the sequence
       // (SequenceParallel): Megatron-style SP whenever tp > 1.
@@ -890,7 +933,7 @@ RunSetup setup_for_run(const PublishedRun& run) {
       s.sp_choices = {false};
     }
 
-    choose_metric(run, fw, family, s);
+    if (with_metric) choose_metric(run, fw, family, s);
     build_candidates(s, vpp_searched, sp_searched, fw.megatron);
     if (std::any_of(s.candidates.begin(), s.candidates.end(),
                     [](const ParallelConfig& k) { return k.account_embedding || k.account_loss; })) {
@@ -934,5 +977,11 @@ RunSetup setup_for_run(const PublishedRun& run) {
   }
   return s;
 }
+
+}  // namespace
+
+RunSetup setup_for_run(const PublishedRun& run) { return read_setup(run, true); }
+
+RunSetup setup_configuration(const PublishedRun& run) { return read_setup(run, false); }
 
 }  // namespace paratune

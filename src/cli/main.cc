@@ -27,6 +27,7 @@
 
 #include "flag_checks.h"
 #include "option_flags.h"
+#include "paratune/calib/memory_runs.h"
 #include "paratune/calib/published_runs.h"
 #include "plan_progress.h"
 #include "progress_line.h"
@@ -1621,7 +1622,15 @@ int run_main(int argc, char** argv) {
 
   std::string runs_path, calibration_in, calibration_out;
   auto* validate_cmd = app.add_subcommand("validate", "compare predictions with published training runs");
-  validate_cmd->add_option("--runs", runs_path, "CSV with the columns of published_runs.csv")->required();
+  std::string memory_runs_path;
+  auto* validate_runs_opt = validate_cmd->add_option("--runs", runs_path, "CSV with the columns of published_runs.csv");
+  auto* validate_memory_opt = validate_cmd->add_option(
+      "--memory-runs", memory_runs_path,
+      "CSV with the columns of memory_runs.csv: predicted peak memory against measured runs");
+  validate_cmd->callback([validate_runs_opt, validate_memory_opt] {
+    if (validate_runs_opt->count() == 0 && validate_memory_opt->count() == 0)
+      throw CLI::ValidationError("validate", "needs --runs FILE, --memory-runs FILE or both");
+  });
   validate_cmd->add_option("--calibration", calibration_in, "calibration JSON (default: shipped)");
   validate_cmd->add_flag("--json", json, "machine-readable output");
 
@@ -1694,14 +1703,30 @@ int run_main(int argc, char** argv) {
     if (*dashboard_cmd) return run_dashboard(dashboard_options, dashboard_poll);
     const Calibration start = calibration_in.empty() ? default_calibration() : load_calibration(calibration_in);
     if (*validate_cmd) {
-      const auto runs = read_published_runs(runs_path);
-      const ValidationReport report = validate_runs(runs, start);
-      if (json) write_json(to_json(report));
-      else std::cout << format_validation(report);
+      // Both files read before anything is printed: a bad input fails before any output.
+      const auto runs = runs_path.empty() ? std::vector<PublishedRun>{} : read_published_runs(runs_path);
+      const auto memory_runs = memory_runs_path.empty() ? std::vector<MemoryRun>{} : read_memory_runs(memory_runs_path);
+      std::optional<ValidationReport> report;
+      std::optional<MemoryValidationReport> memory_report;
+      if (!runs_path.empty()) report = validate_runs(runs, start);
+      if (!memory_runs_path.empty()) memory_report = validate_memory_runs(memory_runs, start);
+      if (json) {
+        // One file: the time report as before; with both, {"time": ..., "memory": ...}.
+        if (report && memory_report) write_json({{"time", to_json(*report)}, {"memory", to_json(*memory_report)}});
+        else if (report) write_json(to_json(*report));
+        else write_json(to_json(*memory_report));
+      } else {
+        if (memory_report) std::cout << "memory against measured runs (" << memory_runs_path << "):\n"
+                                     << format_memory_validation(*memory_report) << (report ? "\n" : "");
+        if (report) std::cout << format_validation(*report);
+      }
       // No estimated row is no validation: a mean error of 0% over nothing must not pass a script's check.
-      if (report.rows.empty())
+      if (report && report->rows.empty())
         throw Error(fmt::format("--runs {}: no row could be estimated ({} rows, {} skipped{})", runs_path, runs.size(),
-                                report.skipped.size(), report.skipped.empty() ? "" : ": the reasons are listed above"));
+                                report->skipped.size(), report->skipped.empty() ? "" : ": the reasons are listed above"));
+      if (memory_report && memory_report->rows.empty())
+        throw Error(fmt::format("--memory-runs {}: no row could be predicted ({} rows, {} skipped)", memory_runs_path,
+                                memory_runs.size(), memory_report->skipped.size()));
       return 0;
     }
     if (*calibrate_cmd) {

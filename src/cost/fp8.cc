@@ -24,7 +24,11 @@ Fp8Costs fp8_costs(const GpuSpec& gpu, const TrainingSpec& training, const Calib
   out.linear_in_fp8 = true;
   out.linear_peak_flops_per_s = gpu.peak_flops_per_s(Precision::kFP8);
   out.linear_efficiency_factor = cal.fp8_gemm_efficiency;
-  out.saved_input_bytes = 1;
+  // Transformer Engine keeps the quantized FP8 input for the weight-gradient GEMM (1 byte).
+  // torchao's Float8Linear (float8_linear.py, matmul_with_hp_or_float8_args.forward:
+  // ctx.save_for_backward(input_hp, weight_hp_t)) keeps the BF16 input and casts it again in the
+  // backward: 2 bytes, as in BF16 training.
+  out.saved_input_bytes = training.fp8_saves_bf16_inputs ? Fp8Costs::kSavedBf16 : 1;
   // Cast: read BF16 (2) + row-wise FP8 (1) + column-wise FP8 (1).
   out.cast_bytes_per_element = 4;
   // FP8 weight copies: row-wise, and the transposed copy on Hopper.
@@ -49,6 +53,9 @@ Fp8Costs fp8_costs(const GpuSpec& gpu, const TrainingSpec& training, const Calib
       fp8_copies = 2 + 1.0 / 16;
       break;
   }
+  // torchao casts the weights inside each forward (the cast is part of the linear's autograd
+  // function) and caches no FP8 copy across micro-batches.
+  if (training.fp8_saves_bf16_inputs && !training.fp8_param_gather) fp8_copies = 0;
   if (training.fp8_param_gather) {
     out.weight_bytes = fp8_copies;  // the FP8 parameters are the weights: no BF16 copy
     out.param_gather_bytes = 1;

@@ -229,6 +229,13 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
 
   L.activation_bytes = layer_activation_bytes(m, c.training, p, moe_layer, c.fp8.saved_input_bytes, c.moe_load);
   L.input_bytes = kActivationBytes * hidden_elements;
+  if (p.recompute == RecomputeMode::kSelective && c.training.per_op_selective_recompute) {
+    ParallelConfig kept_all = p;
+    kept_all.recompute = RecomputeMode::kNone;
+    const double full =
+        layer_activation_bytes(m, c.training, kept_all, moe_layer, c.fp8.saved_input_bytes, c.moe_load);
+    L.selective_working_bytes = std::max(0.0, full - L.activation_bytes);
+  }
   return L;
 }
 

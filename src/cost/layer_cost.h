@@ -34,6 +34,9 @@ struct LayerCost {
   double params_expert = 0;  // expert parameters on this GPU
   double activation_bytes = 0;
   double input_bytes = 0;  // the layer input kept under full recompute
+  // torchtitan's per-op SAC: what the layer's backward recomputes and holds on top of the saved
+  // outputs (its full activations less those), one layer at a time.
+  double selective_working_bytes = 0;
   double cp_buffer_bytes = 0;  // ring attention's K/V send/receive buffers (a working set)
 };
 

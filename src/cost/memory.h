@@ -17,6 +17,10 @@ struct ParamBytes {
   double weight;           // bf16 (+ fp8 copy)
   double optimizer;        // fp32 master (+ momentum) (+ variance)
   double optimizer_traffic;  // read + written by one optimizer step
+  // TrainingSpec::fsdp_unsharded_across_microbatches: with zero = 3 and pp > 1, the stage's
+  // parameters stay gathered (BF16) and their gradients accumulate unsharded in fp32.
+  bool unsharded_across_microbatches = false;
+  bool ddp_gradient_buckets = false;  // TrainingSpec::ddp_gradient_buckets
 };
 
 ParamBytes param_bytes(const TrainingSpec& training, const Fp8Costs& fp8);

@@ -252,8 +252,15 @@ struct StageCostModel::Impl {
     part.kept_bytes = (n_dense - rc_dense) * dense.activation_bytes + (n_moe - rc_moe) * moe.activation_bytes +
                       rc_dense * dense.input_bytes + rc_moe * moe.input_bytes +
                       (first ? cost_detail::kActivationBytes * c.tokens * h / sp_div : 0);
+    // While a fully recomputed layer's backward runs it also holds the gradient arriving at its
+    // output and the one it writes for its input, two hidden-sized tensors (input_bytes each).
     if (recomputed > 0)
-      part.recompute_bytes = std::max(rc_dense > 0 ? dense.activation_bytes : 0, rc_moe > 0 ? moe.activation_bytes : 0);
+      part.recompute_bytes = std::max(rc_dense > 0 ? dense.activation_bytes + 2 * dense.input_bytes : 0,
+                                      rc_moe > 0 ? moe.activation_bytes + 2 * moe.input_bytes : 0);
+    // torchtitan's per-op SAC recomputes the unsaved ops of one layer at a time in its backward.
+    if (p.recompute == RecomputeMode::kSelective && c.training.per_op_selective_recompute)
+      part.recompute_bytes = std::max({part.recompute_bytes, n_dense > 0 ? dense.selective_working_bytes : 0,
+                                       n_moe > 0 ? moe.selective_working_bytes : 0});
     return part;
   }
 
@@ -322,8 +329,17 @@ struct StageCostModel::Impl {
     const LayerCost& largest = model_has_larger_moe_layers() ? moe : dense;
     return largest.params_dense + largest.params_expert;
   }
-  // fp32 logits and their gradient on the last stage: tokens x V/t x (2 + 4) bytes.
-  double logits_bytes(int rank) const { return rank == config.pp - 1 ? c.tokens * vocab_local * 6 : 0; }
+  // The loss's logits on the last stage, tokens x V/t elements. Megatron's fused vocab-parallel
+  // cross-entropy: the BF16 logits and the fp32 softmax it saves (and overwrites with the
+  // gradient), 2 + 4 = 6 bytes each. An unfused fp32 cross-entropy (torchtitan's
+  // F.cross_entropy(pred.float(), labels)): at the start of its backward log_softmax_backward
+  // holds its saved fp32 output, the fp32 incoming gradient and the fp32 gradient it writes,
+  // 3 x 4 = 12 bytes each (the BF16 logits are freed by `del pred` before the backward: torchtitan
+  // train.py; the forward peak, BF16 + fp32 input + fp32 log-softmax = 10 bytes, is lower).
+  double logits_bytes(int rank) const {
+    const double bytes_per_logit = c.training.fp32_unfused_cross_entropy ? 12 : 6;
+    return rank == config.pp - 1 ? c.tokens * vocab_local * bytes_per_logit : 0;
+  }
 
   RankCost rank_cost(int s, const std::vector<ChunkPart>& parts) const;
 

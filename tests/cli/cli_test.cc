@@ -106,6 +106,23 @@ TEST(Cli, ValidateWithNoEstimatedRowIsAnError) {
   EXPECT_NE(r.output.find("header_only.csv: no row could be estimated (0 rows, 0 skipped)"), std::string::npos) << r.output;
 }
 
+TEST(Cli, ValidateMemoryRunsTextJsonAndBothFiles) {
+  const std::string dir = std::string(PARATUNE_SOURCE_DIR) + "/data/published-runs/";
+  const Result text = run("validate --memory-runs " + dir + "memory_runs.csv");
+  ASSERT_EQ(text.exit_code, 0) << text.output.substr(0, 500);
+  EXPECT_NE(text.output.find("35 measured rows: mean |error|"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("20 fits-bound rows, 0 violations; 5 skipped"), std::string::npos) << text.output;
+  const Result both = run("validate --runs " + dir + "published_runs.csv --memory-runs " + dir + "memory_runs.csv --json");
+  ASSERT_EQ(both.exit_code, 0) << both.output.substr(0, 500);
+  const auto j = nlohmann::json::parse(both.output);
+  EXPECT_TRUE(j["time"].contains("mean_abs_pct_error"));
+  for (const char* key : {"row_id", "metric", "rank", "predicted_gib", "breakdown_gib"})
+    EXPECT_TRUE(j["memory"]["rows"][0].contains(key)) << key;
+  const Result neither = run("validate");
+  EXPECT_EQ(neither.exit_code, 2) << neither.output;
+  EXPECT_NE(neither.output.find("needs --runs FILE, --memory-runs FILE or both"), std::string::npos) << neither.output;
+}
+
 // What a command prints must reach its reader: a full device behind the standard output is an
 // error, not a lost result with exit 0.
 TEST(Cli, AStandardOutputThatCannotBeWrittenIsAnError) {

@@ -110,6 +110,9 @@ struct RunSetup {
 
 // Throws RowSkipped (with the row id) when the row cannot be estimated, saying why.
 RunSetup setup_for_run(const PublishedRun& run);
+// The same reading of the model, cluster, training and parallel axes without choosing a time metric
+// (metric, published and flops_basis stay empty): the memory rows (calib/memory_runs.h) use it.
+RunSetup setup_configuration(const PublishedRun& run);
 
 // Memory limit used to judge whether a published configuration fits: the whole GPU memory (the run
 // did fit), not the planner's safety margin.

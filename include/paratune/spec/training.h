@@ -32,6 +32,34 @@ struct TrainingSpec {
   // ZeRO-3/FSDP gathers parameters in fp32 (FSDP keeping fp32 parameters, e.g. Composer's
   // MixedPrecision DEFAULT) instead of bf16.
   bool fp32_param_gather = false;
+
+  // --- How a framework holds activations (set by the published-run readers, src/calib; the
+  // planner's own configurations leave them false: Megatron-LM's behaviour) ---
+  // recompute=selective is torchtitan's per-op SAC (activation_checkpoint.py, selective_ac_option
+  // "op"): it saves the outputs of every other matmul and of attention instead of Megatron's
+  // "recompute the attention core" (cost/memory.cc).
+  bool per_op_selective_recompute = false;
+  // FP8 through torchao's Float8Linear: its autograd function saves the high-precision (BF16) input
+  // and weight for the backward and casts them again there, and caches no FP8 weight copy
+  // (cost/fp8.cc), unlike Transformer Engine, which keeps the FP8 copies.
+  bool fp8_saves_bf16_inputs = false;
+  // The loss is an unfused cross-entropy on logits cast to fp32 (torchtitan: F.cross_entropy(
+  // pred.float(), labels)): its backward holds three fp32 copies of the logits (cost/memory.cc).
+  bool fp32_unfused_cross_entropy = false;
+  // ZeRO-3 (FSDP2) with pipeline parallelism keeps each stage's parameters unsharded from the first
+  // micro-batch's forward to the last one's backward, and accumulates their gradients unsharded in
+  // the reduce dtype (fp32) until the last micro-batch (torchtitan; cost/memory.cc).
+  bool fsdp_unsharded_across_microbatches = false;
+  // Tensor parallelism through DTensor (torchtitan's ColwiseParallel after a sequence-parallel
+  // norm): the linear layers save the all-gathered input, not Megatron's sequence shard
+  // (cost/memory.cc).
+  bool tp_saves_gathered_inputs = false;
+  // torch.autocast over an fp32 model (torch AMP): the fp32 weights (4 bytes) are the optimizer's
+  // master copy, so Adam adds only its two moments (8 bytes) (cost/memory.cc).
+  bool amp_fp32_weights = false;
+  // torch DistributedDataParallel: its reducer's bucket buffers are a second copy of the gradients
+  // (gradient_as_bucket_view=False, the default) (cost/memory.cc).
+  bool ddp_gradient_buckets = false;
 };
 
 void validate(const TrainingSpec& training);
