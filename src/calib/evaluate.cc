@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "paratune/calib/prediction_intervals.h"
 #include "paratune/calib/published_runs.h"
 #include "paratune/spec/units.h"
 
@@ -58,6 +59,7 @@ RowResult evaluate_run(const RunSetup& s, const Calibration& calibration) {
   r.source_id = s.source_id;
   r.model = s.model.name;
   r.metric = s.metric;
+  r.prediction_class = prediction_class(s.model, s.cluster.gpu, s.training.precision);
   r.published = s.published;
   r.assumptions = s.assumptions;
   r.candidates = static_cast<int>(s.candidates.size());

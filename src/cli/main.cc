@@ -29,6 +29,8 @@
 #include "option_flags.h"
 #include "paratune/calib/memory_runs.h"
 #include "paratune/calib/published_runs.h"
+#include "paratune/calib/prediction_intervals.h"
+#include "how_sure.h"
 #include "plan_progress.h"
 #include "progress_line.h"
 #include "paratune/cost/estimate.h"
@@ -428,6 +430,15 @@ int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
   nlohmann::json j = to_json(result);
   if (launch) j["launch"] = {{"framework", emit_name}, {"text", launch->text}, {"cannot_express", launch->cannot_express}};
   j["predicted_by"] = prediction_json(setup);
+  // How sure: intervals belong to the shipped calibration.
+  const PredictionInterval interval =
+      setup.calibration.empty() ? cli::shipped_interval(model, cluster, training) : PredictionInterval{};
+  const cli::Ties ties = cli::statistical_ties(result, interval);
+  if (!result.plans.empty()) {
+    j["interval"] = cli::interval_json(result.plans.front().estimate.iteration_time_s, interval);
+    j["tied_with_winner"] = ties.tied_ranks;
+    j["preferred_among_tied"] = ties.preferred_rank;
+  }
   if (!f.html_path.empty()) {
     // The winner's iteration replayed event by event, for its timeline.
     std::optional<sim::PipelineProblem> problem;
@@ -446,7 +457,8 @@ int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
   if (json) {
     write_json(j);
   } else {
-    std::cout << format_plan(result, model, cluster, training) << "(" << prediction_source(setup) << ")\n";
+    std::cout << format_plan(result, model, cluster, training) << cli::format_ties(result, interval, ties) << "("
+              << prediction_source(setup) << ")\n";
     if (launch) {
       std::cout << fmt::format("\n{} launch for the winner:\n{}", emit_name, launch->text);
       if (!launch->cannot_express.empty()) {
@@ -1642,7 +1654,13 @@ int run_main(int argc, char** argv) {
   FitOptions fit_options;
   calibrate_cmd->add_flag("--loso", loso,
                           "leave-one-source-out: fit without each source and predict it (per-source table; the "
-                          "fitted coefficients start from their uninformed defaults; -o gets the fit on all rows)");
+                          "fitted coefficients start from their priors; -o gets the fit on all rows)");
+  std::string intervals_out;
+  calibrate_cmd
+      ->add_option("--intervals", intervals_out,
+                   "with --loso: write the prediction intervals of each class of rows (held-out errors' 5th and 95th "
+                   "percentiles; data/prediction-intervals.json)")
+      ->needs("--loso");
   calibrate_cmd->add_option("--max-evaluations", fit_options.max_evaluations, "objective evaluations per fit")
       ->transform(whole_number(1, kIntMax));
   calibrate_cmd->add_option("--threads", fit_options.threads, "rows estimated in parallel (0 = hardware threads)")
@@ -1684,12 +1702,17 @@ int run_main(int argc, char** argv) {
       } catch (const Error& e) {
         throw e.with_context("--config");
       }
+      const PredictionInterval interval =
+          setup.calibration.empty() ? cli::shipped_interval(model, cluster, training) : PredictionInterval{};
       if (json) {
         nlohmann::json j = to_json(result);
         j["predicted_by"] = prediction_json(setup);
+        j["interval"] = cli::interval_json(result.iteration_time_s, interval);
         write_json(j);
       } else {
-        std::cout << format_estimate(result, model, cluster, training) << "(" << prediction_source(setup) << ")\n";
+        std::cout << format_estimate(result, model, cluster, training) << "\nhow sure: "
+                  << cli::format_interval(result.iteration_time_s, interval) << "(" << prediction_source(setup)
+                  << ")\n";
       }
       return 0;
     }
@@ -1747,6 +1770,11 @@ int run_main(int argc, char** argv) {
         const LosoReport report = leave_one_source_out(runs, start, fit_options);
         progress.clear();
         write_calibration(report.full.calibration);
+        if (!intervals_out.empty()) {
+          std::ofstream out(intervals_out);
+          if (!out) throw Error(fmt::format("--intervals {}: cannot write file", intervals_out));
+          out << to_json(interval_table(report.held_out)).dump(2) << "\n";
+        }
         if (json) write_json(to_json(report));
         else
           std::cout << format_loso(report) << format_bounds(report.full.at_bounds) << "wrote " << calibration_out

@@ -292,6 +292,37 @@ TEST(Cli, PlanJsonHasTheDocumentedFields) {
                    j["plans"][0]["iteration_time_s"].get<double>());
 }
 
+// How sure: the winner's interval from the shipped held-out errors of its class, the plans whose
+// intervals overlap it, and the one to prefer among them; none with a calibration of one's own.
+TEST(Cli, PlanAndEstimateSayHowSure) {
+  const std::string setup = "--model llama3-8b --cluster dgx-h100:1 --seq-len 4096 --global-batch 16 ";
+  const Result r = run("plan " + setup + "--top 5 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  const double winner = j["plans"][0]["iteration_time_s"].get<double>();
+  const auto& interval = j["interval"];
+  ASSERT_TRUE(interval.is_object()) << r.output;
+  EXPECT_EQ(interval["class"], "dense hopper bf16");
+  EXPECT_LT(interval["low_s"].get<double>(), winner);
+  EXPECT_GT(interval["high_s"].get<double>(), winner);
+  const double limit = winner * (1 + interval["high_pct"].get<double>() / 100) / (1 + interval["low_pct"].get<double>() / 100);
+  std::vector<int> tied;
+  for (std::size_t i = 1; i < j["plans"].size(); ++i)
+    if (j["plans"][i]["iteration_time_s"].get<double>() <= limit) tied.push_back(static_cast<int>(i) + 1);
+  EXPECT_EQ(j["tied_with_winner"].get<std::vector<int>>(), tied);
+  const int preferred = j["preferred_among_tied"].get<int>();
+  EXPECT_TRUE(preferred == 1 || std::find(tied.begin(), tied.end(), preferred) != tied.end());
+
+  const Result text = run("estimate " + setup + "--config dp=8,zero=1");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_NE(text.output.find("how sure: 90% interval"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("held-out errors of"), std::string::npos) << text.output;
+  const Result own = run("estimate " + setup + "--config dp=8,zero=1 --json --calibration " + std::string(PARATUNE_SOURCE_DIR) +
+                         "/data/calibration.json");
+  ASSERT_EQ(own.exit_code, 0) << own.output;
+  EXPECT_TRUE(nlohmann::json::parse(own.output)["interval"].is_null());
+}
+
 TEST(Cli, PlanRejectsBadOrUnsatisfiableConstraintsAndSaysWhenNothingFits) {
   const std::string setup = "plan --model llama3-8b --cluster dgx-h100:1 --seq-len 4096 --global-batch 16 ";
   Result r = run(setup + "--fix tp=3x");

@@ -65,7 +65,7 @@ double best_loss(const std::vector<TrialRecord>& trials) {
   return best;
 }
 
-double median(std::vector<double> values) {
+double median_of(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const std::size_t n = values.size();
   return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
@@ -288,7 +288,7 @@ TEST(TpeSearch, BeatsRandomSearchOnASmoothFunction) {
     for (int k = 0; k < 40; ++k) best = std::min(best, *sphere(space.sample(rng)));
     random_best.push_back(best);
   }
-  const double tpe_median = median(tpe_best), random_median = median(random_best);
+  const double tpe_median = median_of(tpe_best), random_median = median_of(random_best);
   RecordProperty("tpe_median", std::to_string(tpe_median));
   RecordProperty("random_median", std::to_string(random_median));
   EXPECT_LT(tpe_median, 0.5 * random_median) << "tpe " << tpe_median << " random " << random_median;

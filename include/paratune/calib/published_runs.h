@@ -135,6 +135,7 @@ struct RowResult {
   bool memory_model_error = false;
   double peak_memory_bytes = 0;
   double memory_limit_bytes = 0;
+  std::string prediction_class;  // "dense hopper bf16", ... (paratune/calib/prediction_intervals.h)
   std::vector<std::string> assumptions;
 };
 
