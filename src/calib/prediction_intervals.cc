@@ -6,20 +6,14 @@
 #include <cmath>
 
 #include "../spec/json_reader.h"
+#include "paratune/calib/published_mfu.h"
 
 namespace paratune {
 
 std::string prediction_class(const ModelSpec& model, const GpuSpec& gpu, Precision precision) {
-  const std::string& g = gpu.name;
-  auto starts = [&](const char* prefix) { return g.rfind(prefix, 0) == 0; };
-  const char* generation = starts("v100")                               ? "volta"
-                           : starts("a100")                             ? "ampere"
-                           : starts("h100") || starts("h200") || starts("h800") ? "hopper"
-                           : starts("b200") || starts("gb200")          ? "blackwell"
-                                                                        : "other";
   const char* kind = model.moe ? "moe" : "dense";
   const char* numbers = precision == Precision::kFP8 ? "fp8" : "bf16";  // FP16 runs as BF16 does
-  return fmt::format("{} {} {}", kind, generation, numbers);
+  return fmt::format("{} {} {}", kind, gpu_generation(gpu), numbers);
 }
 
 namespace {

@@ -35,6 +35,40 @@ inline std::optional<double> number(const PublishedRun& run, const std::string& 
   return v;
 }
 
+// A token count as sources write it: "4194304", "16M", "2M", "1.5B", "512K". A suffix is ambiguous --
+// "16M tokens" is 16 x 2^20 when it is a power-of-two batch of power-of-two sequences (Llama 3's
+// 16M = 4096 x 4096), 16 x 10^6 elsewhere -- so each reading is tried and the one that is a whole
+// number of `seq_len`-token sequences is taken (`reading` says which). Both or neither: an error.
+inline std::optional<double> token_count(const PublishedRun& run, const std::string& column, int seq_len,
+                                         std::string& reading) {
+  std::string text = run.get(column);
+  if (text.empty()) return std::nullopt;
+  const char suffix = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+  const int power = suffix == 'K' ? 1 : suffix == 'M' ? 2 : (suffix == 'B' || suffix == 'G') ? 3 : 0;
+  if (power == 0) return number(run, column);
+  text.pop_back();
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || v <= 0)
+    throw Error(fmt::format("{}: '{}' is not a token count (a number, optionally with K, M or B)", column,
+                            run.get(column)));
+  const double decimal = v * std::pow(1000.0, power), binary = v * std::pow(1024.0, power);
+  auto whole = [&](double tokens) { return seq_len > 0 && tokens == std::floor(tokens) && std::fmod(tokens, seq_len) == 0; };
+  if (whole(decimal) && !whole(binary)) {
+    reading = fmt::format("'{}' read as {:.0f} (x 10^{})", run.get(column), decimal, 3 * power);
+    return decimal;
+  }
+  if (whole(binary) && !whole(decimal)) {
+    reading = fmt::format("'{}' read as {:.0f} (x 2^{})", run.get(column), binary, 10 * power);
+    return binary;
+  }
+  throw Error(fmt::format("{}: '{}' is {} sequences of {} tokens read as x 10^{} and {} read as x 2^{}: {}", column,
+                          run.get(column), decimal / std::max(1, seq_len), seq_len, 3 * power,
+                          binary / std::max(1, seq_len), 10 * power,
+                          whole(decimal) ? "both are whole batches, state the exact count"
+                                         : "neither is a whole batch, state the exact count"));
+}
+
 // The column as a non-negative integer; `fallback` when empty.
 inline int integer(const PublishedRun& run, const std::string& column, int fallback) {
   const auto v = number(run, column);

@@ -23,6 +23,7 @@ using calib_detail::integer;
 using calib_detail::lower;
 using calib_detail::number;
 using calib_detail::other_result_int;
+using calib_detail::token_count;
 
 std::string to_string(SkipKind kind) {
   switch (kind) {
@@ -99,7 +100,15 @@ GpuSpec gpu_for(const PublishedRun& run, std::vector<std::string>& why) {
   if (contains(g, "h800")) return preset("h800");
   if (contains(g, "h200")) return preset("h200");
   if (contains(g, "h100")) {
+    // The PCIe and NVL boards run lower clocks and power than the SXM5 part: no preset describes them.
+    if (contains(g, "pcie") || contains(g, "nvl"))
+      throw RowSkipped(SkipKind::kUnsupported,
+                       fmt::format("gpu_type: '{}': the H100 PCIe/NVL boards have lower peaks than the h100-sxm preset "
+                                   "(no preset for them)",
+                                   run.get("gpu_type")));
     GpuSpec gpu = preset("h100-sxm");
+    if (!contains(g, "sxm") && !contains(g, "dgx") && !contains(g, "hgx") && !contains(g, "96"))
+      why.push_back("gpu_type: H100 SKU not stated: H100 SXM5 80GB assumed (the training clusters' SKU)");
     if (contains(g, "96gb") || contains(g, "96 gb")) {
       // Grand Teton H100 96GB HBM2e: the 80GB preset's usable memory scaled to 96 GB.
       gpu.memory_bytes *= 96.0 / 80.0;
@@ -652,7 +661,10 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
     t.seq_len = integer(run, "seq_length", 0);
     t.global_batch = integer(run, "global_batch_size", 0);
     if (t.global_batch == 0 && t.seq_len > 0) {
-      if (const auto tokens = number(run, "global_batch_tokens"); tokens && std::fmod(*tokens, t.seq_len) == 0) {
+      std::string reading;
+      if (const auto tokens = token_count(run, "global_batch_tokens", t.seq_len, reading);
+          tokens && std::fmod(*tokens, t.seq_len) == 0) {
+        if (!reading.empty()) why.push_back("global_batch_tokens " + reading);
         if (!(*tokens / t.seq_len >= 1 && *tokens / t.seq_len <= std::numeric_limits<int>::max()))
           throw Error(fmt::format("global_batch_tokens: {} / seq_length {} is not a batch of 1 to {} sequences", *tokens,
                                   t.seq_len, std::numeric_limits<int>::max()));

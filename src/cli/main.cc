@@ -30,6 +30,7 @@
 #include "paratune/calib/memory_runs.h"
 #include "paratune/calib/published_runs.h"
 #include "paratune/calib/prediction_intervals.h"
+#include "paratune/calib/published_mfu.h"
 #include "how_sure.h"
 #include "plan_progress.h"
 #include "progress_line.h"
@@ -436,6 +437,7 @@ int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
   const cli::Ties ties = cli::statistical_ties(result, interval);
   if (!result.plans.empty()) {
     j["interval"] = cli::interval_json(result.plans.front().estimate.iteration_time_s, interval);
+    j["mfu_above_published"] = mfu_above_published(result.plans.front().estimate.mfu, cluster.gpu, training.precision);
     j["tied_with_winner"] = ties.tied_ranks;
     j["preferred_among_tied"] = ties.preferred_rank;
   }
@@ -457,8 +459,13 @@ int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
   if (json) {
     write_json(j);
   } else {
-    std::cout << format_plan(result, model, cluster, training) << cli::format_ties(result, interval, ties) << "("
-              << prediction_source(setup) << ")\n";
+    std::cout << format_plan(result, model, cluster, training) << cli::format_ties(result, interval, ties);
+    if (!result.plans.empty())
+      if (const std::string above = mfu_above_published(result.plans.front().estimate.mfu, cluster.gpu,
+                                                          training.precision);
+          !above.empty())
+        std::cout << "  the winner's " << above << "\n";
+    std::cout << "(" << prediction_source(setup) << ")\n";
     if (launch) {
       std::cout << fmt::format("\n{} launch for the winner:\n{}", emit_name, launch->text);
       if (!launch->cannot_express.empty()) {
@@ -1708,11 +1715,14 @@ int run_main(int argc, char** argv) {
         nlohmann::json j = to_json(result);
         j["predicted_by"] = prediction_json(setup);
         j["interval"] = cli::interval_json(result.iteration_time_s, interval);
+        j["mfu_above_published"] = mfu_above_published(result.mfu, cluster.gpu, training.precision);
         write_json(j);
       } else {
         std::cout << format_estimate(result, model, cluster, training) << "\nhow sure: "
-                  << cli::format_interval(result.iteration_time_s, interval) << "(" << prediction_source(setup)
-                  << ")\n";
+                  << cli::format_interval(result.iteration_time_s, interval);
+        if (const std::string above = mfu_above_published(result.mfu, cluster.gpu, training.precision); !above.empty())
+          std::cout << "          " << above << "\n";
+        std::cout << "(" << prediction_source(setup) << ")\n";
       }
       return 0;
     }

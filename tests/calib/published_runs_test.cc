@@ -462,6 +462,50 @@ TEST(CalibrateCli, ShowsProgressOnATerminalOnly) {
 // The acceptance figures of the cost model: on the shipped published runs, with the shipped
 // calibration, every row is estimated, mean |error| <= 8% and max <= 20%. (Thresholds: the cost
 // model's; a failure lists each source's errors and every skipped row.)
+// Token counts written with a suffix: the reading (x 10^n or x 2^n) that is a whole batch is taken
+// and said; one that both or neither make whole is an error naming the column.
+TEST(Setup, TokenCountsWithSuffixes) {
+  auto batch_of = [](const std::string& tokens, const std::string& seq) {
+    const RunSetup s = setup_for_run(
+        runs_of("tokens.csv", {small_row({{"global_batch_size", ""}, {"global_batch_tokens", tokens}, {"seq_length", seq}})})
+            .at(0));
+    bool said = false;
+    for (const auto& a : s.assumptions) said = said || a.find("global_batch_tokens '" + tokens + "' read as") == 0;
+    EXPECT_TRUE(said) << tokens;
+    return s.training.global_batch;
+  };
+  EXPECT_EQ(batch_of("128K", "2048"), 64);   // 131072 / 2048 (128000 / 2048 = 62.5)
+  EXPECT_EQ(batch_of("32k", "1000"), 32);    // 32000 / 1000 (32768 / 1000 is not whole)
+  try {
+    (void)setup_for_run(
+        runs_of("tokens2.csv", {small_row({{"global_batch_size", ""}, {"global_batch_tokens", "16K"}, {"seq_length", "128"}})})
+            .at(0));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("global_batch_tokens: '16K' is 125 sequences of 128 tokens read as x 10^3 and "
+                                         "128 read as x 2^10: both are whole batches"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// A GPU family without its SKU is read as the training SKU, and said; a board no preset describes is
+// not estimated.
+TEST(Setup, GpuFamilyWithoutSkuIsAssumedAndSaid) {
+  const RunSetup s = setup_for_run(runs_of("sku.csv", {small_row({{"gpu_type", "H100"}})}).at(0));
+  EXPECT_EQ(s.cluster.gpu.name, "h100-sxm");
+  bool said = false;
+  for (const auto& a : s.assumptions) said = said || a.find("H100 SKU not stated: H100 SXM5 80GB assumed") != std::string::npos;
+  EXPECT_TRUE(said);
+  try {
+    (void)setup_for_run(runs_of("pcie.csv", {small_row({{"gpu_type", "H100 PCIe"}})}).at(0));
+    FAIL();
+  } catch (const RowSkipped& e) {
+    EXPECT_EQ(e.kind, SkipKind::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("PCIe/NVL"), std::string::npos) << e.what();
+  }
+}
+
 // Rows that differ only in configuration form a group with Kendall's tau between the published and
 // the predicted order: +1 when they agree, -1 when reversed. A row of another GPU count is not in
 // the group, and a group of one row is not listed.
