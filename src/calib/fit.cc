@@ -15,17 +15,13 @@
 namespace paratune {
 namespace {
 
-using FitParameter = FittedCoefficient;
-const std::vector<FitParameter>& fit_parameters() { return fitted_coefficients(); }
-double value_of(const Calibration& c, const FitParameter& p) { return coefficient_value(c, p); }
-
 // The optimiser's variable for a coefficient: its value, or its natural log for one that spans
 // decades (an overhead of 2 us and one of 200 us are equally plausible steps apart).
-double to_variable(const FitParameter& p, double value) { return p.log_scale ? std::log(value) : value; }
-double from_variable(const FitParameter& p, double x) { return p.log_scale ? std::exp(x) : x; }
+double to_variable(const FittedCoefficient& p, double value) { return p.log_scale ? std::log(value) : value; }
+double from_variable(const FittedCoefficient& p, double x) { return p.log_scale ? std::exp(x) : x; }
 
 // The prior's price of a point, in the objective's unit (percentage points).
-double prior_penalty(const std::vector<FitParameter>& params, const std::vector<double>& x) {
+double prior_penalty(const std::vector<FittedCoefficient>& params, const std::vector<double>& x) {
   double sum = 0;
   for (std::size_t i = 0; i < params.size(); ++i) {
     const double z = (x[i] - params[i].prior) / params[i].prior_sd;
@@ -35,7 +31,7 @@ double prior_penalty(const std::vector<FitParameter>& params, const std::vector<
 }
 
 // `x` holds the optimiser's variables (to_variable).
-Calibration apply(const Calibration& base, const std::vector<FitParameter>& params, const std::vector<double>& x) {
+Calibration apply(const Calibration& base, const std::vector<FittedCoefficient>& params, const std::vector<double>& x) {
   Calibration c = base;
   for (std::size_t i = 0; i < params.size(); ++i) {
     const double value = from_variable(params[i], x[i]);
@@ -47,11 +43,10 @@ Calibration apply(const Calibration& base, const std::vector<FitParameter>& para
 
 // The start with every fitted coefficient at its prior (paratune/calib/coefficients.h), so that no
 // fold of leave-one-source-out starts from values fitted on its held-out source.
-Calibration uninformed(const Calibration& start) {
-  Calibration c = start;
+Calibration at_priors(const Calibration& start) {
   std::vector<double> priors;
-  for (const auto& p : fit_parameters()) priors.push_back(p.prior);
-  return apply(c, fit_parameters(), priors);
+  for (const auto& p : fitted_coefficients()) priors.push_back(p.prior);
+  return apply(start, fitted_coefficients(), priors);
 }
 
 // |error| of each row under `calibration` (100 where the row cannot be estimated), rows spread over
@@ -87,7 +82,7 @@ PreparedRuns screen_candidates(const PreparedRuns& prepared, const Calibration& 
   PreparedRuns out = prepared;
   Calibration lean = calibration;
   bool memory_fitted = false;
-  for (const auto& p : fit_parameters())
+  for (const auto& p : fitted_coefficients())
     if (!std::isnan(p.least_memory_value)) {
       memory_fitted = true;
       if (p.field) lean.*(p.field) = p.least_memory_value;
@@ -148,7 +143,7 @@ void validate(const FitOptions& o) {
 
 std::vector<std::string> fit_parameter_names() {
   std::vector<std::string> names;
-  for (const auto& p : fit_parameters()) names.emplace_back(p.name);
+  for (const auto& p : fitted_coefficients()) names.emplace_back(p.name);
   return names;
 }
 
@@ -161,17 +156,17 @@ CalibrationFit fit_rows(const std::vector<const RunSetup*>& rows, const Calibrat
   CalibrationFit fit;
   fit.rows_used = static_cast<int>(rows.size());
   if (rows.empty()) throw Error("calibrate: no row of the CSV can be estimated");
-  const auto& params = fit_parameters();
+  const auto& params = fitted_coefficients();
   std::vector<double> x, lower, upper;
   for (const auto& p : params) {
-    x.push_back(to_variable(p, std::clamp(value_of(start, p), p.lower, p.upper)));
+    x.push_back(to_variable(p, std::clamp(coefficient_value(start, p), p.lower, p.upper)));
     lower.push_back(to_variable(p, p.lower));
     upper.push_back(to_variable(p, p.upper));
     fit.parameters.emplace_back(p.name);
   }
   struct State {
     const Calibration* start;
-    const std::vector<FitParameter>* params;
+    const std::vector<FittedCoefficient>* params;
     const std::vector<const RunSetup*>* rows;
     int threads;
     const FitOptions* options;
@@ -234,7 +229,7 @@ CalibrationFit fit_prepared(const PreparedRuns& prepared, const Calibration& sta
   const PreparedRuns screened = screen_candidates(prepared, start, thread_count(options));
   // From the priors, whatever `start` holds for the fitted coefficients: the result is the fit of the
   // rows and the priors alone (start supplies the coefficients that are not fitted).
-  CalibrationFit fit = fit_rows(rows_of(screened, use), uninformed(start), options);
+  CalibrationFit fit = fit_rows(rows_of(screened, use), at_priors(start), options);
   fit.seconds = seconds_since(t0);
   return fit;
 }
@@ -255,7 +250,7 @@ LosoReport leave_one_source_out(const std::vector<PublishedRun>& runs, const Cal
   LosoReport report;
   const PreparedRuns prepared = prepare_runs(runs);
   if (prepared.setups.empty()) throw Error("leave-one-source-out: no row of the CSV can be estimated");
-  const Calibration prior = uninformed(start);
+  const Calibration prior = at_priors(start);
   // Screened once: which candidates fit does not depend on the fitted coefficients.
   const PreparedRuns screened = screen_candidates(prepared, prior, thread_count(options));
   report.full = fit_rows(rows_of(screened, {}), prior, options);

@@ -223,7 +223,6 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
       L.forward_compute_s + L.tp_forward_s + L.cp_forward_s + L.ep_forward_s - gpu.forward_after_sync_s;
   gpu.backward_s = L.backward_compute_s + L.tp_backward_s + L.cp_backward_s + L.ep_backward_s;
   const HostIssueExposure host = host_issue_exposure(m, p, c.training, moe_layer, gpu, cal);
-  L.host_forward_s = host.forward_s;
   L.forward_compute_s += host.forward_s;
   L.backward_compute_s += host.backward_s;
 

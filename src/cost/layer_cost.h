@@ -28,8 +28,6 @@ struct LayerCost {
   // The forward's share of the interference (compute slowed by hidden communication), so that a
   // recompute re-runs it; the backward's share is in backward_compute_s.
   double interference_forward_s = 0;
-  // The forward's host issue time the GPU does not hide (cost/host_issue.h), in forward_compute_s.
-  double host_forward_s = 0;
   double params_dense = 0;   // non-expert parameters on this GPU
   double params_expert = 0;  // expert parameters on this GPU
   double activation_bytes = 0;
