@@ -133,12 +133,13 @@ const std::vector<FittedCoefficient>& fitted_coefficients() {
   return coefficients;
 }
 
-double coefficient_value(const Calibration& c, const FittedCoefficient& k) {
-  if (k.field) return c.*(k.field);
-  const auto& by_gpu = c.*(k.by_gpu);
-  const auto it = by_gpu.find(k.gpus.front());
+double coefficient_value(const Calibration& calibration, const FittedCoefficient& coefficient) {
+  if (coefficient.field) return calibration.*(coefficient.field);
+  const auto& by_gpu = calibration.*(coefficient.by_gpu);
+  const auto it = by_gpu.find(coefficient.gpus.front());
   if (it != by_gpu.end()) return it->second;
-  return k.by_gpu == &Calibration::gemm_efficiency_by_gpu ? c.gemm_efficiency_max : c.attention_efficiency;
+  return coefficient.by_gpu == &Calibration::gemm_efficiency_by_gpu ? calibration.gemm_efficiency_max
+                                                                    : calibration.attention_efficiency;
 }
 
 std::vector<CoefficientAtBound> coefficients_at_bounds(const Calibration& calibration) {

@@ -186,11 +186,11 @@ std::vector<MemoryRun> parse_memory_runs(std::string_view text, const std::strin
   return out;
 }
 
-MemoryRowResult evaluate_memory_run(const MemoryRun& m, const Calibration& calibration) {
-  const PublishedRun& run = m.run;
+MemoryRowResult evaluate_memory_run(const MemoryRun& memory_run, const Calibration& calibration) {
+  const PublishedRun& run = memory_run.run;
   // S5's release tests do not publish their GPU count or DP size: the distributed optimizer's shard
   // (12 bytes per parameter / dp) is unknown, so the row can be neither predicted nor bounded.
-  if (m.metric != MemoryMetric::kFitsBound && (run.get("total_gpus").empty() || run.get("dp").empty()))
+  if (memory_run.metric != MemoryMetric::kFitsBound && (run.get("total_gpus").empty() || run.get("dp").empty()))
     throw RowSkipped(SkipKind::kUnsupported,
                      fmt::format("row {}: GPU count and dp not published (MEMORY_SOURCES.md: the release tests' DP "
                                  "size is not public), so the sharded optimizer state cannot be predicted",
@@ -200,12 +200,12 @@ MemoryRowResult evaluate_memory_run(const MemoryRun& m, const Calibration& calib
   r.row_id = s.row_id;
   r.source_id = s.source_id;
   r.model = s.model.name;
-  r.metric = m.metric;
-  r.rank = m.rank;
-  r.measured_gib = m.measured_gib;
-  r.bound_gib = m.bound_gib;
+  r.metric = memory_run.metric;
+  r.rank = memory_run.rank;
+  r.measured_gib = memory_run.measured_gib;
+  r.bound_gib = memory_run.bound_gib;
   r.assumptions = s.assumptions;
-  if (m.vpp_unstated) r.assumptions.emplace_back("vpp empty: 1 (the source's command line has no interleaving flag)");
+  if (memory_run.vpp_unstated) r.assumptions.emplace_back("vpp empty: 1 (the source's command line has no interleaving flag)");
   const std::string notes = calib_detail::lower(run.get("notes"));
   for (const Unmodelled& u : kUnmodelled)
     if (has_word(notes, u.needle)) r.not_modelled.emplace_back(u.why);
@@ -217,10 +217,10 @@ MemoryRowResult evaluate_memory_run(const MemoryRun& m, const Calibration& calib
   // split or cached. Reserved runs 3-15% above allocated (MEMORY_SOURCES.md); not fitted here, since
   // no source logs both.
   Calibration cal = calibration;
-  if (m.metric != MemoryMetric::kFitsBound) {
+  if (memory_run.metric != MemoryMetric::kFitsBound) {
     cal.cuda_context_bytes = 0;
     cal.nccl_bytes_per_communicator = 0;
-    if (m.metric == MemoryMetric::kAllocated) cal.fragmentation = 0;
+    if (memory_run.metric == MemoryMetric::kAllocated) cal.fragmentation = 0;
   }
   const EstimateOptions options{kValidationMemoryMargin};
   // The configuration: the stated one; where axes are unstated, the reading the time validation
@@ -241,18 +241,18 @@ MemoryRowResult evaluate_memory_run(const MemoryRun& m, const Calibration& calib
   r.config = to_string(chosen.config);
   const auto total = [](const StageEstimate& st) { return st.memory.total_bytes(); };
   std::size_t stage = 0;
-  if (m.rank == MemoryRank::kLastStage) stage = chosen.stages.size() - 1;
-  else if (m.rank == MemoryRank::kMaxOverRanks)
+  if (memory_run.rank == MemoryRank::kLastStage) stage = chosen.stages.size() - 1;
+  else if (memory_run.rank == MemoryRank::kMaxOverRanks)
     stage = static_cast<std::size_t>(std::max_element(chosen.stages.begin(), chosen.stages.end(),
                                                       [&](const auto& a, const auto& b) { return total(a) < total(b); }) -
                                      chosen.stages.begin());
   r.stage = static_cast<int>(stage);
   r.breakdown = chosen.stages[stage].memory;
   r.predicted_gib = total(chosen.stages[stage]) / kMemGiB;
-  if (m.metric == MemoryMetric::kFitsBound) {
-    r.within_bound = r.predicted_gib <= m.bound_gib;
+  if (memory_run.metric == MemoryMetric::kFitsBound) {
+    r.within_bound = r.predicted_gib <= memory_run.bound_gib;
   } else {
-    r.pct_error = 100 * (r.predicted_gib - m.measured_gib) / m.measured_gib;
+    r.pct_error = 100 * (r.predicted_gib - memory_run.measured_gib) / memory_run.measured_gib;
   }
   return r;
 }

@@ -61,10 +61,10 @@ PredictionInterval interval_for(const IntervalTable& table, const std::string& c
   return {"", {}};
 }
 
-std::string describe(const PredictionInterval& p) {
-  if (p.taken_from.empty()) return "no interval: fewer than 5 held-out rows";
+std::string describe(const PredictionInterval& interval) {
+  if (interval.taken_from.empty()) return "no interval: fewer than 5 held-out rows";
   return fmt::format("{:+.0f}%/{:+.0f}%: 90% of the held-out errors of {} {} rows, leave-one-source-out",
-                     p.interval.low_pct, p.interval.high_pct, p.interval.rows, p.taken_from);
+                     interval.interval.low_pct, interval.interval.high_pct, interval.interval.rows, interval.taken_from);
 }
 
 nlohmann::json to_json(const IntervalTable& table) {

@@ -925,24 +925,26 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
     std::string sp = lower(outside_parentheses(run.get("sequence_parallel")));
     sp.erase(std::remove(sp.begin(), sp.end(), ' '), sp.end());
     bool sp_searched = false;
-    if (sp == "true" || sp == "yes" || sp == "1") s.sp_choices = {true};
-    else if (sp == "false" || sp == "no" || sp == "0") s.sp_choices = {false};
-    else if (!sp.empty())
+    const bool stated_on = sp == "true" || sp == "yes" || sp == "1";
+    const bool stated_off = sp == "false" || sp == "no" || sp == "0";
+    if (!sp.empty() && !stated_on && !stated_off)
       throw Error(fmt::format("sequence_parallel: '{}' must be empty, yes/true/1 or no/false/0",
                               run.get("sequence_parallel")));
-    else if (fw.torchtitan) {
+    if (stated_on) {
+      s.sp_choices = {true};
+    } else if (sp.empty() && fw.torchtitan) {
       // torchtitan's TP plan (parallelize_llama apply_tp) shards the norms' inputs over the sequence
       // (SequenceParallel): Megatron-style SP whenever tp > 1.
       s.sp_choices = {true};
       if (s.tp_choices != std::vector<int>{1})
         why.push_back("sequence parallelism not stated: on with TP (torchtitan's TP plan uses SequenceParallel)");
-    } else if (fw.megatron && !fw.early_megatron) {
+    } else if (sp.empty() && fw.megatron && !fw.early_megatron) {
       s.sp_choices = {false, true};
       sp_searched = true;
       s.searched_axes.emplace_back("sp");
       why.push_back("sequence parallelism not stated: searched");
     } else {
-      s.sp_choices = {false};
+      s.sp_choices = {false};  // stated off, or the framework's default
     }
 
     if (with_metric) choose_metric(run, fw, family, s);

@@ -10,20 +10,20 @@ PredictionInterval shipped_interval(const ModelSpec& model, const ClusterSpec& c
   return interval_for(default_prediction_intervals(), prediction_class(model, cluster.gpu, training.precision));
 }
 
-std::string format_interval(double time_s, const PredictionInterval& p) {
-  if (p.taken_from.empty()) return fmt::format("90% interval     none ({})\n", describe(p));
-  return fmt::format("90% interval     {} - {} ({})\n", units::format_duration(time_s * (1 + p.interval.low_pct / 100)),
-                     units::format_duration(time_s * (1 + p.interval.high_pct / 100)), describe(p));
+std::string format_interval(double time_s, const PredictionInterval& interval) {
+  if (interval.taken_from.empty()) return fmt::format("90% interval     none ({})\n", describe(interval));
+  return fmt::format("90% interval     {} - {} ({})\n", units::format_duration(time_s * (1 + interval.interval.low_pct / 100)),
+                     units::format_duration(time_s * (1 + interval.interval.high_pct / 100)), describe(interval));
 }
 
-nlohmann::json interval_json(double time_s, const PredictionInterval& p) {
-  if (p.taken_from.empty()) return nullptr;
-  return {{"low_s", time_s * (1 + p.interval.low_pct / 100)},
-          {"high_s", time_s * (1 + p.interval.high_pct / 100)},
-          {"low_pct", p.interval.low_pct},
-          {"high_pct", p.interval.high_pct},
-          {"class", p.taken_from},
-          {"rows", p.interval.rows},
+nlohmann::json interval_json(double time_s, const PredictionInterval& interval) {
+  if (interval.taken_from.empty()) return nullptr;
+  return {{"low_s", time_s * (1 + interval.interval.low_pct / 100)},
+          {"high_s", time_s * (1 + interval.interval.high_pct / 100)},
+          {"low_pct", interval.interval.low_pct},
+          {"high_pct", interval.interval.high_pct},
+          {"class", interval.taken_from},
+          {"rows", interval.interval.rows},
           {"coverage", 0.9},
           {"from", "leave-one-source-out errors of the shipped calibration on data/published-runs"}};
 }
@@ -38,14 +38,14 @@ int dimensions_in_use(const ParallelConfig& c) {
 
 }  // namespace
 
-Ties statistical_ties(const plan::PlanResult& result, const PredictionInterval& p) {
+Ties statistical_ties(const plan::PlanResult& result, const PredictionInterval& interval) {
   Ties ties;
-  if (p.taken_from.empty() || result.plans.empty()) return ties;
+  if (interval.taken_from.empty() || result.plans.empty()) return ties;
   // Intervals [t(1 + low), t(1 + high)] overlap the winner's when t(1 + low) <= t1(1 + high). The
   // plans share model, GPU and precision, so their errors are correlated and this is cautious: it
   // calls tied what the model cannot tell apart, not what surely runs as fast.
   const double winner = result.plans.front().estimate.iteration_time_s;
-  const double limit = winner * (1 + p.interval.high_pct / 100) / (1 + p.interval.low_pct / 100);
+  const double limit = winner * (1 + interval.interval.high_pct / 100) / (1 + interval.interval.low_pct / 100);
   auto headroom = [](const Estimate& e) { return e.memory_limit_bytes - e.peak_memory_bytes; };
   for (std::size_t i = 1; i < result.plans.size(); ++i)
     if (result.plans[i].estimate.iteration_time_s <= limit) ties.tied_ranks.push_back(static_cast<int>(i) + 1);
@@ -58,11 +58,11 @@ Ties statistical_ties(const plan::PlanResult& result, const PredictionInterval& 
   return ties;
 }
 
-std::string format_ties(const plan::PlanResult& result, const PredictionInterval& p, const Ties& ties) {
+std::string format_ties(const plan::PlanResult& result, const PredictionInterval& interval, const Ties& ties) {
   if (result.plans.empty()) return "";
   const Estimate& winner = result.plans.front().estimate;
-  std::string out = "\nhow sure (the winner): " + format_interval(winner.iteration_time_s, p);
-  if (p.taken_from.empty()) return out;
+  std::string out = "\nhow sure (the winner): " + format_interval(winner.iteration_time_s, interval);
+  if (interval.taken_from.empty()) return out;
   if (ties.tied_ranks.empty()) return out + "  no other ranked plan's interval overlaps the winner's\n";
   std::vector<std::string> ranks;
   for (int r : ties.tied_ranks) ranks.push_back("#" + std::to_string(r));

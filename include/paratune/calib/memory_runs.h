@@ -52,7 +52,7 @@ struct MemoryRun {
 // a measured row states peak_memory_gib > 0 and a memory_metric that says allocated or reserved and
 // which rank. Throws Error naming the file, line, column, value and rule.
 std::vector<MemoryRun> read_memory_runs(const std::string& path);
-std::vector<MemoryRun> parse_memory_runs(std::string_view text, const std::string& source);
+std::vector<MemoryRun> parse_memory_runs(std::string_view text, const std::string& file);
 
 struct MemoryRowResult {
   std::string row_id;
@@ -89,7 +89,7 @@ struct MemoryValidationReport {
 };
 
 // Predicts one row (throws RowSkipped when its configuration cannot be read, see setup_configuration).
-MemoryRowResult evaluate_memory_run(const MemoryRun& run, const Calibration& calibration);
+MemoryRowResult evaluate_memory_run(const MemoryRun& memory_run, const Calibration& calibration);
 MemoryValidationReport validate_memory_runs(const std::vector<MemoryRun>& runs, const Calibration& calibration);
 
 nlohmann::json to_json(const MemoryValidationReport& report);
