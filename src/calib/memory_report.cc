@@ -37,7 +37,7 @@ nlohmann::json to_json(const MemoryValidationReport& r) {
   }
   nlohmann::json skipped = nlohmann::json::array();
   for (const auto& s : r.skipped)
-    skipped.push_back({{"row_id", s.row_id}, {"source_id", s.source_id}, {"kind", to_string(s.kind)}, {"reason", s.reason}});
+    skipped.push_back(to_json(s));
   nlohmann::json sources = nlohmann::json::array();
   for (const auto& s : r.sources)
     sources.push_back({{"source_id", s.source_id},

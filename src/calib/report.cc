@@ -45,6 +45,10 @@ std::map<SkipKind, int> skip_counts(const ValidationReport& r) {
 
 }  // namespace
 
+nlohmann::json to_json(const SkippedRow& row) {
+  return {{"row_id", row.row_id}, {"source_id", row.source_id}, {"kind", to_string(row.kind)}, {"reason", row.reason}};
+}
+
 nlohmann::json to_json(const ValidationReport& r) {
   nlohmann::json rows = nlohmann::json::array(), skipped = nlohmann::json::array(), sources = nlohmann::json::array();
   for (const auto& row : r.rows)
@@ -64,7 +68,7 @@ nlohmann::json to_json(const ValidationReport& r) {
                     {"memory_limit_bytes", row.memory_limit_bytes},
                     {"assumptions", row.assumptions}});
   for (const auto& s : r.skipped)
-    skipped.push_back({{"row_id", s.row_id}, {"source_id", s.source_id}, {"kind", to_string(s.kind)}, {"reason", s.reason}});
+    skipped.push_back(to_json(s));
   for (const auto& s : r.sources)
     sources.push_back({{"source_id", s.source_id},
                        {"rows", s.rows},

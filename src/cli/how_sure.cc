@@ -6,7 +6,9 @@
 
 namespace paratune::cli {
 
-PredictionInterval shipped_interval(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training) {
+PredictionInterval shipped_interval(const std::string& calibration_file, const ModelSpec& model,
+                                    const ClusterSpec& cluster, const TrainingSpec& training) {
+  if (!calibration_file.empty()) return {};
   return interval_for(default_prediction_intervals(), prediction_class(model, cluster.gpu, training.precision));
 }
 

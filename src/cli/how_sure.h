@@ -13,8 +13,10 @@
 
 namespace paratune::cli {
 
-// The interval of a prediction for `model` on `cluster` under `training`, shipped calibration.
-PredictionInterval shipped_interval(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training);
+// The interval of a prediction for `model` on `cluster` under `training`: the shipped table's, when
+// `calibration_file` is empty (the shipped calibration); none with a calibration of one's own.
+PredictionInterval shipped_interval(const std::string& calibration_file, const ModelSpec& model,
+                                    const ClusterSpec& cluster, const TrainingSpec& training);
 
 // "90% interval     7.40 s - 9.07 s (-8%/+13%: 90% of the held-out errors of 14 ... rows, ...)\n"
 std::string format_interval(double time_s, const PredictionInterval& interval);

@@ -432,8 +432,7 @@ int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
   if (launch) j["launch"] = {{"framework", emit_name}, {"text", launch->text}, {"cannot_express", launch->cannot_express}};
   j["predicted_by"] = prediction_json(setup);
   // How sure: intervals belong to the shipped calibration.
-  const PredictionInterval interval =
-      setup.calibration.empty() ? cli::shipped_interval(model, cluster, training) : PredictionInterval{};
+  const PredictionInterval interval = cli::shipped_interval(setup.calibration, model, cluster, training);
   const cli::Ties ties = cli::statistical_ties(result, interval);
   if (!result.plans.empty()) {
     j["interval"] = cli::interval_json(result.plans.front().estimate.iteration_time_s, interval);
@@ -1709,8 +1708,7 @@ int run_main(int argc, char** argv) {
       } catch (const Error& e) {
         throw e.with_context("--config");
       }
-      const PredictionInterval interval =
-          setup.calibration.empty() ? cli::shipped_interval(model, cluster, training) : PredictionInterval{};
+      const PredictionInterval interval = cli::shipped_interval(setup.calibration, model, cluster, training);
       if (json) {
         nlohmann::json j = to_json(result);
         j["predicted_by"] = prediction_json(setup);

@@ -145,6 +145,8 @@ struct SkippedRow {
   SkipKind kind = SkipKind::kUnsupported;
   std::string reason;
 };
+// {"row_id", "source_id", "kind", "reason"}: one shape for the time and the memory validation.
+nlohmann::json to_json(const SkippedRow& row);
 
 // Errors of one source's estimated rows.
 struct SourceSummary {
