@@ -142,6 +142,8 @@ TEST(Launch, EveryEmittedLaunchPassesItsSchema) {
       {"llama3.1-70b", "dgx-h100:8", 8192, 128, "dp=4,tp=4,pp=4,mbs=1,sp=true,zero=1", Precision::kFP8},
       {tiny_moe.c_str(), "dgx-h100:2", 2048, 32, "dp=4,tp=4,ep=4,etp=2,mbs=1,sp=true,zero=1"},
       {tiny_moe.c_str(), "dgx-h100:2", 2048, 32, "dp=16,ep=8,mbs=1,zero=1,ep_overlap=true"},
+      {tiny_moe.c_str(), "dgx-h100:2", 2048, 32, "dp=16,ep=8,mbs=1,zero=1,dispatcher=deepep"},
+      {tiny_moe.c_str(), "dgx-h100:2", 2048, 32, "dp=16,ep=8,mbs=1,zero=3,dispatcher=deepep"},
       {"deepseek-v3", "dgx-h100:64", 4096, 1024, "dp=64,tp=2,pp=4,ep=64,etp=1,mbs=1,sp=true,zero=1,recompute=full"},
   };
   int megatron_launches = 0;
