@@ -82,6 +82,14 @@ Framework framework_of(const PublishedRun& run) {
 
 // --- GPU and cluster -------------------------------------------------------------------------------
 
+// "500W power limit" / "500 W power limit" in a gpu_type: the limit, W.
+std::optional<double> stated_power_limit_w(const std::string& gpu_type_lower) {
+  static const RE2 pattern(R"((\d+(?:\.\d+)?)\s*w power limit)");
+  double watts = 0;
+  if (!RE2::PartialMatch(gpu_type_lower, pattern, &watts)) return std::nullopt;
+  return watts;
+}
+
 // GPU preset from the free-text gpu_type: "A100 80GB (Selene ...)", "h100_80gb", "GB200 (NVL72 ...)".
 GpuSpec gpu_for(const PublishedRun& run, std::vector<std::string>& why) {
   const std::string g = lower(run.get("gpu_type"));
@@ -116,8 +124,11 @@ GpuSpec gpu_for(const PublishedRun& run, std::vector<std::string>& why) {
       why.push_back("H100 96GB: the h100-sxm preset with memory scaled by 96/80; HBM2e bandwidth taken as the "
                     "preset's");
     }
-    if (contains(g, "500w"))
-      why.push_back("500 W power limit not modelled: the 700 W datasheet peaks are used");
+    if (const auto watts = stated_power_limit_w(g)) {
+      gpu.power_limit_w = *watts;
+      why.push_back(fmt::format("{:g} W power limit: compute peaks x ({:g}/{:g})^power_clock_exponent", *watts, *watts,
+                                gpu.board_power_w));
+    }
     return gpu;
   }
   if (contains(g, "a100")) {

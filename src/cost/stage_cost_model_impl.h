@@ -156,13 +156,17 @@ struct StageCostModel::Impl {
   // attention and the output layer at the BF16/FP16 peak (cost/fp8.h). Per-step jitter: every
   // synchronising step waits for the slowest of the N GPUs, E[max of N normal] ~ mean x (1 + cv
   // sqrt(2 ln N)) (extreme-value asymptotics of the normal; "The Tail at Scale", Dean & Barroso
-  // 2013, for why the slowest sets the pace), applied as a slowdown of every kernel.
+  // 2013, for why the slowest sets the pace), applied as a slowdown of every kernel. A power limit
+  // below the board power slows the compute, not HBM (Calibration::power_clock_exponent).
   static Device device_for(const ClusterSpec& cluster, const TrainingSpec& training, const Calibration& cal,
                            const Fp8Costs& fp8) {
     const GpuSpec& gpu = cluster.gpu;
     const Precision high = training.precision == Precision::kFP8 ? Precision::kBF16 : training.precision;
     const double n = cluster.num_gpus();
-    const double slowdown = 1 + (n > 1 ? cal.step_jitter_cv * std::sqrt(2 * std::log(n)) : 0.0);
+    const double jitter = 1 + (n > 1 ? cal.step_jitter_cv * std::sqrt(2 * std::log(n)) : 0.0);
+    const bool capped = gpu.power_limit_w > 0 && gpu.board_power_w > 0 && gpu.power_limit_w < gpu.board_power_w;
+    const double clock = capped ? std::pow(gpu.power_limit_w / gpu.board_power_w, cal.power_clock_exponent) : 1.0;
+    const double slowdown = jitter / clock;
     const double efficiency = cal.gemm_efficiency_for(gpu.name);
     const double bf16_peak = gpu.peak_flops_per_s(high) / slowdown;
     return Device{.linear_peak_flops_per_s = fp8.linear_peak_flops_per_s / slowdown,
@@ -172,7 +176,7 @@ struct StageCostModel::Impl {
                   .half_dim = cal.gemm_half_efficiency_dim,
                   .attention_flops_per_s = bf16_peak * cal.attention_efficiency_for(gpu.name),
                   .attention_half_kv_tokens = cal.attention_half_kv_tokens,
-                  .hbm_bytes_per_s = gpu.hbm_bandwidth_bytes_per_s * cal.hbm_efficiency / slowdown};
+                  .hbm_bytes_per_s = gpu.hbm_bandwidth_bytes_per_s * cal.hbm_efficiency / jitter};
   }
 
   // NCCL communicators one rank uses: tensor, context and data parallel (dp x cp), expert and

@@ -117,9 +117,10 @@ const std::vector<std::string> kMlaKeys{"q_lora_rank", "kv_lora_rank", "qk_rope_
 const std::vector<std::string> kClusterKeys{"name", "gpu", "nodes", "gpus_per_node", "intra_node_bandwidth",
                                             "inter_node_bandwidth", "intra_node_latency", "inter_node_latency",
                                             "nvlink_domain_gpus", "nodes_per_pod", "pod_oversubscription",
-                                            "rail_optimized"};
-const std::vector<std::string> kGpuKeys{"name", "memory", "peak_bf16_tflops", "peak_fp16_tflops", "peak_fp8_tflops",
-                                        "peak_fp32_tflops", "hbm_bandwidth"};
+                                            "rail_optimized", "gpu_power_limit_w"};
+const std::vector<std::string> kGpuKeys{"name",          "memory",        "peak_bf16_tflops", "peak_fp16_tflops",
+                                        "peak_fp8_tflops", "peak_fp32_tflops", "hbm_bandwidth", "board_power_w",
+                                        "power_limit_w"};
 
 // Fills the "0 means derived" fields so every later stage sees complete numbers. Only 0: a negative
 // value stays, for validate() to refuse.
@@ -412,6 +413,8 @@ GpuSpec gpu_from_json(const json& doc, std::string_view source) {
   g.peak_fp8_flops_per_s = r.get_double("peak_fp8_tflops", 0) * 1e12;
   g.peak_fp32_flops_per_s = r.get_double("peak_fp32_tflops", 0) * 1e12;
   g.hbm_bandwidth_bytes_per_s = r.get_quantity("hbm_bandwidth", 0, units::parse_bandwidth);
+  g.board_power_w = r.get_double("board_power_w", 0);
+  g.power_limit_w = r.get_double("power_limit_w", 0);
   r.finish();
   try {
     validate(g);
@@ -427,6 +430,8 @@ ClusterSpec cluster_from_json(const json& doc, std::string_view source) {
   if (!gpu_doc) r.fail("gpu", "is required (a GPU preset name or an object)");
   ClusterSpec c;
   c.gpu = gpu_from_json(*gpu_doc, r.context() + ": gpu");
+  // A power limit for the GPUs of a preset ("gpu: h100-sxm" has no field of its own for it).
+  if (r.has("gpu_power_limit_w")) c.gpu.power_limit_w = r.get_double("gpu_power_limit_w", 0);
   // Unset links default to the GPU's reference node (e.g. NVLink and NDR for an H100).
   ClusterSpec ref;
   bool have_ref = false;
@@ -571,7 +576,9 @@ json to_json(const GpuSpec& g) {
           {"peak_fp16_tflops", g.peak_fp16_flops_per_s / 1e12},
           {"peak_fp8_tflops", g.peak_fp8_flops_per_s / 1e12},
           {"peak_fp32_tflops", g.peak_fp32_flops_per_s / 1e12},
-          {"hbm_bandwidth", g.hbm_bandwidth_bytes_per_s}};
+          {"hbm_bandwidth", g.hbm_bandwidth_bytes_per_s},
+          {"board_power_w", g.board_power_w},
+          {"power_limit_w", g.power_limit_w}};
 }
 
 json to_json(const ClusterSpec& c) {
