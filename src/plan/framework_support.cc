@@ -68,7 +68,8 @@ bool all_recomputed(const ParallelConfig& c, const ModelSpec& model) {
 
 // Megatron's --recompute-method block N recomputes the first min(N, chunk layers) layers of every
 // model chunk on every rank (R19.5): stage s (vpp chunks of L_s / vpp layers) recomputes
-// min(N·vpp, L_s). Whether one N gives the plan's per-stage counts.
+// min(N·vpp, L_s). Whether one N gives the plan's per-stage counts. Stage totals only: chunks are
+// taken as even (L_s / vpp), also under an uneven layout.
 bool one_block_count(const std::vector<int>& recomputed, const std::vector<int>& layers, int vpp) {
   std::optional<int> n;
   for (std::size_t s = 0; s < layers.size(); ++s) {

@@ -35,7 +35,9 @@ std::string megatron_layout(const ParallelConfig& p, const ModelSpec& model) {
   return fmt::format("{}", fmt::join(stages, "|"));
 }
 
-// The N of --recompute-method block N (R19.5: every model chunk recomputes min(N, its layers)):
+// The N of --recompute-method block N (R19.5: every model chunk recomputes min(N, its layers)).
+// Works on stage totals with even chunks (layers / vpp); with an uneven layout the count is the
+// same rule applied to even chunks, an approximation the note below names when inexact:
 // the one that gives the plan's per-stage counts, else the most any chunk needs (recomputes more
 // than planned: fits, slower than predicted). Second: whether it gives the plan's counts.
 std::pair<int, bool> megatron_block_count(const std::vector<int>& recomputed, const std::vector<int>& layers, int vpp) {
