@@ -994,15 +994,20 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
 
     if (with_metric) choose_metric(run, fw, family, s);
     build_candidates(s, vpp_searched, sp_searched, fw.megatron);
-    if (std::any_of(s.candidates.begin(), s.candidates.end(), [](const ParallelConfig& k) {
-          return k.account_embedding || k.account_loss || !k.layout.empty();
-        })) {
+    const bool account_split = std::any_of(s.candidates.begin(), s.candidates.end(), [](const ParallelConfig& k) {
+      return k.account_embedding || k.account_loss;
+    });
+    const bool bridge_split = std::any_of(s.candidates.begin(), s.candidates.end(),
+                                          [](const ParallelConfig& k) { return !k.layout.empty(); });
+    if (account_split || bridge_split) {
       s.searched_axes.emplace_back("pipeline split");
-      why.push_back(fmt::format("num_layers {} do not split evenly over pp·vpp chunks: Megatron's "
-                                "account-for-embedding/loss pipeline split and Megatron-Bridge's layout (E in the "
-                                "first chunk, ceil(L/chunks) layers a chunk, the remainder with MTP and loss in the "
-                                "last) searched (layout not stated)",
-                                s.model.num_layers));
+      std::vector<std::string> splits;
+      if (account_split) splits.emplace_back("Megatron's account-for-embedding/loss pipeline split");
+      if (bridge_split)
+        splits.emplace_back("Megatron-Bridge's layout (E in the first chunk, ceil(L/chunks) layers a chunk, the "
+                            "remainder with MTP and loss in the last)");
+      why.push_back(fmt::format("num_layers {} do not split evenly over pp·vpp chunks: {} searched (layout not stated)",
+                                s.model.num_layers, join(splits, " and ")));
     }
 
     // Expert data parallelism printed by the source (other_result "EDP = n"): Megatron's expert
