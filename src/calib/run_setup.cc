@@ -559,7 +559,10 @@ std::vector<LayoutStage> bridge_layout(int layers, int chunks, int mtp) {
 }
 
 // The ways build_candidates splits the layers over pp·vpp chunks: {account_embedding,
-// account_loss, layout}.
+// account_loss, layout}. Megatron-Bridge's layout is tried for a model with MTP layers (its
+// DeepSeek recipes, which place MTP with it) and where no account-for split divides the layers
+// (the row would be refused); elsewhere its recipes use the account-for flags (Qwen3-235B:
+// recipes/qwen/h100/qwen3_moe.py), and a candidate the run did not use would only widen the search.
 struct PipelineSplit {
   bool embedding = false, loss = false;
   std::vector<LayoutStage> layout;
@@ -567,12 +570,16 @@ struct PipelineSplit {
 std::vector<PipelineSplit> pipeline_splits(const ModelSpec& model, int pp, int vpp, bool megatron_layout) {
   std::vector<PipelineSplit> out{{}};
   if (!megatron_layout || model.num_layers % (pp * vpp) == 0) return out;
+  bool account_divides = false;
   if (vpp > 1) {
-    out.push_back({true, true, {}});
-    out.push_back({true, false, {}});
-    out.push_back({false, true, {}});
+    for (const auto& [e, l] : {std::pair{true, true}, std::pair{true, false}, std::pair{false, true}}) {
+      out.push_back({e, l, {}});
+      const int slots = model.num_layers + (e ? 1 : 0) + (l ? 1 : 0);  // R11: slots split over pp, then vpp
+      account_divides = account_divides || (slots % pp == 0 && (slots / pp) % vpp == 0);
+    }
   }
-  if (pp > 1)
+  const bool refused = vpp > 1 && !account_divides;
+  if (pp > 1 && (model.mtp_layers > 0 || refused))
     if (std::vector<LayoutStage> layout = bridge_layout(model.num_layers, pp * vpp, model.mtp_layers); !layout.empty())
       out.push_back({false, false, std::move(layout)});
   return out;
