@@ -109,7 +109,7 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 const std::vector<std::string> kModelKeys{
     "name", "num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "ffn_hidden_size",
     "gated_mlp", "vocab_size", "tie_embeddings", "norm", "bias", "qkv_bias", "causal", "dropout",
-    "position_embedding", "max_position_embeddings", "type_vocab_size", "pooler", "moe", "mla"};
+    "position_embedding", "max_position_embeddings", "type_vocab_size", "pooler", "mtp_layers", "moe", "mla"};
 const std::vector<std::string> kMoeKeys{"num_experts", "top_k", "expert_ffn_hidden_size", "num_shared_experts",
                                         "shared_expert_ffn_hidden_size", "first_dense_layers", "layer_freq"};
 const std::vector<std::string> kMlaKeys{"q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
@@ -192,6 +192,7 @@ ModelSpec model_from_json(const json& doc, std::string_view source) {
   m.max_position_embeddings = r.get_int("max_position_embeddings", 0);
   m.type_vocab_size = r.get_int("type_vocab_size", 0);
   m.pooler = r.get_bool("pooler", false);
+  m.mtp_layers = r.get_int("mtp_layers", 0);
   if (const json* moe = r.get_object("moe")) {
     JsonReader e(*moe, r.context() + ": moe", kMoeKeys);
     MoeSpec spec;
@@ -344,6 +345,7 @@ ModelSpec model_from_hf_config(const json& doc, std::string_view source) {
       e.first_dense_layers = opt_int("first_k_dense_replace", 0);
       e.layer_freq = opt_int("moe_layer_freq", 1);
       m.moe = e;
+      m.mtp_layers = opt_int("num_nextn_predict_layers", 0);  // DeepSeek-V3: 1 (the MTP module)
       MlaSpec a;
       a.q_lora_rank = opt_int("q_lora_rank", 0);  // null for DeepSeek-V2-Lite
       a.kv_lora_rank = get_int("kv_lora_rank");
@@ -552,6 +554,7 @@ json to_json(const ModelSpec& m) {
          {"max_position_embeddings", m.max_position_embeddings},
          {"type_vocab_size", m.type_vocab_size},
          {"pooler", m.pooler}};
+  if (m.mtp_layers > 0) j["mtp_layers"] = m.mtp_layers;
   if (m.moe)
     j["moe"] = {{"num_experts", m.moe->num_experts},
                 {"top_k", m.moe->top_k},
@@ -611,7 +614,7 @@ json to_json(const TrainingSpec& t) {
 }
 
 json to_json(const ParallelConfig& c) {
-  return {{"dp", c.dp},
+  nlohmann::json j{{"dp", c.dp},
           {"tp", c.tp},
           {"pp", c.pp},
           {"vpp", c.vpp},
@@ -636,6 +639,8 @@ json to_json(const ParallelConfig& c) {
           {"dispatcher", to_string(c.dispatcher)},
           {"account_embedding", c.account_embedding},
           {"account_loss", c.account_loss}};
+  if (!c.layout.empty()) j["layout"] = to_string(c.layout);  // Megatron syntax (R13)
+  return j;
 }
 
 }  // namespace paratune

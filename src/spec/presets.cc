@@ -99,6 +99,7 @@ std::vector<ModelPreset> make_model_presets() {
     m.llama().moe(256, 8, 2048, 1, 2048, 3);
     m.s.mla = MlaSpec{1536, 512, 64, 128, 128};
     m.s.head_dim = 192;
+    m.s.mtp_layers = 1;  // config.json num_nextn_predict_layers = 1 (Sec. 2.2, trained with D = 1)
     p.push_back(m.published(671e9, 37e9, "DeepSeek-V3 technical report (2024) Sec. 4.2; deepseek-ai/DeepSeek-V3 config.json"));
   }
   return p;

@@ -69,6 +69,10 @@ void validate(const ModelSpec& m) {
   if (m.head_dim == 0 && m.hidden_size % m.num_attention_heads != 0)
     throw Error(fmt::format("num_attention_heads: {} does not divide hidden_size {} (set head_dim explicitly)",
                             m.num_attention_heads, m.hidden_size));
+  if (m.mtp_layers < 0) throw Error(fmt::format("mtp_layers: {} must be >= 0", m.mtp_layers));
+  if (m.mtp_layers > 0 && !m.causal)
+    throw Error(fmt::format("mtp_layers: {} needs a causal decoder (multi-token prediction predicts later tokens)",
+                            m.mtp_layers));
   if (m.position_embedding == PositionEmbedding::kLearned && m.max_position_embeddings <= 0)
     throw Error("max_position_embeddings: must be > 0 with learned position embeddings");
   if (m.moe) {
