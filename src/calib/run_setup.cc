@@ -883,9 +883,10 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
     }
     // Expert all-to-all overlap only where the row states it and its framework has it: a searched
     // overlap would be taken whenever it is faster, crediting runs with an overlap nobody measured.
+    const std::string stated = lower(run.get("notes") + " " + run.get("other_result"));
     if (s.model.moe && fw.megatron_bridge) {
-      const std::string text = lower(run.get("notes") + " " + run.get("other_result"));
-      if (contains(text, "overlap-moe-expert-parallel-comm") || contains(text, "overlap_moe_expert_parallel_comm")) {
+      if (contains(stated, "--overlap-moe-expert-parallel-comm") ||
+          contains(stated, "overlap_moe_expert_parallel_comm = true")) {
         s.ep_overlap_choices = {true};
         why.push_back("EP all-to-all overlap (--overlap-moe-expert-parallel-comm) as stated");
       } else {
@@ -895,7 +896,10 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
     }
     // Megatron-Bridge's containers have Megatron-Core's flex dispatcher (DeepEP / HybridEP
     // backends) beside the all-to-all one; its MoE recipes pick either per model and GPU.
-    if (s.model.moe && fw.megatron_bridge && s.ep_choices != std::vector<int>{1}) {
+    if (s.model.moe && (contains(stated, "hybridep") || contains(stated, "deepep"))) {
+      s.dispatcher_choices = {MoeDispatcher::kDeepEP};
+      why.push_back("MoE token dispatcher as stated: node-deduplicated (HybridEP / DeepEP: dispatcher=deepep)");
+    } else if (s.model.moe && fw.megatron_bridge && s.ep_choices != std::vector<int>{1}) {
       s.dispatcher_choices = {MoeDispatcher::kAllToAll, MoeDispatcher::kDeepEP};
       s.searched_axes.emplace_back("dispatcher");
       why.push_back("MoE token dispatcher not stated: searched alltoall and deepep (Megatron-Bridge has both)");
