@@ -424,6 +424,17 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
                             options.base.account_embedding, options.base.account_loss));
   check_base_is_not_searched(options.base);
   validate(model, training);
+  // The base's recompute_modules are those of the selective candidates (space.cc, to_config): a set
+  // this model cannot recompute is an error here, not every selective candidate silently dropped.
+  if (options.base.recompute_modules != kDefaultRecomputeModules) {
+    ParallelConfig selective = options.base;
+    selective.recompute = RecomputeMode::kSelective;
+    try {
+      check_recompute_modules(selective, model, training);
+    } catch (const Error& e) {
+      throw e.with_context("base");
+    }
+  }
   const Clock::time_point start = Clock::now();
   PlanResult result;
   result.framework = options.framework;
