@@ -178,6 +178,15 @@ TEST(MemoryRuns, SharedReadingOfSequenceParallelismZero3AndUnfusedAttention) {
   EXPECT_TRUE(titan.training.fp32_unfused_cross_entropy);
   EXPECT_TRUE(titan.training.fsdp_unsharded_across_microbatches);
   EXPECT_FALSE(setup_of({}).training.per_op_selective_recompute);  // Megatron: its own selective recompute
+  // Megatron's --recompute-modules where the row states them (notes or the column); else the default.
+  const RunSetup modules = setup_of({{"activation_recompute", "selective"},
+                                     {"notes", "selective recompute of modules [mlp, layernorm]; TE"}});
+  EXPECT_EQ(modules.config.recompute_modules,
+            recompute_module_bit(RecomputeModule::kMlp) | recompute_module_bit(RecomputeModule::kLayernorm));
+  EXPECT_EQ(setup_of({{"activation_recompute", "selective (recompute_modules [core_attn, mlp])"}}).config.recompute_modules,
+            recompute_module_bit(RecomputeModule::kCoreAttn) | recompute_module_bit(RecomputeModule::kMlp));
+  EXPECT_EQ(setup_of({{"activation_recompute", "selective"}}).config.recompute_modules, kDefaultRecomputeModules);
+  EXPECT_ANY_THROW((void)setup_of({{"activation_recompute", "selective"}, {"notes", "recompute of modules [attn]"}}));
 }
 
 // The shipped file: what the model reaches today (docs/calibration.md, "Memory against measured
