@@ -489,6 +489,13 @@ TEST(Planner, SelectiveCandidatesTakeTheBasesRecomputeModules) {
     EXPECT_EQ(p.estimate.config.recompute_modules, options.base.recompute_modules) << to_string(p.estimate.config);
     EXPECT_NE(to_string(p.estimate.config).find("recompute_modules=core_attn+moe_act"), std::string::npos);
   }
+  // moe cannot be recomputed with the all-to-all overlapped (R17.1): those candidates are left out.
+  PlanOptions whole = options;
+  whole.base.recompute_modules = recompute_module_bit(RecomputeModule::kMoe);
+  const PlanResult w = plan(s.model, s.cluster, s.training, whole);
+  ASSERT_FALSE(w.plans.empty());
+  EXPECT_GT(w.stats.unsupported, 0);
+  for (const auto& p : w.plans) EXPECT_FALSE(p.estimate.config.ep_overlap) << to_string(p.estimate.config);
   const Scenario dense = llama8b_on_8();
   try {
     plan(dense.model, dense.cluster, dense.training, options);
