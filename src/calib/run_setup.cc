@@ -402,7 +402,8 @@ void read_precision(const PublishedRun& run, const Framework& fw, const GpuSpec&
   } else if (contains(full, "rowwise")) {
     t.fp8_recipe = Fp8Recipe::kBlockwise;
     why.push_back("torchao float8 rowwise: the blockwise recipe (per-row scales)");
-  } else if (contains(full, "tensorwise")) {
+  } else if (contains(full, "tensorwise") || contains(full, "current scaling") || contains(full, "fp8-cs")) {
+    // Megatron's --fp8-recipe tensorwise is per-tensor *current* scaling (NeMo/Bridge "fp8_cs").
     t.fp8_recipe = Fp8Recipe::kTensorwise;
     if (contains(full, "not named"))
       why.push_back("float8 recipe not named: tensorwise (its flags belong to the tensorwise recipe, SOURCES.md)");
@@ -564,7 +565,9 @@ void build_candidates(RunSetup& s, bool vpp_searched, bool sp_searched, bool meg
                 for (int recomputed : recompute_counts(s, rc, pp))
                 for (bool sp : s.sp_choices)
                 for (bool ep_overlap : s.ep_overlap_choices)
+                for (MoeDispatcher dispatcher : s.dispatcher_choices)
                 for (int etp : s.etp_choices) {
+                  if (dispatcher != MoeDispatcher::kAllToAll && ep < 2) continue;
                   if (etp == 1 && tp == 1 && s.etp_choices.size() > 1) continue;  // etp = tp = 1 already
                   if (vpp_searched && vpp > 1 && pp == 1) continue;
                   if (sp_searched && sp && tp == 1) continue;
@@ -582,6 +585,7 @@ void build_candidates(RunSetup& s, bool vpp_searched, bool sp_searched, bool meg
                   c.account_embedding = embedding;
                   c.account_loss = loss;
                   c.ep_overlap = ep_overlap;
+                  c.dispatcher = dispatcher;
                   c.etp = etp;
                   if (rc != RecomputeMode::kFull) c.recompute_layers = -1;
                   else if (recomputed != 0) c.recompute_layers = recomputed;
@@ -804,11 +808,24 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
     } else {
       s.ep_choices = {1};
     }
+    // Expert all-to-all overlap only where the row states it and its framework has it: a searched
+    // overlap would be taken whenever it is faster, crediting runs with an overlap nobody measured.
     if (s.model.moe && fw.moe_a2a_overlap) {
-      s.ep_overlap_choices = {false, true};
-      s.searched_axes.emplace_back("ep_overlap");
-      why.push_back("EP all-to-all overlap (--overlap-moe-expert-parallel-comm) not stated: searched (Megatron-Bridge "
-                    "has it)");
+      const std::string text = lower(run.get("notes") + " " + run.get("other_result"));
+      if (contains(text, "overlap-moe-expert-parallel-comm") || contains(text, "overlap_moe_expert_parallel_comm")) {
+        s.ep_overlap_choices = {true};
+        why.push_back("EP all-to-all overlap (--overlap-moe-expert-parallel-comm) as stated");
+      } else {
+        why.push_back("EP all-to-all overlap (--overlap-moe-expert-parallel-comm) not stated: off (Megatron-Core's "
+                      "default)");
+      }
+    }
+    // Megatron-Bridge's containers have Megatron-Core's flex dispatcher (DeepEP / HybridEP
+    // backends) beside the all-to-all one; its MoE recipes pick either per model and GPU.
+    if (s.model.moe && fw.moe_a2a_overlap && s.ep_choices != std::vector<int>{1}) {
+      s.dispatcher_choices = {MoeDispatcher::kAllToAll, MoeDispatcher::kDeepEP};
+      s.searched_axes.emplace_back("dispatcher");
+      why.push_back("MoE token dispatcher not stated: searched alltoall and deepep (Megatron-Bridge has both)");
     }
     if (const auto etp = other_result_int(run, "ETP")) {
       s.etp_choices = {*etp};

@@ -7,6 +7,7 @@
 
 #include "context_parallel.h"
 #include "host_issue.h"
+#include "moe.h"
 #include "paratune/cost/estimate.h"
 #include "paratune/cost/model_stats.h"
 
@@ -221,13 +222,14 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
 
   // --- Expert-parallel all-to-all -------------------------------------------------------------------
   // Dispatch and combine forward, and the same two backward (GShard, Lepikhin et al. 2020); each
-  // rank sends its tokens' top_k copies of the hidden state, the busiest receives moe_load x the
-  // mean. Megatron-Core orders expert ranks etp innermost, then ep, so an EP group's members are
+  // rank sends its tokens' hidden states to their experts' ranks (top_k copies through an
+  // all-to-all, or node-deduplicated: cost/moe.h expert_dispatch_s), the busiest receives
+  // moe_load x the mean. Megatron-Core orders expert ranks etp innermost, then ep, so an EP group's members are
   // etp ranks apart (parallel_state.py, expert mesh "tp-ep-dp-pp" with tp = etp).
   if (moe_layer && p.ep > 1) {
     const GroupPlacement ep_group = place_group(p.ep, p.expert_tp(), c.cluster);
-    const double a2a =
-        all_to_all_s(tokens * m.moe->top_k * h * kActivationBytes / t * c.moe_load, ep_group, c.fabric);
+    const double a2a = expert_dispatch_s(tokens / t * c.moe_load, h * kActivationBytes, *m.moe, p.dispatcher,
+                                         ep_group, c.fabric);
     double exposed = 4 * a2a;
     if (p.ep_overlap) {
       // Megatron-Core's 1F1B A2A overlap: one micro-batch's dispatch/combine runs under another's

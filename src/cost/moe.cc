@@ -24,4 +24,29 @@ int expert_data_parallel_size(const ParallelConfig& p) {
   return std::max(1, p.dp * p.cp * p.tp / (p.expert_tp() * p.ep));
 }
 
+double expected_distinct_holders(double experts, double holders, int top_k) {
+  if (holders <= 1) return holders;
+  const double elsewhere = experts - experts / holders;  // experts a given holder does not hold
+  double none = 1;                                       // P(the holder gets none of the top_k)
+  for (int i = 0; i < top_k && none > 0; ++i) none *= std::max(0.0, elsewhere - i) / (experts - i);
+  return holders * (1 - none);
+}
+
+double expert_dispatch_s(double tokens, double token_bytes, const MoeSpec& moe, MoeDispatcher dispatcher,
+                         const GroupPlacement& g, const Fabric& f) {
+  if (g.size <= 1) return 0;
+  if (dispatcher == MoeDispatcher::kAllToAll) return all_to_all_s(tokens * moe.top_k * token_bytes, g, f);
+  const double experts = moe.num_experts;
+  const double n = g.nodes(), m = g.ranks_per_node;
+  const double p_rank = expected_distinct_holders(experts, g.size, moe.top_k) / g.size;
+  const double p_node = expected_distinct_holders(experts, n, moe.top_k) / n;
+  const double nvlink_copies = (m - 1) * p_rank * n;  // own node + forwarded: (m-1)·p_rank·(1 + (n-1))
+  const double nvlink_s = nvlink_copies * tokens * token_bytes / f.intra.bandwidth_bytes_per_s + (m - 1) * f.intra.latency_s;
+  if (n <= 1) return nvlink_s;
+  // Across pods the RDMA share runs over the oversubscribed uplinks.
+  const double inter_bandwidth = f.inter.bandwidth_bytes_per_s / (g.spans_pods() ? f.pod_oversubscription : 1);
+  const double rdma_s = (n - 1) * p_node * tokens * token_bytes / inter_bandwidth + (n - 1) * f.inter.latency_s;
+  return std::max(nvlink_s, rdma_s);
+}
+
 }  // namespace paratune::cost_detail

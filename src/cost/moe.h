@@ -3,6 +3,7 @@
 #pragma once
 
 #include "paratune/cost/calibration.h"
+#include "paratune/cost/collectives.h"
 #include "paratune/spec/model.h"
 #include "paratune/spec/parallel.h"
 #include "paratune/spec/training.h"
@@ -26,5 +27,28 @@ double moe_rank_load_factor(const MoeSpec& moe, const ParallelConfig& p, const T
 // etp x ep x edp x pp over all ranks, so edp = world / (etp·ep·pp) = dp·cp·tp / (etp·ep)
 // (data/frameworks/megatron-lm-rules.md R1.3).
 int expert_data_parallel_size(const ParallelConfig& p);
+
+// Of `holders` (ranks or nodes) over which `experts` experts are spread evenly, how many hold at
+// least one of a token's top_k experts, on average, when routing picks top_k distinct experts
+// uniformly (balanced routing):
+//   holders · (1 - C(E - E/H, k) / C(E, k)),  C(E - E/H, k)/C(E, k) = prod_{i<k} (E - E/H - i)/(E - i).
+// E.g. 128 experts on 8 ranks, top-8: 8 · (1 - 0.34) = 5.3 ranks; on 2 nodes: 2 · (1 - 0.0035) = 2.0.
+double expected_distinct_holders(double experts, double holders, int top_k);
+
+// One dispatch (or combine: the same volume back) of `tokens` tokens of `token_bytes` each from one
+// rank of the expert-parallel group `ep_group`, seconds.
+//   alltoall: one copy per chosen expert, top_k of them, through an NCCL all-to-all
+//             (Megatron-Core MoEAlltoAllTokenDispatcher; collectives.h all_to_all_s).
+//   deepep:   node-deduplicated (DeepEP normal kernels, DeepSeek-V3 report Sec. 3.2.2; Megatron's
+//             flex dispatcher): one copy per distinct remote node over RDMA, then one per distinct
+//             rank over NVLink, both in flight at once, so the slower wins. With n nodes of m ranks
+//             and p_rank, p_node = the chance a rank / a node holds one of the token's experts:
+//               RDMA copies per token   (n - 1) · p_node
+//               NVLink copies per token (m - 1) · p_rank           to the own node's ranks
+//                                     + (n - 1) · (m - 1) · p_rank forwarding what arrived by RDMA
+//                                                                  (symmetric: as many as it sends)
+//             With one node only the NVLink term is left.
+double expert_dispatch_s(double tokens, double token_bytes, const MoeSpec& moe, MoeDispatcher dispatcher,
+                         const GroupPlacement& ep_group, const Fabric& fabric);
 
 }  // namespace paratune::cost_detail

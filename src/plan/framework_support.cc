@@ -301,6 +301,12 @@ void torchtitan(const Input& in, Verdict& v) {
     return;
   // Expert-parallel communication overlap exists only with the DualPipeV schedule (T4.6), which
   // paratune does not model.
+  if (c.dispatcher == MoeDispatcher::kDeepEP && c.expert_tp() != 1 && v.refuse([&] {
+        return fmt::format("dispatcher=deepep with etp={}: torchtitan's DeepEP backend needs expert TP 1 "
+                           "(expert_parallel_comm_backend, T8.3)",
+                           c.expert_tp());
+      }))
+    return;
   if (c.ep_overlap && v.refuse([] {
         return std::string("ep_overlap=true: torchtitan overlaps expert-parallel communication only in the DualPipeV "
                            "schedule (pipeline_parallel_expert_parallel_overlap, T4.6)");
@@ -421,6 +427,11 @@ void deepspeed(const Input& in, Verdict& v) {
         return fmt::format("etp={} with tp={}: DeepSpeed's expert tensor parallelism is on (etp = tp) or off "
                            "(enable_expert_tensor_parallelism, D6.3)",
                            c.expert_tp(), c.tp);
+      }))
+    return;
+  if (c.dispatcher == MoeDispatcher::kDeepEP && v.refuse([] {
+        return std::string("dispatcher=deepep: DeepSpeed's MoE layer dispatches with an all-to-all only "
+                           "(deepspeed.json moe constructor parameters, D6.1)");
       }))
     return;
   if (c.ep_overlap && v.refuse([] {

@@ -399,6 +399,7 @@ void check_base_is_not_searched(const ParallelConfig& base) {
   check(searched, base.schedule != d.schedule, "schedule", to_string(base.schedule));
   check(searched, base.grad_sync != d.grad_sync, "grad_sync", to_string(base.grad_sync));
   check(searched, base.ep_overlap != d.ep_overlap, "ep_overlap", base.ep_overlap);
+  check(searched, base.dispatcher != d.dispatcher, "dispatcher", to_string(base.dispatcher));
   check(chosen, base.recompute_layers != d.recompute_layers, "recompute_layers", base.recompute_layers);
   check(chosen, !base.stage_recompute_layers.empty(), "recompute_layers",
         fmt::format("{}", fmt::join(base.stage_recompute_layers, "/")));

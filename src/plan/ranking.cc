@@ -55,7 +55,8 @@ int grad_sync_rank(GradSync g) {
 // The keys 1-18 of the rule in ranking.h, in order.
 auto keys(const ParallelConfig& c) {
   return std::make_tuple(axes_in_use(c), c.cp, c.pp, c.vpp, c.ep, c.zero, optimizer_replicas(c),
-                         static_cast<int>(c.recompute), recomputed_layers(c), c.ep_overlap, c.tp,
+                         static_cast<int>(c.recompute), recomputed_layers(c), c.ep_overlap,
+                         static_cast<int>(c.dispatcher), c.tp,
                          c.expert_tp() != c.tp, c.expert_tp(), c.sequence_parallel, schedule_rank(c.schedule),
                          !even_stages(c), grad_sync_rank(c.grad_sync), c.mbs, !c.overlap_grad_reduce,
                          !c.overlap_param_gather, !c.overlap_p2p, c.tp_comm_overlap);

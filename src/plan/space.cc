@@ -12,11 +12,11 @@ namespace {
 
 constexpr std::array<std::string_view, kAxisCount> kAxisNames{
     "dp", "tp", "pp", "cp", "ep", "etp", "mbs", "vpp", "zero", "op", "sp", "schedule", "recompute", "grad_sync",
-    "ep_overlap"};
+    "ep_overlap", "dispatcher"};
 
 bool is_enum_axis(Axis axis) {
   return axis == Axis::kSequenceParallel || axis == Axis::kSchedule || axis == Axis::kRecompute ||
-         axis == Axis::kGradSync || axis == Axis::kEpOverlap;
+         axis == Axis::kGradSync || axis == Axis::kEpOverlap || axis == Axis::kDispatcher;
 }
 
 Axis parse_axis(std::string_view key, std::string_view flag) {
@@ -38,6 +38,7 @@ int parse_value(Axis axis, std::string_view text, std::string_view flag) {
       case Axis::kSchedule: return static_cast<int>(parse_enum<Schedule>(text));
       case Axis::kRecompute: return static_cast<int>(parse_enum<RecomputeMode>(text));
       case Axis::kGradSync: return static_cast<int>(parse_enum<GradSync>(text));
+      case Axis::kDispatcher: return static_cast<int>(parse_enum<MoeDispatcher>(text));
       default: break;
     }
     int value = 0;
@@ -133,6 +134,7 @@ ParallelConfig to_config(const Candidate& c, const ParallelConfig& base) {
   p.op = c.op;
   p.sequence_parallel = c.sequence_parallel != 0;
   p.ep_overlap = c.ep_overlap != 0;
+  p.dispatcher = c.dispatcher;
   p.account_embedding = (c.pipeline_split & 1) != 0;
   p.account_loss = (c.pipeline_split & 2) != 0;
   p.schedule = c.schedule;
@@ -193,7 +195,8 @@ void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const 
     etps.clear();
     for (int etp : divisors(tp))
       if (model.moe->expert_ffn_hidden_size % etp == 0 && space.permits(Axis::kEtp, etp)) etps.push_back(etp);
-  } else if (!space.permits(Axis::kEp, 1) || !space.permits(Axis::kEpOverlap, 0)) {
+  } else if (!space.permits(Axis::kEp, 1) || !space.permits(Axis::kEpOverlap, 0) ||
+             !space.permits(Axis::kDispatcher, static_cast<int>(MoeDispatcher::kAllToAll))) {
     return;
   }
   const int mbs_cap = space.rule(Axis::kMbs).max != INT_MAX || !space.rule(Axis::kMbs).allowed.empty()
@@ -228,6 +231,11 @@ void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const 
               if (overlap == 1 && (ep < 2 || rc == RecomputeMode::kFull)) continue;
               if (!space.permits(Axis::kEpOverlap, overlap)) continue;
               c.ep_overlap = static_cast<std::int8_t>(overlap);
+              for (MoeDispatcher dispatcher : {MoeDispatcher::kAllToAll, MoeDispatcher::kDeepEP}) {
+              // Node-deduplicated dispatch moves tokens between expert ranks: ep > 1 (resolve).
+              if (dispatcher != MoeDispatcher::kAllToAll && ep < 2) continue;
+              if (!space.permits(Axis::kDispatcher, static_cast<int>(dispatcher))) continue;
+              c.dispatcher = dispatcher;
               bool group_started = false;
               // FP8 parameters need a sharded optimizer (resolve: --fp8-param-gather, R20.3).
               for (int zero = training.fp8_param_gather ? 1 : 0; zero <= 3; ++zero) {
@@ -273,6 +281,7 @@ void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const 
                     }
                   }
                 }
+              }
               }
             }
           }

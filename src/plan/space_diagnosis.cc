@@ -34,6 +34,7 @@ std::optional<int> value_of(const Candidate& c, Axis axis) {
     case Axis::kSchedule: return static_cast<int>(c.schedule);
     case Axis::kRecompute: return static_cast<int>(c.recompute);
     case Axis::kEpOverlap: return c.ep_overlap;
+    case Axis::kDispatcher: return static_cast<int>(c.dispatcher);
     case Axis::kGradSync: return std::nullopt;
   }
   return std::nullopt;
@@ -46,6 +47,7 @@ std::string value_text(Axis axis, int value) {
     case Axis::kEpOverlap: return value != 0 ? "true" : "false";
     case Axis::kSchedule: return to_string(static_cast<Schedule>(value));
     case Axis::kRecompute: return to_string(static_cast<RecomputeMode>(value));
+    case Axis::kDispatcher: return to_string(static_cast<MoeDispatcher>(value));
     default: return std::to_string(value);
   }
 }
@@ -102,7 +104,7 @@ std::string why_no_candidate(const ModelSpec& model, const ClusterSpec& cluster,
     names.reserve(values.size());
     for (const int v : values) names.push_back(value_text(axis, v));
     std::string hint;
-    if (axis == Axis::kEp || axis == Axis::kEtp || axis == Axis::kEpOverlap)
+    if (axis == Axis::kEp || axis == Axis::kEtp || axis == Axis::kEpOverlap || axis == Axis::kDispatcher)
       hint = model.moe ? "" : " (the model has no experts)";
     else if (axis == Axis::kTp)
       hint = fmt::format(" (a degree must divide the GPUs and split the model's {} attention heads, {} KV heads "

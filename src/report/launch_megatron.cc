@@ -176,7 +176,13 @@ LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, c
   if (model.moe) {
     arg(fmt::format("--expert-model-parallel-size {}", p.ep));
     arg(fmt::format("--expert-tensor-parallel-size {}", p.expert_tp()));
-    if (p.ep > 1) arg("--moe-token-dispatcher-type alltoall");
+    // R16.4: DeepEP is the flex dispatcher's deepep backend.
+    if (p.dispatcher == MoeDispatcher::kDeepEP) {
+      arg("--moe-token-dispatcher-type flex");
+      arg("--moe-flex-dispatcher-backend deepep");
+    } else if (p.ep > 1) {
+      arg("--moe-token-dispatcher-type alltoall");
+    }
     if (p.ep_overlap) arg("--overlap-moe-expert-parallel-comm");  // R17.1
   }
   if (p.sequence_parallel) arg("--sequence-parallel");

@@ -350,6 +350,7 @@ std::string job_file(const ParallelConfig& p, const TrainingSpec& training, cons
   if (model.moe) {
     t += fmt::format("expert_parallel_degree = {}\n", p.ep);
     t += fmt::format("expert_tensor_parallel_degree = {}\n", p.expert_tp());
+    if (p.dispatcher == MoeDispatcher::kDeepEP) t += "expert_parallel_comm_backend = \"deepep\"\n";  // T8.3
   }
   t += fmt::format("pipeline_parallel_degree = {}\n", p.pp);
   if (p.pp > 1) {

@@ -140,6 +140,7 @@ std::string compact_config(const ParallelConfig& c) {
   if (c.ep > 1) out += fmt::format(" ep={}", c.ep);
   if (c.etp > 0 && c.etp != c.tp) out += fmt::format(" etp={}", c.etp);
   if (c.ep_overlap) out += " ep-overlap";
+  if (c.dispatcher != MoeDispatcher::kAllToAll) out += " " + to_string(c.dispatcher);
   out += fmt::format(" mbs={}", c.mbs);
   if (c.sequence_parallel) out += " sp";
   if (c.zero > 0) out += c.op == c.dp ? fmt::format(" zero={}", c.zero) : fmt::format(" zero={}/op={}", c.zero, c.op);

@@ -629,6 +629,7 @@ json to_json(const ParallelConfig& c) {
           {"tp_comm_overlap", c.tp_comm_overlap},
           {"overlap_p2p", c.overlap_p2p},
           {"ep_overlap", c.ep_overlap},
+          {"dispatcher", to_string(c.dispatcher)},
           {"account_embedding", c.account_embedding},
           {"account_loss", c.account_loss}};
 }

@@ -18,7 +18,8 @@ const std::vector<std::string>& config_keys() {
       "dp",        "tp",        "pp",        "vpp",   "cp",           "ep",
       "etp",       "mbs",       "sp",        "zero",  "op",           "recompute",
       "recompute_layers", "recompute_modules", "stage_layers", "schedule", "grad_sync", "overlap_grad_reduce",
-      "overlap_param_gather", "tp_comm_overlap", "overlap_p2p", "ep_overlap", "account_embedding", "account_loss"};
+      "overlap_param_gather", "tp_comm_overlap", "overlap_p2p", "ep_overlap", "dispatcher", "account_embedding",
+      "account_loss"};
   return keys;
 }
 
@@ -194,6 +195,7 @@ ParallelConfig parse_parallel_config(std::string_view text, ParallelConfig c) {
     else if (key == "tp_comm_overlap") c.tp_comm_overlap = parse_bool(key, value);
     else if (key == "overlap_p2p") c.overlap_p2p = parse_bool(key, value);
     else if (key == "ep_overlap") c.ep_overlap = parse_bool(key, value);
+    else if (key == "dispatcher") c.dispatcher = parse_enum<MoeDispatcher>(value);
     else if (key == "account_embedding") c.account_embedding = parse_bool(key, value);
     else if (key == "account_loss") c.account_loss = parse_bool(key, value);
     else throw Error("config: " + unknown_name_message("key", key, config_keys()));
@@ -221,6 +223,7 @@ std::string to_string(const ParallelConfig& c) {
     out += ",stage_layers=" + fmt::format("{}", fmt::join(c.stage_layers, "/"));
   out += fmt::format(",schedule={},grad_sync={}", to_string(c.schedule), to_string(c.grad_sync));
   if (c.ep_overlap) out += ",ep_overlap=true";
+  if (c.dispatcher != MoeDispatcher::kAllToAll) out += ",dispatcher=" + to_string(c.dispatcher);
   // The overlap switches where they differ from the defaults: the text must reproduce the
   // configuration (a plan's printed --config, a study's stored one).
   const ParallelConfig defaults;
@@ -420,6 +423,10 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
     if (c.pp > 1 && c.vpp < 2)
       throw Error(fmt::format("ep_overlap=true with pp={} requires an interleaved schedule (vpp > 1)", c.pp));
   }
+  if (c.dispatcher != MoeDispatcher::kAllToAll && (c.ep < 2 || !model.moe))
+    throw Error(fmt::format("dispatcher={} routes tokens between expert-parallel ranks: it needs a MoE model and ep > 1, "
+                            "got ep={}",
+                            to_string(c.dispatcher), c.ep));
   check_recompute_modules(c, model, training);
   if (c.recompute_layers < -1)
     throw Error(fmt::format("recompute_layers={} must be >= 0, or -1 for every layer", c.recompute_layers));

@@ -45,6 +45,7 @@ DerivedSpace derive_space(const ModelSpec& model, const ClusterSpec& cluster, co
   // The derived parameters (kNames) have no ep_overlap yet: search it off, so points stay distinct.
   plan::SearchSpace searched = axes;
   searched.rule(plan::Axis::kEpOverlap).allowed = {0};
+  searched.rule(plan::Axis::kDispatcher).allowed = {static_cast<int>(MoeDispatcher::kAllToAll)};
   for (const plan::MeshShape& mesh : plan::mesh_shapes(model, cluster, training, searched)) {
     plan::enumerate_mesh(
         model, training, searched, mesh, [](const plan::Candidate&) {},

@@ -162,6 +162,41 @@ TEST(Moe, ImbalanceAndOverlapChangeTheAllToAll) {
   EXPECT_LT(overlapped.breakdown.ep_comm_s, aux.breakdown.ep_comm_s);
 }
 
+// Expected distinct holders of a token's experts, by hand: 8 experts on 4 ranks (2 each), top-2.
+// P(a rank holds neither) = C(6,2)/C(8,2) = 15/28, so 4 · 13/28 = 1.857 ranks; top-1: exactly 1.
+TEST(Moe, DistinctExpertHoldersPerToken) {
+  EXPECT_NEAR(cost_detail::expected_distinct_holders(8, 4, 2), 4.0 * 13 / 28, 1e-12);
+  EXPECT_NEAR(cost_detail::expected_distinct_holders(8, 4, 1), 1.0, 1e-12);
+  EXPECT_NEAR(cost_detail::expected_distinct_holders(8, 8, 2), 2.0, 1e-12);  // one expert per rank
+  EXPECT_NEAR(cost_detail::expected_distinct_holders(8, 2, 8), 2.0, 1e-12);  // every expert chosen
+  EXPECT_DOUBLE_EQ(cost_detail::expected_distinct_holders(8, 1, 2), 1.0);
+}
+
+// One dispatch of 1000 tokens of 1 MB each, 64 experts top-4, EP 16 on 2 nodes of 8, NVLink 100 GB/s,
+// RDMA 10 GB/s, no latency.
+//   alltoall: 4 copies a token, 8/16 of them leave the node: NIC 0.5·4 GB / 10 GB/s = 0.2 s.
+//   deepep:   p_node = 1 - C(32,4)/C(64,4) = 1 - 35960/635376 = 0.94340; RDMA 1 node · 0.94340 · 1 GB
+//             / 10 GB/s = 0.094340 s. p_rank = 1 - C(60,4)/C(64,4) = 1 - 487635/635376 = 0.23252;
+//             NVLink 2·7·0.23252 = 3.2553 copies · 1 GB / 100 GB/s = 0.032553 s. The slower: 0.094340 s.
+TEST(Moe, NodeDeduplicatedDispatchSendsEachTokenOncePerNode) {
+  MoeSpec moe;
+  moe.num_experts = 64;
+  moe.top_k = 4;
+  const GroupPlacement ep16 = place_group(16, 1, 8);
+  const Fabric f{Link{100e9, 0}, Link{10e9, 0}};
+  EXPECT_NEAR(cost_detail::expert_dispatch_s(1000, 1e6, moe, MoeDispatcher::kAllToAll, ep16, f),
+              all_to_all_s(4e9, ep16, f), 1e-12);
+  EXPECT_NEAR(all_to_all_s(4e9, ep16, f), 0.2, 0.2 * 0.3);  // the NIC term dominates (PXN adds NVLink)
+  const double p_node = 1 - 35960.0 / 635376, p_rank = 1 - 487635.0 / 635376;
+  EXPECT_NEAR(cost_detail::expert_dispatch_s(1000, 1e6, moe, MoeDispatcher::kDeepEP, ep16, f),
+              p_node * 1e9 / 10e9, 1e-9);
+  // One node: NVLink only, 7 · p_rank(8 ranks) copies. p_rank = 1 - C(56,4)/C(64,4) = 1 - 367290/635376.
+  const GroupPlacement ep8 = place_group(8, 1, 8);
+  EXPECT_NEAR(cost_detail::expert_dispatch_s(1000, 1e6, moe, MoeDispatcher::kDeepEP, ep8, f),
+              7 * (1 - 367290.0 / 635376) * 1e9 / 100e9, 1e-9);
+  EXPECT_GT(2 * 7 * p_rank * 1e9 / 100e9, 0.03);  // the NVLink side, slower than NVLink alone on one node
+}
+
 // Host issue time (cost/host_issue.h), worked by hand with op_issue_s = 10 us.
 TEST(HostIssue, ALayerCostsTheSlowerOfGpuAndCpuAndTheMoeSyncDrainsTheQueue) {
   Calibration cal;

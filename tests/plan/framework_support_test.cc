@@ -101,6 +101,7 @@ TEST(FrameworkSupport, MegatronRules) {
   Scene moe = tiny_moe();
   expect(m, moe, "dp=16,ep=8,mbs=1,zero=1,ep_overlap=true", nullptr);
   expect(m, moe, "dp=4,pp=4,vpp=2,ep=4,mbs=1,zero=1,ep_overlap=true", nullptr);
+  expect(m, moe, "dp=16,ep=8,mbs=1,zero=1,dispatcher=deepep", nullptr);  // the flex dispatcher (R16.4)
   moe.model.bias = true;
   expect(m, moe, "dp=8,tp=2,ep=8,mbs=1", "R15.3");
   expect(m, moe, "dp=8,tp=2,ep=8,etp=1,mbs=1", nullptr);
@@ -163,6 +164,8 @@ TEST(FrameworkSupport, TorchtitanRules) {
   expect(t, moe, "dp=4,tp=4,ep=4,etp=2,mbs=1,sp=true,zero=3", "T1.4");
   expect(t, moe, "dp=8,tp=2,ep=8,mbs=1,sp=true,zero=3,op=2", "T1.5");
   expect(t, moe, "dp=16,ep=8,mbs=1,zero=3,ep_overlap=true", "T4.6");
+  expect(t, moe, "dp=8,tp=2,ep=8,etp=1,mbs=1,sp=true,zero=3,dispatcher=deepep", nullptr);
+  expect(t, moe, "dp=8,tp=2,ep=8,mbs=1,sp=true,zero=3,dispatcher=deepep", "T8.3");  // etp = tp = 2
 }
 
 TEST(FrameworkSupport, DeepSpeedRules) {
@@ -187,6 +190,7 @@ TEST(FrameworkSupport, DeepSpeedRules) {
   expect(d, moe, "dp=16,ep=8,mbs=1,zero=3", "D3.3");
   expect(d, moe, "dp=8,tp=2,ep=8,mbs=1,sp=true,zero=1", nullptr);
   expect(d, moe, "dp=16,ep=8,mbs=1,zero=1,ep_overlap=true", "ep_overlap");
+  expect(d, moe, "dp=16,ep=8,mbs=1,zero=2,dispatcher=deepep", "dispatcher=deepep");
 }
 
 // Each refusal is one line per rule; several rules give several lines.

@@ -75,6 +75,8 @@ TEST(Space, EnumerationIsExactlyWhatResolveAccepts) {
               for (bool sp : {false, true})
                 for (RecomputeMode rc : {RecomputeMode::kNone, RecomputeMode::kSelective, RecomputeMode::kFull})
                   for (bool overlap : {false, true})
+                  for (MoeDispatcher dispatcher : ep > 1 ? std::vector{MoeDispatcher::kAllToAll, MoeDispatcher::kDeepEP}
+                                                         : std::vector{MoeDispatcher::kAllToAll})
                   for (int zero = 0; zero <= 3; ++zero)
                     for (int op : zero == 0 ? std::vector<int>{0} : divisors(dp))
                       for (Schedule sched : {Schedule::kOneFOneB, Schedule::kZeroBubbleH1, Schedule::kGPipe,
@@ -91,7 +93,7 @@ TEST(Space, EnumerationIsExactlyWhatResolveAccepts) {
                             ParallelConfig p;
                             p.dp = dp, p.tp = tp, p.pp = pp, p.cp = cp, p.ep = ep, p.etp = etp, p.mbs = mbs;
                             p.sequence_parallel = sp, p.recompute = rc, p.zero = zero, p.op = op, p.schedule = sched;
-                            p.vpp = vpp, p.ep_overlap = overlap;
+                            p.vpp = vpp, p.ep_overlap = overlap, p.dispatcher = dispatcher;
                             p.account_embedding = (split & 1) != 0, p.account_loss = (split & 2) != 0;
                             try {
                               accepted.insert(to_string(resolve(p, s.model, s.cluster, s.training)));
@@ -104,6 +106,8 @@ TEST(Space, EnumerationIsExactlyWhatResolveAccepts) {
   EXPECT_GT(accepted.size(), 5000u);
   EXPECT_TRUE(std::any_of(accepted.begin(), accepted.end(),
                           [](const std::string& k) { return k.find("ep_overlap=true") != std::string::npos; }));
+  EXPECT_TRUE(std::any_of(accepted.begin(), accepted.end(),
+                          [](const std::string& k) { return k.find("dispatcher=deepep") != std::string::npos; }));
   EXPECT_TRUE(std::any_of(accepted.begin(), accepted.end(),
                           [](const std::string& k) { return k.find("account_embedding=true") != std::string::npos; }));
 }

@@ -145,6 +145,8 @@ TEST(Launch, EveryEmittedLaunchPassesItsSchema) {
       {tiny_moe.c_str(), "dgx-h100:2", 2048, 32, "dp=16,ep=8,mbs=1,zero=1,recompute=selective,recompute_modules=core_attn+moe_act+layernorm"},
       {"deepseek-v3", "dgx-h100:64", 4096, 1024,
        "dp=64,tp=2,pp=4,ep=64,etp=1,mbs=1,sp=true,zero=1,recompute=selective,recompute_modules=mla_up_proj+moe+shared_experts"},
+      {tiny_moe.c_str(), "dgx-h100:2", 2048, 32, "dp=16,ep=8,mbs=1,zero=1,dispatcher=deepep"},
+      {tiny_moe.c_str(), "dgx-h100:2", 2048, 32, "dp=16,ep=8,mbs=1,zero=3,dispatcher=deepep"},
       {"deepseek-v3", "dgx-h100:64", 4096, 1024, "dp=64,tp=2,pp=4,ep=64,etp=1,mbs=1,sp=true,zero=1,recompute=full"},
   };
   int megatron_launches = 0;

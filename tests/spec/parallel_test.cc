@@ -29,6 +29,10 @@ TEST(ParallelConfig, ParsesAndRoundTrips) {
   EXPECT_EQ(c.recompute, RecomputeMode::kSelective);
   const ParallelConfig again = parse_parallel_config(to_string(c));
   EXPECT_EQ(to_string(again), to_string(c));
+  const ParallelConfig deepep = parse_parallel_config("dp=8,ep=8,dispatcher=deepep");
+  EXPECT_EQ(deepep.dispatcher, MoeDispatcher::kDeepEP);
+  EXPECT_NE(to_string(deepep).find(",dispatcher=deepep"), std::string::npos);
+  EXPECT_EQ(to_string(parse_parallel_config(to_string(deepep))), to_string(deepep));
 }
 
 TEST(ParallelConfig, UnknownKeySuggestsClosest) {
@@ -58,6 +62,13 @@ TEST(ParallelConfig, PreciseErrorsForInvalidCombinations) {
   EXPECT_NE(resolve_error("dp=4,pp=2,stage_layers=30/40", llama, 1, 4096, 64).find("add up to 70"), std::string::npos);
   const ModelSpec mixtral = find_model_preset("mixtral-8x7b").spec;
   EXPECT_NE(resolve_error("dp=8,ep=3", mixtral, 1, 4096, 64).find("ep=3 does not divide moe.num_experts=8"),
+            std::string::npos);
+  EXPECT_NE(resolve_error("dp=8,dispatcher=deepep", mixtral, 1, 4096, 64)
+                .find("dispatcher=deepep routes tokens between expert-parallel ranks: it needs a MoE model and ep > 1, "
+                      "got ep=1"),
+            std::string::npos);
+  EXPECT_EQ(resolve_error("dp=8,ep=8,dispatcher=deepep", mixtral, 1, 4096, 64), "");
+  EXPECT_NE(std::string(resolve_error("dp=8,ep=8,dispatcher=nccl", mixtral, 1, 4096, 64)).find("dispatcher"),
             std::string::npos);
   // One recompute count caps each stage (uneven stages); above every stage's layers it caps nothing.
   EXPECT_EQ(resolve_error("dp=4,pp=2,recompute=full,recompute_layers=40,stage_layers=30/50", llama, 1, 4096, 64), "");

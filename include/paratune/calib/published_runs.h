@@ -95,7 +95,8 @@ struct RunSetup {
   double recompute_share = 0;
   std::vector<bool> sp_choices;
   std::vector<int> etp_choices{0};  // expert TP; 0 = tp. Unstated on an MoE row: {0, 1}, searched
-  std::vector<bool> ep_overlap_choices{false};  // Megatron-Core's 1F1B A2A overlap, searched where it exists
+  std::vector<bool> ep_overlap_choices{false};  // Megatron-Core's 1F1B A2A overlap, on where a row states it
+  std::vector<MoeDispatcher> dispatcher_choices{MoeDispatcher::kAllToAll};  // searched where the framework has both
   int stated_dp = 0;                       // 0 = not stated (dp = GPUs / (tp·pp·cp))
   std::vector<std::string> searched_axes;  // names of the axes searched ("tp", "mbs", "recompute", ...)
   // Every combination of the axes that paratune's resolve accepts; never empty after setup_for_run.

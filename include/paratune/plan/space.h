@@ -6,7 +6,8 @@
 // the GPU count into dp x tp x pp x cp, ep and etp as the model allows, every ZeRO stage with every
 // optimizer-sharding degree op dividing dp, micro-batch sizes that split the batch into whole
 // micro-batches, sequence parallelism on and off, every schedule, vpp and recompute mode, and for
-// MoE models the expert-parallel communication overlap (ep_overlap) where it is valid.
+// MoE models the expert-parallel communication overlap (ep_overlap) where it is valid and both token
+// dispatchers (alltoall, deepep) where ep > 1.
 #pragma once
 
 #include <array>
@@ -26,9 +27,9 @@ namespace paratune::plan {
 
 enum class Axis {
   kDp, kTp, kPp, kCp, kEp, kEtp, kMbs, kVpp, kZero, kOp, kSequenceParallel, kSchedule, kRecompute, kGradSync,
-  kEpOverlap
+  kEpOverlap, kDispatcher
 };
-inline constexpr int kAxisCount = 15;
+inline constexpr int kAxisCount = 16;
 // The configuration key of each axis ("sp" for sequence parallelism, as in --config).
 std::string_view axis_name(Axis axis);
 
@@ -38,7 +39,7 @@ struct AxisRule {
 };
 
 // Values are integers: degrees as they are, sp and ep_overlap as 0/1, schedule / recompute /
-// grad_sync as their enum value. etp is the effective expert-TP degree (never 0).
+// grad_sync / dispatcher as their enum value. etp is the effective expert-TP degree (never 0).
 struct SearchSpace {
   std::array<AxisRule, kAxisCount> rules;
   int max_mbs = 16;  // default cap on the micro-batch size when --max/--allow/--fix mbs is not given
@@ -64,6 +65,8 @@ struct Candidate {
   // MoE all-to-all overlapped with another micro-batch's compute (ParallelConfig::ep_overlap);
   // only where resolve accepts it: ep > 1, recompute != full, pp == 1 or vpp > 1.
   std::int8_t ep_overlap = 0;
+  // How tokens reach the expert ranks (ParallelConfig::dispatcher); deepep only where ep > 1.
+  MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
   // Megatron's embedding-/loss-aware pipeline split (ParallelConfig::account_embedding/_loss, R11):
   // bit 1 the embedding, bit 2 the loss count as a layer. Only for interleaving whose layers do not
   // split evenly otherwise (126 layers on pp 8 x vpp 8); the layout is then Megatron's, not searched.
@@ -91,7 +94,7 @@ std::vector<MeshShape> mesh_shapes(const ModelSpec& model, const ClusterSpec& cl
                                    const SearchSpace& space);
 
 // Every candidate with one mesh shape, in a fixed order, exactly those `resolve` accepts. They come
-// in groups with the same layer shape (ep, etp, mbs, sp, recompute, ep_overlap: the axes that change
+// in groups with the same layer shape (ep, etp, mbs, sp, recompute, ep_overlap, dispatcher: the axes that change
 // a layer's cost): visit_group(first member) is called before each group's members are passed to
 // visit_member, so the planner builds one cost model per group.
 void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const SearchSpace& space,

@@ -34,6 +34,11 @@ enum class Fp8Recipe { kDelayed, kTensorwise, kBlockwise, kMxfp8 };
 // DeepSeek-V3's auxiliary-loss-free expert bias, or routing forced to be uniform (benchmarks:
 // Megatron's --moe-router-force-load-balancing).
 enum class MoeBalancing { kAuxLoss, kAuxLossFree, kForceBalanced };
+// How MoE tokens reach their experts' ranks: alltoall = one copy per chosen expert through an
+// NCCL all-to-all (Megatron --moe-token-dispatcher-type alltoall); deepep = one copy per distinct
+// node over RDMA, forwarded over NVLink to each distinct rank (DeepEP normal kernels, Megatron's
+// flex dispatcher with the deepep or hybridep backend; torchtitan expert_parallel_comm_backend).
+enum class MoeDispatcher { kAllToAll, kDeepEP };
 
 template <typename E>
 struct EnumNames;  // specialised below: `static constexpr std::array<std::pair<E, const char*>, N> kTable`
@@ -104,6 +109,12 @@ struct EnumNames<Fp8Recipe> {
                                                                             {Fp8Recipe::kTensorwise, "tensorwise"},
                                                                             {Fp8Recipe::kBlockwise, "blockwise"},
                                                                             {Fp8Recipe::kMxfp8, "mxfp8"}}};
+};
+template <>
+struct EnumNames<MoeDispatcher> {
+  static constexpr std::string_view kWhat = "dispatcher";
+  static constexpr std::array<std::pair<MoeDispatcher, const char*>, 2> kTable{
+      {{MoeDispatcher::kAllToAll, "alltoall"}, {MoeDispatcher::kDeepEP, "deepep"}}};
 };
 template <>
 struct EnumNames<MoeBalancing> {

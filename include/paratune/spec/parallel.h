@@ -69,6 +69,9 @@ struct ParallelConfig {
   // --overlap-moe-expert-parallel-comm, the 1F1B A2A overlap; DualPipe-style). Megatron's rules
   // (R17): ep > 1, no full recompute, and with pp > 1 an interleaved schedule.
   bool ep_overlap = false;
+  // How MoE tokens are dispatched to and combined from the expert ranks (enums.h MoeDispatcher;
+  // cost/moe.h expert_dispatch_s). Needs ep > 1 when not the default.
+  MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
 
   // dp·tp·pp·cp in 64 bits, saturating at INT64_MAX (never wraps: dp=536870913 x tp=8 is not 8;
   // a degree < 1 gives INT64_MAX too, which matches no cluster).
