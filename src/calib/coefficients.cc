@@ -78,6 +78,11 @@ const std::vector<FittedCoefficient>& fitted_coefficients() {
        "flash attention's rate falls for key blocks shorter than a few of its 64-128-token tiles per query block "
        "(FlashAttention-2 Fig. 4: rate rises from 512 to 4K-16K sequence length)",
        &C::attention_half_kv_tokens),
+      scalar("power_clock_exponent", 0, 1, 1.0 / 3, 0.15,
+       "compute clocks under a power limit, f ~ (limit / board power)^x: dynamic power ~ f V^2 with V rising with "
+       "f gives x = 1/3 where the limit binds throughout; 0 = the limit never binds, 1 = clocks fall as fast as "
+       "power; fitted only on rows that state a limit",
+       &C::power_clock_exponent),
       scalar("hbm_efficiency", 0.5, 0.95, 0.8, 0.1,
        "element-wise kernels stream at 60-90% of HBM bandwidth (STREAM-like copies reach ~90% on A100/H100; "
        "framework norm and activation kernels less)",

@@ -21,6 +21,7 @@ std::string compact(const std::string& config_text) {
   if (c.ep_overlap) out += " ep-overlap";
   if (c.account_embedding || c.account_loss)
     out += fmt::format(" split={}{}", c.account_embedding ? "E" : "", c.account_loss ? "L" : "");
+  if (!c.layout.empty()) out += " layout=" + to_string(c.layout);
   out += fmt::format(" mbs={} rc={}", c.mbs, to_string(c.recompute));
   if (c.recompute == RecomputeMode::kFull && c.recompute_layers >= 0) out += fmt::format("({})", c.recompute_layers);
   if (c.recompute == RecomputeMode::kSelective && c.recompute_modules != kDefaultRecomputeModules)

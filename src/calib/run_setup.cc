@@ -67,6 +67,7 @@ struct Framework {
   // (R18.1). NeMo 25.02/25.04 predate it.
   bool moe_a2a_overlap = false;
   bool nemo = false;
+  bool megatron_bridge = false;  // its recipes: DeepSeek-V3 with MTP and a stated pipeline layout
   bool torchtitan = false;
 };
 
@@ -78,10 +79,19 @@ Framework framework_of(const PublishedRun& run) {
   fw.early_megatron = contains(f, "megatron-lm") && (contains(f, "2020") || contains(f, "2021"));
   fw.torchtitan = contains(f, "torchtitan");
   fw.moe_a2a_overlap = contains(f, "megatron-bridge");
+  fw.megatron_bridge = contains(f, "megatron-bridge");
   return fw;
 }
 
 // --- GPU and cluster -------------------------------------------------------------------------------
+
+// "500W power limit" / "500 W power limit" in a gpu_type: the limit, W.
+std::optional<double> stated_power_limit_w(const std::string& gpu_type_lower) {
+  static const RE2 pattern(R"((\d+(?:\.\d+)?)\s*w power limit)");
+  double watts = 0;
+  if (!RE2::PartialMatch(gpu_type_lower, pattern, &watts)) return std::nullopt;
+  return watts;
+}
 
 // GPU preset from the free-text gpu_type: "A100 80GB (Selene ...)", "h100_80gb", "GB200 (NVL72 ...)".
 GpuSpec gpu_for(const PublishedRun& run, std::vector<std::string>& why) {
@@ -117,8 +127,11 @@ GpuSpec gpu_for(const PublishedRun& run, std::vector<std::string>& why) {
       why.push_back("H100 96GB: the h100-sxm preset with memory scaled by 96/80; HBM2e bandwidth taken as the "
                     "preset's");
     }
-    if (contains(g, "500w"))
-      why.push_back("500 W power limit not modelled: the 700 W datasheet peaks are used");
+    if (const auto watts = stated_power_limit_w(g)) {
+      gpu.power_limit_w = *watts;
+      why.push_back(fmt::format("{:g} W power limit: compute peaks x ({:g}/{:g})^power_clock_exponent", *watts, *watts,
+                                gpu.board_power_w));
+    }
     return gpu;
   }
   if (contains(g, "a100")) {
@@ -298,9 +311,18 @@ ModelSpec model_for(const PublishedRun& run, const Framework& fw, std::vector<st
       }
       why.push_back(fmt::format(
           "DeepSeek-V3: MLA (q_lora {}, kv_lora {}, rope {}, nope {}, v {}) and first {} layers dense, from the "
-          "deepseek-v3 preset (NeMo DeepSeekV3Config per notes); multi-token prediction not modelled",
+          "deepseek-v3 preset (NeMo DeepSeekV3Config per notes)",
           m.mla->q_lora_rank, m.mla->kv_lora_rank, m.mla->qk_rope_head_dim, m.mla->qk_nope_head_dim,
           m.mla->v_head_dim, m.moe ? m.moe->first_dense_layers : 0));
+      // Multi-token prediction: Megatron-Bridge's perf recipes build on deepseek_v3_pretrain_config
+      // (recipes/deepseek/h100/deepseek_v3.py @067f987: mtp_num_layers = 1) and do not unset it;
+      // NeMo 2's recipe trains without it (recipes/deepseek_v3.py model(use_mtp=False),
+      // DeepSeekV3Config mtp_num_layers None @8cfedd7).
+      m.mtp_layers = fw.megatron_bridge ? 1 : 0;
+      why.push_back(fw.megatron_bridge ? "multi-token prediction: 1 MTP layer (Megatron-Bridge's DeepSeek-V3 recipe "
+                                         "sets mtp_num_layers = 1; not stated by the row)"
+                                       : "multi-token prediction: none (NeMo 2's DeepSeek-V3 recipe trains without "
+                                         "it, use_mtp=False; not stated by the row)");
       break;
     }
     case Family::kQwen3Moe:
@@ -534,6 +556,48 @@ std::vector<int> recompute_counts(const RunSetup& s, RecomputeMode rc, int pp) {
   return counts;
 }
 
+// Megatron-Bridge's DeepSeek-V3 layouts (recipes/deepseek/h100/deepseek_v3.py
+// _get_deepseek_v3_pipeline_layout @067f987, e.g. pp 4 x vp 4: [E + 4t] + 14 x [4t] + [1t + mtp +
+// loss]): the embedding in the first chunk, the MTP layers and the loss in the last, every chunk
+// ceil(L / chunks) decoder layers but the last, which takes the remainder. Empty when that leaves
+// the last chunk nothing or less.
+std::vector<LayoutStage> bridge_layout(int layers, int chunks, int mtp) {
+  const int per_chunk = (layers + chunks - 1) / chunks;
+  const int last = layers - (chunks - 1) * per_chunk;
+  if (chunks < 2 || last < 1) return {};
+  std::vector<LayoutStage> out(static_cast<std::size_t>(chunks), LayoutStage{.layers = per_chunk});
+  out.front().embedding = true;
+  out.back() = LayoutStage{.layers = last, .mtp = mtp, .loss = true};
+  return out;
+}
+
+// The ways build_candidates splits the layers over pp·vpp chunks: {account_embedding,
+// account_loss, layout}. Megatron-Bridge's layout is tried for a model with MTP layers (its
+// DeepSeek recipes, which place MTP with it) and where no account-for split divides the layers
+// (the row would be refused); elsewhere its recipes use the account-for flags (Qwen3-235B:
+// recipes/qwen/h100/qwen3_moe.py), and a candidate the run did not use would only widen the search.
+struct PipelineSplit {
+  bool embedding = false, loss = false;
+  std::vector<LayoutStage> layout;
+};
+std::vector<PipelineSplit> pipeline_splits(const ModelSpec& model, int pp, int vpp, bool megatron_layout) {
+  std::vector<PipelineSplit> out{{}};
+  if (!megatron_layout || model.num_layers % (pp * vpp) == 0) return out;
+  bool account_divides = false;
+  if (vpp > 1) {
+    for (const auto& [e, l] : {std::pair{true, true}, std::pair{true, false}, std::pair{false, true}}) {
+      out.push_back({e, l, {}});
+      const int slots = model.num_layers + (e ? 1 : 0) + (l ? 1 : 0);  // R11: slots split over pp, then vpp
+      account_divides = account_divides || (slots % pp == 0 && (slots / pp) % vpp == 0);
+    }
+  }
+  const bool refused = vpp > 1 && !account_divides;
+  if (pp > 1 && (model.mtp_layers > 0 || refused))
+    if (std::vector<LayoutStage> layout = bridge_layout(model.num_layers, pp * vpp, model.mtp_layers); !layout.empty())
+      out.push_back({false, false, std::move(layout)});
+  return out;
+}
+
 // Fills s.candidates with every combination of the axes that resolve accepts; throws RowSkipped when
 // the stated axes contradict each other or paratune's rules refuse every combination.
 void build_candidates(RunSetup& s, bool vpp_searched, bool sp_searched, bool megatron_layout) {
@@ -556,11 +620,9 @@ void build_candidates(RunSetup& s, bool vpp_searched, bool sp_searched, bool meg
             for (int vpp : vpps)
               // How the layers split over pp·vpp chunks is a layout sources do not print. Even when
               // possible; otherwise Megatron's account-for-embedding / -loss split (searched: NeMo's
-              // Llama 3.1 405B recipe, for one, runs 126 layers on pp 8 x vpp 8 with both).
-              for (const auto& [embedding, loss] :
-                   vpp > 1 && s.model.num_layers % (pp * vpp) != 0 && megatron_layout
-                       ? std::vector<std::pair<bool, bool>>{{false, false}, {true, true}, {true, false}, {false, true}}
-                       : std::vector<std::pair<bool, bool>>{{false, false}})
+              // Llama 3.1 405B recipe, for one, runs 126 layers on pp 8 x vpp 8 with both) and
+              // Megatron-Bridge's layout (bridge_layout: its DeepSeek-V3 recipes).
+              for (const auto& [embedding, loss, layout] : pipeline_splits(s.model, pp, vpp, megatron_layout))
               for (RecomputeMode rc : s.recompute_choices)
                 for (int recomputed : recompute_counts(s, rc, pp))
                 for (bool sp : s.sp_choices)
@@ -584,6 +646,7 @@ void build_candidates(RunSetup& s, bool vpp_searched, bool sp_searched, bool meg
                   c.sequence_parallel = sp;
                   c.account_embedding = embedding;
                   c.account_loss = loss;
+                  c.layout = layout;
                   c.ep_overlap = ep_overlap;
                   c.dispatcher = dispatcher;
                   c.etp = etp;
@@ -975,12 +1038,20 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
 
     if (with_metric) choose_metric(run, fw, family, s);
     build_candidates(s, vpp_searched, sp_searched, fw.megatron);
-    if (std::any_of(s.candidates.begin(), s.candidates.end(),
-                    [](const ParallelConfig& k) { return k.account_embedding || k.account_loss; })) {
+    const bool account_split = std::any_of(s.candidates.begin(), s.candidates.end(), [](const ParallelConfig& k) {
+      return k.account_embedding || k.account_loss;
+    });
+    const bool bridge_split = std::any_of(s.candidates.begin(), s.candidates.end(),
+                                          [](const ParallelConfig& k) { return !k.layout.empty(); });
+    if (account_split || bridge_split) {
       s.searched_axes.emplace_back("pipeline split");
-      why.push_back(fmt::format("num_layers {} do not split evenly over pp·vpp chunks: Megatron's "
-                                "account-for-embedding/loss pipeline split searched (layout not stated)",
-                                s.model.num_layers));
+      std::vector<std::string> splits;
+      if (account_split) splits.emplace_back("Megatron's account-for-embedding/loss pipeline split");
+      if (bridge_split)
+        splits.emplace_back("Megatron-Bridge's layout (E in the first chunk, ceil(L/chunks) layers a chunk, the "
+                            "remainder with MTP and loss in the last)");
+      why.push_back(fmt::format("num_layers {} do not split evenly over pp·vpp chunks: {} searched (layout not stated)",
+                                s.model.num_layers, join(splits, " and ")));
     }
 
     // Expert data parallelism printed by the source (other_result "EDP = n"): Megatron's expert

@@ -104,7 +104,7 @@ StageCostModel::Impl::BoundBasis& StageCostModel::Impl::bound_basis() const {
     forward_share = std::min(forward_share, part.forward_with_comm_s() / w);
     critical_share = std::min(critical_share, (w - part.weight_grad_s) / w);
   }
-  basis = std::make_unique<BoundBasis>(BoundBasis{.whole = chunk(0, model.num_layers, 0, true, true),
+  basis = std::make_unique<BoundBasis>(BoundBasis{.whole = chunk(0, model.num_layers, 0, true, true, model.mtp_layers),
                                                   .layer = chunk(0, 1, 0, false, false),
                                                   .layer_recomputed = chunk(0, 1, 1, false, false),
                                                   .embedding = embedding,

@@ -70,6 +70,7 @@ const std::vector<CalibrationField>& calibration_fields() {
       {"attention_efficiency", &Calibration::attention_efficiency, R::kFraction, ""},
       {"attention_half_kv_tokens", &Calibration::attention_half_kv_tokens, R::kNonNegative, "tokens"},
       {"hbm_efficiency", &Calibration::hbm_efficiency, R::kFraction, ""},
+      {"power_clock_exponent", &Calibration::power_clock_exponent, R::kUnitInterval, ""},
       {"op_issue_s", &Calibration::op_issue_s, R::kNonNegative, "s"},
       {"iteration_overhead_s", &Calibration::iteration_overhead_s, R::kNonNegative, "s"},
       {"pipeline_chunk_overhead_s", &Calibration::pipeline_chunk_overhead_s, R::kNonNegative, "s"},

@@ -152,18 +152,21 @@ bool StageCostModel::layers_alike() const {
 }
 
 double StageCostModel::model_work_s() const {
-  const ChunkPart whole = impl_->chunk(0, impl_->c.model.num_layers, 0, true, true);
+  const ChunkPart whole = impl_->chunk(0, impl_->c.model.num_layers, 0, true, true, impl_->c.model.mtp_layers);
   return whole.forward_with_comm_s() + whole.backward_with_comm_s();
 }
 
 StageWork StageCostModel::stage_work(int rank, int first_layer, int layers, int recomputed, double in_flight) const {
   const Impl& im = *impl_;
   const int v = im.config.vpp;
+  // The stage assignment knows only each rank's total: its chunks are taken as even (layers / v),
+  // which the planner's candidates are (it plans no uneven layout).
   const int chunk_layers = layers / v;
   ChunkPart total;
   for (int ch = 0; ch < v; ++ch)
     total += im.chunk(first_layer + ch * chunk_layers, chunk_layers, im.recomputed_in_chunk(recomputed, ch),
-                      rank == 0 && ch == 0, rank == im.config.pp - 1 && ch == v - 1);
+                      rank == 0 && ch == 0, rank == im.config.pp - 1 && ch == v - 1,
+                      im.mtp_of_chunk[static_cast<std::size_t>(ch) * im.config.pp + rank]);
   const auto [zero3_forward_s, zero3_backward_s] = im.zero3_exposed_s(total);
   StageWork w;
   w.time_s = total.forward_with_comm_s() + total.backward_with_comm_s() + zero3_forward_s + zero3_backward_s +
@@ -248,7 +251,7 @@ Analysis analyse(const ModelSpec& model, const ClusterSpec& cluster, const Train
       const int k = ch * p.pp + s;
       parts[static_cast<std::size_t>(ch)] = im.chunk(first_layer_of[k], layers_in_chunk[static_cast<std::size_t>(ch)],
                                                      recomputed[static_cast<std::size_t>(ch)], k == 0,
-                                                     k == virtual_stages - 1);
+                                                     k == virtual_stages - 1, im.mtp_of_chunk[static_cast<std::size_t>(k)]);
     }
     RankCost rank = im.rank_cost(s, parts);
     rank.sim.p2p_next_s = p.pp > 1 ? boundary_p2p_s(s) : 0;

@@ -72,6 +72,13 @@ ParamCounts count_parameters(const ModelSpec& m) {
   }
   c.total = total;
   c.active = active;
+  if (m.mtp_layers > 0) {
+    const bool moe_kind = m.is_moe_layer(m.num_layers);  // the layer after the last decoder layer
+    const LayerParams layer = layer_params(m, moe_kind);
+    const double own = 2 * norm_params + 2 * h * h;  // enorm + hnorm, eh_proj
+    c.mtp_layer_params = own + layer.non_expert() + (moe_kind ? m.moe->num_experts * layer.routed_expert : 0);
+    c.mtp_layer_active = own + layer.non_expert() + (moe_kind ? m.moe->top_k * layer.routed_expert : 0);
+  }
   return c;
 }
 
@@ -84,7 +91,10 @@ double forward_flops_per_token(const ModelSpec& m, int seq_len) {
   const double qk_dim = m.mla ? m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim : m.head_size();
   const double v_dim = m.mla ? m.mla->v_head_dim : m.head_size();
   const double causal = m.causal ? 0.5 : 1.0;
-  const double attention = 2.0 * seq_len * (qk_dim + v_dim) * m.num_attention_heads * causal * m.num_layers;
+  // MTP: each layer's own GEMMs and the shared output head once more (vocab x hidden).
+  gemm_params += m.mtp_layers * (c.mtp_layer_active + static_cast<double>(m.vocab_size) * m.hidden_size);
+  const double attention =
+      2.0 * seq_len * (qk_dim + v_dim) * m.num_attention_heads * causal * (m.num_layers + m.mtp_layers);
   return 2 * gemm_params + attention;
 }
 

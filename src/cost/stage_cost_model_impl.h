@@ -107,6 +107,7 @@ struct StageCostModel::Impl {
   // Fixed per-GPU buffers: CUDA context and workspaces, communication staging, NCCL's buffers for
   // each communicator this rank uses, ring attention's K/V buffers.
   double buffer_bytes = 0;
+  std::vector<int> mtp_of_chunk;  // MTP layers of each virtual stage (where the layout puts "m")
 
   Impl(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training, const ParallelConfig& requested,
        const Calibration& cal, const EstimateOptions& opts)
@@ -142,6 +143,15 @@ struct StageCostModel::Impl {
     sp_div = p.sequence_parallel ? p.tp : 1;
     vocab_local = static_cast<double>(model.vocab_size) / p.tp;
     buffer_bytes = buffer_bytes_for(p);
+    mtp_of_chunk = chunk_mtp_layers(p, model);
+  }
+
+  // MTP layers on pipeline rank `rank` (all its chunks).
+  int mtp_on_rank(int rank) const {
+    int n = 0;
+    for (std::size_t k = static_cast<std::size_t>(rank); k < mtp_of_chunk.size(); k += static_cast<std::size_t>(config.pp))
+      n += mtp_of_chunk[k];
+    return n;
   }
 
   // The fixed buffers of configuration `q` (which shares this model's layer shape).
@@ -156,13 +166,17 @@ struct StageCostModel::Impl {
   // attention and the output layer at the BF16/FP16 peak (cost/fp8.h). Per-step jitter: every
   // synchronising step waits for the slowest of the N GPUs, E[max of N normal] ~ mean x (1 + cv
   // sqrt(2 ln N)) (extreme-value asymptotics of the normal; "The Tail at Scale", Dean & Barroso
-  // 2013, for why the slowest sets the pace), applied as a slowdown of every kernel.
+  // 2013, for why the slowest sets the pace), applied as a slowdown of every kernel. A power limit
+  // below the board power slows the compute, not HBM (Calibration::power_clock_exponent).
   static Device device_for(const ClusterSpec& cluster, const TrainingSpec& training, const Calibration& cal,
                            const Fp8Costs& fp8) {
     const GpuSpec& gpu = cluster.gpu;
     const Precision high = training.precision == Precision::kFP8 ? Precision::kBF16 : training.precision;
     const double n = cluster.num_gpus();
-    const double slowdown = 1 + (n > 1 ? cal.step_jitter_cv * std::sqrt(2 * std::log(n)) : 0.0);
+    const double jitter = 1 + (n > 1 ? cal.step_jitter_cv * std::sqrt(2 * std::log(n)) : 0.0);
+    const bool capped = gpu.power_limit_w > 0 && gpu.board_power_w > 0 && gpu.power_limit_w < gpu.board_power_w;
+    const double clock = capped ? std::pow(gpu.power_limit_w / gpu.board_power_w, cal.power_clock_exponent) : 1.0;
+    const double slowdown = jitter / clock;
     const double efficiency = cal.gemm_efficiency_for(gpu.name);
     const double bf16_peak = gpu.peak_flops_per_s(high) / slowdown;
     return Device{.linear_peak_flops_per_s = fp8.linear_peak_flops_per_s / slowdown,
@@ -172,7 +186,7 @@ struct StageCostModel::Impl {
                   .half_dim = cal.gemm_half_efficiency_dim,
                   .attention_flops_per_s = bf16_peak * cal.attention_efficiency_for(gpu.name),
                   .attention_half_kv_tokens = cal.attention_half_kv_tokens,
-                  .hbm_bytes_per_s = gpu.hbm_bandwidth_bytes_per_s * cal.hbm_efficiency / slowdown};
+                  .hbm_bytes_per_s = gpu.hbm_bandwidth_bytes_per_s * cal.hbm_efficiency / jitter};
   }
 
   // NCCL communicators one rank uses: tensor, context and data parallel (dp x cp), expert and
@@ -190,8 +204,9 @@ struct StageCostModel::Impl {
   }
 
   // Decoder layers [first_layer, first_layer + layers) as one chunk, `recomputed` of them fully
-  // recomputed; `first`/`last`: the chunk holds the embedding / the output layer and loss.
-  ChunkPart chunk(int first_layer, int layers, int recomputed, bool first, bool last) const {
+  // recomputed; `first`/`last`: the chunk holds the embedding / the output layer and loss; `mtp`:
+  // its multi-token-prediction layers.
+  ChunkPart chunk(int first_layer, int layers, int recomputed, bool first, bool last, int mtp = 0) const {
     const ModelSpec& model = c.model;
     const ParallelConfig& p = config;
     const Device& d = c.device;
@@ -254,6 +269,12 @@ struct StageCostModel::Impl {
     part.kept_bytes = (n_dense - rc_dense) * dense.activation_bytes + (n_moe - rc_moe) * moe.activation_bytes +
                       rc_dense * dense.input_bytes + rc_moe * moe.input_bytes +
                       (first ? cost_detail::kActivationBytes * c.tokens * h / sp_div : 0);
+    if (mtp > 0) {
+      add_mtp(part, mtp);
+      // A pipeline stage with MTP layers but not the embedding keeps its own copy of the embedding
+      // (Megatron-Core GPTModel builds it when mtp_process), unless tying already put one there.
+      if (!first && p.pp > 1 && !(last && model.tie_embeddings)) part.dense_params += counts.embedding / t;
+    }
     // While a fully recomputed layer's backward runs it also holds the gradient arriving at its
     // output and the one it writes for its input, two hidden-sized tensors (input_bytes each).
     if (recomputed > 0)
@@ -264,6 +285,43 @@ struct StageCostModel::Impl {
       part.recompute_bytes = std::max({part.recompute_bytes, n_dense > 0 ? dense.selective_working_bytes : 0,
                                        n_moe > 0 ? moe.selective_working_bytes : 0});
     return part;
+  }
+
+  // MTP layers (Megatron-Core multi_token_prediction.py, MultiTokenPredictionLayer), per layer:
+  // enorm and hnorm (the shifted tokens' embedding and the hidden state), eh_proj (the two
+  // concatenated, 2h -> h, column-parallel over tp), one transformer layer of the kind decoder
+  // layer num_layers would be (DeepSeek-V3: MoE), then the shared output head and cross-entropy
+  // again, as on the last stage. Parameters: the norms, eh_proj (tp-split) and the layer. Never
+  // recomputed in full.
+  void add_mtp(ChunkPart& part, int mtp) const {
+    const ModelSpec& model = c.model;
+    const Device& d = c.device;
+    const double t = config.tp, h = model.hidden_size, act = cost_detail::kActivationBytes;
+    const LayerCost& layer = model.is_moe_layer(model.num_layers) ? moe : dense;
+    const double proj = cost_detail::gemm_s(d, c.tokens, h / t, 2 * h);
+    const double norms = 2 * 2 * act * c.tokens * h / d.hbm_bytes_per_s;  // two norms, read + write each
+    const double embed = act * c.tokens * h / d.hbm_bytes_per_s;           // the shifted tokens' lookup
+    const double head = cost_detail::bf16_gemm_s(d, c.tokens, vocab_local, h);
+    const double loss = c.tokens * vocab_local * (act + 4 + 4) / d.hbm_bytes_per_s;
+    part.forward_s += mtp * (layer.forward_compute_s + embed + norms + proj + head + loss);
+    part.backward_s += mtp * (layer.backward_compute_s + norms + 2 * proj + 2 * head + loss);
+    part.weight_grad_s += mtp * (layer.weight_grad_s + proj + head);
+    if (config.recompute == RecomputeMode::kSelective) {
+      part.recompute_s += mtp * layer.selective_recompute_s;
+      part.recompute_flops += mtp * d.attention_flops_per_s * layer.selective_recompute_s;
+    }
+    part.tp_forward_s += mtp * layer.tp_forward_s;
+    part.tp_backward_s += mtp * layer.tp_backward_s;
+    part.cp_forward_s += mtp * layer.cp_forward_s;
+    part.cp_backward_s += mtp * layer.cp_backward_s;
+    part.ep_forward_s += mtp * layer.ep_forward_s;
+    part.ep_backward_s += mtp * layer.ep_backward_s;
+    const double norm_params = model.norm == NormKind::kLayerNorm ? 2 * h : h;
+    part.dense_params += mtp * (layer.params_dense + 2 * norm_params + 2 * h * h / t);
+    part.expert_params += mtp * layer.params_expert;
+    // Kept for the backward: the layer's activations, the two normed inputs and their concatenation
+    // (eh_proj's input, 2h per token).
+    part.kept_bytes += mtp * (layer.activation_bytes + 4 * act * c.tokens * h / sp_div);
   }
 
   // Recomputed layers of a rank spread over its v chunks, earlier chunks first.
@@ -338,9 +396,11 @@ struct StageCostModel::Impl {
   // holds its saved fp32 output, the fp32 incoming gradient and the fp32 gradient it writes,
   // 3 x 4 = 12 bytes each (the BF16 logits are freed by `del pred` before the backward: torchtitan
   // train.py; the forward peak, BF16 + fp32 input + fp32 log-softmax = 10 bytes, is lower).
+  // Each MTP layer computes and keeps its own logits the same way, on its rank.
   double logits_bytes(int rank) const {
     const double bytes_per_logit = c.training.fp32_unfused_cross_entropy ? 12 : 6;
-    return rank == config.pp - 1 ? c.tokens * vocab_local * bytes_per_logit : 0;
+    const int heads = (rank == config.pp - 1 ? 1 : 0) + mtp_on_rank(rank);
+    return heads * c.tokens * vocab_local * bytes_per_logit;
   }
 
   RankCost rank_cost(int s, const std::vector<ChunkPart>& parts) const;

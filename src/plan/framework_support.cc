@@ -68,7 +68,8 @@ bool all_recomputed(const ParallelConfig& c, const ModelSpec& model) {
 
 // Megatron's --recompute-method block N recomputes the first min(N, chunk layers) layers of every
 // model chunk on every rank (R19.5): stage s (vpp chunks of L_s / vpp layers) recomputes
-// min(N·vpp, L_s). Whether one N gives the plan's per-stage counts.
+// min(N·vpp, L_s). Whether one N gives the plan's per-stage counts. Stage totals only: chunks are
+// taken as even (L_s / vpp), also under an uneven layout.
 bool one_block_count(const std::vector<int>& recomputed, const std::vector<int>& layers, int vpp) {
   std::optional<int> n;
   for (std::size_t s = 0; s < layers.size(); ++s) {
@@ -169,10 +170,16 @@ void megatron(const Input& in, Verdict& v) {
     return;
   // --overlap-moe-expert-parallel-comm (R17): ep > 1, no full recompute, vpp with pp > 1 (resolve
   // checks these too), the alltoall dispatcher (emitted), --bf16/--fp16 (emitted, also with FP8,
-  // R20.2), no shared-expert overlap and at most one MTP layer (paratune models neither).
+  // R20.2), no shared-expert overlap (paratune models none) and at most one MTP layer.
   if (c.ep_overlap && (c.ep < 2 || c.recompute == RecomputeMode::kFull || (c.pp > 1 && c.vpp < 2)) && v.refuse([&] {
         return std::string("ep_overlap=true: --overlap-moe-expert-parallel-comm needs ep > 1, no full recompute and, "
                            "with pp > 1, virtual stages (R17.1)");
+      }))
+    return;
+  if (c.ep_overlap && in.model.mtp_layers > 1 && v.refuse([&] {
+        return fmt::format("ep_overlap=true with mtp_layers={}: --overlap-moe-expert-parallel-comm allows at most one "
+                           "MTP layer (R17.1)",
+                           in.model.mtp_layers);
       }))
     return;
   // --tp-comm-overlap needs --sequence-parallel (R8.1).

@@ -404,6 +404,7 @@ void check_base_is_not_searched(const ParallelConfig& base) {
   check(chosen, !base.stage_recompute_layers.empty(), "recompute_layers",
         fmt::format("{}", fmt::join(base.stage_recompute_layers, "/")));
   check(chosen, !base.stage_layers.empty(), "stage_layers", fmt::format("{}", fmt::join(base.stage_layers, "/")));
+  check(chosen, !base.layout.empty(), "layout", to_string(base.layout));
   if (!searched.empty())
     throw Error(fmt::format("base: {} {} searched by the planner, which would overwrite {}: constrain the search "
                             "instead (fix {})",

@@ -87,6 +87,12 @@ std::vector<std::string> model_args(const ModelSpec& m, const TrainingSpec& trai
   if (m.mla)
     cannot_express.emplace_back("multi-latent attention: Megatron-DeepSpeed has no MLA; the launch would train "
                                 "the model with standard attention");
+  // deepspeed-rules.md names no multi-token-prediction module (Megatron-DeepSpeed has no
+  // --mtp-num-layers): the launch trains without the MTP layers the estimate costs.
+  if (m.mtp_layers > 0)
+    cannot_express.push_back(fmt::format("mtp_layers={}: Megatron-DeepSpeed has no multi-token prediction; the launch "
+                                         "would train without the MTP layers the estimate includes",
+                                         m.mtp_layers));
   if (m.kv_heads() != m.num_attention_heads) a.push_back(fmt::format("--num-key-value-heads {}", m.kv_heads()));
   if (m.head_size() * m.num_attention_heads != m.hidden_size) a.push_back(fmt::format("--kv-channels {}", m.head_size()));
   a.push_back(fmt::format("--seq-length {}", training.seq_len));

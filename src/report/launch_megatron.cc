@@ -17,22 +17,27 @@
 namespace paratune::launch_detail {
 namespace {
 
-// --pipeline-model-parallel-layout (R13): pp·vpp stages in order, stage s on rank s % pp (chunk
-// s / pp) holding stage_layers[s % pp] / vpp decoder layers ("t"); the embedding "E" opens the first,
-// the loss "L" closes the last. E.g. 6/9/9/8 layers: "E,t*6|t*9|t*9|t*8,L".
-std::string megatron_layout(const ParallelConfig& p) {
+// --pipeline-model-parallel-layout (R13): the configuration's own layout when it has one; else
+// pp·vpp stages in order, stage s on rank s % pp (chunk s / pp) holding stage_layers[s % pp] / vpp
+// decoder layers ("t"); the embedding "E" opens the first, the MTP layers "m" and the loss "L"
+// close the last. E.g. 6/9/9/8 layers: "E,t*6|t*9|t*9|t*8,L".
+std::string megatron_layout(const ParallelConfig& p, const ModelSpec& model) {
+  if (!p.layout.empty()) return to_string(p.layout);
   std::vector<std::string> stages;
   const int n = p.pp * p.vpp;
   for (int s = 0; s < n; ++s) {
     std::string stage = s == 0 ? "E," : "";
     stage += fmt::format("t*{}", p.stage_layers[static_cast<std::size_t>(s % p.pp)] / p.vpp);
+    if (s == n - 1 && model.mtp_layers > 0) stage += fmt::format(",m*{}", model.mtp_layers);
     if (s == n - 1) stage += ",L";
     stages.push_back(std::move(stage));
   }
   return fmt::format("{}", fmt::join(stages, "|"));
 }
 
-// The N of --recompute-method block N (R19.5: every model chunk recomputes min(N, its layers)):
+// The N of --recompute-method block N (R19.5: every model chunk recomputes min(N, its layers)).
+// Works on stage totals with even chunks (layers / vpp); with an uneven layout the count is the
+// same rule applied to even chunks, an approximation the note below names when inexact:
 // the one that gives the plan's per-stage counts, else the most any chunk needs (recomputes more
 // than planned: fits, slower than predicted). Second: whether it gives the plan's counts.
 std::pair<int, bool> megatron_block_count(const std::vector<int>& recomputed, const std::vector<int>& layers, int vpp) {
@@ -79,6 +84,9 @@ std::vector<std::string> megatron_model_args(const ModelSpec& m, const TrainingS
   if (!m.bias) a.emplace_back("--disable-bias-linear");
   if (!m.bias && m.qkv_bias) a.emplace_back("--add-qkv-bias");
   if (!m.tie_embeddings) a.emplace_back("--untie-embeddings-and-output-weights");
+  // Multi-token prediction (Megatron-Core multi_token_prediction.py): on the last pipeline stage,
+  // or where the layout's "m" puts it (R13.3: the layout's m count must equal this).
+  if (m.mtp_layers > 0) a.push_back(fmt::format("--mtp-num-layers {}", m.mtp_layers));
   if (!m.dropout) {
     a.emplace_back("--attention-dropout 0.0");
     a.emplace_back("--hidden-dropout 0.0");
@@ -204,7 +212,10 @@ LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, c
   // --pipeline-model-parallel-layout (R13, which sets vpp itself and excludes the vpp flags).
   if (p.pp > 1) {
     const std::vector<int> middle(p.stage_layers.begin() + 1, p.stage_layers.end() - 1);
-    if (p.account_embedding || p.account_loss) {
+    if (!p.layout.empty()) {
+      // The configuration's own layout (uneven chunks; it sets vpp itself, R13.2/R13.4).
+      arg(fmt::format("--pipeline-model-parallel-layout \"{}\"", megatron_layout(p, model)));
+    } else if (p.account_embedding || p.account_loss) {
       // Megatron's own split counting the embedding / loss as a layer (R11): the plan's layout.
       if (p.account_embedding) arg("--account-for-embedding-in-pipeline-split");
       if (p.account_loss) arg("--account-for-loss-in-pipeline-split");
@@ -216,7 +227,7 @@ LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, c
       arg(fmt::format("--decoder-last-pipeline-num-layers {}", p.stage_layers.back()));
       if (p.vpp > 1) arg(fmt::format("--num-virtual-stages-per-pipeline-rank {}", p.vpp));
     } else {
-      arg(fmt::format("--pipeline-model-parallel-layout \"{}\"", megatron_layout(p)));
+      arg(fmt::format("--pipeline-model-parallel-layout \"{}\"", megatron_layout(p, model)));
     }
     if (p.vpp > 1 && !p.overlap_p2p) arg("--no-overlap-p2p-communication");
   }

@@ -33,11 +33,12 @@ constexpr std::string_view kTomlHeredocClose = "TOML\n";  // the job file ends w
 std::string torchtitan_stages(const ParallelConfig& p) {
   std::vector<std::string> stages;
   const int n = p.pp * p.vpp;
+  const std::vector<int> layers_of = chunk_layers(p);  // the layout's uneven chunks too
   int layer = 0;
   for (int s = 0; s < n; ++s) {
     std::vector<std::string> modules;
     if (s == 0) modules.emplace_back("\"tok_embeddings\"");
-    for (int k = 0; k < p.stage_layers[static_cast<std::size_t>(s % p.pp)] / p.vpp; ++k)
+    for (int k = 0; k < layers_of[static_cast<std::size_t>(s)]; ++k)
       modules.push_back(fmt::format("\"layers.{}\"", layer++));
     if (s == n - 1) {
       modules.emplace_back("\"norm\"");
@@ -422,6 +423,12 @@ LaunchSettings torchtitan(const ParallelConfig& p, const TrainingSpec& training,
     out.cannot_express.push_back(fmt::format("cp={} with {}: torchtitan {}'s deepseek_v3 {} uses flex attention, which "
                                              "refuses context parallelism (T2.2)",
                                              p.cp, model.name, version, tt.flavor));
+  // torchtitan-rules.md names no multi-token-prediction module or option for any model: the launch
+  // trains without the MTP layers the estimate costs.
+  if (model.mtp_layers > 0)
+    out.cannot_express.push_back(fmt::format("mtp_layers={}: torchtitan {} has no multi-token prediction; the launch "
+                                             "would train without the MTP layers the estimate includes",
+                                             model.mtp_layers, version));
   if (training.optimizer == Optimizer::kSGD)
     out.cannot_express.push_back(fmt::format("optimizer=sgd: torchtitan {}'s [optimizer] name takes Adam or AdamW; "
                                              "the launch uses AdamW",

@@ -109,7 +109,7 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 const std::vector<std::string> kModelKeys{
     "name", "num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "ffn_hidden_size",
     "gated_mlp", "vocab_size", "tie_embeddings", "norm", "bias", "qkv_bias", "causal", "dropout",
-    "position_embedding", "max_position_embeddings", "type_vocab_size", "pooler", "moe", "mla"};
+    "position_embedding", "max_position_embeddings", "type_vocab_size", "pooler", "mtp_layers", "moe", "mla"};
 const std::vector<std::string> kMoeKeys{"num_experts", "top_k", "expert_ffn_hidden_size", "num_shared_experts",
                                         "shared_expert_ffn_hidden_size", "first_dense_layers", "layer_freq"};
 const std::vector<std::string> kMlaKeys{"q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
@@ -117,9 +117,10 @@ const std::vector<std::string> kMlaKeys{"q_lora_rank", "kv_lora_rank", "qk_rope_
 const std::vector<std::string> kClusterKeys{"name", "gpu", "nodes", "gpus_per_node", "intra_node_bandwidth",
                                             "inter_node_bandwidth", "intra_node_latency", "inter_node_latency",
                                             "nvlink_domain_gpus", "nodes_per_pod", "pod_oversubscription",
-                                            "rail_optimized"};
-const std::vector<std::string> kGpuKeys{"name", "memory", "peak_bf16_tflops", "peak_fp16_tflops", "peak_fp8_tflops",
-                                        "peak_fp32_tflops", "hbm_bandwidth"};
+                                            "rail_optimized", "gpu_power_limit_w"};
+const std::vector<std::string> kGpuKeys{"name",          "memory",        "peak_bf16_tflops", "peak_fp16_tflops",
+                                        "peak_fp8_tflops", "peak_fp32_tflops", "hbm_bandwidth", "board_power_w",
+                                        "power_limit_w"};
 
 // Fills the "0 means derived" fields so every later stage sees complete numbers. Only 0: a negative
 // value stays, for validate() to refuse.
@@ -191,6 +192,7 @@ ModelSpec model_from_json(const json& doc, std::string_view source) {
   m.max_position_embeddings = r.get_int("max_position_embeddings", 0);
   m.type_vocab_size = r.get_int("type_vocab_size", 0);
   m.pooler = r.get_bool("pooler", false);
+  m.mtp_layers = r.get_int("mtp_layers", 0);
   if (const json* moe = r.get_object("moe")) {
     JsonReader e(*moe, r.context() + ": moe", kMoeKeys);
     MoeSpec spec;
@@ -343,6 +345,7 @@ ModelSpec model_from_hf_config(const json& doc, std::string_view source) {
       e.first_dense_layers = opt_int("first_k_dense_replace", 0);
       e.layer_freq = opt_int("moe_layer_freq", 1);
       m.moe = e;
+      m.mtp_layers = opt_int("num_nextn_predict_layers", 0);  // DeepSeek-V3: 1 (the MTP module)
       MlaSpec a;
       a.q_lora_rank = opt_int("q_lora_rank", 0);  // null for DeepSeek-V2-Lite
       a.kv_lora_rank = get_int("kv_lora_rank");
@@ -412,6 +415,8 @@ GpuSpec gpu_from_json(const json& doc, std::string_view source) {
   g.peak_fp8_flops_per_s = r.get_double("peak_fp8_tflops", 0) * 1e12;
   g.peak_fp32_flops_per_s = r.get_double("peak_fp32_tflops", 0) * 1e12;
   g.hbm_bandwidth_bytes_per_s = r.get_quantity("hbm_bandwidth", 0, units::parse_bandwidth);
+  g.board_power_w = r.get_double("board_power_w", 0);
+  g.power_limit_w = r.get_double("power_limit_w", 0);
   r.finish();
   try {
     validate(g);
@@ -427,6 +432,8 @@ ClusterSpec cluster_from_json(const json& doc, std::string_view source) {
   if (!gpu_doc) r.fail("gpu", "is required (a GPU preset name or an object)");
   ClusterSpec c;
   c.gpu = gpu_from_json(*gpu_doc, r.context() + ": gpu");
+  // A power limit for the GPUs of a preset ("gpu: h100-sxm" has no field of its own for it).
+  if (r.has("gpu_power_limit_w")) c.gpu.power_limit_w = r.get_double("gpu_power_limit_w", 0);
   // Unset links default to the GPU's reference node (e.g. NVLink and NDR for an H100).
   ClusterSpec ref;
   bool have_ref = false;
@@ -547,6 +554,7 @@ json to_json(const ModelSpec& m) {
          {"max_position_embeddings", m.max_position_embeddings},
          {"type_vocab_size", m.type_vocab_size},
          {"pooler", m.pooler}};
+  if (m.mtp_layers > 0) j["mtp_layers"] = m.mtp_layers;
   if (m.moe)
     j["moe"] = {{"num_experts", m.moe->num_experts},
                 {"top_k", m.moe->top_k},
@@ -571,7 +579,9 @@ json to_json(const GpuSpec& g) {
           {"peak_fp16_tflops", g.peak_fp16_flops_per_s / 1e12},
           {"peak_fp8_tflops", g.peak_fp8_flops_per_s / 1e12},
           {"peak_fp32_tflops", g.peak_fp32_flops_per_s / 1e12},
-          {"hbm_bandwidth", g.hbm_bandwidth_bytes_per_s}};
+          {"hbm_bandwidth", g.hbm_bandwidth_bytes_per_s},
+          {"board_power_w", g.board_power_w},
+          {"power_limit_w", g.power_limit_w}};
 }
 
 json to_json(const ClusterSpec& c) {
@@ -604,7 +614,7 @@ json to_json(const TrainingSpec& t) {
 }
 
 json to_json(const ParallelConfig& c) {
-  return {{"dp", c.dp},
+  nlohmann::json j{{"dp", c.dp},
           {"tp", c.tp},
           {"pp", c.pp},
           {"vpp", c.vpp},
@@ -632,6 +642,8 @@ json to_json(const ParallelConfig& c) {
           {"dispatcher", to_string(c.dispatcher)},
           {"account_embedding", c.account_embedding},
           {"account_loss", c.account_loss}};
+  if (!c.layout.empty()) j["layout"] = to_string(c.layout);  // Megatron syntax (R13)
+  return j;
 }
 
 }  // namespace paratune

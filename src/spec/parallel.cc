@@ -19,7 +19,7 @@ const std::vector<std::string>& config_keys() {
       "etp",       "mbs",       "sp",        "zero",  "op",           "recompute",
       "recompute_layers", "recompute_modules", "stage_layers", "schedule", "grad_sync", "overlap_grad_reduce",
       "overlap_param_gather", "tp_comm_overlap", "overlap_p2p", "ep_overlap", "dispatcher", "account_embedding",
-      "account_loss"};
+      "account_loss", "layout"};
   return keys;
 }
 
@@ -84,6 +84,73 @@ std::string recompute_modules_text(unsigned modules) {
   return names.empty() ? "none" : fmt::format("{}", fmt::join(names, "+"));
 }
 
+// The most symbols a layout may expand to: Llama-3.1-405B's 126 layers on 16 x 8 stages are a few
+// hundred; the cap stops "t*2000000000" before it allocates.
+constexpr std::size_t kMaxLayoutSymbols = 1 << 20;
+
+// Megatron's layout text with its repetitions expanded (R13.1; layout.py's from_str does the same
+// with regular expressions, innermost group first): "(tt|)*2t*3" -> "tt|tt|ttt".
+class LayoutExpander {
+ public:
+  explicit LayoutExpander(std::string_view text) : text_(text) {}
+
+  std::string expand() {
+    std::string out = sequence();
+    if (pos_ < text_.size()) fail(fmt::format("')' at position {} closes no '('", pos_));
+    return out;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) const {
+    throw Error(fmt::format("layout: '{}': {} (Megatron-LM --pipeline-model-parallel-layout syntax: stages "
+                            "separated by '|', E t m L, X*n and (...)*n)",
+                            text_, why));
+  }
+  // Symbols and groups up to a ')' or the end.
+  std::string sequence() {
+    std::string out;
+    while (pos_ < text_.size() && text_[pos_] != ')') {
+      const char ch = text_[pos_];
+      if (ch == ',' || ch == ' ') {  // Megatron ignores commas; spaces read as nothing too
+        ++pos_;
+        continue;
+      }
+      std::string item;
+      if (ch == '(') {
+        ++pos_;
+        item = sequence();
+        if (pos_ >= text_.size()) fail("a '(' is never closed");
+        ++pos_;  // ')'
+        if (pos_ >= text_.size() || text_[pos_] != '*') fail(fmt::format("a group (...) must be followed by *n"));
+      } else if (ch == 'E' || ch == 't' || ch == 'm' || ch == 'L' || ch == '|') {
+        item = std::string(1, ch);
+        ++pos_;
+      } else {
+        fail(fmt::format("'{}' at position {} is not one of E t m L | ( ) * ,", ch, pos_));
+      }
+      const int n = repeat();
+      if (item.size() * static_cast<std::size_t>(n) + out.size() > kMaxLayoutSymbols)
+        fail(fmt::format("it expands to more than {} symbols", kMaxLayoutSymbols));
+      for (int i = 0; i < n; ++i) out += item;
+    }
+    return out;
+  }
+  // "*n" after a symbol or group; 1 when there is none.
+  int repeat() {
+    if (pos_ >= text_.size() || text_[pos_] != '*') return 1;
+    const std::size_t begin = ++pos_;
+    while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') ++pos_;
+    int n = 0;
+    const auto [ptr, ec] = std::from_chars(text_.data() + begin, text_.data() + pos_, n);
+    if (begin == pos_ || ec != std::errc() || ptr != text_.data() + pos_)
+      fail(fmt::format("'*' at position {} must be followed by a count", begin - 1));
+    if (n < 1) fail(fmt::format("the count *{} at position {} must be >= 1", n, begin - 1));
+    return n;
+  }
+
+  std::string_view text_;
+  std::size_t pos_ = 0;
+};
 
 }  // namespace
 
@@ -128,6 +195,64 @@ void check_recompute_modules(const ParallelConfig& c, const ModelSpec& model, co
     throw Error(fmt::format("recompute_modules={}: per_op_selective_recompute (torchtitan's op-level selective "
                             "checkpointing) has no module list; only Megatron-Core's selective recompute does",
                             text));
+}
+
+std::vector<LayoutStage> parse_pipeline_layout(std::string_view text) {
+  const std::string symbols = LayoutExpander(text).expand();
+  auto fail = [&](const std::string& why) {
+    throw Error(fmt::format("layout: '{}': {} (Megatron-LM R13.3)", text, why));
+  };
+  if (symbols.empty()) fail("it holds no stage");
+  std::vector<LayoutStage> stages(1);
+  bool mtp_seen = false;
+  for (std::size_t i = 0; i < symbols.size(); ++i) {
+    LayoutStage& s = stages.back();
+    switch (symbols[i]) {
+      case '|': stages.emplace_back(); break;
+      case 'E':
+        if (i != 0) fail("the embedding E must be the first symbol, and appear once");
+        s.embedding = true;
+        break;
+      case 'L':
+        if (i + 1 != symbols.size()) fail("the loss L must be the last symbol, and appear once");
+        s.loss = true;
+        break;
+      case 'm':
+        mtp_seen = true;
+        ++s.mtp;
+        break;
+      default:  // 't'
+        if (mtp_seen) fail("a decoder layer t comes after an MTP layer m (MTP layers follow every decoder layer)");
+        ++s.layers;
+        break;
+    }
+  }
+  if (!stages.front().embedding) fail("the first symbol must be the embedding E");
+  if (!stages.back().loss) fail("the last symbol must be the loss L");
+  return stages;
+}
+
+std::string to_string(const std::vector<LayoutStage>& layout) {
+  auto stage_text = [](const LayoutStage& s) {
+    auto symbol = [](char ch, int n) { return n == 0 ? std::string() : n == 1 ? std::string(1, ch) : fmt::format("{}*{}", ch, n); };
+    return (s.embedding ? "E" : "") + symbol('t', s.layers) + symbol('m', s.mtp) + (s.loss ? "L" : "");
+  };
+  // A run of k >= 2 equal stages, each followed by another stage, is written "(stage|)*k".
+  std::string out;
+  const std::size_t n = layout.size();
+  for (std::size_t i = 0; i < n;) {
+    std::size_t k = 1;
+    while (i + k + 1 < n && layout[i + k] == layout[i]) ++k;
+    const std::string s = stage_text(layout[i]);
+    if (k >= 2) {
+      out += fmt::format("({}|)*{}", s, k);
+    } else {
+      out += s;
+      if (i + 1 < n) out += '|';
+    }
+    i += k;
+  }
+  return out;
 }
 
 std::vector<int> recomputed_layers_per_stage(const ParallelConfig& p) {
@@ -198,6 +323,7 @@ ParallelConfig parse_parallel_config(std::string_view text, ParallelConfig c) {
     else if (key == "dispatcher") c.dispatcher = parse_enum<MoeDispatcher>(value);
     else if (key == "account_embedding") c.account_embedding = parse_bool(key, value);
     else if (key == "account_loss") c.account_loss = parse_bool(key, value);
+    else if (key == "layout") c.layout = value.empty() ? std::vector<LayoutStage>{} : parse_pipeline_layout(value);
     else throw Error("config: " + unknown_name_message("key", key, config_keys()));
     // A key given twice is a mistake (which did the user mean?), not "the last one wins".
     const std::string canonical = key == "sequence_parallel" ? "sp" : key;
@@ -219,7 +345,9 @@ std::string to_string(const ParallelConfig& c) {
     out += ",recompute_modules=" + recompute_modules_text(c.recompute_modules);
   if (c.account_embedding) out += ",account_embedding=true";
   if (c.account_loss) out += ",account_loss=true";
-  if (!c.stage_layers.empty() && !c.account_embedding && !c.account_loss)
+  if (!c.layout.empty())
+    out += ",layout=" + to_string(c.layout);
+  else if (!c.stage_layers.empty() && !c.account_embedding && !c.account_loss)
     out += ",stage_layers=" + fmt::format("{}", fmt::join(c.stage_layers, "/"));
   out += fmt::format(",schedule={},grad_sync={}", to_string(c.schedule), to_string(c.grad_sync));
   if (c.ep_overlap) out += ",ep_overlap=true";
@@ -236,6 +364,11 @@ std::string to_string(const ParallelConfig& c) {
 }
 
 std::vector<int> chunk_layers(const ParallelConfig& c) {
+  if (!c.layout.empty()) {
+    std::vector<int> out;
+    for (const LayoutStage& s : c.layout) out.push_back(s.layers);
+    return out;
+  }
   const int v = c.vpp;
   std::vector<int> out(static_cast<std::size_t>(c.pp * v));
   for (int r = 0; r < c.pp; ++r) {
@@ -243,6 +376,16 @@ std::vector<int> chunk_layers(const ParallelConfig& c) {
     const int per_chunk = (c.stage_layers[static_cast<std::size_t>(r)] + e + l) / v;
     for (int ch = 0; ch < v; ++ch)
       out[static_cast<std::size_t>(ch) * c.pp + r] = per_chunk - (ch == 0 ? e : 0) - (ch == v - 1 ? l : 0);
+  }
+  return out;
+}
+
+std::vector<int> chunk_mtp_layers(const ParallelConfig& c, const ModelSpec& model) {
+  std::vector<int> out(static_cast<std::size_t>(c.pp) * c.vpp, 0);
+  if (!c.layout.empty()) {
+    for (std::size_t k = 0; k < c.layout.size() && k < out.size(); ++k) out[k] = c.layout[k].mtp;
+  } else if (!out.empty()) {
+    out.back() = model.mtp_layers;
   }
   return out;
 }
@@ -375,6 +518,53 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
                             "each: fewer micro-batches, from a larger mbs or dp)",
                             c.pp, c.vpp, microbatches, static_cast<double>(chunks) * microbatches, kMaxPipelineSlots));
 
+  if (!c.layout.empty()) {
+    // Megatron-LM's --pipeline-model-parallel-layout (R13): the chunks as given, uneven ones too.
+    const std::string text = to_string(c.layout);
+    const std::int64_t stages = static_cast<std::int64_t>(c.pp) * c.vpp;
+    if (static_cast<std::int64_t>(c.layout.size()) != stages)
+      throw Error(fmt::format("layout: '{}' has {} stages but pp*vpp = {}*{} = {} (stage s runs on rank s % pp as "
+                              "chunk s / pp: a layout has pp*vpp stages, R13.2)",
+                              text, c.layout.size(), c.pp, c.vpp, stages));
+    if (c.account_embedding || c.account_loss)
+      throw Error(fmt::format("layout: '{}' cannot be combined with account_embedding/account_loss (R13.4)", text));
+    int layers = 0, mtp = 0, mtp_stages = 0;
+    std::vector<int> per_rank(static_cast<std::size_t>(c.pp), 0);
+    for (std::size_t k = 0; k < c.layout.size(); ++k) {
+      const LayoutStage& s = c.layout[k];
+      layers += s.layers;
+      per_rank[k % static_cast<std::size_t>(c.pp)] += s.layers;
+      if (s.mtp == 0) continue;
+      mtp += s.mtp;
+      ++mtp_stages;
+      if (k + static_cast<std::size_t>(c.pp) < c.layout.size())
+        throw Error(fmt::format("layout: '{}': the MTP layers are in stage {} (rank {}, chunk {}), not in the last "
+                                "chunk of their rank (R13.3)",
+                                text, k, k % static_cast<std::size_t>(c.pp), k / static_cast<std::size_t>(c.pp)));
+    }
+    if (layers != model.num_layers)
+      throw Error(fmt::format("layout: '{}' holds {} decoder layers t but the model has num_layers={} (R13.3)", text,
+                              layers, model.num_layers));
+    if (mtp != model.mtp_layers)
+      throw Error(fmt::format("layout: '{}' holds {} MTP layers m but the model has mtp_layers={} (R13.3)", text, mtp,
+                              model.mtp_layers));
+    if (mtp_stages > 1)
+      throw Error(fmt::format("layout: '{}': the MTP layers m are spread over {} stages; they sit together in one "
+                              "(R13.3)",
+                              text, mtp_stages));
+    // Megatron accepts empty stages ("...||L"); paratune's pipeline model needs a decoder layer on
+    // every rank (stage_layers >= 1 below).
+    for (std::size_t r = 0; r < per_rank.size(); ++r)
+      if (per_rank[r] < 1)
+        throw Error(fmt::format("layout: '{}' leaves pipeline rank {} without decoder layers (Megatron accepts "
+                                "that; paratune's cost model needs at least one per rank)",
+                                text, r));
+    if (!config.stage_layers.empty() && config.stage_layers != per_rank)
+      throw Error(fmt::format("layout: '{}' cannot be combined with stage_layers={} (the layout sets each rank's "
+                              "layers: {})",
+                              text, fmt::join(config.stage_layers, "/"), fmt::join(per_rank, "/")));
+    c.stage_layers = per_rank;
+  }
   const int e = c.account_embedding ? 1 : 0, l = c.account_loss ? 1 : 0;
   if (e + l > 0) {
     // Megatron-LM R11: (L + e + l) % pp == 0 and, with vpp, ((L + e + l)/pp) % vpp == 0; not with
@@ -410,9 +600,10 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
     for (std::size_t i = 0; i < c.stage_layers.size(); ++i) {
       if (c.stage_layers[i] < 1)
         throw Error(fmt::format("stage_layers[{}]={} must be >= 1", i, c.stage_layers[i]));
-      // The embedding / loss slot of the account flags is the one allowed remainder.
+      // The embedding / loss slot of the account flags is the one allowed remainder; a layout sets
+      // each chunk itself (uneven chunks allowed).
       const int slot = (i == 0 ? e : 0) + (i + 1 == c.stage_layers.size() ? l : 0);
-      if ((c.stage_layers[i] + slot) % c.vpp != 0)
+      if (c.layout.empty() && (c.stage_layers[i] + slot) % c.vpp != 0)
         throw Error(fmt::format("stage_layers[{}]={} is not divisible by vpp={}", i, c.stage_layers[i], c.vpp));
     }
   }

@@ -99,15 +99,22 @@ std::vector<ModelPreset> make_model_presets() {
     m.llama().moe(256, 8, 2048, 1, 2048, 3);
     m.s.mla = MlaSpec{1536, 512, 64, 128, 128};
     m.s.head_dim = 192;
+    m.s.mtp_layers = 1;  // config.json num_nextn_predict_layers = 1 (Sec. 2.2, trained with D = 1)
     p.push_back(m.published(671e9, 37e9, "DeepSeek-V3 technical report (2024) Sec. 4.2; deepseek-ai/DeepSeek-V3 config.json"));
   }
   return p;
 }
 
 GpuSpec gpu(std::string name, double memory_mib, double bf16_tflops, double fp16_tflops, double fp8_tflops,
-            double fp32_tflops, double hbm_gbps) {
-  return GpuSpec{std::move(name), memory_mib * kMiB, bf16_tflops * kTera, fp16_tflops * kTera,
-                 fp8_tflops * kTera, fp32_tflops * kTera, hbm_gbps * kGBps};
+            double fp32_tflops, double hbm_gbps, double board_power_w = 0) {
+  return GpuSpec{.name = std::move(name),
+                 .memory_bytes = memory_mib * kMiB,
+                 .peak_bf16_flops_per_s = bf16_tflops * kTera,
+                 .peak_fp16_flops_per_s = fp16_tflops * kTera,
+                 .peak_fp8_flops_per_s = fp8_tflops * kTera,
+                 .peak_fp32_flops_per_s = fp32_tflops * kTera,
+                 .hbm_bandwidth_bytes_per_s = hbm_gbps * kGBps,
+                 .board_power_w = board_power_w};
 }
 
 // Datasheet figures, dense (no 2:4 sparsity). Memory is the total nvidia-smi reports where known.
@@ -117,6 +124,9 @@ GpuSpec gpu(std::string name, double memory_mib, double bf16_tflops, double fp16
 //   H800 SXM5: same chip and HBM as H100 SXM, NVLink cut to 400 GB/s (bidirectional).
 //   RTX A5000: 111.1 dense tensor TFLOP/s (222.2 sparse), 24 GB GDDR6, 768 GB/s.
 //   RTX 3080 10GB: 59.5 FP16/BF16 tensor TFLOP/s with FP32 accumulate (GA102 whitepaper), 760 GB/s.
+// Board power, where a source this project cites states it (the peaks are for it; a lower power
+// limit scales them, GpuSpec::power_limit_w): H100 SXM 700 W (dgxc-benchmarking rows: "H100 80GB
+// HBM3 700W", data/published-runs), H200 700 W (MLPerf system file, below), B200 1000 W (below).
 //
 // The Hopper-refresh and Blackwell GPUs, as collected in data/published-runs/SOURCES.md ("GPU
 // datasheet figures for the new GPU types"):
@@ -147,10 +157,10 @@ std::vector<GpuSpec> make_gpu_presets() {
   return {gpu("v100-32gb", 32768, 0, 125, 0, 15.7, 900),
           gpu("a100-40gb", 40960, 312, 312, 0, 19.5, 1555),
           gpu("a100-80gb", 81920, 312, 312, 0, 19.5, 2039),
-          gpu("h100-sxm", 81559, 989.4, 989.4, 1978.9, 66.9, 3350),
-          gpu("h800", 81559, 989.4, 989.4, 1978.9, 66.9, 3350),
-          gpu("h200", 143771, 989.4, 989.4, 1978.9, 66.9, 4800),
-          datasheet_gb(gpu("b200", 0, 2250, 2250, 4500, 0, 7700), 180),
+          gpu("h100-sxm", 81559, 989.4, 989.4, 1978.9, 66.9, 3350, 700),
+          gpu("h800", 81559, 989.4, 989.4, 1978.9, 66.9, 3350, 700),
+          gpu("h200", 143771, 989.4, 989.4, 1978.9, 66.9, 4800, 700),
+          datasheet_gb(gpu("b200", 0, 2250, 2250, 4500, 0, 7700, 1000), 180),
           datasheet_gb(gpu("gb200", 0, 2450, 2450, 4900, 0, 8000), 186),
           gpu("rtx-a5000", 24564, 111.1, 111.1, 0, 27.8, 768),
           gpu("rtx-3080", 10240, 59.5, 59.5, 0, 29.8, 760)};

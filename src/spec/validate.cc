@@ -69,6 +69,10 @@ void validate(const ModelSpec& m) {
   if (m.head_dim == 0 && m.hidden_size % m.num_attention_heads != 0)
     throw Error(fmt::format("num_attention_heads: {} does not divide hidden_size {} (set head_dim explicitly)",
                             m.num_attention_heads, m.hidden_size));
+  if (m.mtp_layers < 0) throw Error(fmt::format("mtp_layers: {} must be >= 0", m.mtp_layers));
+  if (m.mtp_layers > 0 && !m.causal)
+    throw Error(fmt::format("mtp_layers: {} needs a causal decoder (multi-token prediction predicts later tokens)",
+                            m.mtp_layers));
   if (m.position_embedding == PositionEmbedding::kLearned && m.max_position_embeddings <= 0)
     throw Error("max_position_embeddings: must be > 0 with learned position embeddings");
   if (m.moe) {
@@ -116,6 +120,23 @@ void validate(const GpuSpec& g) {
   require_finite_non_negative("gpu.peak_fp32_tflops", g.peak_fp32_flops_per_s / 1e12);
   if (g.peak_bf16_flops_per_s <= 0 && g.peak_fp16_flops_per_s <= 0)
     throw Error("gpu: needs at least one of peak_bf16_tflops, peak_fp16_tflops > 0");
+  require_finite_non_negative("gpu.board_power_w", g.board_power_w);
+  require_finite_non_negative("gpu.power_limit_w", g.power_limit_w);
+  if (g.power_limit_w > 0) {
+    if (g.board_power_w <= 0)
+      throw Error(fmt::format("gpu.power_limit_w: {} W needs the board power the peaks are for (gpu.board_power_w); "
+                              "{} does not state it",
+                              g.power_limit_w, g.name));
+    if (g.power_limit_w > g.board_power_w)
+      throw Error(fmt::format("gpu.power_limit_w: {} W is above {}'s board power of {} W (a limit only lowers the "
+                              "clocks)",
+                              g.power_limit_w, g.name, g.board_power_w));
+    // nvidia-smi refuses limits below about a quarter of the board power (H100 SXM: 200 of 700 W).
+    if (g.power_limit_w < 0.25 * g.board_power_w)
+      throw Error(fmt::format("gpu.power_limit_w: {} W is below a quarter of {}'s board power of {} W, lower than "
+                              "any GPU allows",
+                              g.power_limit_w, g.name, g.board_power_w));
+  }
 }
 
 void validate(const ClusterSpec& c) {

@@ -197,6 +197,27 @@ TEST(Moe, NodeDeduplicatedDispatchSendsEachTokenOncePerNode) {
   EXPECT_GT(2 * 7 * p_rank * 1e9 / 100e9, 0.03);  // the NVLink side, slower than NVLink alone on one node
 }
 
+// A power limit slows the compute by (limit / board)^power_clock_exponent and nothing else: with
+// exponent 1 and memory-bound kernels made free (HBM x 1000), the compute of a GEMM-bound layer
+// takes 700/500 = 1.4x as long at 500 W; with exponent 0 nothing changes.
+TEST(PowerLimit, ScalesTheComputeClock) {
+  const ModelSpec llama = find_model_preset("llama3-8b").spec;
+  ClusterSpec node = testing::dgx_h100(1);
+  node.gpu.hbm_bandwidth_bytes_per_s *= 1000;
+  const TrainingSpec t = testing::training(4096, 64);
+  const ParallelConfig p = resolve(parse_parallel_config("dp=8,mbs=1,zero=1"), llama, node, t);
+  Calibration cal = default_calibration();
+  cal.power_clock_exponent = 1;
+  cal.op_issue_s = 0;  // no host-bound layers
+  const Estimate full = estimate(llama, node, t, p, cal);
+  ClusterSpec capped = node;
+  capped.gpu.power_limit_w = 500;
+  const Estimate slow = estimate(llama, capped, t, p, cal);
+  EXPECT_NEAR(slow.stages[0].forward_s / full.stages[0].forward_s, 1.4, 0.01);
+  cal.power_clock_exponent = 0;
+  EXPECT_DOUBLE_EQ(estimate(llama, capped, t, p, cal).iteration_time_s, estimate(llama, node, t, p, cal).iteration_time_s);
+}
+
 // Host issue time (cost/host_issue.h), worked by hand with op_issue_s = 10 us.
 TEST(HostIssue, ALayerCostsTheSlowerOfGpuAndCpuAndTheMoeSyncDrainsTheQueue) {
   Calibration cal;

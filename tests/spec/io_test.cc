@@ -337,6 +337,25 @@ TEST(Cluster, ScaleUpDomainErrorsNameFileFieldValueAndRule) {
   EXPECT_NE(error_of([&] { load_cluster(rails); }).find("rail_optimized: 1 is not a boolean"), std::string::npos);
 }
 
+// A power limit below the board power: read from the cluster file, kept in JSON, refused where it
+// cannot be (no board power, above it, below a quarter of it).
+TEST(Cluster, GpuPowerLimit) {
+  const ClusterSpec capped = load_cluster(write_temp("capped.yaml", "gpu: h100-sxm\nnodes: 2\ngpu_power_limit_w: 500\n"));
+  EXPECT_DOUBLE_EQ(capped.gpu.board_power_w, 700);
+  EXPECT_DOUBLE_EQ(capped.gpu.power_limit_w, 500);
+  EXPECT_DOUBLE_EQ(cluster_from_json(to_json(capped), "round-trip").gpu.power_limit_w, 500);
+  std::string e = error_of([&] {
+    load_cluster(write_temp("above.yaml", "gpu: h100-sxm\nnodes: 1\ngpu_power_limit_w: 800\n"));
+  });
+  EXPECT_NE(e.find("above.yaml"), std::string::npos) << e;
+  EXPECT_NE(e.find("gpu.power_limit_w: 800 W is above h100-sxm's board power of 700 W"), std::string::npos) << e;
+  e = error_of([&] { load_cluster(write_temp("low.yaml", "gpu: h100-sxm\nnodes: 1\ngpu_power_limit_w: 100\n")); });
+  EXPECT_NE(e.find("gpu.power_limit_w: 100 W is below a quarter of h100-sxm's board power"), std::string::npos) << e;
+  e = error_of([&] { load_cluster(write_temp("unknown.yaml", "gpu: a100-80gb\nnodes: 1\ngpu_power_limit_w: 300\n")); });
+  EXPECT_NE(e.find("gpu.power_limit_w: 300 W needs the board power the peaks are for (gpu.board_power_w)"),
+            std::string::npos) << e;
+}
+
 TEST(Cluster, JsonRoundTripKeepsTheFabric) {
   ClusterSpec c = load_cluster("gb200-nvl72:36");
   c.nodes_per_pod = 18;

@@ -37,6 +37,10 @@ struct Calibration {
   // amortise the softmax rescaling and the launch): rate x kv / (kv + attention_half_kv_tokens),
   // kv = the keys one kernel call sees (seq, or seq/cp per context-parallel ring step).
   double attention_half_kv_tokens = 0;
+  // A GPU run below its board power (GpuSpec::power_limit_w) clocks its tensor cores down: compute
+  // peaks x (limit / board power)^power_clock_exponent. Dynamic power ~ f·V² with V rising with f
+  // in the DVFS range gives f ~ P^(1/3) where the cap binds throughout.
+  double power_clock_exponent = 1.0 / 3;
   // Memory-bound kernels (norms, activations, residuals, optimizer): fraction of HBM bandwidth.
   double hbm_efficiency = 0.75;
   // Host (CPU) time to issue one operator of a layer: Python, PyTorch's dispatcher, autograd

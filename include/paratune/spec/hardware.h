@@ -24,6 +24,11 @@ struct GpuSpec {
   double peak_fp8_flops_per_s = 0;
   double peak_fp32_flops_per_s = 0;   // plain FP32 (CUDA cores), used for nothing GEMM-heavy
   double hbm_bandwidth_bytes_per_s = 0;
+  // The board power the datasheet peaks are for, W (0 = not known), and a lower limit the GPUs are
+  // set to run at (nvidia-smi -pl; 0 = the board power). Under a limit the tensor cores clock down:
+  // the cost model scales the compute peaks by (limit / board)^Calibration::power_clock_exponent.
+  double board_power_w = 0;
+  double power_limit_w = 0;
 
   // Peak for the GEMMs of training at this precision; throws Error if the chip lacks it.
   [[nodiscard]] double peak_flops_per_s(Precision precision) const;

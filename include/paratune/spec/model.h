@@ -62,6 +62,10 @@ struct ModelSpec {
   int max_position_embeddings = 0;  // rows of a learned position table
   int type_vocab_size = 0;          // BERT token-type embeddings
   bool pooler = false;              // BERT pooler (hidden x hidden dense)
+  // Multi-token-prediction layers trained with the model (DeepSeek-V3 Sec. 2.2; Hugging Face
+  // num_nextn_predict_layers, Megatron-LM --mtp-num-layers). Each: two RMSNorms, a 2h -> h
+  // projection, one transformer layer of the model's kind and the shared output head + loss again.
+  int mtp_layers = 0;
   std::optional<MoeSpec> moe;
   std::optional<MlaSpec> mla;
 

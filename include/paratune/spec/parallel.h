@@ -30,6 +30,17 @@ constexpr unsigned recompute_module_bit(RecomputeModule m) { return 1u << static
 // selective recompute, what recompute=selective meant before the module list existed).
 inline constexpr unsigned kDefaultRecomputeModules = recompute_module_bit(RecomputeModule::kCoreAttn);
 
+// One stage (virtual pipeline stage, model chunk) of Megatron-LM's --pipeline-model-parallel-layout
+// (data/frameworks/megatron-lm-rules.md R13): its decoder layers "t", MTP layers "m", and whether
+// it holds the embedding "E" (only the first stage) and the output layer and loss "L" (only the last).
+struct LayoutStage {
+  int layers = 0;
+  int mtp = 0;
+  bool embedding = false;
+  bool loss = false;
+  bool operator==(const LayoutStage&) const = default;
+};
+
 struct ParallelConfig {
   int dp = 1;   // data-parallel replicas (includes the expert-parallel ranks, as in Megatron)
   int tp = 1;   // tensor-parallel degree
@@ -59,6 +70,11 @@ struct ParallelConfig {
   // 128 slots, 2 per chunk, 1 layer in the first and the last chunk. Excludes stage_layers.
   bool account_embedding = false;
   bool account_loss = false;
+  // Megatron-LM's --pipeline-model-parallel-layout (R13), "layout=Et*4|(t*4|)*14tmL" in the config
+  // text: pp·vpp stages in chunk order, stage s on rank s % pp (chunk s / pp). Chunks may be uneven;
+  // stage_layers is derived from it (each rank's sum). Empty = no layout. Excludes stage_layers
+  // (other than the derived one) and the account flags, as in Megatron.
+  std::vector<LayoutStage> layout;
   Schedule schedule = Schedule::kOneFOneB;
   GradSync grad_sync = GradSync::kOverlapped;
   bool overlap_grad_reduce = true;   // DP gradient reduce overlapped with backward
@@ -128,9 +144,22 @@ std::vector<StageMesh> parse_stage_meshes(std::string_view text);
 std::vector<int> recomputed_layers_per_stage(const ParallelConfig& p);
 
 // Decoder layers of each virtual stage k = chunk·pp + rank (pp·vpp entries) of a resolved
-// configuration: each rank's stage_layers split evenly over its vpp chunks, except the one-layer
-// deficits of account_embedding (rank 0, chunk 0) and account_loss (last rank, last chunk).
+// configuration: the layout's stages when one is given; else each rank's stage_layers split evenly
+// over its vpp chunks, except the one-layer deficits of account_embedding (rank 0, chunk 0) and
+// account_loss (last rank, last chunk).
 std::vector<int> chunk_layers(const ParallelConfig& c);
+// MTP layers of each virtual stage (pp·vpp entries): where the layout puts "m"; without a layout
+// all of the model's `mtp_layers` on the last virtual stage (Megatron's default, R13.3).
+std::vector<int> chunk_mtp_layers(const ParallelConfig& c, const ModelSpec& model);
+
+// Megatron's layout syntax (R13.1): '|' separates stages, E embedding, t decoder layer, m MTP
+// layer, L loss; "X*n" repeats a symbol, "(...)*n" a group (which may hold '|'); commas and spaces
+// are ignored. Checks the syntax and the order Megatron requires (E first, L last, no decoder
+// layer after an MTP layer); counts against the model and pp·vpp are resolve()'s. Throws Error
+// naming the field, the value and the rule.
+std::vector<LayoutStage> parse_pipeline_layout(std::string_view text);
+// Compact Megatron form: runs of equal stages as "(t*4|)*14", e.g. "Et*4|(t*4|)*14tmL".
+std::string to_string(const std::vector<LayoutStage>& layout);
 
 // Even split of `layers` over `stages` (earlier stages get the remainder), e.g. 10 over 4 = 3,3,2,2.
 std::vector<int> even_stage_layers(int layers, int stages);
