@@ -308,7 +308,9 @@ struct StageCostModel::Impl {
     part.weight_grad_s += mtp * (layer.weight_grad_s + proj + head);
     if (config.recompute == RecomputeMode::kSelective) {
       part.recompute_s += mtp * layer.selective_recompute_s;
-      part.recompute_flops += mtp * d.attention_flops_per_s * layer.selective_recompute_s;
+      part.recompute_flops += mtp * layer.selective_recompute_flops;
+      part.recompute_tp_s += mtp * layer.selective_recompute_tp_s;
+      part.recompute_ep_s += mtp * layer.selective_recompute_ep_s;
     }
     part.tp_forward_s += mtp * layer.tp_forward_s;
     part.tp_backward_s += mtp * layer.tp_backward_s;
