@@ -9,8 +9,8 @@
 // own* (num_rdma_token_sent), with a token's experts limited to num_topk_groups = 4 nodes;
 // intranode, the tokens each rank receives, one per distinct rank including itself (recv_x). So the
 // published time is those bytes over that bandwidth, and the model's time is compared with it.
-// Not modelled by paratune: node-limited routing (DeepSeek-V3's top-4 groups; it only bites on more
-// than 4 nodes, EP 64 here), kernel launch and the notify step's latency.
+// The model routes as the test does: one group per node, the top min(4, nodes) groups (cost/moe.h
+// holders_reached). Not modelled: kernel launch and the notify step's latency.
 //
 // Run: build/bench/bench_moe_dispatch_vs_deepep   (no arguments; prints a Markdown table)
 #include <fmt/format.h>
@@ -56,14 +56,17 @@ int main() {
         make_fabric(cluster, cal.intra_node_bandwidth_efficiency, cal.inter_node_bandwidth_efficiency);
     const GroupPlacement group = place_group(p.ep, 1, cluster);
     const double nodes = group.nodes();
-    // The test's logical copies per token: distinct ranks (one node) or distinct nodes, own included,
-    // among the top_k experts of at most kTopkGroups nodes (expected_distinct_holders, cost/moe.h).
+    moe.route_groups = static_cast<int>(nodes);
+    moe.route_group_topk = static_cast<int>(std::min<double>(kTopkGroups, nodes));
+    // The test's logical copies per token (its routing: top-8 among the experts of kTopkGroups nodes,
+    // all nodes when there are no more): distinct ranks on one node, else distinct nodes, own
+    // included. Counted independently of the model's groups: one group per node, as the test has it.
     double copies = 0;
     if (nodes <= 1) {
       copies = cost_detail::expected_distinct_holders(moe.num_experts, p.ep, moe.top_k);
     } else if (nodes <= kTopkGroups) {
       copies = cost_detail::expected_distinct_holders(moe.num_experts, nodes, moe.top_k);
-    } else {  // the token's experts lie in 4 of the nodes' groups
+    } else {
       copies = cost_detail::expected_distinct_holders(moe.num_experts * kTopkGroups / nodes, kTopkGroups, moe.top_k);
     }
     auto row = [&](double token_bytes, double published_gb_per_s, double* error_pct) {

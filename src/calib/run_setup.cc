@@ -63,11 +63,11 @@ std::string outside_parentheses(const std::string& text) {
 struct Framework {
   bool megatron = false;        // Megatron-LM, Megatron-Core, NeMo, Megatron-Bridge
   bool early_megatron = false;  // the 2020/2021 Megatron-LM READMEs (no flash attention, no SP/CP)
-  // Megatron-Bridge (NeMo 26.x containers): Megatron-Core with --overlap-moe-expert-parallel-comm
-  // (R18.1). NeMo 25.02/25.04 predate it.
-  bool moe_a2a_overlap = false;
+  // Megatron-Bridge (NeMo 26.x containers) and its performance recipes: Megatron-Core with
+  // --overlap-moe-expert-parallel-comm (R17.1) and the flex (DeepEP) dispatcher, DeepSeek-V3 with
+  // MTP and a pipeline layout, BF16 gradients. NeMo 25.02/25.04 predate them.
+  bool megatron_bridge = false;
   bool nemo = false;
-  bool megatron_bridge = false;  // its recipes: DeepSeek-V3 with MTP and a stated pipeline layout
   bool torchtitan = false;
 };
 
@@ -78,7 +78,6 @@ Framework framework_of(const PublishedRun& run) {
   fw.megatron = contains(f, "megatron") || fw.nemo;
   fw.early_megatron = contains(f, "megatron-lm") && (contains(f, "2020") || contains(f, "2021"));
   fw.torchtitan = contains(f, "torchtitan");
-  fw.moe_a2a_overlap = contains(f, "megatron-bridge");
   fw.megatron_bridge = contains(f, "megatron-bridge");
   return fw;
 }
@@ -308,6 +307,8 @@ ModelSpec model_for(const PublishedRun& run, const Framework& fw, std::vector<st
       if (m.moe && p.spec.moe) {
         m.moe->first_dense_layers = p.spec.moe->first_dense_layers;
         m.moe->shared_expert_ffn_hidden_size = p.spec.moe->shared_expert_ffn_hidden_size;
+        m.moe->route_groups = p.spec.moe->route_groups;  // node-limited routing (NeMo: 8 groups, top 4)
+        m.moe->route_group_topk = p.spec.moe->route_group_topk;
       }
       why.push_back(fmt::format(
           "DeepSeek-V3: MLA (q_lora {}, kv_lora {}, rope {}, nope {}, v {}) and first {} layers dense, from the "
@@ -763,6 +764,13 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
     // parameters (gathered in fp32) and reduces gradients in bf16.
     const std::string precision_text = run.get("precision");
     if (contains(precision_text, "pure")) t.fp32_grad_accumulation = false;
+    // Megatron-Bridge's performance recipes reduce and keep gradients in BF16
+    // (perf_recipes/_common.py _benchmark_common: mixed_precision.grad_reduce_in_fp32 = False,
+    // ddp.grad_reduce_in_fp32 = False; Megatron-Bridge @067f987), so the grad buffer is BF16.
+    if (fw.megatron_bridge) {
+      t.fp32_grad_accumulation = false;
+      why.push_back("BF16 gradient buffers (Megatron-Bridge performance recipes: grad_reduce_in_fp32 = False)");
+    }
     if (contains(precision_text, "mp mode default")) {
       t.fp32_grad_accumulation = false;
       t.fp32_param_gather = true;
@@ -772,6 +780,9 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
       if (contains(run.get("notes"), "force-balanced") || contains(run.get("other_result"), "force-balanced")) {
         t.moe_balancing = MoeBalancing::kForceBalanced;
         why.push_back("MoE routing force-balanced, token-dropless (source footnote)");
+        // Forced balancing replaces the router's choice (Megatron's --moe-router-force-load-balancing
+        // draws experts uniformly): group limits no longer apply.
+        s.model.moe->route_groups = s.model.moe->route_group_topk = 0;
       } else if (runs_synthetic_data(s.source_id)) {
         // A router at its random initialisation, fed uniformly random tokens, spreads them evenly:
         // each expert's share is binomial, within a fraction of a percent at these token counts.
@@ -873,7 +884,7 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
     }
     // Expert all-to-all overlap only where the row states it and its framework has it: a searched
     // overlap would be taken whenever it is faster, crediting runs with an overlap nobody measured.
-    if (s.model.moe && fw.moe_a2a_overlap) {
+    if (s.model.moe && fw.megatron_bridge) {
       const std::string text = lower(run.get("notes") + " " + run.get("other_result"));
       if (contains(text, "overlap-moe-expert-parallel-comm") || contains(text, "overlap_moe_expert_parallel_comm")) {
         s.ep_overlap_choices = {true};
@@ -885,7 +896,7 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
     }
     // Megatron-Bridge's containers have Megatron-Core's flex dispatcher (DeepEP / HybridEP
     // backends) beside the all-to-all one; its MoE recipes pick either per model and GPU.
-    if (s.model.moe && fw.moe_a2a_overlap && s.ep_choices != std::vector<int>{1}) {
+    if (s.model.moe && fw.megatron_bridge && s.ep_choices != std::vector<int>{1}) {
       s.dispatcher_choices = {MoeDispatcher::kAllToAll, MoeDispatcher::kDeepEP};
       s.searched_axes.emplace_back("dispatcher");
       why.push_back("MoE token dispatcher not stated: searched alltoall and deepep (Megatron-Bridge has both)");
@@ -922,10 +933,12 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
     }
     // FP8 parameters: NVIDIA's FP8 recipes pass --fp8-param-gather with the distributed optimizer
     // (Megatron-LM R20.6; NeMo's bf16_with_fp8_mixed sets fp8_param_gather); torchao's "float8
-    // all-gather" rows gather FSDP parameters in float8 (torchtitan T7.5).
+    // all-gather" rows gather FSDP parameters in float8 (torchtitan T7.5). MXFP8 too in
+    // Megatron-Bridge (mixed_precision.py bf16_with_mxfp8_mixed: fp8_param_gather = True, with
+    // reuse_grad_buf_for_mxfp8_param_ag).
     const std::string precision_lower = lower(run.get("precision"));
     if (t.precision == Precision::kFP8 && c.zero >= 1) {
-      if (fw.megatron && !fw.early_megatron && t.fp8_recipe != Fp8Recipe::kMxfp8) {
+      if (fw.megatron && !fw.early_megatron && (t.fp8_recipe != Fp8Recipe::kMxfp8 || fw.megatron_bridge)) {
         t.fp8_param_gather = true;
         why.push_back("FP8 parameters gathered in FP8 (--fp8-param-gather, NVIDIA / NeMo FP8 recipe default)");
       } else if (contains(precision_lower, "float8 all-gather") || contains(precision_lower, "f8 all-gather")) {

@@ -32,14 +32,23 @@ double expected_distinct_holders(double experts, double holders, int top_k) {
   return holders * (1 - none);
 }
 
+double holders_reached(const MoeSpec& moe, double holders) {
+  const double experts = moe.num_experts;
+  if (moe.route_groups <= 0 || moe.route_group_topk >= moe.route_groups)
+    return expected_distinct_holders(experts, holders, moe.top_k);
+  const double groups = moe.route_groups, chosen = moe.route_group_topk;
+  const double eligible =
+      holders >= groups ? chosen * holders / groups : expected_distinct_holders(groups, holders, moe.route_group_topk);
+  return expected_distinct_holders(experts * chosen / groups, eligible, moe.top_k);
+}
+
 double expert_dispatch_s(double tokens, double token_bytes, const MoeSpec& moe, MoeDispatcher dispatcher,
                          const GroupPlacement& g, const Fabric& f) {
   if (g.size <= 1) return 0;
   if (dispatcher == MoeDispatcher::kAllToAll) return all_to_all_s(tokens * moe.top_k * token_bytes, g, f);
-  const double experts = moe.num_experts;
   const double n = g.nodes(), m = g.ranks_per_node;
-  const double p_rank = expected_distinct_holders(experts, g.size, moe.top_k) / g.size;
-  const double p_node = expected_distinct_holders(experts, n, moe.top_k) / n;
+  const double p_rank = holders_reached(moe, g.size) / g.size;
+  const double p_node = holders_reached(moe, n) / n;
   const double nvlink_copies = (m - 1) * p_rank * n;  // own node + forwarded: (m-1)·p_rank·(1 + (n-1))
   const double nvlink_s = nvlink_copies * tokens * token_bytes / f.intra.bandwidth_bytes_per_s + (m - 1) * f.intra.latency_s;
   if (n <= 1) return nvlink_s;

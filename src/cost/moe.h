@@ -35,6 +35,15 @@ int expert_data_parallel_size(const ParallelConfig& p);
 // E.g. 128 experts on 8 ranks, top-8: 8 · (1 - 0.34) = 5.3 ranks; on 2 nodes: 2 · (1 - 0.0035) = 2.0.
 double expected_distinct_holders(double experts, double holders, int top_k);
 
+// The holders (ranks or nodes, experts in order over them) a token's top_k experts reach, on
+// average. With group-limited routing the experts come from route_group_topk of route_groups
+// contiguous groups, so only those groups' holders are eligible:
+//   eligible = route_group_topk · H / G            when a group spans H/G >= 1 holders,
+//            = expected_distinct_holders(G, H, Gk)  when a holder carries several groups;
+//   reached  = expected_distinct_holders(E · Gk/G, eligible, top_k).
+// DeepSeek-V3 on 8 nodes (8 groups, top 4): 4 eligible nodes, 3.63 reached (unlimited: 5.3).
+double holders_reached(const MoeSpec& moe, double holders);
+
 // One dispatch (or combine: the same volume back) of `tokens` tokens of `token_bytes` each from one
 // rank of the expert-parallel group `ep_group`, seconds.
 //   alltoall: one copy per chosen expert, top_k of them, through an NCCL all-to-all
@@ -42,7 +51,8 @@ double expected_distinct_holders(double experts, double holders, int top_k);
 //   deepep:   node-deduplicated (DeepEP normal kernels, DeepSeek-V3 report Sec. 3.2.2; Megatron's
 //             flex dispatcher): one copy per distinct remote node over RDMA, then one per distinct
 //             rank over NVLink, both in flight at once, so the slower wins. With n nodes of m ranks
-//             and p_rank, p_node = the chance a rank / a node holds one of the token's experts:
+//             and p_rank, p_node = the chance a rank / a node holds one of the token's experts
+//             (holders_reached / holders):
 //               RDMA copies per token   (n - 1) · p_node
 //               NVLink copies per token (m - 1) · p_rank           to the own node's ranks
 //                                     + (n - 1) · (m - 1) · p_rank forwarding what arrived by RDMA

@@ -96,6 +96,10 @@ std::vector<std::string> megatron_model_args(const ModelSpec& m, const TrainingS
     a.push_back(fmt::format("--num-experts {}", e.num_experts));
     a.push_back(fmt::format("--moe-router-topk {}", e.top_k));
     a.push_back(fmt::format("--moe-ffn-hidden-size {}", e.expert_ffn_hidden_size));
+    if (e.route_groups > 0) {  // group-limited routing (R16.3)
+      a.push_back(fmt::format("--moe-router-num-groups {}", e.route_groups));
+      a.push_back(fmt::format("--moe-router-group-topk {}", e.route_group_topk));
+    }
     if (e.num_shared_experts > 0)  // the total over the shared experts (R16.6)
       a.push_back(fmt::format("--moe-shared-expert-intermediate-size {}", e.num_shared_experts * e.shared_ffn()));
     if (e.first_dense_layers > 0 || e.layer_freq > 1) {  // one 0/1 per layer (R16.2)

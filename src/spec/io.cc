@@ -110,8 +110,9 @@ const std::vector<std::string> kModelKeys{
     "name", "num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "ffn_hidden_size",
     "gated_mlp", "vocab_size", "tie_embeddings", "norm", "bias", "qkv_bias", "causal", "dropout",
     "position_embedding", "max_position_embeddings", "type_vocab_size", "pooler", "mtp_layers", "moe", "mla"};
-const std::vector<std::string> kMoeKeys{"num_experts", "top_k", "expert_ffn_hidden_size", "num_shared_experts",
-                                        "shared_expert_ffn_hidden_size", "first_dense_layers", "layer_freq"};
+const std::vector<std::string> kMoeKeys{"num_experts",        "top_k",      "expert_ffn_hidden_size",
+                                        "num_shared_experts", "shared_expert_ffn_hidden_size",
+                                        "first_dense_layers", "layer_freq", "route_groups", "route_group_topk"};
 const std::vector<std::string> kMlaKeys{"q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
                                         "v_head_dim"};
 const std::vector<std::string> kClusterKeys{"name", "gpu", "nodes", "gpus_per_node", "intra_node_bandwidth",
@@ -203,6 +204,8 @@ ModelSpec model_from_json(const json& doc, std::string_view source) {
     spec.shared_expert_ffn_hidden_size = e.get_int("shared_expert_ffn_hidden_size", 0);
     spec.first_dense_layers = e.get_int("first_dense_layers", 0);
     spec.layer_freq = e.get_int("layer_freq", 1);
+    spec.route_groups = e.get_int("route_groups", 0);
+    spec.route_group_topk = e.get_int("route_group_topk", 0);
     e.finish();
     m.moe = spec;
   }
@@ -344,6 +347,11 @@ ModelSpec model_from_hf_config(const json& doc, std::string_view source) {
       e.num_shared_experts = opt_int("n_shared_experts", 0);
       e.first_dense_layers = opt_int("first_k_dense_replace", 0);
       e.layer_freq = opt_int("moe_layer_freq", 1);
+      // Group-limited routing: DeepSeek-V3 n_group 8, topk_group 4 (V2: "group_limited_greedy").
+      if (opt_int("n_group", 1) > 1 && opt_int("topk_group", 0) > 0) {
+        e.route_groups = opt_int("n_group", 1);
+        e.route_group_topk = opt_int("topk_group", 0);
+      }
       m.moe = e;
       m.mtp_layers = opt_int("num_nextn_predict_layers", 0);  // DeepSeek-V3: 1 (the MTP module)
       MlaSpec a;
@@ -562,7 +570,9 @@ json to_json(const ModelSpec& m) {
                 {"num_shared_experts", m.moe->num_shared_experts},
                 {"shared_expert_ffn_hidden_size", m.moe->shared_expert_ffn_hidden_size},
                 {"first_dense_layers", m.moe->first_dense_layers},
-                {"layer_freq", m.moe->layer_freq}};
+                {"layer_freq", m.moe->layer_freq},
+                {"route_groups", m.moe->route_groups},
+                {"route_group_topk", m.moe->route_group_topk}};
   if (m.mla)
     j["mla"] = {{"q_lora_rank", m.mla->q_lora_rank},
                 {"kv_lora_rank", m.mla->kv_lora_rank},

@@ -100,6 +100,8 @@ std::vector<ModelPreset> make_model_presets() {
     m.s.mla = MlaSpec{1536, 512, 64, 128, 128};
     m.s.head_dim = 192;
     m.s.mtp_layers = 1;  // config.json num_nextn_predict_layers = 1 (Sec. 2.2, trained with D = 1)
+    m.s.moe->route_groups = 8;      // config.json n_group: node-limited routing (Sec. 2.1.2),
+    m.s.moe->route_group_topk = 4;  // topk_group: a token reaches at most 4 nodes
     p.push_back(m.published(671e9, 37e9, "DeepSeek-V3 technical report (2024) Sec. 4.2; deepseek-ai/DeepSeek-V3 config.json"));
   }
   return p;

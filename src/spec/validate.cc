@@ -89,6 +89,17 @@ void validate(const ModelSpec& m) {
       throw Error(fmt::format("moe.first_dense_layers: {} must be between 0 and num_layers {}", e.first_dense_layers,
                               m.num_layers));
     if (e.layer_freq < 1) throw Error(fmt::format("moe.layer_freq: {} must be >= 1", e.layer_freq));
+    if (e.route_groups != 0 || e.route_group_topk != 0) {
+      if (e.route_groups < 1 || e.num_experts % e.route_groups != 0)
+        throw Error(fmt::format("moe.route_groups: {} must divide moe.num_experts {} (equal groups of experts)",
+                                e.route_groups, e.num_experts));
+      if (e.route_group_topk < 1 || e.route_group_topk > e.route_groups)
+        throw Error(fmt::format("moe.route_group_topk: {} must be between 1 and moe.route_groups {}",
+                                e.route_group_topk, e.route_groups));
+      if (e.top_k > e.num_experts / e.route_groups * e.route_group_topk)
+        throw Error(fmt::format("moe.top_k: {} is more than the {} experts of moe.route_group_topk = {} groups", e.top_k,
+                                e.num_experts / e.route_groups * e.route_group_topk, e.route_group_topk));
+    }
   }
   if (m.mla) {
     require_positive("mla.kv_lora_rank", m.mla->kv_lora_rank);

@@ -218,6 +218,27 @@ TEST(PowerLimit, ScalesTheComputeClock) {
   EXPECT_DOUBLE_EQ(estimate(llama, capped, t, p, cal).iteration_time_s, estimate(llama, node, t, p, cal).iteration_time_s);
 }
 
+// Group-limited routing, DeepSeek-V3 (256 experts, top 8, 8 groups, top 4): on 8 nodes a group is a
+// node, so 4 nodes are eligible and the 8 experts fall on 4 · (1 - C(96,8)/C(128,8)) of them;
+// C(96,8)/C(128,8) = prod_{i<8} (96 - i)/(128 - i) = 0.0927473. Unlimited: 8 · (1 - C(224,8)/C(256,8)).
+TEST(Moe, GroupLimitedRoutingReachesFewerNodes) {
+  MoeSpec v3;
+  v3.num_experts = 256;
+  v3.top_k = 8;
+  v3.route_groups = 8;
+  v3.route_group_topk = 4;
+  double none = 1;
+  for (int i = 0; i < 8; ++i) none *= (96.0 - i) / (128 - i);
+  EXPECT_NEAR(none, 0.0927473, 1e-6);
+  EXPECT_NEAR(cost_detail::holders_reached(v3, 8), 4 * (1 - none), 1e-12);
+  MoeSpec unlimited = v3;
+  unlimited.route_groups = unlimited.route_group_topk = 0;
+  EXPECT_NEAR(cost_detail::holders_reached(unlimited, 8), cost_detail::expected_distinct_holders(256, 8, 8), 1e-12);
+  EXPECT_GT(cost_detail::holders_reached(unlimited, 8), 5.0);
+  // 64 ranks: each group spans 8 ranks, 32 are eligible.
+  EXPECT_NEAR(cost_detail::holders_reached(v3, 64), cost_detail::expected_distinct_holders(128, 32, 8), 1e-12);
+}
+
 // Host issue time (cost/host_issue.h), worked by hand with op_issue_s = 10 us.
 TEST(HostIssue, ALayerCostsTheSlowerOfGpuAndCpuAndTheMoeSyncDrainsTheQueue) {
   Calibration cal;

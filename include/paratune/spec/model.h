@@ -23,6 +23,12 @@ struct MoeSpec {
   int shared_expert_ffn_hidden_size = 0;
   int first_dense_layers = 0;  // leading layers with a dense MLP (DeepSeek first_k_dense_replace)
   int layer_freq = 1;          // after those, every layer_freq-th layer is MoE (1 = all)
+  // Group-limited routing (DeepSeek-V3: 8 groups, top 4; HF n_group / topk_group, Megatron
+  // --moe-router-num-groups / --moe-router-group-topk): a token's top_k experts come from
+  // route_group_topk of route_groups equal, contiguous blocks of experts. 0 = unlimited. Laid out in
+  // order over the expert ranks, a group sits on few nodes: DeepSeek-V3 sends a token to at most 4.
+  int route_groups = 0;
+  int route_group_topk = 0;
 
   // Whether decoder layer `layer` (0-based) has an MoE MLP.
   [[nodiscard]] bool is_moe_layer(int layer) const {
