@@ -85,8 +85,6 @@ struct Unmodelled {
 };
 constexpr Unmodelled kUnmodelled[] = {
     {"mtp", "multi-token prediction: its extra layer and second output head are not modelled"},
-    {"recompute of modules",
-     "Megatron --recompute-modules is not modelled: read as the default selective recompute (core attention)"},
     {"pipeline layout", "a custom pipeline layout is not modelled: read as even stages"},
     {"virtual stages per rank and microbatch count not stated",
      "interleaved schedule with its virtual stages not stated: read as vpp 1"},

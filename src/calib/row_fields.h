@@ -12,6 +12,7 @@
 #include <string>
 
 #include "paratune/calib/published_runs.h"
+#include "paratune/spec/parallel.h"
 
 namespace paratune::calib_detail {
 
@@ -108,5 +109,32 @@ inline std::optional<int> other_result_int(const PublishedRun& run, const std::s
 // "dp=8 tp=1 pp=1 cp=2 mbs=1 rc=full sp zero=1" from to_string(ParallelConfig): the axes a reader
 // compares with the source (report.cc).
 std::string compact(const std::string& config_text);
+
+// Megatron's --recompute-modules where a row states them: "recompute of modules [layernorm, mlp]"
+// (or "recompute_modules [...]") in the given text, as a recompute_modules set of spec/parallel.h;
+// nullopt when not stated. Only stated text counts: a recipe known to set modules is not guessed.
+// A name that is not a module is an Error naming the text.
+inline std::optional<unsigned> stated_recompute_modules(const std::string& text) {
+  const std::string low = lower(text);
+  for (const char* lead : {"recompute of modules", "recompute_modules", "recompute-modules"}) {
+    const std::size_t at = low.find(lead);
+    if (at == std::string::npos) continue;
+    const std::size_t open = low.find('[', at), close = low.find(']', at);
+    if (open == std::string::npos || close == std::string::npos || open > close) continue;
+    unsigned modules = 0;
+    std::string name;
+    for (std::size_t i = open + 1; i <= close; ++i) {
+      const char ch = low[i];
+      if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') {
+        name += ch;
+      } else if (!name.empty()) {
+        modules |= recompute_module_bit(parse_enum<RecomputeModule>(name));
+        name.clear();
+      }
+    }
+    return modules;
+  }
+  return std::nullopt;
+}
 
 }  // namespace paratune::calib_detail

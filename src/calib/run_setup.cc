@@ -23,6 +23,7 @@ using calib_detail::integer;
 using calib_detail::lower;
 using calib_detail::number;
 using calib_detail::other_result_int;
+using calib_detail::stated_recompute_modules;
 using calib_detail::token_count;
 
 std::string to_string(SkipKind kind) {
@@ -1013,6 +1014,14 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
       why.push_back("torchtitan selective AC: per-op SAC (selective_ac_option \"op\", the train_configs default)");
     } else if (contains(rc, "selective")) {
       s.recompute_choices = {RecomputeMode::kSelective};
+      // Megatron's --recompute-modules, where the row states them (the column, else its notes).
+      std::optional<unsigned> modules = stated_recompute_modules(run.get("activation_recompute"));
+      if (!modules) modules = stated_recompute_modules(run.get("notes"));
+      if (modules) {
+        c.recompute_modules = *modules;
+        why.push_back(fmt::format("selective recompute of the stated modules {}",
+                                  fmt::join(recompute_module_names(*modules), ", ")));
+      }
     } else if (contains(rc, "full")) {
       s.recompute_choices = {RecomputeMode::kFull};
     } else {

@@ -12,6 +12,23 @@
 #include "paratune/cost/model_stats.h"
 
 namespace paratune::cost_detail {
+namespace {
+
+// What a selectively recomputed layer's backward holds on top of its kept activations, one layer
+// at a time: the recomputed tensors. torchtitan's per-op SAC: everything it did not save. Megatron's
+// modules: what they dropped, except core attention's (its s^2 scores were never counted as a
+// working set: the numbers from before the module list stand).
+double selective_working_bytes(const Context& c, bool moe_layer, double kept_bytes) {
+  const ParallelConfig& p = c.config;
+  if (p.recompute != RecomputeMode::kSelective) return 0;
+  ParallelConfig without = p;
+  if (c.training.per_op_selective_recompute) without.recompute = RecomputeMode::kNone;
+  else without.recompute_modules &= recompute_module_bit(RecomputeModule::kCoreAttn);
+  const double full = layer_activation_bytes(c.model, c.training, without, moe_layer, c.fp8.saved_input_bytes, c.moe_load);
+  return std::max(0.0, full - kept_bytes);
+}
+
+}  // namespace
 
 LayerCost layer_cost(const Context& c, bool moe_layer) {
   const ModelSpec& m = c.model;
@@ -30,6 +47,9 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
 
   // --- GEMMs of attention ------------------------------------------------------------------------
   double qk_dim = m.head_size(), v_dim = m.head_size(), attention_gemm_s = 0, attention_gemm_flops = 0;
+  // MLA's up-projections (the GEMMs that produce Q and K/V from the latent vectors): what
+  // --recompute-modules mla_up_proj re-runs.
+  double mla_up_s = 0, mla_up_flops = 0;
   auto gemm = [&](double rows, double n, double k) {
     attention_gemm_flops += 2 * rows * n * k;
     linear_input_elements += rows * k;
@@ -41,10 +61,13 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
     qk_dim = a.qk_nope_head_dim + a.qk_rope_head_dim;
     v_dim = a.v_head_dim;
     // Down-projections are replicated over TP; up-projections and W_O are split by heads.
-    if (a.q_lora_rank > 0) attention_gemm_s += gemm(tokens, a.q_lora_rank, h) + gemm(tokens, heads_local * qk_dim, a.q_lora_rank);
-    else attention_gemm_s += gemm(tokens, heads_local * qk_dim, h);
-    attention_gemm_s += gemm(tokens, a.kv_lora_rank + a.qk_rope_head_dim, h) +
-                        gemm(tokens, heads_local * (a.qk_nope_head_dim + v_dim), a.kv_lora_rank);
+    if (a.q_lora_rank > 0) attention_gemm_s += gemm(tokens, a.q_lora_rank, h);
+    attention_gemm_s += gemm(tokens, a.kv_lora_rank + a.qk_rope_head_dim, h);
+    const double flops_before_up = attention_gemm_flops;
+    mla_up_s = (a.q_lora_rank > 0 ? gemm(tokens, heads_local * qk_dim, a.q_lora_rank) : gemm(tokens, heads_local * qk_dim, h)) +
+               gemm(tokens, heads_local * (a.qk_nope_head_dim + v_dim), a.kv_lora_rank);
+    mla_up_flops = attention_gemm_flops - flops_before_up;
+    attention_gemm_s += mla_up_s;
     attention_gemm_s += gemm(tokens, h, heads_local * v_dim);
   } else {
     const double kv_local = std::max(1.0, m.kv_heads() / t);  // tp > kv_heads replicates KV heads
@@ -89,6 +112,7 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
   };
   const LayerParams lp = layer_params(m, moe_layer);
   double moe_permute_bytes = 0, router_bytes = 0, routed_expert_s = 0;
+  double shared_expert_s = 0, shared_expert_flops = 0, shared_expert_elements = 0, routed_elements = 0;
   if (moe_layer) {
     const MoeSpec& e = *m.moe;
     const double etp = p.expert_tp();
@@ -104,11 +128,18 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
     mlp_s += routed_expert_s;
     mlp_flops += 2 * routed_rows * fe_local * h * (gate + 1);
     activation_elements += routed_rows * fe_local;
+    routed_elements = routed_rows * fe_local;
     linear_input_elements += routed_rows * (h + fe_local);
     linear_output_elements += routed_rows * (gate * fe_local + h);
     mlp_s += bf16_gemm_s(d, tokens / sp_div, e.num_experts, h);  // router (BF16/FP32 in every recipe)
     mlp_flops += 2 * tokens / sp_div * e.num_experts * h;
-    if (e.num_shared_experts > 0) mlp_s += mlp(tokens, e.num_shared_experts * e.shared_ffn() / t);
+    if (e.num_shared_experts > 0) {
+      const double flops_before = mlp_flops;
+      shared_expert_elements = tokens * e.num_shared_experts * e.shared_ffn() / t;
+      shared_expert_s = mlp(tokens, e.num_shared_experts * e.shared_ffn() / t);
+      shared_expert_flops = mlp_flops - flops_before;
+      mlp_s += shared_expert_s;
+    }
     moe_permute_bytes = 4 * routed_rows * h * kActivationBytes;  // permute + unpermute, read + write
     // Router, after its GEMM: FP32 logits over every expert written, softmax read + write, top-k
     // read, the auxiliary loss's reductions read: ~5 passes of 4 bytes (Megatron-Core router.py
@@ -141,7 +172,7 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
   // Of which the weight-gradient GEMMs (dW = X^T dY, one per forward GEMM) are the W pass of a
   // zero-bubble schedule; the input gradients, attention and element-wise backward are its B pass.
   L.weight_grad_s = attention_gemm_s + mlp_s;
-  L.selective_recompute_s = attention_s;
+  double core_attention_forward_s = attention_s;  // what core_attn recompute re-runs (+ ring steps below)
   L.forward_flops = attention_gemm_flops + attention_flops + mlp_flops;
 
   // Communication hidden behind compute slows that compute by overlap_interference x its time
@@ -180,7 +211,7 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
             .kv_step_s = p2p_s(kv_bytes, group_link(cp_group, c.fabric))});
     L.forward_compute_s += ring.extra_forward_s;
     L.backward_compute_s += ring.extra_backward_s;
-    L.selective_recompute_s += ring.extra_forward_s;
+    core_attention_forward_s += ring.extra_forward_s;
     L.cp_forward_s = ring.exposed_forward_s;
     L.cp_backward_s = ring.exposed_backward_s;
     // Split the hidden transfers as the kernels that hide them: 1 : 2.5.
@@ -228,15 +259,44 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
   L.forward_compute_s += host.forward_s;
   L.backward_compute_s += host.backward_s;
 
+  // --- Selective recompute: each chosen module's forward again, in the backward -------------------
+  // (--recompute-modules; the boundaries as Megatron-Bridge docs/training/activation-recomputation.md
+  // lists them). FP8 casts and RoPE of a re-run are left out (memory-bound, small beside the GEMMs).
+  if (p.recompute == RecomputeMode::kSelective) {
+    const double gate_passes = kActivationBytes * (gate + 1);  // activation function: read gate(s), write
+    auto recompute = [&](RecomputeModule module, double seconds, double flops, double tp_s = 0, double ep_s = 0) {
+      if (!p.recomputes(module)) return;
+      L.selective_recompute_s += seconds;
+      L.selective_recompute_flops += flops;
+      L.selective_recompute_tp_s += tp_s;
+      L.selective_recompute_ep_s += ep_s;
+    };
+    // Core attention (+ the ring's extra steps under CP), its FLOPs at the attention rate as before.
+    recompute(RecomputeModule::kCoreAttn, core_attention_forward_s, d.attention_flops_per_s * core_attention_forward_s);
+    recompute(RecomputeModule::kMlaUpProj, mla_up_s, mla_up_flops);
+    // The separate norms (memory.cc, layernorm_recompute_freed): read + write T·h/sp each.
+    const double separate_norms = (m.mla ? 1 : 0) + (moe_layer ? 1 : 0);
+    recompute(RecomputeModule::kLayernorm, separate_norms * 2 * kActivationBytes * hidden_elements / d.hbm_bytes_per_s, 0);
+    // The MLP block re-runs its GEMMs, activation and, for MoE, routing, permutation and the
+    // dispatch/combine all-to-all; its TP collective (one of the layer's two) runs again too.
+    if (!moe_layer) {
+      recompute(RecomputeModule::kMlp, mlp_s + gate_passes * activation_elements / d.hbm_bytes_per_s, mlp_flops,
+                L.tp_forward_s / 2);
+    } else {
+      recompute(RecomputeModule::kMoe,
+                mlp_s + (gate_passes * activation_elements + moe_permute_bytes + router_bytes) / d.hbm_bytes_per_s,
+                mlp_flops, L.tp_forward_s / 2, L.ep_forward_s);
+      // moe_act: the experts' activation function only ("does not replay dispatch, FC1, or FC2").
+      recompute(RecomputeModule::kMoeAct, gate_passes * routed_elements / d.hbm_bytes_per_s, 0);
+      // shared_experts inside a recomputed moe runs a third time (nested checkpoints): counted both.
+      recompute(RecomputeModule::kSharedExperts, shared_expert_s + gate_passes * shared_expert_elements / d.hbm_bytes_per_s,
+                shared_expert_flops);
+    }
+  }
+
   L.activation_bytes = layer_activation_bytes(m, c.training, p, moe_layer, c.fp8.saved_input_bytes, c.moe_load);
   L.input_bytes = kActivationBytes * hidden_elements;
-  if (p.recompute == RecomputeMode::kSelective && c.training.per_op_selective_recompute) {
-    ParallelConfig kept_all = p;
-    kept_all.recompute = RecomputeMode::kNone;
-    const double full =
-        layer_activation_bytes(m, c.training, kept_all, moe_layer, c.fp8.saved_input_bytes, c.moe_load);
-    L.selective_working_bytes = std::max(0.0, full - L.activation_bytes);
-  }
+  L.selective_working_bytes = selective_working_bytes(c, moe_layer, L.activation_bytes);
   return L;
 }
 

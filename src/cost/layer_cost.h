@@ -19,7 +19,11 @@ struct LayerCost {
   double forward_compute_s = 0;
   double backward_compute_s = 0;
   double weight_grad_s = 0;          // the part of backward_compute_s that computes weight gradients
-  double selective_recompute_s = 0;  // core-attention forward re-run (recompute=selective)
+  // recompute=selective: the forward of the recomputed modules (recompute_modules) re-run in the
+  // backward, its FLOPs, and the TP / EP communication it re-runs (exposed).
+  double selective_recompute_s = 0;
+  double selective_recompute_flops = 0;
+  double selective_recompute_tp_s = 0, selective_recompute_ep_s = 0;
   double forward_flops = 0;          // executed on this GPU, forward
   double attention_forward_s = 0;
   double tp_forward_s = 0, tp_backward_s = 0;  // exposed
@@ -32,8 +36,9 @@ struct LayerCost {
   double params_expert = 0;  // expert parameters on this GPU
   double activation_bytes = 0;
   double input_bytes = 0;  // the layer input kept under full recompute
-  // torchtitan's per-op SAC: what the layer's backward recomputes and holds on top of the saved
-  // outputs (its full activations less those), one layer at a time.
+  // recompute=selective: what the layer's backward recomputes and holds on top of the saved
+  // outputs (torchtitan's per-op SAC: its full activations less those; Megatron's modules: what
+  // they dropped), one layer at a time.
   double selective_working_bytes = 0;
   double cp_buffer_bytes = 0;  // ring attention's K/V send/receive buffers (a working set)
 };

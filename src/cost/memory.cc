@@ -45,6 +45,65 @@ double torchtitan_selective_bytes(const ModelSpec& m, const ParallelConfig& p, d
   return bytes;
 }
 
+// The layer norms' outputs that --recompute-modules layernorm drops, bytes, before the division by
+// tp under sequence parallelism. Megatron-Core checkpoints a norm only where it is a module of its
+// own (transformer_layer.py: recompute_input_layernorm / recompute_pre_mlp_layernorm, not for an
+// IdentityOp); its output is the next linear's saved input, kept at `lin` bytes an element, and it
+// is recomputed from the norm's input (the residual stream, still kept). Megatron-Core's
+// Transformer Engine layer specs (gpt_layer_specs.py) fuse the input norm into the QKV linear of
+// standard attention and the pre-MLP norm into a dense MLP's fc1 (TELayerNormColumnParallelLinear,
+// which keeps its input itself), so separate norms are the input norm of MLA and the pre-MLP norm
+// of MoE layers:
+//   MLA:       lin·T·h   (the q/kv down-projections' input)
+//   MoE layer: lin·T·h   (the router's and shared experts' input)
+// (Our reading of the layer specs, from memory of Megatron-LM; Megatron-Bridge SKILL.md says only
+// "Input and pre-MLP normalization outputs ... savings depend on ... which graph paths are active".)
+double layernorm_recompute_freed(const ModelSpec& m, const ParallelConfig& p, bool moe_layer, double tokens,
+                                 double lin) {
+  if (!p.recomputes(RecomputeModule::kLayernorm)) return 0;
+  const double separate_norms = (m.mla ? 1 : 0) + (moe_layer ? 1 : 0);
+  return separate_norms * lin * tokens * m.hidden_size;
+}
+
+// A dense MLP's internals, bytes: fc1 output(s) (b·gate) + activation output = fc2 input (lin), per
+// element of T·ffn/t (Korthikanti et al. 2022: 8sbh + 8sbh for a GeLU MLP of 4h). --recompute-modules
+// mlp checkpoints the whole dense MLP: both are dropped and re-run from its input (the pre-MLP
+// norm's output, counted with the layer's replicated tensors); it does nothing to MoE layers
+// (Megatron-Bridge SKILL.md: "mlp targets dense MLPs and is a no-op on MoE layers").
+double dense_mlp_bytes(const ModelSpec& m, const ParallelConfig& p, double tokens, double lin) {
+  if (p.recomputes(RecomputeModule::kMlp)) return 0;
+  const double b = cost_detail::kActivationBytes, gate = m.gated_mlp ? 2 : 1;
+  return (b * gate + lin) * tokens * (m.ffn_hidden_size / p.tp);
+}
+
+// An MoE block's internals, bytes, with R = T·top_k·etp/t·moe_load routed rows and fe the expert
+// FFN width per expert-TP rank:
+//   permuted expert inputs            lin·R·h
+//   expert fc1 output(s)              b·gate·R·fe      (the activation's input)
+//   expert activation output          lin·R·fe         (fc2's input)
+//   router logits/probabilities       4·T/sp·E         (fp32)
+//   shared experts' fc1 + activation  (b·gate + lin)·T·S/t, S = shared experts x their FFN width
+// Megatron-Bridge docs/training/activation-recomputation.md and SKILL.md: moe_act drops the
+// activation output "between grouped expert FC1 and FC2" (recomputed from the fc1 output, which
+// stays); shared_experts re-runs the shared-expert MLP from its input; moe checkpoints "the whole
+// MoE forward, including routing, expert compute, and communication", keeping only its input.
+double moe_block_bytes(const ModelSpec& m, const ParallelConfig& p, double tokens, double lin, double moe_load) {
+  if (p.recomputes(RecomputeModule::kMoe)) return 0;
+  const MoeSpec& e = *m.moe;
+  const double b = cost_detail::kActivationBytes, gate = m.gated_mlp ? 2 : 1;
+  const double t = p.tp, sp_div = p.sequence_parallel ? t : 1, h = m.hidden_size;
+  const double etp = p.expert_tp();
+  const double routed_rows = tokens * e.top_k * etp / t * moe_load;
+  const double fe_local = e.expert_ffn_hidden_size / etp;
+  double bytes = lin * routed_rows * h;                           // permuted expert inputs
+  bytes += b * gate * routed_rows * fe_local;                     // fc1 output(s)
+  if (!p.recomputes(RecomputeModule::kMoeAct)) bytes += lin * routed_rows * fe_local;  // activation output
+  bytes += 4 * tokens / sp_div * e.num_experts;                   // router logits/probabilities (fp32)
+  if (e.num_shared_experts > 0 && !p.recomputes(RecomputeModule::kSharedExperts))
+    bytes += (b * gate + lin) * tokens * (e.num_shared_experts * e.shared_ffn() / t);
+  return bytes;
+}
+
 }  // namespace
 
 double layer_activation_bytes(const ModelSpec& m, const TrainingSpec& training, const ParallelConfig& p,
@@ -71,6 +130,7 @@ double layer_activation_bytes(const ModelSpec& m, const TrainingSpec& training, 
   // MLP inputs are not divided by t: replicated / sp_div below undoes that for these two.
   if (training.tp_saves_gathered_inputs && p.sequence_parallel && p.tp > 1)
     replicated += (sp_div - 1) * (lin + lin) * tokens * h;
+  replicated -= layernorm_recompute_freed(m, p, moe_layer, tokens, lin);
   double sharded = 0;
   double qk_dim = m.head_size(), v_dim = m.head_size();
   if (m.mla) {
@@ -78,34 +138,30 @@ double layer_activation_bytes(const ModelSpec& m, const TrainingSpec& training, 
     qk_dim = a.qk_nope_head_dim + a.qk_rope_head_dim;
     v_dim = a.v_head_dim;
     replicated += lin * tokens * (a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim);  // latent vectors
-    sharded += b * tokens * heads_local * (2 * qk_dim + v_dim);                           // Q, K, V
+    // Q, K, V: the up-projections' outputs after RoPE. --recompute-modules mla_up_proj drops them
+    // and re-runs the up-projections from the latent vectors (kept above) in the backward
+    // (Megatron-Bridge SKILL.md: "MLA Q/KV up-projection plus RoPE region ... retaining expanded
+    // Q/K/V tensors").
+    if (!p.recomputes(RecomputeModule::kMlaUpProj)) sharded += b * tokens * heads_local * (2 * qk_dim + v_dim);
   } else {
     const double kv_local = std::max(1.0, m.kv_heads() / t);
     sharded += b * tokens * (heads_local + 2 * kv_local) * m.head_size();  // Q, K, V (6sbh for MHA)
   }
   sharded += lin * tokens * heads_local * v_dim;  // attention output = projection input (2sbh)
-  if (!training.flash_attention && p.recompute == RecomputeMode::kNone) {
-    // softmax output (2·a·s²·b) + dropout mask (a·s²·b) + dropout output (2·a·s²·b).
+  // Core attention's internals. Unfused: softmax output (2·a·s²·b) + dropout mask (a·s²·b) + dropout
+  // output (2·a·s²·b), dropped by core_attn recompute (Korthikanti et al. 2022, Sec. 5), and by full
+  // recompute as paratune has always counted it. Flash attention keeps only its softmax log-sum-exp
+  // (fp32), also under core_attn recompute (< 1% of a layer; left as counted before the module list).
+  const bool core_attention_kept = p.recompute == RecomputeMode::kNone ||
+                                   (p.recompute == RecomputeMode::kSelective && !p.recomputes(RecomputeModule::kCoreAttn));
+  if (!training.flash_attention && core_attention_kept) {
     sharded += (m.dropout ? 5 : 2) * heads_local * tokens * training.seq_len;
   } else if (training.flash_attention) {
     sharded += 4 * tokens * heads_local;  // softmax log-sum-exp statistics (fp32)
   }
-  const double gate = m.gated_mlp ? 2 : 1;
   if (p.recompute == RecomputeMode::kSelective && training.per_op_selective_recompute && !moe_layer)
     return torchtitan_selective_bytes(m, p, tokens, qk_dim, v_dim);
-  if (moe_layer) {
-    const MoeSpec& e = *m.moe;
-    const double etp = p.expert_tp();
-    const double routed_rows = tokens * e.top_k * etp / t * moe_load;
-    const double fe_local = e.expert_ffn_hidden_size / etp;
-    sharded += lin * routed_rows * h;                             // permuted expert inputs
-    sharded += (b * gate + lin) * routed_rows * fe_local;         // fc1 output(s) + activation output
-    sharded += 4 * tokens / sp_div * e.num_experts;               // router logits/probabilities (fp32)
-    if (e.num_shared_experts > 0)
-      sharded += (b * gate + lin) * tokens * (e.num_shared_experts * e.shared_ffn() / t);
-  } else {
-    sharded += (b * gate + lin) * tokens * (m.ffn_hidden_size / t);  // fc1 output (8sbh) + GeLU output (8sbh)
-  }
+  sharded += moe_layer ? moe_block_bytes(m, p, tokens, lin, moe_load) : dense_mlp_bytes(m, p, tokens, lin);
   return replicated / sp_div + sharded;
 }
 

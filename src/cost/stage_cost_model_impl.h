@@ -232,7 +232,9 @@ struct StageCostModel::Impl {
     part.recompute_flops = rc_dense * dense.forward_flops + rc_moe * moe.forward_flops;
     if (p.recompute == RecomputeMode::kSelective) {
       part.recompute_s += sum(&LayerCost::selective_recompute_s);
-      part.recompute_flops += d.attention_flops_per_s * sum(&LayerCost::selective_recompute_s);
+      part.recompute_flops += sum(&LayerCost::selective_recompute_flops);
+      part.recompute_tp_s += sum(&LayerCost::selective_recompute_tp_s);
+      part.recompute_ep_s += sum(&LayerCost::selective_recompute_ep_s);
     }
     // Embedding on the first virtual stage (a lookup: memory-bound; its gradient is a weight
     // gradient); output layer and loss on the last: logits GEMM (tokens x V/t x h) and a fused
@@ -278,8 +280,8 @@ struct StageCostModel::Impl {
     if (recomputed > 0)
       part.recompute_bytes = std::max(rc_dense > 0 ? dense.activation_bytes + 2 * dense.input_bytes : 0,
                                       rc_moe > 0 ? moe.activation_bytes + 2 * moe.input_bytes : 0);
-    // torchtitan's per-op SAC recomputes the unsaved ops of one layer at a time in its backward.
-    if (p.recompute == RecomputeMode::kSelective && c.training.per_op_selective_recompute)
+    // Selective recompute re-creates the dropped tensors of one layer at a time in its backward.
+    if (p.recompute == RecomputeMode::kSelective)
       part.recompute_bytes = std::max({part.recompute_bytes, n_dense > 0 ? dense.selective_working_bytes : 0,
                                        n_moe > 0 ? moe.selective_working_bytes : 0});
     return part;
@@ -306,7 +308,9 @@ struct StageCostModel::Impl {
     part.weight_grad_s += mtp * (layer.weight_grad_s + proj + head);
     if (config.recompute == RecomputeMode::kSelective) {
       part.recompute_s += mtp * layer.selective_recompute_s;
-      part.recompute_flops += mtp * d.attention_flops_per_s * layer.selective_recompute_s;
+      part.recompute_flops += mtp * layer.selective_recompute_flops;
+      part.recompute_tp_s += mtp * layer.selective_recompute_tp_s;
+      part.recompute_ep_s += mtp * layer.selective_recompute_ep_s;
     }
     part.tp_forward_s += mtp * layer.tp_forward_s;
     part.tp_backward_s += mtp * layer.tp_backward_s;

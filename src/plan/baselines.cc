@@ -95,6 +95,7 @@ Baseline expert_baseline(const ModelSpec& model, const ClusterSpec& cluster, con
     const int dp = gpus / (tp * pp);
     if (training.global_batch % dp != 0) continue;
     ParallelConfig c = options.base;
+    c.recompute_modules = kDefaultRecomputeModules;  // no selective recompute here
     c.dp = dp;
     c.tp = tp;
     c.pp = pp;
@@ -146,6 +147,7 @@ Baseline three_axis_baseline(const ModelSpec& model, const ClusterSpec& cluster,
     for (int pp = 1; pp <= std::min(model.num_layers, gpus / tp); ++pp) {
       if ((gpus / tp) % pp != 0) continue;
       ParallelConfig c = options.base;
+      c.recompute_modules = kDefaultRecomputeModules;  // full recompute: no module list
       c.dp = gpus / (tp * pp);
       c.tp = tp;
       c.pp = pp;

@@ -83,6 +83,11 @@ bool one_block_count(const std::vector<int>& recomputed, const std::vector<int>&
   return true;
 }
 
+// Selective recompute of other modules than Megatron's default core attention.
+bool has_module_list(const ParallelConfig& c) {
+  return c.recompute == RecomputeMode::kSelective && c.recompute_modules != kDefaultRecomputeModules;
+}
+
 bool even(const ParallelConfig& c, const ModelSpec& model) {
   return c.stage_layers.empty() || c.stage_layers == even_stage_layers(model.num_layers, c.pp);
 }
@@ -146,6 +151,23 @@ void megatron(const Input& in, Verdict& v) {
         }))
       return;
   }
+  // --recompute-modules takes one or more names (nargs "+" in data/frameworks/megatron-lm.json, R19.1):
+  // the empty set of selective recompute is a TransformerConfig setting the command line cannot give.
+  if (c.recompute == RecomputeMode::kSelective && c.recompute_modules == 0 && v.refuse([] {
+        return std::string("recompute_modules=none: Megatron-LM's --recompute-modules takes one or more module names "
+                           "(R19.1); selective recompute of nothing is recompute=none");
+      }))
+    return;
+  // --recompute-modules (R19.4): moe_act needs --moe-grouped-gemm (always emitted for MoE models);
+  // mla_up_proj, moe, shared_experts need their model parts (resolve checks those); the delayed FP8
+  // recipe cannot recompute moe_act or layernorm.
+  if (in.training.precision == Precision::kFP8 && in.training.fp8_recipe == Fp8Recipe::kDelayed &&
+      (c.recomputes(RecomputeModule::kMoeAct) || c.recomputes(RecomputeModule::kLayernorm)) && v.refuse([&] {
+        return fmt::format("recompute_modules={} with fp8_recipe=delayed: Megatron-LM's delayed FP8 recipe cannot "
+                           "recompute moe_act or layernorm (R19.4)",
+                           fmt::join(recompute_module_names(c.recompute_modules), "+"));
+      }))
+    return;
   // --overlap-moe-expert-parallel-comm (R17): ep > 1, no full recompute, vpp with pp > 1 (resolve
   // checks these too), the alltoall dispatcher (emitted), --bf16/--fp16 (emitted, also with FP8,
   // R20.2), no shared-expert overlap (paratune models none) and at most one MTP layer.
@@ -277,6 +299,13 @@ void torchtitan(const Input& in, Verdict& v) {
                            join_slash(recomputed_per_stage(c, layers)), join_slash(layers));
       }))
     return;
+  // Selective recompute is per-operator ("op") or every N-th layer (T9.2): no module list.
+  if (has_module_list(c) && v.refuse([&] {
+        return fmt::format("recompute_modules={}: torchtitan's selective activation checkpointing is per operator "
+                           "(selective_ac_option = \"op\") or every N-th layer (T9.2); it has no module list",
+                           fmt::join(recompute_module_names(c.recompute_modules), "+"));
+      }))
+    return;
   // Expert-parallel communication overlap exists only with the DualPipeV schedule (T4.6), which
   // paratune does not model.
   if (c.dispatcher == MoeDispatcher::kDeepEP && c.expert_tp() != 1 && v.refuse([&] {
@@ -382,6 +411,16 @@ void deepspeed(const Input& in, Verdict& v) {
         return fmt::format("recompute_layers={} per stage (of {}): DeepSpeed's PipelineModule checkpoints every "
                            "activation_checkpoint_interval layers on every stage (D5.2)",
                            join_slash(recomputed_per_stage(c, layers)), join_slash(layers));
+      }))
+    return;
+  // Which layers and modules are recomputed is the model code's (D7): Megatron-DeepSpeed's
+  // --recompute-granularity selective recomputes core attention, with no module list (its
+  // arguments predate Megatron-Core's --recompute-modules: our reading, not a rule of
+  // deepspeed-rules.md).
+  if (has_module_list(c) && v.refuse([&] {
+        return fmt::format("recompute_modules={}: DeepSpeed (Megatron-DeepSpeed's --recompute-granularity "
+                           "selective) recomputes core attention only; it has no --recompute-modules (D7)",
+                           fmt::join(recompute_module_names(c.recompute_modules), "+"));
       }))
     return;
   // EP comes out of data parallelism only: ep divides dp; expert-TP is on (= tp) or off (D6.3).

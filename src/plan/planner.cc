@@ -81,7 +81,7 @@ bool by_bound(const Bounded& a, const Bounded& b) {
 struct MeshBounds {
   std::vector<Bounded> survivors;
   long long seen = 0, pruned_memory = 0;
-  long long unsupported = 0;  // the framework cannot run them (PlanOptions::framework)
+  long long unsupported = 0;  // the framework cannot run them (PlanOptions::framework), or the base excludes them
   Bounded smallest_memory;  // the candidate with the smallest memory bound (for "nothing fits")
   double smallest_memory_bytes = kInfinity;
 };
@@ -117,6 +117,14 @@ bool framework_runs(const PlanOptions& options, const ParallelConfig& config, co
          can_run(f, config, model, training, /*judge_grad_sync=*/false);
 }
 
+// A selective candidate that overlaps the MoE all-to-all cannot recompute the moe module (Megatron
+// R17.1, resolve refuses it): with a base naming moe, such candidates are not run. The enumeration
+// groups candidates of one recompute mode and overlap, so a group is excluded whole.
+bool excluded_by_base_modules(const Candidate& c, const ParallelConfig& base) {
+  return c.recompute == RecomputeMode::kSelective && c.ep_overlap != 0 &&
+         (base.recompute_modules & recompute_module_bit(RecomputeModule::kMoe)) != 0;
+}
+
 // Level 1, one mesh shape: bound every candidate, drop those that cannot fit (and those the
 // framework cannot run).
 MeshBounds bound_mesh(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
@@ -130,6 +138,7 @@ MeshBounds bound_mesh(const ModelSpec& model, const ClusterSpec& cluster, const 
   enumerate_mesh(
       model, training, options.space, mesh,
       [&](const Candidate& first) {
+        if (excluded_by_base_modules(first, options.base)) return;
         layers = std::make_unique<StageCostModel>(model, cluster, training, level1_config(first, options),
                                                   calibration, options.estimate);
         limit = layers->memory_limit_bytes();
@@ -138,6 +147,10 @@ MeshBounds bound_mesh(const ModelSpec& model, const ClusterSpec& cluster, const 
         if (options.progress && ++visited == kProgressEvery) {
           options.progress->bounded.fetch_add(visited, std::memory_order_relaxed);
           visited = 0;
+        }
+        if (excluded_by_base_modules(c, options.base)) {
+          ++out.unsupported;
+          return;
         }
         const ParallelConfig config = level1_config(c, options);
         if (!framework_runs(options, config, model, training, grad_syncs)) {
@@ -426,6 +439,17 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
                             options.base.account_embedding, options.base.account_loss));
   check_base_is_not_searched(options.base);
   validate(model, training);
+  // The base's recompute_modules are those of the selective candidates (space.cc, to_config): a set
+  // this model cannot recompute is an error here, not every selective candidate silently dropped.
+  if (options.base.recompute_modules != kDefaultRecomputeModules) {
+    ParallelConfig selective = options.base;
+    selective.recompute = RecomputeMode::kSelective;
+    try {
+      check_recompute_modules(selective, model, training);
+    } catch (const Error& e) {
+      throw e.with_context("base");
+    }
+  }
   const Clock::time_point start = Clock::now();
   PlanResult result;
   result.framework = options.framework;

@@ -139,6 +139,9 @@ ParallelConfig to_config(const Candidate& c, const ParallelConfig& base) {
   p.account_loss = (c.pipeline_split & 2) != 0;
   p.schedule = c.schedule;
   p.recompute = c.recompute;
+  // The base's recompute_modules (plan --base) are the modules of the selective candidates; the
+  // others have none (resolve refuses a module list without recompute=selective).
+  if (c.recompute != RecomputeMode::kSelective) p.recompute_modules = kDefaultRecomputeModules;
   p.recompute_layers = -1;
   p.stage_recompute_layers.clear();
   p.stage_layers.clear();

@@ -240,6 +240,10 @@ LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, c
   // chunk on every rank (R19.5).
   if (p.recompute == RecomputeMode::kSelective) {
     arg("--recompute-granularity selective");
+    // Megatron's default module list is core_attn (R19.4); any other set is stated, space-separated
+    // (the empty set cannot be: plan/framework_support.cc refuses it).
+    if (p.recompute_modules != kDefaultRecomputeModules)
+      arg(fmt::format("--recompute-modules {}", fmt::join(recompute_module_names(p.recompute_modules), " ")));
   } else if (p.recompute == RecomputeMode::kFull) {
     const std::vector<int> recomputed = recomputed_layers_per_stage(p);
     arg("--recompute-granularity full");

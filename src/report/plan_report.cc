@@ -145,6 +145,8 @@ std::string compact_config(const ParallelConfig& c) {
   if (c.sequence_parallel) out += " sp";
   if (c.zero > 0) out += c.op == c.dp ? fmt::format(" zero={}", c.zero) : fmt::format(" zero={}/op={}", c.zero, c.op);
   if (c.recompute == RecomputeMode::kSelective) out += " rc=sel";
+  if (c.recompute == RecomputeMode::kSelective && c.recompute_modules != kDefaultRecomputeModules)
+    out += fmt::format("({})", fmt::join(recompute_module_names(c.recompute_modules), "+"));
   if (c.recompute == RecomputeMode::kFull)
     out += !c.stage_recompute_layers.empty() ? fmt::format(" rc={}", fmt::join(c.stage_recompute_layers, "/"))
                                              : " rc=full";

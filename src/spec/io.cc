@@ -637,6 +637,9 @@ json to_json(const ParallelConfig& c) {
           {"op", c.op},
           {"recompute", to_string(c.recompute)},
           {"recompute_layers", c.recompute_layers},
+          // Only selective recompute recomputes modules; [] under recompute=selective is "none".
+          {"recompute_modules", c.recompute == RecomputeMode::kSelective ? recompute_module_names(c.recompute_modules)
+                                                                         : std::vector<std::string>{}},
           {"stage_recompute_layers", c.stage_recompute_layers},
           {"stage_layers", c.stage_layers},
           {"schedule", to_string(c.schedule)},

@@ -17,7 +17,7 @@ const std::vector<std::string>& config_keys() {
   static const std::vector<std::string> keys{
       "dp",        "tp",        "pp",        "vpp",   "cp",           "ep",
       "etp",       "mbs",       "sp",        "zero",  "op",           "recompute",
-      "recompute_layers", "stage_layers", "schedule", "grad_sync", "overlap_grad_reduce",
+      "recompute_layers", "recompute_modules", "stage_layers", "schedule", "grad_sync", "overlap_grad_reduce",
       "overlap_param_gather", "tp_comm_overlap", "overlap_p2p", "ep_overlap", "dispatcher", "account_embedding",
       "account_loss", "layout"};
   return keys;
@@ -57,6 +57,31 @@ std::vector<int> parse_int_list(std::string_view key, std::string_view value) {
     start = end + 1;
   }
   return out;
+}
+
+// "core_attn+moe_act": module names joined by '+' (',' separates the config's keys; Megatron-LM's
+// own flag takes them space-separated). "none" (or nothing) is the empty set, which Megatron-Core
+// accepts as selective recompute of nothing (Megatron-Bridge skills/nemo-mbridge-perf-activation-
+// recompute/SKILL.md: "an empty list is accepted as an explicit control").
+unsigned parse_recompute_modules(std::string_view value) {
+  unsigned out = 0;
+  if (value.empty() || value == "none") return out;
+  std::size_t start = 0;
+  while (start <= value.size()) {
+    std::size_t end = value.find('+', start);
+    if (end == std::string_view::npos) end = value.size();
+    const std::string_view name = trim(value.substr(start, end - start));
+    const unsigned bit = recompute_module_bit(parse_enum<RecomputeModule>(name));
+    if ((out & bit) != 0) throw Error(fmt::format("recompute_modules: '{}' is named twice in '{}'", name, value));
+    out |= bit;
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string recompute_modules_text(unsigned modules) {
+  const std::vector<std::string> names = recompute_module_names(modules);
+  return names.empty() ? "none" : fmt::format("{}", fmt::join(names, "+"));
 }
 
 // The most symbols a layout may expand to: Llama-3.1-405B's 126 layers on 16 x 8 stages are a few
@@ -128,6 +153,49 @@ class LayoutExpander {
 };
 
 }  // namespace
+
+std::vector<std::string> recompute_module_names(unsigned modules) {
+  std::vector<std::string> out;
+  for (const auto& [module, name] : EnumNames<RecomputeModule>::kTable)
+    if ((modules & recompute_module_bit(module)) != 0) out.emplace_back(name);
+  return out;
+}
+
+// Megatron-Core's rules for --recompute-modules (Megatron-Bridge skills/nemo-mbridge-perf-activation-
+// recompute/SKILL.md, "Compatibility and Validation"; data/frameworks/megatron-lm-rules.md R19.4):
+// the list needs selective granularity; each module needs the part of the model it recomputes.
+// `mlp` needs nothing: it recomputes the dense MLP layers and is a no-op on MoE layers.
+void check_recompute_modules(const ParallelConfig& c, const ModelSpec& model, const TrainingSpec& training) {
+  const unsigned m = c.recompute_modules;
+  if (m == kDefaultRecomputeModules) return;
+  const std::string text = recompute_modules_text(m);
+  if (c.recompute != RecomputeMode::kSelective)
+    throw Error(fmt::format("recompute_modules={} requires recompute=selective, got recompute={} (Megatron-LM: "
+                            "--recompute-modules needs --recompute-granularity selective)",
+                            text, to_string(c.recompute)));
+  auto has = [m](RecomputeModule x) { return (m & recompute_module_bit(x)) != 0; };
+  for (const RecomputeModule x : {RecomputeModule::kMoeAct, RecomputeModule::kMoe})
+    if (has(x) && !model.moe)
+      throw Error(fmt::format("recompute_modules={}: {} recomputes part of the MoE layers; '{}' is dense", text,
+                              to_string(x), model.name));
+  if (has(RecomputeModule::kMlaUpProj) && !model.mla)
+    throw Error(fmt::format("recompute_modules={}: mla_up_proj recomputes the multi-latent attention's "
+                            "up-projections; '{}' has no MLA",
+                            text, model.name));
+  if (has(RecomputeModule::kSharedExperts) && (!model.moe || model.moe->num_shared_experts == 0))
+    throw Error(fmt::format("recompute_modules={}: shared_experts recomputes the MoE layers' shared experts; '{}' "
+                            "has none",
+                            text, model.name));
+  if (has(RecomputeModule::kMoe) && c.ep_overlap)
+    throw Error(fmt::format("recompute_modules={}: the moe module cannot be combined with ep_overlap=true (the "
+                            "backward replay would repeat the overlapped dispatch/combine; Megatron-LM R17.1)",
+                            text));
+  // torchtitan's per-op selective checkpointing saves a fixed list of ops; it has no modules.
+  if (training.per_op_selective_recompute)
+    throw Error(fmt::format("recompute_modules={}: per_op_selective_recompute (torchtitan's op-level selective "
+                            "checkpointing) has no module list; only Megatron-Core's selective recompute does",
+                            text));
+}
 
 std::vector<LayoutStage> parse_pipeline_layout(std::string_view text) {
   const std::string symbols = LayoutExpander(text).expand();
@@ -243,6 +311,7 @@ ParallelConfig parse_parallel_config(std::string_view text, ParallelConfig c) {
         c.stage_recompute_layers.clear();
       }
     }
+    else if (key == "recompute_modules") c.recompute_modules = parse_recompute_modules(value);
     else if (key == "stage_layers") c.stage_layers = parse_int_list(key, value);
     else if (key == "schedule") c.schedule = parse_enum<Schedule>(value);
     else if (key == "grad_sync") c.grad_sync = parse_enum<GradSync>(value);
@@ -272,6 +341,8 @@ std::string to_string(const ParallelConfig& c) {
     out += ",recompute_layers=" + fmt::format("{}", fmt::join(c.stage_recompute_layers, "/"));
   else if (c.recompute == RecomputeMode::kFull && c.recompute_layers >= 0)
     out += fmt::format(",recompute_layers={}", c.recompute_layers);
+  if (c.recompute == RecomputeMode::kSelective && c.recompute_modules != kDefaultRecomputeModules)
+    out += ",recompute_modules=" + recompute_modules_text(c.recompute_modules);
   if (c.account_embedding) out += ",account_embedding=true";
   if (c.account_loss) out += ",account_loss=true";
   if (!c.layout.empty())
@@ -547,6 +618,7 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
     throw Error(fmt::format("dispatcher={} routes tokens between expert-parallel ranks: it needs a MoE model and ep > 1, "
                             "got ep={}",
                             to_string(c.dispatcher), c.ep));
+  check_recompute_modules(c, model, training);
   if (c.recompute_layers < -1)
     throw Error(fmt::format("recompute_layers={} must be >= 0, or -1 for every layer", c.recompute_layers));
   if (c.recompute != RecomputeMode::kFull && c.recompute_layers >= 0 && config.recompute_layers >= 0)

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "../test_util.h"
+#include "paratune/spec/io.h"
 #include "paratune/spec/parallel.h"
 
 namespace paratune {
@@ -58,6 +59,105 @@ TEST(ActivationMemory, FlashAttentionKeepsNoScores) {
   const double with_flash = layer_activation_bytes(m, t, p, false);
   // 34·sbh plus the fp32 log-sum-exp per head and token.
   EXPECT_DOUBLE_EQ(with_flash, 4096.0 * 1024 * 34 + 4.0 * 4096 * 16);
+}
+
+// Megatron's --recompute-modules, module by module, on a small dense model: h = 1024, a = 16 heads
+// of 64, 4h GeLU MLP, no dropout, unfused attention, s = T = 2048 tokens (mbs 1), tp 1, BF16 (b = 2).
+// Kept by a layer without recompute, bytes, in units of T·h:
+//   LN inputs 2·2, QKV input 2, MLP input 2            8
+//   Q, K, V 2·3                                        6
+//   attention output                                   2
+//   MLP fc1 output 2·4, GeLU output 2·4                16   (mlp drops these)
+//   = 32·T·h, plus the scores 2·a·s·T (softmax output, 2 bytes; core_attn drops them).
+TEST(ActivationMemory, RecomputeModulesOfADenseLayerByHand) {
+  ModelSpec m = ModelBuilder().hidden(1024).heads(16).build();
+  m.gated_mlp = false;
+  TrainingSpec t = testing::training(2048, 8);
+  t.flash_attention = false;
+  const double T = 2048, h = 1024, scores = 2.0 * 16 * 2048 * T;
+  auto bytes = [&](const char* config) { return layer_activation_bytes(m, t, parse_parallel_config(config), false); };
+  EXPECT_DOUBLE_EQ(bytes("recompute=none"), 32 * T * h + scores);
+  EXPECT_DOUBLE_EQ(bytes("recompute=selective"), 32 * T * h);  // core_attn, the default
+  EXPECT_DOUBLE_EQ(bytes("recompute=selective,recompute_modules=none"), 32 * T * h + scores);
+  EXPECT_DOUBLE_EQ(bytes("recompute=selective,recompute_modules=mlp"), 16 * T * h + scores);
+  EXPECT_DOUBLE_EQ(bytes("recompute=selective,recompute_modules=core_attn+mlp"), 16 * T * h);
+  // Standard attention's input norm and a dense layer's pre-MLP norm are fused into the following
+  // linear in Megatron-Core's TE specs: layernorm frees nothing here.
+  EXPECT_DOUBLE_EQ(bytes("recompute=selective,recompute_modules=core_attn+layernorm"), 32 * T * h);
+}
+
+// The same attention (h = 1024, 16 heads, flash: + 4·a·T fp32 log-sum-exp) in an MoE layer: E = 8
+// experts of fe = 512, top-2, one shared expert of 512, GeLU, tp = etp = 1, balanced (R = 2T routed
+// rows). Kept, bytes:
+//   LN inputs, QKV input, MoE input                  8·T·h
+//   Q, K, V + attention output                       8·T·h
+//   permuted expert inputs 2·R·h                     4·T·h
+//   expert fc1 output 2·R·fe                         2·T·h
+//   expert activation output 2·R·fe                  2·T·h   (moe_act drops it)
+//   router logits 4·T·E                              32·T
+//   shared expert fc1 + activation (2 + 2)·T·512     2·T·h   (shared_experts drops it)
+// layernorm drops the pre-MLP norm's output (the MoE input, 2·T·h); moe the whole MoE block's
+// internals (10·T·h + 32·T), keeping its input.
+TEST(ActivationMemory, RecomputeModulesOfAnMoeLayerByHand) {
+  ModelSpec m = ModelBuilder().hidden(1024).heads(16).build();
+  m.gated_mlp = false;
+  m.moe = MoeSpec{.num_experts = 8, .top_k = 2, .expert_ffn_hidden_size = 512, .num_shared_experts = 1};
+  const TrainingSpec t = testing::training(2048, 8);
+  const double T = 2048, h = 1024, lse = 4.0 * 16 * T, router = 32 * T;
+  auto bytes = [&](const char* config) { return layer_activation_bytes(m, t, parse_parallel_config(config), true); };
+  EXPECT_DOUBLE_EQ(bytes("recompute=none"), 26 * T * h + lse + router);
+  EXPECT_DOUBLE_EQ(bytes("recompute=selective"), 26 * T * h + lse + router);  // flash: core_attn frees no scores
+  EXPECT_DOUBLE_EQ(bytes("recompute=selective,recompute_modules=moe_act"), 24 * T * h + lse + router);
+  EXPECT_DOUBLE_EQ(bytes("recompute=selective,recompute_modules=shared_experts"), 24 * T * h + lse + router);
+  EXPECT_DOUBLE_EQ(bytes("recompute=selective,recompute_modules=layernorm"), 24 * T * h + lse + router);
+  EXPECT_DOUBLE_EQ(bytes("recompute=selective,recompute_modules=core_attn+moe_act+layernorm"), 22 * T * h + lse + router);
+  EXPECT_DOUBLE_EQ(bytes("recompute=selective,recompute_modules=moe"), 16 * T * h + lse);
+  // mlp is the dense MLP's: nothing on an MoE layer.
+  EXPECT_DOUBLE_EQ(bytes("recompute=selective,recompute_modules=mlp"), 26 * T * h + lse + router);
+}
+
+// MLA (16 heads, q_lora 256, kv_lora 128, rope 32, nope 64, v 64): Q, K, V after the up-projections
+// are 2·T·16·(2·96 + 64) = 8192·T bytes, which mla_up_proj drops (the latent vectors stay); its
+// input norm is a module of its own, so layernorm drops its output, 2·T·h.
+TEST(ActivationMemory, RecomputeModulesOfAnMlaLayerByHand) {
+  ModelSpec m = ModelBuilder().hidden(1024).heads(16).build();
+  m.mla = MlaSpec{.q_lora_rank = 256, .kv_lora_rank = 128, .qk_rope_head_dim = 32, .qk_nope_head_dim = 64, .v_head_dim = 64};
+  const TrainingSpec t = testing::training(2048, 8);
+  const double T = 2048, h = 1024;
+  const ParallelConfig base = parse_parallel_config("recompute=selective");
+  const double kept = layer_activation_bytes(m, t, base, false);
+  EXPECT_DOUBLE_EQ(kept - layer_activation_bytes(m, t, parse_parallel_config("recompute=selective,recompute_modules=core_attn+mla_up_proj"), false),
+                   8192 * T);
+  EXPECT_DOUBLE_EQ(kept - layer_activation_bytes(m, t, parse_parallel_config("recompute=selective,recompute_modules=core_attn+layernorm"), false),
+                   2 * T * h);
+}
+
+// The recompute re-runs the chosen modules' forward: mlp on Llama-3.1-8B (dp 8, 8 micro-batches a
+// rank) adds the dense MLP's GEMM FLOPs, 2·T·ffn·h·(gate + 1) = 2·4096·14336·4096·3 per layer and
+// micro-batch, over 32 layers and 64 sequences; and the time, and frees memory.
+TEST(Estimate, RecomputeModulesAddTheirForwardTime) {
+  const ModelSpec m = find_model_preset("llama3.1-8b").spec;
+  const TrainingSpec t = testing::training(4096, 64);
+  const Estimate attn = estimate(m, testing::dgx_h100(1), t, parse_parallel_config("dp=8,mbs=1,zero=1,recompute=selective"));
+  const Estimate mlp = estimate(m, testing::dgx_h100(1), t,
+                                parse_parallel_config("dp=8,mbs=1,zero=1,recompute=selective,recompute_modules=core_attn+mlp"));
+  const double mlp_flops = 2.0 * 4096 * 14336 * 4096 * 3;
+  EXPECT_NEAR(mlp.hardware_flops - attn.hardware_flops, 64 * 32 * mlp_flops, 1e-6 * 64 * 32 * mlp_flops);
+  EXPECT_DOUBLE_EQ(mlp.model_flops, attn.model_flops);
+  EXPECT_GT(mlp.breakdown.compute_s, attn.breakdown.compute_s);
+  EXPECT_GT(mlp.iteration_time_s, attn.iteration_time_s);
+  EXPECT_LT(mlp.peak_memory_bytes, attn.peak_memory_bytes);
+
+  // moe re-runs the dispatch/combine all-to-all as well.
+  const ModelSpec moe = load_model(std::string(PARATUNE_SOURCE_DIR) + "/examples/tiny-moe.yaml");
+  const TrainingSpec tm = testing::training(2048, 32);
+  const Estimate plain = estimate(moe, testing::dgx_h100(1), tm, parse_parallel_config("dp=8,ep=8,mbs=1,zero=1,recompute=selective"));
+  const Estimate whole = estimate(moe, testing::dgx_h100(1), tm,
+                                  parse_parallel_config("dp=8,ep=8,mbs=1,zero=1,recompute=selective,recompute_modules=moe"));
+  EXPECT_GT(whole.breakdown.ep_comm_s, plain.breakdown.ep_comm_s);
+  EXPECT_GT(whole.breakdown.compute_s, plain.breakdown.compute_s);
+  EXPECT_GT(whole.hardware_flops, plain.hardware_flops);
+  EXPECT_LT(whole.peak_memory_bytes, plain.peak_memory_bytes);
 }
 
 ClusterSpec one_node(int gpus) {

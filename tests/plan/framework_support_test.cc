@@ -194,6 +194,25 @@ TEST(FrameworkSupport, DeepSpeedRules) {
 }
 
 // Each refusal is one line per rule; several rules give several lines.
+// Megatron-Core's --recompute-modules (R19.4): Megatron runs them, except moe_act/layernorm under the
+// delayed FP8 recipe; torchtitan (per-op or per-layer AC, T9.2) and DeepSpeed (Megatron-DeepSpeed's
+// core-attention selective recompute, D7) have no module list.
+TEST(FrameworkSupport, RecomputeModules) {
+  Scene s = tiny_moe();
+  const char* modules = "dp=16,mbs=1,zero=1,recompute=selective,recompute_modules=core_attn+moe_act+layernorm";
+  expect(Framework::kMegatron, s, modules, nullptr);
+  expect(Framework::kMegatron, s, "dp=16,ep=8,mbs=1,zero=1,recompute=selective,recompute_modules=moe", nullptr);
+  expect(Framework::kTorchtitan, s, "dp=16,mbs=1,zero=3,recompute=selective,recompute_modules=moe_act", "T9.2");
+  expect(Framework::kTorchtitan, s, "dp=16,mbs=1,zero=3,recompute=selective", nullptr);
+  expect(Framework::kDeepSpeed, s, modules, "no --recompute-modules (D7)");
+  expect(Framework::kDeepSpeed, s, "dp=16,mbs=1,zero=1,recompute=selective", nullptr);
+  s.training.precision = Precision::kFP8;
+  s.training.fp8_recipe = Fp8Recipe::kDelayed;
+  expect(Framework::kMegatron, s, modules, "cannot recompute moe_act or layernorm (R19.4)");
+  s.training.fp8_recipe = Fp8Recipe::kBlockwise;
+  expect(Framework::kMegatron, s, modules, nullptr);
+}
+
 TEST(FrameworkSupport, EveryReasonIsListed) {
   const Scene s = llama8b();
   const std::vector<std::string> r =

@@ -478,6 +478,38 @@ TEST(Planner, ProgressCountsTheSearchAndChangesNothing) {
   }
 }
 
+// plan --base "recompute_modules=...": the selective candidates recompute those modules, the others
+// none; a set the model cannot recompute is an error naming the base, not an empty search.
+TEST(Planner, SelectiveCandidatesTakeTheBasesRecomputeModules) {
+  const Scenario s = tiny_moe_on_16();
+  PlanOptions options;
+  options.baselines = false;
+  options.base.recompute_modules = recompute_module_bit(RecomputeModule::kCoreAttn) |
+                                   recompute_module_bit(RecomputeModule::kMoeAct);
+  add_constraints(options.space, "recompute=selective,tp=1,pp=1", ConstraintKind::kFix, "--fix");
+  const PlanResult r = plan(s.model, s.cluster, s.training, options);
+  ASSERT_FALSE(r.plans.empty());
+  for (const auto& p : r.plans) {
+    EXPECT_EQ(p.estimate.config.recompute_modules, options.base.recompute_modules) << to_string(p.estimate.config);
+    EXPECT_NE(to_string(p.estimate.config).find("recompute_modules=core_attn+moe_act"), std::string::npos);
+  }
+  // moe cannot be recomputed with the all-to-all overlapped (R17.1): those candidates are left out.
+  PlanOptions whole = options;
+  whole.base.recompute_modules = recompute_module_bit(RecomputeModule::kMoe);
+  const PlanResult w = plan(s.model, s.cluster, s.training, whole);
+  ASSERT_FALSE(w.plans.empty());
+  EXPECT_GT(w.stats.unsupported, 0);
+  for (const auto& p : w.plans) EXPECT_FALSE(p.estimate.config.ep_overlap) << to_string(p.estimate.config);
+  const Scenario dense = llama8b_on_8();
+  try {
+    plan(dense.model, dense.cluster, dense.training, options);
+    FAIL() << "planned moe_act for a dense model";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("base: recompute_modules=core_attn+moe_act: moe_act"), std::string::npos)
+        << e.what();
+  }
+}
+
 // Megatron's account-for-embedding/loss split fixes the stage layout, which level 2 chooses.
 TEST(Planner, RefusesAccountFlagsInTheBase) {
   const Scenario s = llama8b_on_8();

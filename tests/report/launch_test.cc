@@ -142,6 +142,9 @@ TEST(Launch, EveryEmittedLaunchPassesItsSchema) {
       {"llama3.1-70b", "dgx-h100:8", 8192, 128, "dp=4,tp=4,pp=4,mbs=1,sp=true,zero=1", Precision::kFP8},
       {tiny_moe.c_str(), "dgx-h100:2", 2048, 32, "dp=4,tp=4,ep=4,etp=2,mbs=1,sp=true,zero=1"},
       {tiny_moe.c_str(), "dgx-h100:2", 2048, 32, "dp=16,ep=8,mbs=1,zero=1,ep_overlap=true"},
+      {tiny_moe.c_str(), "dgx-h100:2", 2048, 32, "dp=16,ep=8,mbs=1,zero=1,recompute=selective,recompute_modules=core_attn+moe_act+layernorm"},
+      {"deepseek-v3", "dgx-h100:64", 4096, 1024,
+       "dp=64,tp=2,pp=4,ep=64,etp=1,mbs=1,sp=true,zero=1,recompute=selective,recompute_modules=mla_up_proj+moe+shared_experts"},
       {tiny_moe.c_str(), "dgx-h100:2", 2048, 32, "dp=16,ep=8,mbs=1,zero=1,dispatcher=deepep"},
       {tiny_moe.c_str(), "dgx-h100:2", 2048, 32, "dp=16,ep=8,mbs=1,zero=3,dispatcher=deepep"},
       {"deepseek-v3", "dgx-h100:64", 4096, 1024, "dp=64,tp=2,pp=4,ep=64,etp=1,mbs=1,sp=true,zero=1,recompute=full"},
@@ -174,6 +177,30 @@ TEST(Launch, EveryEmittedLaunchPassesItsSchema) {
     }
   }
   EXPECT_GE(megatron_launches, 10);
+}
+
+// Selective recompute of chosen modules: Megatron-LM's flags, the names space-separated (R19); the
+// default core_attn alone is Megatron's default and not written out.
+TEST(Launch, MegatronCarriesTheRecomputeModules) {
+  const ModelSpec model = load_model(std::string(PARATUNE_SOURCE_DIR) + "/examples/tiny-moe.yaml");
+  const ClusterSpec cluster = load_cluster("dgx-h100:2");
+  TrainingSpec t;
+  t.seq_len = 2048;
+  t.global_batch = 32;
+  const LaunchTarget target{.nodes = cluster.nodes, .gpus_per_node = cluster.gpus_per_node, .gpu = cluster.gpu.name};
+  auto launch = [&](const char* config) {
+    return launch_settings(Framework::kMegatron, resolve(parse_parallel_config(config), model, cluster, t), model, t,
+                           target)
+        .text;
+  };
+  const std::string chosen = launch("dp=16,mbs=1,zero=1,recompute=selective,recompute_modules=moe_act+layernorm");
+  EXPECT_NE(chosen.find("--recompute-granularity selective"), std::string::npos) << chosen;
+  EXPECT_NE(chosen.find("--recompute-modules moe_act layernorm"), std::string::npos) << chosen;
+  const std::string plain = launch("dp=16,mbs=1,zero=1,recompute=selective");
+  EXPECT_NE(plain.find("--recompute-granularity selective"), std::string::npos) << plain;
+  EXPECT_EQ(plain.find("--recompute-modules"), std::string::npos) << plain;
+  const std::string v = framework_versions(Framework::kMegatron).front();
+  EXPECT_TRUE(check_megatron_args({"--recompute-granularity selective", "--recompute-modules moe_act layernorm"}, v).empty());
 }
 
 // The complete Megatron-LM launch of one plan, as a golden file (tests/golden/). Regenerate with

@@ -1,5 +1,6 @@
 #include "paratune/spec/parallel.h"
 #include "paratune/cost/estimate.h"
+#include "paratune/spec/io.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -136,6 +137,72 @@ TEST(ParallelConfig, UnevenSplitOf126LayersWithInterleaving) {
   int layers = 0;
   for (const StageEstimate& s : e.stages) layers += s.layers;
   EXPECT_EQ(layers, 126);
+}
+
+// Megatron-LM's --recompute-modules: a '+'-separated set in the config text, printed only where it
+// differs from the default core_attn, and in the JSON as a list of names.
+TEST(ParallelConfig, RecomputeModulesParseAndRoundTrip) {
+  const ParallelConfig c = parse_parallel_config("dp=8,recompute=selective,recompute_modules=moe_act+core_attn");
+  EXPECT_EQ(c.recompute_modules,
+            recompute_module_bit(RecomputeModule::kCoreAttn) | recompute_module_bit(RecomputeModule::kMoeAct));
+  EXPECT_TRUE(c.recomputes(RecomputeModule::kMoeAct));
+  EXPECT_FALSE(c.recomputes(RecomputeModule::kMoe));
+  // Printed in Megatron-Core's order, whatever order they were given in.
+  EXPECT_NE(to_string(c).find(",recompute_modules=core_attn+moe_act"), std::string::npos) << to_string(c);
+  EXPECT_EQ(to_string(parse_parallel_config(to_string(c))), to_string(c));
+  EXPECT_EQ(to_json(c)["recompute_modules"], nlohmann::json::array({"core_attn", "moe_act"}));
+  // The default is core attention only, and is not printed.
+  const ParallelConfig plain = parse_parallel_config("dp=8,recompute=selective");
+  EXPECT_EQ(plain.recompute_modules, kDefaultRecomputeModules);
+  EXPECT_EQ(to_string(plain).find("recompute_modules"), std::string::npos);
+  EXPECT_EQ(to_json(plain)["recompute_modules"], nlohmann::json::array({"core_attn"}));
+  // The empty set (Megatron accepts it: selective recompute of nothing) is "none".
+  const ParallelConfig nothing = parse_parallel_config("dp=8,recompute=selective,recompute_modules=none");
+  EXPECT_EQ(nothing.recompute_modules, 0u);
+  EXPECT_FALSE(nothing.recomputes(RecomputeModule::kCoreAttn));
+  EXPECT_NE(to_string(nothing).find(",recompute_modules=none"), std::string::npos);
+  EXPECT_EQ(parse_parallel_config(to_string(nothing)).recompute_modules, 0u);
+  // Without selective recompute no module is recomputed.
+  EXPECT_FALSE(parse_parallel_config("dp=8,recompute=full").recomputes(RecomputeModule::kCoreAttn));
+}
+
+TEST(ParallelConfig, RecomputeModulesErrorsNameTheFieldValueAndRule) {
+  auto parse_error = [](const char* text) {
+    try {
+      parse_parallel_config(text);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string unknown = parse_error("recompute=selective,recompute_modules=core_attn+moe_actt");
+  EXPECT_NE(unknown.find("recompute_modules"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("moe_actt"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("moe_act'"), std::string::npos) << unknown;  // the suggestion
+  EXPECT_NE(parse_error("recompute=selective,recompute_modules=mlp+mlp").find("'mlp' is named twice"), std::string::npos);
+
+  const ModelSpec llama = find_model_preset("llama3-70b").spec;         // dense, no MLA
+  const ModelSpec mixtral = find_model_preset("mixtral-8x7b").spec;     // MoE, no shared experts, no MLA
+  EXPECT_EQ(resolve_error("dp=8,recompute=full,recompute_modules=mlp", llama, 1, 4096, 64),
+            "recompute_modules=mlp requires recompute=selective, got recompute=full (Megatron-LM: --recompute-modules "
+            "needs --recompute-granularity selective)");
+  EXPECT_EQ(resolve_error("dp=8,recompute=selective,recompute_modules=moe_act", llama, 1, 4096, 64),
+            "recompute_modules=moe_act: moe_act recomputes part of the MoE layers; 'llama3-70b' is dense");
+  EXPECT_NE(resolve_error("dp=8,recompute=selective,recompute_modules=moe", llama, 1, 4096, 64).find("is dense"),
+            std::string::npos);
+  EXPECT_NE(resolve_error("dp=8,recompute=selective,recompute_modules=mla_up_proj", mixtral, 1, 4096, 64)
+                .find("mla_up_proj recomputes the multi-latent attention's up-projections; 'mixtral-8x7b' has no MLA"),
+            std::string::npos);
+  EXPECT_NE(resolve_error("dp=8,recompute=selective,recompute_modules=shared_experts", mixtral, 1, 4096, 64)
+                .find("shared experts; 'mixtral-8x7b' has none"),
+            std::string::npos);
+  EXPECT_NE(resolve_error("dp=8,ep=2,recompute=selective,recompute_modules=moe,ep_overlap=true", mixtral, 1, 4096, 64)
+                .find("cannot be combined with ep_overlap=true"),
+            std::string::npos);
+  // mlp is the dense MLP layers' recompute: allowed on any model (a no-op on MoE layers).
+  EXPECT_EQ(resolve_error("dp=8,recompute=selective,recompute_modules=mlp", mixtral, 1, 4096, 64), "");
+  EXPECT_EQ(resolve_error("dp=8,recompute=selective,recompute_modules=core_attn+moe_act+layernorm", mixtral, 1, 4096, 64),
+            "");
 }
 
 // Found by fuzz/parallel_config: to_string() left out the overlap switches, so a plan's printed

@@ -17,6 +17,10 @@ enum class Optimizer { kAdamW, kAdam, kSGD };
 enum class NormKind { kLayerNorm, kRMSNorm };
 enum class PositionEmbedding { kRotary, kLearned, kNone };
 enum class RecomputeMode { kNone, kSelective, kFull };
+// With recompute=selective: the modules whose activations are dropped and recomputed in the
+// backward (Megatron-Core TransformerConfig.recompute_modules, --recompute-modules; the labels and
+// their boundaries as Megatron-Bridge docs/training/activation-recomputation.md lists them).
+enum class RecomputeModule { kCoreAttn, kMoeAct, kLayernorm, kMlaUpProj, kMlp, kMoe, kSharedExperts };
 enum class Schedule { kOneFOneB, kInterleaved1F1B, kGPipe, kZeroBubbleH1 };
 enum class GradSync { kInBackward, kShifted, kOverlapped };
 // How FP8 GEMM inputs are scaled (Transformer Engine recipes; torchao's names in brackets):
@@ -70,6 +74,18 @@ struct EnumNames<RecomputeMode> {
   static constexpr std::string_view kWhat = "recompute";
   static constexpr std::array<std::pair<RecomputeMode, const char*>, 3> kTable{
       {{RecomputeMode::kNone, "none"}, {RecomputeMode::kSelective, "selective"}, {RecomputeMode::kFull, "full"}}};
+};
+template <>
+struct EnumNames<RecomputeModule> {
+  static constexpr std::string_view kWhat = "recompute_modules";
+  static constexpr std::array<std::pair<RecomputeModule, const char*>, 7> kTable{
+      {{RecomputeModule::kCoreAttn, "core_attn"},
+       {RecomputeModule::kMoeAct, "moe_act"},
+       {RecomputeModule::kLayernorm, "layernorm"},
+       {RecomputeModule::kMlaUpProj, "mla_up_proj"},
+       {RecomputeModule::kMlp, "mlp"},
+       {RecomputeModule::kMoe, "moe"},
+       {RecomputeModule::kSharedExperts, "shared_experts"}}};
 };
 template <>
 struct EnumNames<Schedule> {

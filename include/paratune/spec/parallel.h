@@ -24,6 +24,12 @@ namespace paratune {
 // training run comes near it (Llama-3.1-405B: 8 x 8 x 16).
 inline constexpr std::int64_t kMaxPipelineSlots = std::int64_t{1} << 24;
 
+// A set of RecomputeModule as bits (1 << module).
+constexpr unsigned recompute_module_bit(RecomputeModule m) { return 1u << static_cast<unsigned>(m); }
+// Megatron-Core's default --recompute-modules: core attention only (Korthikanti et al. 2022's
+// selective recompute, what recompute=selective meant before the module list existed).
+inline constexpr unsigned kDefaultRecomputeModules = recompute_module_bit(RecomputeModule::kCoreAttn);
+
 // One stage (virtual pipeline stage, model chunk) of Megatron-LM's --pipeline-model-parallel-layout
 // (data/frameworks/megatron-lm-rules.md R13): its decoder layers "t", MTP layers "m", and whether
 // it holds the embedding "E" (only the first stage) and the output layer and loss "L" (only the last).
@@ -48,6 +54,9 @@ struct ParallelConfig {
   int zero = 0;  // ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters
   int op = 0;    // optimizer-sharding degree, divides dp; 0 = dp (op < dp: hybrid sharding)
   RecomputeMode recompute = RecomputeMode::kNone;
+  // With recompute=selective: the recomputed modules, a set of recompute_module_bit(); config text
+  // "recompute_modules=core_attn+moe_act" (Megatron-LM --recompute-modules core_attn moe_act).
+  unsigned recompute_modules = kDefaultRecomputeModules;
   // With recompute=full: layers per stage that are fully recomputed; -1 = all layers of the stage.
   int recompute_layers = -1;
   // With recompute=full: fully recomputed layers of each stage (overrides recompute_layers);
@@ -90,6 +99,10 @@ struct ParallelConfig {
     }
     return n;
   }
+  // Whether module m's activations are recomputed (recompute=selective with m in recompute_modules).
+  [[nodiscard]] bool recomputes(RecomputeModule m) const {
+    return recompute == RecomputeMode::kSelective && (recompute_modules & recompute_module_bit(m)) != 0;
+  }
   [[nodiscard]] int expert_tp() const { return etp > 0 ? etp : tp; }
   [[nodiscard]] int optimizer_shard_degree() const { return zero > 0 ? (op > 0 ? op : dp) : 1; }
   [[nodiscard]] int num_microbatches(const TrainingSpec& training) const {
@@ -103,6 +116,14 @@ ParallelConfig parse_parallel_config(std::string_view text, ParallelConfig c = {
 
 // Canonical "key=value,..." rendering (round-trips through parse_parallel_config).
 std::string to_string(const ParallelConfig& config);
+
+// The names of a recompute_modules set in Megatron-Core's order, e.g. {"core_attn", "moe_act"}.
+std::vector<std::string> recompute_module_names(unsigned modules);
+
+// Megatron's rules for a recompute_modules set other than the default (resolve checks them): the
+// set needs recompute=selective, and each module the part of the model it recomputes. Throws Error
+// naming the field, the set and the rule.
+void check_recompute_modules(const ParallelConfig& config, const ModelSpec& model, const TrainingSpec& training);
 
 // Checks that the configuration is possible for this model, cluster and batch, filling in derived
 // defaults (stage_layers when empty, schedule when vpp > 1, op when 0). Throws Error with the rule
