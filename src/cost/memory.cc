@@ -73,7 +73,7 @@ double layernorm_recompute_freed(const ModelSpec& m, const ParallelConfig& p, bo
 double dense_mlp_bytes(const ModelSpec& m, const ParallelConfig& p, double tokens, double lin) {
   if (p.recomputes(RecomputeModule::kMlp)) return 0;
   const double b = cost_detail::kActivationBytes, gate = m.gated_mlp ? 2 : 1;
-  return (b * gate + lin) * tokens * (m.ffn_hidden_size / p.tp);
+  return (b * gate + lin) * tokens * (m.ffn_hidden_size / static_cast<double>(p.tp));
 }
 
 // An MoE block's internals, bytes, with R = T·top_k·etp/t·moe_load routed rows and fe the expert

@@ -43,7 +43,9 @@ double holders_reached(const MoeSpec& moe, double holders) {
 }
 
 double expert_dispatch_s(double tokens, double token_bytes, const MoeSpec& moe, MoeDispatcher dispatcher,
-                         const GroupPlacement& g, const Fabric& f) {
+                         const GroupPlacement& ep_group, const Fabric& fabric) {
+  const GroupPlacement& g = ep_group;
+  const Fabric& f = fabric;
   if (g.size <= 1) return 0;
   if (dispatcher == MoeDispatcher::kAllToAll) return all_to_all_s(tokens * moe.top_k * token_bytes, g, f);
   const double n = g.nodes(), m = g.ranks_per_node;

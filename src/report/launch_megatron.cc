@@ -216,8 +216,11 @@ LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, c
   // --pipeline-model-parallel-layout (R13, which sets vpp itself and excludes the vpp flags).
   if (p.pp > 1) {
     const std::vector<int> middle(p.stage_layers.begin() + 1, p.stage_layers.end() - 1);
-    if (!p.layout.empty()) {
-      // The configuration's own layout (uneven chunks; it sets vpp itself, R13.2/R13.4).
+    // The configuration's own layout (uneven chunks; it sets vpp itself, R13.2/R13.4), or stages
+    // the first/last flags cannot express: --pipeline-model-parallel-layout.
+    const bool needs_layout = !p.layout.empty() || (!p.account_embedding && !p.account_loss &&
+                                                    !all_equal(p.stage_layers) && !all_equal(middle));
+    if (needs_layout) {
       arg(fmt::format("--pipeline-model-parallel-layout \"{}\"", megatron_layout(p, model)));
     } else if (p.account_embedding || p.account_loss) {
       // Megatron's own split counting the embedding / loss as a layer (R11): the plan's layout.
@@ -226,12 +229,10 @@ LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, c
       if (p.vpp > 1) arg(fmt::format("--num-virtual-stages-per-pipeline-rank {}", p.vpp));
     } else if (all_equal(p.stage_layers)) {
       if (p.vpp > 1) arg(fmt::format("--num-virtual-stages-per-pipeline-rank {}", p.vpp));
-    } else if (all_equal(middle)) {
+    } else {  // equal middle stages
       arg(fmt::format("--decoder-first-pipeline-num-layers {}", p.stage_layers.front()));
       arg(fmt::format("--decoder-last-pipeline-num-layers {}", p.stage_layers.back()));
       if (p.vpp > 1) arg(fmt::format("--num-virtual-stages-per-pipeline-rank {}", p.vpp));
-    } else {
-      arg(fmt::format("--pipeline-model-parallel-layout \"{}\"", megatron_layout(p, model)));
     }
     if (p.vpp > 1 && !p.overlap_p2p) arg("--no-overlap-p2p-communication");
   }
