@@ -19,6 +19,7 @@ std::string compact(const std::string& config_text) {
   if (c.ep > 1) out += fmt::format(" ep={}", c.ep);
   if (c.etp > 0 && c.etp != c.tp) out += fmt::format(" etp={}", c.etp);
   if (c.ep_overlap) out += " ep-overlap";
+  if (c.dispatcher != MoeDispatcher::kAllToAll) out += " " + to_string(c.dispatcher);
   if (c.account_embedding || c.account_loss)
     out += fmt::format(" split={}{}", c.account_embedding ? "E" : "", c.account_loss ? "L" : "");
   if (!c.layout.empty()) out += " layout=" + to_string(c.layout);
