@@ -44,19 +44,19 @@ double holders_reached(const MoeSpec& moe, double holders) {
 
 double expert_dispatch_s(double tokens, double token_bytes, const MoeSpec& moe, MoeDispatcher dispatcher,
                          const GroupPlacement& ep_group, const Fabric& fabric) {
-  const GroupPlacement& g = ep_group;
-  const Fabric& f = fabric;
-  if (g.size <= 1) return 0;
-  if (dispatcher == MoeDispatcher::kAllToAll) return all_to_all_s(tokens * moe.top_k * token_bytes, g, f);
-  const double n = g.nodes(), m = g.ranks_per_node;
-  const double p_rank = holders_reached(moe, g.size) / g.size;
+  if (ep_group.size <= 1) return 0;
+  if (dispatcher == MoeDispatcher::kAllToAll) return all_to_all_s(tokens * moe.top_k * token_bytes, ep_group, fabric);
+  const double n = ep_group.nodes(), m = ep_group.ranks_per_node;
+  const double p_rank = holders_reached(moe, ep_group.size) / ep_group.size;
   const double p_node = holders_reached(moe, n) / n;
   const double nvlink_copies = (m - 1) * p_rank * n;  // own node + forwarded: (m-1)·p_rank·(1 + (n-1))
-  const double nvlink_s = nvlink_copies * tokens * token_bytes / f.intra.bandwidth_bytes_per_s + (m - 1) * f.intra.latency_s;
+  const double nvlink_s =
+      nvlink_copies * tokens * token_bytes / fabric.intra.bandwidth_bytes_per_s + (m - 1) * fabric.intra.latency_s;
   if (n <= 1) return nvlink_s;
   // Across pods the RDMA share runs over the oversubscribed uplinks.
-  const double inter_bandwidth = f.inter.bandwidth_bytes_per_s / (g.spans_pods() ? f.pod_oversubscription : 1);
-  const double rdma_s = (n - 1) * p_node * tokens * token_bytes / inter_bandwidth + (n - 1) * f.inter.latency_s;
+  const double inter_bandwidth =
+      fabric.inter.bandwidth_bytes_per_s / (ep_group.spans_pods() ? fabric.pod_oversubscription : 1);
+  const double rdma_s = (n - 1) * p_node * tokens * token_bytes / inter_bandwidth + (n - 1) * fabric.inter.latency_s;
   return std::max(nvlink_s, rdma_s);
 }
 
