@@ -302,7 +302,7 @@ int main(int argc, char** argv) {
       sc.framework = framework;
       plan::PlanOptions options;
       options.base = base;
-      options.framework = framework;
+      if (framework) options.frameworks = {*framework};  // else what any framework runs (the default)
       options.threads = args.threads;
       options.baselines = false;  // the published configuration is the baseline here
       options.advise = false;     // "what would fit" is not asked for

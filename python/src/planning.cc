@@ -444,12 +444,10 @@ void bind_planning(py::module_& m) {
         add_plan_constraints(options.space, fix, plan::ConstraintKind::kFix, "fix");
         add_plan_constraints(options.space, allow, plan::ConstraintKind::kAllow, "allow");
         add_plan_constraints(options.space, max, plan::ConstraintKind::kMax, "max");
-        if (!framework.is_none()) {
-          try {
-            options.framework = parse_framework_target(text_or_path(framework, "framework")).framework;
-          } catch (const Error& e) {
-            throw e.with_context("framework");
-          }
+        try {
+          options.frameworks = parse_searched_frameworks(text_or_path(framework, "framework"));
+        } catch (const Error& e) {
+          throw e.with_context("framework");
         }
         options.top = top;
         options.keep = std::max(keep, top);
@@ -465,7 +463,7 @@ void bind_planning(py::module_& m) {
       },
       py::arg("model"), py::arg("cluster"), py::arg("seq_len"), py::arg("global_batch"), py::kw_only(),
       py::arg("top") = 5, py::arg("keep") = 16, py::arg("threads") = 1, py::arg("fix") = py::none(),
-      py::arg("allow") = py::none(), py::arg("max") = py::none(), py::arg("framework") = py::none(),
+      py::arg("allow") = py::none(), py::arg("max") = py::none(), py::arg("framework") = "any",
       py::arg("baselines") = true,
       "The fastest configurations that fit, searched jointly over every axis (paratune plan). Releases the GIL.");
 

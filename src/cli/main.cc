@@ -372,6 +372,7 @@ int run_simulate(const SetupFlags& setup, const SimulateFlags& f, bool json) {
 struct PlanFlags {
   std::vector<std::string> fix, allow, max;
   std::string base;
+  std::string framework = "any";
   std::string emit;
   int top = 5;
   int keep = 16;
@@ -379,6 +380,23 @@ struct PlanFlags {
   bool no_baselines = false;
   std::string html_path;
 };
+
+// --framework (parse_searched_frameworks) with --emit X: X's runnable plans; a --framework other than
+// any or X beside it is an error (the launch would be for a plan its framework was not asked for).
+std::vector<Framework> searched_frameworks(const std::string& text, std::optional<Framework> emit) {
+  std::vector<Framework> chosen;
+  try {
+    chosen = parse_searched_frameworks(text);
+  } catch (const Error& e) {
+    throw e.with_context("--framework");
+  }
+  if (!emit) return chosen;
+  if (text != "any" && chosen != std::vector<Framework>{*emit})
+    throw Error(fmt::format("--framework {} with --emit {}: --emit searches only what {} runs; give --framework any "
+                            "or {}, or leave it out",
+                            text, to_string(*emit), to_string(*emit), to_string(*emit)));
+  return {*emit};
+}
 
 // `paratune plan`: search every axis for the fastest configuration that fits.
 int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
@@ -397,7 +415,7 @@ int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
       throw e.with_context("--base");
     }
   }
-  std::optional<Framework> framework;
+  std::optional<Framework> framework;  // --emit's
   LaunchTarget target{.version = "", .nodes = cluster.nodes, .gpus_per_node = cluster.gpus_per_node, .gpu = cluster.gpu.name};
   std::string emit_name;  // "megatron@0.20.0-dev"
   if (!f.emit.empty()) {
@@ -410,12 +428,12 @@ int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
       throw e.with_context("--emit");
     }
   }
+  options.frameworks = searched_frameworks(f.framework, framework);
   options.top = f.top;
   options.keep = std::max(f.keep, f.top);
   options.threads = f.threads;
   options.estimate.memory_margin = setup.memory_margin;
   options.baselines = !f.no_baselines;
-  options.framework = framework;  // --emit X: search only what X can run
   const Calibration calibration = calibration_from(setup);
   plan::PlanProgress progress;  // shown on a terminal when the search takes more than a second
   options.progress = &progress;
@@ -465,6 +483,12 @@ int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
           !above.empty())
         std::cout << "  the winner's " << above << "\n";
     std::cout << "(" << prediction_source(setup) << ")\n";
+    if (!launch && !result.plans.empty())
+      for (const plan::FrameworkVerdict& v : result.plans.front().frameworks)
+        if (v.reasons.empty()) {
+          std::cout << fmt::format("the winner's launch settings: the same command with --emit {}\n", to_string(v.framework));
+          break;
+        }
     if (launch) {
       std::cout << fmt::format("\n{} launch for the winner:\n{}", emit_name, launch->text);
       if (!launch->cannot_express.empty()) {
@@ -1408,6 +1432,10 @@ int run_main(int argc, char** argv) {
   plan_cmd->add_option("--html", plan_flags.html_path,
                        "write a self-contained HTML report: ranked plans, time breakdown, memory per stage, the "
                        "winner's timeline, the launch (opens offline)");
+  plan_cmd->add_option("--framework", plan_flags.framework,
+                       "rank only plans a framework runs as planned: any (one of the three) | megatron | torchtitan | "
+                       "deepspeed (optionally @VERSION) | none (the whole space, plans no framework runs labelled so)")
+      ->capture_default_str();
   plan_cmd->add_option("--emit", plan_flags.emit,
                        "search only what this framework can run and write its launch settings for the winner: "
                        "megatron | torchtitan | deepspeed, optionally @VERSION (megatron@core_v0.19.0; default: the "

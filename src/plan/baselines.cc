@@ -10,7 +10,8 @@
 namespace paratune::plan {
 namespace {
 
-// With PlanOptions::framework, a baseline takes the framework's nearest expression of its rule:
+// With one framework searched (PlanOptions::frameworks, `--emit`), a baseline takes its nearest
+// expression of its rule:
 //   torchtitan: no ZeRO-1 (T1.8), and unsharded data parallelism (DDP) only without TP/PP (T1.7):
 //               data parallelism is FSDP2 (zero=3 over all of dp); TP always shards the sequence
 //               (sp on, T2.1);
@@ -18,11 +19,13 @@ namespace {
 //   Megatron-LM: the rules are Megatron's already;
 //   all: a gradient-sync placement the framework does not do becomes the first of overlapped,
 //        shifted that it does (runs_grad_sync; DeepSpeed's pipeline reduces after the flush).
-// Returns what was changed, in words (empty: nothing).
+// With several (or none), the rule is taken as written. Returns what was changed, in words (empty:
+// nothing).
 std::string adapt_to_framework(const PlanOptions& options, ParallelConfig& c) {
-  if (!options.framework) return "";
+  if (options.frameworks.size() != 1) return "";
+  const Framework framework = options.frameworks.front();
   std::vector<std::string> changed;
-  switch (*options.framework) {
+  switch (framework) {
     case Framework::kMegatron: break;
     case Framework::kTorchtitan:
       if (c.zero == 1 && c.dp == 1) c.zero = 0;  // sharding over one rank is no sharding
@@ -44,9 +47,9 @@ std::string adapt_to_framework(const PlanOptions& options, ParallelConfig& c) {
       }
       break;
   }
-  if (!runs_grad_sync(*options.framework, c.pp, c.grad_sync))
+  if (!runs_grad_sync(framework, c.pp, c.grad_sync))
     for (GradSync g : {GradSync::kOverlapped, GradSync::kShifted})
-      if (runs_grad_sync(*options.framework, c.pp, g)) {
+      if (runs_grad_sync(framework, c.pp, g)) {
         c.grad_sync = g;
         changed.push_back(fmt::format("grad_sync={}", to_string(g)));
         break;
@@ -58,8 +61,11 @@ std::optional<Estimate> fitting(const ModelSpec& model, const ClusterSpec& clust
                                 const ParallelConfig& config, const PlanOptions& options, const Calibration& calibration) {
   try {
     Estimate e = estimate(model, cluster, training, config, calibration, options.estimate);
-    // Only what the framework runs (e.g. torchtitan without data parallelism and with TP: T5.2).
-    if (options.framework && !can_run(*options.framework, e.config, model, training)) return std::nullopt;
+    // Only what a searched framework runs (e.g. torchtitan without data parallelism and with TP: T5.2).
+    if (!options.frameworks.empty() &&
+        std::none_of(options.frameworks.begin(), options.frameworks.end(),
+                     [&](Framework f) { return can_run(f, e.config, model, training); }))
+      return std::nullopt;
     if (e.fits) return e;
   } catch (const Error&) {
     // Not a valid configuration of this rule for this model (e.g. batch not divisible): skip it.
@@ -124,7 +130,7 @@ Baseline expert_baseline(const ModelSpec& model, const ClusterSpec& cluster, con
       c.recompute = rc;
       if (auto e = fitting(model, cluster, training, c, options, calibration)) {
         out.estimate = std::move(e);
-        if (!adapted.empty()) out.rule += fmt::format(" (as {} runs it: {})", to_string(*options.framework), adapted);
+        if (!adapted.empty()) out.rule += fmt::format(" (as {} runs it: {})", to_string(options.frameworks.front()), adapted);
         return out;
       }
     }
@@ -162,7 +168,7 @@ Baseline three_axis_baseline(const ModelSpec& model, const ClusterSpec& cluster,
         }
     }
   }
-  if (!adaptation.empty()) out.rule += fmt::format(" (as {} runs it: {})", to_string(*options.framework), adaptation);
+  if (!adaptation.empty()) out.rule += fmt::format(" (as {} runs it: {})", to_string(options.frameworks.front()), adaptation);
   return out;
 }
 

@@ -81,7 +81,7 @@ bool by_bound(const Bounded& a, const Bounded& b) {
 struct MeshBounds {
   std::vector<Bounded> survivors;
   long long seen = 0, pruned_memory = 0;
-  long long unsupported = 0;  // the framework cannot run them (PlanOptions::framework), or the base excludes them
+  long long unsupported = 0;  // no searched framework runs them (PlanOptions::frameworks), or the base excludes them
   Bounded smallest_memory;  // the candidate with the smallest memory bound (for "nothing fits")
   double smallest_memory_bytes = kInfinity;
 };
@@ -93,28 +93,52 @@ std::vector<GradSync> grad_sync_choices(const SearchSpace& space) {
   return out;
 }
 
+// Whether one of the searched frameworks reduces gradients with `grad_sync` on pp stages (always,
+// when the search is over the whole space).
+bool some_framework_syncs(const PlanOptions& options, int pp, GradSync grad_sync) {
+  if (options.frameworks.empty()) return true;
+  return std::any_of(options.frameworks.begin(), options.frameworks.end(),
+                     [&](Framework f) { return runs_grad_sync(f, pp, grad_sync); });
+}
+
+// Whether one of the searched frameworks runs `config` as planned (always, over the whole space).
+bool some_framework_runs(const PlanOptions& options, const ParallelConfig& config, const ModelSpec& model,
+                         const TrainingSpec& training) {
+  if (options.frameworks.empty()) return true;
+  return std::any_of(options.frameworks.begin(), options.frameworks.end(),
+                     [&](Framework f) { return can_run(f, config, model, training); });
+}
+
 // A candidate's level-1 configuration: even stages, the flags of options.base, and base's
-// gradient-sync placement unless the framework does not do it: then the first allowed one it does
-// (so that the level-1 time is one the framework could run and level 2 never loses to it).
+// gradient-sync placement unless no searched framework does it: then the first allowed one that
+// one does (so that the level-1 time is one a framework could run and level 2 never loses to it).
 ParallelConfig level1_config(const Candidate& c, const PlanOptions& options) {
   ParallelConfig config = to_config(c, options.base);
-  if (options.framework && !runs_grad_sync(*options.framework, config.pp, config.grad_sync))
+  if (!some_framework_syncs(options, config.pp, config.grad_sync))
     for (GradSync g : grad_sync_choices(options.space))
-      if (runs_grad_sync(*options.framework, config.pp, g)) {
+      if (some_framework_syncs(options, config.pp, g)) {
         config.grad_sync = g;
         break;
       }
   return config;
 }
 
-// Whether options.framework (if any) can run a level-1 candidate's configuration with one of the
-// gradient-sync placements level 2 may choose (plan/framework_support.h).
-bool framework_runs(const PlanOptions& options, const ParallelConfig& config, const ModelSpec& model,
-                    const TrainingSpec& training, const std::vector<GradSync>& grad_syncs) {
-  if (!options.framework) return true;
-  const Framework f = *options.framework;
-  return std::any_of(grad_syncs.begin(), grad_syncs.end(), [&](GradSync g) { return runs_grad_sync(f, config.pp, g); }) &&
-         can_run(f, config, model, training, /*judge_grad_sync=*/false);
+// Whether `framework` can run a level-1 candidate's configuration with one of the gradient-sync
+// placements level 2 may choose (plan/framework_support.h).
+bool runs_level1(Framework framework, const ParallelConfig& config, const ModelSpec& model,
+                 const TrainingSpec& training, const std::vector<GradSync>& grad_syncs) {
+  return std::any_of(grad_syncs.begin(), grad_syncs.end(),
+                     [&](GradSync g) { return runs_grad_sync(framework, config.pp, g); }) &&
+         can_run(framework, config, model, training, /*judge_grad_sync=*/false);
+}
+
+// Whether a level-1 candidate is searched: over the whole space always, else when one of the
+// frameworks runs it.
+bool searched(const PlanOptions& options, const ParallelConfig& config, const ModelSpec& model,
+              const TrainingSpec& training, const std::vector<GradSync>& grad_syncs) {
+  return options.frameworks.empty() ||
+         std::any_of(options.frameworks.begin(), options.frameworks.end(),
+                     [&](Framework f) { return runs_level1(f, config, model, training, grad_syncs); });
 }
 
 // A selective candidate that overlaps the MoE all-to-all cannot recompute the moe module (Megatron
@@ -153,7 +177,7 @@ MeshBounds bound_mesh(const ModelSpec& model, const ClusterSpec& cluster, const 
           return;
         }
         const ParallelConfig config = level1_config(c, options);
-        if (!framework_runs(options, config, model, training, grad_syncs)) {
+        if (!searched(options, config, model, training, grad_syncs)) {
           ++out.unsupported;
           return;
         }
@@ -224,14 +248,14 @@ std::optional<Estimate> refine(const ModelSpec& model, const ClusterSpec& cluste
   // What the best so far leaves to beat: a refinement that ties with it may still rank before it.
   auto to_beat = [&] { return best ? std::min(faster_than_s, tie_limit_s(best->iteration_time_s)) : faster_than_s; };
   std::set<std::string> timed;
-  // One layout under each allowed placement (that the framework runs); replays that cannot beat
-  // to_beat() are skipped on their lower bound.
+  // One layout under each allowed placement (that a searched framework runs); replays that cannot
+  // beat to_beat() are skipped on their lower bound.
   auto time_layout = [&](const ParallelConfig& layout) {
     if (!timed.insert(to_string(layout)).second) return;
     for (GradSync g : grad_sync_choices(options.space)) {
       ParallelConfig c = layout;
       c.grad_sync = g;
-      if (options.framework && !can_run(*options.framework, c, model, training)) continue;
+      if (!some_framework_runs(options, c, model, training)) continue;
       std::optional<Estimate> e = estimate_if_faster(model, cluster, training, c, to_beat(), calibration, options.estimate);
       if (e && e->fits &&
           (!best || ranks_before(e->iteration_time_s, e->config, best->iteration_time_s, best->config)))
@@ -248,8 +272,8 @@ std::optional<Estimate> refine(const ModelSpec& model, const ClusterSpec& cluste
     return best;
   }
   // The exact stage assignment and per-stage recompute, each rank holding the activations of as
-  // many micro-batches as its schedule keeps in flight; within what the framework can express.
-  const RefinementScope scope = refinement_scope(options.framework, even);
+  // many micro-batches as its schedule keeps in flight; within what a framework that runs the
+  // candidate can express (each such framework's scope in turn; none: the whole space's).
   const sim::PipelineShape shape{even.pp, even.vpp, costs.num_microbatches()};
   std::vector<double> in_flight;
   for (int held : sim::schedule_for(even.schedule).peak_in_flight(shape))
@@ -268,24 +292,31 @@ std::optional<Estimate> refine(const ModelSpec& model, const ClusterSpec& cluste
     }
     return assigned;
   };
-  if (scope.uneven_stages || even.pp == 1) {
+  std::vector<std::optional<Framework>> scopes;
+  if (options.frameworks.empty()) scopes.emplace_back();
+  const std::vector<GradSync> grad_syncs = grad_sync_choices(options.space);
+  for (Framework f : options.frameworks)
+    if (runs_level1(f, even, model, training, grad_syncs)) scopes.emplace_back(f);
+  std::optional<StageAssignment> free;  // the per-stage optimum, the same for every scope
+  for (const std::optional<Framework>& framework : scopes) {
+    const RefinementScope scope = refinement_scope(framework, even);
+    if (!scope.uneven_stages && even.pp > 1) continue;
+    if (!free) free = assign_stages(costs, in_flight, full, bottleneck_limit);
+    if (!free->feasible) break;
+    // Per-stage counts the framework cannot express: the programme's optimum over one count per
+    // model chunk (Megatron's block N, N = 0 .. the most layers a chunk can hold) or over "every
+    // layer or none". Those are among the per-stage counts, so each is feasible only if `free` is.
     std::optional<StageAssignment> chosen;
-    const StageAssignment free = assign_stages(costs, in_flight, full, bottleneck_limit);
-    if (free.feasible) {
-      // Per-stage counts the framework cannot express: the programme's optimum over one count per
-      // model chunk (Megatron's block N, N = 0 .. the most layers a chunk can hold) or over "every
-      // layer or none". Those are among the per-stage counts, so each is feasible only if `free` is.
-      if (!full || scope.recompute == RefinementScope::Recompute::kPerStage ||
-          (options.framework && can_run(*options.framework, layout_of(free), model, training, false))) {
-        chosen = free;
-      } else {
-        std::vector<int> counts{0, kAllLayers};
-        if (scope.recompute == RefinementScope::Recompute::kSameCountPerChunk)
-          for (int n = 1; n < model.num_layers / even.vpp - (even.pp - 1); ++n) counts.push_back(n);
-        for (int n : counts) {
-          const StageAssignment a = assign_stages(costs, in_flight, full, bottleneck_limit, n);
-          if (a.feasible && (!chosen || a.objective_s < chosen->objective_s)) chosen = a;
-        }
+    if (!full || scope.recompute == RefinementScope::Recompute::kPerStage ||
+        (framework && can_run(*framework, layout_of(*free), model, training, false))) {
+      chosen = free;
+    } else {
+      std::vector<int> counts{0, kAllLayers};
+      if (scope.recompute == RefinementScope::Recompute::kSameCountPerChunk)
+        for (int n = 1; n < model.num_layers / even.vpp - (even.pp - 1); ++n) counts.push_back(n);
+      for (int n : counts) {
+        const StageAssignment a = assign_stages(costs, in_flight, full, bottleneck_limit, n);
+        if (a.feasible && (!chosen || a.objective_s < chosen->objective_s)) chosen = a;
       }
     }
     if (chosen) time_layout(layout_of(*chosen));
@@ -452,7 +483,7 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
   }
   const Clock::time_point start = Clock::now();
   PlanResult result;
-  result.framework = options.framework;
+  result.searched_within = options.frameworks;
   SearchStats& stats = result.stats;
 
   PlanProgress* const progress = options.progress;
@@ -604,10 +635,22 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
       if (b->estimate) b->frameworks = framework_verdicts(b->estimate->config, model, training);
   }
   if (result.plans.empty()) {
+    // A constraint that meets the frameworks' limits is not a memory problem: the best of the whole
+    // space, if something fits there, shows which it is.
+    if (!options.frameworks.empty() && stats.unsupported > 0) {
+      PlanOptions whole = options;
+      whole.frameworks.clear();
+      whole.top = 1;
+      whole.baselines = false;
+      whole.advise = false;
+      whole.progress = nullptr;
+      PlanResult r = plan(model, cluster, training, whole, calibration);
+      if (!r.plans.empty()) result.best_unrunnable = std::move(r.plans.front());
+    }
     if (closest) result.closest = estimate_candidate(model, cluster, training, survivors[*closest].candidate, options, calibration);
     else if (smallest_memory)
       result.closest = estimate_candidate(model, cluster, training, smallest_memory->candidate, options, calibration);
-    if (options.advise) {
+    if (options.advise && !result.best_unrunnable) {  // more GPUs do not make a framework run it
       enter(PlanProgress::kAdvice);
       result.advice = advice_when_nothing_fits(model, cluster, training, options, calibration);
     }

@@ -118,6 +118,17 @@ FrameworkTarget parse_framework_target(std::string_view text) {
   return t;
 }
 
+std::vector<plan::Framework> parse_searched_frameworks(std::string_view text) {
+  if (text == "any") return {plan::kFrameworks.begin(), plan::kFrameworks.end()};
+  if (text == "none") return {};
+  try {
+    return {parse_framework_target(text).framework};
+  } catch (const Error& e) {
+    throw Error(fmt::format("'{}' must be any, none or megatron | torchtitan | deepspeed, optionally @VERSION: {}",
+                            text, e.what()));
+  }
+}
+
 std::string to_string(const FrameworkTarget& target) { return to_string(target.framework) + "@" + target.version; }
 
 std::string framework_commit(const FrameworkTarget& target) {

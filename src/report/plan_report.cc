@@ -122,6 +122,16 @@ std::string why_slower(const Estimate& a, const Estimate& b) {
   return out;
 }
 
+// "megatron, torchtitan or deepspeed", "torchtitan".
+std::string frameworks_in_words(const std::vector<plan::Framework>& frameworks) {
+  std::vector<std::string> names;
+  for (plan::Framework f : frameworks) names.push_back(to_string(f));
+  if (names.size() <= 1) return names.empty() ? "" : names.front();
+  const std::string last = names.back();
+  names.pop_back();
+  return fmt::format("{} or {}", fmt::join(names, ", "), last);
+}
+
 std::string speedup_line(const char* name, const plan::Baseline& b, const Estimate* best) {
   if (!b.estimate) return fmt::format("  {:<8} no configuration of the rule fits  ({})\n", name, b.rule);
   const Estimate& e = *b.estimate;
@@ -192,7 +202,15 @@ nlohmann::json to_json(const plan::PlanResult& r) {
     if (r.expert.estimate) j["speedup_over_expert"] = r.expert.estimate->iteration_time_s / best;
     if (r.three_axis.estimate) j["speedup_over_three_axis"] = r.three_axis.estimate->iteration_time_s / best;
   }
-  if (r.framework) j["framework"] = to_string(*r.framework);
+  nlohmann::json within = nlohmann::json::array();
+  for (plan::Framework f : r.searched_within) within.push_back(to_string(f));
+  j["searched_within"] = within;  // [] : the whole space (--framework none)
+  if (r.searched_within.size() == 1) j["framework"] = to_string(r.searched_within.front());
+  if (r.best_unrunnable) {
+    nlohmann::json b = plan_json(r.best_unrunnable->estimate);
+    add_frameworks(b, r.best_unrunnable->frameworks);
+    j["best_unrunnable"] = std::move(b);
+  }
   if (r.closest) j["closest"] = plan_json(*r.closest);
   if (!r.advice.empty()) j["advice"] = r.advice;
   return j;
@@ -208,11 +226,25 @@ std::string format_plan(const plan::PlanResult& r, const ModelSpec& model, const
       "search: {} level-1 candidates; pruned {} by the memory bound and {} by the time bound; {} costed with even "
       "stages; {} kept and {} refined in level 2; {:.2f} s\n\n",
       s.candidates_level1, s.pruned_memory, s.pruned_time, s.level1_evaluated, s.kept, s.level2_evaluated, s.elapsed_s);
-  if (r.framework)
-    out += fmt::format("restricted to what {} can run (--emit): {} enumerated candidates it cannot run were skipped\n\n",
-                       to_string(*r.framework), s.unsupported);
+  const std::string within = frameworks_in_words(r.searched_within);
+  if (r.searched_within.empty())
+    out += "the whole space (--framework none): plans no framework runs as planned are ranked too, marked ---\n\n";
+  else
+    out += fmt::format("only plans {} runs as planned: {} enumerated candidates {} were skipped (--framework none "
+                       "ranks them too)\n\n",
+                       within, s.unsupported, r.searched_within.size() == 1 ? "it cannot run" : "none of them runs");
 
-  if (r.plans.empty()) {
+  if (r.plans.empty() && r.best_unrunnable) {
+    // The constraints met the frameworks' limits: that, not memory, is why nothing is ranked.
+    const plan::Plan& b = *r.best_unrunnable;
+    out += fmt::format("NO CONFIGURATION THAT {} RUNS AS PLANNED FITS within the constraints; configurations no such "
+                       "framework runs do fit: the best, {} ({}), cannot run because\n",
+                       within, compact_config(b.estimate.config), format_duration(b.estimate.iteration_time_s));
+    for (const plan::FrameworkVerdict& v : b.frameworks)
+      if (std::find(r.searched_within.begin(), r.searched_within.end(), v.framework) != r.searched_within.end())
+        for (const std::string& why : v.reasons) out += fmt::format("  not {}: {}\n", to_string(v.framework), why);
+    out += "--framework none ranks such plans; or relax the --fix/--allow/--max that rule out what the frameworks run\n";
+  } else if (r.plans.empty()) {
     out += "NO CONFIGURATION FITS.\n";
     if (r.closest)
       out += fmt::format("closest: {}\n  {}\n", compact_config(r.closest->config), r.closest->reason);

@@ -92,6 +92,9 @@ std::vector<ModelPreset> make_model_presets() {
   p.push_back(M("mixtral-8x22b", 56, 6144, 48, 16384, 32768).llama().kv(8).moe(8, 2, 16384).published(141e9, 39e9, mixtral));
   p.push_back(M("qwen3-30b-a3b", 48, 2048, 32, 6144, 151936).llama().kv(4).head_dim(128).moe(128, 8, 768).published(
       30.5e9, 3.3e9, "Qwen3 technical report (2025); Qwen/Qwen3-30B-A3B config.json"));
+  // Every layer MoE (intermediate_size 12288 is no layer's); untied embeddings.
+  p.push_back(M("qwen3-235b-a22b", 94, 4096, 64, 12288, 151936).llama().kv(4).head_dim(128).moe(128, 8, 1536).published(
+      235e9, 22e9, "Qwen3 technical report (2025); Qwen/Qwen3-235B-A22B config.json"));
   {
     // DeepSeek-V3: MLA attention, 1 shared + 256 routed experts (top 8), first 3 layers dense.
     // The published 671B excludes the 14B multi-token-prediction module (685B on the hub).

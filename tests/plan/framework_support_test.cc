@@ -9,6 +9,7 @@
 
 #include "paratune/plan/planner.h"
 #include "paratune/report/launch.h"
+#include "paratune/report/plan_report.h"
 #include "paratune/spec/io.h"
 
 namespace paratune::plan {
@@ -228,7 +229,7 @@ TEST(FrameworkSupport, EveryReasonIsListed) {
 
 // --emit X: every plan and baseline is one X can run, and its launch settings say nothing is lost.
 void expect_plans_run_on(Framework f, const Scene& s, PlanOptions options) {
-  options.framework = f;
+  options.frameworks = {f};
   options.top = 8;
   const PlanResult r = plan(s.model, s.cluster, s.training, options);
   ASSERT_FALSE(r.plans.empty()) << to_string(f);
@@ -283,19 +284,58 @@ TEST(FrameworkSupport, EmitRestrictsTheSearch) {
   }
 }
 
-// Without a framework the search is unchanged and says, per plan, which frameworks run it.
-TEST(FrameworkSupport, WithoutEmitEachPlanSaysWhoRunsIt) {
+// --framework none: the whole space, each plan saying which frameworks run it.
+TEST(FrameworkSupport, TheWholeSpaceSaysWhoRunsEachPlan) {
   const Scene s = llama8b();
   PlanOptions options;
   options.keep = 4;
+  options.frameworks.clear();
   const PlanResult r = plan(s.model, s.cluster, s.training, options);
   ASSERT_FALSE(r.plans.empty());
   EXPECT_EQ(r.stats.unsupported, 0);
+  EXPECT_TRUE(r.searched_within.empty());
   for (const Plan& p : r.plans) {
     ASSERT_EQ(p.frameworks.size(), 3u);
     for (const FrameworkVerdict& v : p.frameworks)
       EXPECT_EQ(v.reasons, unsupported_reasons(v.framework, p.estimate.config, s.model, s.training));
   }
+}
+
+// The default (--framework any): every ranked plan runs on at least one framework, and the search
+// skipped what none runs.
+TEST(FrameworkSupport, ByDefaultEveryPlanRunsSomewhere) {
+  for (const Scene& s : {llama8b(), tiny_moe()}) {
+    PlanOptions options;
+    options.keep = 4;
+    options.top = 8;
+    const PlanResult r = plan(s.model, s.cluster, s.training, options);
+    ASSERT_FALSE(r.plans.empty());
+    EXPECT_EQ(r.searched_within.size(), 3u);
+    EXPECT_GT(r.stats.unsupported, 0);
+    for (const Plan& p : r.plans)
+      EXPECT_TRUE(std::any_of(p.frameworks.begin(), p.frameworks.end(),
+                              [](const FrameworkVerdict& v) { return v.reasons.empty(); }))
+          << to_string(p.estimate.config);
+  }
+}
+
+// A constraint no framework can meet (ZB-H1 is none of the three's schedule) is said to be that,
+// with the best plan of the whole space and why each framework refuses it, not "nothing fits".
+TEST(FrameworkSupport, AConstraintNoFrameworkRunsIsSaidToBeThat) {
+  const Scene s = llama8b();
+  PlanOptions options;
+  options.keep = 4;
+  add_constraints(options.space, "schedule=zb-h1,pp=2", ConstraintKind::kFix, "--fix");
+  const PlanResult r = plan(s.model, s.cluster, s.training, options);
+  EXPECT_TRUE(r.plans.empty());
+  ASSERT_TRUE(r.best_unrunnable.has_value());
+  EXPECT_EQ(r.best_unrunnable->estimate.config.schedule, Schedule::kZeroBubbleH1);
+  for (const FrameworkVerdict& v : r.best_unrunnable->frameworks) EXPECT_FALSE(v.reasons.empty()) << to_string(v.framework);
+  const std::string text = format_plan(r, s.model, s.cluster, s.training);
+  EXPECT_NE(text.find("NO CONFIGURATION THAT megatron, torchtitan or deepspeed RUNS AS PLANNED FITS"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("not megatron: "), std::string::npos) << text;
+  EXPECT_EQ(text.find("NO CONFIGURATION FITS."), std::string::npos) << text;
 }
 
 // Level 2 within Megatron: per-stage recompute counts become one count per model chunk; within
@@ -315,9 +355,8 @@ TEST(FrameworkSupport, RefinementStaysWithinTheFramework) {
     c.sequence_parallel = p.sequence_parallel, c.recompute = p.recompute;
     c.schedule = p.vpp > 1 ? Schedule::kInterleaved1F1B : Schedule::kOneFOneB;
     for (Framework f : kFrameworks) {
-      options.framework = f;
+      options.frameworks = {f};
       const std::optional<Estimate> within = refine(s.model, s.cluster, s.training, c, options);
-      options.framework.reset();
       if (!within) continue;
       EXPECT_TRUE(unsupported_reasons(f, within->config, s.model, s.training).empty())
           << to_string(f) << ": " << to_string(within->config);

@@ -294,12 +294,15 @@ TEST(StageAssignment, StageCostsGrowWithTheLayersHeld) {
 }
 
 // The search equals refining every candidate of the space (level 2 everywhere, no pruning).
-// Ranked by the same rule (plan/ranking.h); with options.framework, refine() keeps to what it runs.
+// Ranked by the same rule (plan/ranking.h); refine() keeps to what one of options.frameworks runs.
 void expect_equals_brute_force(const Scenario& s, PlanOptions options) {
   std::map<std::string, std::pair<double, ParallelConfig>> best;  // best refinement per configuration
   long long runnable = 0;
   for (const Candidate& c : all_candidates(s, options.space)) {
-    if (!options.framework || can_run(*options.framework, to_config(c, options.base), s.model, s.training, false))
+    if (options.frameworks.empty() ||
+        std::any_of(options.frameworks.begin(), options.frameworks.end(), [&](Framework f) {
+          return can_run(f, to_config(c, options.base), s.model, s.training, false);
+        }))
       ++runnable;
     if (auto e = refine(s.model, s.cluster, s.training, c, options)) {
       auto [it, inserted] = best.try_emplace(to_string(e->config), e->iteration_time_s, e->config);
@@ -327,8 +330,10 @@ void expect_equals_brute_force(const Scenario& s, PlanOptions options) {
 }
 
 TEST(Planner, TopPlansEqualBruteForceDense) {
-  PlanOptions options;
+  PlanOptions options;  // what any framework runs (the default)
   options.keep = 4;
+  expect_equals_brute_force(llama8b_on_8(), options);
+  options.frameworks.clear();  // the whole space
   expect_equals_brute_force(llama8b_on_8(), options);
 }
 
@@ -354,13 +359,13 @@ TEST(Planner, TopPlansEqualBruteForceWithinEachFramework) {
   for (Framework f : kFrameworks) {
     PlanOptions options;
     options.keep = 4;
-    options.framework = f;
+    options.frameworks = {f};
     add_constraints(options.space, "cp=1", ConstraintKind::kFix, "--fix");
     expect_equals_brute_force(llama8b_long_on_8(), options);
   }
   PlanOptions options;
   options.keep = 4;
-  options.framework = Framework::kMegatron;
+  options.frameworks = {Framework::kMegatron};
   add_constraints(options.space, "mbs=4", ConstraintKind::kMax, "--max");
   expect_equals_brute_force(tiny_moe_on_16(), options);
 }

@@ -67,10 +67,16 @@ TEST(PlanReport, SaysWhichFrameworksRunEachPlan) {
   EXPECT_EQ(j["plans"][0]["frameworks"], nlohmann::json({"megatron", "deepspeed"}));
   EXPECT_TRUE(j["plans"][0]["unsupported_by"].contains("torchtitan"));
   EXPECT_EQ(j["plans"][1]["frameworks"], nlohmann::json({"megatron", "torchtitan"}));
-  EXPECT_FALSE(j.contains("framework"));  // no --emit
-  r.framework = plan::Framework::kMegatron;
+  EXPECT_FALSE(j.contains("framework"));  // searched within all three
+  EXPECT_EQ(j["searched_within"], nlohmann::json::array());
+  r.searched_within = {plan::Framework::kMegatron};
   EXPECT_EQ(to_json(r)["framework"], "megatron");
-  EXPECT_NE(format_plan(r, f.model, f.cluster, f.training).find("restricted to what megatron can run"),
+  EXPECT_NE(format_plan(r, f.model, f.cluster, f.training).find("only plans megatron runs as planned"),
+            std::string::npos);
+  r.searched_within = {plan::kFrameworks.begin(), plan::kFrameworks.end()};
+  EXPECT_EQ(to_json(r)["searched_within"], nlohmann::json({"megatron", "torchtitan", "deepspeed"}));
+  EXPECT_NE(format_plan(r, f.model, f.cluster, f.training)
+                .find("only plans megatron, torchtitan or deepspeed runs as planned"),
             std::string::npos);
 }
 

@@ -13,9 +13,9 @@
 // (sim::iteration_time_lower_bound_s), which does not change the answer.
 //
 // Plans are ranked by plan/ranking.h: predicted time, then simpler configuration first among
-// times equal within 1e-9 relative. With a framework (PlanOptions::framework, `--emit`), only
-// what it can run is searched (plan/framework_support.h): level 1 skips the candidates it cannot
-// run, level 2 chooses only layouts and recompute counts it can express.
+// times equal within 1e-9 relative. Only what one of PlanOptions::frameworks can run is searched
+// (plan/framework_support.h; by default any of the three): level 1 skips the candidates none of them
+// runs, level 2 chooses only layouts and recompute counts one of them can express.
 #pragma once
 
 #include <atomic>
@@ -70,12 +70,13 @@ struct PlanOptions {
   EstimateOptions estimate;
   bool baselines = true;  // cost the expert and 3-axis baselines too
   bool advise = true;     // when nothing fits, search variants (more GPUs, FP8, ...) for what would
-  // Search only what this framework can run as planned (`plan --emit`): candidates it cannot run
-  // are skipped at level 1; level 2 refines within what it can express (e.g. one recompute count
-  // per model chunk for Megatron-LM, even stages for DeepSpeed's pipeline); the baselines take the
-  // framework's nearest expression of their rule. None: search everything and report per plan
-  // which frameworks can run it.
-  std::optional<Framework> framework;
+  // Search only what one of these frameworks can run as planned (`plan --framework`; the default,
+  // all three, is `--framework any`; `--emit X` is {X}): candidates none of them runs are skipped at
+  // level 1; level 2 refines within what each of those that run the candidate can express (e.g. one
+  // recompute count per model chunk for Megatron-LM, even stages for DeepSpeed's pipeline). With one
+  // framework, the baselines take its nearest expression of their rule. Empty (`--framework none`):
+  // the model's whole space; every plan still says which frameworks run it (perhaps none).
+  std::vector<Framework> frameworks{kFrameworks.begin(), kFrameworks.end()};
   // Where plan() counts its progress for a display on another thread; null: nowhere. Not owned: it
   // must outlive the call.
   PlanProgress* progress = nullptr;
@@ -83,7 +84,7 @@ struct PlanOptions {
 
 struct SearchStats {
   long long candidates_level1 = 0;  // enumerated (valid) level-1 candidates that were searched
-  long long unsupported = 0;        // enumerated but skipped: PlanOptions::framework cannot run them
+  long long unsupported = 0;        // enumerated but skipped: no framework of PlanOptions::frameworks runs them
   long long pruned_memory = 0;      // memory lower bound above the limit
   long long pruned_time = 0;        // time lower bound at or above the K-th best level-1 time
   long long level1_evaluated = 0;   // costed with even stages (replayed unless their pipeline bound
@@ -118,13 +119,18 @@ struct Baseline {
 };
 
 struct PlanResult {
-  std::optional<Framework> framework;  // PlanOptions::framework: the search ran within it
+  std::vector<Framework> searched_within;  // PlanOptions::frameworks (empty: the whole space)
   std::vector<Plan> plans;  // fitting, best first, at most `top`
   Baseline expert, three_axis;
   SearchStats stats;
   // When nothing fits: the candidate closest to fitting (smallest peak memory) and what would help.
   std::optional<Estimate> closest;
   std::vector<std::string> advice;
+  // When nothing within searched_within fits but candidates were skipped because none of those
+  // frameworks runs them: the best plan of the whole space, which therefore no searched framework
+  // runs as planned (its verdicts say why). It tells a constraint that meets a framework's limits
+  // (e.g. --fix schedule=zb-h1) from a model that does not fit.
+  std::optional<Plan> best_unrunnable;
 };
 
 // Throws Error naming the field, the value and the rule (top, keep, threads, space.max_mbs,

@@ -26,6 +26,9 @@ std::vector<std::string> framework_versions(plan::Framework framework);
 // Parses NAME[@VERSION]; without a version, the default. Throws Error naming the known versions.
 FrameworkTarget parse_framework_target(std::string_view text);
 std::string to_string(const FrameworkTarget& target);  // "megatron@0.20.0-dev"
+// What `plan --framework` searches within: "any" -> the three, "none" -> {} (the whole space),
+// NAME[@VERSION] -> {NAME} (the version checked as parse_framework_target does). Throws Error.
+std::vector<plan::Framework> parse_searched_frameworks(std::string_view text);
 // The commit a version was read at (for the emitted header).
 std::string framework_commit(const FrameworkTarget& target);
 
