@@ -22,6 +22,8 @@ using cost_detail::shard_degrees;
 using cost_detail::ShardDegrees;
 using cost_detail::static_memory;
 
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
 double work_s(const ChunkPart& c) { return c.forward_with_comm_s() + c.backward_with_comm_s(); }
 
 // ZeRO-3's per-micro-batch traffic for a part of the model without the collectives' latency
@@ -93,10 +95,16 @@ StageCostModel::Impl::BoundBasis& StageCostModel::Impl::bound_basis() const {
   if (basis) return *basis;
   const ModelSpec& model = c.model;
   const ChunkPart embedding = chunk(0, 0, 0, true, false), head = chunk(0, 0, 0, false, true);
-  std::vector<ChunkPart> parts{chunk(0, 1, 0, false, false), embedding, head};
+  std::vector<ChunkPart> kinds{chunk(0, 1, 0, false, false)}, kinds_recomputed{chunk(0, 1, 1, false, false)};
   if (model.moe)  // the other kind of layer (MoE after dense ones, or dense between)
     for (int layer : {model.moe->first_dense_layers, model.moe->first_dense_layers + 1})
-      if (layer < model.num_layers) parts.push_back(chunk(layer, 1, 0, false, false));
+      if (layer < model.num_layers) {
+        kinds.push_back(chunk(layer, 1, 0, false, false));
+        kinds_recomputed.push_back(chunk(layer, 1, 1, false, false));
+      }
+  std::vector<ChunkPart> parts = kinds;
+  parts.push_back(embedding);
+  parts.push_back(head);
   double forward_share = 1, critical_share = 1;
   for (const ChunkPart& part : parts) {
     const double w = work_s(part);
@@ -106,7 +114,8 @@ StageCostModel::Impl::BoundBasis& StageCostModel::Impl::bound_basis() const {
   }
   basis = std::make_unique<BoundBasis>(BoundBasis{.whole = chunk(0, model.num_layers, 0, true, true, model.mtp_layers),
                                                   .layer = chunk(0, 1, 0, false, false),
-                                                  .layer_recomputed = chunk(0, 1, 1, false, false),
+                                                  .layer_kinds = kinds,
+                                                  .layer_kinds_recomputed = kinds_recomputed,
                                                   .embedding = embedding,
                                                   .head = head,
                                                   .smallest_forward_share = forward_share,
@@ -144,10 +153,6 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
     return static_memory(q, im.bytes, shards, candidate_buffers, dense_params, expert_params, gathered_layer, logits)
         .total_bytes();
   };
-  // (1) At least the mean stage: 1/p of everything, one micro-batch in flight.
-  const double mean = static_bytes(basis.whole.dense_params / pp, basis.whole.expert_params / pp,
-                                   im.c.tokens * im.vocab_local * 6 / pp) +
-                      kept_layer * model.num_layers / pp;
   // (2) Stage s holds L_s layers and the schedule's in-flight micro-batches e_s of them:
   // M_s >= fixed + (params + e_s·kept per layer)·L_s = fixed + a_s·L_s. The fullest stage is
   // smallest when all are equal: M = fixed + L / sum_s 1/a_s.
@@ -158,6 +163,18 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
     basis.in_flight_shape = shape;
     basis.in_flight_schedule = q.schedule;
   }
+  // (1) At least the mean stage: 1/p of all weights, gradients and optimizer state, and of the
+  // activations held: rank s keeps e_s = held_s / v micro-batches of each of its L_s >= v layers,
+  // so sum_s e_s·L_s >= sum_s held_s + (L - p·v)·min_s held_s / v.
+  double held_sum = 0, held_min = std::numeric_limits<double>::infinity();
+  for (int held : basis.in_flight) {
+    held_sum += held;
+    held_min = std::min(held_min, static_cast<double>(held));
+  }
+  const double layer_microbatches = held_sum + std::max(0.0, model.num_layers - pp * q.vpp) * held_min / q.vpp;
+  const double mean = static_bytes(basis.whole.dense_params / pp, basis.whole.expert_params / pp,
+                                   im.c.tokens * im.vocab_local * 6 / pp) +
+                      kept_layer * layer_microbatches / pp;
   const double fixed = static_bytes(0, 0, 0);
   double layer_static = static_bytes(im.dense.params_dense, im.dense.params_expert, 0) - fixed;
   if (model.moe) layer_static = std::min(layer_static, static_bytes(im.moe.params_dense, im.moe.params_expert, 0) - fixed);
@@ -165,14 +182,24 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
   for (int held : basis.in_flight) inverse_sum += 1 / (layer_static + kept_layer * held / q.vpp);
   b.memory_bytes = std::max(mean, fixed + model.num_layers / inverse_sum);
 
-  // Recompute that memory forces (recompute=full, alike layers): stage s fits its L_s layers'
-  // full activations only up to L_s = (limit - fixed) / a_s; each layer beyond needs
-  // a_s / (e_s·(full - input activations)) layers recomputed. However the layers are spread, at
-  // least (L - sum_s (limit - fixed)/a_s) x min_s of that are recomputed, each re-running its forward.
+  // Recompute that memory forces (recompute=full): stage s fits its L_s layers' full activations
+  // only up to L_s = (limit - fixed) / a_s; each layer beyond needs a_s / (e_s·(full - input
+  // activations)) layers recomputed. However the layers are spread, at least
+  // (L - sum_s (limit - fixed)/a_s) x min_s of that are recomputed, each re-running its forward.
+  // With layers of two kinds, each term takes the kind that makes it smallest (the least static
+  // state and full activations, the most saved by a recompute, the cheapest forward to re-run).
   double forced_recompute_s = 0;
-  if (full && layers.layers_alike()) {
-    const double full_layer = fragmented * basis.layer.kept_bytes;
-    const double saved_per_recompute = full_layer - fragmented * basis.layer_recomputed.kept_bytes;
+  if (full) {
+    double full_layer = std::numeric_limits<double>::infinity(), saved_per_recompute = 0;
+    double recompute_time = std::numeric_limits<double>::infinity();
+    for (std::size_t k = 0; k < basis.layer_kinds.size(); ++k) {
+      const double kind_full = fragmented * basis.layer_kinds[k].kept_bytes;
+      full_layer = std::min(full_layer, kind_full);
+      saved_per_recompute =
+          std::max(saved_per_recompute, kind_full - fragmented * basis.layer_kinds_recomputed[k].kept_bytes);
+      recompute_time = std::min(recompute_time, basis.layer_kinds_recomputed[k].recompute_s +
+                                                    basis.layer_kinds_recomputed[k].recompute_comm_s());
+    }
     const double room = layers.memory_limit_bytes() - fixed;
     double fitting_layers = 0, recompute_per_layer = std::numeric_limits<double>::infinity();
     for (int held : basis.in_flight) {
@@ -183,8 +210,7 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
     }
     const double excess = model.num_layers - fitting_layers;
     if (excess > 0 && recompute_per_layer < std::numeric_limits<double>::infinity())
-      forced_recompute_s = excess * recompute_per_layer *
-                           (basis.layer_recomputed.recompute_s + basis.layer_recomputed.recompute_comm_s());
+      forced_recompute_s = excess * recompute_per_layer * recompute_time;
   }
 
   // --- Time ---------------------------------------------------------------------------------------------
@@ -218,18 +244,53 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
       break;
   }
   // Whole layers: every rank runs its m micro-batches one after another, so the iteration takes at
-  // least m x the smallest possible bottleneck over assignments of blocks of vpp alike layers (the
-  // embedding on the first rank, the output layer on the last); with few blocks per rank this is
-  // well above the continuous bound.
-  if (layers.layers_alike()) {
-    double block = q.vpp * work_s(basis.layer), embedding = work_s(basis.embedding), head = work_s(basis.head);
+  // least m x the smallest possible bottleneck over assignments of blocks of vpp layers (the
+  // embedding on the first rank, the output layer on the last), each layer costing at least the
+  // lightest kind's; with few blocks per rank this is well above the continuous bound.
+  {
+    double layer = kInfinity;
+    for (const ChunkPart& kind : basis.layer_kinds)
+      layer = std::min(layer, work_s(kind) + (zero3_on ? zero3.floor_s(kind) : 0.0));
+    double embedding = work_s(basis.embedding), head = work_s(basis.head);
     if (zero3_on) {
-      block += q.vpp * zero3.floor_s(basis.layer);
       embedding += zero3.extra_floor_s(basis.embedding);
       head += zero3.extra_floor_s(basis.head);
     }
-    pipeline = std::max(pipeline, m * least_bottleneck_s(block, embedding, head, model.num_layers / q.vpp, q.pp));
+    pipeline =
+        std::max(pipeline, m * least_bottleneck_s(q.vpp * layer, embedding, head, model.num_layers / q.vpp, q.pp));
   }
+  b.iteration_time_s = pipeline + cal.iteration_overhead_s;
+  return b;
+}
+
+PlanningBounds group_bounds(const StageCostModel& layers, std::span<const ParallelConfig> most_sharded) {
+  const StageCostModel::Impl& im = layers.impl();
+  const ParallelConfig& p = im.config;
+  const ModelSpec& model = im.c.model;
+  const Calibration& cal = im.c.calibration;
+  const StageCostModel::Impl::BoundBasis& basis = im.bound_basis();
+  const double m = layers.num_microbatches();
+  const double pp = p.pp;
+  PlanningBounds b;
+  b.memory_bytes = std::numeric_limits<double>::infinity();
+  const bool full = p.recompute == RecomputeMode::kFull;
+  const double smallest_kept_layer =
+      full ? std::min(im.dense.input_bytes, model.moe ? im.moe.input_bytes : im.dense.input_bytes)
+           : std::min(im.dense.activation_bytes, model.moe ? im.moe.activation_bytes : im.dense.activation_bytes);
+  const double kept_layer = (1 + cal.fragmentation) * smallest_kept_layer;
+  for (const ParallelConfig& q : most_sharded) {
+    const double mean = static_memory(q, im.bytes, shard_degrees(q), im.buffer_bytes_for(q), basis.whole.dense_params / pp,
+                                      basis.whole.expert_params / pp, im.largest_layer_params(),
+                                      im.c.tokens * im.vocab_local * 6 / pp)
+                            .total_bytes() +
+                        kept_layer * model.num_layers / pp;
+    b.memory_bytes = std::min(b.memory_bytes, mean);
+  }
+  double layer = kInfinity;
+  for (const ChunkPart& kind : basis.layer_kinds) layer = std::min(layer, work_s(kind));
+  const double pipeline = std::max(m * work_s(basis.whole) / pp,
+                                   m * least_bottleneck_s(layer, work_s(basis.embedding), work_s(basis.head),
+                                                          model.num_layers, p.pp));
   b.iteration_time_s = pipeline + cal.iteration_overhead_s;
   return b;
 }

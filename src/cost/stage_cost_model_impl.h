@@ -417,7 +417,8 @@ struct StageCostModel::Impl {
 struct StageCostModel::Impl::BoundBasis {
   ChunkPart whole;                // the whole model, one micro-batch, no full recompute
   ChunkPart layer;                // one decoder layer (all alike when layers_alike())
-  ChunkPart layer_recomputed;     // the same, fully recomputed
+  std::vector<ChunkPart> layer_kinds;  // one layer of each kind (dense, MoE) the model has
+  std::vector<ChunkPart> layer_kinds_recomputed;  // the same, fully recomputed
   ChunkPart embedding, head;      // the first / last rank's extra
   // Of any layer, the embedding or the head: the forward's share of the passes, and the share of
   // forward and input gradient (B) without the weight gradient (W): what fills a ZB-H1 pipeline.

@@ -30,8 +30,8 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // Level 1 starts with batches of K (the threshold exists once K candidates fit) and doubles them.
 constexpr std::size_t kLevel1MaxBatch = 256;
 constexpr std::size_t kLevel2Batch = 32;
-// Candidates bounded between two additions to PlanOptions::progress (a bound takes ~0.5 us: one
-// shared atomic add per candidate would cost threads more than the bound).
+// Groups bounded between two additions to PlanOptions::progress (one shared atomic add per group
+// would cost threads more than its bound).
 constexpr long long kProgressEvery = 1024;
 
 double seconds_since(Clock::time_point start) {
@@ -67,23 +67,38 @@ void parallel_for(std::size_t n, int threads, Body&& body) {
 }
 
 // A level-1 candidate that survived the memory bound, with its time bound and its place in the
-// enumeration (the tie-breaker that makes the order total).
+// enumeration (group, then member: the tie-breaker that makes the order total).
 struct Bounded {
   Candidate candidate;
   double lower_bound_s = 0;
-  std::uint64_t order = 0;
+  std::uint64_t order = 0;   // its group's (Group::order)
+  std::uint32_t member = 0;  // its place among the group's members
 };
 
 bool by_bound(const Bounded& a, const Bounded& b) {
+  if (a.lower_bound_s != b.lower_bound_s) return a.lower_bound_s < b.lower_bound_s;
+  return a.order != b.order ? a.order < b.order : a.member < b.member;
+}
+
+// A layer-shape group of candidates (plan/space.h enumerate_groups) with bounds that hold for every
+// member (cost/stage_model.h group_bounds). Its members are enumerated and bounded one by one only
+// when the search reaches its time bound.
+struct Group {
+  Candidate first;
+  double lower_bound_s = 0;
+  double memory_bytes = 0;
+  std::uint64_t order = 0;  // mesh index << 32 | place in the mesh's enumeration
+};
+
+bool group_by_bound(const Group& a, const Group& b) {
   return a.lower_bound_s != b.lower_bound_s ? a.lower_bound_s < b.lower_bound_s : a.order < b.order;
 }
 
-struct MeshBounds {
-  std::vector<Bounded> survivors;
-  long long seen = 0, pruned_memory = 0;
-  long long unsupported = 0;  // no searched framework runs them (PlanOptions::frameworks), or the base excludes them
-  Bounded smallest_memory;  // the candidate with the smallest memory bound (for "nothing fits")
-  double smallest_memory_bytes = kInfinity;
+struct MeshGroups {
+  std::vector<Group> groups;      // those whose memory bound fits
+  long long pruned_memory = 0;    // groups whose memory bound exceeds the GPU's
+  long long excluded = 0;         // groups the base's recompute modules exclude
+  std::optional<Group> smallest_memory;  // the group with the smallest memory bound (for "nothing fits")
 };
 
 std::vector<GradSync> grad_sync_choices(const SearchSpace& space) {
@@ -149,57 +164,154 @@ bool excluded_by_base_modules(const Candidate& c, const ParallelConfig& base) {
          (base.recompute_modules & recompute_module_bit(RecomputeModule::kMoe)) != 0;
 }
 
-// Level 1, one mesh shape: bound every candidate, drop those that cannot fit (and those the
-// framework cannot run).
-MeshBounds bound_mesh(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
-                      const PlanOptions& options, const Calibration& calibration, const MeshShape& mesh,
-                      std::uint64_t mesh_index) {
-  MeshBounds out;
-  const std::vector<GradSync> grad_syncs = grad_sync_choices(options.space);
-  std::unique_ptr<StageCostModel> layers;  // per-layer costs shared by a group of candidates
-  double limit = 0;
-  long long visited = 0;  // counted into options.progress every kProgressEvery candidates
-  enumerate_mesh(
-      model, training, options.space, mesh,
-      [&](const Candidate& first) {
-        if (excluded_by_base_modules(first, options.base)) return;
-        layers = std::make_unique<StageCostModel>(model, cluster, training, level1_config(first, options),
-                                                  calibration, options.estimate);
-        limit = layers->memory_limit_bytes();
-      },
-      [&](const Candidate& c) {
-        if (options.progress && ++visited == kProgressEvery) {
-          options.progress->bounded.fetch_add(visited, std::memory_order_relaxed);
-          visited = 0;
-        }
-        if (excluded_by_base_modules(c, options.base)) {
-          ++out.unsupported;
-          return;
-        }
-        const ParallelConfig config = level1_config(c, options);
-        if (!searched(options, config, model, training, grad_syncs)) {
-          ++out.unsupported;
-          return;
-        }
-        const PlanningBounds b = planning_bounds(*layers, config);
-        const Bounded entry{c, b.iteration_time_s, (mesh_index << 32) | static_cast<std::uint64_t>(out.seen)};
-        ++out.seen;
-        if (b.memory_bytes < out.smallest_memory_bytes) {
-          out.smallest_memory_bytes = b.memory_bytes;
-          out.smallest_memory = entry;
-        }
-        if (b.memory_bytes > limit) {
-          ++out.pruned_memory;
-          return;
-        }
-        out.survivors.push_back(entry);
-      });
+// The configurations whose sharding is the most a member of `first`'s group may have: one per ZeRO
+// stage the space allows, with the largest optimizer-sharding degree it allows.
+std::vector<ParallelConfig> most_sharded(const Candidate& first, const PlanOptions& options,
+                                         const TrainingSpec& training) {
+  std::vector<ParallelConfig> out;
+  for (int zero = training.fp8_param_gather ? 1 : 0; zero <= 3; ++zero) {
+    if (!options.space.permits(Axis::kZero, zero)) continue;
+    Candidate c = first;
+    c.zero = static_cast<std::int8_t>(zero);
+    c.op = 1;
+    if (zero > 0) {
+      const std::vector<int> ops = divisors(first.dp);
+      const auto largest = std::find_if(ops.rbegin(), ops.rend(), [&](int op) { return options.space.permits(Axis::kOp, op); });
+      if (largest == ops.rend()) continue;
+      c.op = *largest;
+    }
+    out.push_back(level1_config(c, options));
+  }
+  return out;
+}
+
+// Level 1, one mesh shape: every layer-shape group with bounds for all its members; groups that
+// cannot fit are dropped whole.
+MeshGroups bound_groups(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                        const PlanOptions& options, const Calibration& calibration, const MeshShape& mesh,
+                        std::uint64_t mesh_index) {
+  MeshGroups out;
+  std::uint64_t index = 0;
+  long long visited = 0;  // counted into options.progress every kProgressEvery groups
+  enumerate_groups(model, training, options.space, mesh, [&](const Candidate& first) {
+    const std::uint64_t order = (mesh_index << 32) | index++;
+    if (options.progress && ++visited == kProgressEvery) {
+      options.progress->groups_bounded.fetch_add(visited, std::memory_order_relaxed);
+      visited = 0;
+    }
+    if (excluded_by_base_modules(first, options.base)) {
+      ++out.excluded;
+      return;
+    }
+    const StageCostModel layers(model, cluster, training, level1_config(first, options), calibration, options.estimate);
+    const std::vector<ParallelConfig> sharded = most_sharded(first, options, training);
+    const PlanningBounds b = group_bounds(layers, sharded);
+    const Group group{first, b.iteration_time_s, b.memory_bytes, order};
+    if (!out.smallest_memory || b.memory_bytes < out.smallest_memory->memory_bytes) out.smallest_memory = group;
+    if (b.memory_bytes > layers.memory_limit_bytes()) {
+      ++out.pruned_memory;
+      return;
+    }
+    out.groups.push_back(group);
+  });
   if (options.progress) {
-    options.progress->bounded.fetch_add(visited, std::memory_order_relaxed);
+    options.progress->groups_bounded.fetch_add(visited, std::memory_order_relaxed);
     options.progress->meshes_done.fetch_add(1, std::memory_order_relaxed);
   }
   return out;
 }
+
+// What expanding a group found: its members that may fit (bounded), and counts.
+struct Expansion {
+  std::vector<Bounded> survivors;
+  long long seen = 0;           // members a searched framework runs
+  long long unsupported = 0;    // members none runs
+  long long pruned_memory = 0;  // of the seen, those whose memory bound exceeds the GPU's
+  std::optional<Bounded> smallest_memory;
+  double smallest_memory_bytes = kInfinity;
+};
+
+// Enumerates and bounds the members of a group. `limit`: the memory above which a member is
+// dropped (the GPU's, or infinity to keep all).
+Expansion expand_group(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                       const PlanOptions& options, const Calibration& calibration, const Group& group,
+                       bool keep_all = false) {
+  Expansion out;
+  const std::vector<GradSync> grad_syncs = grad_sync_choices(options.space);
+  const StageCostModel layers(model, cluster, training, level1_config(group.first, options), calibration,
+                              options.estimate);
+  const double limit = keep_all ? kInfinity : layers.memory_limit_bytes();
+  std::uint32_t member = 0;
+  enumerate_members(model, training, options.space, group.first, [&](const Candidate& c) {
+    const ParallelConfig config = level1_config(c, options);
+    if (!searched(options, config, model, training, grad_syncs)) {
+      ++out.unsupported;
+      return;
+    }
+    ++out.seen;
+    const PlanningBounds b = planning_bounds(layers, config);
+    const Bounded entry{c, b.iteration_time_s, group.order, member++};
+    if (b.memory_bytes < out.smallest_memory_bytes) {
+      out.smallest_memory_bytes = b.memory_bytes;
+      out.smallest_memory = entry;
+    }
+    if (b.memory_bytes > limit) {
+      ++out.pruned_memory;
+      return;
+    }
+    out.survivors.push_back(entry);
+  });
+  if (options.progress) options.progress->bounded.fetch_add(out.seen + out.unsupported, std::memory_order_relaxed);
+  return out;
+}
+
+// The candidates of the groups in order of their time bounds: groups are expanded only when the
+// search reaches their bound, their members then join a heap. Since a group's bound is at most
+// each member's, candidates come out in increasing order of their own bounds, as if every group had
+// been expanded first.
+class Frontier {
+ public:
+  using Expand = std::function<Expansion(const Group&)>;
+  Frontier(std::vector<Group> groups, Expand expand) : groups_(std::move(groups)), expand_(std::move(expand)) {
+    std::sort(groups_.begin(), groups_.end(), group_by_bound);
+  }
+
+  // The next candidate whose bound is below `threshold`, in bound order; none when there is none.
+  std::optional<Bounded> pop_below(double threshold) {
+    while (next_ < groups_.size() && groups_[next_].lower_bound_s < threshold &&
+           (heap_.empty() || groups_[next_].lower_bound_s <= heap_.front().lower_bound_s)) {
+      Expansion e = expand_(groups_[next_++]);
+      stats_.seen += e.seen;
+      stats_.unsupported += e.unsupported;
+      stats_.pruned_memory += e.pruned_memory;
+      ++stats_.expanded;
+      for (Bounded& b : e.survivors) {
+        heap_.push_back(b);
+        std::push_heap(heap_.begin(), heap_.end(), after);
+      }
+    }
+    if (heap_.empty() || !(heap_.front().lower_bound_s < threshold)) return std::nullopt;
+    std::pop_heap(heap_.begin(), heap_.end(), after);
+    Bounded b = heap_.back();
+    heap_.pop_back();
+    return b;
+  }
+
+  struct Stats {
+    long long seen = 0, unsupported = 0, pruned_memory = 0, expanded = 0;
+  };
+  [[nodiscard]] const Stats& stats() const { return stats_; }
+  [[nodiscard]] long long left_in_heap() const { return static_cast<long long>(heap_.size()); }
+  [[nodiscard]] long long groups() const { return static_cast<long long>(groups_.size()); }
+
+ private:
+  static bool after(const Bounded& a, const Bounded& b) { return by_bound(b, a); }  // min-heap
+  std::vector<Group> groups_;
+  std::size_t next_ = 0;
+  std::vector<Bounded> heap_;
+  Expand expand_;
+  Stats stats_;
+};
 
 Estimate estimate_candidate(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
                             const Candidate& c, const PlanOptions& options, const Calibration& calibration) {
@@ -385,7 +497,7 @@ std::vector<std::string> advice_when_nothing_fits(const ModelSpec& model, const 
 
 long long PlanProgress::Snapshot::stage_count() const {
   switch (stage) {
-    case kBounds: return bounded;
+    case kBounds: return groups_bounded;
     case kLevel1: return estimated;
     case kLevel2: return refined;
     default: return 0;
@@ -397,8 +509,9 @@ PlanProgress::Snapshot PlanProgress::snapshot() const {
   s.stage = stage.load(std::memory_order_acquire);
   s.meshes = meshes.load(std::memory_order_relaxed);
   s.meshes_done = meshes_done.load(std::memory_order_relaxed);
+  s.groups_bounded = groups_bounded.load(std::memory_order_relaxed);
+  s.groups = groups.load(std::memory_order_relaxed);
   s.bounded = bounded.load(std::memory_order_relaxed);
-  s.survivors = survivors.load(std::memory_order_relaxed);
   s.estimated = estimated.load(std::memory_order_relaxed);
   s.refined = refined.load(std::memory_order_relaxed);
   return s;
@@ -492,57 +605,65 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
     if (progress) progress->stage.store(stage, std::memory_order_release);
   };
 
-  // --- Level 1: bounds ---------------------------------------------------------------------------------
+  // --- Level 1: group bounds ---------------------------------------------------------------------------
   const std::vector<MeshShape> meshes = mesh_shapes(model, cluster, training, options.space);
   if (progress) progress->meshes.store(static_cast<long long>(meshes.size()), std::memory_order_relaxed);
   enter(PlanProgress::kBounds);
-  std::vector<MeshBounds> per_mesh(meshes.size());
+  std::vector<MeshGroups> per_mesh(meshes.size());
   parallel_for(meshes.size(), options.threads, [&](std::size_t i) {
-    per_mesh[i] = bound_mesh(model, cluster, training, options, calibration, meshes[i], i);
+    per_mesh[i] = bound_groups(model, cluster, training, options, calibration, meshes[i], i);
   });
-  std::vector<Bounded> survivors;
-  std::size_t total_survivors = 0;
-  for (const MeshBounds& m : per_mesh) total_survivors += m.survivors.size();
-  survivors.reserve(total_survivors);  // one allocation: the list runs to 10^6 entries
-  std::optional<Bounded> smallest_memory;
-  double smallest_memory_bytes = kInfinity;
-  for (MeshBounds& m : per_mesh) {
-    stats.candidates_level1 += m.seen;
-    stats.unsupported += m.unsupported;
-    stats.pruned_memory += m.pruned_memory;
-    survivors.insert(survivors.end(), m.survivors.begin(), m.survivors.end());
-    if (m.smallest_memory_bytes < smallest_memory_bytes) {
-      smallest_memory_bytes = m.smallest_memory_bytes;
-      smallest_memory = m.smallest_memory;
-    }
+  std::vector<Group> groups;
+  std::optional<Group> smallest_memory_group;
+  long long excluded_groups = 0;
+  for (MeshGroups& m : per_mesh) {
+    groups.insert(groups.end(), m.groups.begin(), m.groups.end());
+    stats.groups_pruned_memory += m.pruned_memory;
+    excluded_groups += m.excluded;
+    if (m.smallest_memory &&
+        (!smallest_memory_group || m.smallest_memory->memory_bytes < smallest_memory_group->memory_bytes))
+      smallest_memory_group = m.smallest_memory;
   }
   per_mesh.clear();
+  stats.groups = static_cast<long long>(groups.size()) + stats.groups_pruned_memory + excluded_groups;
   // Constraints that exclude every configuration are the user's input to correct, not a memory
   // problem: an error naming them (no search variant could make them fit).
-  if (stats.candidates_level1 == 0 && stats.unsupported == 0)
+  if (stats.groups == 0)
     if (const std::string why = why_no_candidate(model, cluster, training, options.space); !why.empty())
       throw Error(why);
-  std::sort(survivors.begin(), survivors.end(), by_bound);
+  Frontier frontier(std::move(groups), [&](const Group& g) {
+    return expand_group(model, cluster, training, options, calibration, g);
+  });
   stats.bounds_s = seconds_since(start);
 
   // --- Level 1: estimates in bound order until the bound reaches the K-th best time -----------------
-  if (progress) progress->survivors.store(static_cast<long long>(survivors.size()), std::memory_order_relaxed);
+  // The candidates taken from the frontier, in bound order, and what level 1 knew of each.
+  std::vector<Bounded> survivors;
+  std::vector<double> level1_time;  // infinity: not costed or not fitting
+  std::vector<Level1> level1;
+  std::vector<char> costed, refined;
+  auto take = [&](const Bounded& b) {
+    survivors.push_back(b);
+    level1_time.push_back(kInfinity);
+    level1.push_back(Level1::kNotCosted);
+    costed.push_back(0);
+    refined.push_back(0);
+    return survivors.size() - 1;
+  };
+  if (progress) progress->groups.store(frontier.groups(), std::memory_order_relaxed);
   enter(PlanProgress::kLevel1);
-  std::vector<double> level1_time(survivors.size(), kInfinity);  // infinity: not costed or not fitting
-  std::vector<Level1> level1(survivors.size(), Level1::kNotCosted);
-  std::vector<char> costed(survivors.size(), 0);
   std::vector<double> best_k;  // max-heap of the K best fitting times
   const std::size_t keep = static_cast<std::size_t>(std::max(1, options.keep));
   auto kth_best = [&] { return best_k.size() < keep ? kInfinity : best_k.front(); };
   std::optional<std::size_t> closest;  // smallest peak memory among costed candidates
   double closest_bytes = kInfinity;
-  std::size_t batch_size = keep;
-  for (std::size_t begin = 0; begin < survivors.size() && survivors[begin].lower_bound_s < kth_best();
-       begin += batch_size, batch_size = std::min(kLevel1MaxBatch, 2 * batch_size)) {
+  for (std::size_t batch_size = keep;; batch_size = std::min(kLevel1MaxBatch, 2 * batch_size)) {
     const double threshold = kth_best();
     std::vector<std::size_t> batch;
-    for (std::size_t i = begin; i < std::min(survivors.size(), begin + batch_size); ++i)
-      if (survivors[i].lower_bound_s < threshold) batch.push_back(i);
+    while (batch.size() < batch_size)
+      if (std::optional<Bounded> b = frontier.pop_below(threshold)) batch.push_back(take(*b));
+      else break;
+    if (batch.empty()) break;
     std::vector<double> peak(batch.size());
     std::vector<char> fits(batch.size());
     std::vector<char> replayed(batch.size());
@@ -591,7 +712,6 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
   stats.kept = static_cast<long long>(order.size());
 
   TopPlans top(options.top);
-  std::vector<char> refined(survivors.size(), 0);
   auto refine_all = [&](const std::vector<std::size_t>& batch) {
     std::vector<std::optional<Estimate>> out(batch.size());
     const double threshold = tie_limit_s(top.threshold());  // fixed for the batch: the same for every thread count
@@ -613,13 +733,31 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
     }
   };
   refine_all(order);
-  for (std::size_t begin = 0; begin < survivors.size() && survivors[begin].lower_bound_s < tie_limit_s(top.threshold());) {
+  // The exact sweep: the candidates taken so far, then more from the frontier, in bound order.
+  for (std::size_t next = 0;;) {
     const double threshold = tie_limit_s(top.threshold());
     std::vector<std::size_t> batch;
-    for (; begin < survivors.size() && batch.size() < kLevel2Batch && survivors[begin].lower_bound_s < threshold; ++begin)
-      if (!refined[begin]) batch.push_back(begin);
+    while (batch.size() < kLevel2Batch) {
+      if (next < survivors.size()) {
+        if (!(survivors[next].lower_bound_s < threshold)) break;
+        if (!refined[next]) batch.push_back(next);
+        ++next;
+      } else if (std::optional<Bounded> b = frontier.pop_below(threshold)) {
+        batch.push_back(take(*b));
+        ++next;
+      } else {
+        break;
+      }
+    }
+    if (batch.empty()) break;
     refine_all(batch);
   }
+  const Frontier::Stats& f = frontier.stats();
+  stats.candidates_level1 = f.seen;
+  stats.unsupported = f.unsupported;
+  stats.pruned_memory = f.pruned_memory;
+  stats.groups_expanded = f.expanded;
+  stats.pruned_time = frontier.left_in_heap();
   for (std::size_t i = 0; i < survivors.size(); ++i)
     if (!costed[i] && !refined[i]) ++stats.pruned_time;
   result.plans = top.ranked();
@@ -637,7 +775,7 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
   if (result.plans.empty()) {
     // A constraint that meets the frameworks' limits is not a memory problem: the best of the whole
     // space, if something fits there, shows which it is.
-    if (!options.frameworks.empty() && stats.unsupported > 0) {
+    if (!options.frameworks.empty()) {
       PlanOptions whole = options;
       whole.frameworks.clear();
       whole.top = 1;
@@ -647,9 +785,15 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
       PlanResult r = plan(model, cluster, training, whole, calibration);
       if (!r.plans.empty()) result.best_unrunnable = std::move(r.plans.front());
     }
-    if (closest) result.closest = estimate_candidate(model, cluster, training, survivors[*closest].candidate, options, calibration);
-    else if (smallest_memory)
-      result.closest = estimate_candidate(model, cluster, training, smallest_memory->candidate, options, calibration);
+    if (closest) {
+      result.closest = estimate_candidate(model, cluster, training, survivors[*closest].candidate, options, calibration);
+    } else if (smallest_memory_group) {
+      // Nothing was costed: the member of least memory bound of the group of least bound.
+      const Expansion e = expand_group(model, cluster, training, options, calibration, *smallest_memory_group,
+                                       /*keep_all=*/true);
+      if (e.smallest_memory)
+        result.closest = estimate_candidate(model, cluster, training, e.smallest_memory->candidate, options, calibration);
+    }
     if (options.advise && !result.best_unrunnable) {  // more GPUs do not make a framework run it
       enter(PlanProgress::kAdvice);
       result.advice = advice_when_nothing_fits(model, cluster, training, options, calibration);

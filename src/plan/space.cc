@@ -180,9 +180,65 @@ std::vector<MeshShape> mesh_shapes(const ModelSpec& model, const ClusterSpec& cl
   return shapes;
 }
 
-void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const SearchSpace& space,
-                    const MeshShape& mesh, const std::function<void(const Candidate&)>& visit_group,
-                    const std::function<void(const Candidate&)>& visit_member) {
+namespace {
+
+// The members of one layer-shape group: every ZeRO stage and sharding degree, schedule and vpp (and
+// Megatron's embedding/loss split) that resolve accepts with the group's other axes. `visit`
+// returns false to stop; the return value says whether it did.
+template <typename Visit>
+bool for_each_member(const ModelSpec& model, const TrainingSpec& training, const SearchSpace& space,
+                     const Candidate& group, Visit&& visit) {
+  const int pp = group.pp, dp = group.dp;
+  const int microbatches = training.global_batch / (dp * group.mbs);
+  Candidate c = group;
+  // FP8 parameters need a sharded optimizer (resolve: --fp8-param-gather, R20.3).
+  for (int zero = training.fp8_param_gather ? 1 : 0; zero <= 3; ++zero) {
+    if (!space.permits(Axis::kZero, zero)) continue;
+    c.zero = static_cast<std::int8_t>(zero);
+    for (int op : zero == 0 ? std::vector<int>{1} : divisors(dp)) {
+      if (zero > 0 && !space.permits(Axis::kOp, op)) continue;
+      c.op = op;
+      bool go_on = true;
+      auto emit = [&](Schedule schedule, int vpp, int split = 0) {
+        if (!go_on) return;
+        if (c.ep_overlap == 1 && pp > 1 && vpp < 2) return;
+        if (static_cast<std::int64_t>(pp) * vpp * microbatches > kMaxPipelineSlots) return;
+        if (!space.permits(Axis::kSchedule, static_cast<int>(schedule)) || !space.permits(Axis::kVpp, vpp)) return;
+        c.schedule = schedule;
+        c.vpp = vpp;
+        c.pipeline_split = static_cast<std::int8_t>(split);
+        go_on = visit(static_cast<const Candidate&>(c));
+      };
+      emit(Schedule::kOneFOneB, 1);
+      if (pp > 1) {  // with one stage these are all the same as 1F1B
+        emit(Schedule::kZeroBubbleH1, 1);
+        emit(Schedule::kGPipe, 1);
+        // Interleaving: equal chunks of whole layers, micro-batches in groups of pp.
+        if (microbatches % pp == 0) {
+          for (int vpp : divisors(model.num_layers / pp))
+            if (vpp > 1 && model.num_layers % (pp * vpp) == 0) emit(Schedule::kInterleaved1F1B, vpp);
+          // Where they do not split evenly: Megatron's split counting the embedding and/or the
+          // loss as a layer (R11), e.g. 126 + 2 slots on pp 8 x vpp 8.
+          for (int split : {3, 1, 2}) {
+            const int slots = model.num_layers + (split == 3 ? 2 : 1);
+            if (slots % pp != 0) continue;
+            // A chunk holding the embedding or the loss needs a layer besides (R11).
+            for (int vpp : divisors(slots / pp))
+              if (vpp > 1 && slots % (pp * vpp) == 0 && model.num_layers % (pp * vpp) != 0 && slots / (pp * vpp) >= 2)
+                emit(Schedule::kInterleaved1F1B, vpp, split);
+          }
+        }
+      }
+      if (!go_on) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+void enumerate_groups(const ModelSpec& model, const TrainingSpec& training, const SearchSpace& space,
+                      const MeshShape& mesh, const std::function<void(const Candidate&)>& visit_group) {
   // Plain variables, not a structured binding: the lambdas below capture them (clang < 16 cannot
   // capture structured bindings).
   const int tp = mesh.tp, cp = mesh.cp, pp = mesh.pp, dp = mesh.dp;
@@ -216,7 +272,6 @@ void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const 
       for (int mbs : divisors(training.global_batch / dp)) {
         if (mbs > mbs_cap || !space.permits(Axis::kMbs, mbs)) continue;
         c.mbs = mbs;
-        const int microbatches = training.global_batch / (dp * mbs);
         for (int sp : {1, 0}) {
           // Sequence parallelism is a no-op without TP and needs the sequence shard divisible by tp.
           if (sp == 1 && (tp == 1 || (training.seq_len / cp) % tp != 0)) continue;
@@ -232,56 +287,15 @@ void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const 
               if (!space.permits(Axis::kEpOverlap, overlap)) continue;
               c.ep_overlap = static_cast<std::int8_t>(overlap);
               for (MoeDispatcher dispatcher : {MoeDispatcher::kAllToAll, MoeDispatcher::kDeepEP}) {
-              // Node-deduplicated dispatch moves tokens between expert ranks: ep > 1 (resolve).
-              if (dispatcher != MoeDispatcher::kAllToAll && ep < 2) continue;
-              if (!space.permits(Axis::kDispatcher, static_cast<int>(dispatcher))) continue;
-              c.dispatcher = dispatcher;
-              bool group_started = false;
-              // FP8 parameters need a sharded optimizer (resolve: --fp8-param-gather, R20.3).
-              for (int zero = training.fp8_param_gather ? 1 : 0; zero <= 3; ++zero) {
-                if (!space.permits(Axis::kZero, zero)) continue;
-                c.zero = static_cast<std::int8_t>(zero);
-                for (int op : zero == 0 ? std::vector<int>{1} : divisors(dp)) {
-                  if (zero > 0 && !space.permits(Axis::kOp, op)) continue;
-                  c.op = op;
-                  auto emit = [&](Schedule schedule, int vpp, int split = 0) {
-                    if (overlap == 1 && pp > 1 && vpp < 2) return;
-                    if (static_cast<std::int64_t>(pp) * vpp * microbatches > kMaxPipelineSlots) return;
-                    if (!space.permits(Axis::kSchedule, static_cast<int>(schedule)) ||
-                        !space.permits(Axis::kVpp, vpp))
-                      return;
-                    c.schedule = schedule;
-                    c.vpp = vpp;
-                    c.pipeline_split = static_cast<std::int8_t>(split);
-                    if (!group_started) {
-                      visit_group(c);
-                      group_started = true;
-                    }
-                    visit_member(c);
-                  };
-                  emit(Schedule::kOneFOneB, 1);
-                  if (pp > 1) {  // with one stage these are all the same as 1F1B
-                    emit(Schedule::kZeroBubbleH1, 1);
-                    emit(Schedule::kGPipe, 1);
-                    // Interleaving: equal chunks of whole layers, micro-batches in groups of pp.
-                    if (microbatches % pp == 0) {
-                      for (int vpp : divisors(model.num_layers / pp))
-                        if (vpp > 1 && model.num_layers % (pp * vpp) == 0) emit(Schedule::kInterleaved1F1B, vpp);
-                      // Where they do not split evenly: Megatron's split counting the embedding
-                      // and/or the loss as a layer (R11), e.g. 126 + 2 slots on pp 8 x vpp 8.
-                      for (int split : {3, 1, 2}) {
-                        const int slots = model.num_layers + (split == 3 ? 2 : 1);
-                        if (slots % pp != 0) continue;
-                        // A chunk holding the embedding or the loss needs a layer besides (R11).
-                        for (int vpp : divisors(slots / pp))
-                          if (vpp > 1 && slots % (pp * vpp) == 0 && model.num_layers % (pp * vpp) != 0 &&
-                              slots / (pp * vpp) >= 2)
-                            emit(Schedule::kInterleaved1F1B, vpp, split);
-                      }
-                    }
-                  }
-                }
-              }
+                // Node-deduplicated dispatch moves tokens between expert ranks: ep > 1 (resolve).
+                if (dispatcher != MoeDispatcher::kAllToAll && ep < 2) continue;
+                if (!space.permits(Axis::kDispatcher, static_cast<int>(dispatcher))) continue;
+                c.dispatcher = dispatcher;
+                // The group's first member stands for it (its configuration is valid).
+                for_each_member(model, training, space, c, [&](const Candidate& first) {
+                  visit_group(first);
+                  return false;
+                });
               }
             }
           }
@@ -289,6 +303,23 @@ void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const 
       }
     }
   }
+}
+
+void enumerate_members(const ModelSpec& model, const TrainingSpec& training, const SearchSpace& space,
+                       const Candidate& group, const std::function<void(const Candidate&)>& visit_member) {
+  for_each_member(model, training, space, group, [&](const Candidate& c) {
+    visit_member(c);
+    return true;
+  });
+}
+
+void enumerate_mesh(const ModelSpec& model, const TrainingSpec& training, const SearchSpace& space,
+                    const MeshShape& mesh, const std::function<void(const Candidate&)>& visit_group,
+                    const std::function<void(const Candidate&)>& visit_member) {
+  enumerate_groups(model, training, space, mesh, [&](const Candidate& first) {
+    visit_group(first);
+    enumerate_members(model, training, space, first, visit_member);
+  });
 }
 
 }  // namespace paratune::plan

@@ -185,7 +185,10 @@ nlohmann::json to_json(const plan::PlanResult& r) {
   nlohmann::json j{{"plans", plans},
                    {"baselines", {{"expert", baseline_json(r.expert)}, {"three_axis", baseline_json(r.three_axis)}}},
                    {"search",
-                    {{"candidates_level1", s.candidates_level1},
+                    {{"groups", s.groups},
+                     {"groups_pruned_memory", s.groups_pruned_memory},
+                     {"groups_expanded", s.groups_expanded},
+                     {"candidates_level1", s.candidates_level1},
                      {"unsupported_by_framework", s.unsupported},
                      {"pruned", s.pruned_memory + s.pruned_time},
                      {"pruned_memory", s.pruned_memory},
@@ -223,9 +226,11 @@ std::string format_plan(const plan::PlanResult& r, const ModelSpec& model, const
                                 training.global_batch, to_string(training.precision));
   const plan::SearchStats& s = r.stats;
   out += fmt::format(
-      "search: {} level-1 candidates; pruned {} by the memory bound and {} by the time bound; {} costed with even "
-      "stages; {} kept and {} refined in level 2; {:.2f} s\n\n",
-      s.candidates_level1, s.pruned_memory, s.pruned_time, s.level1_evaluated, s.kept, s.level2_evaluated, s.elapsed_s);
+      "search: {} groups of candidates ({} pruned whole by the memory bound, {} expanded into {} level-1 "
+      "candidates); pruned {} by the memory bound and {} by the time bound; {} costed with even stages; {} kept and "
+      "{} refined in level 2; {:.2f} s\n\n",
+      s.groups, s.groups_pruned_memory, s.groups_expanded, s.candidates_level1, s.pruned_memory, s.pruned_time,
+      s.level1_evaluated, s.kept, s.level2_evaluated, s.elapsed_s);
   const std::string within = frameworks_in_words(r.searched_within);
   if (r.searched_within.empty())
     out += "the whole space (--framework none): plans no framework runs as planned are ranked too, marked ---\n\n";
@@ -310,10 +315,12 @@ std::string format_plan_progress(const plan::PlanProgress::Snapshot& p, double e
     case PlanProgress::kStarting:
       return "plan: finding the mesh shapes" + tail;
     case PlanProgress::kBounds:
-      return fmt::format("plan: bounding candidates: {}, mesh shape {} of {}", n(p.bounded), p.meshes_done, p.meshes) + tail;
+      return fmt::format("plan: bounding groups of candidates: {}, mesh shape {} of {}", n(p.groups_bounded),
+                         p.meshes_done, p.meshes) +
+             tail;
     case PlanProgress::kLevel1:
-      return fmt::format("plan: level 1: estimated {} of at most {} candidates that may fit ({} bounded)", n(p.estimated),
-                         n(p.survivors), n(p.bounded)) +
+      return fmt::format("plan: level 1: estimated {} ({} candidates bounded, in {} groups that may fit)", n(p.estimated),
+                         n(p.bounded), n(p.groups)) +
              tail;
     case PlanProgress::kLevel2:
       return fmt::format("plan: level 2: refined {} (of {} estimated, {} bounded)", n(p.refined), n(p.estimated),

@@ -16,20 +16,20 @@ TEST(PlanProgressLine, EachStageSaysWhatItCountsAndItsRate) {
   p.stage = PlanProgress::kBounds;
   p.meshes = 40;
   p.meshes_done = 14;
-  p.bounded = 812345;
+  p.groups_bounded = 812345;
   EXPECT_EQ(p.stage_count(), 812345);
   EXPECT_EQ(format_plan_progress(p, 1.5, 541563.0),
-            "plan: bounding candidates: 812.3K, mesh shape 14 of 40 | 1.5 s | 541.6K/s");
+            "plan: bounding groups of candidates: 812.3K, mesh shape 14 of 40 | 1.5 s | 541.6K/s");
   p.stage = PlanProgress::kLevel1;
   p.meshes_done = 40;
   p.bounded = 1500000;
-  p.survivors = 1204113;
+  p.groups = 120411;
   p.estimated = 2304;
   EXPECT_EQ(p.stage_count(), 2304);
   EXPECT_EQ(format_plan_progress(p, 2.0, 4608.0),
-            "plan: level 1: estimated 2.3K of at most 1.2M candidates that may fit (1.5M bounded) | 2.0 s | 4.6K/s");
+            "plan: level 1: estimated 2.3K (1.5M candidates bounded, in 120.4K groups that may fit) | 2.0 s | 4.6K/s");
   EXPECT_EQ(format_plan_progress(p, 2.0, std::nullopt),  // the stage just seen: no rate yet
-            "plan: level 1: estimated 2.3K of at most 1.2M candidates that may fit (1.5M bounded) | 2.0 s");
+            "plan: level 1: estimated 2.3K (1.5M candidates bounded, in 120.4K groups that may fit) | 2.0 s");
   p.stage = PlanProgress::kLevel2;
   p.refined = 48;
   EXPECT_EQ(p.stage_count(), 48);
@@ -50,14 +50,16 @@ TEST(PlanProgressLine, ASnapshotHasEveryCounter) {
   progress.stage = PlanProgress::kLevel2;
   progress.meshes = 1;
   progress.meshes_done = 2;
-  progress.bounded = 3;
-  progress.survivors = 4;
-  progress.estimated = 5;
-  progress.refined = 6;
+  progress.groups_bounded = 3;
+  progress.groups = 4;
+  progress.bounded = 5;
+  progress.estimated = 6;
+  progress.refined = 7;
   const PlanProgress::Snapshot s = progress.snapshot();
   EXPECT_EQ(s.stage, PlanProgress::kLevel2);
-  EXPECT_EQ(std::vector<long long>({s.meshes, s.meshes_done, s.bounded, s.survivors, s.estimated, s.refined}),
-            std::vector<long long>({1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(std::vector<long long>({s.meshes, s.meshes_done, s.groups_bounded, s.groups, s.bounded, s.estimated,
+                                    s.refined}),
+            std::vector<long long>({1, 2, 3, 4, 5, 6, 7}));
 }
 
 }  // namespace

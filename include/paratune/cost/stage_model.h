@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 
 #include "paratune/cost/calibration.h"
 #include "paratune/spec/hardware.h"
@@ -82,8 +83,10 @@ class StageCostModel {
 // so one model serves every candidate with the same layer shape. Valid for every stage assignment,
 // per-stage count of fully recomputed layers and gradient-sync placement (time: for those that fit):
 //   memory: the fullest stage holds at least (1) the mean stage: 1/p of all weights, gradients and
-//           optimizer state under the candidate's ZeRO sharding, of the last stage's logits, and one
-//           micro-batch's activations of L/p layers in their smallest form; and (2) with stage s
+//           optimizer state under the candidate's ZeRO sharding, of the last stage's logits, and of
+//           the activations its schedule keeps, in their smallest form: rank s holds e_s
+//           micro-batches of each of its L_s >= vpp layers, sum_s e_s·L_s at least
+//           sum_s vpp·e_s + (L - p·vpp)·min_s e_s; and (2) with stage s
 //           holding L_s layers and its schedule's e_s micro-batches in flight
 //           (sim::PipelineSchedule::peak_in_flight), M_s >= fixed + a_s·L_s, a_s = per-layer state +
 //           e_s x per-layer activations: all equal at best, M = fixed + L / sum_s 1/a_s.
@@ -96,11 +99,24 @@ class StageCostModel {
 //           ranks' passes for one micro-batch, is at least the model's compute and TP/CP/EP
 //           communication, plus ZeRO-3 traffic that no prefetch hides (bandwidth terms only, which
 //           add up over ranks), plus the recompute memory forces with recompute=full: stage s
-//           keeps its layers' full activations only up to (limit - fixed)/a_s layers. And, with
-//           alike layers, iteration >= m x the least bottleneck over assignments of whole blocks
-//           of vpp layers.
+//           keeps its layers' full activations only up to (limit - fixed)/a_s layers (with two
+//           layer kinds, each term from the kind that makes it smallest). And
+//           iteration >= m x the least bottleneck over assignments of whole blocks of vpp layers,
+//           each layer costing at least the lightest kind's (dense or MoE).
 // The whole-model sums behind both are computed on the first call and kept in `layers`, so calls
 // on one model must not run concurrently (the planner gives each thread its own models).
 PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfig& q);
+
+// Lower bounds for every candidate of a group that shares the layer shape of `layers` and its dp,
+// pp and micro-batch count, whatever its ZeRO stage, sharding degree, schedule and vpp (plan/space.h
+// enumerate_groups): planning_bounds() of each member is at least these.
+//   memory: the mean-stage bound (1) of planning_bounds() under the most sharding a member may have,
+//           the least over `most_sharded` (one configuration per ZeRO stage the group has, with its
+//           largest op; sharding more never needs more memory);
+//   time:   every schedule's relaxation is at least m·W/p (the rho -> 0 limit; it grows with rho),
+//           W the compute and TP/CP/EP communication without ZeRO-3 traffic or forced recompute;
+//           and at least m x the least bottleneck over assignments of single layers each costing
+//           the lightest kind's (blocks of vpp layers are a coarser assignment).
+PlanningBounds group_bounds(const StageCostModel& layers, std::span<const ParallelConfig> most_sharded);
 
 }  // namespace paratune

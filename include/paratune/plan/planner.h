@@ -36,7 +36,8 @@ inline constexpr int kMaxPlanThreads = 1024;
 
 // How far a search is, read on another thread while plan() runs (`paratune plan` shows it on a
 // terminal, report/plan_report.h format_plan_progress). plan() only adds to these counters (relaxed
-// atomic adds: once per 1,024 candidates bounded, once per candidate estimated or refined), so
+// atomic adds: once per 1,024 groups bounded, once per group expanded, once per candidate estimated
+// or refined), so
 // watching costs the search nothing measurable and changes nothing in its result. The searches the
 // advice runs when nothing fits do not count here (stage kAdvice).
 struct PlanProgress {
@@ -44,16 +45,17 @@ struct PlanProgress {
   std::atomic<int> stage{kStarting};
   std::atomic<long long> meshes{0};       // mesh shapes to bound (set when kBounds begins)
   std::atomic<long long> meshes_done{0};  // of them, bounded
-  std::atomic<long long> bounded{0};      // level-1 candidates enumerated and bounded so far
-  std::atomic<long long> survivors{0};    // of them, those the memory bound keeps (set when kLevel1 begins)
+  std::atomic<long long> groups_bounded{0};  // layer-shape groups bounded so far (kBounds)
+  std::atomic<long long> groups{0};       // of them, those whose memory bound fits (set when kLevel1 begins)
+  std::atomic<long long> bounded{0};      // level-1 candidates enumerated and bounded so far (groups expanded)
   std::atomic<long long> estimated{0};    // level 1: costed with even stages (SearchStats::level1_evaluated)
   std::atomic<long long> refined{0};      // level 2 (SearchStats::level2_evaluated)
 
   // The counters at one moment, as plain numbers.
   struct Snapshot {
     int stage = kStarting;
-    long long meshes = 0, meshes_done = 0, bounded = 0, survivors = 0, estimated = 0, refined = 0;
-    // What the stage advances: bounded (kBounds), estimated (kLevel1), refined (kLevel2); 0 otherwise.
+    long long meshes = 0, meshes_done = 0, groups_bounded = 0, groups = 0, bounded = 0, estimated = 0, refined = 0;
+    // What the stage advances: groups_bounded (kBounds), estimated (kLevel1), refined (kLevel2); 0 otherwise.
     [[nodiscard]] long long stage_count() const;
   };
   // The stage is read first (it is stored with release once a stage's totals are set), so the
@@ -83,10 +85,17 @@ struct PlanOptions {
 };
 
 struct SearchStats {
-  long long candidates_level1 = 0;  // enumerated (valid) level-1 candidates that were searched
-  long long unsupported = 0;        // enumerated but skipped: no framework of PlanOptions::frameworks runs them
-  long long pruned_memory = 0;      // memory lower bound above the limit
-  long long pruned_time = 0;        // time lower bound at or above the K-th best level-1 time
+  // Level 1 bounds groups of candidates that share a layer shape first (plan/space.h
+  // enumerate_groups) and enumerates a group's members only when the search reaches its bound.
+  long long groups = 0;                // layer-shape groups of the space
+  long long groups_pruned_memory = 0;  // dropped whole: no member can fit
+  long long groups_expanded = 0;       // whose members were enumerated and bounded (the others:
+                                       // their bound was at or above what the search needed)
+  long long candidates_level1 = 0;  // members of expanded groups that a searched framework runs
+  long long unsupported = 0;        // members of expanded groups no framework of PlanOptions::frameworks runs
+  long long pruned_memory = 0;      // of candidates_level1, those whose memory bound is above the limit
+  long long pruned_time = 0;        // of candidates_level1, those never costed nor refined: their time
+                                    // bound was at or above what the search needed
   long long level1_evaluated = 0;   // costed with even stages (replayed unless their pipeline bound
                                     // already reaches the K-th best time)
   long long kept = 0;               // refined as level-1 survivors

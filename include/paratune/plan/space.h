@@ -93,6 +93,16 @@ struct MeshShape {
 std::vector<MeshShape> mesh_shapes(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
                                    const SearchSpace& space);
 
+// The layer-shape groups of one mesh shape, in a fixed order: visit_group(first member) for each
+// group with at least one member. A group's members share every axis but the ZeRO stage, its
+// sharding degree op, the schedule, vpp and Megatron's embedding/loss split (Candidate::zero, op,
+// schedule, vpp, pipeline_split): those change no layer's cost.
+void enumerate_groups(const ModelSpec& model, const TrainingSpec& training, const SearchSpace& space,
+                      const MeshShape& mesh, const std::function<void(const Candidate&)>& visit_group);
+// The members of the group whose first member is `group` (from enumerate_groups), in a fixed order.
+void enumerate_members(const ModelSpec& model, const TrainingSpec& training, const SearchSpace& space,
+                       const Candidate& group, const std::function<void(const Candidate&)>& visit_member);
+
 // Every candidate with one mesh shape, in a fixed order, exactly those `resolve` accepts. They come
 // in groups with the same layer shape (ep, etp, mbs, sp, recompute, ep_overlap, dispatcher: the axes that change
 // a layer's cost): visit_group(first member) is called before each group's members are passed to
