@@ -288,9 +288,12 @@ PlanningBounds group_bounds(const StageCostModel& layers, std::span<const Parall
   }
   double layer = kInfinity;
   for (const ChunkPart& kind : basis.layer_kinds) layer = std::min(layer, work_s(kind));
+  // A ZeRO-3 member may hide part of the embedding's and head's passes behind its prefetches
+  // (Zero3Traffic::extra_floor_s, at most what they take): they count as nothing then.
+  const bool zero3 = std::any_of(most_sharded.begin(), most_sharded.end(), [](const ParallelConfig& q) { return q.zero == 3; });
+  const double embedding = zero3 ? 0.0 : work_s(basis.embedding), head = zero3 ? 0.0 : work_s(basis.head);
   const double pipeline = std::max(m * work_s(basis.whole) / pp,
-                                   m * least_bottleneck_s(layer, work_s(basis.embedding), work_s(basis.head),
-                                                          model.num_layers, p.pp));
+                                   m * least_bottleneck_s(layer, embedding, head, model.num_layers, p.pp));
   b.iteration_time_s = pipeline + cal.iteration_overhead_s;
   return b;
 }

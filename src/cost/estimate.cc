@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include "device.h"
@@ -154,6 +155,23 @@ bool StageCostModel::layers_alike() const {
 double StageCostModel::model_work_s() const {
   const ChunkPart whole = impl_->chunk(0, impl_->c.model.num_layers, 0, true, true, impl_->c.model.mtp_layers);
   return whole.forward_with_comm_s() + whole.backward_with_comm_s();
+}
+
+std::uint64_t StageCostModel::range_signature(int first_layer, int layers) const {
+  const Impl& im = *impl_;
+  const int v = im.config.vpp, chunk_layers = layers / v;
+  // MoE counts per chunk, packed in as many bits as a chunk's layer count needs; where they do not
+  // fit in 63 bits, the range itself (top bit set): no sharing, never a false one.
+  const int bits = std::bit_width(static_cast<unsigned>(chunk_layers));
+  if (static_cast<long long>(bits) * v > 63) return (std::uint64_t{1} << 63) | static_cast<std::uint64_t>(first_layer);
+  std::uint64_t signature = 0;
+  for (int ch = 0; ch < v; ++ch) {
+    const int begin = first_layer + ch * chunk_layers;
+    const int moe = cost_detail::moe_layers_below(im.c.model, begin + chunk_layers) -
+                    cost_detail::moe_layers_below(im.c.model, begin);
+    signature = (signature << bits) | static_cast<std::uint64_t>(moe);
+  }
+  return signature;
 }
 
 StageWork StageCostModel::stage_work(int rank, int first_layer, int layers, int recomputed, double in_flight) const {

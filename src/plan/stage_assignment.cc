@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <unordered_map>
 
 #include "paratune/spec/model.h"
 
@@ -53,11 +54,25 @@ class StageOptions {
     const std::size_t kind = static_cast<std::size_t>(kind_of_rank_[static_cast<std::size_t>(rank)]);
     const std::size_t key = (kind * (alike_ ? 1 : blocks_ + 1) + (alike_ ? 0 : first)) * (blocks_ + 1) + k;
     if (!known_[key]) {
-      table_[key] = compute(rank, alike_ ? 0 : first, k);
       known_[key] = true;
+      if (alike_) {
+        table_[key] = compute(rank, 0, k);
+        computed_times_.push_back(table_[key].time_s);
+      } else {
+        // Ranges alike in what their cost depends on share one computation.
+        const Shared shared{kind, k, costs_.range_signature(first * vpp_, k * vpp_)};
+        auto [it, inserted] = shared_.try_emplace(shared);
+        if (inserted) {
+          it->second = compute(rank, first, k);
+          computed_times_.push_back(it->second.time_s);
+        }
+        table_[key] = it->second;
+      }
     }
     return table_[key];
   }
+  // The time of every option computed so far (each once; ranges sharing one are not repeated).
+  [[nodiscard]] const std::vector<double>& computed_times() const { return computed_times_; }
 
  private:
   StageOption compute(int rank, int first, int k) const {
@@ -95,6 +110,19 @@ class StageOptions {
   std::vector<int> kind_of_rank_;
   std::vector<StageOption> table_;
   std::vector<bool> known_;
+  struct Shared {
+    std::size_t kind;
+    int k;
+    std::uint64_t signature;
+    bool operator==(const Shared&) const = default;
+  };
+  struct SharedHash {
+    std::size_t operator()(const Shared& s) const {
+      return std::hash<std::uint64_t>()(s.signature * 1000003u + s.kind * 8191u + static_cast<std::size_t>(s.k));
+    }
+  };
+  std::unordered_map<Shared, StageOption, SharedHash> shared_;
+  std::vector<double> computed_times_;
 };
 
 struct Solution {
@@ -162,13 +190,16 @@ class Caps {
       most_.assign(static_cast<std::size_t>(pp), 0);
       return;
     }
+    // Every stage cost that can occur (ranges that share an option's cost add no value of their
+    // own; options computed before for ranges no stage can hold only add caps to try).
     for (int s = 0; s < pp; ++s)
       for (int first = s; first <= (s == 0 ? 0 : blocks - (pp - s)); ++first)
         for (int k = 1; first + k <= blocks - (pp - 1 - s); ++k) {
           if (s == pp - 1 && first + k != blocks) continue;  // the last stage ends the model
-          const double t = options.get(s, first, k).time_s;
-          if (t < kNoAssignment) sorted_.push_back(t);
+          options.get(s, first, k);
         }
+    for (double t : options.computed_times())
+      if (t < kNoAssignment) sorted_.push_back(t);
     std::sort(sorted_.begin(), sorted_.end());
     sorted_.erase(std::unique(sorted_.begin(), sorted_.end()), sorted_.end());
   }
@@ -251,6 +282,9 @@ class TransformerStageCosts final : public StageCosts {
     return model_.stage_work(rank, first_layer, layers, recomputed, in_flight);
   }
   bool layers_alike() const override { return model_.layers_alike(); }
+  std::uint64_t range_signature(int first_layer, int layers) const override {
+    return model_.range_signature(first_layer, layers);
+  }
   double model_work_s() const override { return model_.model_work_s(); }
 
  private:
@@ -275,6 +309,9 @@ StageAssignment assign_stages(const StageCosts& costs, std::span<const double> i
   auto objective = [&](const Solution& s) { return (m - 1.0 / v) * s.max_s + s.sum_s / v; };
 
   StageAssignment out;
+  // No assignment whose bottleneck exceeds the limit can help the caller; one pass of the programme
+  // under that cap says whether any assignment stays below it, before every cap is listed.
+  if (bottleneck_limit_s < kNoAssignment && !least_sum(options, pp, blocks, bottleneck_limit_s).feasible) return out;
   Caps caps(options, pp, blocks);
   const double smallest = caps.smallest_feasible();
   if (smallest == kNoAssignment || smallest > bottleneck_limit_s) return out;

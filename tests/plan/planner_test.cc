@@ -44,6 +44,17 @@ Scenario tiny_moe_on_16() {
   return {load_model(std::string(PARATUNE_SOURCE_DIR) + "/examples/tiny-moe.yaml"), load_cluster("dgx-h100:2"), t};
 }
 
+// tiny-moe with its first two layers dense (DeepSeek-style): layers of two kinds, whose stage costs
+// depend on where a stage starts. On one node at 8K tokens memory forces pipelining and recompute.
+Scenario dense_first_moe_on_8() {
+  TrainingSpec t;
+  t.seq_len = 8192;
+  t.global_batch = 16;
+  ModelSpec model = load_model(std::string(PARATUNE_SOURCE_DIR) + "/examples/tiny-moe.yaml");
+  model.moe->first_dense_layers = 2;
+  return {model, load_cluster("dgx-h100:1"), t};
+}
+
 std::vector<Candidate> all_candidates(const Scenario& s, const SearchSpace& space) {
   std::vector<Candidate> out;
   for (const MeshShape& mesh : mesh_shapes(s.model, s.cluster, s.training, space))
@@ -179,13 +190,25 @@ Scenario llama8b_long_on_8() {
 // layout, any per-stage recompute, any gradient-sync placement (the memory bound for every one).
 TEST(Bounds, HoldForRandomStageLayoutsAndRecompute) {
   std::mt19937 rng(7);
-  for (const Scenario& s : {llama8b_on_8(), llama8b_long_on_8()}) {
+  for (const Scenario& s : {llama8b_on_8(), llama8b_long_on_8(), dense_first_moe_on_8()}) {
     int checked = 0, fitting = 0;
     for (const Candidate& c : all_candidates(s, SearchSpace{})) {
       if (rng() % 20 != 0) continue;
+      if (c.pipeline_split != 0) continue;  // Megatron's split fixes the layout: none to draw
       const ParallelConfig base = to_config(c);
       const StageCostModel layers(s.model, s.cluster, s.training, base, default_calibration());
       const PlanningBounds b = planning_bounds(layers, base);
+      // The group's bounds (any ZeRO stage with the most sharding, any schedule) are below the member's.
+      std::vector<ParallelConfig> sharded;
+      for (int zero = 0; zero <= 3; ++zero) {
+        ParallelConfig q = base;
+        q.zero = zero;
+        q.op = zero == 0 ? 1 : q.dp;
+        sharded.push_back(q);
+      }
+      const PlanningBounds g = group_bounds(layers, sharded);
+      EXPECT_LE(g.memory_bytes, b.memory_bytes * (1 + 1e-12)) << to_string(base);
+      EXPECT_LE(g.iteration_time_s, b.iteration_time_s * (1 + 1e-12)) << to_string(base);
       for (int layout = 0; layout < 3; ++layout) {
         ParallelConfig p = layers.config();
         // A random layout of multiples of vpp layers, and random recompute counts with recompute=full.
@@ -214,11 +237,20 @@ TEST(Bounds, HoldForRandomStageLayoutsAndRecompute) {
 
 // assign_stages against every contiguous layout and every recompute count, on its own objective.
 TEST(StageAssignment, IsExactOnItsObjective) {
-  const Scenario s = llama8b_on_8();
-  for (const char* text :
-       {"dp=2,tp=1,pp=4,mbs=1,recompute=full", "dp=1,tp=2,pp=4,mbs=2,recompute=full",
-        "dp=2,tp=2,pp=2,vpp=4,mbs=1,recompute=none", "dp=1,tp=1,pp=8,mbs=1,recompute=full",
-        "dp=2,tp=1,pp=4,mbs=1,zero=3,recompute=full,schedule=zb-h1", "dp=1,tp=2,pp=4,mbs=1,recompute=full,schedule=gpipe"}) {
+  const std::vector<std::pair<Scenario, const char*>> cases{
+      {llama8b_on_8(), "dp=2,tp=1,pp=4,mbs=1,recompute=full"},
+      {llama8b_on_8(), "dp=1,tp=2,pp=4,mbs=2,recompute=full"},
+      {llama8b_on_8(), "dp=2,tp=2,pp=2,vpp=4,mbs=1,recompute=none"},
+      {llama8b_on_8(), "dp=1,tp=1,pp=8,mbs=1,recompute=full"},
+      {llama8b_on_8(), "dp=2,tp=1,pp=4,mbs=1,zero=3,recompute=full,schedule=zb-h1"},
+      {llama8b_on_8(), "dp=1,tp=2,pp=4,mbs=1,recompute=full,schedule=gpipe"},
+      // Dense and MoE layers: where a stage starts matters.
+      {dense_first_moe_on_8(), "dp=2,tp=1,pp=4,ep=2,mbs=1,recompute=full"},
+      {dense_first_moe_on_8(), "dp=1,tp=2,pp=4,mbs=1,sp=true,recompute=full,schedule=gpipe"},
+      {dense_first_moe_on_8(), "dp=1,tp=1,pp=8,mbs=1,recompute=none"}};
+  for (const auto& one_case : cases) {
+    const Scenario& s = one_case.first;
+    const char* text = one_case.second;
     const ParallelConfig config = parse_parallel_config(text);
     const StageCostModel costs(s.model, s.cluster, s.training, config, default_calibration());
     const Estimate uniform = estimate(s.model, s.cluster, s.training, config);
@@ -346,6 +378,15 @@ TEST(Planner, TopPlansEqualBruteForceUnderMemoryPressure) {
   options.keep = 4;
   add_constraints(options.space, "cp=1", ConstraintKind::kFix, "--fix");
   expect_equals_brute_force(llama8b_long_on_8(), options);
+}
+
+// Layers of two kinds: stage costs depend on where a stage starts (shared between ranges alike in
+// their MoE layers, StageCostModel::range_signature).
+TEST(Planner, TopPlansEqualBruteForceWithDenseAndMoeLayers) {
+  PlanOptions options;
+  options.keep = 4;
+  add_constraints(options.space, "mbs=2", ConstraintKind::kMax, "--max");
+  expect_equals_brute_force(dense_first_moe_on_8(), options);
 }
 
 TEST(Planner, TopPlansEqualBruteForceMoe) {

@@ -6,6 +6,7 @@
 // `paratune estimate` says for it.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 
@@ -62,6 +63,11 @@ class StageCostModel {
   // exact for models whose layers are all alike.
   [[nodiscard]] StageWork stage_work(int rank, int first_layer, int layers, int recomputed, double in_flight) const;
 
+  // What stage_work() depends on of the layers [first_layer, first_layer + layers) besides their
+  // count: how many MoE layers each of the rank's vpp chunks holds. Two ranges of one length with
+  // the same signature cost the same on every rank (the stage assignment shares their costs).
+  [[nodiscard]] std::uint64_t range_signature(int first_layer, int layers) const;
+
   // Whether the layer kinds differ along the model (MoE every k-th layer or dense first layers).
   // When they do not, stage_work(...).time_s never falls as a stage gets more layers.
   [[nodiscard]] bool layers_alike() const;
@@ -116,7 +122,8 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
 //   time:   every schedule's relaxation is at least m·W/p (the rho -> 0 limit; it grows with rho),
 //           W the compute and TP/CP/EP communication without ZeRO-3 traffic or forced recompute;
 //           and at least m x the least bottleneck over assignments of single layers each costing
-//           the lightest kind's (blocks of vpp layers are a coarser assignment).
+//           the lightest kind's (blocks of vpp layers are a coarser assignment), the embedding and
+//           head counted as nothing when a member may shard with ZeRO-3 (its prefetch may hide them).
 PlanningBounds group_bounds(const StageCostModel& layers, std::span<const ParallelConfig> most_sharded);
 
 }  // namespace paratune

@@ -4,6 +4,8 @@
 // StageCosts interface below.
 #pragma once
 
+#include <cstdint>
+
 #include <limits>
 #include <span>
 #include <vector>
@@ -29,6 +31,11 @@ class StageCosts {
   // Whether a stage's cost depends on its layers' count only, never falls as it grows, and is the
   // same for every first layer: the assignment then stops early (see below).
   [[nodiscard]] virtual bool layers_alike() const = 0;
+  // Two ranges [first_layer, first_layer + layers) of one length with the same signature cost the
+  // same on every rank (their costs are computed once). Default: the range itself, nothing shared.
+  [[nodiscard]] virtual std::uint64_t range_signature(int first_layer, int /*layers*/) const {
+    return static_cast<std::uint64_t>(first_layer);
+  }
   // A lower bound on the sum over ranks of stage_work(...).time_s, for every assignment.
   [[nodiscard]] virtual double model_work_s() const = 0;
 };
