@@ -94,7 +94,8 @@ double pipeline_relaxation_s(double work, double rho, double m, double pp) {
 StageCostModel::Impl::BoundBasis& StageCostModel::Impl::bound_basis() const {
   if (basis) return *basis;
   const ModelSpec& model = c.model;
-  const ChunkPart embedding = chunk(0, 0, 0, true, false), head = chunk(0, 0, 0, false, true);
+  // The last rank also runs the multi-token-prediction layers (Megatron-Core puts them there).
+  const ChunkPart embedding = chunk(0, 0, 0, true, false), head = chunk(0, 0, 0, false, true, model.mtp_layers);
   std::vector<ChunkPart> kinds{chunk(0, 1, 0, false, false)}, kinds_recomputed{chunk(0, 1, 1, false, false)};
   if (model.moe)  // the other kind of layer (MoE after dense ones, or dense between)
     for (int layer : {model.moe->first_dense_layers, model.moe->first_dense_layers + 1})
@@ -178,9 +179,14 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
   const double fixed = static_bytes(0, 0, 0);
   double layer_static = static_bytes(im.dense.params_dense, im.dense.params_expert, 0) - fixed;
   if (model.moe) layer_static = std::min(layer_static, static_bytes(im.moe.params_dense, im.moe.params_expert, 0) - fixed);
-  double inverse_sum = 0;
-  for (int held : basis.in_flight) inverse_sum += 1 / (layer_static + kept_layer * held / q.vpp);
-  b.memory_bytes = std::max(mean, fixed + model.num_layers / inverse_sum);
+  // (3) Every rank holds at least vpp layers: M >= fixed + vpp·max_s a_s.
+  double inverse_sum = 0, fullest_rank = 0;
+  for (int held : basis.in_flight) {
+    const double a = layer_static + kept_layer * held / q.vpp;
+    inverse_sum += 1 / a;
+    fullest_rank = std::max(fullest_rank, q.vpp * a);
+  }
+  b.memory_bytes = std::max({mean, fixed + model.num_layers / inverse_sum, fixed + fullest_rank});
 
   // Recompute that memory forces (recompute=full): stage s fits its L_s layers' full activations
   // only up to L_s = (limit - fixed) / a_s; each layer beyond needs a_s / (e_s·(full - input

@@ -95,7 +95,8 @@ class StageCostModel {
 //           sum_s vpp·e_s + (L - p·vpp)·min_s e_s; and (2) with stage s
 //           holding L_s layers and its schedule's e_s micro-batches in flight
 //           (sim::PipelineSchedule::peak_in_flight), M_s >= fixed + a_s·L_s, a_s = per-layer state +
-//           e_s x per-layer activations: all equal at best, M = fixed + L / sum_s 1/a_s.
+//           e_s x per-layer activations: all equal at best, M = fixed + L / sum_s 1/a_s; and (3)
+//           every rank holds at least vpp layers: M >= fixed + vpp·max_s a_s.
 //   time:   iteration >= max over ranks s of (rho·sum_{j<s} w_j + m·w_s) + overhead, the rank's own m
 //           micro-batches plus the fill it must wait for (1F1B, GPipe: rho = 1, the first forward
 //           and the last backward pass through every earlier rank; interleaved: rho = 1/v, one
@@ -108,7 +109,8 @@ class StageCostModel {
 //           keeps its layers' full activations only up to (limit - fixed)/a_s layers (with two
 //           layer kinds, each term from the kind that makes it smallest). And
 //           iteration >= m x the least bottleneck over assignments of whole blocks of vpp layers,
-//           each layer costing at least the lightest kind's (dense or MoE).
+//           each layer costing at least the lightest kind's (dense or MoE), the last rank also
+//           running the output layer, the loss and the multi-token-prediction layers.
 // The whole-model sums behind both are computed on the first call and kept in `layers`, so calls
 // on one model must not run concurrently (the planner gives each thread its own models).
 PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfig& q);
