@@ -269,6 +269,12 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
   return b;
 }
 
+double StageCostModel::lightest_layer_s() const {
+  double lightest = kInfinity;
+  for (const ChunkPart& kind : impl().bound_basis().layer_kinds) lightest = std::min(lightest, work_s(kind));
+  return lightest;
+}
+
 PlanningBounds group_bounds(const StageCostModel& layers, std::span<const ParallelConfig> most_sharded) {
   const StageCostModel::Impl& im = layers.impl();
   const ParallelConfig& p = im.config;

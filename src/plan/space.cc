@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 
 #include "paratune/spec/error.h"
@@ -185,17 +186,38 @@ namespace {
 // The members of one layer-shape group: every ZeRO stage and sharding degree, schedule and vpp (and
 // Megatron's embedding/loss split) that resolve accepts with the group's other axes. `visit`
 // returns false to stop; the return value says whether it did.
+// The divisors a mesh shape's members are drawn from, computed once per mesh.
+struct MemberDivisors {
+  std::vector<int> ops;           // of dp: optimizer-sharding degrees
+  std::vector<int> chunk_counts;  // of the layers per rank: interleaving's chunks
+  // Of the slots per rank with Megatron's embedding/loss split (1: the embedding, 2: the loss,
+  // 3: both count as a layer); empty where the slots do not divide over pp.
+  std::array<std::vector<int>, 4> split_chunk_counts;
+
+  MemberDivisors(const ModelSpec& model, int dp, int pp) : ops(divisors(dp)) {
+    if (pp == 1) return;
+    chunk_counts = divisors(model.num_layers / pp);
+    for (int split : {1, 2, 3}) {
+      const int slots = model.num_layers + (split == 3 ? 2 : 1);
+      if (slots % pp == 0) split_chunk_counts[static_cast<std::size_t>(split)] = divisors(slots / pp);
+    }
+  }
+};
+
 template <typename Visit>
 bool for_each_member(const ModelSpec& model, const TrainingSpec& training, const SearchSpace& space,
-                     const Candidate& group, Visit&& visit) {
+                     const Candidate& group, const MemberDivisors& d, Visit&& visit) {
   const int pp = group.pp, dp = group.dp;
   const int microbatches = training.global_batch / (dp * group.mbs);
   Candidate c = group;
+  const std::vector<int>& ops = d.ops;
+  const std::vector<int>& chunk_counts = d.chunk_counts;
+  const auto& split_chunk_counts = d.split_chunk_counts;
   // FP8 parameters need a sharded optimizer (resolve: --fp8-param-gather, R20.3).
   for (int zero = training.fp8_param_gather ? 1 : 0; zero <= 3; ++zero) {
     if (!space.permits(Axis::kZero, zero)) continue;
     c.zero = static_cast<std::int8_t>(zero);
-    for (int op : zero == 0 ? std::vector<int>{1} : divisors(dp)) {
+    for (int op : zero == 0 ? std::vector<int>{1} : ops) {
       if (zero > 0 && !space.permits(Axis::kOp, op)) continue;
       c.op = op;
       bool go_on = true;
@@ -215,7 +237,7 @@ bool for_each_member(const ModelSpec& model, const TrainingSpec& training, const
         emit(Schedule::kGPipe, 1);
         // Interleaving: equal chunks of whole layers, micro-batches in groups of pp.
         if (microbatches % pp == 0) {
-          for (int vpp : divisors(model.num_layers / pp))
+          for (int vpp : chunk_counts)
             if (vpp > 1 && model.num_layers % (pp * vpp) == 0) emit(Schedule::kInterleaved1F1B, vpp);
           // Where they do not split evenly: Megatron's split counting the embedding and/or the
           // loss as a layer (R11), e.g. 126 + 2 slots on pp 8 x vpp 8.
@@ -223,7 +245,7 @@ bool for_each_member(const ModelSpec& model, const TrainingSpec& training, const
             const int slots = model.num_layers + (split == 3 ? 2 : 1);
             if (slots % pp != 0) continue;
             // A chunk holding the embedding or the loss needs a layer besides (R11).
-            for (int vpp : divisors(slots / pp))
+            for (int vpp : split_chunk_counts[static_cast<std::size_t>(split)])
               if (vpp > 1 && slots % (pp * vpp) == 0 && model.num_layers % (pp * vpp) != 0 && slots / (pp * vpp) >= 2)
                 emit(Schedule::kInterleaved1F1B, vpp, split);
           }
@@ -263,6 +285,7 @@ void enumerate_groups(const ModelSpec& model, const TrainingSpec& training, cons
   c.tp = tp;
   c.pp = pp;
   c.cp = cp;
+  const MemberDivisors member_divisors(model, dp, pp);
   for (int ep : eps) {
     c.ep = ep;
     for (int etp : etps) {
@@ -292,7 +315,7 @@ void enumerate_groups(const ModelSpec& model, const TrainingSpec& training, cons
                 if (!space.permits(Axis::kDispatcher, static_cast<int>(dispatcher))) continue;
                 c.dispatcher = dispatcher;
                 // The group's first member stands for it (its configuration is valid).
-                for_each_member(model, training, space, c, [&](const Candidate& first) {
+                for_each_member(model, training, space, c, member_divisors, [&](const Candidate& first) {
                   visit_group(first);
                   return false;
                 });
@@ -307,7 +330,7 @@ void enumerate_groups(const ModelSpec& model, const TrainingSpec& training, cons
 
 void enumerate_members(const ModelSpec& model, const TrainingSpec& training, const SearchSpace& space,
                        const Candidate& group, const std::function<void(const Candidate&)>& visit_member) {
-  for_each_member(model, training, space, group, [&](const Candidate& c) {
+  for_each_member(model, training, space, group, MemberDivisors(model, group.dp, group.pp), [&](const Candidate& c) {
     visit_member(c);
     return true;
   });

@@ -1,6 +1,7 @@
 #include "paratune/plan/stage_assignment.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <unordered_map>
 
@@ -49,6 +50,7 @@ class StageOptions {
   }
 
   [[nodiscard]] bool alike() const { return alike_; }
+  [[nodiscard]] double least_block_time_s() const { return costs_.least_block_time_s(); }
 
   const StageOption& get(int rank, int first, int k) {
     const std::size_t kind = static_cast<std::size_t>(kind_of_rank_[static_cast<std::size_t>(rank)]);
@@ -139,10 +141,13 @@ struct Solution {
 Solution least_sum(StageOptions& options, int pp, int blocks, double cap) {
   const bool monotone = options.alike();
   const std::size_t width = static_cast<std::size_t>(blocks) + 1;
+  // A stage of more blocks than this exceeds the cap wherever it starts.
+  const double block = options.least_block_time_s();
+  const int most = block > 0 && cap < kNoAssignment ? static_cast<int>(std::min<double>(blocks, std::floor(cap / block))) : blocks;
   std::vector<double> best(static_cast<std::size_t>(pp) * width, kNoAssignment);
   std::vector<int> choice(best.size(), 0);
   // Stage 0 holds blocks [0, j).
-  for (int j = 1; j <= blocks - (pp - 1); ++j) {
+  for (int j = 1; j <= std::min(most, blocks - (pp - 1)); ++j) {
     const double t = options.get(0, 0, j).time_s;
     if (t > cap && monotone) break;
     if (t > cap) continue;
@@ -154,7 +159,7 @@ Solution least_sum(StageOptions& options, int pp, int blocks, double cap) {
   for (int s = 1; s < pp; ++s)
     for (int j = s == pp - 1 ? blocks : s + 1; j <= blocks - (pp - 1 - s); ++j) {
       const std::size_t cell = s * width + j;
-      for (int k = 1; k <= j - s; ++k) {
+      for (int k = 1; k <= std::min(most, j - s); ++k) {
         const double before = best[(s - 1) * width + (j - k)];
         if (before == kNoAssignment) continue;
         const double t = options.get(s, j - k, k).time_s;
@@ -282,6 +287,7 @@ class TransformerStageCosts final : public StageCosts {
     return model_.stage_work(rank, first_layer, layers, recomputed, in_flight);
   }
   bool layers_alike() const override { return model_.layers_alike(); }
+  double least_block_time_s() const override { return model_.config().vpp * model_.lightest_layer_s(); }
   std::uint64_t range_signature(int first_layer, int layers) const override {
     return model_.range_signature(first_layer, layers);
   }

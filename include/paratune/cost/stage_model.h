@@ -63,6 +63,10 @@ class StageCostModel {
   // exact for models whose layers are all alike.
   [[nodiscard]] StageWork stage_work(int rank, int first_layer, int layers, int recomputed, double in_flight) const;
 
+  // The least a decoder layer adds to a stage's stage_work().time_s: the passes and
+  // communication of the lightest layer kind (a stage's time is their sum plus non-negative extras).
+  [[nodiscard]] double lightest_layer_s() const;
+
   // What stage_work() depends on of the layers [first_layer, first_layer + layers) besides their
   // count: how many MoE layers each of the rank's vpp chunks holds. Two ranges of one length with
   // the same signature cost the same on every rank (the stage assignment shares their costs).

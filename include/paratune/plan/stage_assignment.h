@@ -31,6 +31,9 @@ class StageCosts {
   // Whether a stage's cost depends on its layers' count only, never falls as it grows, and is the
   // same for every first layer: the assignment then stops early (see below).
   [[nodiscard]] virtual bool layers_alike() const = 0;
+  // A lower bound on what each block of vpp layers adds to a stage's time, wherever it is: a
+  // stage of k blocks takes at least k times this. Default 0 (no bound).
+  [[nodiscard]] virtual double least_block_time_s() const { return 0; }
   // Two ranges [first_layer, first_layer + layers) of one length with the same signature cost the
   // same on every rank (their costs are computed once). Default: the range itself, nothing shared.
   [[nodiscard]] virtual std::uint64_t range_signature(int first_layer, int /*layers*/) const {
