@@ -7,10 +7,12 @@
 
 #include <regex>
 
+#include "paratune/cost/model_stats.h"
 #include "paratune/plan/planner.h"
 #include "paratune/report/launch.h"
 #include "paratune/report/plan_report.h"
 #include "paratune/spec/io.h"
+#include "paratune/spec/presets.h"
 
 namespace paratune::plan {
 namespace {
@@ -282,6 +284,39 @@ TEST(FrameworkSupport, EmitRestrictsTheSearch) {
     expect_plans_run_on(f, long_seq, options);
     expect_plans_run_on(f, tiny_moe(), options);
   }
+}
+
+// For every preset model on three cluster sizes, the default #1 plan runs on at least one
+// framework as planned. The sizes start from the nodes the model's training state needs (about 20
+// bytes a parameter in half the GPUs' memory) and double twice.
+TEST(FrameworkSupport, EveryPresetsDefaultWinnerRunsOnAFramework) {
+  int planned = 0;
+  for (const std::string& name : model_preset_names()) {
+    const ModelSpec model = load_model(name);
+    const double state_bytes = 20.0 * count_parameters(model).total;
+    int nodes = 1;
+    while (nodes * 8 * 80e9 * 0.5 < state_bytes) nodes *= 2;
+    for (int size = 0; size < 3; ++size, nodes *= 2) {
+      const ClusterSpec cluster = load_cluster(fmt::format("dgx-h100:{}", nodes));
+      TrainingSpec training;
+      training.seq_len = std::min(4096, model.max_position_embeddings > 0 ? model.max_position_embeddings : 4096);
+      training.global_batch = 2 * static_cast<int>(cluster.num_gpus());
+      PlanOptions options;
+      options.top = 1;
+      options.baselines = false;
+      options.advise = false;
+      options.threads = 2;
+      const PlanResult r = plan(model, cluster, training, options);
+      const std::string where = fmt::format("{} on {} GPUs", name, cluster.num_gpus());
+      ASSERT_FALSE(r.plans.empty()) << where;
+      const std::vector<FrameworkVerdict>& verdicts = r.plans.front().frameworks;
+      EXPECT_TRUE(std::any_of(verdicts.begin(), verdicts.end(),
+                              [](const FrameworkVerdict& v) { return v.reasons.empty(); }))
+          << where << ": " << to_string(r.plans.front().estimate.config);
+      ++planned;
+    }
+  }
+  EXPECT_EQ(planned, 3 * static_cast<int>(model_preset_names().size()));
 }
 
 // --framework none: the whole space, each plan saying which frameworks run it.

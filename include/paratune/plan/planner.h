@@ -1,10 +1,13 @@
 // `paratune plan`: the fastest parallel configuration that fits, searched jointly over every axis
 // in two levels (H2O, data/papers/README.md#h2o-holistic-hyperparameter-optimization).
 //
-// Level 1 enumerates every candidate of the search space (plan/space.h) with even stages and
-// bounds it from below in O(1) (cost/stage_model.h `planning_bounds`): candidates whose memory
-// bound exceeds the GPU are pruned; the rest are costed with estimate() in increasing order of
-// their time bound until the bound reaches the K-th best time found ("kept"). Level 2 refines
+// Level 1 bounds the search space (plan/space.h) group by group: candidates that share a layer
+// shape get bounds that hold for every member (cost/stage_model.h `group_bounds`); a group whose
+// memory bound exceeds the GPU is dropped whole, and a group's members are enumerated and each
+// bounded with even stages (`planning_bounds`) only when the search reaches the group's time bound.
+// Candidates whose memory bound exceeds the GPU are pruned; the rest are costed with estimate() in
+// increasing order of their time bound until the bound reaches the K-th best time found ("kept").
+// Level 2 refines
 // each kept candidate: the exact stage assignment and per-stage recompute (plan/stage_assignment.h),
 // timed by the pipeline replay under each gradient-sync placement. Because the time bound holds for
 // every refinement, refining every candidate whose bound is below the N-th best refined time
