@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "paratune/report/launch.h"  // torchtitan's flavors (T10)
+
 namespace paratune::plan {
 namespace {
 
@@ -484,9 +486,15 @@ bool runs_grad_sync(Framework framework, int pp, GradSync grad_sync) {
   return false;
 }
 
+std::vector<std::string> model_refusals(Framework framework, const ModelSpec& model) {
+  if (framework != Framework::kTorchtitan) return {};
+  if (std::optional<std::string> why = torchtitan_model_refusal(model)) return {*why};
+  return {};
+}
+
 std::vector<std::string> unsupported_reasons(Framework framework, const ParallelConfig& config, const ModelSpec& model,
                                              const TrainingSpec& training) {
-  std::vector<std::string> reasons;
+  std::vector<std::string> reasons = model_refusals(framework, model);
   Verdict v(&reasons);
   judge(framework, Input{config, model, training, true}, v);
   return reasons;

@@ -572,8 +572,21 @@ void validate(const PlanOptions& options) {
 }
 
 PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
-                const PlanOptions& options, const Calibration& calibration) {
-  validate(options);
+                const PlanOptions& requested, const Calibration& calibration) {
+  validate(requested);
+  // Among several frameworks, one that cannot build the model (torchtitan without a flavor of its
+  // shape, T10) is not searched; named alone, it is (its launch says what to register).
+  PlanOptions options = requested;
+  std::vector<FrameworkVerdict> not_searched;
+  if (options.frameworks.size() > 1) {
+    std::vector<Framework> kept;
+    for (Framework f : options.frameworks) {
+      std::vector<std::string> why = model_refusals(f, model);
+      if (why.empty()) kept.push_back(f);
+      else not_searched.push_back({f, std::move(why)});
+    }
+    options.frameworks = std::move(kept);
+  }
   // Level 2 chooses the stage layout; Megatron's account-for-embedding/loss split, which fixes it
   // instead (R11), is a searched candidate axis (Candidate::pipeline_split), not a base flag.
   if (options.base.account_embedding || options.base.account_loss)
@@ -597,6 +610,7 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
   const Clock::time_point start = Clock::now();
   PlanResult result;
   result.searched_within = options.frameworks;
+  result.not_searched = std::move(not_searched);
   SearchStats& stats = result.stats;
 
   PlanProgress* const progress = options.progress;

@@ -444,4 +444,11 @@ LaunchSettings torchtitan(const ParallelConfig& p, const TrainingSpec& training,
 }
 
 }  // namespace launch_detail
+
+std::optional<std::string> torchtitan_model_refusal(const ModelSpec& model) {
+  const launch_detail::TorchtitanModel tt = launch_detail::torchtitan_model(model);
+  if (tt.registered) return std::nullopt;
+  return launch_detail::unregistered_model_line(model, tt, framework_versions(plan::Framework::kTorchtitan).front());
+}
+
 }  // namespace paratune

@@ -208,6 +208,11 @@ nlohmann::json to_json(const plan::PlanResult& r) {
   nlohmann::json within = nlohmann::json::array();
   for (plan::Framework f : r.searched_within) within.push_back(to_string(f));
   j["searched_within"] = within;  // [] : the whole space (--framework none)
+  if (!r.not_searched.empty()) {
+    nlohmann::json skipped = nlohmann::json::object();
+    for (const plan::FrameworkVerdict& v : r.not_searched) skipped[to_string(v.framework)] = v.reasons;
+    j["not_searched"] = skipped;  // framework -> why it cannot build the model
+  }
   if (r.searched_within.size() == 1) j["framework"] = to_string(r.searched_within.front());
   if (r.best_unrunnable) {
     nlohmann::json b = plan_json(r.best_unrunnable->estimate);
@@ -238,6 +243,9 @@ std::string format_plan(const plan::PlanResult& r, const ModelSpec& model, const
     out += fmt::format("only plans {} runs as planned: {} enumerated candidates {} were skipped (--framework none "
                        "ranks them too)\n\n",
                        within, s.unsupported, r.searched_within.size() == 1 ? "it cannot run" : "none of them runs");
+
+  for (const plan::FrameworkVerdict& v : r.not_searched)
+    for (const std::string& why : v.reasons) out += fmt::format("not searched: {}: {}\n\n", to_string(v.framework), why);
 
   if (r.plans.empty() && r.best_unrunnable) {
     // The constraints met the frameworks' limits: that, not memory, is why nothing is ranked.

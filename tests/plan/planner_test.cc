@@ -328,6 +328,9 @@ TEST(StageAssignment, StageCostsGrowWithTheLayersHeld) {
 // The search equals refining every candidate of the space (level 2 everywhere, no pruning).
 // Ranked by the same rule (plan/ranking.h); refine() keeps to what one of options.frameworks runs.
 void expect_equals_brute_force(const Scenario& s, PlanOptions options) {
+  // Among several frameworks, plan() searches only those that can build the model.
+  if (options.frameworks.size() > 1)
+    std::erase_if(options.frameworks, [&](Framework f) { return !model_refusals(f, s.model).empty(); });
   std::map<std::string, std::pair<double, ParallelConfig>> best;  // best refinement per configuration
   long long runnable = 0;
   for (const Candidate& c : all_candidates(s, options.space)) {

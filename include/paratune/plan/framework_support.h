@@ -7,8 +7,8 @@
 // "Run as planned" means: launch settings exist that the framework accepts and that do what the
 // plan's cost was predicted for (a plan the framework would silently run differently, e.g.
 // Megatron's recompute count taken as the largest of the per-stage counts, counts as not runnable).
-// Not judged: whether the framework ships the model itself (torchtitan registers no GPT-3 or
-// Mixtral, T10), hardware (MXFP8 needs Blackwell) and kernels.
+// Not judged: hardware (MXFP8 needs Blackwell) and kernels. Whether the framework builds the model
+// itself (torchtitan registers no GPT-3 or Mixtral, T10) is model_refusals().
 #pragma once
 
 #include <array>
@@ -42,6 +42,12 @@ struct EnumNames<plan::Framework> {
 }  // namespace paratune
 
 namespace paratune::plan {
+
+// What keeps `framework` from running `model` at all, whatever the configuration: torchtitan builds
+// only models it has a flavor of (T10). Empty: nothing. unsupported_reasons() lists these first;
+// can_run() judges the configuration only (a search within one framework the user named still
+// plans for it: the launch says what to register).
+std::vector<std::string> model_refusals(Framework framework, const ModelSpec& model);
 
 // Why `framework` cannot run `config` as planned; empty: it can. `config` is resolved or a level-1
 // configuration (empty stage_layers = even stages, recompute_layers -1 = every layer). One line per

@@ -131,7 +131,9 @@ struct Baseline {
 };
 
 struct PlanResult {
-  std::vector<Framework> searched_within;  // PlanOptions::frameworks (empty: the whole space)
+  std::vector<Framework> searched_within;  // PlanOptions::frameworks (empty: the whole space) that
+                                           // can build the model
+  std::vector<FrameworkVerdict> not_searched;  // of PlanOptions::frameworks, those that cannot (why)
   std::vector<Plan> plans;  // fitting, best first, at most `top`
   Baseline expert, three_axis;
   SearchStats stats;

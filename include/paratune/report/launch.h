@@ -2,6 +2,7 @@
 // TOML fragment, a DeepSpeed config. What a framework cannot express is listed, not dropped.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,5 +31,10 @@ struct LaunchTarget {
 // schema at the version before it is returned; a violation is an emitter bug and throws.
 LaunchSettings launch_settings(Framework framework, const ParallelConfig& plan, const ModelSpec& model,
                                const TrainingSpec& training, const LaunchTarget& target = {});
+
+// Why torchtitan, at the version paratune has the facts of, cannot build `model`, or none: it builds
+// a model only from a registered flavor of its shape (T10); the reason names the flavor to register
+// and where. plan/framework_support.h counts it among torchtitan's reasons.
+std::optional<std::string> torchtitan_model_refusal(const ModelSpec& model);
 
 }  // namespace paratune
