@@ -384,6 +384,18 @@ void deepspeed(const Input& in, Verdict& v) {
                            c.zero, c.optimizer_shard_degree(), c.dp);
       }))
     return;
+  // And MiCS needs its own model construction, deepspeed.zero.MiCS_Init; Megatron-DeepSpeed builds
+  // the model under deepspeed.zero.Init (pretrain_gpt.py:46 at microsoft/Megatron-DeepSpeed@f4157bea),
+  // which a mics_shard_size config fails under: ZeRO-3 shards over all of dp there (our reading, not a
+  // rule of deepspeed-rules.md).
+  if (c.zero == 3 && c.optimizer_shard_degree() < c.dp && v.refuse([&] {
+        return fmt::format("zero=3 with op={} < dp={}: partial ZeRO-3 sharding is MiCS, which needs "
+                           "deepspeed.zero.MiCS_Init; Megatron-DeepSpeed builds the model under deepspeed.zero.Init "
+                           "(pretrain_gpt.py), so it shards over all of dp (ZeRO stages: D3; MiCS: our reading of Megatron-DeepSpeed, "
+                           "not a rule of deepspeed-rules.md)",
+                           c.optimizer_shard_degree(), c.dp);
+      }))
+    return;
   // No ring context parallelism: DeepSpeed's sequence parallelism is Ulysses (D2.4), which splits
   // attention heads with all-to-alls, a different method from the plan's cp.
   if (c.cp > 1 && v.refuse([&] {

@@ -30,7 +30,7 @@ constexpr const char* kJsonHeredocClose = "\nJSON\n";
 // dp: Megatron-DeepSpeed passes its mpu with one stage (--no-pipeline-parallel) and builds a
 // PipelineModule over a (pp, dp, tp) grid with several (D2.3, D2.4).
 nlohmann::ordered_json deepspeed_config_json(const ParallelConfig& p, const TrainingSpec& training,
-                                             std::vector<std::string>& cannot_express) {
+                                             const ModelSpec& model, std::vector<std::string>& cannot_express) {
   nlohmann::ordered_json j;
   // D1.3: all three batch keys, train = micro x accumulation x dp.
   j["train_batch_size"] = training.global_batch;
@@ -59,8 +59,12 @@ nlohmann::ordered_json deepspeed_config_json(const ParallelConfig& p, const Trai
   }
   const bool overlap = p.grad_sync == GradSync::kOverlapped && p.overlap_grad_reduce;
   nlohmann::ordered_json zero{{"stage", p.zero}, {"overlap_comm", overlap}, {"contiguous_gradients", true}};
-  if (p.zero == 3 && p.op < p.dp) zero["mics_shard_size"] = p.op;  // MiCS: shard within op ranks
-  j["zero_optimization"] = zero;
+  j["zero_optimization"] = zero;  // ZeRO-3 over all of dp: MiCS (op < dp) is refused (framework_support)
+  // MoE with pp > 1 and tp > 1: two tensors that need gradients pass between stages, which the
+  // PipelineEngine's partitioned send cannot carry; Megatron-DeepSpeed asserts both flags are off but
+  // reads them absent as off, while DeepSpeed's defaults are on (gpt_model.py:376-384 at
+  // microsoft/Megatron-DeepSpeed@f4157bea): say so.
+  if (model.moe && p.pp > 1 && p.tp > 1) j["pipeline"] = {{"pipe_partitioned", false}, {"grad_partitioned", false}};
   // A client optimizer other than DeepSpeed's tested ones needs this with ZeRO (D3.9).
   if (training.optimizer == Optimizer::kSGD && p.zero > 0) j["zero_allow_untested_optimizer"] = true;
   // D7: the checkpointing table. Which layers are recomputed is Megatron-DeepSpeed's --recompute-*
@@ -239,7 +243,7 @@ LaunchSettings deepspeed(const ParallelConfig& p, const TrainingSpec& training, 
   LaunchSettings out;
   std::vector<std::string> args, notes;
   auto arg = [&](std::string a) { args.push_back(std::move(a)); };
-  const nlohmann::ordered_json config = deepspeed_config_json(p, training, out.cannot_express);
+  const nlohmann::ordered_json config = deepspeed_config_json(p, training, model, out.cannot_express);
   // Every key exists at the version with its type and choices (D0): else an emitter bug.
   if (const auto problems = check_deepspeed_config(nlohmann::json::parse(config.dump()), version); !problems.empty())
     throw Error(fmt::format("internal error: the DeepSpeed {} config breaks the key schema: {}", version,
@@ -258,7 +262,10 @@ LaunchSettings deepspeed(const ParallelConfig& p, const TrainingSpec& training, 
 
   // Recompute: which layers is the model code's choice (D7). The PipelineModule checkpoints every
   // activation_checkpoint_interval layers on every stage (D5.2): uniform 1 = every layer. With one
-  // stage, block N = the first N layers.
+  // stage, block N = the first N layers, through Megatron's own checkpointing: with
+  // --deepspeed-activation-checkpointing, ParallelTransformer._checkpointed_forward checkpoints
+  // every layer in chunks of --checkpoint-num-layers and ignores the method
+  // (microsoft/Megatron-DeepSpeed@f4157bea megatron/model/transformer.py:1910-1921).
   if (p.recompute == RecomputeMode::kSelective) {
     arg("--recompute-granularity selective");
   } else if (const std::vector<int> recomputed = recomputed_layers_per_stage(p);
@@ -267,11 +274,11 @@ LaunchSettings deepspeed(const ParallelConfig& p, const TrainingSpec& training, 
     if (recomputed == p.stage_layers || p.pp > 1) {
       arg("--recompute-method uniform");
       arg("--recompute-num-layers 1");
+      arg("--deepspeed-activation-checkpointing");
     } else {
       arg("--recompute-method block");
       arg(fmt::format("--recompute-num-layers {}", recomputed.front()));
     }
-    arg("--deepspeed-activation-checkpointing");
   }
   if (training.precision == Precision::kFP16) arg("--fp16");
   else arg("--bf16");

@@ -182,7 +182,7 @@ TEST(FrameworkSupport, DeepSpeedRules) {
   expect(d, s, "dp=2,tp=1,pp=4,mbs=1,zero=2,grad_sync=shifted", "D3.2");
   expect(d, s, "dp=2,tp=1,pp=4,mbs=1,zero=1", "D5.3");                    // the engine reduces after the flush
   expect(d, s, "dp=8,mbs=1,zero=3", nullptr);
-  expect(d, s, "dp=8,mbs=1,zero=3,op=4", nullptr);                        // MiCS
+  expect(d, s, "dp=8,mbs=1,zero=3,op=4", "MiCS_Init");  // Megatron-DeepSpeed builds under zero.Init
   expect(d, s, "dp=8,mbs=1,zero=2,op=4", "mics_shard_size");
   expect(d, s, "dp=4,cp=2,mbs=1,zero=1", "D2.4");
   expect(d, s, "dp=2,pp=4,vpp=2,mbs=1,grad_sync=shifted", "D5.3");

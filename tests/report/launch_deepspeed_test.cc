@@ -76,7 +76,7 @@ std::vector<Plan> runnable_plans() {
       make("llama3-8b", "dgx-h100:1", 8192, 64, "dp=8,mbs=1,zero=1,recompute=selective"),
       make("llama3-8b", "dgx-h100:1", 8192, 64, "dp=8,mbs=1,zero=2"),
       make("llama3-8b", "dgx-h100:1", 8192, 64, "dp=8,mbs=1,zero=3,recompute=full"),
-      make("llama3-8b", "dgx-h100:1", 8192, 64, "dp=8,mbs=1,zero=3,op=4"),
+      make("llama3-8b", "dgx-h100:1", 8192, 64, "dp=8,mbs=1,zero=3,op=8"),
       make("llama3-8b", "dgx-h100:2", 8192, 64, "dp=8,tp=2,mbs=1,sp=true,zero=1"),
       make("llama3.1-70b", "dgx-h100:8", 8192, 128, "dp=4,tp=4,pp=4,mbs=1,sp=true,zero=1,recompute=full,grad_sync=shifted"),
       make("llama3.1-70b", "dgx-h100:8", 8192, 128, "dp=8,tp=8,pp=1,mbs=1,sp=true,zero=3,recompute=full"),
@@ -178,6 +178,38 @@ TEST(LaunchDeepSpeed, NothingLostForAPlainPlan) {
     EXPECT_TRUE(std::any_of(l.cannot_express.begin(), l.cannot_express.end(),
                             [&](const std::string& line) { return line.find(what) != std::string::npos; }))
         << what;
+}
+
+// What Megatron-DeepSpeed does with the settings, not only what the schema accepts
+// (microsoft/Megatron-DeepSpeed@f4157bea): --deepspeed-activation-checkpointing checkpoints every
+// layer whatever the method, so a block of N layers goes through Megatron's own checkpointing; MoE
+// with pp > 1 and tp > 1 needs the pipeline's partitioned send off, which DeepSpeed's defaults have on.
+TEST(LaunchDeepSpeed, WhatMegatronDeepSpeedRunsIsWhatWasPlanned) {
+  Plan block = make("llama3-8b", "dgx-h100:1", 8192, 64, "dp=8,mbs=1,zero=1,recompute=full");
+  block.config.stage_recompute_layers = {20};
+  ASSERT_TRUE(plan::can_run(Framework::kDeepSpeed, block.config, block.model, block.training));
+  const std::string b = launch_settings(Framework::kDeepSpeed, block.config, block.model, block.training, block.target).text;
+  EXPECT_NE(b.find("--recompute-method block"), std::string::npos) << b;
+  EXPECT_NE(b.find("--recompute-num-layers 20"), std::string::npos) << b;
+  EXPECT_EQ(b.find("--deepspeed-activation-checkpointing"), std::string::npos) << b;
+  const Plan all = make("llama3-8b", "dgx-h100:1", 8192, 64, "dp=8,mbs=1,zero=1,recompute=full");
+  const std::string a = launch_settings(Framework::kDeepSpeed, all.config, all.model, all.training, all.target).text;
+  EXPECT_NE(a.find("--recompute-method uniform"), std::string::npos) << a;
+  EXPECT_NE(a.find("--deepspeed-activation-checkpointing"), std::string::npos) << a;
+
+  const Plan moe = make("mixtral-8x7b", "dgx-h100:4", 4096, 64, "dp=4,tp=2,pp=4,ep=4,etp=1,mbs=1,sp=true,zero=1,"
+                                                                "grad_sync=shifted");
+  ASSERT_TRUE(plan::can_run(Framework::kDeepSpeed, moe.config, moe.model, moe.training));
+  const nlohmann::json j = nlohmann::json::parse(
+      heredoc_json(launch_settings(Framework::kDeepSpeed, moe.config, moe.model, moe.training, moe.target).text));
+  EXPECT_EQ(j.at("pipeline").at("pipe_partitioned"), false);
+  EXPECT_EQ(j.at("pipeline").at("grad_partitioned"), false);
+  EXPECT_TRUE(check_deepspeed_config(j, "0.16.5").empty());
+  const Plan dense = make("llama3-8b", "dgx-h100:4", 8192, 64, "dp=4,tp=2,pp=4,mbs=1,sp=true,zero=1,grad_sync=shifted");
+  EXPECT_FALSE(nlohmann::json::parse(heredoc_json(launch_settings(Framework::kDeepSpeed, dense.config, dense.model,
+                                                                  dense.training, dense.target)
+                                                      .text))
+                   .contains("pipeline"));
 }
 
 // Every flag the script gives the deepspeed launcher is one of its flags at the version (deepspeed.json
