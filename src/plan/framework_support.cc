@@ -124,6 +124,19 @@ void megatron(const Input& in, Verdict& v) {
                            to_string(c.schedule));
       }))
     return;
+  // The instances also split the expert data-parallel group (dp·cp·tp / (ep·etp) ranks), which
+  // initialize_model_parallel divides by them as well; validate_args does not check it (R22).
+  if (in.model.moe && c.zero == 1 && c.optimizer_shard_degree() < c.dp) {
+    const int instances = c.dp / c.optimizer_shard_degree();
+    const long long expert_dp = 1LL * c.dp * c.cp * c.tp / (1LL * c.ep * c.expert_tp());
+    if (expert_dp % instances != 0 && v.refuse([&] {
+          return fmt::format("zero=1 with op={}: --num-distributed-optimizer-instances {} must divide the expert "
+                             "data-parallel size dp·cp·tp/(ep·etp) = {} as well as dp·cp; initialize_model_parallel "
+                             "fails otherwise (R22)",
+                             c.optimizer_shard_degree(), instances, expert_dp);
+        }))
+      return;
+  }
   // ZeRO-1 is the distributed optimizer (R21.1), with --num-distributed-optimizer-instances dp/op
   // for op < dp (R22: (dp·cp) % instances == 0 holds as op divides dp). ZeRO-2/3 are Megatron-FSDP's
   // optim_grads / optim_grads_params strategies (R21.2), which require --ckpt-format fsdp_dtensor,

@@ -84,6 +84,9 @@ TEST(FrameworkSupport, MegatronRules) {
   expect(m, s, "dp=4,tp=1,pp=2,mbs=1,zero=3", nullptr);
   expect(m, s, "dp=8,mbs=1,zero=1,op=4", nullptr);
   expect(m, s, "dp=8,mbs=1,zero=3,op=4", "R21.2");
+  // The optimizer instances (dp/op) divide the expert data-parallel group too (R22).
+  expect(m, tiny_moe(), "dp=16,ep=2,mbs=1,zero=1,op=8", nullptr);                 // instances 2, expert dp 8
+  expect(m, tiny_moe(), "dp=16,ep=8,mbs=1,zero=1,op=2", "expert data-parallel");  // instances 8, expert dp 2
   // Any stage layout (R12, R13); one recompute count per model chunk (R19.5).
   expect(m, s, "dp=2,tp=1,pp=4,mbs=1,stage_layers=7/9/10/6", nullptr);
   expect(m, s, "dp=2,tp=1,pp=4,mbs=1,recompute=full,stage_layers=7/9/10/6,recompute_layers=3/3/3/3", nullptr);
