@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -235,6 +237,36 @@ TEST(LaunchTorchtitan, ScriptWritesItsJobFileAndStartsTorchtitan) {
 
 // The model: a registered flavor with the model spec's shape (T10), the plain (sdpa) one among
 // same-shape variants; a shape no flavor has keeps the nearest family and says what to register.
+// module_fqns_per_model_part names every decoder layer once, in order, over pp x vpp parts, the
+// embedding first and the output last: uneven stages, interleaving and Megatron's embedding/loss
+// split included (a part list that drops layers would train a smaller model without a word).
+TEST(LaunchTorchtitan, StagesNameEveryLayerOnce) {
+  const ModelSpec llama405 = load_model("llama3.1-405b");
+  const ModelSpec llama8 = load_model("llama3-8b");
+  const std::vector<Scene> scenes{
+      scene(llama405, "dgx-h100:32", 8192, 64, "dp=2,tp=8,pp=16,vpp=2,mbs=1,sp=true,zero=3,account_embedding=true,"
+                                               "account_loss=true"),
+      scene(llama405, "dgx-h100:16", 8192, 64, "dp=2,tp=8,pp=8,vpp=2,mbs=1,sp=true,zero=3,stage_layers="
+                                               "14/16/16/16/16/16/16/16"),
+      scene(llama8, "dgx-h100:1", 8192, 64, "dp=2,pp=4,vpp=2,mbs=1,zero=3,stage_layers=6/10/10/6"),
+      scene(llama8, "dgx-h100:1", 8192, 64, "dp=2,pp=4,mbs=1,zero=3,stage_layers=5/9/9/9")};
+  for (const Scene& s : scenes) {
+    ASSERT_TRUE(plan::can_run(Framework::kTorchtitan, s.plan, s.model, s.training)) << to_string(s.plan);
+    const std::string parts = parse(job_file(launch(s).text)).at("parallelism", "module_fqns_per_model_part");
+    ASSERT_FALSE(parts.empty()) << to_string(s.plan);
+    std::vector<int> layers;
+    const std::regex layer("\"layers\\.(\\d+)\"");
+    for (auto it = std::sregex_iterator(parts.begin(), parts.end(), layer); it != std::sregex_iterator(); ++it)
+      layers.push_back(std::stoi((*it)[1]));
+    std::vector<int> expected(static_cast<std::size_t>(s.model.num_layers));
+    std::iota(expected.begin(), expected.end(), 0);
+    EXPECT_EQ(layers, expected) << to_string(s.plan) << "\n" << parts;
+    EXPECT_EQ(std::count(parts.begin(), parts.end(), '[') - 1, s.plan.pp * s.plan.vpp) << parts;
+    EXPECT_EQ(parts.find("[[\"tok_embeddings\""), 0u) << parts;
+    EXPECT_NE(parts.find("\"norm\", \"output\"]]"), std::string::npos) << parts;
+  }
+}
+
 TEST(LaunchTorchtitan, ModelsMapToRegisteredFlavors) {
   auto model_of = [](const ModelSpec& m, const char* config = "dp=8,mbs=1,zero=3") {
     const Scene s = scene(m, "dgx-h100:1", 4096, 64, config);
