@@ -184,7 +184,11 @@ std::vector<std::string> training_args(const TrainingSpec& training) {
     a.emplace_back("--adam-beta1 0.9");
     a.emplace_back("--adam-beta2 0.95");
   }
-  for (const char* x : {"--clip-grad 1.0", "--init-method-std 0.02", "--log-interval 10", "--eval-iters 0"})
+  // Checkpoints every 500 iterations in $CHECKPOINT_DIR, resumed from on restart; validation on the
+  // split's 1% every 500 iterations, 10 batches each.
+  for (const char* x : {"--clip-grad 1.0", "--init-method-std 0.02", "--log-interval 10",
+                        "--save \"${CHECKPOINT_DIR}\"", "--load \"${CHECKPOINT_DIR}\"", "--save-interval 500",
+                        "--eval-interval 500", "--eval-iters 10"})
     a.emplace_back(x);
   return a;
 }
@@ -200,6 +204,8 @@ std::string script(const std::string& config, const std::vector<std::string>& ar
   s += "# The parallel degrees and the model are Megatron-DeepSpeed arguments; $DS_CONFIG has the batch, precision "
        "and ZeRO.\n";
   s += "# paratune checks the ds_config against DeepSpeed's keys; it has no schema of Megatron-DeepSpeed's flags.\n";
+  s += "# Checked against that DeepSpeed commit; Megatron-DeepSpeed's behaviour read at microsoft/Megatron-DeepSpeed "
+       "f4157bea.\n";
   if (target.nodes > 1)
     s += fmt::format("# Run it with sbatch --nodes={} --ntasks-per-node=1 --gpus-per-node={} (srun + torchrun on every "
                      "node),\n# or set HOSTFILE (one \"host slots={}\" line per node) for the deepspeed launcher over "
@@ -212,6 +218,7 @@ std::string script(const std::string& config, const std::vector<std::string>& ar
   s += ": \"${MEGATRON_DEEPSPEED:?set MEGATRON_DEEPSPEED to a Megatron-DeepSpeed checkout}\"\n";
   s += ": \"${DATA_PATH:?set DATA_PATH to the preprocessed data prefix (tools/preprocess_data.py)}\"\n";
   s += ": \"${TOKENIZER:?set TOKENIZER to a Hugging Face tokenizer name or path}\"\n";
+  s += "CHECKPOINT_DIR=\"${CHECKPOINT_DIR:-$PWD/checkpoints}\"  # saved to and resumed from\n";
   for (const auto& [variable, why] : environment) s += fmt::format("export {}  # {}\n", variable, why);
   s += fmt::format("NNODES={}\nGPUS_PER_NODE={}\n", target.nodes, target.gpus_per_node);
   if (target.nodes > 1) s += "# Read on every node: keep it on a shared file system.\n";

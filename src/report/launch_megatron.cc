@@ -146,8 +146,14 @@ std::vector<std::string> megatron_training_args() {
                              "--adam-beta2 0.95",
                              "--clip-grad 1.0",
                              "--init-method-std 0.02",
-                             "--log-interval 1",
-                             "--eval-iters 0"};
+                             // Checkpoints every 500 iterations, resumed from on restart.
+                             "--save \"${CHECKPOINT_DIR}\"",
+                             "--load \"${CHECKPOINT_DIR}\"",
+                             "--save-interval 500",
+                             "--log-interval 10",
+                             // Validation on the split's 1% every 500 iterations, 10 batches each.
+                             "--eval-interval 500",
+                             "--eval-iters 10"};
   return a;
 }
 
@@ -159,6 +165,10 @@ std::string megatron_script(const std::vector<std::string>& args, const std::vec
   std::string s = "#!/bin/bash\n";
   s += fmt::format("# Megatron-LM {} ({}) launch written by paratune: pretrain_gpt.py on {} node(s) x {} GPUs.\n",
                    version, commit.substr(0, 8), target.nodes, target.gpus_per_node);
+  // The software stack the flags were checked against: the Megatron-LM commit above, in the NGC
+  // container its install guide names at both pinned versions (docs/get-started/install.md).
+  s += "# Checked against that commit; run it in the NGC container its install guide names:\n"
+       "# nvcr.io/nvidia/pytorch:26.01-py3 (Megatron-LM docs/get-started/install.md).\n";
   s += fmt::format("# Several nodes: sbatch --nodes={} --ntasks-per-node=1 --gpus-per-node={} this script.\n",
                    target.nodes, target.gpus_per_node);
   for (const std::string& n : notes) s += "# " + n + "\n";
@@ -166,6 +176,7 @@ std::string megatron_script(const std::vector<std::string>& args, const std::vec
   s += ": \"${MEGATRON_LM:?set MEGATRON_LM to a Megatron-LM checkout}\"\n";
   s += ": \"${DATA_PATH:?set DATA_PATH to the preprocessed data prefix (tools/preprocess_data.py)}\"\n";
   s += ": \"${TOKENIZER:?set TOKENIZER to a Hugging Face tokenizer name or path}\"\n";
+  s += "CHECKPOINT_DIR=\"${CHECKPOINT_DIR:-$PWD/checkpoints}\"  # saved to and resumed from\n";
   for (const std::string& e : environment) s += e + "\n";
   s += torchrun_launch(target);
   s += "ARGS=(\n";

@@ -369,8 +369,12 @@ std::string job_file(const ParallelConfig& p, const TrainingSpec& training, cons
   // Async TP needs the compiled model, "model" in the default components (T6.1).
   t += fmt::format("\n[compile]\nenable = {}\n", async_tp);
   t += quantize;
-  t += "\n[checkpoint]\nenable = false\n";
-  t += "\n[metrics]\nlog_freq = 1\n";
+  // Checkpoints every 500 steps in ./outputs/checkpoint, resumed from on restart (T0: the
+  // [checkpoint] table's enable, folder, interval); metrics every 10 steps.
+  t += "\n[checkpoint]\nenable = true\nfolder = \"checkpoint\"\ninterval = 500\n";
+  t += "\n[metrics]\nlog_freq = 10\n";
+  t += "# Evaluation: torchtitan validates on a dataset of its own; set [validation] enable = true,\n"
+       "# dataset_path and freq to have it.\n";
   return t;
 }
 
@@ -387,6 +391,7 @@ std::string torchtitan_script(const std::string& toml, const std::vector<std::st
                    "# must then be on a filesystem every node sees.\n",
                    target.nodes, target.gpus_per_node);
   s += "# Arguments are passed on to torchtitan, e.g. --training.steps 10 (command line > job file).\n";
+  s += "# Checked against that torchtitan commit, with the PyTorch its requirements name.\n";
   if (p.num_gpus() != static_cast<std::int64_t>(target.nodes) * target.gpus_per_node)
     s += fmt::format("# NOTE: the plan uses {} GPUs; this launch starts {} x {}.\n", p.num_gpus(), target.nodes,
                      target.gpus_per_node);

@@ -2,11 +2,13 @@
 # DeepSpeed 0.16.5 (38327e07) launch written by paratune: Megatron-DeepSpeed's pretrain_gpt.py on 1 node(s) x 8 GPUs.
 # The parallel degrees and the model are Megatron-DeepSpeed arguments; $DS_CONFIG has the batch, precision and ZeRO.
 # paratune checks the ds_config against DeepSpeed's keys; it has no schema of Megatron-DeepSpeed's flags.
+# Checked against that DeepSpeed commit; Megatron-DeepSpeed's behaviour read at microsoft/Megatron-DeepSpeed f4157bea.
 # Run it on the node: the deepspeed launcher starts one process per GPU.
 set -euo pipefail
 : "${MEGATRON_DEEPSPEED:?set MEGATRON_DEEPSPEED to a Megatron-DeepSpeed checkout}"
 : "${DATA_PATH:?set DATA_PATH to the preprocessed data prefix (tools/preprocess_data.py)}"
 : "${TOKENIZER:?set TOKENIZER to a Hugging Face tokenizer name or path}"
+CHECKPOINT_DIR="${CHECKPOINT_DIR:-$PWD/checkpoints}"  # saved to and resumed from
 export CUDA_DEVICE_MAX_CONNECTIONS=1  # tp > 1: ordered TP communication
 NNODES=1
 GPUS_PER_NODE=8
@@ -83,7 +85,11 @@ ARGS=(
   --clip-grad 1.0
   --init-method-std 0.02
   --log-interval 10
-  --eval-iters 0
+  --save "${CHECKPOINT_DIR}"
+  --load "${CHECKPOINT_DIR}"
+  --save-interval 500
+  --eval-interval 500
+  --eval-iters 10
   --deepspeed
   --deepspeed_config "$DS_CONFIG"
 )

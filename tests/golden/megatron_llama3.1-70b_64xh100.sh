@@ -1,10 +1,13 @@
 #!/bin/bash
 # Megatron-LM 0.20.0-dev (d98e8a64) launch written by paratune: pretrain_gpt.py on 8 node(s) x 8 GPUs.
+# Checked against that commit; run it in the NGC container its install guide names:
+# nvcr.io/nvidia/pytorch:26.01-py3 (Megatron-LM docs/get-started/install.md).
 # Several nodes: sbatch --nodes=8 --ntasks-per-node=1 --gpus-per-node=8 this script.
 set -euo pipefail
 : "${MEGATRON_LM:?set MEGATRON_LM to a Megatron-LM checkout}"
 : "${DATA_PATH:?set DATA_PATH to the preprocessed data prefix (tools/preprocess_data.py)}"
 : "${TOKENIZER:?set TOKENIZER to a Hugging Face tokenizer name or path}"
+CHECKPOINT_DIR="${CHECKPOINT_DIR:-$PWD/checkpoints}"  # saved to and resumed from
 export CUDA_DEVICE_MAX_CONNECTIONS=1  # tp or cp > 1 before Blackwell (R6.1)
 NNODES=8
 GPUS_PER_NODE=8
@@ -56,7 +59,11 @@ ARGS=(
   --adam-beta2 0.95
   --clip-grad 1.0
   --init-method-std 0.02
-  --log-interval 1
-  --eval-iters 0
+  --save "${CHECKPOINT_DIR}"
+  --load "${CHECKPOINT_DIR}"
+  --save-interval 500
+  --log-interval 10
+  --eval-interval 500
+  --eval-iters 10
 )
 "${LAUNCH[@]}" "$MEGATRON_LM/pretrain_gpt.py" "${ARGS[@]}"

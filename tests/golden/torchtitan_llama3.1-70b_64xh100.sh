@@ -3,6 +3,7 @@
 # Several nodes: sbatch --nodes=8 --ntasks-per-node=1 --gpus-per-node=8 this script; $CONFIG
 # must then be on a filesystem every node sees.
 # Arguments are passed on to torchtitan, e.g. --training.steps 10 (command line > job file).
+# Checked against that torchtitan commit, with the PyTorch its requirements name.
 set -euo pipefail
 : "${TORCHTITAN:?set TORCHTITAN to a torchtitan v0.2.2 checkout (its requirements installed)}"
 : "${TOKENIZER:?set TOKENIZER to the directory with the model's Hugging Face tokenizer files (scripts/download_hf_assets.py)}"
@@ -60,10 +61,14 @@ selective_ac_option = "op"
 enable = true
 
 [checkpoint]
-enable = false
+enable = true
+folder = "checkpoint"
+interval = 500
 
 [metrics]
-log_freq = 1
+log_freq = 10
+# Evaluation: torchtitan validates on a dataset of its own; set [validation] enable = true,
+# dataset_path and freq to have it.
 TOML
 export PYTHONPATH="$TORCHTITAN${PYTHONPATH:+:$PYTHONPATH}"
 NNODES=8
