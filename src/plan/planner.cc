@@ -426,8 +426,12 @@ std::optional<Estimate> refine(const ModelSpec& model, const ClusterSpec& cluste
       std::vector<int> counts{0, kAllLayers};
       if (scope.recompute == RefinementScope::Recompute::kSameCountPerChunk)
         for (int n = 1; n < model.num_layers / even.vpp - (even.pp - 1); ++n) counts.push_back(n);
+      // Each count's objective J >= m x its bottleneck, so beating the best so far needs a
+      // bottleneck below J_best / m: the later counts are assigned under that cap.
+      const double m = costs.num_microbatches();
       for (int n : counts) {
-        const StageAssignment a = assign_stages(costs, in_flight, full, bottleneck_limit, n);
+        const double limit = chosen ? std::min(bottleneck_limit, chosen->objective_s / m) : bottleneck_limit;
+        const StageAssignment a = assign_stages(costs, in_flight, full, limit, n);
         if (a.feasible && (!chosen || a.objective_s < chosen->objective_s)) chosen = a;
       }
     }
