@@ -162,7 +162,7 @@ std::uint64_t StageCostModel::range_signature(int first_layer, int layers) const
   const int v = im.config.vpp, chunk_layers = layers / v;
   // MoE counts per chunk, packed in as many bits as a chunk's layer count needs; where they do not
   // fit in 63 bits, the range itself (top bit set): no sharing, never a false one.
-  const int bits = std::bit_width(static_cast<unsigned>(chunk_layers));
+  const int bits = static_cast<int>(std::bit_width(static_cast<unsigned>(chunk_layers)));
   if (static_cast<long long>(bits) * v > 63) return (std::uint64_t{1} << 63) | static_cast<std::uint64_t>(first_layer);
   std::uint64_t signature = 0;
   for (int ch = 0; ch < v; ++ch) {

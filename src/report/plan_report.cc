@@ -125,6 +125,7 @@ std::string why_slower(const Estimate& a, const Estimate& b) {
 // "megatron, torchtitan or deepspeed", "torchtitan".
 std::string frameworks_in_words(const std::vector<plan::Framework>& frameworks) {
   std::vector<std::string> names;
+  names.reserve(frameworks.size());
   for (plan::Framework f : frameworks) names.push_back(to_string(f));
   if (names.size() <= 1) return names.empty() ? "" : names.front();
   const std::string last = names.back();

@@ -152,7 +152,7 @@ struct PlanResult {
 void validate(const PlanOptions& options);
 
 PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
-                const PlanOptions& options, const Calibration& calibration = default_calibration());
+                const PlanOptions& requested, const Calibration& calibration = default_calibration());
 
 // Level 2 for one candidate: the best fitting refinement (stage assignment, per-stage recompute,
 // gradient-sync placement among those the space allows; even stages are one of the choices), or
