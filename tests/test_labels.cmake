@@ -18,6 +18,7 @@ set(paratune_integration_suites
 # shared with builds, 2026-11-26). ctest starts them first (COST), so that none is left to run alone
 # at the end of a parallel run.
 set(paratune_slow_tests
+  FrameworkSupport.EveryPresetsDefaultWinnerRunsOnAFramework
   FusedTraining.ADivergingMemberLeavesTheOthersUntouched
   FusedTraining.EachMemberFollowsTheCurveItTrainsAlone
   FusedTraining.MembersThatDifferInASharedOptionAreRefused

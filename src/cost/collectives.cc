@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <numeric>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 namespace paratune {
@@ -125,7 +126,26 @@ GroupPlacement place_group(int size, int stride, const ClusterSpec& cluster) {
   const int P = cluster.pod_oversubscription > 1 ? static_cast<int>(cluster.pod_gpus()) : 0;
   const std::int64_t block = static_cast<std::int64_t>(std::max(1, size)) * std::max(1, stride);
   const std::int64_t blocks = std::max<std::int64_t>(1, cluster.num_gpus() / block);
-  return place(size, stride, std::max(1, cluster.scale_up_gpus()), P, blocks);
+  const int G = std::max(1, cluster.scale_up_gpus());
+  // The planner places the same few groups for hundreds of thousands of candidates: a placement
+  // is a pure function of these five numbers, kept per thread (no lock, nothing shared).
+  struct Key {
+    int size, stride, G, P;
+    std::int64_t blocks;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const {
+      std::size_t h = std::hash<std::int64_t>()(k.blocks);
+      for (int v : {k.size, k.stride, k.G, k.P}) h = h * 1000003u ^ std::hash<int>()(v);
+      return h;
+    }
+  };
+  thread_local std::unordered_map<Key, GroupPlacement, KeyHash> placed;
+  const Key key{size, stride, G, P, blocks};
+  if (const auto it = placed.find(key); it != placed.end()) return it->second;
+  if (placed.size() > 4096) placed.clear();  // bounded: a long-lived process plans many clusters
+  return placed.emplace(key, place(size, stride, G, P, blocks)).first->second;
 }
 
 Fabric make_fabric(const ClusterSpec& c, double intra_bandwidth_efficiency, double inter_bandwidth_efficiency) {

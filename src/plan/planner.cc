@@ -231,8 +231,8 @@ struct Expansion {
   double smallest_memory_bytes = kInfinity;
 };
 
-// Enumerates and bounds the members of a group. `limit`: the memory above which a member is
-// dropped (the GPU's, or infinity to keep all).
+// Enumerates and bounds the members of a group; those whose memory bound exceeds the GPU are
+// dropped unless `keep_all` (for "nothing fits": the member needing the least memory).
 Expansion expand_group(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
                        const PlanOptions& options, const Calibration& calibration, const Group& group,
                        bool keep_all = false) {
