@@ -270,14 +270,14 @@ def estimate(model: ModelLike, cluster: ClusterLike, config: ConfigLike, seq_len
 
 def plan(model: ModelLike, cluster: ClusterLike, seq_len: int, global_batch: int, *, top: int = 5, keep: int = 16,
          threads: int = 1, fix: Constraints | None = None, allow: Constraints | None = None,
-         max: Constraints | None = None, framework: str = "any", baselines: bool = True,
+         max: Constraints | None = None, framework: str | None = "any", baselines: bool = True,
          precision: str = "bf16", fp8_recipe: str = "delayed", fp8_param_gather: bool = False,
          moe_balancing: str = "aux-loss", moe_capacity_factor: float = 0.0, optimizer: str = "adamw",
          flash_attention: bool = True, memory_margin: float = 0.05,
          calibration: PathLike | None = None) -> PlanResult:
     """The fastest configurations that fit (``paratune plan``). Releases the GIL while it searches.
 
-    ``framework``: "any" ranks only plans one of Megatron-LM, torchtitan and DeepSpeed runs as planned;
+    ``framework``: "any" (or None) ranks only plans one of Megatron-LM, torchtitan and DeepSpeed runs as planned;
     "megatron", "torchtitan" or "deepspeed" (optionally "@VERSION") only what that one runs; "none" the
     whole space."""
 

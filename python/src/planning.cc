@@ -444,8 +444,9 @@ void bind_planning(py::module_& m) {
         add_plan_constraints(options.space, fix, plan::ConstraintKind::kFix, "fix");
         add_plan_constraints(options.space, allow, plan::ConstraintKind::kAllow, "allow");
         add_plan_constraints(options.space, max, plan::ConstraintKind::kMax, "max");
-        try {
-          options.frameworks = parse_searched_frameworks(text_or_path(framework, "framework"));
+        try {  // None: the default, "any"
+          options.frameworks =
+              parse_searched_frameworks(framework.is_none() ? std::string("any") : text_or_path(framework, "framework"));
         } catch (const Error& e) {
           throw e.with_context("framework");
         }

@@ -118,6 +118,20 @@ def test_launch_args_for_the_best_plan():
         paratune.launch_args(result, "jax")
 
 
+def test_plan_ranks_what_a_framework_runs_by_default():
+    # "any" (the default, or None): every plan runs on a framework; "none": the whole space.
+    for framework in ("any", None):
+        result = paratune.plan("mixtral-8x7b", "dgx-h100:4", 4096, 256, top=3, framework=framework)
+        assert len(result.to_dict()["searched_within"]) == 2  # torchtitan has no Mixtral flavor (T10)
+        assert "torchtitan" in result.to_dict()["not_searched"]
+        for p in result.to_dict()["plans"]:
+            assert p["frameworks"], p["config"]["text"]
+    whole = paratune.plan("mixtral-8x7b", "dgx-h100:4", 4096, 256, top=3, framework="none")
+    assert whole.to_dict()["searched_within"] == []
+    with pytest.raises(paratune.Error, match="framework"):
+        paratune.plan("mixtral-8x7b", "dgx-h100:4", 4096, 256, framework="jax")
+
+
 def test_launch_args_refuses_a_plan_the_framework_cannot_run_as_planned():
     # Hybrid sharding over 8 of dp=16 (op=8): torchtitan's HSDP runs it, Megatron-LM cannot.
     e = paratune.estimate("llama3-8b", "dgx-h100:2", "dp=16,mbs=1,zero=2,op=8", 8192, 256)
