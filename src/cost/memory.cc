@@ -185,7 +185,7 @@ ParamBytes param_bytes(const TrainingSpec& training, const Fp8Costs& fp8) {
 }
 
 ShardDegrees shard_degrees(const ParallelConfig& p) {
-  const int expert_dp = expert_data_parallel_size(p);
+  const int expert_dp = p.expert_data_parallel_size();
   return ShardDegrees{expert_dp, p.zero > 0 ? static_cast<double>(p.op) * p.cp : 1,
                       p.zero > 0 ? std::max(1.0, static_cast<double>(expert_dp) * p.op / p.dp) : 1};
 }

@@ -20,10 +20,6 @@ double moe_rank_load_factor(const MoeSpec& moe, const ParallelConfig& p, const T
   return factor;
 }
 
-int expert_data_parallel_size(const ParallelConfig& p) {
-  return std::max(1, p.dp * p.cp * p.tp / (p.expert_tp() * p.ep));
-}
-
 double expected_distinct_holders(double experts, double holders, int top_k) {
   if (holders <= 1) return holders;
   const double elsewhere = experts - experts / holders;  // experts a given holder does not hold

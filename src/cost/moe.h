@@ -23,11 +23,6 @@ namespace paratune::cost_detail {
 double moe_rank_load_factor(const MoeSpec& moe, const ParallelConfig& p, const TrainingSpec& training,
                             const Calibration& calibration);
 
-// Megatron-Core's expert data-parallel size (MoE parallel folding): the expert grid is
-// etp x ep x edp x pp over all ranks, so edp = world / (etp·ep·pp) = dp·cp·tp / (etp·ep)
-// (data/frameworks/megatron-lm-rules.md R1.3).
-int expert_data_parallel_size(const ParallelConfig& p);
-
 // Of `holders` (ranks or nodes) over which `experts` experts are spread evenly, how many hold at
 // least one of a token's top_k experts, on average, when routing picks top_k distinct experts
 // uniformly (balanced routing):

@@ -199,7 +199,7 @@ struct StageCostModel::Impl {
     if (p.dp * p.cp > 1) n++;
     if (p.pp > 1) n += 2;  // send to the next rank, receive from the previous one
     if (moe && p.ep > 1) n++;
-    if (moe && cost_detail::expert_data_parallel_size(p) > 1) n++;
+    if (moe && p.expert_data_parallel_size() > 1) n++;
     return n;
   }
 

@@ -128,7 +128,7 @@ void megatron(const Input& in, Verdict& v) {
   // initialize_model_parallel divides by them as well; validate_args does not check it (R22).
   if (in.model.moe && c.zero == 1 && c.optimizer_shard_degree() < c.dp) {
     const int instances = c.dp / c.optimizer_shard_degree();
-    const long long expert_dp = 1LL * c.dp * c.cp * c.tp / (1LL * c.ep * c.expert_tp());
+    const int expert_dp = c.expert_data_parallel_size();
     if (expert_dp % instances != 0 && v.refuse([&] {
           return fmt::format("zero=1 with op={}: --num-distributed-optimizer-instances {} must divide the expert "
                              "data-parallel size dp·cp·tp/(ep·etp) = {} as well as dp·cp; initialize_model_parallel "

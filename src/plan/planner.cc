@@ -164,22 +164,24 @@ bool excluded_by_base_modules(const Candidate& c, const ParallelConfig& base) {
          (base.recompute_modules & recompute_module_bit(RecomputeModule::kMoe)) != 0;
 }
 
+// The largest optimizer-sharding degree the space allows on dp ranks (0: none).
+int largest_allowed_op(int dp, const SearchSpace& space) {
+  const std::vector<int> ops = divisors(dp);
+  const auto largest = std::find_if(ops.rbegin(), ops.rend(), [&](int op) { return space.permits(Axis::kOp, op); });
+  return largest == ops.rend() ? 0 : *largest;
+}
+
 // The configurations whose sharding is the most a member of `first`'s group may have: one per ZeRO
-// stage the space allows, with the largest optimizer-sharding degree it allows.
-std::vector<ParallelConfig> most_sharded(const Candidate& first, const PlanOptions& options,
+// stage the space allows, with the largest optimizer-sharding degree it allows (`largest_op`, of the
+// group's mesh: largest_allowed_op).
+std::vector<ParallelConfig> most_sharded(const Candidate& first, int largest_op, const PlanOptions& options,
                                          const TrainingSpec& training) {
   std::vector<ParallelConfig> out;
   for (int zero = training.fp8_param_gather ? 1 : 0; zero <= 3; ++zero) {
-    if (!options.space.permits(Axis::kZero, zero)) continue;
+    if (!options.space.permits(Axis::kZero, zero) || (zero > 0 && largest_op == 0)) continue;
     Candidate c = first;
     c.zero = static_cast<std::int8_t>(zero);
-    c.op = 1;
-    if (zero > 0) {
-      const std::vector<int> ops = divisors(first.dp);
-      const auto largest = std::find_if(ops.rbegin(), ops.rend(), [&](int op) { return options.space.permits(Axis::kOp, op); });
-      if (largest == ops.rend()) continue;
-      c.op = *largest;
-    }
+    c.op = zero > 0 ? largest_op : 1;
     out.push_back(level1_config(c, options));
   }
   return out;
@@ -191,6 +193,7 @@ MeshGroups bound_groups(const ModelSpec& model, const ClusterSpec& cluster, cons
                         const PlanOptions& options, const Calibration& calibration, const MeshShape& mesh,
                         std::uint64_t mesh_index) {
   MeshGroups out;
+  const int largest_op = largest_allowed_op(mesh.dp, options.space);
   std::uint64_t index = 0;
   long long visited = 0;  // counted into options.progress every kProgressEvery groups
   enumerate_groups(model, training, options.space, mesh, [&](const Candidate& first) {
@@ -204,7 +207,7 @@ MeshGroups bound_groups(const ModelSpec& model, const ClusterSpec& cluster, cons
       return;
     }
     const StageCostModel layers(model, cluster, training, level1_config(first, options), calibration, options.estimate);
-    const std::vector<ParallelConfig> sharded = most_sharded(first, options, training);
+    const std::vector<ParallelConfig> sharded = most_sharded(first, largest_op, options, training);
     const PlanningBounds b = group_bounds(layers, sharded);
     const Group group{first, b.iteration_time_s, b.memory_bytes, order};
     if (!out.smallest_memory || b.memory_bytes < out.smallest_memory->memory_bytes) out.smallest_memory = group;

@@ -115,9 +115,9 @@ TEST(Moe, ExpertDataParallelSizeFollowsMegatronCore) {
   p.pp = 2;
   p.ep = 8;
   p.etp = 1;
-  EXPECT_EQ(cost_detail::expert_data_parallel_size(p), 4 * 4 * 2 * 2 / (1 * 8 * 2));
+  EXPECT_EQ(p.expert_data_parallel_size(), 4 * 4 * 2 * 2 / (1 * 8 * 2));
   p.etp = 0;  // etp = tp
-  EXPECT_EQ(cost_detail::expert_data_parallel_size(p), 1);
+  EXPECT_EQ(p.expert_data_parallel_size(), 1);
 }
 
 // The busiest expert-parallel rank sets the pace; forced balancing removes the excess, a

@@ -5,6 +5,8 @@
 // one node; the cost model uses this to decide which collectives cross the network.
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -105,6 +107,10 @@ struct ParallelConfig {
   }
   [[nodiscard]] int expert_tp() const { return etp > 0 ? etp : tp; }
   [[nodiscard]] int optimizer_shard_degree() const { return zero > 0 ? (op > 0 ? op : dp) : 1; }
+  // Megatron-Core's expert data-parallel size (MoE parallel folding): the expert grid is
+  // etp x ep x edp x pp over all ranks, so edp = world / (etp·ep·pp) = dp·cp·tp / (etp·ep)
+  // (data/frameworks/megatron-lm-rules.md R1.3).
+  [[nodiscard]] int expert_data_parallel_size() const { return std::max(1, dp * cp * tp / (expert_tp() * ep)); }
   [[nodiscard]] int num_microbatches(const TrainingSpec& training) const {
     return static_cast<int>(training.global_batch / (static_cast<std::int64_t>(mbs) * dp));
   }
