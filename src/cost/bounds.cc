@@ -157,7 +157,7 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
   // (2) Stage s holds L_s layers and the schedule's in-flight micro-batches e_s of them:
   // M_s >= fixed + (params + e_s·kept per layer)·L_s = fixed + a_s·L_s. The fullest stage is
   // smallest when all are equal: M = fixed + L / sum_s 1/a_s.
-  const sim::PipelineShape shape{q.pp, q.vpp, static_cast<int>(m)};
+  const sim::PipelineShape shape = sim::pipeline_shape(q.schedule, q.pp, q.vpp, static_cast<int>(m));
   if (shape.ranks != basis.in_flight_shape.ranks || shape.chunks != basis.in_flight_shape.chunks ||
       shape.microbatches != basis.in_flight_shape.microbatches || q.schedule != basis.in_flight_schedule) {
     basis.in_flight = sim::schedule_for(q.schedule).peak_in_flight(shape);
@@ -248,12 +248,21 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
                            pipeline_relaxation_s(basis.smallest_critical_share * compute_work + (work - compute_work),
                                                  1, m, pp)});
       break;
+    case Schedule::kInterleavedZeroBubble:
+    case Schedule::kZeroBubbleV:
+    case Schedule::kDualPipeV:
+    case Schedule::kDualPipe:
+      // Every rank runs its share of all passes one after another: the mean rank's work.
+      pipeline = m * work / pp;
+      break;
   }
   // Whole layers: every rank runs its m micro-batches one after another, so the iteration takes at
   // least m x the smallest possible bottleneck over assignments of blocks of vpp layers (the
   // embedding on the first rank, the output layer on the last), each layer costing at least the
-  // lightest kind's; with few blocks per rank this is well above the continuous bound.
-  {
+  // lightest kind's; with few blocks per rank this is well above the continuous bound. Only for
+  // the looped placements: a V puts the output layer on rank 0, DualPipe holds two copies.
+  const sim::PipelineSchedule& schedule = sim::schedule_for(q.schedule);
+  if (schedule.starts_from_rank_zero() && schedule.place(shape, schedule.parts(shape) - 1, 0).rank == q.pp - 1) {
     double layer = kInfinity;
     for (const ChunkPart& kind : basis.layer_kinds)
       layer = std::min(layer, work_s(kind) + (zero3_on ? zero3.floor_s(kind) : 0.0));

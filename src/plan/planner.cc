@@ -389,7 +389,7 @@ std::optional<Estimate> refine(const ModelSpec& model, const ClusterSpec& cluste
   // The exact stage assignment and per-stage recompute, each rank holding the activations of as
   // many micro-batches as its schedule keeps in flight; within what a framework that runs the
   // candidate can express (each such framework's scope in turn; none: the whole space's).
-  const sim::PipelineShape shape{even.pp, even.vpp, costs.num_microbatches()};
+  const sim::PipelineShape shape = sim::pipeline_shape(even.schedule, even.pp, even.vpp, costs.num_microbatches());
   std::vector<double> in_flight;
   for (int held : sim::schedule_for(even.schedule).peak_in_flight(shape))
     in_flight.push_back(static_cast<double>(held) / even.vpp);

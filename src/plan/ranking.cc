@@ -32,9 +32,13 @@ int schedule_rank(Schedule s) {
     case Schedule::kOneFOneB:
     case Schedule::kInterleaved1F1B: return 0;
     case Schedule::kGPipe: return 1;
-    case Schedule::kZeroBubbleH1: return 2;
+    case Schedule::kZeroBubbleH1:
+    case Schedule::kInterleavedZeroBubble:
+    case Schedule::kZeroBubbleV: return 2;
+    case Schedule::kDualPipeV:
+    case Schedule::kDualPipe: return 3;
   }
-  return 3;
+  return 4;
 }
 
 bool even_stages(const ParallelConfig& c) {

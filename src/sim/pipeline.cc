@@ -98,10 +98,12 @@ class Replay {
         p_(problem.ranks()),
         v_(problem.chunks()),
         m_(problem.microbatches),
+        shape_{p_, v_, m_},
         schedule_(schedule_for(problem.schedule)) {
-    schedule_.check(PipelineShape{p_, v_, m_});
-    schedule_.build(PipelineShape{p_, v_, m_}, ops_);
-    const std::size_t slots = static_cast<std::size_t>(p_) * v_ * m_;
+    schedule_.check(shape_);
+    schedule_.build(shape_, ops_);
+    parts_ = schedule_.parts(shape_);
+    const std::size_t slots = static_cast<std::size_t>(parts_) * m_;
     forward_arrival_.assign(slots, kNotYet);
     backward_arrival_.assign(slots, kNotYet);
     forward_done_.assign(slots, kNotYet);
@@ -117,12 +119,11 @@ class Replay {
     link_last_.assign(static_cast<std::size_t>(p_) * p_, -1);
     result_.stages.assign(p_, StageResult{});
     pre_update_free_.assign(p_, 0);
-    // The op after which a chunk's gradients are complete: its last backward (W when split).
+    // The op after which a chunk's gradients are complete: its last full backward or W pass.
     last_grad_op_.assign(p_, std::vector<std::size_t>(v_, 0));
-    const OpKind grad_kind = schedule_.splits_backward() ? OpKind::kBackwardWeight : OpKind::kBackward;
     for (int r = 0; r < p_; ++r)
       for (std::size_t i = 0; i < ops_[r].size(); ++i)
-        if (ops_[r][i].kind == grad_kind) last_grad_op_[r][ops_[r][i].chunk] = i;
+        if (completes_gradient(ops_[r][i].kind)) last_grad_op_[r][ops_[r][i].chunk] = i;
     if (record_) {
       std::size_t events = 0;
       for (const auto& list : ops_) events += 2 * list.size();
@@ -160,10 +161,10 @@ class Replay {
     }
     return EventKind::kForward;
   }
-  [[nodiscard]] std::size_t slot(int virtual_stage, int microbatch) const {
-    return static_cast<std::size_t>(virtual_stage) * m_ + microbatch;
-  }
-  [[nodiscard]] int rank_of(int virtual_stage) const { return virtual_stage % p_; }
+  // A full backward or a W pass: the chunk's weight gradient for that micro-batch is done, and
+  // its activations are freed.
+  static bool completes_gradient(OpKind kind) { return kind == OpKind::kBackward || kind == OpKind::kBackwardWeight; }
+  [[nodiscard]] std::size_t slot(int part, int microbatch) const { return static_cast<std::size_t>(part) * m_ + microbatch; }
 
   int add_event(EventKind kind, Lane lane, int stage, int peer, int mb, int chunk, double start, double end,
                 int cause) {
@@ -204,30 +205,34 @@ class Replay {
     if (record_) out.activation_timeline.push_back({time, rs.activations});
   }
 
-  // Sends the output of (virtual stage, micro-batch) from rank r to the rank of `to_stage` over the
-  // directed link, FIFO behind earlier transfers on it. Returns when it arrives.
+  // Sends the output of (part, micro-batch) from rank r to where part `to_stage` runs for that
+  // micro-batch over the directed link, FIFO behind earlier transfers on it.
   void send(int r, int to_stage, int mb, bool forward_direction, double ready, int cause) {
-    const int q = rank_of(to_stage);
+    const PartPlacement to = schedule_.place(shape_, to_stage, mb);
+    const int q = to.rank;
     double& arrival = forward_direction ? forward_arrival_[slot(to_stage - 1, mb)]
                                         : backward_arrival_[slot(to_stage + 1, mb)];
     int* arrival_event = record_ ? (forward_direction ? &forward_arrival_event_[slot(to_stage - 1, mb)]
                                                       : &backward_arrival_event_[slot(to_stage + 1, mb)])
                                  : nullptr;
-    if (q == r) {  // same rank (a single-rank pipeline with chunks): nothing to send
+    if (q == r) {  // same rank (a single-rank pipeline with chunks, a V's turn): nothing to send
       arrival = ready;
       if (arrival_event) *arrival_event = cause;
       return;
     }
     // Directed link r -> q, shared by activations and gradients that travel the same way (with two
-    // ranks and interleaving, rank 0 sends both to rank 1). Boundary b joins ranks b and b+1 mod p.
+    // ranks and interleaving, rank 0 sends both to rank 1). Boundary b joins ranks b and b+1 mod p:
+    // b is the rank of the lower part when the path steps up the ranks (looped schedules, the
+    // first leg of a V), the rank of the upper part when it steps down (a V's second leg).
     const std::size_t link = static_cast<std::size_t>(r) * p_ + q;
     double& link_free = link_free_[link];
     int& link_last = link_last_[link];
-    const int boundary = forward_direction ? r : q;
+    const int lower = forward_direction ? r : q, upper = forward_direction ? q : r;
+    const int boundary = upper == (lower + 1) % p_ ? lower : upper;
     const double start = std::max(ready, link_free);
     const double end = start + pb_.stages[boundary].p2p_next_s;
     const int id = add_event(forward_direction ? EventKind::kSendForward : EventKind::kSendBackward, Lane::kP2P, r, q,
-                             mb, to_stage / p_, start, end, start > ready ? link_last : cause);
+                             mb, to.chunk, start, end, start > ready ? link_last : cause);
     link_free = end;
     link_last = id;
     arrival = end;
@@ -249,10 +254,10 @@ class Replay {
   void advance(int r) {
     RankState& rs = ranks_[r];
     const std::vector<ScheduleOp>& list = ops_[r];
-    const int last_stage = p_ * v_ - 1;
+    const int last_stage = parts_ - 1;
     while (rs.next_op < list.size()) {
       const ScheduleOp& op = list[rs.next_op];
-      const int vs = op.chunk * p_ + r;
+      const int vs = schedule_.part_of(shape_, r, op.chunk);
       const std::size_t here = slot(vs, op.microbatch);
       // The input this operation waits for, and the event that produced it.
       double input = 0;
@@ -294,7 +299,6 @@ class Replay {
   void execute(int r, const ScheduleOp& op, int vs, std::size_t here, double start, int cause) {
     const ChunkCost& cost = pb_.stages[r].chunks[op.chunk];
     StageResult& out = result_.stages[r];
-    const bool split = schedule_.splits_backward();
     double duration = 0;
     switch (op.kind) {
       case OpKind::kForward: duration = cost.forward_s; break;
@@ -314,13 +318,12 @@ class Replay {
     out.compute_s += duration;
     out.compute_end_s = end;
     if (recomputes && cost.recompute_bytes > 0) change_activations(r, -cost.recompute_bytes, end);
-    const bool frees = op.kind == OpKind::kBackwardWeight || (op.kind == OpKind::kBackward && !split);
-    if (frees) change_activations(r, -cost.activation_bytes, end);
+    if (completes_gradient(op.kind)) change_activations(r, -cost.activation_bytes, end);
 
     const bool grads_complete = ranks_[r].next_op == last_grad_op_[r][op.chunk];  // op is ops_[r][next_op]
     if (grads_complete) reduce_chunk_gradients(r, op.chunk, start, end, id);
 
-    const int last_stage = p_ * v_ - 1;
+    const int last_stage = parts_ - 1;
     switch (op.kind) {
       case OpKind::kForward:
         forward_done_[here] = end;
@@ -447,11 +450,13 @@ class Replay {
   const PipelineProblem& pb_;
   const bool record_;
   const int p_, v_, m_;
+  const PipelineShape shape_;
   const PipelineSchedule& schedule_;
+  int parts_ = 0;  // model parts a micro-batch passes through (PipelineSchedule::parts)
   std::vector<std::vector<ScheduleOp>> ops_;
   std::vector<std::vector<std::size_t>> last_grad_op_;
-  // Per (virtual stage, micro-batch): when the forward output reached the next virtual stage, the
-  // backward output reached the previous one, the forward finished, the input gradient finished.
+  // Per (part, micro-batch): when the forward output reached the next part, the backward output
+  // reached the previous one, the forward finished, the input gradient finished.
   std::vector<double> forward_arrival_, backward_arrival_, forward_done_, input_grad_done_;
   std::vector<int> forward_arrival_event_, backward_arrival_event_, forward_done_event_, input_grad_done_event_;
   std::vector<RankState> ranks_;
@@ -473,22 +478,28 @@ SimulationResult simulate(const PipelineProblem& problem, const SimulationOption
 //   own:   fill_s + m·work_s + tail_s
 //   drain: fill_s + m·work_s (split backward: forwards and B passes only) + the last micro-batch's
 //          input gradient back through ranks s-1..0 + rank 0's last W (split) + tail_0
-// fill_s: micro-batch 0 through chunk 0 of ranks 0..s-1 and their links (every schedule starts
-// with that forward); tail: what follows a rank's last pass, which completes its chunk 0's
-// gradients in every schedule: that chunk's in-backward reduction, all reductions (shifted) or the
-// overlapped buckets that cannot start before the pass ends, then the optimizer step and exposed
-// parameter gather.
+// m: micro-batches per chunk. fill_s: micro-batch 0 through chunk 0 of ranks 0..s-1 and their
+// links (every schedule from rank 0 starts with that forward, and the last input gradient leaves a
+// rank from chunk 0, part s, looped or V); tail: what follows a rank's last pass, which completes
+// its chunk 0's gradients in every schedule from rank 0: that chunk's in-backward reduction, all
+// reductions (shifted) or the overlapped buckets that cannot start before the pass ends, then the
+// optimizer step and exposed parameter gather. A split schedule's full backwards count only their
+// input-gradient part in the drain chain, which keeps it a bound.
 double iteration_time_lower_bound_s(const PipelineProblem& problem) {
   validate(problem);
   const int p = problem.ranks(), v = problem.chunks();
-  const double m = problem.microbatches;
-  const bool split = schedule_for(problem.schedule).splits_backward();
-  auto last_pass_s = [&](const StageCost& s) {
-    const ChunkCost& c = s.chunks.front();
+  const PipelineSchedule& schedule = schedule_for(problem.schedule);
+  const PipelineShape shape{p, v, problem.microbatches};
+  const double m = schedule.microbatches_per_chunk(shape);
+  const bool split = schedule.splits_backward();
+  // From rank 0 (every schedule but DualPipe): micro-batch 0's forward arrives through ranks
+  // 0..s-1, and the last input gradient leaves through them; both on chunk 0 (part r).
+  const bool from_rank_zero = schedule.starts_from_rank_zero();
+  auto last_pass_s = [&](const ChunkCost& c) {
     return split ? c.backward_weight_s : c.backward_input_s + c.backward_weight_s;
   };
-  auto tail_s = [&](const StageCost& s) {
-    const ChunkCost& c = s.chunks.front();
+  // What follows the rank's last pass when that pass completes chunk c's gradients.
+  auto tail_after_s = [&](const StageCost& s, const ChunkCost& c) {
     double sync = 0;
     switch (problem.grad_sync) {
       case GradSync::kInBackward: sync = c.grad_sync_s; break;
@@ -499,11 +510,19 @@ double iteration_time_lower_bound_s(const PipelineProblem& problem) {
         // Bucket j is ready window·pass·(1 - (j+1)/n) before the pass ends; the first one and all
         // after it take the whole reduction, the last alone takes 1/n of it.
         const double n = c.grad_sync_buckets;
-        sync = std::max(c.grad_sync_s / n, c.grad_sync_s - problem.overlap_window * last_pass_s(s) * (1 - 1 / n));
+        sync = std::max(c.grad_sync_s / n, c.grad_sync_s - problem.overlap_window * last_pass_s(c) * (1 - 1 / n));
         break;
       }
     }
     return sync + s.optimizer_s + s.param_gather_s;
+  };
+  // The last pass completes chunk 0's gradients in the schedules from rank 0; DualPipe's ranks
+  // end on either chunk: the smaller tail of the two.
+  auto tail_s = [&](const StageCost& s) {
+    if (from_rank_zero) return tail_after_s(s, s.chunks.front());
+    double least = std::numeric_limits<double>::infinity();
+    for (const ChunkCost& c : s.chunks) least = std::min(least, tail_after_s(s, c));
+    return least;
   };
   const double tail_0 = tail_s(problem.stages.front());
   double fill = 0, bound = 0;
@@ -518,12 +537,14 @@ double iteration_time_lower_bound_s(const PipelineProblem& problem) {
       if (c > 0 && problem.grad_sync == GradSync::kInBackward) earlier_syncs += k.grad_sync_s;
     }
     const ChunkCost& first = s.chunks.front();
-    const double in_backward = problem.grad_sync == GradSync::kInBackward ? first.grad_sync_s : 0;
     const double own = fill + m * work + earlier_syncs + tail_s(s);
+    bound = std::max(bound, own);
+    if (!from_rank_zero) continue;
+    const double in_backward = problem.grad_sync == GradSync::kInBackward ? first.grad_sync_s : 0;
     double drain = fill + m * critical_work + (split ? 0 : earlier_syncs) + chain + tail_0;
     if (r > 0 && !split) drain += in_backward;  // before its input gradient leaves
-    if (split) drain += last_pass_s(problem.stages.front());  // rank 0's last W
-    bound = std::max({bound, own, drain});
+    if (split) drain += last_pass_s(problem.stages.front().chunks.front());  // rank 0's last W
+    bound = std::max(bound, drain);
     // Rank r as an earlier rank for the ranks after it.
     fill += first.forward_s + s.p2p_next_s;
     chain += s.p2p_next_s + (split ? first.backward_input_s : first.backward_input_s + first.backward_weight_s) +

@@ -15,6 +15,11 @@
 namespace paratune::sim {
 namespace {
 
+const Schedule kEverySchedule[] = {Schedule::kGPipe,        Schedule::kOneFOneB,
+                                   Schedule::kInterleaved1F1B, Schedule::kZeroBubbleH1,
+                                   Schedule::kInterleavedZeroBubble, Schedule::kZeroBubbleV,
+                                   Schedule::kDualPipeV,    Schedule::kDualPipe};
+
 // p ranks x v chunks of equal cost: a full stage takes t_f forward, t_b + t_w backward.
 PipelineProblem uniform(int p, int v, int m, double tf, double tb, double tw, Schedule schedule) {
   PipelineProblem pb;
@@ -70,6 +75,113 @@ TEST(Replay, ZeroBubbleH1MatchesThePaper) {
     }
 }
 
+// A rank's program as text: F/B/I/W (forward, full backward, input gradient, weight gradient),
+// then chunk.micro-batch.
+std::string program_text(const std::vector<ScheduleOp>& program) {
+  std::string out;
+  for (const ScheduleOp& op : program) {
+    const char kind = op.kind == OpKind::kForward ? 'F'
+                      : op.kind == OpKind::kBackward ? 'B'
+                      : op.kind == OpKind::kBackwardInput ? 'I' : 'W';
+    out += fmt::format("{}{}{}.{}", out.empty() ? "" : " ", kind, op.chunk, op.microbatch);
+  }
+  return out;
+}
+
+TEST(Schedules, DualPipeVIsTheReferenceFigure) {
+  // github.com/deepseek-ai/DualPipe images/dualpipev.png (4 ranks, 10 micro-batches), devices 0 and
+  // 3 read cell by cell: an overlapped F&B cell is F then B; green-then-blue pairs are I then W.
+  std::vector<std::vector<ScheduleOp>> ops;
+  schedule_for(Schedule::kDualPipeV).build({4, 2, 10}, ops);
+  EXPECT_EQ(program_text(ops[0]),
+            "F0.0 F0.1 F0.2 F0.3 F0.4 F0.5 F0.6 F1.0 I1.0 W1.0 F1.1 I1.1 W1.1 F1.2 I1.2 W1.2 F1.3 F0.7 B1.3 F1.4 B0.0 "
+            "F0.8 B1.4 F1.5 B0.1 F0.9 B1.5 F1.6 B0.2 B1.6 F1.7 B0.3 B1.7 F1.8 B0.4 B1.8 F1.9 B0.5 B1.9 I0.6 W0.6 I0.7 "
+            "W0.7 I0.8 W0.8 I0.9 W0.9");
+  EXPECT_EQ(program_text(ops[3]),
+            "F0.0 F1.0 F0.1 F1.1 F0.2 F1.2 F0.3 F1.3 F0.4 B1.0 F1.4 B0.0 F0.5 B1.1 F1.5 B0.1 F0.6 B1.2 F1.6 B0.2 F0.7 "
+            "B1.3 F1.7 B0.3 F0.8 B1.4 F1.8 B0.4 F0.9 B1.5 F1.9 B0.5 B1.6 B0.6 B1.7 B0.7 I1.8 I0.8 I1.9 I0.9 W1.8 W0.8 "
+            "W1.9 W0.9");
+}
+
+TEST(Schedules, DualPipeRanksMirrorEachOther) {
+  // Rank p-1-r runs rank r's program with the directions swapped: chunk 1 for chunk 0 and the
+  // micro-batches of the other half (dualpipe.py: phase ^= is_in_second_half).
+  for (int p : {2, 4, 8})
+    for (int m : {2 * p, 2 * p + 2, 6 * p}) {
+      std::vector<std::vector<ScheduleOp>> ops;
+      schedule_for(Schedule::kDualPipe).build({p, 2, m}, ops);
+      for (int r = 0; r < p; ++r) {
+        std::vector<ScheduleOp> mirrored = ops[p - 1 - r];
+        for (ScheduleOp& op : mirrored) {
+          op.chunk = 1 - op.chunk;
+          op.microbatch = (op.microbatch + m / 2) % m;
+        }
+        EXPECT_EQ(program_text(mirrored), program_text(ops[r])) << "p=" << p << " m=" << m << " rank " << r;
+      }
+    }
+}
+
+TEST(Schedules, VShapesAndDualPipePlaceTheirParts) {
+  const PipelineShape v{4, 2, 8};
+  for (Schedule s : {Schedule::kZeroBubbleV, Schedule::kDualPipeV}) {
+    const PipelineSchedule& schedule = schedule_for(s);
+    EXPECT_EQ(schedule.parts(v), 8);
+    EXPECT_EQ(schedule.part_of(v, 0, 1), 7);  // rank 0 computes the loss
+    EXPECT_EQ(schedule.place(v, 4, 0).rank, 3);  // the turn: parts 3 and 4 on the last rank
+    EXPECT_EQ(schedule.place(v, 3, 0).rank, 3);
+    EXPECT_EQ(schedule.place(v, 5, 0).rank, 2);
+  }
+  const PipelineSchedule& dual = schedule_for(Schedule::kDualPipe);
+  EXPECT_EQ(dual.parts(v), 4);
+  EXPECT_EQ(dual.microbatches_per_chunk(v), 4);
+  EXPECT_EQ(dual.place(v, 0, 0).rank, 0);  // the first half enters at rank 0 ...
+  EXPECT_EQ(dual.place(v, 0, 4).rank, 3);  // ... the second at rank 3, on the other copy
+  EXPECT_EQ(dual.place(v, 0, 4).chunk, 1);
+  EXPECT_EQ(pipeline_shape(Schedule::kDualPipe, 4, 1, 8).chunks, 2);
+  EXPECT_EQ(pipeline_shape(Schedule::kZeroBubbleV, 4, 2, 8).chunks, 2);
+}
+
+TEST(Replay, DualPipeBubblesAreWithinTheReferenceFormula) {
+  // DualPipe README: bubble (PP/2 - 1)(F&B + B - 3W), PP the pipeline stages (DualPipe: ranks;
+  // DualPipeV: 2 x ranks), B a full backward (I + W), F&B an overlapped forward and backward. The
+  // replay runs F&B as F then B (F&B = F + B), and F need not wait for B's gradient, so its idle time
+  // per rank is at most the formula's. Activation per device: PP + 1 chunks (of its parts).
+  for (const auto& [f, i, w] : {std::tuple{1.0, 1.0, 1.0}, {1.0, 1.5, 0.7}, {1.0, 2.0, 2.0}, {0.5, 1.0, 0.25}})
+    for (int p : {2, 4, 8})
+      for (int m : {2 * p, 4 * p, 6 * p}) {
+        const double formula_unit = (f + i + w) + (i + w) - 3 * w;
+        const SimulationResult dual = simulate(uniform(p, 2, m, 2 * f, 2 * i, 2 * w, Schedule::kDualPipe));
+        const double dual_work = m * (f + i + w);  // m/2 micro-batches on each of two copies
+        EXPECT_LE(dual.iteration_time_s - dual_work, (p / 2 - 1) * formula_unit + 1e-9) << p << " " << m;
+        EXPECT_GE(dual.iteration_time_s, dual_work - 1e-9);
+        for (const StageResult& r : dual.stages) EXPECT_DOUBLE_EQ(r.peak_activation_bytes, (p + 1) / 2.0);
+        const SimulationResult v = simulate(uniform(p, 2, m, 2 * f, 2 * i, 2 * w, Schedule::kDualPipeV));
+        const double v_work = 2 * m * (f + i + w);
+        EXPECT_LE(v.iteration_time_s - v_work, (p - 1) * formula_unit + 1e-9) << p << " " << m;
+        for (const StageResult& r : v.stages) EXPECT_DOUBLE_EQ(r.peak_activation_bytes, (2 * p + 1) / 2.0);
+      }
+}
+
+TEST(Replay, ZeroBubbleVAndInterleavedZeroBubbleBeatTheirOneFOneBCousins) {
+  // ZB-V (Qi et al. 2024, "Pipeline Parallelism with Controllable Memory"): with t_F = t_B = t_W
+  // no bubble in the steady state (the time beyond the work does not grow with m), below ZB-H1's
+  // (p - 1)(t_F + t_B - t_W) for the same stages, at 1F1B's peak memory (p stages' activations).
+  for (int p : {2, 4, 8}) {
+    double beyond = -1;
+    for (int m : {2 * p, 3 * p, 8 * p}) {
+      const SimulationResult zbv = simulate(uniform(p, 2, m, 1, 1, 1, Schedule::kZeroBubbleV));
+      const double extra = zbv.iteration_time_s - 3.0 * m;
+      if (beyond < 0) beyond = extra;
+      EXPECT_NEAR(extra, beyond, 1e-9) << "p=" << p << " m=" << m;
+      EXPECT_LT(extra, (p - 1) * 1.0 + 1e-9);  // ZB-H1: (p - 1)(1 + 1 - 1) for the same stages
+      for (const StageResult& r : zbv.stages) EXPECT_DOUBLE_EQ(r.peak_activation_bytes, p);
+      const SimulationResult izb = simulate(uniform(p, 2, m, 1, 1, 1, Schedule::kInterleavedZeroBubble));
+      const SimulationResult i1f1b = simulate(uniform(p, 2, m, 1, 2, 0, Schedule::kInterleaved1F1B));
+      EXPECT_LT(izb.iteration_time_s, i1f1b.iteration_time_s) << "p=" << p << " m=" << m;
+    }
+  }
+}
+
 TEST(Replay, PeakActivationsMatchTheSchedulesInFlightCounts) {
   const int p = 4, m = 12;
   const SimulationResult one = simulate(uniform(p, 1, m, 1, 2, 0, Schedule::kOneFOneB));
@@ -87,7 +199,7 @@ TEST(Replay, PeakActivationsMatchTheSchedulesInFlightCounts) {
 
 // Each schedule's closed-form peak_in_flight() = counting its programs = the replay's peak.
 TEST(Replay, EverySchedulesPeakInFlightIsWhatItsProgramsAndTheReplayHold) {
-  for (Schedule schedule : {Schedule::kGPipe, Schedule::kOneFOneB, Schedule::kInterleaved1F1B, Schedule::kZeroBubbleH1})
+  for (Schedule schedule : kEverySchedule)
     for (int p : {1, 2, 3, 4, 8})
       for (int v : {1, 2, 3})
         for (int m : {1, 2, 3, 4, 7, 8, 16, 24}) {
@@ -102,7 +214,7 @@ TEST(Replay, EverySchedulesPeakInFlightIsWhatItsProgramsAndTheReplayHold) {
           s.build(shape, ops);
           const std::vector<int> closed = s.peak_in_flight(shape);
           const std::string where = fmt::format("{} p={} v={} m={}", to_string(schedule), p, v, m);
-          EXPECT_EQ(closed, count_in_flight(ops, s.splits_backward())) << where;
+          EXPECT_EQ(closed, count_in_flight(ops)) << where;
           const SimulationResult replay = simulate(uniform(p, v, m, 1, 2, 1, schedule));
           for (int r = 0; r < p; ++r)
             EXPECT_NEAR(replay.stages[r].peak_activation_bytes, closed[r] / static_cast<double>(v), 1e-12) << where;
@@ -172,39 +284,54 @@ TEST(Replay, RandomProblemsRespectEveryDependency) {
     SCOPED_TRACE(::testing::Message() << "trial " << trial << " schedule " << to_string(pb.schedule) << " p="
                                       << pb.ranks() << " v=" << pb.chunks() << " m=" << pb.microbatches);
     const SimulationResult r = simulate(pb);
-    const int p = pb.ranks(), v = pb.chunks(), last = p * v - 1;
-    // Index the passes and transfers by (kind, virtual stage, micro-batch).
+    const int p = pb.ranks();
+    const PipelineSchedule& schedule = schedule_for(pb.schedule);
+    const PipelineShape shape{p, pb.chunks(), pb.microbatches};
+    const int last = schedule.parts(shape) - 1;
+    // Index the passes and transfers by (kind, model part, micro-batch).
     std::map<std::tuple<int, int, int>, const Event*> pass, sent;
     for (const Event& e : r.events) {
-      const int vs = e.chunk * p + e.stage;
       if (e.kind == EventKind::kSendForward || e.kind == EventKind::kSendBackward) {
-        // A transfer leaves after its producer finished (producer: virtual stage vs on the sender).
-        // Keyed by the receiving virtual stage (chunk is the receiver's).
-        sent[{static_cast<int>(e.kind), e.chunk * p + e.peer, e.microbatch}] = &e;
+        // A transfer leaves after its producer finished. Keyed by the receiving part (chunk is the
+        // receiver's).
+        sent[{static_cast<int>(e.kind), schedule.part_of(shape, e.peer, e.chunk), e.microbatch}] = &e;
       } else if (e.microbatch >= 0) {
+        const int vs = schedule.part_of(shape, e.stage, e.chunk);
+        EXPECT_EQ(schedule.place(shape, vs, e.microbatch).rank, e.stage) << "pass on a rank that does not hold it";
         ASSERT_TRUE(pass.emplace(std::make_tuple(static_cast<int>(e.kind), vs, e.microbatch), &e).second)
             << "pass replayed twice";
       }
     }
-    const bool split = pb.schedule == Schedule::kZeroBubbleH1;
-    const int b_kind = static_cast<int>(split ? EventKind::kBackwardInput : EventKind::kBackward);
+    // The pass that produces a part's input gradient: a full backward, or B of a split one (which
+    // DualPipe mixes).
+    auto input_gradient = [&](int vs, int mb) {
+      const auto full = pass.find({static_cast<int>(EventKind::kBackward), vs, mb});
+      return full != pass.end() ? full->second : pass.at({static_cast<int>(EventKind::kBackwardInput), vs, mb});
+    };
     for (int vs = 0; vs <= last; ++vs)
       for (int mb = 0; mb < pb.microbatches; ++mb) {
         const Event* f = pass.at({static_cast<int>(EventKind::kForward), vs, mb});
-        const Event* b = pass.at({b_kind, vs, mb});
-        EXPECT_GE(b->start_s + eps, f->end_s) << "backward before its forward, vs " << vs << " mb " << mb;
-        if (split) EXPECT_GE(pass.at({static_cast<int>(EventKind::kBackwardWeight), vs, mb})->start_s + eps, b->end_s);
-        if (vs > 0 && p > 1) {  // activation from vs - 1: sent after it was computed, received before use
+        const Event* b = input_gradient(vs, mb);
+        EXPECT_GE(b->start_s + eps, f->end_s) << "backward before its forward, part " << vs << " mb " << mb;
+        if (b->kind == EventKind::kBackwardInput)
+          EXPECT_GE(pass.at({static_cast<int>(EventKind::kBackwardWeight), vs, mb})->start_s + eps, b->end_s);
+        // Transfers exist between parts on different ranks.
+        const int rank = schedule.place(shape, vs, mb).rank;
+        if (vs > 0 && schedule.place(shape, vs - 1, mb).rank != rank) {  // activation from vs - 1
           const Event* prev = pass.at({static_cast<int>(EventKind::kForward), vs - 1, mb});
           const Event* send = sent.at({static_cast<int>(EventKind::kSendForward), vs, mb});
           EXPECT_GE(send->start_s + eps, prev->end_s);
           EXPECT_GE(f->start_s + eps, send->end_s) << "forward before its activation arrived";
+        } else if (vs > 0) {
+          EXPECT_GE(f->start_s + eps, pass.at({static_cast<int>(EventKind::kForward), vs - 1, mb})->end_s);
         }
-        if (vs < last && p > 1) {  // gradient from vs + 1
-          const Event* next = pass.at({b_kind, vs + 1, mb});
+        if (vs < last && schedule.place(shape, vs + 1, mb).rank != rank) {  // gradient from vs + 1
+          const Event* next = input_gradient(vs + 1, mb);
           const Event* send = sent.at({static_cast<int>(EventKind::kSendBackward), vs, mb});
           EXPECT_GE(send->start_s + eps, next->end_s);
           EXPECT_GE(b->start_s + eps, send->end_s) << "backward before its gradient arrived";
+        } else if (vs < last) {
+          EXPECT_GE(b->start_s + eps, input_gradient(vs + 1, mb)->end_s);
         }
       }
     // Streams and links run one thing at a time.

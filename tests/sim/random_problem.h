@@ -9,15 +9,35 @@
 namespace paratune::sim {
 
 inline PipelineProblem random_problem(std::mt19937& rng) {
-  std::uniform_int_distribution<int> ranks(1, 6), chunks(2, 3), micro(1, 5), kind(0, 3), sync(0, 2), coin(0, 1);
+  std::uniform_int_distribution<int> ranks(1, 6), chunks(2, 3), micro(1, 5), kind(0, 7), sync(0, 2), coin(0, 1);
   std::uniform_real_distribution<double> time(0.1, 2.0), link(0.0, 0.5);
-  const Schedule schedules[] = {Schedule::kOneFOneB, Schedule::kGPipe, Schedule::kInterleaved1F1B,
-                                Schedule::kZeroBubbleH1};
+  const Schedule schedules[] = {Schedule::kOneFOneB,   Schedule::kGPipe,       Schedule::kInterleaved1F1B,
+                                Schedule::kZeroBubbleH1, Schedule::kInterleavedZeroBubble, Schedule::kZeroBubbleV,
+                                Schedule::kDualPipeV,  Schedule::kDualPipe};
   PipelineProblem pb;
   pb.schedule = schedules[kind(rng)];
-  const int p = ranks(rng);
-  const int v = pb.schedule == Schedule::kInterleaved1F1B ? chunks(rng) : 1;
-  pb.microbatches = pb.schedule == Schedule::kInterleaved1F1B ? p * micro(rng) : micro(rng) * 3 - 2;
+  int p = ranks(rng), v = 1;
+  switch (pb.schedule) {
+    case Schedule::kInterleaved1F1B:
+    case Schedule::kInterleavedZeroBubble:
+      v = chunks(rng);
+      pb.microbatches = p * micro(rng);
+      break;
+    case Schedule::kZeroBubbleV:
+      v = 2;
+      pb.microbatches = micro(rng) * 3 - 2;
+      break;
+    case Schedule::kDualPipeV:
+      v = 2;
+      pb.microbatches = 2 * p + micro(rng) - 1;
+      break;
+    case Schedule::kDualPipe:
+      p = 2 * ((p + 1) / 2);
+      v = 2;
+      pb.microbatches = 2 * (p + micro(rng) - 1);
+      break;
+    default: pb.microbatches = micro(rng) * 3 - 2;
+  }
   pb.grad_sync = static_cast<GradSync>(sync(rng));
   pb.blocking_p2p = coin(rng) == 1;
   pb.overlap_window = 0.8;

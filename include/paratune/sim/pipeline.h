@@ -9,8 +9,10 @@
 // Model of execution (what "exact" means here):
 // - Each rank has a compute stream that runs its schedule's operations one at a time, in the
 //   schedule's order (sim/schedule.h). An operation starts when the stream is free and its input
-//   has arrived: a forward needs the previous virtual stage's activation, a backward the next
-//   virtual stage's gradient (and its own forward), a weight-gradient pass its input-gradient pass.
+//   has arrived: a forward needs the previous model part's activation, a backward the next part's
+//   gradient (and its own forward), a weight-gradient pass its input-gradient pass. Which rank and
+//   chunk hold a part is the schedule's (PipelineSchedule::place: looped, V-shaped or DualPipe's two
+//   directions).
 // - A point-to-point transfer starts when its producer finishes and the directed link to the peer
 //   is free (links are full duplex and FIFO) and takes the link time. With `blocking_p2p` the
 //   sender's compute stream waits for it (no overlap of P2P and compute).
@@ -44,7 +46,7 @@ struct ChunkCost {
 
 // One pipeline rank (a pipeline stage; with interleaving it holds several chunks).
 struct StageCost {
-  std::vector<ChunkCost> chunks;       // v entries; chunk c is virtual stage c * p + rank
+  std::vector<ChunkCost> chunks;       // v entries; which model part chunk c is: the schedule's part_of()
   double static_memory_bytes = 0;      // weights, gradients, optimizer state, buffers: all but activations
   double memory_capacity_bytes = 0;    // the GPU's memory, for the free memory of idle intervals
   double usable_memory_bytes = 0;      // the GPU's memory less the margin kept free: the stage fits when
@@ -84,8 +86,8 @@ enum class EventKind : std::uint8_t {
   kBackward,
   kBackwardInput,
   kBackwardWeight,
-  kSendForward,   // activation to the next virtual stage
-  kSendBackward,  // gradient to the previous virtual stage
+  kSendForward,   // activation to the next model part
+  kSendBackward,  // gradient to the previous model part
   kGradSync,      // data-parallel gradient reduction (one bucket when overlapped)
   kOptimizer,
   kParamGather,
@@ -160,7 +162,8 @@ SimulationResult simulate(const PipelineProblem& problem, const SimulationOption
 // two dependency chains per rank s, (1) micro-batch 0's forward through ranks 0..s-1, then all of
 // rank s's passes, then its update (reduction tail, optimizer step, parameter gather) and (2) the
 // same up to rank s's last pass, then the last micro-batch's input gradient back through ranks
-// s-1..0 and rank 0's update. Exact for equal stages with free communication under 1F1B and GPipe
+// s-1..0 and rank 0's update. (DualPipe, whose micro-batches also enter at the last rank: chain (1)
+// without the forward through earlier ranks.) Exact for equal stages with free communication under 1F1B and GPipe
 // ((m + p - 1)·(t_f + t_b)). The planner skips replays that this shows cannot win.
 double iteration_time_lower_bound_s(const PipelineProblem& problem);
 

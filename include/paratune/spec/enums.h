@@ -21,7 +21,17 @@ enum class RecomputeMode { kNone, kSelective, kFull };
 // backward (Megatron-Core TransformerConfig.recompute_modules, --recompute-modules; the labels and
 // their boundaries as Megatron-Bridge docs/training/activation-recomputation.md lists them).
 enum class RecomputeModule { kCoreAttn, kMoeAct, kLayernorm, kMlaUpProj, kMlp, kMoe, kSharedExperts };
-enum class Schedule { kOneFOneB, kInterleaved1F1B, kGPipe, kZeroBubbleH1 };
+// Pipeline schedules (sim/schedules.cc says whose event order each one follows).
+enum class Schedule {
+  kOneFOneB,
+  kInterleaved1F1B,
+  kGPipe,
+  kZeroBubbleH1,
+  kInterleavedZeroBubble,  // PyTorch ScheduleInterleavedZeroBubble (torchtitan "InterleavedZeroBubble")
+  kZeroBubbleV,            // PyTorch ScheduleZBVZeroBubble (torchtitan "ZBVZeroBubble")
+  kDualPipeV,              // DeepSeek DualPipeV (torchtitan "DualPipeV")
+  kDualPipe,               // DeepSeek DualPipe: two directions, two parameter copies
+};
 enum class GradSync { kInBackward, kShifted, kOverlapped };
 // How FP8 GEMM inputs are scaled (Transformer Engine recipes; torchao's names in brackets):
 // delayed = per-tensor scale from an amax history (TE DelayedScaling, NeMo's default "ds");
@@ -90,10 +100,15 @@ struct EnumNames<RecomputeModule> {
 template <>
 struct EnumNames<Schedule> {
   static constexpr std::string_view kWhat = "schedule";
-  static constexpr std::array<std::pair<Schedule, const char*>, 4> kTable{{{Schedule::kOneFOneB, "1f1b"},
-                                                                           {Schedule::kInterleaved1F1B, "interleaved-1f1b"},
-                                                                           {Schedule::kGPipe, "gpipe"},
-                                                                           {Schedule::kZeroBubbleH1, "zb-h1"}}};
+  static constexpr std::array<std::pair<Schedule, const char*>, 8> kTable{
+      {{Schedule::kOneFOneB, "1f1b"},
+       {Schedule::kInterleaved1F1B, "interleaved-1f1b"},
+       {Schedule::kGPipe, "gpipe"},
+       {Schedule::kZeroBubbleH1, "zb-h1"},
+       {Schedule::kInterleavedZeroBubble, "interleaved-zb"},
+       {Schedule::kZeroBubbleV, "zb-v"},
+       {Schedule::kDualPipeV, "dualpipev"},
+       {Schedule::kDualPipe, "dualpipe"}}};
 };
 template <>
 struct EnumNames<GradSync> {
