@@ -261,8 +261,7 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
   // embedding on the first rank, the output layer on the last), each layer costing at least the
   // lightest kind's; with few blocks per rank this is well above the continuous bound. Only for
   // the looped placements: a V puts the output layer on rank 0, DualPipe holds two copies.
-  const sim::PipelineSchedule& schedule = sim::schedule_for(q.schedule);
-  if (schedule.starts_from_rank_zero() && schedule.place(shape, schedule.parts(shape) - 1, 0).rank == q.pp - 1) {
+  if (sim::schedule_for(q.schedule).looped()) {
     double layer = kInfinity;
     for (const ChunkPart& kind : basis.layer_kinds)
       layer = std::min(layer, work_s(kind) + (zero3_on ? zero3.floor_s(kind) : 0.0));

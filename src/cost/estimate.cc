@@ -36,7 +36,7 @@ RankCost StageCostModel::Impl::rank_cost(int s, const std::vector<ChunkPart>& pa
   const ParallelConfig& p = config;
   const Calibration& cal = c.calibration;
   const ClusterSpec& cluster = c.cluster;
-  const int v = p.vpp;
+  const int v = static_cast<int>(parts.size());  // the replay's chunks: vpp, or DualPipe's two copies
   RankCost out;
   StageEstimate& st = out.estimate;
   sim::StageCost& sc = out.sim;
@@ -244,12 +244,17 @@ Analysis analyse(const ModelSpec& model, const ClusterSpec& cluster, const Train
   pb.iteration_overhead_s = cal.iteration_overhead_s;
   pb.stages.resize(static_cast<std::size_t>(p.pp));
 
-  const int v = p.vpp;
-  const int virtual_stages = p.pp * v;
-  // First decoder layer of each virtual stage (chunk c of rank r is virtual stage c·p + r).
-  const std::vector<int> layers_of = chunk_layers(p);
-  std::vector<int> first_layer_of(static_cast<std::size_t>(virtual_stages) + 1, 0);
-  for (int k = 0; k < virtual_stages; ++k) first_layer_of[k + 1] = first_layer_of[k] + layers_of[static_cast<std::size_t>(k)];
+  // Which model part each chunk is: the schedule's placement (sim/schedule.h). The configuration
+  // numbers its chunks c·pp + r (chunk_layers); the replay may hold more chunks than the
+  // configuration's vpp (DualPipe: two copies of each rank's part).
+  const sim::PipelineSchedule& schedule = sim::schedule_for(p.schedule);
+  const sim::PipelineShape shape = sim::pipeline_shape(p.schedule, p.pp, p.vpp, m);
+  const int v = shape.chunks, model_parts = schedule.parts(shape);
+  const std::vector<int> layers_of = sim::by_model_part(p, chunk_layers(p));
+  const std::vector<int> mtp_of = sim::by_model_part(p, im.mtp_of_chunk);
+  // First decoder layer of each part, in model order.
+  std::vector<int> first_layer_of(static_cast<std::size_t>(model_parts) + 1, 0);
+  for (int k = 0; k < model_parts; ++k) first_layer_of[k + 1] = first_layer_of[k] + layers_of[static_cast<std::size_t>(k)];
 
   out.stages.resize(static_cast<std::size_t>(p.pp));
   a.stage_tp.assign(p.pp, 0);
@@ -263,13 +268,13 @@ Analysis analyse(const ModelSpec& model, const ClusterSpec& cluster, const Train
   std::vector<int> layers_in_chunk(static_cast<std::size_t>(v)), recomputed;
   for (int s = 0; s < p.pp; ++s) {
     for (int ch = 0; ch < v; ++ch)
-      layers_in_chunk[static_cast<std::size_t>(ch)] = layers_of[static_cast<std::size_t>(ch) * p.pp + s];
+      layers_in_chunk[static_cast<std::size_t>(ch)] = layers_of[static_cast<std::size_t>(schedule.part_of(shape, s, ch))];
     im.recomputed_per_chunk(recomputed_per_stage[static_cast<std::size_t>(s)], layers_in_chunk, recomputed);
     for (int ch = 0; ch < v; ++ch) {
-      const int k = ch * p.pp + s;
+      const int k = schedule.part_of(shape, s, ch);
       parts[static_cast<std::size_t>(ch)] = im.chunk(first_layer_of[k], layers_in_chunk[static_cast<std::size_t>(ch)],
                                                      recomputed[static_cast<std::size_t>(ch)], k == 0,
-                                                     k == virtual_stages - 1, im.mtp_of_chunk[static_cast<std::size_t>(k)]);
+                                                     k == model_parts - 1, mtp_of[static_cast<std::size_t>(k)]);
     }
     RankCost rank = im.rank_cost(s, parts);
     rank.sim.p2p_next_s = p.pp > 1 ? boundary_p2p_s(s) : 0;
@@ -279,7 +284,8 @@ Analysis analyse(const ModelSpec& model, const ClusterSpec& cluster, const Train
     a.stage_cp[s] = rank.cp_s;
     a.stage_ep[s] = rank.ep_s;
     a.stage_z3[s] = rank.zero3_s;
-    a.hardware_extra_flops += rank.recompute_flops * m * (static_cast<double>(p.dp) * p.tp * p.cp);
+    a.hardware_extra_flops +=
+        rank.recompute_flops * schedule.microbatches_per_chunk(shape) * (static_cast<double>(p.dp) * p.tp * p.cp);
     a.kept_per_microbatch[s] = rank.kept_bytes;
     a.recompute_bytes[s] = rank.recompute_bytes;
   }
@@ -318,11 +324,13 @@ Estimate finish(Analysis&& a, const sim::SimulationResult& replay, const ModelSp
   const StageEstimate& bs = out.stages[static_cast<std::size_t>(b)];
   const sim::StageResult& rs = replay.stages[static_cast<std::size_t>(b)];
   TimeBreakdown& br = out.breakdown;
-  br.compute_s = m * bs.compute_s;
-  br.tp_comm_s = m * a.stage_tp[b];
-  br.cp_comm_s = m * a.stage_cp[b];
-  br.ep_comm_s = m * a.stage_ep[b];
-  br.zero3_comm_s = m * a.stage_z3[b];
+  // Each chunk runs every micro-batch, DualPipe's each direction's half.
+  const double runs = sim::schedule_for(p.schedule).microbatches_per_chunk(sim::pipeline_shape(p.schedule, p.pp, p.vpp, m));
+  br.compute_s = runs * bs.compute_s;
+  br.tp_comm_s = runs * a.stage_tp[b];
+  br.cp_comm_s = runs * a.stage_cp[b];
+  br.ep_comm_s = runs * a.stage_ep[b];
+  br.zero3_comm_s = runs * a.stage_z3[b];
   br.bubble_s = rs.bubble_s;
   br.pp_comm_s = rs.blocking_p2p_s;
   br.optimizer_s = a.problem.stages[static_cast<std::size_t>(b)].optimizer_s;

@@ -146,8 +146,19 @@ struct StageCostModel::Impl {
     mtp_of_chunk = chunk_mtp_layers(p, model);
   }
 
-  // MTP layers on pipeline rank `rank` (all its chunks).
+  // True when one of the rank's chunks is the model's last part (output layer and loss): the last
+  // rank, a V's rank 0, both end ranks under DualPipe (sim/schedule.h).
+  bool computes_loss(int rank) const {
+    const sim::PipelineSchedule& schedule = sim::schedule_for(config.schedule);
+    const sim::PipelineShape shape = sim::pipeline_shape(config.schedule, config.pp, config.vpp, microbatches);
+    for (int ch = 0; ch < shape.chunks; ++ch)
+      if (schedule.part_of(shape, rank, ch) == schedule.parts(shape) - 1) return true;
+    return false;
+  }
+
+  // MTP layers on pipeline rank `rank` (all its chunks): the layout's, else with the loss.
   int mtp_on_rank(int rank) const {
+    if (config.layout.empty()) return computes_loss(rank) ? c.model.mtp_layers : 0;
     int n = 0;
     for (std::size_t k = static_cast<std::size_t>(rank); k < mtp_of_chunk.size(); k += static_cast<std::size_t>(config.pp))
       n += mtp_of_chunk[k];
@@ -401,7 +412,7 @@ struct StageCostModel::Impl {
   // Each MTP layer computes and keeps its own logits the same way, on its rank.
   double logits_bytes(int rank) const {
     const double bytes_per_logit = c.training.fp32_unfused_cross_entropy ? 12 : 6;
-    const int heads = (rank == config.pp - 1 ? 1 : 0) + mtp_on_rank(rank);
+    const int heads = (computes_loss(rank) ? 1 : 0) + mtp_on_rank(rank);
     return heads * c.tokens * vocab_local * bytes_per_logit;
   }
 

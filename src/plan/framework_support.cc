@@ -117,10 +117,10 @@ std::string grad_sync_reason(Framework f, int pp, GradSync g) {
 void megatron(const Input& in, Verdict& v) {
   const ParallelConfig& c = in.c;
   // Only 1F1B and, with vpp, interleaved 1F1B ("Schedules that Megatron-LM does not offer").
-  if ((c.schedule == Schedule::kGPipe || c.schedule == Schedule::kZeroBubbleH1) && c.pp > 1 && v.refuse([&] {
+  if (c.schedule != Schedule::kOneFOneB && c.schedule != Schedule::kInterleaved1F1B && c.pp > 1 && v.refuse([&] {
         return fmt::format("schedule={}: Megatron-LM runs only 1F1B and, with vpp, interleaved 1F1B; it has no "
-                           "GPipe or zero-bubble schedule (megatron-lm-rules.md, \"Schedules that Megatron-LM does not "
-                           "offer\")",
+                           "GPipe, zero-bubble, V-shape or DualPipe schedule (megatron-lm-rules.md, \"Schedules that "
+                           "Megatron-LM does not offer\")",
                            to_string(c.schedule));
       }))
     return;
@@ -299,10 +299,16 @@ void torchtitan(const Input& in, Verdict& v) {
         }))
       return;
   }
-  // Schedules: 1F1B, GPipe, Interleaved1F1B, InterleavedZeroBubble, ZBVZeroBubble, DualPipeV; no ZB-H1 (T4.2).
+  // Schedules: 1F1B, GPipe, Interleaved1F1B, InterleavedZeroBubble, ZBVZeroBubble, DualPipeV; no ZB-H1,
+  // no two-direction DualPipe (T4.2).
   if (c.schedule == Schedule::kZeroBubbleH1 && c.pp > 1 && v.refuse([] {
         return std::string("schedule=zb-h1: torchtitan has no ZB-H1 (its zero-bubble schedules are the multi-stage "
                            "InterleavedZeroBubble and ZBVZeroBubble, T4.2)");
+      }))
+    return;
+  if (c.schedule == Schedule::kDualPipe && v.refuse([] {
+        return std::string("schedule=dualpipe: torchtitan runs DualPipeV, the V-shaped cut of DualPipe, not the "
+                           "two-direction DualPipe with two parameter copies (T4.2)");
       }))
     return;
   // Stage layouts: any, with module_fqns_per_model_part (T4.3a). Recompute: one mode for every
@@ -329,9 +335,9 @@ void torchtitan(const Input& in, Verdict& v) {
                            c.expert_tp());
       }))
     return;
-  if (c.ep_overlap && v.refuse([] {
+  if (c.ep_overlap && !(c.schedule == Schedule::kDualPipeV && c.pp > 1 && c.ep > 1) && v.refuse([] {
         return std::string("ep_overlap=true: torchtitan overlaps expert-parallel communication only in the DualPipeV "
-                           "schedule (pipeline_parallel_expert_parallel_overlap, T4.6)");
+                           "schedule with pp > 1 and ep > 1 (pipeline_parallel_expert_parallel_overlap, T4.6)");
       }))
     return;
   // FP8 (T7): quantize.linear.float8 with recipe tensorwise or rowwise (paratune's blockwise is

@@ -382,7 +382,9 @@ std::optional<Estimate> refine(const ModelSpec& model, const ClusterSpec& cluste
   const ParallelConfig& even = costs.config();  // resolved: even stages
   const bool full = even.recompute == RecomputeMode::kFull;
   // Megatron's embedding-/loss-aware split fixes the layout (R11): nothing to assign.
-  if ((even.pp == 1 && !full) || even.account_embedding || even.account_loss) {
+  // So do the V-shaped and two-direction schedules: the assignment below deals in looped stages.
+  if ((even.pp == 1 && !full) || even.account_embedding || even.account_loss ||
+      !sim::schedule_for(even.schedule).looped()) {
     time_layout(even);
     return best;
   }

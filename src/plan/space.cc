@@ -250,6 +250,17 @@ bool for_each_member(const ModelSpec& model, const TrainingSpec& training, const
                 emit(Schedule::kInterleaved1F1B, vpp, split);
           }
         }
+        // PyTorch's interleaved zero-bubble (torchtitan): equal chunks, whole rounds of micro-batches.
+        if (microbatches % std::max(1, microbatches / pp) == 0)
+          for (int vpp : chunk_counts)
+            if (vpp > 1 && model.num_layers % (pp * vpp) == 0) emit(Schedule::kInterleavedZeroBubble, vpp);
+        // V-shapes: two equal chunks per rank; DualPipeV runs at least 2·pp micro-batches.
+        if (model.num_layers % (2 * pp) == 0) {
+          emit(Schedule::kZeroBubbleV, 2);
+          if (microbatches >= 2 * pp) emit(Schedule::kDualPipeV, 2);
+        }
+        // DualPipe: two directions of half the micro-batches each, an even pp.
+        if (pp % 2 == 0 && microbatches % 2 == 0 && microbatches >= 2 * pp) emit(Schedule::kDualPipe, 1);
       }
       if (!go_on) return false;
     }

@@ -15,6 +15,7 @@
 
 #include "launch_emitters.h"
 #include "paratune/report/launch_check.h"
+#include "paratune/sim/schedule.h"
 #include "paratune/spec/error.h"
 
 namespace paratune {
@@ -29,11 +30,13 @@ constexpr std::string_view kTomlHeredocOpen = "<<'TOML'\n";
 constexpr std::string_view kTomlHeredocClose = "TOML\n";  // the job file ends with its own newline
 
 // module_fqns_per_model_part (T4.3a): one list of module names per stage, in stage order (stage s
-// on rank s % pp, T4.4); the first holds tok_embeddings, the last norm and output.
+// on rank s % pp for looped schedules, rank r holding stages r and 2·pp-1-r for V-shapes, T4.4:
+// the placement paratune's replay uses, sim/schedule.h); the first holds tok_embeddings, the last
+// norm and output.
 std::string torchtitan_stages(const ParallelConfig& p) {
   std::vector<std::string> stages;
   const int n = p.pp * p.vpp;
-  const std::vector<int> layers_of = chunk_layers(p);  // the layout's uneven chunks too
+  const std::vector<int> layers_of = sim::by_model_part(p, chunk_layers(p));  // the layout's uneven chunks too
   int layer = 0;
   for (int s = 0; s < n; ++s) {
     std::vector<std::string> modules;
@@ -355,11 +358,17 @@ std::string job_file(const ParallelConfig& p, const TrainingSpec& training, cons
   }
   t += fmt::format("pipeline_parallel_degree = {}\n", p.pp);
   if (p.pp > 1) {
-    const char* schedule = p.schedule == Schedule::kInterleaved1F1B ? "Interleaved1F1B"
-                           : p.schedule == Schedule::kGPipe        ? "GPipe"
-                                                                    : "1F1B";  // T4.2 names
+    const char* schedule = p.schedule == Schedule::kInterleaved1F1B        ? "Interleaved1F1B"
+                           : p.schedule == Schedule::kGPipe                ? "GPipe"
+                           : p.schedule == Schedule::kInterleavedZeroBubble ? "InterleavedZeroBubble"
+                           : p.schedule == Schedule::kZeroBubbleV          ? "ZBVZeroBubble"
+                           : p.schedule == Schedule::kDualPipeV            ? "DualPipeV"
+                                                                           : "1F1B";  // T4.2 names
     t += fmt::format("pipeline_parallel_schedule = \"{}\"\n", schedule);
     t += fmt::format("pipeline_parallel_microbatch_size = {}\n", p.mbs);
+    // On by default, effective only with DualPipeV and ep > 1 (T4.6): stated as planned.
+    if (p.schedule == Schedule::kDualPipeV && p.ep > 1)
+      t += fmt::format("pipeline_parallel_expert_parallel_overlap = {}\n", p.ep_overlap ? "true" : "false");
     t += fmt::format("module_fqns_per_model_part = {}\n", torchtitan_stages(p));
   }
 

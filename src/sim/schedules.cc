@@ -246,6 +246,7 @@ class InterleavedZeroBubble final : public PipelineSchedule {
 // so a micro-batch goes down the ranks and back up, and rank 0 both embeds it and computes its loss.
 class VShapeSchedule : public PipelineSchedule {
  public:
+  bool looped() const override { return false; }
   int part_of(const PipelineShape& s, int rank, int chunk) const override {
     return chunk == 0 ? rank : 2 * s.ranks - 1 - rank;
   }
@@ -401,6 +402,7 @@ class DualPipe final : public PipelineSchedule {
  public:
   Schedule kind() const override { return Schedule::kDualPipe; }
   bool splits_backward() const override { return true; }
+  bool looped() const override { return false; }
   int parts(const PipelineShape& s) const override { return s.ranks; }
   int part_of(const PipelineShape& s, int rank, int chunk) const override {
     return chunk == 0 ? rank : s.ranks - 1 - rank;
@@ -439,6 +441,17 @@ class DualPipe final : public PipelineSchedule {
 
 PipelineShape pipeline_shape(Schedule schedule, int pp, int vpp, int microbatches) {
   return {pp, schedule == Schedule::kDualPipe ? 2 : vpp, microbatches};
+}
+
+std::vector<int> by_model_part(const ParallelConfig& config, const std::vector<int>& per_chunk) {
+  const PipelineSchedule& schedule = schedule_for(config.schedule);
+  const PipelineShape shape{config.pp, config.vpp, 1};  // the configuration's chunks: DualPipe's first copy
+  std::vector<int> out(per_chunk.size(), 0);
+  for (int r = 0; r < config.pp; ++r)
+    for (int ch = 0; ch < config.vpp; ++ch)
+      out[static_cast<std::size_t>(schedule.part_of(shape, r, ch))] =
+          per_chunk[static_cast<std::size_t>(ch) * config.pp + r];
+  return out;
 }
 
 const PipelineSchedule& schedule_for(Schedule schedule) {

@@ -385,7 +385,9 @@ std::vector<int> chunk_mtp_layers(const ParallelConfig& c, const ModelSpec& mode
   if (!c.layout.empty()) {
     for (std::size_t k = 0; k < c.layout.size() && k < out.size(); ++k) out[k] = c.layout[k].mtp;
   } else if (!out.empty()) {
-    out.back() = model.mtp_layers;
+    // With the loss: the last chunk of the last rank, or a V's chunk 1 of rank 0 (sim/schedule.h).
+    const bool v_shaped = c.schedule == Schedule::kZeroBubbleV || c.schedule == Schedule::kDualPipeV;
+    out[v_shaped ? static_cast<std::size_t>(c.pp) : out.size() - 1] = model.mtp_layers;
   }
   return out;
 }
@@ -499,17 +501,38 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
 
   if (c.pp > model.num_layers)
     throw Error(fmt::format("pp={} exceeds num_layers={}", c.pp, model.num_layers));
-  if (c.vpp > 1) {
-    if (c.pp == 1) throw Error(fmt::format("vpp={} requires pp > 1", c.vpp));
-    if (c.schedule == Schedule::kOneFOneB) c.schedule = Schedule::kInterleaved1F1B;
-    if (c.schedule != Schedule::kInterleaved1F1B)
-      throw Error(fmt::format("vpp={} requires schedule=interleaved-1f1b, got {}", c.vpp, to_string(c.schedule)));
-    if (microbatches % c.pp != 0)
-      throw Error(fmt::format("interleaved 1F1B needs the number of micro-batches ({}) to be a multiple of pp={}",
-                              microbatches, c.pp));
-  } else if (c.schedule == Schedule::kInterleaved1F1B) {
-    throw Error("schedule=interleaved-1f1b requires vpp > 1");
-  }
+  // Schedules and model chunks per rank (sim/schedules.cc: each schedule's own rules).
+  if (c.vpp > 1 && c.pp == 1) throw Error(fmt::format("vpp={} requires pp > 1", c.vpp));
+  if (c.vpp > 1 && c.schedule == Schedule::kOneFOneB) c.schedule = Schedule::kInterleaved1F1B;
+  const bool v_shaped = c.schedule == Schedule::kZeroBubbleV || c.schedule == Schedule::kDualPipeV;
+  const bool looped_chunks = c.schedule == Schedule::kInterleaved1F1B || c.schedule == Schedule::kInterleavedZeroBubble;
+  if (c.vpp > 1 && !looped_chunks && !v_shaped)
+    throw Error(fmt::format("vpp={} requires schedule=interleaved-1f1b, interleaved-zb, zb-v or dualpipev, got {}",
+                            c.vpp, to_string(c.schedule)));
+  if (looped_chunks && c.vpp < 2)
+    throw Error(fmt::format("schedule={} requires vpp > 1", to_string(c.schedule)));
+  if (v_shaped && c.vpp != 2)
+    throw Error(fmt::format("schedule={} runs exactly two model chunks per rank (a V): vpp must be 2, got {}",
+                            to_string(c.schedule), c.vpp));
+  if (c.schedule == Schedule::kInterleaved1F1B && microbatches % c.pp != 0)
+    throw Error(fmt::format("interleaved 1F1B needs the number of micro-batches ({}) to be a multiple of pp={}",
+                            microbatches, c.pp));
+  if (c.schedule == Schedule::kInterleavedZeroBubble && microbatches % std::max(1, microbatches / c.pp) != 0)
+    throw Error(fmt::format("interleaved-zb needs the number of micro-batches ({}) to be a multiple of "
+                            "max(1, micro-batches / pp) = {} (PyTorch's interleaved schedules run whole rounds)",
+                            microbatches, std::max(1, microbatches / c.pp)));
+  if (c.schedule == Schedule::kDualPipeV && microbatches < 2 * c.pp)
+    throw Error(fmt::format("dualpipev needs at least 2*pp = {} micro-batches, got {}", 2 * c.pp, microbatches));
+  if (c.schedule == Schedule::kDualPipe &&
+      (c.pp < 2 || c.pp % 2 != 0 || microbatches % 2 != 0 || microbatches < 2 * c.pp))
+    throw Error(fmt::format("dualpipe needs an even pp >= 2 and an even number of micro-batches >= 2*pp (its two "
+                            "directions each take half), got pp={} and {} micro-batches",
+                            c.pp, microbatches));
+  if ((v_shaped || c.schedule == Schedule::kDualPipe || c.schedule == Schedule::kInterleavedZeroBubble) &&
+      (!c.layout.empty() || c.account_embedding || c.account_loss))
+    throw Error(fmt::format("schedule={}: layout and account_embedding/account_loss describe Megatron-LM's stages "
+                            "(its schedules are 1F1B and interleaved 1F1B); give stage_layers instead",
+                            to_string(c.schedule)));
   // pp <= 2^24 (GPUs), vpp < 2^31: pp*vpp is exact in 64 bits, and so is its product with the
   // micro-batches once it is at most kMaxPipelineSlots.
   if (const std::int64_t chunks = static_cast<std::int64_t>(c.pp) * c.vpp;

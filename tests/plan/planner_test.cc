@@ -91,9 +91,13 @@ TEST(Space, EnumerationIsExactlyWhatResolveAccepts) {
                   for (int zero = 0; zero <= 3; ++zero)
                     for (int op : zero == 0 ? std::vector<int>{0} : divisors(dp))
                       for (Schedule sched : {Schedule::kOneFOneB, Schedule::kZeroBubbleH1, Schedule::kGPipe,
-                                             Schedule::kInterleaved1F1B})
+                                             Schedule::kInterleaved1F1B, Schedule::kInterleavedZeroBubble,
+                                             Schedule::kZeroBubbleV, Schedule::kDualPipeV, Schedule::kDualPipe})
                         for (int vpp = 1; vpp <= s.model.num_layers; ++vpp) {
-                          if ((vpp > 1) != (sched == Schedule::kInterleaved1F1B)) continue;
+                          const bool chunked = sched == Schedule::kInterleaved1F1B ||
+                                               sched == Schedule::kInterleavedZeroBubble ||
+                                               sched == Schedule::kZeroBubbleV || sched == Schedule::kDualPipeV;
+                          if ((vpp > 1) != chunked) continue;
                           if (pp == 1 && sched != Schedule::kOneFOneB) continue;  // the same as 1F1B
                           if (sp && tp == 1) continue;                            // resolve drops it
                           // Megatron's embedding-/loss-aware split: searched for interleaving whose
@@ -121,6 +125,10 @@ TEST(Space, EnumerationIsExactlyWhatResolveAccepts) {
                           [](const std::string& k) { return k.find("dispatcher=deepep") != std::string::npos; }));
   EXPECT_TRUE(std::any_of(accepted.begin(), accepted.end(),
                           [](const std::string& k) { return k.find("account_embedding=true") != std::string::npos; }));
+  for (const char* schedule : {"schedule=interleaved-zb", "schedule=zb-v", "schedule=dualpipev", "schedule=dualpipe"})
+    EXPECT_TRUE(std::any_of(accepted.begin(), accepted.end(),
+                            [&](const std::string& k) { return k.find(schedule) != std::string::npos; }))
+        << schedule;
 }
 
 // ep_overlap is searched for MoE models only, and --fix/--allow take it like sp.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "paratune/spec/enums.h"
+#include "paratune/spec/parallel.h"
 
 namespace paratune::sim {
 
@@ -56,6 +57,7 @@ class PipelineSchedule {
   // interleaved zero-bubble) put part k on rank k mod p as chunk k / p; V-shapes (ZB-V, DualPipeV)
   // put parts r and 2p-1-r on rank r; DualPipe cuts the model into p parts held twice: chunk 0 of
   // rank r is part r (micro-batches entering at rank 0), chunk 1 is part p-1-r (entering at rank p-1).
+  [[nodiscard]] virtual bool looped() const { return true; }  // part k on rank k mod p
   [[nodiscard]] virtual int parts(const PipelineShape& s) const { return s.ranks * s.chunks; }
   [[nodiscard]] virtual int part_of(const PipelineShape& s, int rank, int chunk) const { return chunk * s.ranks + rank; }
   [[nodiscard]] virtual PartPlacement place(const PipelineShape& s, int part, int /*microbatch*/) const {
@@ -85,6 +87,10 @@ std::vector<int> count_in_flight(const std::vector<std::vector<ScheduleOp>>& ops
 // The replay's shape for a configuration's pp, vpp and micro-batches: chunks = vpp, except
 // DualPipe's two parameter copies (vpp = 1: the model in pp parts, each rank holding two).
 PipelineShape pipeline_shape(Schedule schedule, int pp, int vpp, int microbatches);
+
+// A configuration's per-chunk values (chunk c of rank r at index c·pp + r, as chunk_layers() and
+// chunk_mtp_layers() give them) in model order: entry k is the part k of the schedule's placement.
+std::vector<int> by_model_part(const ParallelConfig& config, const std::vector<int>& per_chunk);
 
 // The implementation for a schedule name; never null.
 const PipelineSchedule& schedule_for(Schedule schedule);

@@ -149,13 +149,15 @@ std::vector<StageMesh> parse_stage_meshes(std::string_view text);
 // the per-stage list, or recompute_layers (-1 = all) capped at each stage's layers.
 std::vector<int> recomputed_layers_per_stage(const ParallelConfig& p);
 
-// Decoder layers of each virtual stage k = chunk·pp + rank (pp·vpp entries) of a resolved
+// Decoder layers of chunk c of rank r at index k = c·pp + r (pp·vpp entries; looped schedules:
+// virtual stage k, which part a chunk is otherwise: sim::PipelineSchedule::part_of) of a resolved
 // configuration: the layout's stages when one is given; else each rank's stage_layers split evenly
 // over its vpp chunks, except the one-layer deficits of account_embedding (rank 0, chunk 0) and
 // account_loss (last rank, last chunk).
 std::vector<int> chunk_layers(const ParallelConfig& c);
 // MTP layers of each virtual stage (pp·vpp entries): where the layout puts "m"; without a layout
-// all of the model's `mtp_layers` on the last virtual stage (Megatron's default, R13.3).
+// all of the model's `mtp_layers` on the chunk that computes the loss (the last virtual stage:
+// Megatron's default, R13.3; a V schedule's chunk 1 of rank 0).
 std::vector<int> chunk_mtp_layers(const ParallelConfig& c, const ModelSpec& model);
 
 // Megatron's layout syntax (R13.1): '|' separates stages, E embedding, t decoder layer, m MTP
