@@ -1387,7 +1387,7 @@ int run_main(int argc, char** argv) {
   auto* simulate_cmd = app.add_subcommand("simulate", "replay one iteration's pipeline schedule event by event");
   add_setup_flags(simulate_cmd, sim_setup);
   simulate_cmd->add_option("--config", sim_flags.config, "e.g. \"dp=8,tp=1,pp=4,mbs=2\"")->required();
-  simulate_cmd->add_option("--schedule", sim_flags.schedule, "1f1b | interleaved-1f1b | gpipe | zb-h1 (overrides --config)");
+  simulate_cmd->add_option("--schedule", sim_flags.schedule, "1f1b | interleaved-1f1b | gpipe | zb-h1 | interleaved-zb | zb-v | dualpipev | dualpipe (overrides --config)");
   simulate_cmd->add_option("--grad-sync", sim_flags.grad_sync, "in-backward | shifted | overlapped (overrides --config)");
   simulate_cmd->add_flag("--compare-grad-sync", sim_flags.compare_grad_sync,
                          "also replay with each gradient-sync placement (Comm-Shift gain)");

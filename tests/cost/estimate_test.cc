@@ -200,6 +200,47 @@ TEST(Estimate, InterleavingShrinksTheBubble) {
   EXPECT_LT(interleaved.bubble_fraction * 2, plain.bubble_fraction);
 }
 
+// A V (zb-v, dualpipev) puts the output layer and its logits on rank 0; DualPipe holds every rank's
+// part twice (two parameter copies, DeepSeek-V3 Sec. 3.2.1) and runs half the micro-batches on each.
+TEST(Estimate, VShapesAndDualPipePlaceLayersAsTheirSchedulesDo) {
+  const ModelSpec m = find_model_preset("llama3.1-70b").spec;
+  auto run = [&](const char* config) {
+    return estimate(m, testing::dgx_h100(8), testing::training(4096, 128), parse_parallel_config(config));
+  };
+  const Estimate looped = run("dp=2,tp=8,pp=4,vpp=2,mbs=1,zero=1,sp=true,recompute=full");
+  const Estimate v = run("dp=2,tp=8,pp=4,vpp=2,mbs=1,zero=1,sp=true,recompute=full,schedule=zb-v");
+  // The 128k-vocabulary logits: on the last rank when looped, on rank 0 in a V.
+  EXPECT_GT(looped.stages[3].memory.other_bytes, looped.stages[0].memory.other_bytes);
+  EXPECT_GT(v.stages[0].memory.other_bytes, v.stages[3].memory.other_bytes);
+  EXPECT_DOUBLE_EQ(v.stages[0].params, looped.stages[0].params + looped.stages[3].params -
+                                           (looped.stages[1].params + looped.stages[2].params) / 2);
+  const Estimate one = run("dp=2,tp=8,pp=4,mbs=1,zero=1,sp=true,recompute=full");
+  const Estimate dual = run("dp=2,tp=8,pp=4,mbs=1,zero=1,sp=true,recompute=full,schedule=dualpipe");
+  for (int s = 0; s < 4; ++s) {
+    // Rank s holds parts s and 3 - s: its parameters are both 1F1B stages'.
+    EXPECT_DOUBLE_EQ(dual.stages[s].params, one.stages[s].params + one.stages[3 - s].params) << s;
+    EXPECT_EQ(dual.stages[s].layers, 40) << s;
+  }
+  // The same work per iteration: the bottleneck rank computes about what 1F1B's does (its two parts
+  // on half the micro-batches each), and the model FLOPs are equal.
+  EXPECT_DOUBLE_EQ(dual.model_flops, one.model_flops);
+  EXPECT_NEAR(dual.breakdown.compute_s, one.breakdown.compute_s, 0.05 * one.breakdown.compute_s);
+  EXPECT_LT(dual.bubble_fraction, one.bubble_fraction);
+  // The schedule's rules, named.
+  try {
+    run("dp=2,tp=8,pp=4,vpp=4,mbs=1,zero=1,schedule=zb-v");
+    ADD_FAILURE() << "zb-v with vpp=4 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("vpp must be 2"), std::string::npos) << e.what();
+  }
+  try {
+    run("dp=4,tp=8,pp=2,mbs=16,zero=1,schedule=dualpipe");  // 2 micro-batches < 2·pp
+    ADD_FAILURE() << "dualpipe with 2 micro-batches accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dualpipe needs"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Estimate, SmallerMicrobatchAndWiderTpLoseGemmEfficiency) {
   const ModelSpec m = find_model_preset("llama3-8b").spec;
   const auto mfu = [&](const char* config) {

@@ -79,6 +79,9 @@ TEST(FrameworkSupport, MegatronRules) {
   expect(m, s, "dp=2,tp=1,pp=4,vpp=2,mbs=1,zero=1", nullptr);                 // interleaved 1F1B
   expect(m, s, "dp=2,tp=1,pp=4,mbs=1,schedule=zb-h1", "schedule=zb-h1");     // not offered
   expect(m, s, "dp=2,tp=1,pp=4,mbs=1,schedule=gpipe", "schedule=gpipe");
+  expect(m, s, "dp=2,tp=1,pp=4,vpp=2,mbs=1,schedule=zb-v", "schedule=zb-v");
+  expect(m, s, "dp=2,tp=1,pp=4,vpp=2,mbs=1,schedule=dualpipev", "schedule=dualpipev");
+  expect(m, s, "dp=2,tp=1,pp=4,mbs=1,schedule=dualpipe", "schedule=dualpipe");
   // ZeRO-2/3 through Megatron-FSDP over all of dp (R21.2); hybrid sharding only for ZeRO-1 (R22).
   expect(m, s, "dp=8,mbs=1,zero=2", nullptr);
   expect(m, s, "dp=4,tp=1,pp=2,mbs=1,zero=3", nullptr);
@@ -133,6 +136,10 @@ TEST(FrameworkSupport, TorchtitanRules) {
   expect(t, s, "dp=4,cp=2,mbs=1,zero=3", nullptr);
   expect(t, s, "dp=2,pp=4,mbs=1,zero=3,schedule=zb-h1", "T4.2");
   expect(t, s, "dp=2,pp=4,mbs=1,zero=3,schedule=gpipe", nullptr);
+  expect(t, s, "dp=2,pp=4,vpp=2,mbs=1,zero=3,schedule=interleaved-zb", nullptr);  // InterleavedZeroBubble
+  expect(t, s, "dp=2,pp=4,vpp=2,mbs=1,zero=3,schedule=zb-v", nullptr);            // ZBVZeroBubble
+  expect(t, s, "dp=2,pp=4,vpp=2,mbs=1,zero=3,schedule=dualpipev", nullptr);       // DualPipeV
+  expect(t, s, "dp=2,pp=4,mbs=1,zero=3,schedule=dualpipe", "T4.2");               // no two-direction DualPipe
   expect(t, s, "dp=2,pp=4,vpp=2,mbs=1,zero=3,stage_layers=6/10/10/6", nullptr);  // module_fqns_per_model_part
   expect(t, s, "dp=2,pp=4,mbs=1,zero=3,recompute=full", nullptr);
   expect(t, s, "dp=2,pp=4,mbs=1,zero=3,recompute=full,recompute_layers=8/8/8/0", "T9.3");

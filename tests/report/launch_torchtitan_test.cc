@@ -267,6 +267,39 @@ TEST(LaunchTorchtitan, StagesNameEveryLayerOnce) {
   }
 }
 
+// The multi-stage schedules torchtitan has (T4.2), by their names; a V-shape's stages in stage
+// order, rank r holding stages r and 2·pp-1-r (T4.4): the embedding and the output on rank 0.
+TEST(LaunchTorchtitan, ZeroBubbleAndVShapedSchedulesKeepTheirStageOrder) {
+  const ModelSpec llama8 = load_model("llama3-8b");
+  const std::vector<std::pair<const char*, const char*>> cases{
+      {"dp=2,pp=4,vpp=2,mbs=1,zero=3,stage_layers=6/10/10/6,schedule=zb-v", "\"ZBVZeroBubble\""},
+      {"dp=2,pp=4,vpp=2,mbs=1,zero=3,stage_layers=6/10/10/6,schedule=dualpipev", "\"DualPipeV\""},
+      {"dp=2,pp=4,vpp=2,mbs=1,zero=3,schedule=interleaved-zb", "\"InterleavedZeroBubble\""}};
+  for (const auto& [config, name] : cases) {
+    const Scene s = scene(llama8, "dgx-h100:1", 8192, 64, config);
+    ASSERT_TRUE(plan::can_run(Framework::kTorchtitan, s.plan, s.model, s.training)) << config;
+    const Toml job = parse(job_file(launch(s).text));
+    EXPECT_EQ(job.at("parallelism", "pipeline_parallel_schedule"), name) << config;
+    const std::string parts = job.at("parallelism", "module_fqns_per_model_part");
+    // Layers per stage, in stage order.
+    std::vector<int> per_stage;
+    for (std::size_t open = parts.find('[', 1); open != std::string::npos; open = parts.find('[', open + 1)) {
+      const std::string stage = parts.substr(open, parts.find(']', open) - open);
+      int n = 0;
+      for (std::size_t at = stage.find("layers."); at != std::string::npos; at = stage.find("layers.", at + 1)) ++n;
+      per_stage.push_back(n);
+    }
+    const bool v_shaped = s.plan.schedule != Schedule::kInterleavedZeroBubble;
+    const std::vector<int> expected =
+        v_shaped ? std::vector<int>{3, 5, 5, 3, 3, 5, 5, 3} : std::vector<int>{4, 4, 4, 4, 4, 4, 4, 4};
+    EXPECT_EQ(per_stage, expected) << config << "\n" << parts;
+  }
+  // DualPipe's two directions and parameter copies: torchtitan runs none of that.
+  const Scene dual = scene(llama8, "dgx-h100:1", 8192, 64, "dp=2,pp=4,mbs=1,zero=3,schedule=dualpipe");
+  EXPECT_FALSE(plan::can_run(Framework::kTorchtitan, dual.plan, dual.model, dual.training));
+  EXPECT_FALSE(plan::can_run(Framework::kMegatron, dual.plan, dual.model, dual.training));
+}
+
 TEST(LaunchTorchtitan, ModelsMapToRegisteredFlavors) {
   auto model_of = [](const ModelSpec& m, const char* config = "dp=8,mbs=1,zero=3") {
     const Scene s = scene(m, "dgx-h100:1", 4096, 64, config);
