@@ -159,7 +159,9 @@ bool searched(const PlanOptions& options, const ParallelConfig& config, const Mo
 // A selective candidate that overlaps the MoE all-to-all cannot recompute the moe module (Megatron
 // R17.1, resolve refuses it): with a base naming moe, such candidates are not run. The enumeration
 // groups candidates of one recompute mode and overlap, so a group is excluded whole.
+// A base naming its own modules fixes the selective set: the memory-saving one is not searched.
 bool excluded_by_base_modules(const Candidate& c, const ParallelConfig& base) {
+  if (c.recompute_modules != 0 && base.recompute_modules != kDefaultRecomputeModules) return true;
   return c.recompute == RecomputeMode::kSelective && c.ep_overlap != 0 &&
          (base.recompute_modules & recompute_module_bit(RecomputeModule::kMoe)) != 0;
 }

@@ -1,6 +1,7 @@
 // The ranking rule (plan/ranking.h): predicted time, then simpler configuration first.
 #include "paratune/plan/ranking.h"
 
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -59,7 +60,8 @@ int grad_sync_rank(GradSync g) {
 // The keys 1-18 of the rule in ranking.h, in order.
 auto keys(const ParallelConfig& c) {
   return std::make_tuple(axes_in_use(c), c.cp, c.pp, c.vpp, c.ep, c.zero, optimizer_replicas(c),
-                         static_cast<int>(c.recompute), recomputed_layers(c), c.ep_overlap,
+                         static_cast<int>(c.recompute), recomputed_layers(c),
+                         c.recompute == RecomputeMode::kSelective ? std::popcount(c.recompute_modules) : 0, c.ep_overlap,
                          static_cast<int>(c.dispatcher), c.tp,
                          c.expert_tp() != c.tp, c.expert_tp(), c.sequence_parallel, schedule_rank(c.schedule),
                          !even_stages(c), grad_sync_rank(c.grad_sync), c.mbs, !c.overlap_grad_reduce,

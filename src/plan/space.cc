@@ -140,13 +140,23 @@ ParallelConfig to_config(const Candidate& c, const ParallelConfig& base) {
   p.account_loss = (c.pipeline_split & 2) != 0;
   p.schedule = c.schedule;
   p.recompute = c.recompute;
-  // The base's recompute_modules (plan --base) are the modules of the selective candidates; the
-  // others have none (resolve refuses a module list without recompute=selective).
+  // The base's recompute_modules (plan --base) are the modules of the selective candidates unless
+  // the candidate names its own; the others have none (resolve refuses a module list without
+  // recompute=selective).
   if (c.recompute != RecomputeMode::kSelective) p.recompute_modules = kDefaultRecomputeModules;
+  else if (c.recompute_modules != 0) p.recompute_modules = c.recompute_modules;
   p.recompute_layers = -1;
   p.stage_recompute_layers.clear();
   p.stage_layers.clear();
   return p;
+}
+
+unsigned memory_saving_modules(const ModelSpec& model, const TrainingSpec& training) {
+  if ((!model.moe && !model.mla) || training.per_op_selective_recompute) return 0;
+  unsigned modules = kDefaultRecomputeModules | recompute_module_bit(RecomputeModule::kLayernorm);
+  if (model.moe) modules |= recompute_module_bit(RecomputeModule::kMoeAct);
+  if (model.mla) modules |= recompute_module_bit(RecomputeModule::kMlaUpProj);
+  return modules;
 }
 
 std::vector<int> divisors(int n) {
@@ -297,6 +307,7 @@ void enumerate_groups(const ModelSpec& model, const TrainingSpec& training, cons
   c.pp = pp;
   c.cp = cp;
   const MemberDivisors member_divisors(model, dp, pp);
+  const unsigned saving_modules = memory_saving_modules(model, training);
   for (int ep : eps) {
     c.ep = ep;
     for (int etp : etps) {
@@ -314,6 +325,10 @@ void enumerate_groups(const ModelSpec& model, const TrainingSpec& training, cons
           for (RecomputeMode rc : {RecomputeMode::kNone, RecomputeMode::kSelective, RecomputeMode::kFull}) {
             if (!space.permits(Axis::kRecompute, static_cast<int>(rc))) continue;
             c.recompute = rc;
+            // Selective: the base's modules, then the memory-saving set where the model has one.
+            const int module_sets = rc == RecomputeMode::kSelective && saving_modules != 0 ? 2 : 1;
+            for (int set = 0; set < module_sets; ++set) {
+            c.recompute_modules = static_cast<std::uint8_t>(set == 0 ? 0 : saving_modules);
             for (int overlap : {0, 1}) {
               // The MoE all-to-all overlap (Megatron-Core's rules, as resolve checks them): ep > 1,
               // no full recompute, and with pp > 1 only in the interleaved schedule (in emit).
@@ -331,6 +346,7 @@ void enumerate_groups(const ModelSpec& model, const TrainingSpec& training, cons
                   return false;
                 });
               }
+            }
             }
           }
         }

@@ -75,6 +75,10 @@ TEST(Space, EnumerationIsExactlyWhatResolveAccepts) {
   }
   // Brute force over the cartesian product of every axis value.
   std::set<std::string> accepted;
+  const unsigned saving = recompute_module_bit(RecomputeModule::kCoreAttn) |
+                          recompute_module_bit(RecomputeModule::kLayernorm) |
+                          recompute_module_bit(RecomputeModule::kMoeAct);
+  ASSERT_EQ(memory_saving_modules(s.model, s.training), saving);
   const int n = s.cluster.num_gpus();
   for (int tp : divisors(n))
     for (int cp : divisors(n / tp))
@@ -82,9 +86,13 @@ TEST(Space, EnumerationIsExactlyWhatResolveAccepts) {
         const int dp = n / (tp * cp * pp);
         for (int ep = 1; ep <= 8; ++ep)
           for (int etp : divisors(tp))
-            for (int mbs = 1; mbs <= 16; ++mbs)
+            for (int mbs : {1, 2, 3, 4, 5, 8, 16})  // the divisors of the batch of 16, and two that refuse
               for (bool sp : {false, true})
                 for (RecomputeMode rc : {RecomputeMode::kNone, RecomputeMode::kSelective, RecomputeMode::kFull})
+                  // Selective: Megatron's default core_attn, or the memory-saving set of an MoE model.
+                  for (unsigned modules : rc == RecomputeMode::kSelective
+                                              ? std::vector<unsigned>{kDefaultRecomputeModules, saving}
+                                              : std::vector<unsigned>{kDefaultRecomputeModules})
                   for (bool overlap : {false, true})
                   for (MoeDispatcher dispatcher : ep > 1 ? std::vector{MoeDispatcher::kAllToAll, MoeDispatcher::kDeepEP}
                                                          : std::vector{MoeDispatcher::kAllToAll})
@@ -98,6 +106,9 @@ TEST(Space, EnumerationIsExactlyWhatResolveAccepts) {
                                                sched == Schedule::kInterleavedZeroBubble ||
                                                sched == Schedule::kZeroBubbleV || sched == Schedule::kDualPipeV;
                           if ((vpp > 1) != chunked) continue;
+                          // A V holds two chunks: beyond 3 resolve's answer is the same refusal.
+                          const bool v_shaped = sched == Schedule::kZeroBubbleV || sched == Schedule::kDualPipeV;
+                          if (v_shaped && vpp > 3) break;
                           if (pp == 1 && sched != Schedule::kOneFOneB) continue;  // the same as 1F1B
                           if (sp && tp == 1) continue;                            // resolve drops it
                           // Megatron's embedding-/loss-aware split: searched for interleaving whose
@@ -109,6 +120,7 @@ TEST(Space, EnumerationIsExactlyWhatResolveAccepts) {
                             p.dp = dp, p.tp = tp, p.pp = pp, p.cp = cp, p.ep = ep, p.etp = etp, p.mbs = mbs;
                             p.sequence_parallel = sp, p.recompute = rc, p.zero = zero, p.op = op, p.schedule = sched;
                             p.vpp = vpp, p.ep_overlap = overlap, p.dispatcher = dispatcher;
+                            p.recompute_modules = modules;
                             p.account_embedding = (split & 1) != 0, p.account_loss = (split & 2) != 0;
                             try {
                               accepted.insert(to_string(resolve(p, s.model, s.cluster, s.training)));
@@ -125,6 +137,9 @@ TEST(Space, EnumerationIsExactlyWhatResolveAccepts) {
                           [](const std::string& k) { return k.find("dispatcher=deepep") != std::string::npos; }));
   EXPECT_TRUE(std::any_of(accepted.begin(), accepted.end(),
                           [](const std::string& k) { return k.find("account_embedding=true") != std::string::npos; }));
+  EXPECT_TRUE(std::any_of(accepted.begin(), accepted.end(), [](const std::string& k) {
+    return k.find("recompute_modules=core_attn+moe_act+layernorm") != std::string::npos;
+  }));
   for (const char* schedule : {"schedule=interleaved-zb", "schedule=zb-v", "schedule=dualpipev", "schedule=dualpipe"})
     EXPECT_TRUE(std::any_of(accepted.begin(), accepted.end(),
                             [&](const std::string& k) { return k.find(schedule) != std::string::npos; }))

@@ -32,12 +32,13 @@ inline constexpr double kTieRelativeTolerance = 1e-9;
 //      communication pattern, the rarer ones first);
 //   6. lower ZeRO stage; 7. with ZeRO, sharding over all of dp before hybrid sharding (fewer
 //      optimizer replicas dp/op first);
-//   8. recompute none < selective < full; 9. fewer fully recomputed layers;
+//   8. recompute none < selective < full; 9. fewer fully recomputed layers, fewer selectively
+//      recomputed modules;
 //   10. ep_overlap off before on; then the alltoall dispatcher before deepep (the default first);
 //   11. smaller tp; 12. expert-TP equal to tp (the default) first, then smaller etp;
 //   13. sequence parallelism off before on;
 //   14. schedule: 1F1B or interleaved 1F1B (the standard ones; interleaving is keyed by vpp)
-//       < GPipe < ZB-H1;
+//       < GPipe < the zero-bubble ones (ZB-H1, interleaved zero-bubble, ZB-V) < DualPipeV, DualPipe;
 //   15. even stages before any other layout;
 //   16. gradient sync overlapped (what the frameworks do by default) < shifted < in-backward;
 //   17. smaller micro-batch (less activation memory for the same time);

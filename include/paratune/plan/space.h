@@ -73,7 +73,18 @@ struct Candidate {
   std::int8_t pipeline_split = 0;
   Schedule schedule = Schedule::kOneFOneB;
   RecomputeMode recompute = RecomputeMode::kNone;
+  // recompute=selective only: 0 = the base's modules (Megatron's default, core_attn), else this set
+  // of RecomputeModule bits (memory_saving_modules).
+  std::uint8_t recompute_modules = 0;
 };
+
+// The memory-saving selective set searched beside the default for MoE and MLA models: Megatron-Core's
+// modules that are cheap to recompute and hold much (core_attn, the norms, the expert activation
+// function, MLA's up-projections; NVIDIA's DeepSeek-V3 recipes recompute mla_up_proj or core_attn,
+// dgxc-benchmarking @6be5ea0 deepseek_v3/pretraining/launch.sh), so that a plan short of memory has a
+// step between core_attn and full recompute. 0 for dense models (its gain over core_attn is the
+// norms' inputs alone) and under torchtitan's per-op checkpointing (no modules).
+unsigned memory_saving_modules(const ModelSpec& model, const TrainingSpec& training);
 
 // The configuration of a candidate: even stages, all layers recomputed with recompute=full, the
 // flags in `base` (overlap flags, gradient-sync placement) for everything not searched.
