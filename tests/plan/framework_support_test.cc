@@ -181,6 +181,8 @@ TEST(FrameworkSupport, TorchtitanRules) {
   expect(t, moe, "dp=4,tp=4,ep=4,etp=2,mbs=1,sp=true,zero=3", "T1.4");
   expect(t, moe, "dp=8,tp=2,ep=8,mbs=1,sp=true,zero=3,op=2", "T1.5");
   expect(t, moe, "dp=16,ep=8,mbs=1,zero=3,ep_overlap=true", "T4.6");
+  expect(t, moe, "dp=8,pp=2,vpp=2,ep=8,mbs=1,zero=3,schedule=dualpipev,ep_overlap=true", nullptr);  // T4.6
+  expect(t, moe, "dp=8,pp=2,vpp=2,ep=8,mbs=1,zero=3,schedule=zb-v,ep_overlap=true", "T4.6");
   expect(t, moe, "dp=8,tp=2,ep=8,etp=1,mbs=1,sp=true,zero=3,dispatcher=deepep", nullptr);
   expect(t, moe, "dp=8,tp=2,ep=8,mbs=1,sp=true,zero=3,dispatcher=deepep", "T8.3");  // etp = tp = 2
 }

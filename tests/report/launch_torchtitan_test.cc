@@ -294,6 +294,15 @@ TEST(LaunchTorchtitan, ZeroBubbleAndVShapedSchedulesKeepTheirStageOrder) {
         v_shaped ? std::vector<int>{3, 5, 5, 3, 3, 5, 5, 3} : std::vector<int>{4, 4, 4, 4, 4, 4, 4, 4};
     EXPECT_EQ(per_stage, expected) << config << "\n" << parts;
   }
+  // DualPipeV overlaps the expert all-to-all when ep > 1 unless told not to (T4.6): stated as planned.
+  const ModelSpec moe = load_model(std::string(PARATUNE_SOURCE_DIR) + "/examples/tiny-moe.yaml");
+  for (const bool overlap : {true, false}) {
+    const Scene s = scene(moe, "dgx-h100:2", 2048, 32,
+                          overlap ? "dp=8,pp=2,vpp=2,ep=8,mbs=1,zero=3,schedule=dualpipev,ep_overlap=true"
+                                  : "dp=8,pp=2,vpp=2,ep=8,mbs=1,zero=3,schedule=dualpipev");
+    EXPECT_EQ(parse(job_file(launch(s).text)).at("parallelism", "pipeline_parallel_expert_parallel_overlap"),
+              overlap ? "true" : "false");
+  }
   // DualPipe's two directions and parameter copies: torchtitan runs none of that.
   const Scene dual = scene(llama8, "dgx-h100:1", 8192, 64, "dp=2,pp=4,mbs=1,zero=3,schedule=dualpipe");
   EXPECT_FALSE(plan::can_run(Framework::kTorchtitan, dual.plan, dual.model, dual.training));
