@@ -52,6 +52,12 @@ void BM_Replay1T_1F1B_TotalsOnly(benchmark::State& s) { replay(s, problem_1t("")
 void BM_Replay1T_Interleaved_Recorded(benchmark::State& s) { replay(s, problem_1t(",vpp=2"), true); }
 void BM_Replay1T_ZBH1_Recorded(benchmark::State& s) { replay(s, problem_1t(",schedule=zb-h1"), true); }
 void BM_Replay1T_InBackward_Recorded(benchmark::State& s) { replay(s, problem_1t(",grad_sync=in-backward"), true); }
+void BM_Replay1T_InterleavedZB_Recorded(benchmark::State& s) {
+  replay(s, problem_1t(",vpp=2,schedule=interleaved-zb"), true);
+}
+void BM_Replay1T_ZBV_Recorded(benchmark::State& s) { replay(s, problem_1t(",vpp=2,schedule=zb-v"), true); }
+void BM_Replay1T_DualPipeV_Recorded(benchmark::State& s) { replay(s, problem_1t(",vpp=2,schedule=dualpipev"), true); }
+void BM_Replay1T_DualPipe_Recorded(benchmark::State& s) { replay(s, problem_1t(",schedule=dualpipe"), true); }
 
 // The whole `estimate` of the 1T configuration: cost model + totals-only replay.
 void BM_Estimate1T(benchmark::State& state) {
@@ -69,6 +75,10 @@ BENCHMARK(BM_Replay1T_1F1B_TotalsOnly)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Replay1T_Interleaved_Recorded)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Replay1T_ZBH1_Recorded)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Replay1T_InBackward_Recorded)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Replay1T_InterleavedZB_Recorded)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Replay1T_ZBV_Recorded)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Replay1T_DualPipeV_Recorded)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Replay1T_DualPipe_Recorded)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Estimate1T)->Unit(benchmark::kMillisecond);
 
 }  // namespace
