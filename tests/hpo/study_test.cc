@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,6 +48,25 @@ std::vector<paratune::store::StoredTrial> stored_trials(const std::filesystem::p
   const paratune::store::SqliteStudyStore store(dir / "s.db");
   const auto studies = store.studies();
   return studies.empty() ? std::vector<paratune::store::StoredTrial>{} : store.trials(studies.front().id, true);
+}
+
+// Waits (up to 10 s) until no process holds the study file's controller lock (store/file_lock.cc:
+// flock on the file). A SIGKILLed controller's lock goes when the last process sharing its open
+// file exits; a resume started right after waitpid() found it still held about once in 15 runs
+// (2026-11-27; gone a moment later, no process had the file open any more: we suspect a trial child
+// forked just before the kill, which holds the descriptor until it execs or dies of the controller's
+// death). A user resumes seconds later; the test waits as they would.
+bool wait_until_unlocked(const std::filesystem::path& study_file) {
+  for (int i = 0; i < 200; ++i) {
+    const int fd = ::open(study_file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    const bool free = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+    if (free) ::flock(fd, LOCK_UN);
+    ::close(fd);
+    if (free) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
 }
 
 // The steps at which a trial reported "value", in report order.
@@ -213,6 +234,7 @@ TEST(HpoStudy, KilledControllerResumesKeepingPrunedAndPromotedTrials) {
     ASSERT_TRUE(ready) << "the study did not get going";
     const auto before = stored_trials(dir);
 
+    ASSERT_TRUE(wait_until_unlocked(dir / "s.db")) << "the killed controller's lock stayed";
     const Result resumed = run(args);
     ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
     const auto after = stored_trials(dir);
