@@ -75,6 +75,14 @@ RankCost StageCostModel::Impl::rank_cost(int s, const std::vector<ChunkPart>& pa
     param_gather = all_gather_s(dense_params * c.fp8.param_gather_bytes, dense_shard_group, c.fabric) +
                    all_gather_s(expert_params * c.fp8.param_gather_bytes, expert_shard_group, c.fabric);
   }
+  // DualPipe holds each part twice (rank s and rank pp-1-s, DeepSeek-V3 Sec. 3.2.1): the two
+  // copies' gradients are summed before the step, here on the shards the data-parallel reduction
+  // left (a 2-rank all-reduce, (pp-1-2s)·tp·cp·dp GPUs apart).
+  if (p.schedule == Schedule::kDualPipe) {
+    const int distance = std::abs(p.pp - 1 - 2 * s) * p.tp * p.cp * p.dp;
+    grad_sync += all_reduce_s(dense_params * bytes.grad / shards.dense + expert_params * bytes.grad / shards.expert,
+                              place_group(2, distance, cluster), c.fabric);
+  }
   // The parameter all-gather overlaps the next iteration's forward (overlap-param-gather); what
   // is left is exposed after the optimizer step.
   sc.param_gather_s =

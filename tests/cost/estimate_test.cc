@@ -226,6 +226,19 @@ TEST(Estimate, VShapesAndDualPipePlaceLayersAsTheirSchedulesDo) {
   EXPECT_DOUBLE_EQ(dual.model_flops, one.model_flops);
   EXPECT_NEAR(dual.breakdown.compute_s, one.breakdown.compute_s, 0.05 * one.breakdown.compute_s);
   EXPECT_LT(dual.bubble_fraction, one.bubble_fraction);
+  // Its gradient reduction: each part's data-parallel reduction, as 1F1B's ranks s and 3 - s do
+  // it, plus the sum of the two copies' gradient shards between those ranks.
+  auto reduction_s = [&](const char* config, int rank) {
+    const sim::PipelineProblem pb =
+        pipeline_problem(m, testing::dgx_h100(8), testing::training(4096, 128), parse_parallel_config(config));
+    double total = 0;
+    for (const sim::ChunkCost& c : pb.stages[static_cast<std::size_t>(rank)].chunks) total += c.grad_sync_s;
+    return total;
+  };
+  const char* one_config = "dp=2,tp=8,pp=4,mbs=1,zero=1,sp=true,recompute=full";
+  const char* dual_config = "dp=2,tp=8,pp=4,mbs=1,zero=1,sp=true,recompute=full,schedule=dualpipe";
+  for (int s = 0; s < 4; ++s)
+    EXPECT_GT(reduction_s(dual_config, s), reduction_s(one_config, s) + reduction_s(one_config, 3 - s)) << s;
   // The schedule's rules, named.
   try {
     run("dp=2,tp=8,pp=4,vpp=4,mbs=1,zero=1,schedule=zb-v");
