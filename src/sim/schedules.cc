@@ -262,7 +262,9 @@ class VShapeSchedule : public PipelineSchedule {
 //   steady, until every forward ran: F0 (while any is left), B0, W0, F1, B1, W1
 //   cool-down: r x (B1, B0); (p - r) x (B0, W0); the remaining W1, then the remaining W0.
 // (F0/B0/W0: chunk 0; F1/B1/W1: chunk 1; B: input gradient.) For m >= 2p - 1 every rank holds at
-// most 2p chunks, p whole stages: 1F1B's rank 0.
+// most 2p chunks, p whole stages: 1F1B's rank 0. Up to the last forward this is the order the
+// paper's own implementation (sail-sg/zero-bubble-pipeline-parallelism, zbv.py) finds for equal
+// F, B and W (a test holds it to that); the cool-down's W placement is PyTorch's fixed one.
 class ZeroBubbleV final : public VShapeSchedule {
  public:
   Schedule kind() const override { return Schedule::kZeroBubbleV; }

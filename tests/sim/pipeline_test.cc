@@ -103,6 +103,23 @@ TEST(Schedules, DualPipeVIsTheReferenceFigure) {
             "W1.9 W0.9");
 }
 
+TEST(Schedules, ZeroBubbleVIsThePapersScheduleUpToItsLastForward) {
+  // The paper's implementation (github.com/sail-sg/zero-bubble-pipeline-parallelism @39f2c186,
+  // megatron/core/pipeline_parallel/zerobubble/scheduler/zbv.py, PipelineGraph(4 stages, 8
+  // micro-batches, F = B = W = 1, no communication cost, F memory 2, B and W -1) run with Python,
+  // its best try_v_schedule): ranks 0 and 3 up to their last forward. After it the paper places the
+  // remaining W passes greedily by cost; PyTorch's fixed order (what torchtitan runs) is ours.
+  std::vector<std::vector<ScheduleOp>> ops;
+  schedule_for(Schedule::kZeroBubbleV).build({4, 2, 8}, ops);
+  auto up_to_last_forward = [](const std::string& text) { return text.substr(0, text.find("F1.7") + 4); };
+  EXPECT_EQ(up_to_last_forward(program_text(ops[0])),
+            "F0.0 F0.1 F0.2 F0.3 F0.4 F0.5 F0.6 F1.0 I1.0 W1.0 F1.1 I1.1 W1.1 F1.2 I1.2 W1.2 F1.3 I1.3 W1.3 F0.7 I0.0 "
+            "W0.0 F1.4 I1.4 W1.4 I0.1 W0.1 F1.5 I1.5 W1.5 I0.2 W0.2 F1.6 I1.6 W1.6 I0.3 W0.3 F1.7");
+  EXPECT_EQ(up_to_last_forward(program_text(ops[3])),
+            "F0.0 F1.0 F0.1 F1.1 F0.2 F1.2 F0.3 F1.3 I1.0 W1.0 F0.4 I0.0 W0.0 F1.4 I1.1 W1.1 F0.5 I0.1 W0.1 F1.5 I1.2 "
+            "W1.2 F0.6 I0.2 W0.2 F1.6 I1.3 W1.3 F0.7 I0.3 W0.3 F1.7");
+}
+
 TEST(Schedules, DualPipeRanksMirrorEachOther) {
   // Rank p-1-r runs rank r's program with the directions swapped: chunk 1 for chunk 0 and the
   // micro-batches of the other half (dualpipe.py: phase ^= is_in_second_half).
