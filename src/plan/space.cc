@@ -233,7 +233,7 @@ bool for_each_member(const ModelSpec& model, const TrainingSpec& training, const
       bool go_on = true;
       auto emit = [&](Schedule schedule, int vpp, int split = 0) {
         if (!go_on) return;
-        if (c.ep_overlap == 1 && pp > 1 && vpp < 2) return;
+        if (c.ep_overlap == 1 && pp > 1 && vpp < 2 && schedule != Schedule::kDualPipe) return;
         if (static_cast<std::int64_t>(pp) * vpp * microbatches > kMaxPipelineSlots) return;
         if (!space.permits(Axis::kSchedule, static_cast<int>(schedule)) || !space.permits(Axis::kVpp, vpp)) return;
         c.schedule = schedule;

@@ -631,11 +631,14 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
     }
   }
   if (c.ep_overlap) {
-    // Megatron-Core's conditions for --overlap-moe-expert-parallel-comm (transformer_config.py; R17).
+    // Megatron-Core's conditions for --overlap-moe-expert-parallel-comm (transformer_config.py; R17);
+    // DualPipe overlaps a forward and a backward of two micro-batches by design (DeepSeek-V3 Sec.
+    // 3.2.1, the "overlapped forward & backward" of dualpipe.py), whatever vpp.
     if (c.ep < 2) throw Error(fmt::format("ep_overlap=true requires ep > 1, got ep={}", c.ep));
     if (c.recompute == RecomputeMode::kFull) throw Error("ep_overlap=true cannot be combined with recompute=full");
-    if (c.pp > 1 && c.vpp < 2)
-      throw Error(fmt::format("ep_overlap=true with pp={} requires an interleaved schedule (vpp > 1)", c.pp));
+    if (c.pp > 1 && c.vpp < 2 && c.schedule != Schedule::kDualPipe)
+      throw Error(fmt::format("ep_overlap=true with pp={} requires an interleaved schedule (vpp > 1) or DualPipe",
+                              c.pp));
   }
   if (c.dispatcher != MoeDispatcher::kAllToAll && (c.ep < 2 || !model.moe))
     throw Error(fmt::format("dispatcher={} routes tokens between expert-parallel ranks: it needs a MoE model and ep > 1, "

@@ -63,7 +63,7 @@ struct Candidate {
   std::int8_t zero = 0;
   std::int8_t sequence_parallel = 0;
   // MoE all-to-all overlapped with another micro-batch's compute (ParallelConfig::ep_overlap);
-  // only where resolve accepts it: ep > 1, recompute != full, pp == 1 or vpp > 1.
+  // only where resolve accepts it: ep > 1, recompute != full, pp == 1, vpp > 1 or DualPipe.
   std::int8_t ep_overlap = 0;
   // How tokens reach the expert ranks (ParallelConfig::dispatcher); deepep only where ep > 1.
   MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
