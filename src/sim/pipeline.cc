@@ -205,15 +205,15 @@ class Replay {
     if (record_) out.activation_timeline.push_back({time, rs.activations});
   }
 
-  // Sends the output of (part, micro-batch) from rank r to where part `to_stage` runs for that
+  // Sends the output of (part, micro-batch) from rank r to where part `to_part` runs for that
   // micro-batch over the directed link, FIFO behind earlier transfers on it.
-  void send(int r, int to_stage, int mb, bool forward_direction, double ready, int cause) {
-    const PartPlacement to = schedule_.place(shape_, to_stage, mb);
+  void send(int r, int to_part, int mb, bool forward_direction, double ready, int cause) {
+    const PartPlacement to = schedule_.place(shape_, to_part, mb);
     const int q = to.rank;
-    double& arrival = forward_direction ? forward_arrival_[slot(to_stage - 1, mb)]
-                                        : backward_arrival_[slot(to_stage + 1, mb)];
-    int* arrival_event = record_ ? (forward_direction ? &forward_arrival_event_[slot(to_stage - 1, mb)]
-                                                      : &backward_arrival_event_[slot(to_stage + 1, mb)])
+    double& arrival = forward_direction ? forward_arrival_[slot(to_part - 1, mb)]
+                                        : backward_arrival_[slot(to_part + 1, mb)];
+    int* arrival_event = record_ ? (forward_direction ? &forward_arrival_event_[slot(to_part - 1, mb)]
+                                                      : &backward_arrival_event_[slot(to_part + 1, mb)])
                                  : nullptr;
     if (q == r) {  // same rank (a single-rank pipeline with chunks, a V's turn): nothing to send
       arrival = ready;
@@ -254,27 +254,27 @@ class Replay {
   void advance(int r) {
     RankState& rs = ranks_[r];
     const std::vector<ScheduleOp>& list = ops_[r];
-    const int last_stage = parts_ - 1;
+    const int last_part = parts_ - 1;
     while (rs.next_op < list.size()) {
       const ScheduleOp& op = list[rs.next_op];
-      const int vs = schedule_.part_of(shape_, r, op.chunk);
-      const std::size_t here = slot(vs, op.microbatch);
+      const int part = schedule_.part_of(shape_, r, op.chunk);
+      const std::size_t here = slot(part, op.microbatch);
       // The input this operation waits for, and the event that produced it.
       double input = 0;
       int input_event = -1;
       switch (op.kind) {
         case OpKind::kForward:
-          if (vs > 0) {
-            input = forward_arrival_[slot(vs - 1, op.microbatch)];
-            if (record_) input_event = forward_arrival_event_[slot(vs - 1, op.microbatch)];
+          if (part > 0) {
+            input = forward_arrival_[slot(part - 1, op.microbatch)];
+            if (record_) input_event = forward_arrival_event_[slot(part - 1, op.microbatch)];
           }
           break;
         case OpKind::kBackward:
         case OpKind::kBackwardInput:
           assert(forward_done_[here] != kNotYet && "schedule runs a backward before its forward");
-          if (vs < last_stage) {
-            input = backward_arrival_[slot(vs + 1, op.microbatch)];
-            if (record_) input_event = backward_arrival_event_[slot(vs + 1, op.microbatch)];
+          if (part < last_part) {
+            input = backward_arrival_[slot(part + 1, op.microbatch)];
+            if (record_) input_event = backward_arrival_event_[slot(part + 1, op.microbatch)];
           } else {
             input = forward_done_[here];
             if (record_) input_event = forward_done_event_[here];
@@ -291,12 +291,12 @@ class Replay {
       }
       const double start = std::max(rs.compute_free, input);
       const int cause = input > rs.compute_free ? input_event : rs.last_compute;
-      execute(r, op, vs, here, start, cause);
+      execute(r, op, part, here, start, cause);
       ++rs.next_op;
     }
   }
 
-  void execute(int r, const ScheduleOp& op, int vs, std::size_t here, double start, int cause) {
+  void execute(int r, const ScheduleOp& op, int part, std::size_t here, double start, int cause) {
     const ChunkCost& cost = pb_.stages[r].chunks[op.chunk];
     StageResult& out = result_.stages[r];
     double duration = 0;
@@ -323,12 +323,12 @@ class Replay {
     const bool grads_complete = ranks_[r].next_op == last_grad_op_[r][op.chunk];  // op is ops_[r][next_op]
     if (grads_complete) reduce_chunk_gradients(r, op.chunk, start, end, id);
 
-    const int last_stage = parts_ - 1;
+    const int last_part = parts_ - 1;
     switch (op.kind) {
       case OpKind::kForward:
         forward_done_[here] = end;
         if (record_) forward_done_event_[here] = id;
-        if (vs < last_stage) send(r, vs + 1, op.microbatch, true, end, id);
+        if (part < last_part) send(r, part + 1, op.microbatch, true, end, id);
         break;
       case OpKind::kBackward:
       case OpKind::kBackwardInput: {
@@ -336,7 +336,7 @@ class Replay {
         if (record_) input_grad_done_event_[here] = id;
         // An in-backward reduction holds the compute stream before the gradient can leave.
         const double ready = ranks_[r].compute_free;
-        if (vs > 0) send(r, vs - 1, op.microbatch, false, ready, ranks_[r].last_compute);
+        if (part > 0) send(r, part - 1, op.microbatch, false, ready, ranks_[r].last_compute);
         break;
       }
       case OpKind::kBackwardWeight: break;
