@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 #include <utility>
@@ -108,6 +109,7 @@ struct StageCostModel::Impl {
   // each communicator this rank uses, ring attention's K/V buffers.
   double buffer_bytes = 0;
   std::vector<int> mtp_of_chunk;  // MTP layers of each virtual stage (where the layout puts "m")
+  std::array<int, 2> loss_ranks{};  // the ranks that compute the loss (the same one twice but for DualPipe)
 
   Impl(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training, const ParallelConfig& requested,
        const Calibration& cal, const EstimateOptions& opts)
@@ -144,17 +146,16 @@ struct StageCostModel::Impl {
     vocab_local = static_cast<double>(model.vocab_size) / p.tp;
     buffer_bytes = buffer_bytes_for(p);
     mtp_of_chunk = chunk_mtp_layers(p, model);
+    // Where the model's last part runs for the first and the last micro-batch: the last rank, a V's
+    // rank 0, both end ranks under DualPipe (its two directions; sim/schedule.h).
+    const sim::PipelineSchedule& schedule = sim::schedule_for(p.schedule);
+    const sim::PipelineShape shape = sim::pipeline_shape(p.schedule, p.pp, p.vpp, microbatches);
+    const int last_part = schedule.parts(shape) - 1;
+    loss_ranks = {schedule.place(shape, last_part, 0).rank, schedule.place(shape, last_part, microbatches - 1).rank};
   }
 
-  // True when one of the rank's chunks is the model's last part (output layer and loss): the last
-  // rank, a V's rank 0, both end ranks under DualPipe (sim/schedule.h).
-  bool computes_loss(int rank) const {
-    const sim::PipelineSchedule& schedule = sim::schedule_for(config.schedule);
-    const sim::PipelineShape shape = sim::pipeline_shape(config.schedule, config.pp, config.vpp, microbatches);
-    for (int ch = 0; ch < shape.chunks; ++ch)
-      if (schedule.part_of(shape, rank, ch) == schedule.parts(shape) - 1) return true;
-    return false;
-  }
+  // True when one of the rank's chunks is the model's last part (output layer and loss).
+  bool computes_loss(int rank) const { return rank == loss_ranks[0] || rank == loss_ranks[1]; }
 
   // MTP layers on pipeline rank `rank` (all its chunks): the layout's, else with the loss.
   int mtp_on_rank(int rank) const {

@@ -308,6 +308,27 @@ void enumerate_groups(const ModelSpec& model, const TrainingSpec& training, cons
   c.cp = cp;
   const MemberDivisors member_divisors(model, dp, pp);
   const unsigned saving_modules = memory_saving_modules(model, training);
+  // The axes inside a layer shape's recompute setting: expert overlap and dispatcher; each
+  // combination is one group, whose first member stands for it (its configuration is valid).
+  auto visit_expert_variants = [&] {
+    for (int overlap : {0, 1}) {
+      // The MoE all-to-all overlap (Megatron-Core's rules, as resolve checks them): ep > 1,
+      // no full recompute, and with pp > 1 only in the interleaved schedule or DualPipe (in emit).
+      if (overlap == 1 && (c.ep < 2 || c.recompute == RecomputeMode::kFull)) continue;
+      if (!space.permits(Axis::kEpOverlap, overlap)) continue;
+      c.ep_overlap = static_cast<std::int8_t>(overlap);
+      for (MoeDispatcher dispatcher : {MoeDispatcher::kAllToAll, MoeDispatcher::kDeepEP}) {
+        // Node-deduplicated dispatch moves tokens between expert ranks: ep > 1 (resolve).
+        if (dispatcher != MoeDispatcher::kAllToAll && c.ep < 2) continue;
+        if (!space.permits(Axis::kDispatcher, static_cast<int>(dispatcher))) continue;
+        c.dispatcher = dispatcher;
+        for_each_member(model, training, space, c, member_divisors, [&](const Candidate& first) {
+          visit_group(first);
+          return false;
+        });
+      }
+    }
+  };
   for (int ep : eps) {
     c.ep = ep;
     for (int etp : etps) {
@@ -328,25 +349,8 @@ void enumerate_groups(const ModelSpec& model, const TrainingSpec& training, cons
             // Selective: the base's modules, then the memory-saving set where the model has one.
             const int module_sets = rc == RecomputeMode::kSelective && saving_modules != 0 ? 2 : 1;
             for (int set = 0; set < module_sets; ++set) {
-            c.recompute_modules = static_cast<std::uint8_t>(set == 0 ? 0 : saving_modules);
-            for (int overlap : {0, 1}) {
-              // The MoE all-to-all overlap (Megatron-Core's rules, as resolve checks them): ep > 1,
-              // no full recompute, and with pp > 1 only in the interleaved schedule (in emit).
-              if (overlap == 1 && (ep < 2 || rc == RecomputeMode::kFull)) continue;
-              if (!space.permits(Axis::kEpOverlap, overlap)) continue;
-              c.ep_overlap = static_cast<std::int8_t>(overlap);
-              for (MoeDispatcher dispatcher : {MoeDispatcher::kAllToAll, MoeDispatcher::kDeepEP}) {
-                // Node-deduplicated dispatch moves tokens between expert ranks: ep > 1 (resolve).
-                if (dispatcher != MoeDispatcher::kAllToAll && ep < 2) continue;
-                if (!space.permits(Axis::kDispatcher, static_cast<int>(dispatcher))) continue;
-                c.dispatcher = dispatcher;
-                // The group's first member stands for it (its configuration is valid).
-                for_each_member(model, training, space, c, member_divisors, [&](const Candidate& first) {
-                  visit_group(first);
-                  return false;
-                });
-              }
-            }
+              c.recompute_modules = static_cast<std::uint8_t>(set == 0 ? 0 : saving_modules);
+              visit_expert_variants();
             }
           }
         }

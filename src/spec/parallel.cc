@@ -363,6 +363,12 @@ std::string to_string(const ParallelConfig& c) {
   return out;
 }
 
+// The schedules that fold the pipeline into a V: rank r holds chunks r and 2·pp-1-r, so the loss is
+// computed by rank 0's chunk 1 (sim/schedules.cc, VShapeSchedule).
+namespace {
+bool v_shaped(Schedule s) { return s == Schedule::kZeroBubbleV || s == Schedule::kDualPipeV; }
+}  // namespace
+
 std::vector<int> chunk_layers(const ParallelConfig& c) {
   if (!c.layout.empty()) {
     std::vector<int> out;
@@ -386,8 +392,7 @@ std::vector<int> chunk_mtp_layers(const ParallelConfig& c, const ModelSpec& mode
     for (std::size_t k = 0; k < c.layout.size() && k < out.size(); ++k) out[k] = c.layout[k].mtp;
   } else if (!out.empty()) {
     // With the loss: the last chunk of the last rank, or a V's chunk 1 of rank 0 (sim/schedule.h).
-    const bool v_shaped = c.schedule == Schedule::kZeroBubbleV || c.schedule == Schedule::kDualPipeV;
-    out[v_shaped ? static_cast<std::size_t>(c.pp) : out.size() - 1] = model.mtp_layers;
+    out[v_shaped(c.schedule) ? static_cast<std::size_t>(c.pp) : out.size() - 1] = model.mtp_layers;
   }
   return out;
 }
@@ -504,14 +509,14 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
   // Schedules and model chunks per rank (sim/schedules.cc: each schedule's own rules).
   if (c.vpp > 1 && c.pp == 1) throw Error(fmt::format("vpp={} requires pp > 1", c.vpp));
   if (c.vpp > 1 && c.schedule == Schedule::kOneFOneB) c.schedule = Schedule::kInterleaved1F1B;
-  const bool v_shaped = c.schedule == Schedule::kZeroBubbleV || c.schedule == Schedule::kDualPipeV;
+  const bool v_shape = v_shaped(c.schedule);
   const bool looped_chunks = c.schedule == Schedule::kInterleaved1F1B || c.schedule == Schedule::kInterleavedZeroBubble;
-  if (c.vpp > 1 && !looped_chunks && !v_shaped)
+  if (c.vpp > 1 && !looped_chunks && !v_shape)
     throw Error(fmt::format("vpp={} requires schedule=interleaved-1f1b, interleaved-zb, zb-v or dualpipev, got {}",
                             c.vpp, to_string(c.schedule)));
   if (looped_chunks && c.vpp < 2)
     throw Error(fmt::format("schedule={} requires vpp > 1", to_string(c.schedule)));
-  if (v_shaped && c.vpp != 2)
+  if (v_shape && c.vpp != 2)
     throw Error(fmt::format("schedule={} runs exactly two model chunks per rank (a V): vpp must be 2, got {}",
                             to_string(c.schedule), c.vpp));
   if (c.schedule == Schedule::kInterleaved1F1B && microbatches % c.pp != 0)
@@ -528,7 +533,7 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
     throw Error(fmt::format("dualpipe needs an even pp >= 2 and an even number of micro-batches >= 2*pp (its two "
                             "directions each take half), got pp={} and {} micro-batches",
                             c.pp, microbatches));
-  if ((v_shaped || c.schedule == Schedule::kDualPipe || c.schedule == Schedule::kInterleavedZeroBubble) &&
+  if ((v_shape || c.schedule == Schedule::kDualPipe || c.schedule == Schedule::kInterleavedZeroBubble) &&
       (!c.layout.empty() || c.account_embedding || c.account_loss))
     throw Error(fmt::format("schedule={}: layout and account_embedding/account_loss describe Megatron-LM's stages "
                             "(its schedules are 1F1B and interleaved 1F1B); give stage_layers instead",
