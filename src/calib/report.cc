@@ -27,6 +27,7 @@ std::string compact(const std::string& config_text) {
   if (c.recompute == RecomputeMode::kFull && c.recompute_layers >= 0) out += fmt::format("({})", c.recompute_layers);
   if (c.recompute == RecomputeMode::kSelective && c.recompute_modules != kDefaultRecomputeModules)
     out += fmt::format("({})", fmt::join(recompute_module_names(c.recompute_modules), "+"));
+  if (c.offload_modules != 0) out += " offload=" + offload_modules_text(c.offload_modules);
   if (c.sequence_parallel) out += " sp";
   out += fmt::format(" zero={}", c.zero);
   return out;

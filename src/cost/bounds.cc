@@ -132,7 +132,8 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
   const ParallelConfig& p = im.config;
   if (q.tp != p.tp || q.cp != p.cp || q.ep != p.ep || q.expert_tp() != p.expert_tp() || q.mbs != p.mbs ||
       q.sequence_parallel != p.sequence_parallel || q.recompute != p.recompute ||
-      q.recompute_modules != p.recompute_modules || q.tp_comm_overlap != p.tp_comm_overlap)
+      q.recompute_modules != p.recompute_modules || q.offload_modules != p.offload_modules ||
+      q.tp_comm_overlap != p.tp_comm_overlap)
     throw Error(fmt::format("planning_bounds: candidate '{}' has other layer costs than '{}'", to_string(q), to_string(p)));
   const ModelSpec& model = im.c.model;
   const Calibration& cal = im.c.calibration;

@@ -18,14 +18,18 @@ namespace {
 // at a time: the recomputed tensors. torchtitan's per-op SAC: everything it did not save. Megatron's
 // modules: what they dropped, except core attention's (its s^2 scores were never counted as a
 // working set: the numbers from before the module list stand).
-double selective_working_bytes(const Context& c, bool moe_layer, double kept_bytes) {
+double selective_working_bytes(const Context& c, bool moe_layer) {
   const ParallelConfig& p = c.config;
   if (p.recompute != RecomputeMode::kSelective) return 0;
-  ParallelConfig without = p;
+  // Both sides without offload: what the recompute drops, whatever the offload moves.
+  ParallelConfig kept = p, without = p;
+  kept.offload_modules = without.offload_modules = 0;
   if (c.training.per_op_selective_recompute) without.recompute = RecomputeMode::kNone;
   else without.recompute_modules &= recompute_module_bit(RecomputeModule::kCoreAttn);
-  const double full = layer_activation_bytes(c.model, c.training, without, moe_layer, c.fp8.saved_input_bytes, c.moe_load);
-  return std::max(0.0, full - kept_bytes);
+  auto bytes = [&](const ParallelConfig& q) {
+    return layer_activation_bytes(c.model, c.training, q, moe_layer, c.fp8.saved_input_bytes, c.moe_load);
+  };
+  return std::max(0.0, bytes(without) - bytes(kept));
 }
 
 }  // namespace
@@ -296,7 +300,23 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
 
   L.activation_bytes = layer_activation_bytes(m, c.training, p, moe_layer, c.fp8.saved_input_bytes, c.moe_load);
   L.input_bytes = kActivationBytes * hidden_elements;
-  L.selective_working_bytes = selective_working_bytes(c, moe_layer, L.activation_bytes);
+  L.selective_working_bytes = selective_working_bytes(c, moe_layer);
+
+  // --- Activation offload: copies on side streams, hidden while they take no longer than the layer --
+  // Megatron-Core offloads each module's saved tensors after its forward (D2H stream) and reloads
+  // them one group ahead of the backward (H2D stream), so a layer's copies run under its own
+  // compute and communication; what exceeds it waits. Not modelled: the HBM traffic of the copies,
+  // and other traffic on the same link (GPUDirect RDMA to a NIC behind the same PCIe switch).
+  const OffloadBytes offload = layer_offload_bytes(m, c.training, p, moe_layer, c.fp8.saved_input_bytes, c.moe_load);
+  if (offload.moved > 0) {
+    const double copy_s = offload.moved / c.cluster.gpu.host_link_bandwidth_bytes_per_s;
+    L.offload_forward_s = std::max(0.0, copy_s - (L.forward_compute_s + L.tp_forward_s + L.cp_forward_s + L.ep_forward_s));
+    L.offload_backward_s =
+        std::max(0.0, copy_s - (L.backward_compute_s + L.tp_backward_s + L.cp_backward_s + L.ep_backward_s));
+    L.forward_compute_s += L.offload_forward_s;
+    L.backward_compute_s += L.offload_backward_s;
+    L.offload_working_bytes = 2 * offload.freed;
+  }
   return L;
 }
 

@@ -106,6 +106,86 @@ double moe_block_bytes(const ModelSpec& m, const ParallelConfig& p, double token
 
 }  // namespace
 
+// Megatron-Core's fine-grained activation offloading (pipeline_parallel/fine_grained_activation_
+// offload.py at d98e8a64): a saved-tensors hook around each listed module moves every tensor the
+// module saves for its backward, of at least min_offloaded_tensor_size elements (1,048,576 by
+// default), to pinned host memory after the module's forward, on a side stream, and brings it back
+// before the module's backward. Per module, the tensors it saves as this file counts them (T tokens
+// of the micro-batch shard, sp = tp under sequence parallelism, b = 2, lin = the linear inputs'
+// bytes, R routed rows, fe expert FFN width per expert-TP rank):
+//   attn_norm   the input norm's input          b·T·h/sp    (MLA only: standard attention's norm
+//                                                            is fused into the QKV linear)
+//   qkv_linear  standard: the fused norm's input and the QKV input   (b + lin)·T·h/sp
+//               MLA: the down-projections' input (unless layernorm is recomputed) lin·T·h/sp, and
+//               the latent vectors lin·T·(q_lora + kv_lora + rope)/sp
+//   core_attn   Q, K, V (each its own tensor); nothing when core_attn is recomputed (attention.py
+//               runs the checkpointed path without the offload context) or MLA's up-projections
+//               are (Q, K, V are then dropped anyway)
+//   attn_proj   the projection's input             lin·T·heads/t·v
+//   mlp_norm    the pre-MLP norm's input          b·T·h/sp    (MoE layers: dense MLPs fuse it)
+//   expert_fc1  the permuted expert inputs         lin·R·h     (moved in BF16 unless MXFP8:
+//               experts.py set_save_original_input keeps the unquantized input for the offload)
+//   moe_act     the experts' fc1 output(s)          b·gate·R·fe
+// (expert modules: nothing when the whole moe module is recomputed.)
+OffloadBytes layer_offload_bytes(const ModelSpec& m, const TrainingSpec& training, const ParallelConfig& p,
+                                 bool moe_layer, double linear_input_bytes, double moe_load) {
+  OffloadBytes out;
+  if (p.offload_modules == 0) return out;
+  const double b = cost_detail::kActivationBytes, lin = linear_input_bytes;
+  const double t = p.tp, sp_div = p.sequence_parallel ? t : 1, h = m.hidden_size;
+  const double tokens = static_cast<double>(p.mbs) * training.seq_len / p.cp;
+  const double heads_local = m.num_attention_heads / t;
+  // One saved tensor of `elements` kept at `bytes` each on the GPU and moved at `moved_bytes`.
+  auto tensor = [&](double elements, double bytes, double moved_bytes) {
+    if (elements < kMinOffloadedTensorElements) return;
+    out.freed += elements * bytes;
+    out.moved += elements * moved_bytes;
+  };
+  auto tensor_kept = [&](double elements, double bytes) { tensor(elements, bytes, bytes); };
+  const double shard = tokens * h / sp_div;
+  if (p.offloads(OffloadModule::kAttnNorm) && m.mla) tensor_kept(shard, b);
+  if (p.offloads(OffloadModule::kQkvLinear)) {
+    if (m.mla) {
+      const MlaSpec& a = *m.mla;
+      if (!p.recomputes(RecomputeModule::kLayernorm)) tensor_kept(shard, lin);
+      tensor_kept(tokens * (a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim) / sp_div, lin);
+    } else {
+      tensor_kept(shard, b);
+      tensor_kept(shard, lin);
+    }
+  }
+  if (p.offloads(OffloadModule::kCoreAttn) && !p.recomputes(RecomputeModule::kCoreAttn)) {
+    if (m.mla && !p.recomputes(RecomputeModule::kMlaUpProj)) {
+      const MlaSpec& a = *m.mla;
+      const double qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
+      tensor_kept(tokens * heads_local * qk, b);  // Q
+      tensor_kept(tokens * heads_local * qk, b);  // K
+      tensor_kept(tokens * heads_local * a.v_head_dim, b);  // V
+    } else if (!m.mla) {
+      const double kv_local = std::max(1.0, m.kv_heads() / t);
+      tensor_kept(tokens * heads_local * m.head_size(), b);
+      tensor_kept(tokens * kv_local * m.head_size(), b);
+      tensor_kept(tokens * kv_local * m.head_size(), b);
+    }
+  }
+  const double v_dim = m.mla ? m.mla->v_head_dim : m.head_size();
+  if (p.offloads(OffloadModule::kAttnProj)) tensor_kept(tokens * heads_local * v_dim, lin);
+  if (!moe_layer) return out;
+  if (p.offloads(OffloadModule::kMlpNorm)) tensor_kept(shard, b);
+  if (p.recomputes(RecomputeModule::kMoe)) return out;
+  const MoeSpec& e = *m.moe;
+  const double gate = m.gated_mlp ? 2 : 1;
+  const double routed_rows = tokens * e.top_k * p.expert_tp() / t * moe_load;
+  const double fe_local = e.expert_ffn_hidden_size / p.expert_tp();
+  if (p.offloads(OffloadModule::kExpertFc1)) {
+    const bool original_input = training.precision == Precision::kFP8 && training.fp8_recipe != Fp8Recipe::kMxfp8;
+    tensor(routed_rows * h, lin, original_input ? b : lin);
+  }
+  if (p.offloads(OffloadModule::kMoeAct))
+    for (int g = 0; g < static_cast<int>(gate); ++g) tensor_kept(routed_rows * fe_local, b);
+  return out;
+}
+
 double layer_activation_bytes(const ModelSpec& m, const TrainingSpec& training, const ParallelConfig& p,
                               bool moe_layer, double linear_input_bytes, double moe_load) {
   // Korthikanti et al. 2022, Sec. 4.1, per layer, bytes, s·b = tokens, 16-bit activations:
@@ -162,7 +242,7 @@ double layer_activation_bytes(const ModelSpec& m, const TrainingSpec& training, 
   if (p.recompute == RecomputeMode::kSelective && training.per_op_selective_recompute && !moe_layer)
     return torchtitan_selective_bytes(m, p, tokens, qk_dim, v_dim);
   sharded += moe_layer ? moe_block_bytes(m, p, tokens, lin, moe_load) : dense_mlp_bytes(m, p, tokens, lin);
-  return replicated / sp_div + sharded;
+  return replicated / sp_div + sharded - layer_offload_bytes(m, training, p, moe_layer, lin, moe_load).freed;
 }
 
 namespace cost_detail {

@@ -292,10 +292,12 @@ struct StageCostModel::Impl {
     if (recomputed > 0)
       part.recompute_bytes = std::max(rc_dense > 0 ? dense.activation_bytes + 2 * dense.input_bytes : 0,
                                       rc_moe > 0 ? moe.activation_bytes + 2 * moe.input_bytes : 0);
-    // Selective recompute re-creates the dropped tensors of one layer at a time in its backward.
-    if (p.recompute == RecomputeMode::kSelective)
-      part.recompute_bytes = std::max({part.recompute_bytes, n_dense > 0 ? dense.selective_working_bytes : 0,
-                                       n_moe > 0 ? moe.selective_working_bytes : 0});
+    // Selective recompute re-creates the dropped tensors of one layer at a time in its backward;
+    // activation offload brings them back one layer (and the next, prefetched) at a time.
+    auto working = [](const LayerCost& layer) { return layer.selective_working_bytes + layer.offload_working_bytes; };
+    if (p.recompute == RecomputeMode::kSelective || p.offload_modules != 0)
+      part.recompute_bytes =
+          std::max({part.recompute_bytes, n_dense > 0 ? working(dense) : 0, n_moe > 0 ? working(moe) : 0});
     return part;
   }
 

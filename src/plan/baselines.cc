@@ -102,6 +102,7 @@ Baseline expert_baseline(const ModelSpec& model, const ClusterSpec& cluster, con
     if (training.global_batch % dp != 0) continue;
     ParallelConfig c = options.base;
     c.recompute_modules = kDefaultRecomputeModules;  // no selective recompute here
+    c.offload_modules = 0;                            // nor activation offload
     c.dp = dp;
     c.tp = tp;
     c.pp = pp;
@@ -154,6 +155,7 @@ Baseline three_axis_baseline(const ModelSpec& model, const ClusterSpec& cluster,
       if ((gpus / tp) % pp != 0) continue;
       ParallelConfig c = options.base;
       c.recompute_modules = kDefaultRecomputeModules;  // full recompute: no module list
+      c.offload_modules = 0;                            // and nothing to offload
       c.dp = gpus / (tp * pp);
       c.tp = tp;
       c.pp = pp;

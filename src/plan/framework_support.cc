@@ -327,6 +327,15 @@ void torchtitan(const Input& in, Verdict& v) {
                            fmt::join(recompute_module_names(c.recompute_modules), "+"));
       }))
     return;
+  // torchtitan v0.2.2 offloads FSDP parameters and optimizer state (--training.enable_cpu_offload),
+  // not activations: its activation_checkpoint section has modes and a memory budget only
+  // (data/frameworks/torchtitan.json; our reading, not a rule of torchtitan-rules.md).
+  if (c.offload_modules != 0 && v.refuse([&] {
+        return fmt::format("offload_modules={}: torchtitan has no activation offload (its --training.enable_cpu_offload "
+                           "moves FSDP parameters and optimizer state)",
+                           offload_modules_text(c.offload_modules));
+      }))
+    return;
   // Expert-parallel communication overlap exists only with the DualPipeV schedule (T4.6), which
   // paratune does not model.
   if (c.dispatcher == MoeDispatcher::kDeepEP && c.expert_tp() != 1 && v.refuse([&] {
@@ -454,6 +463,14 @@ void deepspeed(const Input& in, Verdict& v) {
         return fmt::format("recompute_modules={}: DeepSpeed (Megatron-DeepSpeed's --recompute-granularity "
                            "selective) recomputes core attention only; it has no --recompute-modules (D7)",
                            fmt::join(recompute_module_names(c.recompute_modules), "+"));
+      }))
+    return;
+  // DeepSpeed's activation_checkpointing.cpu_checkpointing moves the checkpoints of full recompute to
+  // the host (D7): not per module, and paratune does not model it.
+  if (c.offload_modules != 0 && v.refuse([&] {
+        return fmt::format("offload_modules={}: DeepSpeed has no per-module activation offload (its "
+                           "activation_checkpointing.cpu_checkpointing moves full recompute's checkpoints, D7)",
+                           offload_modules_text(c.offload_modules));
       }))
     return;
   // EP comes out of data parallelism only: ep divides dp; expert-TP is on (= tp) or off (D6.3).

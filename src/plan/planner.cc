@@ -555,6 +555,7 @@ void check_base_is_not_searched(const ParallelConfig& base) {
   check(searched, base.grad_sync != d.grad_sync, "grad_sync", to_string(base.grad_sync));
   check(searched, base.ep_overlap != d.ep_overlap, "ep_overlap", base.ep_overlap);
   check(searched, base.dispatcher != d.dispatcher, "dispatcher", to_string(base.dispatcher));
+  check(searched, base.offload_modules != d.offload_modules, "offload", "true");
   check(chosen, base.recompute_layers != d.recompute_layers, "recompute_layers", base.recompute_layers);
   check(chosen, !base.stage_recompute_layers.empty(), "recompute_layers",
         fmt::format("{}", fmt::join(base.stage_recompute_layers, "/")));
@@ -607,6 +608,15 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
                             options.base.account_embedding, options.base.account_loss));
   check_base_is_not_searched(options.base);
   validate(model, training);
+  // Activation offload needs the GPU's host-link bandwidth (resolve refuses it without): a GPU that
+  // does not state it is searched without offload, unless offload is all the space allows.
+  if (cluster.gpu.host_link_bandwidth_bytes_per_s <= 0) {
+    if (!options.space.permits(Axis::kOffload, 0))
+      throw Error(fmt::format("offload: the GPU '{}' has no host_link_bandwidth (its link to host memory), so "
+                              "activation offload cannot be planned; give it in the cluster file's gpu object",
+                              cluster.gpu.name));
+    options.space.rule(Axis::kOffload).allowed = {0};
+  }
   // The base's recompute_modules are those of the selective candidates (space.cc, to_config): a set
   // this model cannot recompute is an error here, not every selective candidate silently dropped.
   if (options.base.recompute_modules != kDefaultRecomputeModules) {

@@ -61,7 +61,8 @@ int grad_sync_rank(GradSync g) {
 auto keys(const ParallelConfig& c) {
   return std::make_tuple(axes_in_use(c), c.cp, c.pp, c.vpp, c.ep, c.zero, optimizer_replicas(c),
                          static_cast<int>(c.recompute), recomputed_layers(c),
-                         c.recompute == RecomputeMode::kSelective ? std::popcount(c.recompute_modules) : 0, c.ep_overlap,
+                         c.recompute == RecomputeMode::kSelective ? std::popcount(c.recompute_modules) : 0,
+                         std::popcount(c.offload_modules), c.ep_overlap,
                          static_cast<int>(c.dispatcher), c.tp,
                          c.expert_tp() != c.tp, c.expert_tp(), c.sequence_parallel, schedule_rank(c.schedule),
                          !even_stages(c), grad_sync_rank(c.grad_sync), c.mbs, !c.overlap_grad_reduce,

@@ -13,11 +13,11 @@ namespace {
 
 constexpr std::array<std::string_view, kAxisCount> kAxisNames{
     "dp", "tp", "pp", "cp", "ep", "etp", "mbs", "vpp", "zero", "op", "sp", "schedule", "recompute", "grad_sync",
-    "ep_overlap", "dispatcher"};
+    "ep_overlap", "dispatcher", "offload"};
 
 bool is_enum_axis(Axis axis) {
   return axis == Axis::kSequenceParallel || axis == Axis::kSchedule || axis == Axis::kRecompute ||
-         axis == Axis::kGradSync || axis == Axis::kEpOverlap || axis == Axis::kDispatcher;
+         axis == Axis::kGradSync || axis == Axis::kEpOverlap || axis == Axis::kDispatcher || axis == Axis::kOffload;
 }
 
 Axis parse_axis(std::string_view key, std::string_view flag) {
@@ -33,6 +33,7 @@ int parse_value(Axis axis, std::string_view text, std::string_view flag) {
     switch (axis) {
       case Axis::kSequenceParallel:
       case Axis::kEpOverlap:
+      case Axis::kOffload:
         if (text == "true" || text == "1" || text == "on") return 1;
         if (text == "false" || text == "0" || text == "off") return 0;
         throw Error(fmt::format("'{}' is not a boolean (true/false)", text));
@@ -145,6 +146,7 @@ ParallelConfig to_config(const Candidate& c, const ParallelConfig& base) {
   // recompute=selective).
   if (c.recompute != RecomputeMode::kSelective) p.recompute_modules = kDefaultRecomputeModules;
   else if (c.recompute_modules != 0) p.recompute_modules = c.recompute_modules;
+  p.offload_modules = c.offload_modules;
   p.recompute_layers = -1;
   p.stage_recompute_layers.clear();
   p.stage_layers.clear();
@@ -157,6 +159,11 @@ unsigned memory_saving_modules(const ModelSpec& model, const TrainingSpec& train
   if (model.moe) modules |= recompute_module_bit(RecomputeModule::kMoeAct);
   if (model.mla) modules |= recompute_module_bit(RecomputeModule::kMlaUpProj);
   return modules;
+}
+
+unsigned offload_saving_modules(const TrainingSpec& training) {
+  if (training.per_op_selective_recompute) return 0;
+  return offload_module_bit(OffloadModule::kCoreAttn) | offload_module_bit(OffloadModule::kAttnProj);
 }
 
 std::vector<int> divisors(int n) {
@@ -192,6 +199,29 @@ std::vector<MeshShape> mesh_shapes(const ModelSpec& model, const ClusterSpec& cl
 }
 
 namespace {
+
+// One way a layer shape saves activation memory: recompute modules (with recompute=selective; 0 =
+// the base's) and activation offload (0 = none).
+struct MemorySaving {
+  std::uint8_t recompute_modules = 0;
+  std::uint8_t offload_modules = 0;
+};
+
+// The memory savers searched under one recompute mode: none or the base's modules; with
+// selective, the memory-saving set (memory_saving_modules); and the offload setting (one per model,
+// offload_saving_modules): recompute=none with offload for a model without a memory-saving set,
+// else that set less core_attn (a recomputed core attention bypasses the offload) with offload.
+std::vector<MemorySaving> memory_settings(RecomputeMode rc, unsigned saving_modules, unsigned offload_set) {
+  const auto bits = [](unsigned set) { return static_cast<std::uint8_t>(set); };
+  std::vector<MemorySaving> out{MemorySaving{}};
+  if (rc == RecomputeMode::kNone && offload_set != 0 && saving_modules == 0) out.push_back({0, bits(offload_set)});
+  if (rc == RecomputeMode::kSelective && saving_modules != 0) {
+    out.push_back({bits(saving_modules), 0});
+    if (offload_set != 0)
+      out.push_back({bits(saving_modules & ~recompute_module_bit(RecomputeModule::kCoreAttn)), bits(offload_set)});
+  }
+  return out;
+}
 
 // The members of one layer-shape group: every ZeRO stage and sharding degree, schedule and vpp (and
 // Megatron's embedding/loss split) that resolve accepts with the group's other axes. `visit`
@@ -308,6 +338,7 @@ void enumerate_groups(const ModelSpec& model, const TrainingSpec& training, cons
   c.cp = cp;
   const MemberDivisors member_divisors(model, dp, pp);
   const unsigned saving_modules = memory_saving_modules(model, training);
+  const unsigned offload_set = offload_saving_modules(training);
   // The axes inside a layer shape's recompute setting: expert overlap and dispatcher; each
   // combination is one group, whose first member stands for it (its configuration is valid).
   auto visit_expert_variants = [&] {
@@ -346,10 +377,10 @@ void enumerate_groups(const ModelSpec& model, const TrainingSpec& training, cons
           for (RecomputeMode rc : {RecomputeMode::kNone, RecomputeMode::kSelective, RecomputeMode::kFull}) {
             if (!space.permits(Axis::kRecompute, static_cast<int>(rc))) continue;
             c.recompute = rc;
-            // Selective: the base's modules, then the memory-saving set where the model has one.
-            const int module_sets = rc == RecomputeMode::kSelective && saving_modules != 0 ? 2 : 1;
-            for (int set = 0; set < module_sets; ++set) {
-              c.recompute_modules = static_cast<std::uint8_t>(set == 0 ? 0 : saving_modules);
+            for (const MemorySaving& saving : memory_settings(rc, saving_modules, offload_set)) {
+              if (!space.permits(Axis::kOffload, saving.offload_modules != 0 ? 1 : 0)) continue;
+              c.recompute_modules = saving.recompute_modules;
+              c.offload_modules = saving.offload_modules;
               visit_expert_variants();
             }
           }

@@ -35,6 +35,7 @@ std::optional<int> value_of(const Candidate& c, Axis axis) {
     case Axis::kRecompute: return static_cast<int>(c.recompute);
     case Axis::kEpOverlap: return c.ep_overlap;
     case Axis::kDispatcher: return static_cast<int>(c.dispatcher);
+    case Axis::kOffload: return c.offload_modules != 0 ? 1 : 0;
     case Axis::kGradSync: return std::nullopt;
   }
   return std::nullopt;
@@ -44,7 +45,8 @@ std::optional<int> value_of(const Candidate& c, Axis axis) {
 std::string value_text(Axis axis, int value) {
   switch (axis) {
     case Axis::kSequenceParallel:
-    case Axis::kEpOverlap: return value != 0 ? "true" : "false";
+    case Axis::kEpOverlap:
+    case Axis::kOffload: return value != 0 ? "true" : "false";
     case Axis::kSchedule: return to_string(static_cast<Schedule>(value));
     case Axis::kRecompute: return to_string(static_cast<RecomputeMode>(value));
     case Axis::kDispatcher: return to_string(static_cast<MoeDispatcher>(value));

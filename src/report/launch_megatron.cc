@@ -256,7 +256,14 @@ LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, c
     // (the empty set cannot be: plan/framework_support.cc refuses it).
     if (p.recompute_modules != kDefaultRecomputeModules)
       arg(fmt::format("--recompute-modules {}", fmt::join(recompute_module_names(p.recompute_modules), " ")));
-  } else if (p.recompute == RecomputeMode::kFull) {
+  }
+  // Activation offload (R19.8; module names as Megatron-Core's, plan/framework_support.cc admits
+  // the set). Transformer Engine >= 2.10 must be told not to offload weights (environment below).
+  if (p.offload_modules != 0) {
+    arg("--fine-grained-activation-offloading");
+    arg(fmt::format("--offload-modules {}", fmt::join(offload_module_names(p.offload_modules), " ")));
+  }
+  if (p.recompute == RecomputeMode::kFull) {
     const std::vector<int> recomputed = recomputed_layers_per_stage(p);
     arg("--recompute-granularity full");
     if (recomputed == p.stage_layers) {
@@ -300,6 +307,9 @@ LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, c
   else if ((p.tp > 1 || p.cp > 1) && !blackwell)
     environment.emplace_back("export CUDA_DEVICE_MAX_CONNECTIONS=1  # tp or cp > 1 before Blackwell (R6.1)");
 
+  if (p.offload_modules != 0)
+    environment.emplace_back("export NVTE_CPU_OFFLOAD_V1=1  # activation offload with Transformer Engine >= 2.10 (R19.8)");
+
   for (std::string& a : megatron_model_args(model, training)) args.push_back(std::move(a));
   for (std::string& a : megatron_training_args()) args.push_back(std::move(a));
   // Every flag exists at the version with its type, choices and arity: else an emitter bug.
@@ -313,6 +323,7 @@ LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, c
     return e.rfind("export CUDA_DEVICE_MAX_CONNECTIONS=1", 0) == 0;
   });
   if (connections_set) env["CUDA_DEVICE_MAX_CONNECTIONS"] = "1";
+  if (p.offload_modules != 0) env["NVTE_CPU_OFFLOAD_V1"] = "1";
   std::vector<std::string> violations = check_megatron_rules(args, p.num_gpus(), env);
   if (blackwell)
     std::erase_if(violations, [](const std::string& v) { return v.rfind("R6.1", 0) == 0; });

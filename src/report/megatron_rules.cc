@@ -489,6 +489,31 @@ std::vector<std::string> check_megatron_rules(const std::vector<std::string>& ar
     if (fp8 && a.str("--fp8-recipe", "delayed") == "delayed" && (module_has("moe_act") || module_has("layernorm")))
       add("R19.4: the delayed FP8 recipe cannot recompute moe_act or layernorm");
   }
+  // R19.8: fine-grained activation offloading.
+  const std::vector<std::string> offloaded = a.values("--offload-modules");
+  const auto offloads = [&offloaded](const char* m) {
+    return std::find(offloaded.begin(), offloaded.end(), m) != offloaded.end();
+  };
+  if (a.has("--fine-grained-activation-offloading")) {
+    static const std::set<std::string> allowed{"attn_norm",  "qkv_linear", "core_attn", "attn_proj",      "mlp_norm",
+                                               "expert_fc1", "moe_act",    "gdp_qkv",   "fused_group_mlp"};
+    if (offloaded.empty()) add("R19.8: --fine-grained-activation-offloading needs --offload-modules");
+    for (const auto& m : offloaded)
+      if (!allowed.contains(m)) add(fmt::format("R19.8: '{}' is not an offload module", m));
+    if (a.num("--cpu-offloading-num-layers", 0) > 0)
+      add("R19.8: --fine-grained-activation-offloading excludes --cpu-offloading-num-layers");
+    if (offloads("attn_proj") && !offloads("core_attn")) add("R19.8: offload module attn_proj needs core_attn");
+    if (granularity == "selective" && a.has("--recompute-modules") && module_has("moe") &&
+        (offloads("expert_fc1") || offloads("moe_act") || offloads("fused_group_mlp")))
+      add("R19.8: offload modules inside the MoE layer exclude the moe recompute module");
+    if (a.str("--transformer-impl", "transformer_engine") != "transformer_engine")
+      add("R19.8: --fine-grained-activation-offloading needs --transformer-impl transformer_engine");
+    const auto te_env = environment.find("NVTE_CPU_OFFLOAD_V1");
+    if (te_env == environment.end() || te_env->second != "1")
+      add("R19.8: --fine-grained-activation-offloading with Transformer Engine >= 2.10 needs NVTE_CPU_OFFLOAD_V1=1");
+  } else if (!offloaded.empty()) {
+    add("R19.8: --offload-modules takes effect only with --fine-grained-activation-offloading");
+  }
   if (a.has("--distribute-saved-activations")) {
     if (tp <= 1 || granularity != "full" || !has_method)
       add("R19.6: --distribute-saved-activations needs tp > 1, full granularity and a recompute method");

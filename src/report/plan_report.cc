@@ -158,6 +158,7 @@ std::string compact_config(const ParallelConfig& c) {
   if (c.recompute == RecomputeMode::kSelective) out += " rc=sel";
   if (c.recompute == RecomputeMode::kSelective && c.recompute_modules != kDefaultRecomputeModules)
     out += fmt::format("({})", fmt::join(recompute_module_names(c.recompute_modules), "+"));
+  if (c.offload_modules != 0) out += " offload=" + offload_modules_text(c.offload_modules);
   if (c.recompute == RecomputeMode::kFull)
     out += !c.stage_recompute_layers.empty() ? fmt::format(" rc={}", fmt::join(c.stage_recompute_layers, "/"))
                                              : " rc=full";

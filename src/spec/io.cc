@@ -121,7 +121,7 @@ const std::vector<std::string> kClusterKeys{"name", "gpu", "nodes", "gpus_per_no
                                             "rail_optimized", "gpu_power_limit_w"};
 const std::vector<std::string> kGpuKeys{"name",          "memory",        "peak_bf16_tflops", "peak_fp16_tflops",
                                         "peak_fp8_tflops", "peak_fp32_tflops", "hbm_bandwidth", "board_power_w",
-                                        "power_limit_w"};
+                                        "power_limit_w", "host_link_bandwidth"};
 
 // Fills the "0 means derived" fields so every later stage sees complete numbers. Only 0: a negative
 // value stays, for validate() to refuse.
@@ -423,6 +423,7 @@ GpuSpec gpu_from_json(const json& doc, std::string_view source) {
   g.peak_fp8_flops_per_s = r.get_double("peak_fp8_tflops", 0) * 1e12;
   g.peak_fp32_flops_per_s = r.get_double("peak_fp32_tflops", 0) * 1e12;
   g.hbm_bandwidth_bytes_per_s = r.get_quantity("hbm_bandwidth", 0, units::parse_bandwidth);
+  g.host_link_bandwidth_bytes_per_s = r.get_quantity("host_link_bandwidth", 0, units::parse_bandwidth);
   g.board_power_w = r.get_double("board_power_w", 0);
   g.power_limit_w = r.get_double("power_limit_w", 0);
   r.finish();
@@ -590,6 +591,7 @@ json to_json(const GpuSpec& g) {
           {"peak_fp8_tflops", g.peak_fp8_flops_per_s / 1e12},
           {"peak_fp32_tflops", g.peak_fp32_flops_per_s / 1e12},
           {"hbm_bandwidth", g.hbm_bandwidth_bytes_per_s},
+          {"host_link_bandwidth", g.host_link_bandwidth_bytes_per_s},
           {"board_power_w", g.board_power_w},
           {"power_limit_w", g.power_limit_w}};
 }
@@ -640,6 +642,7 @@ json to_json(const ParallelConfig& c) {
           // Only selective recompute recomputes modules; [] under recompute=selective is "none".
           {"recompute_modules", c.recompute == RecomputeMode::kSelective ? recompute_module_names(c.recompute_modules)
                                                                          : std::vector<std::string>{}},
+          {"offload_modules", offload_module_names(c.offload_modules)},
           {"stage_recompute_layers", c.stage_recompute_layers},
           {"stage_layers", c.stage_layers},
           {"schedule", to_string(c.schedule)},

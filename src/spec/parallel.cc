@@ -17,7 +17,7 @@ const std::vector<std::string>& config_keys() {
   static const std::vector<std::string> keys{
       "dp",        "tp",        "pp",        "vpp",   "cp",           "ep",
       "etp",       "mbs",       "sp",        "zero",  "op",           "recompute",
-      "recompute_layers", "recompute_modules", "stage_layers", "schedule", "grad_sync", "overlap_grad_reduce",
+      "recompute_layers", "recompute_modules", "offload_modules", "stage_layers", "schedule", "grad_sync", "overlap_grad_reduce",
       "overlap_param_gather", "tp_comm_overlap", "overlap_p2p", "ep_overlap", "dispatcher", "account_embedding",
       "account_loss", "layout"};
   return keys;
@@ -60,10 +60,12 @@ std::vector<int> parse_int_list(std::string_view key, std::string_view value) {
 }
 
 // "core_attn+moe_act": module names joined by '+' (',' separates the config's keys; Megatron-LM's
-// own flag takes them space-separated). "none" (or nothing) is the empty set, which Megatron-Core
-// accepts as selective recompute of nothing (Megatron-Bridge skills/nemo-mbridge-perf-activation-
-// recompute/SKILL.md: "an empty list is accepted as an explicit control").
-unsigned parse_recompute_modules(std::string_view value) {
+// own flags take them space-separated), for recompute_modules and offload_modules alike. "none" (or
+// nothing) is the empty set, which Megatron-Core accepts as selective recompute of nothing
+// (Megatron-Bridge skills/nemo-mbridge-perf-activation-recompute/SKILL.md: "an empty list is
+// accepted as an explicit control").
+template <typename Module>
+unsigned parse_module_set(std::string_view value) {
   unsigned out = 0;
   if (value.empty() || value == "none") return out;
   std::size_t start = 0;
@@ -71,18 +73,31 @@ unsigned parse_recompute_modules(std::string_view value) {
     std::size_t end = value.find('+', start);
     if (end == std::string_view::npos) end = value.size();
     const std::string_view name = trim(value.substr(start, end - start));
-    const unsigned bit = recompute_module_bit(parse_enum<RecomputeModule>(name));
-    if ((out & bit) != 0) throw Error(fmt::format("recompute_modules: '{}' is named twice in '{}'", name, value));
+    const unsigned bit = 1u << static_cast<unsigned>(parse_enum<Module>(name));
+    if ((out & bit) != 0)
+      throw Error(fmt::format("{}: '{}' is named twice in '{}'", EnumNames<Module>::kWhat, name, value));
     out |= bit;
     start = end + 1;
   }
   return out;
 }
 
-std::string recompute_modules_text(unsigned modules) {
-  const std::vector<std::string> names = recompute_module_names(modules);
+// The names of a module set, in the enum's (Megatron-Core's) order.
+template <typename Module>
+std::vector<std::string> module_set_names(unsigned modules) {
+  std::vector<std::string> out;
+  for (const auto& [module, name] : EnumNames<Module>::kTable)
+    if ((modules & (1u << static_cast<unsigned>(module))) != 0) out.emplace_back(name);
+  return out;
+}
+
+template <typename Module>
+std::string module_set_text(unsigned modules) {
+  const std::vector<std::string> names = module_set_names<Module>(modules);
   return names.empty() ? "none" : fmt::format("{}", fmt::join(names, "+"));
 }
+
+std::string recompute_modules_text(unsigned modules) { return module_set_text<RecomputeModule>(modules); }
 
 // The most symbols a layout may expand to: Llama-3.1-405B's 126 layers on 16 x 8 stages are a few
 // hundred; the cap stops "t*2000000000" before it allocates.
@@ -154,12 +169,9 @@ class LayoutExpander {
 
 }  // namespace
 
-std::vector<std::string> recompute_module_names(unsigned modules) {
-  std::vector<std::string> out;
-  for (const auto& [module, name] : EnumNames<RecomputeModule>::kTable)
-    if ((modules & recompute_module_bit(module)) != 0) out.emplace_back(name);
-  return out;
-}
+std::vector<std::string> recompute_module_names(unsigned modules) { return module_set_names<RecomputeModule>(modules); }
+std::vector<std::string> offload_module_names(unsigned modules) { return module_set_names<OffloadModule>(modules); }
+std::string offload_modules_text(unsigned modules) { return module_set_text<OffloadModule>(modules); }
 
 // Megatron-Core's rules for --recompute-modules (Megatron-Bridge skills/nemo-mbridge-perf-activation-
 // recompute/SKILL.md, "Compatibility and Validation"; data/frameworks/megatron-lm-rules.md R19.4):
@@ -195,6 +207,41 @@ void check_recompute_modules(const ParallelConfig& c, const ModelSpec& model, co
     throw Error(fmt::format("recompute_modules={}: per_op_selective_recompute (torchtitan's op-level selective "
                             "checkpointing) has no module list; only Megatron-Core's selective recompute does",
                             text));
+}
+
+void check_offload_modules(const ParallelConfig& c, const ModelSpec& model, const ClusterSpec& cluster,
+                           const TrainingSpec& training) {
+  const unsigned m = c.offload_modules;
+  if (m == 0) return;
+  const std::string text = offload_modules_text(m);
+  auto fail = [&](std::string_view rule) { throw Error(fmt::format("offload_modules={}: {}", text, rule)); };
+  auto has = [m](OffloadModule x) { return (m & offload_module_bit(x)) != 0; };
+  if (c.recompute == RecomputeMode::kFull)
+    fail("recompute=full keeps only each layer's input, which it recomputes from; there is nothing to offload");
+  if (training.per_op_selective_recompute)
+    fail("activation offload is Megatron-Core's (--fine-grained-activation-offloading); per_op_selective_recompute "
+         "is torchtitan's checkpointing");
+  if (has(OffloadModule::kAttnProj) && !has(OffloadModule::kCoreAttn))
+    fail("attn_proj needs core_attn too (Megatron-LM: the projection's input is core attention's output, which "
+         "core_attn.backward() needs)");
+  if (has(OffloadModule::kCoreAttn) && !has(OffloadModule::kAttnProj) && c.recomputes(RecomputeModule::kCoreAttn))
+    fail("core_attn is recomputed (recompute_modules), and Megatron-Core runs a checkpointed core attention without "
+         "the offload: it would offload nothing");
+  if (has(OffloadModule::kAttnNorm) && !model.mla)
+    fail(fmt::format("attn_norm: '{}' uses standard attention, whose input norm Megatron-Core fuses into the QKV "
+                     "linear (no norm module of its own to offload; offload qkv_linear)",
+                     model.name));
+  for (const OffloadModule x : {OffloadModule::kMlpNorm, OffloadModule::kExpertFc1, OffloadModule::kMoeAct})
+    if (has(x) && !model.moe)
+      fail(fmt::format("{} offloads part of the MoE layers; '{}' is dense (a dense MLP fuses its norm into fc1)",
+                       to_string(x), model.name));
+  if ((has(OffloadModule::kExpertFc1) || has(OffloadModule::kMoeAct)) && c.recomputes(RecomputeModule::kMoe))
+    fail("the moe module is recomputed whole, so nothing inside it is saved to offload (Megatron-LM refuses "
+         "expert_fc1 and moe_act with --recompute-modules moe)");
+  if (cluster.gpu.host_link_bandwidth_bytes_per_s <= 0)
+    fail(fmt::format("the GPU '{}' has no host_link_bandwidth (its link to host memory, e.g. \"50GB/s\" for PCIe "
+                     "5.0 x16); give it in the cluster file's gpu object",
+                     cluster.gpu.name));
 }
 
 std::vector<LayoutStage> parse_pipeline_layout(std::string_view text) {
@@ -311,7 +358,8 @@ ParallelConfig parse_parallel_config(std::string_view text, ParallelConfig c) {
         c.stage_recompute_layers.clear();
       }
     }
-    else if (key == "recompute_modules") c.recompute_modules = parse_recompute_modules(value);
+    else if (key == "recompute_modules") c.recompute_modules = parse_module_set<RecomputeModule>(value);
+    else if (key == "offload_modules") c.offload_modules = parse_module_set<OffloadModule>(value);
     else if (key == "stage_layers") c.stage_layers = parse_int_list(key, value);
     else if (key == "schedule") c.schedule = parse_enum<Schedule>(value);
     else if (key == "grad_sync") c.grad_sync = parse_enum<GradSync>(value);
@@ -343,6 +391,7 @@ std::string to_string(const ParallelConfig& c) {
     out += fmt::format(",recompute_layers={}", c.recompute_layers);
   if (c.recompute == RecomputeMode::kSelective && c.recompute_modules != kDefaultRecomputeModules)
     out += ",recompute_modules=" + recompute_modules_text(c.recompute_modules);
+  if (c.offload_modules != 0) out += ",offload_modules=" + offload_modules_text(c.offload_modules);
   if (c.account_embedding) out += ",account_embedding=true";
   if (c.account_loss) out += ",account_loss=true";
   if (!c.layout.empty())
@@ -650,6 +699,7 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model, con
                             "got ep={}",
                             to_string(c.dispatcher), c.ep));
   check_recompute_modules(c, model, training);
+  check_offload_modules(c, model, cluster, training);
   if (c.recompute_layers < -1)
     throw Error(fmt::format("recompute_layers={} must be >= 0, or -1 for every layer", c.recompute_layers));
   if (c.recompute != RecomputeMode::kFull && c.recompute_layers >= 0 && config.recompute_layers >= 0)

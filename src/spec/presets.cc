@@ -111,7 +111,7 @@ std::vector<ModelPreset> make_model_presets() {
 }
 
 GpuSpec gpu(std::string name, double memory_mib, double bf16_tflops, double fp16_tflops, double fp8_tflops,
-            double fp32_tflops, double hbm_gbps, double board_power_w = 0) {
+            double fp32_tflops, double hbm_gbps, double host_link_gbps, double board_power_w = 0) {
   return GpuSpec{.name = std::move(name),
                  .memory_bytes = memory_mib * kMiB,
                  .peak_bf16_flops_per_s = bf16_tflops * kTera,
@@ -119,6 +119,7 @@ GpuSpec gpu(std::string name, double memory_mib, double bf16_tflops, double fp16
                  .peak_fp8_flops_per_s = fp8_tflops * kTera,
                  .peak_fp32_flops_per_s = fp32_tflops * kTera,
                  .hbm_bandwidth_bytes_per_s = hbm_gbps * kGBps,
+                 .host_link_bandwidth_bytes_per_s = host_link_gbps * kGBps,
                  .board_power_w = board_power_w};
 }
 
@@ -151,6 +152,13 @@ GpuSpec gpu(std::string name, double memory_mib, double bf16_tflops, double fp16
 //   B200 and GB200 memory: the sources give no nvidia-smi total, so memory is the datasheet figure
 //   as GB x 1e9 bytes (180e9, 186e9). For H100/H200 the nvidia-smi total exceeds GB x 1e9 (H200:
 //   150.8e9 bytes for "141 GB"), so these two presets may understate usable memory by a few percent.
+// Host link (GPU <-> host memory, per direction; what activation offload moves over), assumed, not
+// measured: 0.8 of the link's per-direction rate after encoding, the share pinned copies commonly
+// reach (PCIe framing and flow control take the rest): PCIe 3.0 x16 15.8 GB/s -> 12.6 (V100 SXM2),
+// 4.0 x16 31.5 -> 25.2 (A100, RTX), 5.0 x16 63 -> 50.4 (H100, H800, H200, B200). GB200: NVLink-C2C,
+// 900 GB/s both directions between one Grace CPU and its two GPUs (dgxc-benchmarking README.md
+// @841f5466, "GB200 Reference Architecture"), so 225 GB/s per GPU per direction -> 180. A cluster
+// file's "host_link_bandwidth" replaces it (a measured figure is better).
 //   FP16 peaks equal BF16 on all of them (same tensor-core rate); FP32 (CUDA-core) peaks for B200 and
 //   GB200 are not in the sources read and are left 0: nothing GEMM-heavy uses them.
 std::vector<GpuSpec> make_gpu_presets() {
@@ -159,16 +167,16 @@ std::vector<GpuSpec> make_gpu_presets() {
     g.memory_bytes = gigabytes * 1e9;
     return g;
   };
-  return {gpu("v100-32gb", 32768, 0, 125, 0, 15.7, 900),
-          gpu("a100-40gb", 40960, 312, 312, 0, 19.5, 1555),
-          gpu("a100-80gb", 81920, 312, 312, 0, 19.5, 2039),
-          gpu("h100-sxm", 81559, 989.4, 989.4, 1978.9, 66.9, 3350, 700),
-          gpu("h800", 81559, 989.4, 989.4, 1978.9, 66.9, 3350, 700),
-          gpu("h200", 143771, 989.4, 989.4, 1978.9, 66.9, 4800, 700),
-          datasheet_gb(gpu("b200", 0, 2250, 2250, 4500, 0, 7700, 1000), 180),
-          datasheet_gb(gpu("gb200", 0, 2450, 2450, 4900, 0, 8000), 186),
-          gpu("rtx-a5000", 24564, 111.1, 111.1, 0, 27.8, 768),
-          gpu("rtx-3080", 10240, 59.5, 59.5, 0, 29.8, 760)};
+  return {gpu("v100-32gb", 32768, 0, 125, 0, 15.7, 900, 12.6),
+          gpu("a100-40gb", 40960, 312, 312, 0, 19.5, 1555, 25.2),
+          gpu("a100-80gb", 81920, 312, 312, 0, 19.5, 2039, 25.2),
+          gpu("h100-sxm", 81559, 989.4, 989.4, 1978.9, 66.9, 3350, 50.4, 700),
+          gpu("h800", 81559, 989.4, 989.4, 1978.9, 66.9, 3350, 50.4, 700),
+          gpu("h200", 143771, 989.4, 989.4, 1978.9, 66.9, 4800, 50.4, 700),
+          datasheet_gb(gpu("b200", 0, 2250, 2250, 4500, 0, 7700, 50.4, 1000), 180),
+          datasheet_gb(gpu("gb200", 0, 2450, 2450, 4900, 0, 8000, 180), 186),
+          gpu("rtx-a5000", 24564, 111.1, 111.1, 0, 27.8, 768, 25.2),
+          gpu("rtx-3080", 10240, 59.5, 59.5, 0, 29.8, 760, 25.2)};
 }
 
 ClusterPreset node(std::string name, const char* gpu_name, int gpus, double intra_gbps, double inter_gbps,

@@ -131,6 +131,9 @@ void validate(const GpuSpec& g) {
   require_finite_non_negative("gpu.peak_fp32_tflops", g.peak_fp32_flops_per_s / 1e12);
   if (g.peak_bf16_flops_per_s <= 0 && g.peak_fp16_flops_per_s <= 0)
     throw Error("gpu: needs at least one of peak_bf16_tflops, peak_fp16_tflops > 0");
+  require_finite_non_negative("gpu.host_link_bandwidth", g.host_link_bandwidth_bytes_per_s);
+  if (g.host_link_bandwidth_bytes_per_s > 0)
+    require_plausible("gpu.host_link_bandwidth", g.host_link_bandwidth_bytes_per_s, 1e9, 1e13, "B/s", "55GB/s");
   require_finite_non_negative("gpu.board_power_w", g.board_power_w);
   require_finite_non_negative("gpu.power_limit_w", g.power_limit_w);
   if (g.power_limit_w > 0) {

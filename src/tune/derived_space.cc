@@ -46,6 +46,7 @@ DerivedSpace derive_space(const ModelSpec& model, const ClusterSpec& cluster, co
   plan::SearchSpace searched = axes;
   searched.rule(plan::Axis::kEpOverlap).allowed = {0};
   searched.rule(plan::Axis::kDispatcher).allowed = {static_cast<int>(MoeDispatcher::kAllToAll)};
+  searched.rule(plan::Axis::kOffload).allowed = {0};
   for (const plan::MeshShape& mesh : plan::mesh_shapes(model, cluster, training, searched)) {
     plan::enumerate_mesh(
         model, training, searched, mesh, [](const plan::Candidate&) {},

@@ -116,6 +116,74 @@ TEST(ActivationMemory, RecomputeModulesOfAnMoeLayerByHand) {
   EXPECT_DOUBLE_EQ(bytes("recompute=selective,recompute_modules=mlp"), 26 * T * h + lse + router);
 }
 
+// Activation offload on the MoE layer above (T = 2048, h = 1024; every tensor named holds >= 2^20
+// elements, so each is offloaded), freed, in units of T·h:
+//   core_attn   Q, K, V 2·3                       6
+//   attn_proj   the projection's input 2          2
+//   qkv_linear  the fused norm's input + QKV input 4
+//   mlp_norm    the pre-MLP norm's input 2        2
+//   expert_fc1  permuted expert inputs 2·R·h      4
+//   moe_act     expert fc1 output 2·R·fe          2
+TEST(ActivationMemory, OffloadModulesOfAnMoeLayerByHand) {
+  ModelSpec m = ModelBuilder().hidden(1024).heads(16).build();
+  m.gated_mlp = false;
+  m.moe = MoeSpec{.num_experts = 8, .top_k = 2, .expert_ffn_hidden_size = 512, .num_shared_experts = 1};
+  const TrainingSpec t = testing::training(2048, 8);
+  const double T = 2048, h = 1024, lse = 4.0 * 16 * T, router = 32 * T;
+  auto bytes = [&](const char* config) { return layer_activation_bytes(m, t, parse_parallel_config(config), true); };
+  EXPECT_DOUBLE_EQ(bytes("offload_modules=core_attn"), 20 * T * h + lse + router);
+  EXPECT_DOUBLE_EQ(bytes("offload_modules=core_attn+attn_proj"), 18 * T * h + lse + router);
+  EXPECT_DOUBLE_EQ(bytes("offload_modules=qkv_linear"), 22 * T * h + lse + router);
+  EXPECT_DOUBLE_EQ(bytes("offload_modules=mlp_norm"), 24 * T * h + lse + router);
+  EXPECT_DOUBLE_EQ(bytes("offload_modules=expert_fc1"), 22 * T * h + lse + router);
+  EXPECT_DOUBLE_EQ(bytes("offload_modules=moe_act"), 24 * T * h + lse + router);
+  // A recomputed core attention runs without the offload: only attn_proj's input leaves.
+  EXPECT_DOUBLE_EQ(bytes("recompute=selective,offload_modules=core_attn+attn_proj"), 24 * T * h + lse + router);
+  // On a dense layer the expert modules and mlp_norm have nothing to move.
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, t, parse_parallel_config("offload_modules=core_attn+attn_proj"), false),
+                   layer_activation_bytes(m, t, ParallelConfig{}, false) - 8 * T * h);
+  // Tensors under Megatron's --min-offloaded-tensor-size (2^20 elements) stay: at T = 512, Q is
+  // 512 x 1024 = 2^19 elements.
+  const TrainingSpec short_seq = testing::training(512, 8);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, short_seq, parse_parallel_config("offload_modules=core_attn"), true),
+                   layer_activation_bytes(m, short_seq, ParallelConfig{}, true));
+  // FP8 (not MXFP8): the GPU kept the expert input's FP8 copy (1 byte), the offload moves the
+  // unquantized BF16 input (2 bytes; experts.py set_save_original_input).
+  TrainingSpec fp8 = t;
+  fp8.precision = Precision::kFP8;
+  fp8.fp8_recipe = Fp8Recipe::kTensorwise;
+  const OffloadBytes fc1 = layer_offload_bytes(m, fp8, parse_parallel_config("offload_modules=expert_fc1"), true, 1, 1);
+  EXPECT_DOUBLE_EQ(fc1.freed, 2 * T * h);
+  EXPECT_DOUBLE_EQ(fc1.moved, 4 * T * h);
+}
+
+// The copies run beside the layer's compute; what is not hidden adds to the stage's time. For two
+// host links slow enough that the copies are exposed, the difference in a stage's forward time is
+// exactly layers x moved x (1/bw1 - 1/bw2): Llama-3-8B, tp 1, T = 8192: core_attn moves Q (T x 4096)
+// and K, V (T x 1024 each: 8 KV heads of 128), attn_proj its input (T x 4096), all BF16:
+// 2·T·(4096 + 2·1024 + 4096) = 2·8192·10240 bytes per layer, 32 layers.
+TEST(Estimate, ActivationOffloadCopiesBeyondTheLayerTimeAreExposed) {
+  const ModelSpec m = find_model_preset("llama3-8b").spec;
+  const TrainingSpec t = testing::training(8192, 64);
+  const ParallelConfig c = parse_parallel_config("dp=8,mbs=1,zero=1,offload_modules=core_attn+attn_proj");
+  auto forward_s = [&](double link_bytes_per_s) {
+    ClusterSpec cluster = testing::dgx_h100(1);
+    cluster.gpu.host_link_bandwidth_bytes_per_s = link_bytes_per_s;
+    return estimate(m, cluster, t, c).stages.at(0).forward_s;
+  };
+  const double moved = 2.0 * 8192 * 10240 * 32;
+  EXPECT_NEAR(forward_s(1e9) - forward_s(2e9), moved * (1 / 1e9 - 1 / 2e9), 1e-9);
+  // A fast link hides them: the same time as without offload.
+  ClusterSpec fast = testing::dgx_h100(1);
+  fast.gpu.host_link_bandwidth_bytes_per_s = 1e12;
+  const Estimate hidden = estimate(m, fast, t, c);
+  ParallelConfig no_offload = c;
+  no_offload.offload_modules = 0;
+  const Estimate plain = estimate(m, fast, t, no_offload);
+  EXPECT_DOUBLE_EQ(hidden.iteration_time_s, plain.iteration_time_s);
+  EXPECT_LT(hidden.peak_memory_bytes, plain.peak_memory_bytes);
+}
+
 // MLA (16 heads, q_lora 256, kv_lora 128, rope 32, nope 64, v 64): Q, K, V after the up-projections
 // are 2·T·16·(2·96 + 64) = 8192·T bytes, which mla_up_proj drops (the latent vectors stay); its
 // input norm is a module of its own, so layernorm drops its output, 2·T·h.

@@ -79,6 +79,8 @@ TEST(Space, EnumerationIsExactlyWhatResolveAccepts) {
                           recompute_module_bit(RecomputeModule::kLayernorm) |
                           recompute_module_bit(RecomputeModule::kMoeAct);
   ASSERT_EQ(memory_saving_modules(s.model, s.training), saving);
+  const unsigned offload_set = offload_module_bit(OffloadModule::kCoreAttn) | offload_module_bit(OffloadModule::kAttnProj);
+  ASSERT_EQ(offload_saving_modules(s.training), offload_set);
   const int n = s.cluster.num_gpus();
   for (int tp : divisors(n))
     for (int cp : divisors(n / tp))
@@ -89,10 +91,14 @@ TEST(Space, EnumerationIsExactlyWhatResolveAccepts) {
             for (int mbs : {1, 2, 3, 4, 5, 8, 16})  // the divisors of the batch of 16, and two that refuse
               for (bool sp : {false, true})
                 for (RecomputeMode rc : {RecomputeMode::kNone, RecomputeMode::kSelective, RecomputeMode::kFull})
-                  // Selective: Megatron's default core_attn, or the memory-saving set of an MoE model.
-                  for (unsigned modules : rc == RecomputeMode::kSelective
-                                              ? std::vector<unsigned>{kDefaultRecomputeModules, saving}
-                                              : std::vector<unsigned>{kDefaultRecomputeModules})
+                  // Selective: Megatron's default core_attn, the memory-saving set of an MoE model,
+                  // or that set less core_attn with core attention's tensors offloaded.
+                  for (auto [modules, offload] :
+                       rc == RecomputeMode::kSelective
+                           ? std::vector<std::pair<unsigned, unsigned>>{{kDefaultRecomputeModules, 0},
+                                                                        {saving, 0},
+                                                                        {saving & ~kDefaultRecomputeModules, offload_set}}
+                           : std::vector<std::pair<unsigned, unsigned>>{{kDefaultRecomputeModules, 0}})
                   for (bool overlap : {false, true})
                   for (MoeDispatcher dispatcher : ep > 1 ? std::vector{MoeDispatcher::kAllToAll, MoeDispatcher::kDeepEP}
                                                          : std::vector{MoeDispatcher::kAllToAll})
@@ -121,6 +127,7 @@ TEST(Space, EnumerationIsExactlyWhatResolveAccepts) {
                             p.sequence_parallel = sp, p.recompute = rc, p.zero = zero, p.op = op, p.schedule = sched;
                             p.vpp = vpp, p.ep_overlap = overlap, p.dispatcher = dispatcher;
                             p.recompute_modules = modules;
+                            p.offload_modules = offload;
                             p.account_embedding = (split & 1) != 0, p.account_loss = (split & 2) != 0;
                             try {
                               accepted.insert(to_string(resolve(p, s.model, s.cluster, s.training)));
@@ -135,6 +142,9 @@ TEST(Space, EnumerationIsExactlyWhatResolveAccepts) {
                           [](const std::string& k) { return k.find("ep_overlap=true") != std::string::npos; }));
   EXPECT_TRUE(std::any_of(accepted.begin(), accepted.end(),
                           [](const std::string& k) { return k.find("dispatcher=deepep") != std::string::npos; }));
+  EXPECT_TRUE(std::any_of(accepted.begin(), accepted.end(), [](const std::string& k) {
+    return k.find("offload_modules=core_attn+attn_proj") != std::string::npos;
+  }));
   EXPECT_TRUE(std::any_of(accepted.begin(), accepted.end(),
                           [](const std::string& k) { return k.find("account_embedding=true") != std::string::npos; }));
   EXPECT_TRUE(std::any_of(accepted.begin(), accepted.end(), [](const std::string& k) {
@@ -583,6 +593,37 @@ TEST(Planner, SelectiveCandidatesTakeTheBasesRecomputeModules) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("base: recompute_modules=core_attn+moe_act: moe_act"), std::string::npos)
         << e.what();
+  }
+}
+
+// Activation offload is one more memory saver of the space (offload_saving_modules): searched by
+// default, excluded by --fix offload=false, the only kind with --fix offload=true; a GPU whose host
+// link is not known is planned without it.
+TEST(Planner, SearchesActivationOffload) {
+  const Scenario s = llama8b_long_on_8();
+  PlanOptions options;
+  options.baselines = false;
+  const double best = plan(s.model, s.cluster, s.training, options).plans.front().estimate.iteration_time_s;
+  PlanOptions without = options;
+  add_constraints(without.space, "offload=false", ConstraintKind::kFix, "--fix");
+  const PlanResult w = plan(s.model, s.cluster, s.training, without);
+  for (const auto& p : w.plans) EXPECT_EQ(p.estimate.config.offload_modules, 0u) << to_string(p.estimate.config);
+  EXPECT_LE(best, w.plans.front().estimate.iteration_time_s);
+  PlanOptions only = options;
+  add_constraints(only.space, "offload=true", ConstraintKind::kFix, "--fix");
+  const PlanResult o = plan(s.model, s.cluster, s.training, only);
+  ASSERT_FALSE(o.plans.empty());
+  for (const auto& p : o.plans)
+    EXPECT_EQ(p.estimate.config.offload_modules, offload_saving_modules(s.training)) << to_string(p.estimate.config);
+  ClusterSpec unknown_link = s.cluster;
+  unknown_link.gpu.host_link_bandwidth_bytes_per_s = 0;
+  for (const auto& p : plan(s.model, unknown_link, s.training, options).plans)
+    EXPECT_EQ(p.estimate.config.offload_modules, 0u) << to_string(p.estimate.config);
+  try {
+    plan(s.model, unknown_link, s.training, only);
+    FAIL() << "planned offload without a host link";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has no host_link_bandwidth"), std::string::npos) << e.what();
   }
 }
 

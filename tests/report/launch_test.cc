@@ -203,6 +203,27 @@ TEST(Launch, MegatronCarriesTheRecomputeModules) {
   EXPECT_TRUE(check_megatron_args({"--recompute-granularity selective", "--recompute-modules moe_act layernorm"}, v).empty());
 }
 
+// Activation offload: Megatron-LM's fine-grained offloading flags and Transformer Engine's variable.
+TEST(Launch, MegatronCarriesTheActivationOffload) {
+  const ModelSpec model = load_model(std::string(PARATUNE_SOURCE_DIR) + "/examples/tiny-moe.yaml");
+  const ClusterSpec cluster = load_cluster("dgx-h100:2");
+  TrainingSpec t;
+  t.seq_len = 2048;
+  t.global_batch = 32;
+  const LaunchTarget target{.nodes = cluster.nodes, .gpus_per_node = cluster.gpus_per_node, .gpu = cluster.gpu.name};
+  const ParallelConfig p = resolve(
+      parse_parallel_config("dp=16,ep=8,mbs=1,zero=1,recompute=selective,recompute_modules=moe_act+layernorm,"
+                            "offload_modules=core_attn+attn_proj+expert_fc1"),
+      model, cluster, t);
+  ASSERT_TRUE(plan::can_run(Framework::kMegatron, p, model, t));
+  EXPECT_FALSE(plan::can_run(Framework::kTorchtitan, p, model, t));
+  EXPECT_FALSE(plan::can_run(Framework::kDeepSpeed, p, model, t));
+  const std::string text = launch_settings(Framework::kMegatron, p, model, t, target).text;
+  EXPECT_NE(text.find("--fine-grained-activation-offloading"), std::string::npos) << text;
+  EXPECT_NE(text.find("--offload-modules core_attn attn_proj expert_fc1"), std::string::npos) << text;
+  EXPECT_NE(text.find("export NVTE_CPU_OFFLOAD_V1=1"), std::string::npos) << text;
+}
+
 // The complete Megatron-LM launch of one plan, as a golden file (tests/golden/). Regenerate with
 // PARATUNE_UPDATE_GOLDEN=1 after an intended change, and read the diff.
 TEST(Launch, MegatronGoldenScript) {

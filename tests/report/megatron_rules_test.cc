@@ -116,5 +116,23 @@ TEST(MegatronRules, TpCommOverlapNeedsSequenceParallel) {
   EXPECT_TRUE(names_rule(check_megatron_rules(args, 8, env), "R13"));
 }
 
+// Fine-grained activation offloading (R19.8): the module list, attn_proj with core_attn, TE's
+// environment variable.
+TEST(MegatronRules, ActivationOffload) {
+  std::map<std::string, std::string> env{{"CUDA_DEVICE_MAX_CONNECTIONS", "1"}, {"NVTE_CPU_OFFLOAD_V1", "1"}};
+  std::vector<std::string> args = base();
+  args.push_back("--fine-grained-activation-offloading");
+  args.push_back("--offload-modules core_attn attn_proj");
+  EXPECT_TRUE(check_megatron_rules(args, 8, env).empty()) << joined(check_megatron_rules(args, 8, env));
+  args.back() = "--offload-modules attn_proj";
+  EXPECT_TRUE(names_rule(check_megatron_rules(args, 8, env), "R19.8"));
+  args.back() = "--offload-modules core_attn";
+  env.erase("NVTE_CPU_OFFLOAD_V1");
+  EXPECT_TRUE(names_rule(check_megatron_rules(args, 8, env), "R19.8"));
+  args = base();
+  args.push_back("--offload-modules core_attn");  // without --fine-grained-activation-offloading
+  EXPECT_TRUE(names_rule(check_megatron_rules(args, 8, {{"CUDA_DEVICE_MAX_CONNECTIONS", "1"}}), "R19.8"));
+}
+
 }  // namespace
 }  // namespace paratune

@@ -205,6 +205,69 @@ TEST(ParallelConfig, RecomputeModulesErrorsNameTheFieldValueAndRule) {
             "");
 }
 
+// Megatron-LM's fine-grained activation offload: a '+'-separated set, printed when not empty.
+TEST(ParallelConfig, OffloadModulesParseAndRoundTrip) {
+  const ParallelConfig c = parse_parallel_config("dp=8,offload_modules=attn_proj+core_attn");
+  EXPECT_EQ(c.offload_modules, offload_module_bit(OffloadModule::kCoreAttn) | offload_module_bit(OffloadModule::kAttnProj));
+  EXPECT_TRUE(c.offloads(OffloadModule::kAttnProj));
+  EXPECT_FALSE(c.offloads(OffloadModule::kExpertFc1));
+  EXPECT_NE(to_string(c).find(",offload_modules=core_attn+attn_proj"), std::string::npos) << to_string(c);
+  EXPECT_EQ(to_string(parse_parallel_config(to_string(c))), to_string(c));
+  EXPECT_EQ(to_json(c)["offload_modules"], nlohmann::json::array({"core_attn", "attn_proj"}));
+  EXPECT_EQ(to_string(parse_parallel_config("dp=8")).find("offload"), std::string::npos);
+  EXPECT_EQ(parse_parallel_config("dp=8,offload_modules=none").offload_modules, 0u);
+}
+
+TEST(ParallelConfig, OffloadModulesErrorsNameTheFieldValueAndRule) {
+  auto parse_error = [](const char* text) {
+    try {
+      parse_parallel_config(text);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string unknown = parse_error("offload_modules=core_atn");
+  EXPECT_NE(unknown.find("offload_modules"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("core_attn"), std::string::npos) << unknown;  // the suggestion
+  EXPECT_NE(parse_error("offload_modules=moe_act+moe_act").find("'moe_act' is named twice"), std::string::npos);
+
+  const ModelSpec llama = find_model_preset("llama3-70b").spec;
+  const ModelSpec mixtral = find_model_preset("mixtral-8x7b").spec;
+  const ModelSpec deepseek = find_model_preset("deepseek-v3").spec;
+  auto fails_with = [](const std::string& error, const char* rule) {
+    return error.find(rule) != std::string::npos ? ::testing::AssertionSuccess()
+                                                   : ::testing::AssertionFailure() << error;
+  };
+  EXPECT_TRUE(fails_with(resolve_error("dp=8,recompute=full,offload_modules=core_attn", llama, 1, 4096, 64),
+                         "offload_modules=core_attn: recompute=full keeps only each layer's input"));
+  EXPECT_TRUE(fails_with(resolve_error("dp=8,offload_modules=attn_proj", llama, 1, 4096, 64),
+                         "attn_proj needs core_attn too"));
+  EXPECT_TRUE(fails_with(resolve_error("dp=8,recompute=selective,offload_modules=core_attn", llama, 1, 4096, 64),
+                         "it would offload nothing"));
+  EXPECT_TRUE(fails_with(resolve_error("dp=8,offload_modules=attn_norm", llama, 1, 4096, 64),
+                         "attn_norm: 'llama3-70b' uses standard attention"));
+  EXPECT_TRUE(fails_with(resolve_error("dp=8,offload_modules=expert_fc1", llama, 1, 4096, 64),
+                         "expert_fc1 offloads part of the MoE layers; 'llama3-70b' is dense"));
+  EXPECT_TRUE(fails_with(
+      resolve_error("dp=8,recompute=selective,recompute_modules=moe,offload_modules=moe_act", mixtral, 1, 4096, 64),
+      "the moe module is recomputed whole"));
+  // Megatron-Core's own combinations pass: with recompute of the rest, or core_attn listed for attn_proj.
+  EXPECT_EQ(resolve_error("dp=8,offload_modules=core_attn+attn_proj+qkv_linear", llama, 1, 4096, 64), "");
+  EXPECT_EQ(resolve_error("dp=8,recompute=selective,offload_modules=core_attn+attn_proj", llama, 1, 4096, 64), "");
+  EXPECT_EQ(resolve_error("dp=8,ep=8,offload_modules=expert_fc1+moe_act+mlp_norm", mixtral, 1, 4096, 64), "");
+  EXPECT_EQ(resolve_error("dp=1,tp=8,pp=8,ep=8,etp=1,offload_modules=attn_norm+qkv_linear", deepseek, 8, 4096, 64), "");
+  // A GPU whose link to host memory is unknown cannot be offloaded to.
+  ClusterSpec unknown_link = testing::dgx_h100(1);
+  unknown_link.gpu.host_link_bandwidth_bytes_per_s = 0;
+  try {
+    resolve(parse_parallel_config("dp=8,offload_modules=core_attn"), llama, unknown_link, testing::training(4096, 64));
+    ADD_FAILURE() << "resolved";
+  } catch (const Error& e) {
+    EXPECT_TRUE(fails_with(e.what(), "has no host_link_bandwidth"));
+  }
+}
+
 // Found by fuzz/parallel_config: to_string() left out the overlap switches, so a plan's printed
 // --config with tp_comm_overlap=true (or an overlap turned off) estimated another configuration.
 TEST(ParallelConfig, ToStringKeepsTheOverlapSwitches) {

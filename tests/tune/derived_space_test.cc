@@ -26,9 +26,12 @@ TEST(DerivedSpace, ListsTheFittingConfigurationsFastestFirst) {
     EXPECT_LE(d.predicted_iteration_s[i], d.predicted_iteration_s[i + 1] * (1 + plan::kTieRelativeTolerance)) << i;
 
   // Brute force: every candidate the planner enumerates, estimated; the fitting ones are the points.
+  // The derived parameters have no activation offload: it is searched off.
+  plan::SearchSpace without_offload = axes;
+  plan::add_constraints(without_offload, "offload=false", plan::ConstraintKind::kFix, "--fix");
   std::size_t fitting = 0, candidates = 0;
-  for (const plan::MeshShape& mesh : plan::mesh_shapes(model, cluster, training, axes))
-    plan::enumerate_mesh(model, training, axes, mesh, [](const plan::Candidate&) {}, [&](const plan::Candidate& c) {
+  for (const plan::MeshShape& mesh : plan::mesh_shapes(model, cluster, training, without_offload))
+    plan::enumerate_mesh(model, training, without_offload, mesh, [](const plan::Candidate&) {}, [&](const plan::Candidate& c) {
       ++candidates;
       fitting += estimate(model, cluster, training, plan::to_config(c)).fits ? 1 : 0;
     });

@@ -117,12 +117,25 @@ sim::PipelineProblem pipeline_problem_with_stage_meshes(const ModelSpec& model, 
                                                         const Calibration& calibration = default_calibration(),
                                                         const EstimateOptions& options = {});
 
+// Megatron-Core's default --min-offloaded-tensor-size: smaller saved tensors stay on the GPU.
+inline constexpr double kMinOffloadedTensorElements = 1024.0 * 1024.0;
+
+// What activation offload (ParallelConfig::offload_modules) takes off one layer's GPU memory for one
+// micro-batch (`freed`, bytes) and what it moves over the host link each way (`moved`, bytes; more
+// than freed where the offload keeps an unquantized copy). cost/memory.cc lists the tensors.
+struct OffloadBytes {
+  double freed = 0;
+  double moved = 0;
+};
+OffloadBytes layer_offload_bytes(const ModelSpec& m, const TrainingSpec& training, const ParallelConfig& p,
+                                 bool moe_layer, double linear_input_bytes, double moe_load);
+
 // Activation bytes of one transformer layer for one micro-batch on one GPU (Korthikanti et al.
 // 2022, "Reducing Activation Recomputation in Large Transformer Models", Sec. 4, generalised to
 // GQA, gated MLPs, MoE, MLA and flash attention). With MHA, a 4h GeLU MLP, dropout, no flash
 // attention and sequence parallelism this is exactly s·b·h/t·(34 + 5·a·s/h). `linear_input_bytes`:
 // bytes per element of the linear layers' saved inputs (2; 1 under FP8); `moe_load`: the busiest
-// expert-parallel rank's routed tokens / the mean (cost/moe.h).
+// expert-parallel rank's routed tokens / the mean (cost/moe.h). Offloaded tensors are not counted.
 double layer_activation_bytes(const ModelSpec& m, const TrainingSpec& training, const ParallelConfig& p,
                               bool moe_layer, double linear_input_bytes = 2, double moe_load = 1);
 

@@ -33,7 +33,7 @@ inline constexpr double kTieRelativeTolerance = 1e-9;
 //   6. lower ZeRO stage; 7. with ZeRO, sharding over all of dp before hybrid sharding (fewer
 //      optimizer replicas dp/op first);
 //   8. recompute none < selective < full; 9. fewer fully recomputed layers, fewer selectively
-//      recomputed modules;
+//      recomputed modules, fewer offloaded modules (activation offload);
 //   10. ep_overlap off before on; then the alltoall dispatcher before deepep (the default first);
 //   11. smaller tp; 12. expert-TP equal to tp (the default) first, then smaller etp;
 //   13. sequence parallelism off before on;

@@ -7,7 +7,8 @@
 // optimizer-sharding degree op dividing dp, micro-batch sizes that split the batch into whole
 // micro-batches, sequence parallelism on and off, every schedule, vpp and recompute mode, and for
 // MoE models the expert-parallel communication overlap (ep_overlap) where it is valid and both token
-// dispatchers (alltoall, deepep) where ep > 1.
+// dispatchers (alltoall, deepep) where ep > 1; activation offload (`offload`) as one more memory
+// saver beside the recompute modes (offload_saving_modules).
 #pragma once
 
 #include <array>
@@ -27,9 +28,9 @@ namespace paratune::plan {
 
 enum class Axis {
   kDp, kTp, kPp, kCp, kEp, kEtp, kMbs, kVpp, kZero, kOp, kSequenceParallel, kSchedule, kRecompute, kGradSync,
-  kEpOverlap, kDispatcher
+  kEpOverlap, kDispatcher, kOffload
 };
-inline constexpr int kAxisCount = 16;
+inline constexpr int kAxisCount = 17;
 // The configuration key of each axis ("sp" for sequence parallelism, as in --config).
 std::string_view axis_name(Axis axis);
 
@@ -38,7 +39,7 @@ struct AxisRule {
   int max = INT_MAX;
 };
 
-// Values are integers: degrees as they are, sp and ep_overlap as 0/1, schedule / recompute /
+// Values are integers: degrees as they are, sp, ep_overlap and offload (activation offload) as 0/1, schedule / recompute /
 // grad_sync / dispatcher as their enum value. etp is the effective expert-TP degree (never 0).
 struct SearchSpace {
   std::array<AxisRule, kAxisCount> rules;
@@ -76,6 +77,8 @@ struct Candidate {
   // recompute=selective only: 0 = the base's modules (Megatron's default, core_attn), else this set
   // of RecomputeModule bits (memory_saving_modules).
   std::uint8_t recompute_modules = 0;
+  // Activation offload: 0 = none, else a set of OffloadModule bits (offload_saving_modules).
+  std::uint8_t offload_modules = 0;
 };
 
 // The memory-saving selective set searched beside the default for MoE and MLA models: Megatron-Core's
@@ -85,6 +88,15 @@ struct Candidate {
 // step between core_attn and full recompute. 0 for dense models (its gain over core_attn is the
 // norms' inputs alone) and under torchtitan's per-op checkpointing (no modules).
 unsigned memory_saving_modules(const ModelSpec& model, const TrainingSpec& training);
+
+// The activation-offload set searched: core attention's inputs (Q, K, V) and the output projection's
+// input, the heavy tensors that are costly to recompute (Megatron-LM's fine-grained offloading guide
+// at d98e8a64: "Use offloading for heavy modules (e.g., core_attn, ...)"; NVIDIA's DeepSeek-V3
+// recipe offloads core_attn and attn_proj, Megatron-Bridge @067f987 perf_recipes/deepseek/common.py).
+// It is searched in one setting per model, the step before full recompute: with recompute=none for
+// dense models, and with the memory-saving selective set less core_attn (whose checkpoint would
+// bypass the offload) where a model has one. 0 under torchtitan's per-op checkpointing (no offload).
+unsigned offload_saving_modules(const TrainingSpec& training);
 
 // The configuration of a candidate: even stages, all layers recomputed with recompute=full, the
 // flags in `base` (overlap flags, gradient-sync placement) for everything not searched.

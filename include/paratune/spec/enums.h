@@ -21,6 +21,12 @@ enum class RecomputeMode { kNone, kSelective, kFull };
 // backward (Megatron-Core TransformerConfig.recompute_modules, --recompute-modules; the labels and
 // their boundaries as Megatron-Bridge docs/training/activation-recomputation.md lists them).
 enum class RecomputeModule { kCoreAttn, kMoeAct, kLayernorm, kMlaUpProj, kMlp, kMoe, kSharedExperts };
+// Megatron-Core's fine-grained activation offloading (--fine-grained-activation-offloading
+// --offload-modules; TransformerConfig.offload_modules at the pinned d98e8a64): the tensors each
+// module saves for its backward go to host memory after its forward and come back before its
+// backward. Its fused_group_mlp (needs Transformer Engine's op fuser) and gdp_qkv (Gated DeltaNet
+// mixers) are not modelled.
+enum class OffloadModule { kAttnNorm, kQkvLinear, kCoreAttn, kAttnProj, kMlpNorm, kExpertFc1, kMoeAct };
 // Pipeline schedules (sim/schedules.cc says whose event order each one follows).
 enum class Schedule {
   kOneFOneB,
@@ -96,6 +102,18 @@ struct EnumNames<RecomputeModule> {
        {RecomputeModule::kMlp, "mlp"},
        {RecomputeModule::kMoe, "moe"},
        {RecomputeModule::kSharedExperts, "shared_experts"}}};
+};
+template <>
+struct EnumNames<OffloadModule> {
+  static constexpr std::string_view kWhat = "offload_modules";
+  static constexpr std::array<std::pair<OffloadModule, const char*>, 7> kTable{
+      {{OffloadModule::kAttnNorm, "attn_norm"},
+       {OffloadModule::kQkvLinear, "qkv_linear"},
+       {OffloadModule::kCoreAttn, "core_attn"},
+       {OffloadModule::kAttnProj, "attn_proj"},
+       {OffloadModule::kMlpNorm, "mlp_norm"},
+       {OffloadModule::kExpertFc1, "expert_fc1"},
+       {OffloadModule::kMoeAct, "moe_act"}}};
 };
 template <>
 struct EnumNames<Schedule> {

@@ -24,6 +24,9 @@ struct GpuSpec {
   double peak_fp8_flops_per_s = 0;
   double peak_fp32_flops_per_s = 0;   // plain FP32 (CUDA cores), used for nothing GEMM-heavy
   double hbm_bandwidth_bytes_per_s = 0;
+  // The GPU's link to host memory, bytes/s per direction, as a pinned-memory copy reaches it (what
+  // activation offload moves over). 0 = not known: offload is refused. Presets: presets.cc.
+  double host_link_bandwidth_bytes_per_s = 0;
   // The board power the datasheet peaks are for, W (0 = not known), and a lower limit the GPUs are
   // set to run at (nvidia-smi -pl; 0 = the board power). Under a limit the tensor cores clock down:
   // the cost model scales the compute peaks by (limit / board)^Calibration::power_clock_exponent.

@@ -31,6 +31,8 @@ constexpr unsigned recompute_module_bit(RecomputeModule m) { return 1u << static
 // Megatron-Core's default --recompute-modules: core attention only (Korthikanti et al. 2022's
 // selective recompute, what recompute=selective meant before the module list existed).
 inline constexpr unsigned kDefaultRecomputeModules = recompute_module_bit(RecomputeModule::kCoreAttn);
+// A set of OffloadModule as bits (1 << module).
+constexpr unsigned offload_module_bit(OffloadModule m) { return 1u << static_cast<unsigned>(m); }
 
 // One stage (virtual pipeline stage, model chunk) of Megatron-LM's --pipeline-model-parallel-layout
 // (data/frameworks/megatron-lm-rules.md R13): its decoder layers "t", MTP layers "m", and whether
@@ -59,6 +61,11 @@ struct ParallelConfig {
   // With recompute=selective: the recomputed modules, a set of recompute_module_bit(); config text
   // "recompute_modules=core_attn+moe_act" (Megatron-LM --recompute-modules core_attn moe_act).
   unsigned recompute_modules = kDefaultRecomputeModules;
+  // Activation offload: the modules whose saved tensors go to host memory between their forward
+  // and backward, a set of offload_module_bit(); 0 = none. Config text
+  // "offload_modules=core_attn+attn_proj" (Megatron-LM --fine-grained-activation-offloading
+  // --offload-modules core_attn attn_proj). cost/memory.cc says which tensors each one moves.
+  unsigned offload_modules = 0;
   // With recompute=full: layers per stage that are fully recomputed; -1 = all layers of the stage.
   int recompute_layers = -1;
   // With recompute=full: fully recomputed layers of each stage (overrides recompute_layers);
@@ -105,6 +112,8 @@ struct ParallelConfig {
   [[nodiscard]] bool recomputes(RecomputeModule m) const {
     return recompute == RecomputeMode::kSelective && (recompute_modules & recompute_module_bit(m)) != 0;
   }
+  // Whether module m's saved tensors are offloaded to host memory.
+  [[nodiscard]] bool offloads(OffloadModule m) const { return (offload_modules & offload_module_bit(m)) != 0; }
   [[nodiscard]] int expert_tp() const { return etp > 0 ? etp : tp; }
   [[nodiscard]] int optimizer_shard_degree() const { return zero > 0 ? (op > 0 ? op : dp) : 1; }
   // Megatron-Core's expert data-parallel size (MoE parallel folding): the expert grid is
@@ -130,6 +139,19 @@ std::vector<std::string> recompute_module_names(unsigned modules);
 // set needs recompute=selective, and each module the part of the model it recomputes. Throws Error
 // naming the field, the set and the rule.
 void check_recompute_modules(const ParallelConfig& config, const ModelSpec& model, const TrainingSpec& training);
+
+// The names of an offload_modules set in Megatron-Core's order, e.g. {"core_attn", "attn_proj"}.
+std::vector<std::string> offload_module_names(unsigned modules);
+// "core_attn+attn_proj" ("none" for the empty set), as the config text writes it.
+std::string offload_modules_text(unsigned modules);
+
+// The rules for a non-empty offload_modules set (resolve checks them): Megatron-Core's
+// (transformer_config.py at d98e8a64: attn_proj only with core_attn; no expert module offloaded
+// inside a recomputed moe module) and paratune's own: no full recompute (its layers save nothing
+// to offload), each module present in the model as a module of its own, and a GPU whose host-link
+// bandwidth is known. Throws Error naming the field, the set and the rule.
+void check_offload_modules(const ParallelConfig& config, const ModelSpec& model, const ClusterSpec& cluster,
+                           const TrainingSpec& training);
 
 // Checks that the configuration is possible for this model, cluster and batch, filling in derived
 // defaults (stage_layers when empty, schedule when vpp > 1, op when 0). Throws Error with the rule
