@@ -176,7 +176,7 @@ OffloadBytes layer_offload_bytes(const ModelSpec& m, const TrainingSpec& trainin
   const MoeSpec& e = *m.moe;
   const double gate = m.gated_mlp ? 2 : 1;
   const double routed_rows = tokens * e.top_k * p.expert_tp() / t * moe_load;
-  const double fe_local = e.expert_ffn_hidden_size / p.expert_tp();
+  const double fe_local = e.expert_ffn_hidden_size / static_cast<double>(p.expert_tp());
   if (p.offloads(OffloadModule::kExpertFc1)) {
     const bool original_input = training.precision == Precision::kFP8 && training.fp8_recipe != Fp8Recipe::kMxfp8;
     tensor(routed_rows * h, lin, original_input ? b : lin);
