@@ -3,10 +3,13 @@
 // grid: every configuration of a finite space in odometer order (Space::enumerate), each once;
 // spread evenly over the grid first when --max-trials is smaller than it (tune::grid_order).
 // random: a finite space of at most kMaxShuffled configurations is visited in a random order drawn
-// from the seed (Fisher-Yates on a 64-bit Mersenne Twister, as `tune`'s random search: sampling
-// without replacement, so a small grid is covered in as many trials as it has points); any other
-// space gets independent draws from the prior (Space::sample).
+// from the seed, each configuration once (sampling without replacement, so a small grid is covered
+// in as many trials as it has points) and in proportion to its prior mass (Space::prior_mass: a
+// log-scaled integer favours its small values as independent draws would); any other space gets
+// independent draws from the prior (Space::sample).
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <map>
 #include <random>
 
@@ -83,9 +86,21 @@ std::unique_ptr<Sampler> make_random_sampler(const Space& space, const SamplerOp
       if (combinations > kMaxShuffled) break;
     }
     if (combinations <= kMaxShuffled) {
-      std::vector<Config> order = space.enumerate();
+      // Weighted sampling without replacement (Efraimidis and Spirakis 2006): each configuration
+      // draws the key log(u)/w, u uniform in (0, 1], w its prior mass; the largest keys come first.
+      // Equal masses give a uniform random order.
+      std::vector<Config> points = space.enumerate();
       std::mt19937_64 rng(options.seed);
-      for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[tune::uniform_below(rng, i)]);
+      std::vector<std::pair<double, std::size_t>> keyed;
+      keyed.reserve(points.size());
+      for (std::size_t i = 0; i < points.size(); ++i) {
+        const double u = 1.0 - static_cast<double>(rng() >> 11) * 0x1.0p-53;  // (0, 1]
+        keyed.emplace_back(std::log(u) / space.prior_mass(points[i]), i);
+      }
+      std::sort(keyed.begin(), keyed.end(), std::greater<>());
+      std::vector<Config> order;
+      order.reserve(points.size());
+      for (const auto& [key, i] : keyed) order.push_back(std::move(points[i]));
       return std::make_unique<OrderedSampler>("random", std::move(order));
     }
   }

@@ -362,6 +362,23 @@ Config Space::sample(std::mt19937_64& rng) const {
                           kMaxSampleTries));
 }
 
+double Space::prior_mass(const Config& config) const {
+  double mass = 1;
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    const ParamSpec& p = parameters_[i];
+    const auto it = config.find(p.name);
+    if (it == config.end()) continue;  // inactive
+    if (p.type == ParamType::kCategorical) {
+      mass /= static_cast<double>(p.choices.size());
+    } else {
+      const auto [lo, hi] = unit_interval(p);
+      const double v = it->get<double>();
+      mass *= p.type == ParamType::kInt ? (transform(p, v + 0.5) - transform(p, v - 0.5)) / (hi - lo) : 1;
+    }
+  }
+  return mass;
+}
+
 double Space::to_unit(std::size_t i, const nlohmann::json& value) const {
   const ParamSpec& p = parameters_[i];
   if (p.type == ParamType::kCategorical) return static_cast<double>(choice_index(i, value));

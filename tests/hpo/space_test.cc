@@ -1,4 +1,5 @@
 #include "paratune/hpo/space.h"
+#include "paratune/hpo/sampler.h"
 
 #include <gtest/gtest.h>
 
@@ -106,6 +107,51 @@ constraints: ["layers != 2"]
   ASSERT_EQ(all.size(), 6u);
   EXPECT_EQ(all[0].dump(), R"({"optimizer":"sgd","momentum":0.0,"layers":1})");
   EXPECT_EQ(all[4].dump(), R"({"optimizer":"adam","layers":1})");
+}
+
+// A log-scaled integer's prior: each integer owns a cell of equal width in log space, so 1 of 1..1024
+// has log(1.5/0.5)/log(1024.5/0.5) = 14.4% of the mass and 1024 0.013%.
+TEST(HpoSpace, PriorMassOfALogScaledInteger) {
+  const Space space = Space::parse(R"(
+parameters:
+  width: {type: int, low: 1, high: 1024, log: true}
+  act: [relu, gelu]
+)",
+                                   "log.yaml");
+  const double span = std::log(1024.5 / 0.5);
+  EXPECT_NEAR(space.prior_mass(Config{{"width", 1}, {"act", "relu"}}), std::log(3.0) / span / 2, 1e-15);
+  EXPECT_NEAR(space.prior_mass(Config{{"width", 1024}, {"act", "gelu"}}), std::log(1024.5 / 1023.5) / span / 2, 1e-15);
+  double total = 0;
+  for (const Config& c : space.enumerate()) total += space.prior_mass(c);
+  EXPECT_NEAR(total, 1.0, 1e-12);
+}
+
+// Issue 44's defect: random search over a finite space (ints and categoricals) shuffled the grid
+// uniformly, ignoring log: true (median 475 of 1..1024 where the prior's is ~23). Now each
+// configuration still comes once, in proportion to its prior mass.
+TEST(HpoSpace, RandomSearchFollowsALogScaledIntegersPrior) {
+  const Space space = Space::parse("parameters:\n  width: {type: int, low: 1, high: 1024, log: true}\n", "log.yaml");
+  std::vector<double> first_values;
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    const auto sampler = make_sampler(SamplerKind::kRandom, space, {.seed = seed});
+    first_values.push_back(sampler->propose({})->at("width").get<double>());
+  }
+  std::sort(first_values.begin(), first_values.end());
+  // The prior's median is exp(mean of log(0.5), log(1024.5)) = 22.6; 200 draws put the sample
+  // median well inside [8, 64] (a uniform shuffle's would be near 512).
+  EXPECT_GT(first_values[100], 8);
+  EXPECT_LT(first_values[100], 64);
+  // Without replacement: 1,024 proposals visit every width once.
+  const auto sampler = make_sampler(SamplerKind::kRandom, space, {.seed = 3});
+  std::vector<TrialRecord> trials;
+  std::set<int> seen;
+  for (int i = 0; i < 1024; ++i) {
+    const std::optional<Config> c = sampler->propose(trials);
+    ASSERT_TRUE(c);
+    EXPECT_TRUE(seen.insert(c->at("width").get<int>()).second);
+    trials.push_back(TrialRecord{.config = *c});
+  }
+  EXPECT_FALSE(sampler->propose(trials));
 }
 
 TEST(HpoSpace, EveryMistakeNamesFileParameterFieldAndRule) {
