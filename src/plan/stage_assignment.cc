@@ -199,6 +199,24 @@ Solution least_sum(StageOptions& options, int pp, int blocks, double cap) {
   return out;
 }
 
+// The least bottleneck of any assignment: min over assignments of max_s w_s, by the same dynamic
+// programme as least_sum() with max in place of the sum and no cap. Infinity when none fits.
+double least_bottleneck(StageOptions& options, int pp, int blocks) {
+  const std::size_t width = static_cast<std::size_t>(blocks) + 1;
+  std::vector<double> worst(static_cast<std::size_t>(pp) * width, kNoAssignment);
+  for (int j = 1; j <= blocks - (pp - 1); ++j) worst[static_cast<std::size_t>(j)] = options.get(0, 0, j).time_s;
+  for (int s = 1; s < pp; ++s)
+    for (int j = s == pp - 1 ? blocks : s + 1; j <= blocks - (pp - 1 - s); ++j) {
+      double& cell = worst[s * width + j];
+      for (int k = 1; k <= j - s; ++k) {
+        const double before = worst[(s - 1) * width + (j - k)];
+        if (before >= cell) continue;  // cannot lower the cell, whatever this stage costs
+        cell = std::min(cell, std::max(before, options.get(s, j - k, k).time_s));
+      }
+    }
+  return worst[(pp - 1) * width + blocks];
+}
+
 // The candidate caps in increasing order. With alike layers each rank's times rise with its size,
 // so the caps are a merge of p increasing sequences, walked lazily: `most[s]` is the most blocks
 // rank s may hold under the current cap. Otherwise every stage cost that can occur, sorted.
@@ -227,6 +245,15 @@ class Caps {
   double smallest_feasible() {
     if (!options_.alike()) {
       if (sorted_.empty()) return kNoAssignment;
+      // The least bottleneck of any assignment is the answer, once least_sum() confirms that it is
+      // feasible and the cap below it is not; otherwise a binary search over the caps finds it.
+      const double least = least_bottleneck(options_, pp_, blocks_);
+      const auto at = std::lower_bound(sorted_.begin(), sorted_.end(), least);
+      if (at != sorted_.end() && *at == least && least_sum(options_, pp_, blocks_, least).feasible &&
+          (at == sorted_.begin() || !least_sum(options_, pp_, blocks_, *(at - 1)).feasible)) {
+        next_ = static_cast<std::size_t>(at - sorted_.begin()) + 1;
+        return least;
+      }
       std::size_t lo = 0, hi = sorted_.size() - 1;
       if (!least_sum(options_, pp_, blocks_, sorted_[hi]).feasible) return kNoAssignment;
       while (lo < hi) {
