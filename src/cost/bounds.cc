@@ -72,14 +72,26 @@ double least_bottleneck_s(double block, double embedding, double head, int block
   };
   double best = std::numeric_limits<double>::infinity();
   for (double extra : {0.0, embedding, head}) {
-    int lo = 1, hi = blocks;
-    if (!fits(hi * block + extra)) continue;
-    while (lo < hi) {
-      const int mid = (lo + hi) / 2;
-      if (fits(mid * block + extra)) hi = mid;
-      else lo = mid + 1;
+    if (!fits(blocks * block + extra)) continue;
+    // The fewest blocks k whose cap fits (fits() only turns true as k grows): a walk from an even
+    // share, which is close, where block > 0; a binary search otherwise.
+    int k = 1;
+    if (block > 0) {
+      k = std::clamp((blocks + pp - 1) / pp, 1, blocks);
+      if (fits(k * block + extra)) {
+        while (k > 1 && fits((k - 1) * block + extra)) --k;
+      } else {
+        while (!fits(++k * block + extra)) {}
+      }
+    } else {
+      int hi = blocks;
+      while (k < hi) {
+        const int mid = (k + hi) / 2;
+        if (fits(mid * block + extra)) hi = mid;
+        else k = mid + 1;
+      }
     }
-    best = std::min(best, lo * block + extra);
+    best = std::min(best, k * block + extra);
   }
   return best;
 }
@@ -364,7 +376,7 @@ PlanningBounds group_bounds(const StageCostModel& layers, std::span<const Parall
 }
 
 // The axes of a configuration that its layers' costs depend on (cost/layer_cost.h reads no others),
-// and whether it has more than one pipeline stage (GroupBasis).
+// and whether the last stage holds a copy of a tied embedding (pp > 1: GroupBasis).
 struct GroupBounder::LayerShape {
   int tp, cp, ep, etp, mbs;
   bool sequence_parallel;
@@ -372,12 +384,12 @@ struct GroupBounder::LayerShape {
   unsigned recompute_modules;
   bool tp_comm_overlap, ep_overlap;
   MoeDispatcher dispatcher;
-  bool pipelined;
+  bool tied_copy;
 
-  explicit LayerShape(const ParallelConfig& p)
+  LayerShape(const ParallelConfig& p, const ModelSpec& model)
       : tp(p.tp), cp(p.cp), ep(p.ep), etp(p.expert_tp()), mbs(p.mbs), sequence_parallel(p.sequence_parallel),
         recompute(p.recompute), recompute_modules(p.recompute_modules), tp_comm_overlap(p.tp_comm_overlap),
-        ep_overlap(p.ep_overlap), dispatcher(p.dispatcher), pipelined(p.pp > 1) {}
+        ep_overlap(p.ep_overlap), dispatcher(p.dispatcher), tied_copy(model.tie_embeddings && p.pp > 1) {}
   bool operator==(const LayerShape&) const = default;
 };
 
@@ -388,7 +400,7 @@ struct GroupBounder::LayerShapeHash {
          {std::size_t(s.tp), std::size_t(s.cp), std::size_t(s.ep), std::size_t(s.etp), std::size_t(s.mbs),
           std::size_t(s.sequence_parallel), static_cast<std::size_t>(s.recompute), std::size_t(s.recompute_modules),
           std::size_t(s.tp_comm_overlap), std::size_t(s.ep_overlap), static_cast<std::size_t>(s.dispatcher),
-          std::size_t(s.pipelined)})
+          std::size_t(s.tied_copy)})
       h = h * 1000003u ^ v;
     return h;
   }
@@ -411,7 +423,7 @@ GroupBounder::GroupBounder(const ModelSpec& model, const ClusterSpec& cluster, c
 GroupBounder::~GroupBounder() = default;
 
 PlanningBounds GroupBounder::bounds(const ParallelConfig& first, std::span<const ParallelConfig> most_sharded) {
-  const LayerShape shape(first);
+  const LayerShape shape(first, model_);
   auto it = bases_->by_shape.find(shape);
   if (it == bases_->by_shape.end()) {  // the shape's first group: its costs from a model of its own
     const StageCostModel layers(model_, cluster_, training_, first, calibration_, options_);

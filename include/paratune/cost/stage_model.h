@@ -135,9 +135,9 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
 PlanningBounds group_bounds(const StageCostModel& layers, std::span<const ParallelConfig> most_sharded);
 
 // group_bounds() for many groups: what they need of their layers' costs is kept per layer shape (the
-// axes that change a layer's cost, cost/layer_cost.h, and whether pp > 1), so a StageCostModel is
-// built only for the first group of each shape; groups of other dp, pp, micro-batch counts or
-// sharding reuse it. The bounds are those of group_bounds(StageCostModel(first), most_sharded),
+// axes that change a layer's cost, cost/layer_cost.h, and whether a tied embedding is held twice),
+// so a StageCostModel is built only for the first group of each shape; groups of other dp, pp,
+// micro-batch counts or sharding reuse it. The bounds are those of group_bounds(StageCostModel(first), most_sharded),
 // bit for bit. One thread at a time; the specs must outlive it.
 class GroupBounder {
  public:
