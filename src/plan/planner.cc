@@ -173,20 +173,19 @@ int largest_allowed_op(int dp, const SearchSpace& space) {
   return largest == ops.rend() ? 0 : *largest;
 }
 
-// The configurations whose sharding is the most a member of `first`'s group may have: one per ZeRO
-// stage the space allows, with the largest optimizer-sharding degree it allows (`largest_op`, of the
-// group's mesh: largest_allowed_op).
-std::vector<ParallelConfig> most_sharded(const Candidate& first, int largest_op, const PlanOptions& options,
-                                         const TrainingSpec& training) {
-  std::vector<ParallelConfig> out;
+// The configurations whose sharding is the most a member of a group may have, from the level-1
+// configuration of its first member (`first`; the ZeRO stage and op change nothing else of it): one
+// per ZeRO stage the space allows, with the largest optimizer-sharding degree it allows
+// (`largest_op`, of the group's mesh: largest_allowed_op). Into `out` (reused from group to group).
+void most_sharded(const ParallelConfig& first, int largest_op, const PlanOptions& options, const TrainingSpec& training,
+                  std::vector<ParallelConfig>& out) {
+  out.clear();
   for (int zero = training.fp8_param_gather ? 1 : 0; zero <= 3; ++zero) {
     if (!options.space.permits(Axis::kZero, zero) || (zero > 0 && largest_op == 0)) continue;
-    Candidate c = first;
-    c.zero = static_cast<std::int8_t>(zero);
-    c.op = zero > 0 ? largest_op : 1;
-    out.push_back(level1_config(c, options));
+    out.push_back(first);
+    out.back().zero = zero;
+    out.back().op = zero > 0 ? largest_op : 1;
   }
-  return out;
 }
 
 // Level 1, one mesh shape: every layer-shape group with bounds for all its members; groups that
@@ -197,6 +196,7 @@ MeshGroups bound_groups(const ModelSpec& model, const TrainingSpec& training, co
   const int largest_op = largest_allowed_op(mesh.dp, options.space);
   std::uint64_t index = 0;
   long long visited = 0;  // counted into options.progress every kProgressEvery groups
+  std::vector<ParallelConfig> sharded;
   enumerate_groups(model, training, options.space, mesh, [&](const Candidate& first) {
     const std::uint64_t order = (mesh_index << 32) | index++;
     if (options.progress && ++visited == kProgressEvery) {
@@ -207,8 +207,9 @@ MeshGroups bound_groups(const ModelSpec& model, const TrainingSpec& training, co
       ++out.excluded;
       return;
     }
-    const std::vector<ParallelConfig> sharded = most_sharded(first, largest_op, options, training);
-    const PlanningBounds b = bounder.bounds(level1_config(first, options), sharded);
+    const ParallelConfig config = level1_config(first, options);
+    most_sharded(config, largest_op, options, training, sharded);
+    const PlanningBounds b = bounder.bounds(config, sharded);
     const Group group{first, b.iteration_time_s, b.memory_bytes, order};
     if (!out.smallest_memory || b.memory_bytes < out.smallest_memory->memory_bytes) out.smallest_memory = group;
     if (b.memory_bytes > bounder.memory_limit_bytes()) {
