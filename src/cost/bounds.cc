@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 
 #include "memory.h"
 #include "paratune/cost/collectives.h"
@@ -71,16 +72,38 @@ double least_bottleneck_s(double block, double embedding, double head, int block
   };
   double best = std::numeric_limits<double>::infinity();
   for (double extra : {0.0, embedding, head}) {
-    int lo = 1, hi = blocks;
-    if (!fits(hi * block + extra)) continue;
-    while (lo < hi) {
-      const int mid = (lo + hi) / 2;
-      if (fits(mid * block + extra)) hi = mid;
-      else lo = mid + 1;
+    if (!fits(blocks * block + extra)) continue;
+    // The fewest blocks k whose cap fits (fits() only turns true as k grows): a walk from an even
+    // share, which is close, where block > 0; a binary search otherwise.
+    int k = 1;
+    if (block > 0) {
+      k = std::clamp((blocks + pp - 1) / pp, 1, blocks);
+      if (fits(k * block + extra)) {
+        while (k > 1 && fits((k - 1) * block + extra)) --k;
+      } else {
+        while (!fits(++k * block + extra)) {}
+      }
+    } else {
+      int hi = blocks;
+      while (k < hi) {
+        const int mid = (k + hi) / 2;
+        if (fits(mid * block + extra)) hi = mid;
+        else k = mid + 1;
+      }
     }
-    best = std::min(best, lo * block + extra);
+    best = std::min(best, k * block + extra);
   }
   return best;
+}
+
+// Decoder layers that stand for every kind of layer the model has: the first, and in an MoE model
+// the first after the dense ones and the one after it (MoE after dense ones, or dense between).
+std::vector<int> kind_layers(const ModelSpec& model) {
+  std::vector<int> layers{0};
+  if (model.moe)
+    for (int layer : {model.moe->first_dense_layers, model.moe->first_dense_layers + 1})
+      if (layer < model.num_layers) layers.push_back(layer);
+  return layers;
 }
 
 // min over w_s >= 0 with sum w_s = W of max_s (rho·sum_{j<s} w_j + m·w_s): all terms equal, w_s
@@ -96,13 +119,11 @@ StageCostModel::Impl::BoundBasis& StageCostModel::Impl::bound_basis() const {
   const ModelSpec& model = c.model;
   // The last rank also runs the multi-token-prediction layers (Megatron-Core puts them there).
   const ChunkPart embedding = chunk(0, 0, 0, true, false), head = chunk(0, 0, 0, false, true, model.mtp_layers);
-  std::vector<ChunkPart> kinds{chunk(0, 1, 0, false, false)}, kinds_recomputed{chunk(0, 1, 1, false, false)};
-  if (model.moe)  // the other kind of layer (MoE after dense ones, or dense between)
-    for (int layer : {model.moe->first_dense_layers, model.moe->first_dense_layers + 1})
-      if (layer < model.num_layers) {
-        kinds.push_back(chunk(layer, 1, 0, false, false));
-        kinds_recomputed.push_back(chunk(layer, 1, 1, false, false));
-      }
+  std::vector<ChunkPart> kinds, kinds_recomputed;
+  for (int layer : kind_layers(model)) {
+    kinds.push_back(chunk(layer, 1, 0, false, false));
+    kinds_recomputed.push_back(chunk(layer, 1, 1, false, false));
+  }
   std::vector<ChunkPart> parts = kinds;
   parts.push_back(embedding);
   parts.push_back(head);
@@ -285,39 +306,135 @@ double StageCostModel::lightest_layer_s() const {
   return lightest;
 }
 
-PlanningBounds group_bounds(const StageCostModel& layers, std::span<const ParallelConfig> most_sharded) {
-  const StageCostModel::Impl& im = layers.impl();
-  const ParallelConfig& p = im.config;
+namespace cost_detail {
+
+// What group_bounds() needs of a layer shape's costs (every axis that changes a layer's cost, and
+// whether the pipeline has more than one stage: a tied embedding is then held twice). The same for
+// every group of the shape, whatever its dp, pp and micro-batch count.
+struct GroupBasis {
+  double whole_work_s = 0;  // the whole model's passes, one micro-batch, no full recompute
+  double lightest_layer_s = 0, embedding_work_s = 0, head_work_s = 0;
+  double dense_params = 0, expert_params = 0;  // the whole model's, on one GPU before ZeRO
+  double largest_layer_params = 0;
+  double logits_bytes = 0;      // the loss's logits (BF16 + fp32 softmax), on one rank
+  double kept_layer_bytes = 0;  // the least a layer keeps for its backward (with fragmentation)
+  double cp_buffer_bytes = 0;
+};
+
+GroupBasis group_basis(const StageCostModel::Impl& im) {
   const ModelSpec& model = im.c.model;
-  const Calibration& cal = im.c.calibration;
-  const StageCostModel::Impl::BoundBasis& basis = im.bound_basis();
-  const double m = layers.num_microbatches();
-  const double pp = p.pp;
-  PlanningBounds b;
-  b.memory_bytes = std::numeric_limits<double>::infinity();
-  const bool full = p.recompute == RecomputeMode::kFull;
+  const bool full = im.config.recompute == RecomputeMode::kFull;
   const double smallest_kept_layer =
       full ? std::min(im.dense.input_bytes, model.moe ? im.moe.input_bytes : im.dense.input_bytes)
            : std::min(im.dense.activation_bytes, model.moe ? im.moe.activation_bytes : im.dense.activation_bytes);
-  const double kept_layer = (1 + cal.fragmentation) * smallest_kept_layer;
+  // The last rank also runs the multi-token-prediction layers (Megatron-Core puts them there).
+  const ChunkPart whole = im.chunk(0, model.num_layers, 0, true, true, model.mtp_layers);
+  double lightest = kInfinity;
+  for (int layer : kind_layers(model)) lightest = std::min(lightest, work_s(im.chunk(layer, 1, 0, false, false)));
+  return GroupBasis{.whole_work_s = work_s(whole),
+                    .lightest_layer_s = lightest,
+                    .embedding_work_s = work_s(im.chunk(0, 0, 0, true, false)),
+                    .head_work_s = work_s(im.chunk(0, 0, 0, false, true, model.mtp_layers)),
+                    .dense_params = whole.dense_params,
+                    .expert_params = whole.expert_params,
+                    .largest_layer_params = im.largest_layer_params(),
+                    .logits_bytes = im.c.tokens * im.vocab_local * 6,
+                    .kept_layer_bytes = (1 + im.c.calibration.fragmentation) * smallest_kept_layer,
+                    .cp_buffer_bytes = im.cp_buffer_bytes()};
+}
+
+// group_bounds() of a group of `pp` stages and `microbatches` micro-batches from its layer shape's basis.
+PlanningBounds group_bounds(const GroupBasis& g, const ModelSpec& model, const Calibration& cal, const ParamBytes& bytes,
+                            int pp_ranks, double microbatches, std::span<const ParallelConfig> most_sharded) {
+  const double m = microbatches;
+  const double pp = pp_ranks;
+  PlanningBounds b;
+  b.memory_bytes = std::numeric_limits<double>::infinity();
   for (const ParallelConfig& q : most_sharded) {
-    const double mean = static_memory(q, im.bytes, shard_degrees(q), im.buffer_bytes_for(q), basis.whole.dense_params / pp,
-                                      basis.whole.expert_params / pp, im.largest_layer_params(),
-                                      im.c.tokens * im.vocab_local * 6 / pp)
+    const double buffers = StageCostModel::Impl::fixed_buffer_bytes(cal, q, model.moe.has_value(), g.cp_buffer_bytes);
+    const double mean = static_memory(q, bytes, shard_degrees(q), buffers, g.dense_params / pp, g.expert_params / pp,
+                                      g.largest_layer_params, g.logits_bytes / pp)
                             .total_bytes() +
-                        kept_layer * model.num_layers / pp;
+                        g.kept_layer_bytes * model.num_layers / pp;
     b.memory_bytes = std::min(b.memory_bytes, mean);
   }
-  double layer = kInfinity;
-  for (const ChunkPart& kind : basis.layer_kinds) layer = std::min(layer, work_s(kind));
   // A ZeRO-3 member may hide part of the embedding's and head's passes behind its prefetches
   // (Zero3Traffic::extra_floor_s, at most what they take): they count as nothing then.
   const bool zero3 = std::any_of(most_sharded.begin(), most_sharded.end(), [](const ParallelConfig& q) { return q.zero == 3; });
-  const double embedding = zero3 ? 0.0 : work_s(basis.embedding), head = zero3 ? 0.0 : work_s(basis.head);
-  const double pipeline = std::max(m * work_s(basis.whole) / pp,
-                                   m * least_bottleneck_s(layer, embedding, head, model.num_layers, p.pp));
+  const double embedding = zero3 ? 0.0 : g.embedding_work_s, head = zero3 ? 0.0 : g.head_work_s;
+  const double pipeline = std::max(m * g.whole_work_s / pp,
+                                   m * least_bottleneck_s(g.lightest_layer_s, embedding, head, model.num_layers, pp_ranks));
   b.iteration_time_s = pipeline + cal.iteration_overhead_s;
   return b;
 }
+
+}  // namespace cost_detail
+
+PlanningBounds group_bounds(const StageCostModel& layers, std::span<const ParallelConfig> most_sharded) {
+  const StageCostModel::Impl& im = layers.impl();
+  return cost_detail::group_bounds(cost_detail::group_basis(im), im.c.model, im.c.calibration, im.bytes, im.config.pp,
+                                   layers.num_microbatches(), most_sharded);
+}
+
+// The axes of a configuration that its layers' costs depend on (cost/layer_cost.h reads no others),
+// and whether the last stage holds a copy of a tied embedding (pp > 1: GroupBasis).
+struct GroupBounder::LayerShape {
+  int tp, cp, ep, etp, mbs;
+  bool sequence_parallel;
+  RecomputeMode recompute;
+  unsigned recompute_modules;
+  bool tp_comm_overlap, ep_overlap;
+  MoeDispatcher dispatcher;
+  bool tied_copy;
+
+  LayerShape(const ParallelConfig& p, const ModelSpec& model)
+      : tp(p.tp), cp(p.cp), ep(p.ep), etp(p.expert_tp()), mbs(p.mbs), sequence_parallel(p.sequence_parallel),
+        recompute(p.recompute), recompute_modules(p.recompute_modules), tp_comm_overlap(p.tp_comm_overlap),
+        ep_overlap(p.ep_overlap), dispatcher(p.dispatcher), tied_copy(model.tie_embeddings && p.pp > 1) {}
+  bool operator==(const LayerShape&) const = default;
+};
+
+struct GroupBounder::LayerShapeHash {
+  std::size_t operator()(const LayerShape& s) const {
+    std::size_t h = 0;
+    for (const std::size_t v :
+         {std::size_t(s.tp), std::size_t(s.cp), std::size_t(s.ep), std::size_t(s.etp), std::size_t(s.mbs),
+          std::size_t(s.sequence_parallel), static_cast<std::size_t>(s.recompute), std::size_t(s.recompute_modules),
+          std::size_t(s.tp_comm_overlap), std::size_t(s.ep_overlap), static_cast<std::size_t>(s.dispatcher),
+          std::size_t(s.tied_copy)})
+      h = h * 1000003u ^ v;
+    return h;
+  }
+};
+
+struct GroupBounder::Bases {
+  std::unordered_map<LayerShape, cost_detail::GroupBasis, LayerShapeHash> by_shape;
+  cost_detail::ParamBytes bytes{};  // the same for every configuration (training and precision)
+};
+
+GroupBounder::GroupBounder(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                           const Calibration& calibration, const EstimateOptions& options)
+    : model_(model),
+      cluster_(cluster),
+      training_(training),
+      calibration_(calibration),
+      options_(options),
+      bases_(std::make_unique<Bases>()) {}
+
+GroupBounder::~GroupBounder() = default;
+
+PlanningBounds GroupBounder::bounds(const ParallelConfig& first, std::span<const ParallelConfig> most_sharded) {
+  const LayerShape shape(first, model_);
+  auto it = bases_->by_shape.find(shape);
+  if (it == bases_->by_shape.end()) {  // the shape's first group: its costs from a model of its own
+    const StageCostModel layers(model_, cluster_, training_, first, calibration_, options_);
+    bases_->bytes = layers.impl().bytes;
+    it = bases_->by_shape.emplace(shape, cost_detail::group_basis(layers.impl())).first;
+  }
+  return cost_detail::group_bounds(it->second, model_, calibration_, bases_->bytes, first.pp,
+                                   first.num_microbatches(training_), most_sharded);
+}
+
+double GroupBounder::memory_limit_bytes() const { return paratune::memory_limit_bytes(cluster_, options_); }
 
 }  // namespace paratune

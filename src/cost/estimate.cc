@@ -151,8 +151,10 @@ StageCostModel::~StageCostModel() = default;
 
 const ParallelConfig& StageCostModel::config() const { return impl_->config; }
 int StageCostModel::num_microbatches() const { return impl_->microbatches; }
-double StageCostModel::memory_limit_bytes() const {
-  return impl_->c.cluster.gpu.memory_bytes * (1 - impl_->options.memory_margin);
+double StageCostModel::memory_limit_bytes() const { return paratune::memory_limit_bytes(impl_->c.cluster, impl_->options); }
+
+double memory_limit_bytes(const ClusterSpec& cluster, const EstimateOptions& options) {
+  return cluster.gpu.memory_bytes * (1 - options.memory_margin);
 }
 
 bool StageCostModel::layers_alike() const {

@@ -168,10 +168,13 @@ struct StageCostModel::Impl {
 
   // The fixed buffers of configuration `q` (which shares this model's layer shape).
   double buffer_bytes_for(const ParallelConfig& q) const {
-    const Calibration& cal = c.calibration;
-    return cal.cuda_context_bytes + cal.comm_buffer_bytes +
-           communicators(q, c.model.moe.has_value()) * cal.nccl_bytes_per_communicator +
-           std::max(dense.cp_buffer_bytes, moe.cp_buffer_bytes);
+    return fixed_buffer_bytes(c.calibration, q, c.model.moe.has_value(), cp_buffer_bytes());
+  }
+  // Ring attention's K/V buffers: the larger layer kind's (a working set, one layer at a time).
+  double cp_buffer_bytes() const { return std::max(dense.cp_buffer_bytes, moe.cp_buffer_bytes); }
+  static double fixed_buffer_bytes(const Calibration& cal, const ParallelConfig& q, bool moe, double cp_buffer_bytes) {
+    return cal.cuda_context_bytes + cal.comm_buffer_bytes + communicators(q, moe) * cal.nccl_bytes_per_communicator +
+           cp_buffer_bytes;
   }
 
   // The rates of this GPU: linear layers at the precision's peak (FP8 under an FP8 recipe),

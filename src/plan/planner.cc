@@ -173,31 +173,30 @@ int largest_allowed_op(int dp, const SearchSpace& space) {
   return largest == ops.rend() ? 0 : *largest;
 }
 
-// The configurations whose sharding is the most a member of `first`'s group may have: one per ZeRO
-// stage the space allows, with the largest optimizer-sharding degree it allows (`largest_op`, of the
-// group's mesh: largest_allowed_op).
-std::vector<ParallelConfig> most_sharded(const Candidate& first, int largest_op, const PlanOptions& options,
-                                         const TrainingSpec& training) {
-  std::vector<ParallelConfig> out;
+// The configurations whose sharding is the most a member of a group may have, from the level-1
+// configuration of its first member (`first`; the ZeRO stage and op change nothing else of it): one
+// per ZeRO stage the space allows, with the largest optimizer-sharding degree it allows
+// (`largest_op`, of the group's mesh: largest_allowed_op). Into `out` (reused from group to group).
+void most_sharded(const ParallelConfig& first, int largest_op, const PlanOptions& options, const TrainingSpec& training,
+                  std::vector<ParallelConfig>& out) {
+  out.clear();
   for (int zero = training.fp8_param_gather ? 1 : 0; zero <= 3; ++zero) {
     if (!options.space.permits(Axis::kZero, zero) || (zero > 0 && largest_op == 0)) continue;
-    Candidate c = first;
-    c.zero = static_cast<std::int8_t>(zero);
-    c.op = zero > 0 ? largest_op : 1;
-    out.push_back(level1_config(c, options));
+    out.push_back(first);
+    out.back().zero = zero;
+    out.back().op = zero > 0 ? largest_op : 1;
   }
-  return out;
 }
 
 // Level 1, one mesh shape: every layer-shape group with bounds for all its members; groups that
-// cannot fit are dropped whole.
-MeshGroups bound_groups(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
-                        const PlanOptions& options, const Calibration& calibration, const MeshShape& mesh,
-                        std::uint64_t mesh_index) {
+// cannot fit are dropped whole. `bounder` keeps the layer costs of the shapes met so far.
+MeshGroups bound_groups(const ModelSpec& model, const TrainingSpec& training, const PlanOptions& options,
+                        GroupBounder& bounder, const MeshShape& mesh, std::uint64_t mesh_index) {
   MeshGroups out;
   const int largest_op = largest_allowed_op(mesh.dp, options.space);
   std::uint64_t index = 0;
   long long visited = 0;  // counted into options.progress every kProgressEvery groups
+  std::vector<ParallelConfig> sharded;
   enumerate_groups(model, training, options.space, mesh, [&](const Candidate& first) {
     const std::uint64_t order = (mesh_index << 32) | index++;
     if (options.progress && ++visited == kProgressEvery) {
@@ -208,12 +207,12 @@ MeshGroups bound_groups(const ModelSpec& model, const ClusterSpec& cluster, cons
       ++out.excluded;
       return;
     }
-    const StageCostModel layers(model, cluster, training, level1_config(first, options), calibration, options.estimate);
-    const std::vector<ParallelConfig> sharded = most_sharded(first, largest_op, options, training);
-    const PlanningBounds b = group_bounds(layers, sharded);
+    const ParallelConfig config = level1_config(first, options);
+    most_sharded(config, largest_op, options, training, sharded);
+    const PlanningBounds b = bounder.bounds(config, sharded);
     const Group group{first, b.iteration_time_s, b.memory_bytes, order};
     if (!out.smallest_memory || b.memory_bytes < out.smallest_memory->memory_bytes) out.smallest_memory = group;
-    if (b.memory_bytes > layers.memory_limit_bytes()) {
+    if (b.memory_bytes > bounder.memory_limit_bytes()) {
       ++out.pruned_memory;
       return;
     }
@@ -277,15 +276,20 @@ Expansion expand_group(const ModelSpec& model, const ClusterSpec& cluster, const
 class Frontier {
  public:
   using Expand = std::function<Expansion(const Group&)>;
-  Frontier(std::vector<Group> groups, Expand expand) : groups_(std::move(groups)), expand_(std::move(expand)) {
-    std::sort(groups_.begin(), groups_.end(), group_by_bound);
+  // The groups wait in a heap, not sorted: the search expands a few of them, in bound order.
+  Frontier(std::vector<Group> groups, Expand expand)
+      : groups_(std::move(groups)), count_(static_cast<long long>(groups_.size())), expand_(std::move(expand)) {
+    std::make_heap(groups_.begin(), groups_.end(), group_after);
   }
 
   // The next candidate whose bound is below `threshold`, in bound order; none when there is none.
   std::optional<Bounded> pop_below(double threshold) {
-    while (next_ < groups_.size() && groups_[next_].lower_bound_s < threshold &&
-           (heap_.empty() || groups_[next_].lower_bound_s <= heap_.front().lower_bound_s)) {
-      Expansion e = expand_(groups_[next_++]);
+    while (!groups_.empty() && groups_.front().lower_bound_s < threshold &&
+           (heap_.empty() || groups_.front().lower_bound_s <= heap_.front().lower_bound_s)) {
+      std::pop_heap(groups_.begin(), groups_.end(), group_after);
+      const Group group = groups_.back();
+      groups_.pop_back();
+      Expansion e = expand_(group);
       stats_.seen += e.seen;
       stats_.unsupported += e.unsupported;
       stats_.pruned_memory += e.pruned_memory;
@@ -307,12 +311,13 @@ class Frontier {
   };
   [[nodiscard]] const Stats& stats() const { return stats_; }
   [[nodiscard]] long long left_in_heap() const { return static_cast<long long>(heap_.size()); }
-  [[nodiscard]] long long groups() const { return static_cast<long long>(groups_.size()); }
+  [[nodiscard]] long long groups() const { return count_; }
 
  private:
-  static bool after(const Bounded& a, const Bounded& b) { return by_bound(b, a); }  // min-heap
-  std::vector<Group> groups_;
-  std::size_t next_ = 0;
+  static bool after(const Bounded& a, const Bounded& b) { return by_bound(b, a); }  // min-heaps
+  static bool group_after(const Group& a, const Group& b) { return group_by_bound(b, a); }
+  std::vector<Group> groups_;  // those not expanded yet
+  long long count_;
   std::vector<Bounded> heap_;
   Expand expand_;
   Stats stats_;
@@ -644,9 +649,17 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
   const std::vector<MeshShape> meshes = mesh_shapes(model, cluster, training, options.space);
   if (progress) progress->meshes.store(static_cast<long long>(meshes.size()), std::memory_order_relaxed);
   enter(PlanProgress::kBounds);
+  // Meshes of one tp and cp (consecutive in mesh_shapes' order) share their layer shapes: one thread
+  // bounds them all, building the costs of each shape once.
+  std::vector<std::size_t> family_starts;
+  for (std::size_t i = 0; i < meshes.size(); ++i)
+    if (i == 0 || meshes[i].tp != meshes[i - 1].tp || meshes[i].cp != meshes[i - 1].cp) family_starts.push_back(i);
+  family_starts.push_back(meshes.size());
   std::vector<MeshGroups> per_mesh(meshes.size());
-  parallel_for(meshes.size(), options.threads, [&](std::size_t i) {
-    per_mesh[i] = bound_groups(model, cluster, training, options, calibration, meshes[i], i);
+  parallel_for(family_starts.size() - 1, options.threads, [&](std::size_t f) {
+    GroupBounder bounder(model, cluster, training, calibration, options.estimate);
+    for (std::size_t i = family_starts[f]; i < family_starts[f + 1]; ++i)
+      per_mesh[i] = bound_groups(model, training, options, bounder, meshes[i], i);
   });
   std::vector<Group> groups;
   std::optional<Group> smallest_memory_group;

@@ -20,8 +20,10 @@ struct StageOption {
 
 // The best option of every (rank, first block, blocks) triple, computed on demand. A rank's costs
 // depend on it only through whether it is the first or the last and its activations in flight, so
-// ranks alike in those share entries (all middle ranks under ZB-H1 or GPipe); when all layers are
-// alike the first block does not matter either.
+// ranks alike in those (a kind) share entries (all middle ranks under ZB-H1 or GPipe); a range's
+// costs depend on it only through its size and its signature (StageCosts::range_signature), so
+// ranges alike in those (a class) share entries too: all ranges of one size when all layers are
+// alike. Options are kept per (class, kind), a small table, whatever the model's length.
 class StageOptions {
  public:
   StageOptions(const StageCosts& costs, std::span<const double> in_flight, bool allow_recompute, int blocks,
@@ -42,41 +44,52 @@ class StageOptions {
                in_flight[static_cast<std::size_t>(q)] == in_flight[static_cast<std::size_t>(r)];
       };
       const auto it = std::find_if(representatives.begin(), representatives.end(), same_kind);
-      kind_of_rank_.push_back(static_cast<int>(it - representatives.begin()));
+      kind_of_rank_.push_back(static_cast<std::size_t>(it - representatives.begin()));
       if (it == representatives.end()) representatives.push_back(r);
     }
-    table_.resize(representatives.size() * (alike_ ? 1 : blocks + 1) * (blocks + 1));
-    known_.assign(table_.size(), false);
+    kinds_ = representatives.size();
+    if (alike_) classes_ = static_cast<std::size_t>(blocks) + 1;  // the class of a range is its size
+    else range_class_.assign(static_cast<std::size_t>(blocks + 1) * static_cast<std::size_t>(blocks + 1), kUnknown);
+    options_.resize(classes_ * kinds_);
+    known_.assign(options_.size(), 0);
   }
 
   [[nodiscard]] bool alike() const { return alike_; }
   [[nodiscard]] double least_block_time_s() const { return costs_.least_block_time_s(); }
 
-  const StageOption& get(int rank, int first, int k) {
-    const std::size_t kind = static_cast<std::size_t>(kind_of_rank_[static_cast<std::size_t>(rank)]);
-    const std::size_t key = (kind * (alike_ ? 1 : blocks_ + 1) + (alike_ ? 0 : first)) * (blocks_ + 1) + k;
-    if (!known_[key]) {
-      known_[key] = true;
-      if (alike_) {
-        table_[key] = compute(rank, 0, k);
-        computed_times_.push_back(table_[key].time_s);
-      } else {
-        // Ranges alike in what their cost depends on share one computation.
-        const Shared shared{kind, k, costs_.range_signature(first * vpp_, k * vpp_)};
-        auto [it, inserted] = shared_.try_emplace(shared);
-        if (inserted) {
-          it->second = compute(rank, first, k);
-          computed_times_.push_back(it->second.time_s);
-        }
-        table_[key] = it->second;
-      }
+  StageOption get(int rank, int first, int k) {
+    const std::size_t entry = range_class(first, k) * kinds_ + kind_of_rank_[static_cast<std::size_t>(rank)];
+    if (!known_[entry]) {
+      known_[entry] = 1;
+      options_[entry] = compute(rank, alike_ ? 0 : first, k);
+      computed_times_.push_back(options_[entry].time_s);
     }
-    return table_[key];
+    return options_[entry];
   }
   // The time of every option computed so far (each once; ranges sharing one are not repeated).
   [[nodiscard]] const std::vector<double>& computed_times() const { return computed_times_; }
 
  private:
+  static constexpr std::size_t kUnknown = std::numeric_limits<std::size_t>::max();
+
+  // The class of the range of k blocks from block `first` (numbered as they are met).
+  std::size_t range_class(int first, int k) {
+    if (alike_) return static_cast<std::size_t>(k);
+    std::size_t& c = range_class_[static_cast<std::size_t>(first) * static_cast<std::size_t>(blocks_ + 1) +
+                                  static_cast<std::size_t>(k)];
+    if (c == kUnknown) {
+      const auto [it, inserted] =
+          class_of_.try_emplace(Shared{k, costs_.range_signature(first * vpp_, k * vpp_)}, classes_);
+      if (inserted) {
+        ++classes_;
+        options_.resize(classes_ * kinds_);
+        known_.resize(options_.size(), 0);
+      }
+      c = it->second;
+    }
+    return c;
+  }
+
   StageOption compute(int rank, int first, int k) const {
     const int layers = k * vpp_, first_layer = first * vpp_;
     const double in_flight = in_flight_[static_cast<std::size_t>(rank)];
@@ -109,21 +122,22 @@ class StageOptions {
   int blocks_, vpp_;
   bool alike_;
   double limit_;
-  std::vector<int> kind_of_rank_;
-  std::vector<StageOption> table_;
-  std::vector<bool> known_;
+  std::vector<std::size_t> kind_of_rank_;
+  std::size_t kinds_ = 0, classes_ = 0;
+  std::vector<std::size_t> range_class_;  // per (first, k); alike layers: none (the class is k)
   struct Shared {
-    std::size_t kind;
     int k;
     std::uint64_t signature;
     bool operator==(const Shared&) const = default;
   };
   struct SharedHash {
     std::size_t operator()(const Shared& s) const {
-      return std::hash<std::uint64_t>()(s.signature * 1000003u + s.kind * 8191u + static_cast<std::size_t>(s.k));
+      return std::hash<std::uint64_t>()(s.signature * 1000003u + static_cast<std::size_t>(s.k));
     }
   };
-  std::unordered_map<Shared, StageOption, SharedHash> shared_;
+  std::unordered_map<Shared, std::size_t, SharedHash> class_of_;
+  std::vector<StageOption> options_;  // per (class, kind)
+  std::vector<char> known_;
   std::vector<double> computed_times_;
 };
 
@@ -185,6 +199,24 @@ Solution least_sum(StageOptions& options, int pp, int blocks, double cap) {
   return out;
 }
 
+// The least bottleneck of any assignment: min over assignments of max_s w_s, by the same dynamic
+// programme as least_sum() with max in place of the sum and no cap. Infinity when none fits.
+double least_bottleneck(StageOptions& options, int pp, int blocks) {
+  const std::size_t width = static_cast<std::size_t>(blocks) + 1;
+  std::vector<double> worst(static_cast<std::size_t>(pp) * width, kNoAssignment);
+  for (int j = 1; j <= blocks - (pp - 1); ++j) worst[static_cast<std::size_t>(j)] = options.get(0, 0, j).time_s;
+  for (int s = 1; s < pp; ++s)
+    for (int j = s == pp - 1 ? blocks : s + 1; j <= blocks - (pp - 1 - s); ++j) {
+      double& cell = worst[s * width + j];
+      for (int k = 1; k <= j - s; ++k) {
+        const double before = worst[(s - 1) * width + (j - k)];
+        if (before >= cell) continue;  // cannot lower the cell, whatever this stage costs
+        cell = std::min(cell, std::max(before, options.get(s, j - k, k).time_s));
+      }
+    }
+  return worst[(pp - 1) * width + blocks];
+}
+
 // The candidate caps in increasing order. With alike layers each rank's times rise with its size,
 // so the caps are a merge of p increasing sequences, walked lazily: `most[s]` is the most blocks
 // rank s may hold under the current cap. Otherwise every stage cost that can occur, sorted.
@@ -213,6 +245,15 @@ class Caps {
   double smallest_feasible() {
     if (!options_.alike()) {
       if (sorted_.empty()) return kNoAssignment;
+      // The least bottleneck of any assignment is the answer, once least_sum() confirms that it is
+      // feasible and the cap below it is not; otherwise a binary search over the caps finds it.
+      const double least = least_bottleneck(options_, pp_, blocks_);
+      const auto at = std::lower_bound(sorted_.begin(), sorted_.end(), least);
+      if (at != sorted_.end() && *at == least && least_sum(options_, pp_, blocks_, least).feasible &&
+          (at == sorted_.begin() || !least_sum(options_, pp_, blocks_, *(at - 1)).feasible)) {
+        next_ = static_cast<std::size_t>(at - sorted_.begin()) + 1;
+        return least;
+      }
       std::size_t lo = 0, hi = sorted_.size() - 1;
       if (!least_sum(options_, pp_, blocks_, sorted_[hi]).feasible) return kNoAssignment;
       while (lo < hi) {

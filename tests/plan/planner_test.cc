@@ -219,6 +219,32 @@ Scenario llama8b_long_on_8() {
   return s;
 }
 
+// GroupBounder keeps each layer shape's costs and reuses them for groups of other dp, pp and
+// sharding: its bounds are those of a model built for the group, bit for bit.
+TEST(Bounds, GroupBounderEqualsAModelPerGroup) {
+  for (const Scenario& s : {llama8b_on_8(), dense_first_moe_on_8()}) {
+    GroupBounder bounder(s.model, s.cluster, s.training, default_calibration());
+    int checked = 0;
+    for (const Candidate& c : all_candidates(s, SearchSpace{})) {
+      const ParallelConfig first = to_config(c);
+      std::vector<ParallelConfig> sharded;
+      for (int zero = 0; zero <= 3; ++zero) {
+        ParallelConfig q = first;
+        q.zero = zero;
+        q.op = zero == 0 ? 1 : q.dp;
+        sharded.push_back(q);
+      }
+      const PlanningBounds expected =
+          group_bounds(StageCostModel(s.model, s.cluster, s.training, first, default_calibration()), sharded);
+      const PlanningBounds got = bounder.bounds(first, sharded);
+      EXPECT_EQ(got.iteration_time_s, expected.iteration_time_s) << to_string(first);
+      EXPECT_EQ(got.memory_bytes, expected.memory_bytes) << to_string(first);
+      ++checked;
+    }
+    EXPECT_GT(checked, 1000);
+  }
+}
+
 // The planner's pruning is only exact if the bounds hold for every refinement that fits: any stage
 // layout, any per-stage recompute, any gradient-sync placement (the memory bound for every one).
 TEST(Bounds, HoldForRandomStageLayoutsAndRecompute) {

@@ -26,6 +26,8 @@ struct EstimateOptions {
 // Throws Error naming the field, the value and the rule. StageCostModel (and so estimate(),
 // pipeline_problem() and the planner) checks its options with it.
 void validate(const EstimateOptions& options);
+// The memory a GPU of `cluster` may use: its memory x (1 - margin).
+double memory_limit_bytes(const ClusterSpec& cluster, const EstimateOptions& options);
 
 // One pipeline rank, one micro-batch.
 struct StageWork {
@@ -131,5 +133,34 @@ PlanningBounds planning_bounds(const StageCostModel& layers, const ParallelConfi
 //           the lightest kind's (blocks of vpp layers are a coarser assignment), the embedding and
 //           head counted as nothing when a member may shard with ZeRO-3 (its prefetch may hide them).
 PlanningBounds group_bounds(const StageCostModel& layers, std::span<const ParallelConfig> most_sharded);
+
+// group_bounds() for many groups: what they need of their layers' costs is kept per layer shape (the
+// axes that change a layer's cost, cost/layer_cost.h, and whether a tied embedding is held twice),
+// so a StageCostModel is built only for the first group of each shape; groups of other dp, pp,
+// micro-batch counts or sharding reuse it. The bounds are those of group_bounds(StageCostModel(first), most_sharded),
+// bit for bit. One thread at a time; the specs must outlive it.
+class GroupBounder {
+ public:
+  GroupBounder(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+               const Calibration& calibration, const EstimateOptions& options = {});
+  ~GroupBounder();
+  GroupBounder(const GroupBounder&) = delete;
+  GroupBounder& operator=(const GroupBounder&) = delete;
+
+  // The bounds of the group whose first member has configuration `first` (valid: resolve accepts it).
+  [[nodiscard]] PlanningBounds bounds(const ParallelConfig& first, std::span<const ParallelConfig> most_sharded);
+  [[nodiscard]] double memory_limit_bytes() const;
+
+ private:
+  struct LayerShape;
+  struct LayerShapeHash;
+  struct Bases;
+  const ModelSpec& model_;
+  const ClusterSpec& cluster_;
+  const TrainingSpec& training_;
+  const Calibration& calibration_;
+  EstimateOptions options_;
+  std::unique_ptr<Bases> bases_;
+};
 
 }  // namespace paratune
