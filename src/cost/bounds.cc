@@ -376,20 +376,22 @@ PlanningBounds group_bounds(const StageCostModel& layers, std::span<const Parall
                                    layers.num_microbatches(), most_sharded);
 }
 
-// The axes of a configuration that its layers' costs depend on (cost/layer_cost.h reads no others),
+// The axes of a configuration that its layers' costs depend on (cost/layer_cost.h reads no others;
+// planning_bounds checks the same list),
 // and whether the last stage holds a copy of a tied embedding (pp > 1: GroupBasis).
 struct GroupBounder::LayerShape {
   int tp, cp, ep, etp, mbs;
   bool sequence_parallel;
   RecomputeMode recompute;
-  unsigned recompute_modules;
+  unsigned recompute_modules, offload_modules;
   bool tp_comm_overlap, ep_overlap;
   MoeDispatcher dispatcher;
   bool tied_copy;
 
   LayerShape(const ParallelConfig& p, const ModelSpec& model)
       : tp(p.tp), cp(p.cp), ep(p.ep), etp(p.expert_tp()), mbs(p.mbs), sequence_parallel(p.sequence_parallel),
-        recompute(p.recompute), recompute_modules(p.recompute_modules), tp_comm_overlap(p.tp_comm_overlap),
+        recompute(p.recompute), recompute_modules(p.recompute_modules), offload_modules(p.offload_modules),
+        tp_comm_overlap(p.tp_comm_overlap),
         ep_overlap(p.ep_overlap), dispatcher(p.dispatcher), tied_copy(model.tie_embeddings && p.pp > 1) {}
   bool operator==(const LayerShape&) const = default;
 };
@@ -400,6 +402,7 @@ struct GroupBounder::LayerShapeHash {
     for (const std::size_t v :
          {std::size_t(s.tp), std::size_t(s.cp), std::size_t(s.ep), std::size_t(s.etp), std::size_t(s.mbs),
           std::size_t(s.sequence_parallel), static_cast<std::size_t>(s.recompute), std::size_t(s.recompute_modules),
+          std::size_t(s.offload_modules),
           std::size_t(s.tp_comm_overlap), std::size_t(s.ep_overlap), static_cast<std::size_t>(s.dispatcher),
           std::size_t(s.tied_copy)})
       h = h * 1000003u ^ v;
