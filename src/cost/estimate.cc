@@ -125,6 +125,7 @@ RankCost StageCostModel::Impl::rank_cost(int s, const std::vector<ChunkPart>& pa
   out.ep_s = total.ep_forward_s + total.ep_backward_s + total.recompute_ep_s;
   out.zero3_s = zero3_forward_s + zero3_backward_s;
   out.kept_bytes = total.kept_bytes;
+  out.offloaded_bytes = total.offloaded_bytes;
   out.recompute_bytes = total.recompute_bytes;
   out.recompute_flops = total.recompute_flops;
 
@@ -215,6 +216,7 @@ struct Analysis {
   // Per rank, per micro-batch: exposed TP (incl. recompute), CP, EP and ZeRO-3 communication.
   std::vector<double> stage_tp, stage_cp, stage_ep, stage_z3;
   std::vector<double> kept_per_microbatch, recompute_bytes;  // per rank
+  std::vector<double> offloaded_per_microbatch;             // per rank: in host memory (offload)
   double hardware_extra_flops = 0;
   double fragmentation = 0;
 };
@@ -273,6 +275,7 @@ Analysis analyse(const ModelSpec& model, const ClusterSpec& cluster, const Train
   a.stage_z3.assign(p.pp, 0);
   a.kept_per_microbatch.assign(p.pp, 0);
   a.recompute_bytes.assign(p.pp, 0);
+  a.offloaded_per_microbatch.assign(p.pp, 0);
   std::vector<ChunkPart> parts(static_cast<std::size_t>(v));
   const std::vector<int> recomputed_per_stage = recomputed_layers_per_stage(p);
   std::vector<int> layers_in_chunk(static_cast<std::size_t>(v)), recomputed;
@@ -298,6 +301,7 @@ Analysis analyse(const ModelSpec& model, const ClusterSpec& cluster, const Train
         rank.recompute_flops * schedule.microbatches_per_chunk(shape) * (static_cast<double>(p.dp) * p.tp * p.cp);
     a.kept_per_microbatch[s] = rank.kept_bytes;
     a.recompute_bytes[s] = rank.recompute_bytes;
+    a.offloaded_per_microbatch[s] = rank.offloaded_bytes;
   }
   a.fragmentation = cal.fragmentation;
   out.memory_limit_bytes = stage_model.memory_limit_bytes();
@@ -322,6 +326,8 @@ Estimate finish(Analysis&& a, const sim::SimulationResult& replay, const ModelSp
     st.memory.other_bytes += a.fragmentation * peak;
     st.in_flight_microbatches =
         a.kept_per_microbatch[s] > 0 ? (peak - a.recompute_bytes[s]) / a.kept_per_microbatch[s] : 0;
+    // What those in-flight micro-batches keep in host memory instead (activation offload).
+    st.host_activation_bytes = st.in_flight_microbatches * a.offloaded_per_microbatch[s];
   }
 
   // --- Breakdown, on the bottleneck rank (most work per micro-batch) ------------------------------

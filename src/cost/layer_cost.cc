@@ -315,6 +315,7 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
         std::max(0.0, copy_s - (L.backward_compute_s + L.tp_backward_s + L.cp_backward_s + L.ep_backward_s));
     L.forward_compute_s += L.offload_forward_s;
     L.backward_compute_s += L.offload_backward_s;
+    L.offloaded_bytes = offload.freed;
     L.offload_working_bytes = 2 * offload.freed;
   }
   return L;

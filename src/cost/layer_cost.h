@@ -42,10 +42,11 @@ struct LayerCost {
   double selective_working_bytes = 0;
   double cp_buffer_bytes = 0;  // ring attention's K/V send/receive buffers (a working set)
   // Activation offload (offload_modules): the host-link copies the layer's compute does not hide,
-  // forward (to the host) and backward (back), included in forward/backward_compute_s; and what the
-  // backward holds of the offloaded tensors, one layer at a time (the layer's reloaded tensors and
-  // the next one's, prefetched).
+  // forward (to the host) and backward (back), included in forward/backward_compute_s; the bytes
+  // the layer keeps in host memory instead of activation_bytes; and what the backward holds of them
+  // on the GPU, one layer at a time (the layer's reloaded tensors and the next one's, prefetched).
   double offload_forward_s = 0, offload_backward_s = 0;
+  double offloaded_bytes = 0;
   double offload_working_bytes = 0;
 };
 

@@ -118,9 +118,11 @@ double moe_block_bytes(const ModelSpec& m, const ParallelConfig& p, double token
 //   qkv_linear  standard: the fused norm's input and the QKV input   (b + lin)·T·h/sp
 //               MLA: the down-projections' input (unless layernorm is recomputed) lin·T·h/sp, and
 //               the latent vectors lin·T·(q_lora + kv_lora + rope)/sp
-//   core_attn   Q, K, V (each its own tensor); nothing when core_attn is recomputed (attention.py
-//               runs the checkpointed path without the offload context) or MLA's up-projections
-//               are (Q, K, V are then dropped anyway)
+//   core_attn   Q, K, V (each its own tensor), and what the attention kernel saves: flash, its
+//               output (moved; its GPU tensor stays the projection's input); unfused, the s x s
+//               scores. Nothing when core_attn is recomputed (attention.py runs the checkpointed
+//               path without the offload context); Q, K, V moved but not freed again when MLA's
+//               up-projections are recomputed (that checkpoint drops them anyway)
 //   attn_proj   the projection's input             lin·T·heads/t·v
 //   mlp_norm    the pre-MLP norm's input          b·T·h/sp    (MoE layers: dense MLPs fuse it)
 //   expert_fc1  the permuted expert inputs         lin·R·h     (moved in BF16 unless MXFP8:
@@ -154,21 +156,32 @@ OffloadBytes layer_offload_bytes(const ModelSpec& m, const TrainingSpec& trainin
       tensor_kept(shard, lin);
     }
   }
+  const double v_dim = m.mla ? m.mla->v_head_dim : m.head_size();
   if (p.offloads(OffloadModule::kCoreAttn) && !p.recomputes(RecomputeModule::kCoreAttn)) {
-    if (m.mla && !p.recomputes(RecomputeModule::kMlaUpProj)) {
+    // Q, K, V. MLA's up-projection checkpoint frees them anyway (multi_latent_attention.py releases
+    // them after the offload): moved, not freed again.
+    const double qkv_kept = m.mla && p.recomputes(RecomputeModule::kMlaUpProj) ? 0 : b;
+    if (m.mla) {
       const MlaSpec& a = *m.mla;
       const double qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
-      tensor_kept(tokens * heads_local * qk, b);  // Q
-      tensor_kept(tokens * heads_local * qk, b);  // K
-      tensor_kept(tokens * heads_local * a.v_head_dim, b);  // V
-    } else if (!m.mla) {
+      tensor(tokens * heads_local * qk, qkv_kept, b);          // Q
+      tensor(tokens * heads_local * qk, qkv_kept, b);          // K
+      tensor(tokens * heads_local * a.v_head_dim, qkv_kept, b);  // V
+    } else {
       const double kv_local = std::max(1.0, m.kv_heads() / t);
-      tensor_kept(tokens * heads_local * m.head_size(), b);
-      tensor_kept(tokens * kv_local * m.head_size(), b);
-      tensor_kept(tokens * kv_local * m.head_size(), b);
+      tensor(tokens * heads_local * m.head_size(), qkv_kept, b);
+      tensor(tokens * kv_local * m.head_size(), qkv_kept, b);
+      tensor(tokens * kv_local * m.head_size(), qkv_kept, b);
+    }
+    if (training.flash_attention) {
+      // The fused kernel saves its output too: a copy goes to the host, while the GPU tensor stays
+      // the projection's input (freed by attn_proj's offload, below).
+      tensor(tokens * heads_local * v_dim, 0, b);
+    } else {
+      // Unfused: the s x s scores (softmax output, with dropout its mask and output), 2 (5) bytes.
+      tensor_kept(tokens * heads_local * training.seq_len, m.dropout ? 5 : 2);
     }
   }
-  const double v_dim = m.mla ? m.mla->v_head_dim : m.head_size();
   if (p.offloads(OffloadModule::kAttnProj)) tensor_kept(tokens * heads_local * v_dim, lin);
   if (!moe_layer) return out;
   if (p.offloads(OffloadModule::kMlpNorm)) tensor_kept(shard, b);

@@ -37,6 +37,7 @@ struct ChunkPart {
          ep_backward_s = 0;
   double dense_params = 0, expert_params = 0;  // on one GPU, TP/EP-sharded, before ZeRO
   double kept_bytes = 0;                       // activations kept from forward to backward
+  double offloaded_bytes = 0;                  // activations kept in host memory instead (offload)
   double recompute_bytes = 0;                  // working set of the layer being recomputed
   int layers = 0, recomputed_layers = 0;
 
@@ -59,6 +60,7 @@ struct ChunkPart {
     dense_params += q.dense_params;
     expert_params += q.expert_params;
     kept_bytes += q.kept_bytes;
+    offloaded_bytes += q.offloaded_bytes;
     recompute_bytes = std::max(recompute_bytes, q.recompute_bytes);
     layers += q.layers;
     recomputed_layers += q.recomputed_layers;
@@ -78,6 +80,7 @@ struct RankCost {
   StageEstimate estimate;  // memory without activations
   double tp_s = 0, cp_s = 0, ep_s = 0, zero3_s = 0;  // exposed per micro-batch
   double kept_bytes = 0, recompute_bytes = 0, recompute_flops = 0;
+  double offloaded_bytes = 0;  // per micro-batch, in host memory (activation offload)
 };
 
 }  // namespace cost_detail
@@ -284,6 +287,7 @@ struct StageCostModel::Impl {
     part.kept_bytes = (n_dense - rc_dense) * dense.activation_bytes + (n_moe - rc_moe) * moe.activation_bytes +
                       rc_dense * dense.input_bytes + rc_moe * moe.input_bytes +
                       (first ? cost_detail::kActivationBytes * c.tokens * h / sp_div : 0);
+    part.offloaded_bytes = (n_dense - rc_dense) * dense.offloaded_bytes + (n_moe - rc_moe) * moe.offloaded_bytes;
     if (mtp > 0) {
       add_mtp(part, mtp);
       // A pipeline stage with MTP layers but not the embedding keeps its own copy of the embedding
@@ -341,6 +345,7 @@ struct StageCostModel::Impl {
     // Kept for the backward: the layer's activations, the two normed inputs and their concatenation
     // (eh_proj's input, 2h per token).
     part.kept_bytes += mtp * (layer.activation_bytes + 4 * act * c.tokens * h / sp_div);
+    part.offloaded_bytes += mtp * layer.offloaded_bytes;
   }
 
   // Recomputed layers of a rank spread over its v chunks, earlier chunks first.

@@ -210,7 +210,8 @@ struct MemorySaving {
 // The memory savers searched under one recompute mode: none or the base's modules; with
 // selective, the memory-saving set (memory_saving_modules); and the offload setting (one per model,
 // offload_saving_modules): recompute=none with offload for a model without a memory-saving set,
-// else that set less core_attn (a recomputed core attention bypasses the offload) with offload.
+// else that set less core_attn (a recomputed core attention bypasses the offload) and less
+// mla_up_proj (the offload moves Q, K, V to the host: recomputing them too would only add work).
 std::vector<MemorySaving> memory_settings(RecomputeMode rc, unsigned saving_modules, unsigned offload_set) {
   const auto bits = [](unsigned set) { return static_cast<std::uint8_t>(set); };
   std::vector<MemorySaving> out{MemorySaving{}};
@@ -218,7 +219,9 @@ std::vector<MemorySaving> memory_settings(RecomputeMode rc, unsigned saving_modu
   if (rc == RecomputeMode::kSelective && saving_modules != 0) {
     out.push_back({bits(saving_modules), 0});
     if (offload_set != 0)
-      out.push_back({bits(saving_modules & ~recompute_module_bit(RecomputeModule::kCoreAttn)), bits(offload_set)});
+      out.push_back({bits(saving_modules & ~(recompute_module_bit(RecomputeModule::kCoreAttn) |
+                                             recompute_module_bit(RecomputeModule::kMlaUpProj))),
+                     bits(offload_set)});
   }
   return out;
 }

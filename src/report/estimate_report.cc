@@ -34,6 +34,7 @@ nlohmann::json to_json(const Estimate& e) {
                       {"backward_s", s.backward_s},
                       {"compute_s", s.compute_s},
                       {"in_flight_microbatches", s.in_flight_microbatches},
+                      {"host_activation_bytes", s.host_activation_bytes},
                       {"params", s.params},
                       {"memory_bytes", memory_json(s.memory)}});
   }
@@ -114,6 +115,15 @@ std::string format_estimate(const Estimate& e, const ModelSpec& model, const Clu
   out += fmt::format("\npeak {} of {} usable: {}\n", format_bytes(e.peak_memory_bytes),
                      format_bytes(e.memory_limit_bytes), e.fits ? "fits" : "DOES NOT FIT");
   if (!e.fits) out += "reason: " + e.reason + "\n";
+  // Activation offload: host memory the GPUs' offloaded activations take at their peak (not checked
+  // against the node's: paratune does not know it).
+  const auto host = std::max_element(e.stages.begin(), e.stages.end(), [](const auto& a, const auto& b) {
+    return a.host_activation_bytes < b.host_activation_bytes;
+  });
+  if (host != e.stages.end() && host->host_activation_bytes > 0)
+    out += fmt::format("host memory for offloaded activations: up to {} per GPU (stage {}), up to {} per node of {} GPUs\n",
+                       format_bytes(host->host_activation_bytes), host - e.stages.begin(),
+                       format_bytes(host->host_activation_bytes * cluster.gpus_per_node), cluster.gpus_per_node);
   return out;
 }
 

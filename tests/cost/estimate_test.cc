@@ -133,6 +133,11 @@ TEST(ActivationMemory, OffloadModulesOfAnMoeLayerByHand) {
   auto bytes = [&](const char* config) { return layer_activation_bytes(m, t, parse_parallel_config(config), true); };
   EXPECT_DOUBLE_EQ(bytes("offload_modules=core_attn"), 20 * T * h + lse + router);
   EXPECT_DOUBLE_EQ(bytes("offload_modules=core_attn+attn_proj"), 18 * T * h + lse + router);
+  // Moved: also the attention kernel's saved output, whose GPU tensor is the projection's input.
+  const OffloadBytes attention = layer_offload_bytes(m, t, parse_parallel_config("offload_modules=core_attn+attn_proj"),
+                                                     true, 2, 1);
+  EXPECT_DOUBLE_EQ(attention.freed, 8 * T * h);
+  EXPECT_DOUBLE_EQ(attention.moved, 10 * T * h);
   EXPECT_DOUBLE_EQ(bytes("offload_modules=qkv_linear"), 22 * T * h + lse + router);
   EXPECT_DOUBLE_EQ(bytes("offload_modules=mlp_norm"), 24 * T * h + lse + router);
   EXPECT_DOUBLE_EQ(bytes("offload_modules=expert_fc1"), 22 * T * h + lse + router);
@@ -159,9 +164,9 @@ TEST(ActivationMemory, OffloadModulesOfAnMoeLayerByHand) {
 
 // The copies run beside the layer's compute; what is not hidden adds to the stage's time. For two
 // host links slow enough that the copies are exposed, the difference in a stage's forward time is
-// exactly layers x moved x (1/bw1 - 1/bw2): Llama-3-8B, tp 1, T = 8192: core_attn moves Q (T x 4096)
-// and K, V (T x 1024 each: 8 KV heads of 128), attn_proj its input (T x 4096), all BF16:
-// 2·T·(4096 + 2·1024 + 4096) = 2·8192·10240 bytes per layer, 32 layers.
+// exactly layers x moved x (1/bw1 - 1/bw2): Llama-3-8B, tp 1, T = 8192: core_attn moves Q (T x 4096),
+// K, V (T x 1024 each: 8 KV heads of 128) and flash attention's output (T x 4096), attn_proj its
+// input (T x 4096), all BF16: 2·T·(4096 + 2·1024 + 4096 + 4096) = 2·8192·14336 bytes per layer, 32 layers.
 TEST(Estimate, ActivationOffloadCopiesBeyondTheLayerTimeAreExposed) {
   const ModelSpec m = find_model_preset("llama3-8b").spec;
   const TrainingSpec t = testing::training(8192, 64);
@@ -171,7 +176,7 @@ TEST(Estimate, ActivationOffloadCopiesBeyondTheLayerTimeAreExposed) {
     cluster.gpu.host_link_bandwidth_bytes_per_s = link_bytes_per_s;
     return estimate(m, cluster, t, c).stages.at(0).forward_s;
   };
-  const double moved = 2.0 * 8192 * 10240 * 32;
+  const double moved = 2.0 * 8192 * 14336 * 32;
   EXPECT_NEAR(forward_s(1e9) - forward_s(2e9), moved * (1 / 1e9 - 1 / 2e9), 1e-9);
   // A fast link hides them: the same time as without offload.
   ClusterSpec fast = testing::dgx_h100(1);

@@ -59,6 +59,7 @@ struct StageEstimate {
   double compute_s = 0;       // forward_s + backward_s without the communication part
   double in_flight_microbatches = 0;  // micro-batches' activations held at the peak (1F1B: p - stage),
                                       // from the pipeline replay
+  double host_activation_bytes = 0;  // activation offload: what one GPU keeps in host memory at its peak
   double params = 0;          // parameters held by one GPU of this stage (before ZeRO sharding)
   MemoryBreakdown memory;
 };

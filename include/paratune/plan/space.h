@@ -95,7 +95,7 @@ unsigned memory_saving_modules(const ModelSpec& model, const TrainingSpec& train
 // recipe offloads core_attn and attn_proj, Megatron-Bridge @067f987 perf_recipes/deepseek/common.py).
 // It is searched in one setting per model, the step before full recompute: with recompute=none for
 // dense models, and with the memory-saving selective set less core_attn (whose checkpoint would
-// bypass the offload) where a model has one. 0 under torchtitan's per-op checkpointing (no offload).
+// bypass the offload) and mla_up_proj (Q, K, V go to the host instead) where a model has one. 0 under torchtitan's per-op checkpointing (no offload).
 unsigned offload_saving_modules(const TrainingSpec& training);
 
 // The configuration of a candidate: even stages, all layers recomputed with recompute=full, the
