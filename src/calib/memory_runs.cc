@@ -82,12 +82,15 @@ std::optional<double> checked_number(const std::string& file, int line, const st
 struct Unmodelled {
   const char* needle;  // in the notes, lower case
   const char* why;
+  bool (*stated)(const RunSetup&);  // whether the row's columns state it after all (then it is modelled)
 };
 constexpr Unmodelled kUnmodelled[] = {
-    {"mtp", "multi-token prediction: its extra layer and second output head are not modelled"},
-    {"pipeline layout", "a custom pipeline layout is not modelled: read as even stages"},
+    {"mtp", "multi-token prediction: the row does not state its layers (column mtp_layers): none modelled",
+     [](const RunSetup& s) { return s.model.mtp_layers > 0; }},
+    {"pipeline layout", "the row does not state its pipeline layout (column pipeline_layout): read as even stages",
+     [](const RunSetup& s) { return !s.stated_layout.empty(); }},
     {"virtual stages per rank and microbatch count not stated",
-     "interleaved schedule with its virtual stages not stated: read as vpp 1"},
+     "interleaved schedule with its virtual stages not stated: read as vpp 1", [](const RunSetup&) { return false; }},
 };
 
 bool has_word(const std::string& text, const std::string& word) {
@@ -128,7 +131,7 @@ std::vector<MemoryRun> parse_memory_runs(std::string_view text, const std::strin
     m.run.fields["zero_or_distributed_optimizer"] = row.at("zero_or_fsdp");
     // The memory sources give the whole command line (Megatron CI: model_config.yaml; torchtitan:
     // the train config), so an empty vpp is a schedule without interleaving, not an unknown to search.
-    if (cell("vpp").empty()) {
+    if (cell("vpp").empty() && (!row.contains("pipeline_layout") || cell("pipeline_layout").empty())) {
       m.run.fields["vpp"] = "1";
       m.vpp_unstated = true;
     }
@@ -206,7 +209,7 @@ MemoryRowResult evaluate_memory_run(const MemoryRun& memory_run, const Calibrati
   if (memory_run.vpp_unstated) r.assumptions.emplace_back("vpp empty: 1 (the source's command line has no interleaving flag)");
   const std::string notes = calib_detail::lower(run.get("notes"));
   for (const Unmodelled& u : kUnmodelled)
-    if (has_word(notes, u.needle)) r.not_modelled.emplace_back(u.why);
+    if (has_word(notes, u.needle) && !u.stated(s)) r.not_modelled.emplace_back(u.why);
 
   // What the source counts. No source includes the CUDA context or NCCL's buffers (MEMORY_SOURCES.md):
   // both are allocated outside torch's caching allocator. Allocated excludes what the allocator

@@ -229,6 +229,48 @@ void llama_style(ModelSpec& m) {
   m.tie_embeddings = false;
 }
 
+// Architecture columns a row may state beyond the basic ones (memory_runs.csv's Megatron CI rows give
+// them from the test's model_config.yaml); stated values win over a family's defaults:
+//   mla_dims                    q_lora/kv_lora/qk_nope/qk_rope/v (Megatron --q-lora-rank, --kv-lora-rank,
+//                               --qk-head-dim, --qk-pos-emb-head-dim, --v-head-dim)
+//   moe_first_dense_layers      dense layers before the MoE ones (--moe-layer-freq ([0]*k+[1]*n))
+//   moe_shared_expert_ffn_size  the shared experts' FFN width (--moe-shared-expert-intermediate-size)
+//   mtp_layers                  multi-token prediction layers (--mtp-num-layers)
+void apply_stated_architecture(const PublishedRun& run, ModelSpec& m, std::vector<std::string>& why) {
+  if (const std::string dims = run.get("mla_dims"); !dims.empty()) {
+    std::vector<int> v;
+    std::size_t start = 0;
+    while (start <= dims.size()) {
+      const std::size_t end = std::min(dims.find('/', start), dims.size());
+      int x = 0;
+      const auto [ptr, ec] = std::from_chars(dims.data() + start, dims.data() + end, x);
+      if (ec != std::errc() || ptr != dims.data() + end || x < 1)
+        throw Error(fmt::format("mla_dims: '{}' must be five positive integers q_lora/kv_lora/qk_nope/qk_rope/v", dims));
+      v.push_back(x);
+      start = end + 1;
+    }
+    if (v.size() != 5)
+      throw Error(fmt::format("mla_dims: '{}' must be five positive integers q_lora/kv_lora/qk_nope/qk_rope/v", dims));
+    m.mla = MlaSpec{.q_lora_rank = v[0], .kv_lora_rank = v[1], .qk_rope_head_dim = v[3], .qk_nope_head_dim = v[2],
+                    .v_head_dim = v[4]};
+    m.head_dim = v[2] + v[3];
+    m.num_kv_heads = m.num_attention_heads;
+    why.push_back(fmt::format("MLA stated: {}", dims));
+  }
+  if (m.moe) {
+    if (const std::string k = run.get("moe_first_dense_layers"); !k.empty()) {
+      m.moe->first_dense_layers = integer(run, "moe_first_dense_layers", 0);
+      why.push_back(fmt::format("first {} layers dense (stated)", m.moe->first_dense_layers));
+    }
+    if (const std::string k = run.get("moe_shared_expert_ffn_size"); !k.empty())
+      m.moe->shared_expert_ffn_hidden_size = integer(run, "moe_shared_expert_ffn_size", 0);
+  }
+  if (const std::string k = run.get("mtp_layers"); !k.empty()) {
+    m.mtp_layers = integer(run, "mtp_layers", 0);
+    why.push_back(fmt::format("multi-token prediction: {} layer(s) (stated)", m.mtp_layers));
+  }
+}
+
 ModelSpec model_for(const PublishedRun& run, const Framework& fw, std::vector<std::string>& why) {
   ModelSpec m;
   m.name = run.get("model");
@@ -297,6 +339,13 @@ ModelSpec model_for(const PublishedRun& run, const Framework& fw, std::vector<st
       }
       break;
     case Family::kDeepSeekV3: {
+      // A DeepSeek-style model that states its own MLA (Megatron CI's proxies) is not DeepSeek-V3:
+      // apply_stated_architecture reads it.
+      if (!run.get("mla_dims").empty()) {
+        llama_style(m);
+        why.push_back("DeepSeek-style: SwiGLU, RMSNorm, RoPE, untied output; MLA and layers from the row's columns");
+        break;
+      }
       // MLA, the 3 leading dense layers and the shared expert's size from the deepseek-v3 preset
       // (deepseek-ai/DeepSeek-V3 config.json), which NeMo DeepSeekV3Config (row notes) matches.
       const ModelPreset& p = find_model_preset("deepseek-v3");
@@ -367,6 +416,8 @@ ModelSpec model_for(const PublishedRun& run, const Framework& fw, std::vector<st
                               "defaults)");
       break;
   }
+
+  apply_stated_architecture(run, m, why);
 
   if (m.ffn_hidden_size == 0) {
     const bool every_layer_moe = m.moe && m.moe->first_dense_layers == 0 && m.moe->layer_freq == 1;
@@ -623,7 +674,9 @@ void build_candidates(RunSetup& s, bool vpp_searched, bool sp_searched, bool meg
               // possible; otherwise Megatron's account-for-embedding / -loss split (searched: NeMo's
               // Llama 3.1 405B recipe, for one, runs 126 layers on pp 8 x vpp 8 with both) and
               // Megatron-Bridge's layout (bridge_layout: its DeepSeek-V3 recipes).
-              for (const auto& [embedding, loss, layout] : pipeline_splits(s.model, pp, vpp, megatron_layout))
+              for (const auto& [embedding, loss, layout] :
+                   s.stated_layout.empty() ? pipeline_splits(s.model, pp, vpp, megatron_layout)
+                                           : std::vector<PipelineSplit>{{false, false, s.stated_layout}})
               for (RecomputeMode rc : s.recompute_choices)
                 for (int recomputed : recompute_counts(s, rc, pp))
                 for (bool sp : s.sp_choices)
@@ -976,6 +1029,24 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
     }
     int vpp = integer(run, "vpp", 0);
     bool vpp_searched = false;
+    // A stated layout fixes the stages per rank: vpp = its stages / pp.
+    if (const std::string text = run.get("pipeline_layout"); !text.empty()) {
+      try {
+        s.stated_layout = parse_pipeline_layout(text);
+      } catch (const Error& e) {
+        throw e.with_context("pipeline_layout");
+      }
+      const int stages = static_cast<int>(s.stated_layout.size());
+      if (s.pp_choices.size() != 1 || stages % s.pp_choices.front() != 0)
+        throw RowSkipped(SkipKind::kInconsistent,
+                         fmt::format("pipeline_layout: '{}' has {} stages, not a multiple of the stated pp", text, stages));
+      const int layout_vpp = stages / s.pp_choices.front();
+      if (vpp > 0 && vpp != layout_vpp)
+        throw RowSkipped(SkipKind::kInconsistent,
+                         fmt::format("pipeline_layout: '{}' gives vpp {}, the row states vpp {}", text, layout_vpp, vpp));
+      vpp = layout_vpp;
+      why.push_back(fmt::format("pipeline layout stated: {} (vpp {})", text, vpp));
+    }
     if (vpp > 1 && s.pp_choices == std::vector<int>{1}) {
       why.push_back(fmt::format("vpp {} printed with pp 1: no interleaving (vpp = 1)", vpp));
       vpp = 1;

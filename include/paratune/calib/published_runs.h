@@ -98,6 +98,9 @@ struct RunSetup {
   std::vector<bool> ep_overlap_choices{false};  // Megatron-Core's 1F1B A2A overlap, on where a row states it
   std::vector<MoeDispatcher> dispatcher_choices{MoeDispatcher::kAllToAll};  // searched where the framework has both
   int stated_dp = 0;                       // 0 = not stated (dp = GPUs / (tp·pp·cp))
+  // Megatron's --pipeline-model-parallel-layout as the row states it (column pipeline_layout); empty
+  // = not stated (build_candidates then tries the splits Megatron offers).
+  std::vector<LayoutStage> stated_layout;
   std::vector<std::string> searched_axes;  // names of the axes searched ("tp", "mbs", "recompute", ...)
   // Every combination of the axes that paratune's resolve accepts; never empty after setup_for_run.
   std::vector<ParallelConfig> candidates;
