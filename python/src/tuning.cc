@@ -223,11 +223,18 @@ class PyTrial {
     // step not after the last) are the objective's code: every trial would repeat them.
     if (!std::isfinite(value))
       throw Error(fmt::format("trial {}: report: value {} at step {} is not a finite number", number_, value, step));
+    bool stored = false;
     try {
       const py::gil_scoped_release release;
-      use.run().study->report(number_, step, value);
+      stored = use.run().study->report(number_, step, value);
     } catch (const Error& e) {
       misuse(e.what());
+    }
+    // Optuna's behaviour: a step reported again (or before the last) is ignored with a warning.
+    if (!stored) {
+      const std::string message = fmt::format(
+          "trial {}: report: step {} is not after the last reported step; the value {} is ignored", number_, step, value);
+      if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1) != 0) throw py::error_already_set();
     }
   }
 
@@ -280,7 +287,8 @@ class PyTrial {
   // A mistake in the objective's code rather than in this configuration: every trial would repeat it.
   [[noreturn]] void misuse(const std::string& message) {
     misused_ = true;
-    throw Error(fmt::format("trial {}: {}", number_, message));
+    const std::string prefix = fmt::format("trial {}: ", number_);
+    throw Error(message.starts_with(prefix) ? message : prefix + message);  // the study's errors name it already
   }
   static void unwind_if_stopping(const Run& run) {
     if (!run.stopping.load()) return;

@@ -137,16 +137,14 @@ AskTellStudy::Live& AskTellStudy::live(int number) {
   return it->second;
 }
 
-void AskTellStudy::report(int number, std::int64_t step, double value) {
+bool AskTellStudy::report(int number, std::int64_t step, double value) {
   std::lock_guard lock(mutex_);
   Live& l = live(number);
   if (!std::isfinite(value))
     throw Error(fmt::format("trial {}: report: {} {} at step {} is not a finite number", number, options_.objective,
                             value, step));
   if (step < 0) throw Error(fmt::format("trial {}: report: step {} must be >= 0", number, step));
-  if (l.last_step && step <= *l.last_step)
-    throw Error(fmt::format("trial {}: report: step {} must come after the last reported step {}", number, step,
-                            *l.last_step));
+  if (l.last_step && step <= *l.last_step) return false;
   const auto now = std::chrono::steady_clock::now();
   const double elapsed = std::chrono::duration<double>(now - l.last_report).count();
   const std::int64_t advanced = l.last_step ? step - *l.last_step : step + 1;
@@ -157,6 +155,7 @@ void AskTellStudy::report(int number, std::int64_t step, double value) {
   TrialRecord& r = records_[l.record];
   r.curve.push_back({step, value});
   r.resource = step + 1;
+  return true;
 }
 
 void AskTellStudy::report_metric(int number, const std::string& name, double value, std::optional<std::int64_t> step) {

@@ -110,8 +110,10 @@ TEST_F(AskTell, ReportsAreChecked) {
   const auto study_ptr = parts_.study(store_);
   AskTellStudy& study = *study_ptr;
   const auto a = study.ask();
-  study.report(a->number, 3, 1.0);
-  EXPECT_THROW(study.report(a->number, 3, 1.0), Error);  // not after the last
+  EXPECT_TRUE(study.report(a->number, 3, 1.0));
+  EXPECT_FALSE(study.report(a->number, 3, 2.0));  // not after the last: ignored, as Optuna does
+  EXPECT_FALSE(study.report(a->number, 1, 2.0));
+  EXPECT_THROW(study.report(a->number, -1, 1.0), Error);
   EXPECT_THROW(study.report(a->number, 4, std::nan("")), Error);
   EXPECT_THROW(study.report(99, 0, 1.0), Error);
   EXPECT_THROW(study.report_metric(a->number, "value", 1.0), Error);  // the objective

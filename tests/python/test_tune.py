@@ -154,6 +154,24 @@ def test_a_diverged_report_fails_its_trial_only(tmp_path):
                for t in failed), [t.reason for t in failed]
 
 
+def test_a_step_reported_again_is_ignored_with_a_warning(tmp_path):
+    """As Optuna does: the repeated step's value is dropped, the trial and the study go on."""
+    def objective(trial):
+        lr = trial.suggest_float("lr")
+        trial.report(lr, 0)
+        trial.report(lr + 1, 0)  # the same step again
+        trial.report(lr * 2, 1)
+        return lr * 2
+
+    with pytest.warns(UserWarning, match=r"^trial \d+: report: step 0 is not after the last reported step; the value "):
+        study = paratune.tune(objective, SPACE, storage=tmp_path / "s.db", max_trials=3, sampler="random",
+                              pruner="none")
+    assert [t.status for t in study] == ["completed"] * 3
+    for t in study:
+        assert [step for step, _ in t.values("value")] == [0, 1]
+        assert t.values("value")[0][1] == t.params["lr"]
+
+
 def test_a_trial_asking_for_what_the_space_does_not_have_stops_the_study(tmp_path):
     def objective(trial):
         return trial.suggest_float("lr", 0.1, 0.2)

@@ -84,11 +84,12 @@ class AskTellStudy {
   // The next trial, started: first the configurations of trials interrupted in an earlier run,
   // then the sampler's proposals; nullopt when the sampler has nothing left (a finite space done).
   std::optional<Asked> ask();
-  // The objective's value after `step` (0-based; steps must increase), and when it came: each
-  // report's wall time since the previous one, per step, is stored as step times (so the trial has
-  // a throughput). Throws Error for an unknown or finished trial, a step not after the previous
-  // one, or a value that is not finite.
-  void report(int number, std::int64_t step, double value);
+  // The objective's value after `step` (0-based), and when it came: each report's wall time since
+  // the previous one, per step, is stored as step times (so the trial has a throughput). A step
+  // not after the last reported one is ignored (Optuna ignores a repeated step, with a warning):
+  // returns false then, true when stored. Throws Error for an unknown or finished trial, a negative
+  // step, or a value that is not finite.
+  bool report(int number, std::int64_t step, double value);
   // Another metric of the trial (stored, not judged); `step` as the last report's when absent.
   void report_metric(int number, const std::string& name, double value, std::optional<std::int64_t> step = {});
   // Whether the pruner stops the trial now, on its curve so far. Once true, the trial should be
