@@ -301,7 +301,7 @@ def studies(storage: PathLike) -> list[str]:
     """The names of the studies in a store."""
 
 def tune(objective: Callable[[Trial], float | None], space: Mapping[str, Any] | PathLike | None = None, *,
-         storage: PathLike,
+         storage: PathLike | None = None,
          study_name: str = "main", direction: Literal["minimize", "maximize"] = "minimize",
          objective_name: str = "value", sampler: Literal["grid", "random", "tpe", "gp"] = "tpe",
          pruner: Literal["none", "median", "percentile"] = "median", max_trials: int = 0, timeout: float = 0.0,
@@ -309,6 +309,8 @@ def tune(objective: Callable[[Trial], float | None], space: Mapping[str, Any] | 
          pruner_options: Mapping[str, Any] = ...) -> Study:
     """Runs (or resumes) a hyperparameter study whose trials call ``objective(trial)``; returns the stored Study.
 
+    storage: an SQLite file or a postgresql:// URI; None or ":memory:" (Optuna's in-memory storage): the
+    study lives as long as the Study returned (a temporary file, removed with it).
     space: a dict in the space file's format ({"lr": {"type": "float", "low": 1e-4, "high": 0.1, "log": True},
     "optimizer": ["sgd", "adam"]}, optionally under "parameters" with "constraints"), or a space file. None: the
     objective's own suggestions (each with its bounds or choices), read from one call that ends at its first

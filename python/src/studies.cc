@@ -4,6 +4,10 @@
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
+#include <stdlib.h>  // mkdtemp
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "convert.h"
@@ -18,6 +22,19 @@
 #include "study_view.h"
 
 namespace paratune::python {
+
+TemporaryStore::TemporaryStore() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "paratune-study-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr)
+    throw Error(fmt::format("storage: cannot make a temporary directory for an in-memory study ({}): {}", pattern,
+                            std::strerror(errno)));
+  directory_ = pattern;
+}
+
+TemporaryStore::~TemporaryStore() {
+  std::error_code ignored;  // a destructor must not throw; a leftover directory in TMPDIR is harmless
+  std::filesystem::remove_all(directory_, ignored);
+}
 
 StudyView read_study(const std::string& storage, const std::string& name) {
   if (!store::is_postgres_locator(storage) && !std::filesystem::exists(storage))

@@ -873,16 +873,29 @@ void bind_tuning(py::module_& m) {
          const std::string& study_name, const std::string& direction, const std::string& objective_name,
          const std::string& sampler, const std::string& pruner, std::int64_t max_trials, double timeout, int n_jobs,
          std::uint64_t seed, std::int64_t steps, const py::dict& sampler_options, const py::dict& pruner_options) {
-        return tune(objective, TuneArgs{space, text_or_path(storage, "storage"), study_name, direction, objective_name,
-                                        sampler, pruner, max_trials, timeout, n_jobs, seed, steps, sampler_options,
-                                        pruner_options});
+        // storage=None or ":memory:" (Optuna's in-memory storage): a store of its own, held by the
+        // Study returned, removed with it.
+        std::shared_ptr<const TemporaryStore> temporary;
+        std::string where = storage.is_none() ? ":memory:" : text_or_path(storage, "storage");
+        if (where == ":memory:") {
+          temporary = std::make_shared<const TemporaryStore>();
+          where = temporary->path();
+        }
+        StudyView view = tune(objective, TuneArgs{space, where, study_name, direction, objective_name, sampler, pruner,
+                                                  max_trials, timeout, n_jobs, seed, steps, sampler_options,
+                                                  pruner_options});
+        view.temporary = std::move(temporary);
+        return view;
       },
-      py::arg("objective"), py::arg("space") = py::none(), py::kw_only(), py::arg("storage"), py::arg("study_name") = "main",
+      py::arg("objective"), py::arg("space") = py::none(), py::kw_only(), py::arg("storage") = py::none(),
+      py::arg("study_name") = "main",
       py::arg("direction") = "minimize", py::arg("objective_name") = "value", py::arg("sampler") = "tpe",
       py::arg("pruner") = "median", py::arg("max_trials") = 0, py::arg("timeout") = 0.0, py::arg("n_jobs") = 1,
       py::arg("seed") = 0, py::arg("steps") = 0, py::arg("sampler_options") = py::dict(),
       py::arg("pruner_options") = py::dict(),
       "Runs (or resumes) a hyperparameter study whose trials call objective(trial). Returns the stored Study. "
+      "storage: an SQLite file or a postgresql:// URI; None or ':memory:' keeps the study only as long as the "
+      "Study returned (in a temporary file). "
       "Without a space, the space is the objective's suggestions (with their bounds), read from one call that "
       "ends at its first report or return -- or the stored study's, when it resumes. Each trial is logged on the "
       "'paratune' logger: its number, how it ended, its value, its parameters and the best trial so far.");

@@ -154,6 +154,25 @@ def test_a_diverged_report_fails_its_trial_only(tmp_path):
                for t in failed), [t.reason for t in failed]
 
 
+def test_in_memory_storage_lives_as_long_as_its_study():
+    """storage=None or ":memory:", as in Optuna: no file to name; the Study returned holds the store."""
+    import gc
+    import os
+
+    for storage in (None, ":memory:"):
+        study = paratune.tune(lambda trial: trial.suggest_float("lr"), SPACE, storage=storage, max_trials=4,
+                              sampler="random", pruner="none")
+        assert [t.status for t in study] == ["completed"] * 4
+        path = study.storage
+        assert os.path.exists(path)
+        assert "<html" in study.to_html().lower()  # reopens the store
+        del study
+        gc.collect()
+        assert not os.path.exists(path)
+    # Without a keyword: the same in-memory default.
+    assert len(paratune.tune(lambda trial: trial.suggest_float("lr"), SPACE, max_trials=2, pruner="none")) == 2
+
+
 def test_a_step_reported_again_is_ignored_with_a_warning(tmp_path):
     """As Optuna does: the repeated step's value is dropped, the trial and the study go on."""
     def objective(trial):
