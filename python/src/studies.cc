@@ -4,9 +4,8 @@
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
-#include <stdlib.h>  // mkdtemp
-
 #include <cerrno>
+#include <cstdlib>  // mkdtemp (POSIX, declared by glibc's stdlib.h)
 #include <cstring>
 #include <filesystem>
 
@@ -25,7 +24,7 @@ namespace paratune::python {
 
 TemporaryStore::TemporaryStore() {
   std::string pattern = (std::filesystem::temp_directory_path() / "paratune-study-XXXXXX").string();
-  if (mkdtemp(pattern.data()) == nullptr)
+  if (::mkdtemp(pattern.data()) == nullptr)
     throw Error(fmt::format("storage: cannot make a temporary directory for an in-memory study ({}): {}", pattern,
                             std::strerror(errno)));
   directory_ = pattern;
