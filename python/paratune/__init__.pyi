@@ -320,7 +320,7 @@ def tune(objective: Callable[[Trial], float | None], space: Mapping[str, Any] | 
     sampler_options: startup_trials. pruner_options: startup_trials, warmup_steps, percentile.
 
     How a call ends decides what is stored: a number -- completed; None -- completed with its last reported
-    value; TrialPruned -- pruned; MemoryError or an *OutOfMemoryError (torch's) -- oom; any other exception,
+    value; TrialPruned (paratune's, or any class of that name: Optuna's) -- pruned; MemoryError or an *OutOfMemoryError (torch's) -- oom; any other exception,
     a NaN or infinite report included -- failed with "Type: message", and the study goes on; KeyboardInterrupt
     -- interrupted, and tune() re-raises it (the configuration is asked again first on resume). A trial that
     suggests a parameter the space does not have, or with other bounds, fails and tune() raises that error.

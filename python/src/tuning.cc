@@ -4,7 +4,7 @@
 //
 // How a call ends decides how the trial is stored:
 //   returns a number               completed with that value (None: its last reported value)
-//   raises paratune.TrialPruned    pruned
+//   raises paratune.TrialPruned    pruned (or any exception class named TrialPruned: Optuna's)
 //   raises MemoryError, or an exception whose class is named *OutOfMemoryError (torch's)   oom
 //   raises KeyboardInterrupt       interrupted (asked again when the study resumes); tune() stops
 //                                  and re-raises it
@@ -479,7 +479,9 @@ hpo::TrialEnd call_objective(Run& run, const std::shared_ptr<PyTrial>& trial,
   } catch (py::error_already_set& e) {
     bool has_message = false;
     const std::string text = raised_text(e, &has_message);
-    if (e.matches(trial_pruned_type())) {
+    // paratune.TrialPruned, or an exception of that name from code ported from Optuna
+    // (optuna.TrialPruned = optuna.exceptions.TrialPruned), without importing Optuna.
+    if (e.matches(trial_pruned_type()) || type_name(e.type()) == "TrialPruned") {
       end.kind = hpo::TrialEnd::Kind::kPruned;
       end.reason = has_message ? fmt::format("the objective raised {}", text) : "";
     } else if (e.matches(PyExc_KeyboardInterrupt)) {

@@ -154,6 +154,23 @@ def test_a_diverged_report_fails_its_trial_only(tmp_path):
                for t in failed), [t.reason for t in failed]
 
 
+def test_optunas_trial_pruned_ends_a_trial_as_pruned():
+    """Code ported from Optuna raises optuna.TrialPruned: a class of that name, whatever its module."""
+    class TrialPruned(Exception):  # what optuna.exceptions defines; Optuna itself need not be installed
+        pass
+
+    def objective(trial):
+        lr = trial.suggest_float("lr")
+        trial.report(lr, 0)
+        if trial.number % 2 == 0:
+            raise TrialPruned()
+        return lr
+
+    study = paratune.tune(objective, SPACE, max_trials=4, sampler="random", pruner="none")
+    assert [t.status for t in study] == ["pruned" if t.number % 2 == 0 else "completed" for t in study]
+    assert {t.status for t in study} == {"pruned", "completed"}
+
+
 def test_in_memory_storage_lives_as_long_as_its_study():
     """storage=None or ":memory:", as in Optuna: no file to name; the Study returned holds the store."""
     import gc
