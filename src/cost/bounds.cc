@@ -321,7 +321,7 @@ struct GroupBasis {
   double cp_buffer_bytes = 0;
 };
 
-GroupBasis group_basis(const StageCostModel::Impl& im) {
+GroupBasis group_basis(const LayerCosts& im) {
   const ModelSpec& model = im.c.model;
   const bool full = im.config.recompute == RecomputeMode::kFull;
   const double smallest_kept_layer =
@@ -413,6 +413,7 @@ struct GroupBounder::LayerShapeHash {
 struct GroupBounder::Bases {
   std::unordered_map<LayerShape, cost_detail::GroupBasis, LayerShapeHash> by_shape;
   cost_detail::ParamBytes bytes{};  // the same for every configuration (training and precision)
+  cost_detail::DenseLayerCosts dense_layers;  // shared by the shapes that differ in expert axes only
 };
 
 GroupBounder::GroupBounder(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
@@ -421,7 +422,7 @@ GroupBounder::GroupBounder(const ModelSpec& model, const ClusterSpec& cluster, c
       cluster_(cluster),
       training_(training),
       calibration_(calibration),
-      options_(options),
+      options_((validate(options), options)),
       bases_(std::make_unique<Bases>()) {}
 
 GroupBounder::~GroupBounder() = default;
@@ -429,10 +430,10 @@ GroupBounder::~GroupBounder() = default;
 PlanningBounds GroupBounder::bounds(const ParallelConfig& first, std::span<const ParallelConfig> most_sharded) {
   const LayerShape shape(first, model_);
   auto it = bases_->by_shape.find(shape);
-  if (it == bases_->by_shape.end()) {  // the shape's first group: its costs from a model of its own
-    const StageCostModel layers(model_, cluster_, training_, first, calibration_, options_);
-    bases_->bytes = layers.impl().bytes;
-    it = bases_->by_shape.emplace(shape, cost_detail::group_basis(layers.impl())).first;
+  if (it == bases_->by_shape.end()) {  // the shape's first group: its layers' costs (no pipeline)
+    const cost_detail::LayerCosts layers(model_, cluster_, training_, first, calibration_, &bases_->dense_layers);
+    bases_->bytes = layers.bytes;
+    it = bases_->by_shape.emplace(shape, cost_detail::group_basis(layers)).first;
   }
   return cost_detail::group_bounds(it->second, model_, calibration_, bases_->bytes, first.pp,
                                    first.num_microbatches(training_), most_sharded);
