@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <unordered_map>
@@ -71,7 +72,13 @@ double least_bottleneck_s(double block, double embedding, double head, int block
     return first + last + (pp - 2) * middle >= blocks;
   };
   double best = std::numeric_limits<double>::infinity();
-  for (double extra : {0.0, embedding, head}) {
+  const std::array<double, 3> extras{0.0, embedding, head};
+  for (std::size_t e = 0; e < extras.size(); ++e) {
+    const double extra = extras[e];
+    // A family met before gives the same cap again (embedding and head are 0 under ZeRO-3's bounds).
+    if (std::find(extras.begin(), extras.begin() + static_cast<std::ptrdiff_t>(e), extra) !=
+        extras.begin() + static_cast<std::ptrdiff_t>(e))
+      continue;
     if (!fits(blocks * block + extra)) continue;
     // The fewest blocks k whose cap fits (fits() only turns true as k grows): a walk from an even
     // share, which is close, where block > 0; a binary search otherwise.
