@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <unordered_map>
+#include <utility>
 
 #include "memory.h"
 #include "paratune/cost/collectives.h"
@@ -103,14 +104,30 @@ double least_bottleneck_s(double block, double embedding, double head, int block
   return best;
 }
 
-// Decoder layers that stand for every kind of layer the model has: the first, and in an MoE model
-// the first after the dense ones and the one after it (MoE after dense ones, or dense between).
-std::vector<int> kind_layers(const ModelSpec& model) {
-  std::vector<int> layers{0};
+// One decoder layer of each kind the model has (dense, MoE), from those that stand for every kind:
+// the first, and in an MoE model the first after the dense ones and the one after it (MoE after
+// dense ones, or dense between). A chunk of one layer depends on nothing else of it, and the
+// bounds take minima and maxima over the kinds, so a kind met again is left out. Fixed storage:
+// every layer shape the planner bounds asks for them.
+struct KindLayers {
+  std::array<int, 2> layer{};
+  int count = 0;
+  [[nodiscard]] const int* begin() const { return layer.data(); }
+  [[nodiscard]] const int* end() const { return layer.data() + count; }
+};
+
+KindLayers kind_layers(const ModelSpec& model) {
+  KindLayers out;
+  std::array<bool, 2> seen{};  // by the number of MoE layers in the one-layer chunk
+  auto add = [&](int layer) {
+    const int moe = cost_detail::moe_layers_below(model, layer + 1) - cost_detail::moe_layers_below(model, layer);
+    if (!std::exchange(seen[static_cast<std::size_t>(moe)], true)) out.layer[static_cast<std::size_t>(out.count++)] = layer;
+  };
+  add(0);
   if (model.moe)
     for (int layer : {model.moe->first_dense_layers, model.moe->first_dense_layers + 1})
-      if (layer < model.num_layers) layers.push_back(layer);
-  return layers;
+      if (layer < model.num_layers) add(layer);
+  return out;
 }
 
 // min over w_s >= 0 with sum w_s = W of max_s (rho·sum_{j<s} w_j + m·w_s): all terms equal, w_s
