@@ -6,9 +6,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <unordered_map>
+#include <utility>
 
 #include "memory.h"
 #include "paratune/cost/collectives.h"
@@ -71,7 +73,13 @@ double least_bottleneck_s(double block, double embedding, double head, int block
     return first + last + (pp - 2) * middle >= blocks;
   };
   double best = std::numeric_limits<double>::infinity();
-  for (double extra : {0.0, embedding, head}) {
+  const std::array<double, 3> extras{0.0, embedding, head};
+  for (std::size_t e = 0; e < extras.size(); ++e) {
+    const double extra = extras[e];
+    // A family met before gives the same cap again (embedding and head are 0 under ZeRO-3's bounds).
+    if (std::find(extras.begin(), extras.begin() + static_cast<std::ptrdiff_t>(e), extra) !=
+        extras.begin() + static_cast<std::ptrdiff_t>(e))
+      continue;
     if (!fits(blocks * block + extra)) continue;
     // The fewest blocks k whose cap fits (fits() only turns true as k grows): a walk from an even
     // share, which is close, where block > 0; a binary search otherwise.
@@ -96,14 +104,30 @@ double least_bottleneck_s(double block, double embedding, double head, int block
   return best;
 }
 
-// Decoder layers that stand for every kind of layer the model has: the first, and in an MoE model
-// the first after the dense ones and the one after it (MoE after dense ones, or dense between).
-std::vector<int> kind_layers(const ModelSpec& model) {
-  std::vector<int> layers{0};
+// One decoder layer of each kind the model has (dense, MoE), from those that stand for every kind:
+// the first, and in an MoE model the first after the dense ones and the one after it (MoE after
+// dense ones, or dense between). A chunk of one layer depends on nothing else of it, and the
+// bounds take minima and maxima over the kinds, so a kind met again is left out. Fixed storage:
+// every layer shape the planner bounds asks for them.
+struct KindLayers {
+  std::array<int, 2> layer{};
+  int count = 0;
+  [[nodiscard]] const int* begin() const { return layer.data(); }
+  [[nodiscard]] const int* end() const { return layer.data() + count; }
+};
+
+KindLayers kind_layers(const ModelSpec& model) {
+  KindLayers out;
+  std::array<bool, 2> seen{};  // by the number of MoE layers in the one-layer chunk
+  auto add = [&](int layer) {
+    const int moe = cost_detail::moe_layers_below(model, layer + 1) - cost_detail::moe_layers_below(model, layer);
+    if (!std::exchange(seen[static_cast<std::size_t>(moe)], true)) out.layer[static_cast<std::size_t>(out.count++)] = layer;
+  };
+  add(0);
   if (model.moe)
     for (int layer : {model.moe->first_dense_layers, model.moe->first_dense_layers + 1})
-      if (layer < model.num_layers) layers.push_back(layer);
-  return layers;
+      if (layer < model.num_layers) add(layer);
+  return out;
 }
 
 // min over w_s >= 0 with sum w_s = W of max_s (rho·sum_{j<s} w_j + m·w_s): all terms equal, w_s
@@ -321,7 +345,7 @@ struct GroupBasis {
   double cp_buffer_bytes = 0;
 };
 
-GroupBasis group_basis(const StageCostModel::Impl& im) {
+GroupBasis group_basis(const LayerCosts& im) {
   const ModelSpec& model = im.c.model;
   const bool full = im.config.recompute == RecomputeMode::kFull;
   const double smallest_kept_layer =
@@ -413,6 +437,7 @@ struct GroupBounder::LayerShapeHash {
 struct GroupBounder::Bases {
   std::unordered_map<LayerShape, cost_detail::GroupBasis, LayerShapeHash> by_shape;
   cost_detail::ParamBytes bytes{};  // the same for every configuration (training and precision)
+  cost_detail::DenseLayerCosts dense_layers;  // shared by the shapes that differ in expert axes only
 };
 
 GroupBounder::GroupBounder(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
@@ -421,7 +446,7 @@ GroupBounder::GroupBounder(const ModelSpec& model, const ClusterSpec& cluster, c
       cluster_(cluster),
       training_(training),
       calibration_(calibration),
-      options_(options),
+      options_((validate(options), options)),
       bases_(std::make_unique<Bases>()) {}
 
 GroupBounder::~GroupBounder() = default;
@@ -429,10 +454,10 @@ GroupBounder::~GroupBounder() = default;
 PlanningBounds GroupBounder::bounds(const ParallelConfig& first, std::span<const ParallelConfig> most_sharded) {
   const LayerShape shape(first, model_);
   auto it = bases_->by_shape.find(shape);
-  if (it == bases_->by_shape.end()) {  // the shape's first group: its costs from a model of its own
-    const StageCostModel layers(model_, cluster_, training_, first, calibration_, options_);
-    bases_->bytes = layers.impl().bytes;
-    it = bases_->by_shape.emplace(shape, cost_detail::group_basis(layers.impl())).first;
+  if (it == bases_->by_shape.end()) {  // the shape's first group: its layers' costs (no pipeline)
+    const cost_detail::LayerCosts layers(model_, cluster_, training_, first, calibration_, &bases_->dense_layers);
+    bases_->bytes = layers.bytes;
+    it = bases_->by_shape.emplace(shape, cost_detail::group_basis(layers)).first;
   }
   return cost_detail::group_bounds(it->second, model_, calibration_, bases_->bytes, first.pp,
                                    first.num_microbatches(training_), most_sharded);

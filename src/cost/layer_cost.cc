@@ -321,6 +321,24 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
   return L;
 }
 
+std::size_t DenseLayerCosts::AxesHash::operator()(const Axes& a) const {
+  std::size_t h = 0;
+  for (const std::size_t v : {std::size_t(a.tp), std::size_t(a.cp), std::size_t(a.mbs), std::size_t(a.sequence_parallel),
+                              std::size_t(a.tp_comm_overlap), static_cast<std::size_t>(a.recompute),
+                              std::size_t(a.recompute_modules), std::size_t(a.offload_modules)})
+    h = h * 1000003u ^ v;
+  return h;
+}
+
+const LayerCost& DenseLayerCosts::get(const Context& c) {
+  const ParallelConfig& p = c.config;
+  const Axes axes{p.tp, p.cp, p.mbs, p.sequence_parallel, p.tp_comm_overlap, p.recompute, p.recompute_modules,
+                  p.offload_modules};
+  auto it = known_.find(axes);
+  if (it == known_.end()) it = known_.emplace(axes, layer_cost(c, false)).first;
+  return it->second;
+}
+
 int moe_layers_below(const ModelSpec& m, int end) {
   if (!m.moe || end <= m.moe->first_dense_layers) return 0;
   const int span = end - m.moe->first_dense_layers;

@@ -3,6 +3,8 @@
 // layer's parameters and activations. Internal to the cost module.
 #pragma once
 
+#include <unordered_map>
+
 #include "device.h"
 #include "fp8.h"
 #include "paratune/cost/calibration.h"
@@ -65,6 +67,30 @@ struct Context {
 
 // One layer under `c`: an MoE layer when `moe_layer`, else a dense one.
 LayerCost layer_cost(const Context& c, bool moe_layer);
+
+// Dense layers' costs, layer_cost(c, false), kept by the axes of the configuration they read: tp,
+// cp, mbs, sequence parallelism, recompute mode and modules, offload modules and TP overlap (no
+// expert axis: ep, etp, the all-to-all's overlap and dispatcher change only MoE layers). For callers
+// that cost many configurations of one model, cluster, training and calibration (the planner's
+// group bounds): the expert variants of a layer shape share one dense layer. One thread at a time.
+class DenseLayerCosts {
+ public:
+  // layer_cost(c, false), computed the first time its axes are met.
+  const LayerCost& get(const Context& c);
+
+ private:
+  struct Axes {
+    int tp, cp, mbs;
+    bool sequence_parallel, tp_comm_overlap;
+    RecomputeMode recompute;
+    unsigned recompute_modules, offload_modules;
+    bool operator==(const Axes&) const = default;
+  };
+  struct AxesHash {
+    std::size_t operator()(const Axes& a) const;
+  };
+  std::unordered_map<Axes, LayerCost, AxesHash> known_;
+};
 
 // Number of MoE layers among decoder layers [0, end).
 int moe_layers_below(const ModelSpec& m, int end);

@@ -83,42 +83,25 @@ struct RankCost {
   double offloaded_bytes = 0;  // per micro-batch, in host memory (activation offload)
 };
 
-}  // namespace cost_detail
-
-// Everything about one configuration that does not depend on which layers a stage holds.
-struct StageCostModel::Impl {
-  // The cost module's internal types (namespace cost_detail) by their short names.
-  using ChunkPart = cost_detail::ChunkPart;
-  using Context = cost_detail::Context;
-  using Device = cost_detail::Device;
-  using Fp8Costs = cost_detail::Fp8Costs;
-  using LayerCost = cost_detail::LayerCost;
-  using ParamBytes = cost_detail::ParamBytes;
-  using RankCost = cost_detail::RankCost;
-  using ShardDegrees = cost_detail::ShardDegrees;
-
+// One layer shape's costs: a configuration's per-layer costs and what a model chunk costs from
+// them. It reads only the axes that change a layer's cost (cost/layer_cost.h) and pp (a tied
+// embedding's copy on the last stage); the group bounds need no more (bounds.cc GroupBounder),
+// StageCostModel::Impl adds the pipeline. Not copyable: `c` refers to `config`.
+struct LayerCosts {
   ParallelConfig config;  // resolved
-  EstimateOptions options;
   Fp8Costs fp8;  // what the precision costs (cost/fp8.h); before `c`, which is built from it
   Context c;
-  int microbatches = 0;
   LayerCost dense, moe;
   ParamCounts counts;
   ParamBytes bytes;
-  ShardDegrees shards;
-  GroupPlacement dense_shard_group, dense_replica_group, expert_shard_group, expert_replica_group;
   double sp_div = 1, vocab_local = 0;
-  // Fixed per-GPU buffers: CUDA context and workspaces, communication staging, NCCL's buffers for
-  // each communicator this rank uses, ring attention's K/V buffers.
-  double buffer_bytes = 0;
-  std::vector<int> mtp_of_chunk;  // MTP layers of each virtual stage (where the layout puts "m")
-  std::array<int, 2> loss_ranks{};  // the ranks that compute the loss (the same one twice but for DualPipe)
 
-  Impl(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training, const ParallelConfig& requested,
-       const Calibration& cal, const EstimateOptions& opts)
+  // `dense_layers`: where to take the dense layer's costs from, if given (of the same model,
+  // cluster, training and calibration).
+  LayerCosts(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+             const ParallelConfig& requested, const Calibration& cal, DenseLayerCosts* dense_layers = nullptr)
       : config(resolve(requested, model, cluster, training)),
-        options(opts),
-        fp8(cost_detail::fp8_costs(cluster.gpu, training, cal)),
+        fp8(fp8_costs(cluster.gpu, training, cal)),
         c{model,
           cluster,
           training,
@@ -128,57 +111,16 @@ struct StageCostModel::Impl {
           make_fabric(cluster, cal.intra_node_bandwidth_efficiency, cal.inter_node_bandwidth_efficiency),
           fp8,
           static_cast<double>(config.mbs) * training.seq_len / config.cp,
-          model.moe ? cost_detail::moe_rank_load_factor(*model.moe, config, training, cal) : 1.0},
-        microbatches(config.num_microbatches(training)),
-        dense(cost_detail::layer_cost(c, false)),
+          model.moe ? moe_rank_load_factor(*model.moe, config, training, cal) : 1.0},
+        dense(dense_layers ? dense_layers->get(c) : layer_cost(c, false)),
         counts(count_parameters(model)),
-        bytes(cost_detail::param_bytes(training, c.fp8)),
-        shards(cost_detail::shard_degrees(config)) {
-    if (model.moe) moe = cost_detail::layer_cost(c, true);
-    const ParallelConfig& p = config;
-    const ClusterSpec& gpn = cluster;  // groups are placed on the cluster's NVLink domains and pods
-    dense_shard_group = place_group(static_cast<int>(shards.dense), p.tp, gpn);
-    dense_replica_group = place_group(p.zero > 0 ? p.dp / p.op : p.dp * p.cp, p.tp * static_cast<int>(shards.dense), gpn);
-    // Expert data-parallel groups: Megatron-Core's expert mesh orders etp, ep, edp, pp, so an edp
-    // group's members are etp·ep ranks apart.
-    const int expert_stride = p.expert_tp() * p.ep;
-    expert_shard_group = place_group(static_cast<int>(shards.expert), expert_stride, gpn);
-    expert_replica_group = place_group(p.zero > 0 ? static_cast<int>(shards.expert_dp / shards.expert) : shards.expert_dp,
-                                       expert_stride * static_cast<int>(shards.expert), gpn);
-    sp_div = p.sequence_parallel ? p.tp : 1;
-    vocab_local = static_cast<double>(model.vocab_size) / p.tp;
-    buffer_bytes = buffer_bytes_for(p);
-    mtp_of_chunk = chunk_mtp_layers(p, model);
-    // Where the model's last part runs for the first and the last micro-batch: the last rank, a V's
-    // rank 0, both end ranks under DualPipe (its two directions; sim/schedule.h).
-    const sim::PipelineSchedule& schedule = sim::schedule_for(p.schedule);
-    const sim::PipelineShape shape = sim::pipeline_shape(p.schedule, p.pp, p.vpp, microbatches);
-    const int last_part = schedule.parts(shape) - 1;
-    loss_ranks = {schedule.place(shape, last_part, 0).rank, schedule.place(shape, last_part, microbatches - 1).rank};
+        bytes(param_bytes(training, c.fp8)),
+        sp_div(config.sequence_parallel ? config.tp : 1),
+        vocab_local(static_cast<double>(model.vocab_size) / config.tp) {
+    if (model.moe) moe = layer_cost(c, true);
   }
-
-  // True when one of the rank's chunks is the model's last part (output layer and loss).
-  bool computes_loss(int rank) const { return rank == loss_ranks[0] || rank == loss_ranks[1]; }
-
-  // MTP layers on pipeline rank `rank` (all its chunks): the layout's, else with the loss.
-  int mtp_on_rank(int rank) const {
-    if (config.layout.empty()) return computes_loss(rank) ? c.model.mtp_layers : 0;
-    int n = 0;
-    for (std::size_t k = static_cast<std::size_t>(rank); k < mtp_of_chunk.size(); k += static_cast<std::size_t>(config.pp))
-      n += mtp_of_chunk[k];
-    return n;
-  }
-
-  // The fixed buffers of configuration `q` (which shares this model's layer shape).
-  double buffer_bytes_for(const ParallelConfig& q) const {
-    return fixed_buffer_bytes(c.calibration, q, c.model.moe.has_value(), cp_buffer_bytes());
-  }
-  // Ring attention's K/V buffers: the larger layer kind's (a working set, one layer at a time).
-  double cp_buffer_bytes() const { return std::max(dense.cp_buffer_bytes, moe.cp_buffer_bytes); }
-  static double fixed_buffer_bytes(const Calibration& cal, const ParallelConfig& q, bool moe, double cp_buffer_bytes) {
-    return cal.cuda_context_bytes + cal.comm_buffer_bytes + communicators(q, moe) * cal.nccl_bytes_per_communicator +
-           cp_buffer_bytes;
-  }
+  LayerCosts(const LayerCosts&) = delete;
+  LayerCosts& operator=(const LayerCosts&) = delete;
 
   // The rates of this GPU: linear layers at the precision's peak (FP8 under an FP8 recipe),
   // attention and the output layer at the BF16/FP16 peak (cost/fp8.h). Per-step jitter: every
@@ -207,20 +149,6 @@ struct StageCostModel::Impl {
                   .hbm_bytes_per_s = gpu.hbm_bandwidth_bytes_per_s * cal.hbm_efficiency / jitter};
   }
 
-  // NCCL communicators one rank uses: tensor, context and data parallel (dp x cp), expert and
-  // expert-data parallel, the pipeline's neighbours and, with tied embeddings across stages, the
-  // embedding group. Each holds its own buffers (Calibration::nccl_bytes_per_communicator).
-  static int communicators(const ParallelConfig& p, bool moe) {
-    int n = 0;
-    if (p.tp > 1) n++;
-    if (p.cp > 1) n++;
-    if (p.dp * p.cp > 1) n++;
-    if (p.pp > 1) n += 2;  // send to the next rank, receive from the previous one
-    if (moe && p.ep > 1) n++;
-    if (moe && p.expert_data_parallel_size() > 1) n++;
-    return n;
-  }
-
   // Decoder layers [first_layer, first_layer + layers) as one chunk, `recomputed` of them fully
   // recomputed; `first`/`last`: the chunk holds the embedding / the output layer and loss; `mtp`:
   // its multi-token-prediction layers.
@@ -233,7 +161,7 @@ struct StageCostModel::Impl {
     part.layers = layers;
     part.recomputed_layers = recomputed;
     const int n_moe =
-        cost_detail::moe_layers_below(model, first_layer + layers) - cost_detail::moe_layers_below(model, first_layer);
+        moe_layers_below(model, first_layer + layers) - moe_layers_below(model, first_layer);
     const int n_dense = layers - n_moe;
     // Recomputed layers are taken from the dense ones first (they are the cheaper kind to redo).
     const int rc_dense = std::min(recomputed, n_dense);
@@ -258,13 +186,13 @@ struct StageCostModel::Impl {
     // gradient); output layer and loss on the last: logits GEMM (tokens x V/t x h) and a fused
     // softmax cross-entropy over fp32 logits.
     if (first) {
-      part.forward_s += cost_detail::kActivationBytes * c.tokens * h / d.hbm_bytes_per_s;
-      part.backward_s += 3 * cost_detail::kActivationBytes * c.tokens * h / d.hbm_bytes_per_s;
-      part.weight_grad_s += 3 * cost_detail::kActivationBytes * c.tokens * h / d.hbm_bytes_per_s;
+      part.forward_s += kActivationBytes * c.tokens * h / d.hbm_bytes_per_s;
+      part.backward_s += 3 * kActivationBytes * c.tokens * h / d.hbm_bytes_per_s;
+      part.weight_grad_s += 3 * kActivationBytes * c.tokens * h / d.hbm_bytes_per_s;
     }
     if (last) {
-      const double head = cost_detail::bf16_gemm_s(d, c.tokens, vocab_local, h);  // BF16 under every FP8 recipe
-      const double loss = c.tokens * vocab_local * (cost_detail::kActivationBytes + 4 + 4) / d.hbm_bytes_per_s;
+      const double head = bf16_gemm_s(d, c.tokens, vocab_local, h);  // BF16 under every FP8 recipe
+      const double loss = c.tokens * vocab_local * (kActivationBytes + 4 + 4) / d.hbm_bytes_per_s;
       part.forward_s += head + loss;
       part.backward_s += 2 * head + loss;
       part.weight_grad_s += head;
@@ -286,7 +214,7 @@ struct StageCostModel::Impl {
     // layer being recomputed holds its full activations while its backward runs.
     part.kept_bytes = (n_dense - rc_dense) * dense.activation_bytes + (n_moe - rc_moe) * moe.activation_bytes +
                       rc_dense * dense.input_bytes + rc_moe * moe.input_bytes +
-                      (first ? cost_detail::kActivationBytes * c.tokens * h / sp_div : 0);
+                      (first ? kActivationBytes * c.tokens * h / sp_div : 0);
     part.offloaded_bytes = (n_dense - rc_dense) * dense.offloaded_bytes + (n_moe - rc_moe) * moe.offloaded_bytes;
     if (mtp > 0) {
       add_mtp(part, mtp);
@@ -317,12 +245,12 @@ struct StageCostModel::Impl {
   void add_mtp(ChunkPart& part, int mtp) const {
     const ModelSpec& model = c.model;
     const Device& d = c.device;
-    const double t = config.tp, h = model.hidden_size, act = cost_detail::kActivationBytes;
+    const double t = config.tp, h = model.hidden_size, act = kActivationBytes;
     const LayerCost& layer = model.is_moe_layer(model.num_layers) ? moe : dense;
-    const double proj = cost_detail::gemm_s(d, c.tokens, h / t, 2 * h);
+    const double proj = gemm_s(d, c.tokens, h / t, 2 * h);
     const double norms = 2 * 2 * act * c.tokens * h / d.hbm_bytes_per_s;  // two norms, read + write each
     const double embed = act * c.tokens * h / d.hbm_bytes_per_s;           // the shifted tokens' lookup
-    const double head = cost_detail::bf16_gemm_s(d, c.tokens, vocab_local, h);
+    const double head = bf16_gemm_s(d, c.tokens, vocab_local, h);
     const double loss = c.tokens * vocab_local * (act + 4 + 4) / d.hbm_bytes_per_s;
     part.forward_s += mtp * (layer.forward_compute_s + embed + norms + proj + head + loss);
     part.backward_s += mtp * (layer.backward_compute_s + norms + 2 * proj + 2 * head + loss);
@@ -346,6 +274,99 @@ struct StageCostModel::Impl {
     // (eh_proj's input, 2h per token).
     part.kept_bytes += mtp * (layer.activation_bytes + 4 * act * c.tokens * h / sp_div);
     part.offloaded_bytes += mtp * layer.offloaded_bytes;
+  }
+
+  bool model_has_larger_moe_layers() const {
+    return c.model.moe && moe.params_dense + moe.params_expert > dense.params_dense + dense.params_expert;
+  }
+  double largest_layer_params() const {
+    const LayerCost& largest = model_has_larger_moe_layers() ? moe : dense;
+    return largest.params_dense + largest.params_expert;
+  }
+  // Ring attention's K/V buffers: the larger layer kind's (a working set, one layer at a time).
+  double cp_buffer_bytes() const { return std::max(dense.cp_buffer_bytes, moe.cp_buffer_bytes); }
+};
+
+}  // namespace cost_detail
+
+// Everything about one configuration that does not depend on which layers a stage holds: its
+// layer shape's costs (cost_detail::LayerCosts) and the pipeline's groups, buffers and layout.
+struct StageCostModel::Impl : cost_detail::LayerCosts {
+  // The cost module's internal types (namespace cost_detail) by their short names.
+  using ChunkPart = cost_detail::ChunkPart;
+  using LayerCost = cost_detail::LayerCost;
+  using RankCost = cost_detail::RankCost;
+  using ShardDegrees = cost_detail::ShardDegrees;
+
+  EstimateOptions options;
+  int microbatches = 0;
+  ShardDegrees shards;
+  GroupPlacement dense_shard_group, dense_replica_group, expert_shard_group, expert_replica_group;
+  // Fixed per-GPU buffers: CUDA context and workspaces, communication staging, NCCL's buffers for
+  // each communicator this rank uses, ring attention's K/V buffers.
+  double buffer_bytes = 0;
+  std::vector<int> mtp_of_chunk;  // MTP layers of each virtual stage (where the layout puts "m")
+  std::array<int, 2> loss_ranks{};  // the ranks that compute the loss (the same one twice but for DualPipe)
+
+  Impl(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training, const ParallelConfig& requested,
+       const Calibration& cal, const EstimateOptions& opts)
+      : LayerCosts(model, cluster, training, requested, cal),
+        options(opts),
+        microbatches(config.num_microbatches(training)),
+        shards(cost_detail::shard_degrees(config)) {
+    const ParallelConfig& p = config;
+    const ClusterSpec& gpn = cluster;  // groups are placed on the cluster's NVLink domains and pods
+    dense_shard_group = place_group(static_cast<int>(shards.dense), p.tp, gpn);
+    dense_replica_group = place_group(p.zero > 0 ? p.dp / p.op : p.dp * p.cp, p.tp * static_cast<int>(shards.dense), gpn);
+    // Expert data-parallel groups: Megatron-Core's expert mesh orders etp, ep, edp, pp, so an edp
+    // group's members are etp·ep ranks apart.
+    const int expert_stride = p.expert_tp() * p.ep;
+    expert_shard_group = place_group(static_cast<int>(shards.expert), expert_stride, gpn);
+    expert_replica_group = place_group(p.zero > 0 ? static_cast<int>(shards.expert_dp / shards.expert) : shards.expert_dp,
+                                       expert_stride * static_cast<int>(shards.expert), gpn);
+    buffer_bytes = buffer_bytes_for(p);
+    mtp_of_chunk = chunk_mtp_layers(p, model);
+    // Where the model's last part runs for the first and the last micro-batch: the last rank, a V's
+    // rank 0, both end ranks under DualPipe (its two directions; sim/schedule.h).
+    const sim::PipelineSchedule& schedule = sim::schedule_for(p.schedule);
+    const sim::PipelineShape shape = sim::pipeline_shape(p.schedule, p.pp, p.vpp, microbatches);
+    const int last_part = schedule.parts(shape) - 1;
+    loss_ranks = {schedule.place(shape, last_part, 0).rank, schedule.place(shape, last_part, microbatches - 1).rank};
+  }
+
+  // True when one of the rank's chunks is the model's last part (output layer and loss).
+  bool computes_loss(int rank) const { return rank == loss_ranks[0] || rank == loss_ranks[1]; }
+
+  // MTP layers on pipeline rank `rank` (all its chunks): the layout's, else with the loss.
+  int mtp_on_rank(int rank) const {
+    if (config.layout.empty()) return computes_loss(rank) ? c.model.mtp_layers : 0;
+    int n = 0;
+    for (std::size_t k = static_cast<std::size_t>(rank); k < mtp_of_chunk.size(); k += static_cast<std::size_t>(config.pp))
+      n += mtp_of_chunk[k];
+    return n;
+  }
+
+  // The fixed buffers of configuration `q` (which shares this model's layer shape).
+  double buffer_bytes_for(const ParallelConfig& q) const {
+    return fixed_buffer_bytes(c.calibration, q, c.model.moe.has_value(), cp_buffer_bytes());
+  }
+  static double fixed_buffer_bytes(const Calibration& cal, const ParallelConfig& q, bool moe, double cp_buffer_bytes) {
+    return cal.cuda_context_bytes + cal.comm_buffer_bytes + communicators(q, moe) * cal.nccl_bytes_per_communicator +
+           cp_buffer_bytes;
+  }
+
+  // NCCL communicators one rank uses: tensor, context and data parallel (dp x cp), expert and
+  // expert-data parallel, the pipeline's neighbours and, with tied embeddings across stages, the
+  // embedding group. Each holds its own buffers (Calibration::nccl_bytes_per_communicator).
+  static int communicators(const ParallelConfig& p, bool moe) {
+    int n = 0;
+    if (p.tp > 1) n++;
+    if (p.cp > 1) n++;
+    if (p.dp * p.cp > 1) n++;
+    if (p.pp > 1) n += 2;  // send to the next rank, receive from the previous one
+    if (moe && p.ep > 1) n++;
+    if (moe && p.expert_data_parallel_size() > 1) n++;
+    return n;
   }
 
   // Recomputed layers of a rank spread over its v chunks, earlier chunks first.
@@ -406,13 +427,6 @@ struct StageCostModel::Impl {
     return {forward + interference * std::max(0.0, gather - forward), backward + interference * std::max(0.0, gather + scatter - backward)};
   }
 
-  bool model_has_larger_moe_layers() const {
-    return c.model.moe && moe.params_dense + moe.params_expert > dense.params_dense + dense.params_expert;
-  }
-  double largest_layer_params() const {
-    const LayerCost& largest = model_has_larger_moe_layers() ? moe : dense;
-    return largest.params_dense + largest.params_expert;
-  }
   // The loss's logits on the last stage, tokens x V/t elements. Megatron's fused vocab-parallel
   // cross-entropy: the BF16 logits and the fp32 softmax it saves (and overwrites with the
   // gradient), 2 + 4 = 6 bytes each. An unfused fp32 cross-entropy (torchtitan's

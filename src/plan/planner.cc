@@ -90,10 +90,6 @@ struct Group {
   std::uint64_t order = 0;  // mesh index << 32 | place in the mesh's enumeration
 };
 
-bool group_by_bound(const Group& a, const Group& b) {
-  return a.lower_bound_s != b.lower_bound_s ? a.lower_bound_s < b.lower_bound_s : a.order < b.order;
-}
-
 struct MeshGroups {
   std::vector<Group> groups;      // those whose memory bound fits
   long long pruned_memory = 0;    // groups whose memory bound exceeds the GPU's
@@ -179,13 +175,18 @@ int largest_allowed_op(int dp, const SearchSpace& space) {
 // (`largest_op`, of the group's mesh: largest_allowed_op). Into `out` (reused from group to group).
 void most_sharded(const ParallelConfig& first, int largest_op, const PlanOptions& options, const TrainingSpec& training,
                   std::vector<ParallelConfig>& out) {
-  out.clear();
+  // Assigned into the entries already there: a copy into a configuration whose lists are empty
+  // allocates nothing, one constructed anew does more work (a million groups).
+  std::size_t n = 0;
   for (int zero = training.fp8_param_gather ? 1 : 0; zero <= 3; ++zero) {
     if (!options.space.permits(Axis::kZero, zero) || (zero > 0 && largest_op == 0)) continue;
-    out.push_back(first);
-    out.back().zero = zero;
-    out.back().op = zero > 0 ? largest_op : 1;
+    if (n == out.size()) out.push_back(first);
+    else out[n] = first;
+    out[n].zero = zero;
+    out[n].op = zero > 0 ? largest_op : 1;
+    ++n;
   }
+  out.resize(n);
 }
 
 // Level 1, one mesh shape: every layer-shape group with bounds for all its members; groups that
@@ -276,19 +277,23 @@ Expansion expand_group(const ModelSpec& model, const ClusterSpec& cluster, const
 class Frontier {
  public:
   using Expand = std::function<Expansion(const Group&)>;
-  // The groups wait in a heap, not sorted: the search expands a few of them, in bound order.
+  // The groups wait in a heap, not sorted: the search expands a few of them, in bound order. The
+  // heap holds their sort keys only (a million groups move less that way), the groups stay put.
   Frontier(std::vector<Group> groups, Expand expand)
       : groups_(std::move(groups)), count_(static_cast<long long>(groups_.size())), expand_(std::move(expand)) {
-    std::make_heap(groups_.begin(), groups_.end(), group_after);
+    waiting_.reserve(groups_.size());
+    for (std::size_t i = 0; i < groups_.size(); ++i)
+      waiting_.push_back({groups_[i].lower_bound_s, groups_[i].order, static_cast<std::uint32_t>(i)});
+    std::make_heap(waiting_.begin(), waiting_.end(), key_after);
   }
 
   // The next candidate whose bound is below `threshold`, in bound order; none when there is none.
   std::optional<Bounded> pop_below(double threshold) {
-    while (!groups_.empty() && groups_.front().lower_bound_s < threshold &&
-           (heap_.empty() || groups_.front().lower_bound_s <= heap_.front().lower_bound_s)) {
-      std::pop_heap(groups_.begin(), groups_.end(), group_after);
-      const Group group = groups_.back();
-      groups_.pop_back();
+    while (!waiting_.empty() && waiting_.front().lower_bound_s < threshold &&
+           (heap_.empty() || waiting_.front().lower_bound_s <= heap_.front().lower_bound_s)) {
+      std::pop_heap(waiting_.begin(), waiting_.end(), key_after);
+      const Group& group = groups_[waiting_.back().index];
+      waiting_.pop_back();
       Expansion e = expand_(group);
       stats_.seen += e.seen;
       stats_.unsupported += e.unsupported;
@@ -314,9 +319,19 @@ class Frontier {
   [[nodiscard]] long long groups() const { return count_; }
 
  private:
+  // A group's place in the heap: its bound, then its place in the enumeration (a total order), and
+  // where the group is.
+  struct GroupKey {
+    double lower_bound_s;
+    std::uint64_t order;
+    std::uint32_t index;  // in groups_
+  };
   static bool after(const Bounded& a, const Bounded& b) { return by_bound(b, a); }  // min-heaps
-  static bool group_after(const Group& a, const Group& b) { return group_by_bound(b, a); }
-  std::vector<Group> groups_;  // those not expanded yet
+  static bool key_after(const GroupKey& a, const GroupKey& b) {
+    return b.lower_bound_s != a.lower_bound_s ? b.lower_bound_s < a.lower_bound_s : b.order < a.order;
+  }
+  std::vector<Group> groups_;
+  std::vector<GroupKey> waiting_;  // those not expanded yet
   long long count_;
   std::vector<Bounded> heap_;
   Expand expand_;
@@ -662,10 +677,14 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
       per_mesh[i] = bound_groups(model, training, options, bounder, meshes[i], i);
   });
   std::vector<Group> groups;
+  std::size_t fitting_groups = 0;
+  for (const MeshGroups& m : per_mesh) fitting_groups += m.groups.size();
+  groups.reserve(fitting_groups);
   std::optional<Group> smallest_memory_group;
   long long excluded_groups = 0;
   for (MeshGroups& m : per_mesh) {
     groups.insert(groups.end(), m.groups.begin(), m.groups.end());
+    std::vector<Group>().swap(m.groups);  // freed as it goes: the copies would double the peak
     stats.groups_pruned_memory += m.pruned_memory;
     excluded_groups += m.excluded;
     if (m.smallest_memory &&

@@ -180,41 +180,43 @@ std::string offload_modules_text(unsigned modules) { return module_set_text<Offl
 void check_recompute_modules(const ParallelConfig& c, const ModelSpec& model, const TrainingSpec& training) {
   const unsigned m = c.recompute_modules;
   if (m == kDefaultRecomputeModules) return;
-  const std::string text = recompute_modules_text(m);
+  // Formatted only for an error: the planner's bounds resolve hundreds of thousands of valid sets.
+  const auto text = [m] { return recompute_modules_text(m); };
   if (c.recompute != RecomputeMode::kSelective)
     throw Error(fmt::format("recompute_modules={} requires recompute=selective, got recompute={} (Megatron-LM: "
                             "--recompute-modules needs --recompute-granularity selective)",
-                            text, to_string(c.recompute)));
+                            text(), to_string(c.recompute)));
   auto has = [m](RecomputeModule x) { return (m & recompute_module_bit(x)) != 0; };
   for (const RecomputeModule x : {RecomputeModule::kMoeAct, RecomputeModule::kMoe})
     if (has(x) && !model.moe)
-      throw Error(fmt::format("recompute_modules={}: {} recomputes part of the MoE layers; '{}' is dense", text,
+      throw Error(fmt::format("recompute_modules={}: {} recomputes part of the MoE layers; '{}' is dense", text(),
                               to_string(x), model.name));
   if (has(RecomputeModule::kMlaUpProj) && !model.mla)
     throw Error(fmt::format("recompute_modules={}: mla_up_proj recomputes the multi-latent attention's "
                             "up-projections; '{}' has no MLA",
-                            text, model.name));
+                            text(), model.name));
   if (has(RecomputeModule::kSharedExperts) && (!model.moe || model.moe->num_shared_experts == 0))
     throw Error(fmt::format("recompute_modules={}: shared_experts recomputes the MoE layers' shared experts; '{}' "
                             "has none",
-                            text, model.name));
+                            text(), model.name));
   if (has(RecomputeModule::kMoe) && c.ep_overlap)
     throw Error(fmt::format("recompute_modules={}: the moe module cannot be combined with ep_overlap=true (the "
                             "backward replay would repeat the overlapped dispatch/combine; Megatron-LM R17.1)",
-                            text));
+                            text()));
   // torchtitan's per-op selective checkpointing saves a fixed list of ops; it has no modules.
   if (training.per_op_selective_recompute)
     throw Error(fmt::format("recompute_modules={}: per_op_selective_recompute (torchtitan's op-level selective "
                             "checkpointing) has no module list; only Megatron-Core's selective recompute does",
-                            text));
+                            text()));
 }
 
 void check_offload_modules(const ParallelConfig& c, const ModelSpec& model, const ClusterSpec& cluster,
                            const TrainingSpec& training) {
   const unsigned m = c.offload_modules;
   if (m == 0) return;
-  const std::string text = offload_modules_text(m);
-  auto fail = [&](std::string_view rule) { throw Error(fmt::format("offload_modules={}: {}", text, rule)); };
+  auto fail = [&](std::string_view rule) {
+    throw Error(fmt::format("offload_modules={}: {}", offload_modules_text(m), rule));
+  };
   auto has = [m](OffloadModule x) { return (m & offload_module_bit(x)) != 0; };
   if (c.recompute == RecomputeMode::kFull)
     fail("recompute=full keeps only each layer's input, which it recomputes from; there is nothing to offload");

@@ -136,9 +136,10 @@ PlanningBounds group_bounds(const StageCostModel& layers, std::span<const Parall
 
 // group_bounds() for many groups: what they need of their layers' costs is kept per layer shape (the
 // axes that change a layer's cost, cost/layer_cost.h, and whether a tied embedding is held twice),
-// so a StageCostModel is built only for the first group of each shape; groups of other dp, pp,
-// micro-batch counts or sharding reuse it. The bounds are those of group_bounds(StageCostModel(first), most_sharded),
-// bit for bit. One thread at a time; the specs must outlive it.
+// so the layers' costs are computed only for the first group of each shape (without the pipeline
+// parts a StageCostModel adds); groups of other dp, pp, micro-batch counts or sharding reuse them.
+// The bounds are those of group_bounds(StageCostModel(first), most_sharded), bit for bit. One
+// thread at a time; the specs must outlive it. Throws Error for invalid options (validate).
 class GroupBounder {
  public:
   GroupBounder(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
