@@ -158,6 +158,8 @@ std::string what_differs(const ParallelConfig& pub, const ParallelConfig& win, b
   axis("schedule", to_string(pub.schedule), to_string(win.schedule));
   axis("grad_sync", to_string(pub.grad_sync), to_string(win.grad_sync));
   axis("ep_overlap", on_off(pub.ep_overlap), on_off(win.ep_overlap));
+  axis("dispatcher", to_string(pub.dispatcher), to_string(win.dispatcher));
+  axis("offload", offload_modules_text(pub.offload_modules), offload_modules_text(win.offload_modules));
   axis("account_embedding", on_off(pub.account_embedding), on_off(win.account_embedding));
   axis("account_loss", on_off(pub.account_loss), on_off(win.account_loss));
   // Stage layouts are only comparable with the same number of stages; otherwise the pp change says it.
