@@ -87,7 +87,7 @@ ParamSpec typed_parameter(const std::string& name, const YAML::Node& node, const
     if (!node["choices"]) throw Error(fmt::format("{}.choices: a categorical parameter needs its choices", where));
     for (const char* field : {"low", "high", "log"})
       if (node[field]) throw Error(fmt::format("{}.{}: not a field of a categorical parameter (it has choices)", where, field));
-    p.choices = tune::value_list(node["choices"], where + ".choices");
+    p.choices = tune::value_list(node["choices"], where + ".choices", tune::NullValues::kAllowed);
   } else {
     if (node["choices"]) throw Error(fmt::format("{}.choices: a {} parameter has low and high, not choices", where, to_string(p.type)));
     for (const char* field : {"low", "high"})
@@ -115,8 +115,9 @@ void check_parameter(const ParamSpec& p, const std::string& where) {
     // orders numbers by value across types, so 1 and 1.0 are one value, as with '=='.
     std::set<nlohmann::json> seen;
     for (std::size_t i = 0; i < p.choices.size(); ++i) {
-      if (!p.choices[i].is_primitive() || p.choices[i].is_null())
-        throw Error(fmt::format("{}[{}]: {} is not a number, boolean or string", where, i, p.choices[i].dump()));
+      // null is a choice too (Python's None, as Optuna's categorical takes it).
+      if (!p.choices[i].is_primitive())
+        throw Error(fmt::format("{}[{}]: {} is not a number, boolean, string or null", where, i, p.choices[i].dump()));
       // A value reaches the trial's command as an argument (a C string): a NUL would end it there.
       if (p.choices[i].is_string() && p.choices[i].get_ref<const std::string&>().find('\0') != std::string::npos)
         throw Error(fmt::format("{}[{}]: {} contains a NUL character, which a command argument cannot hold",
@@ -213,7 +214,7 @@ Space Space::parse(std::string_view text, std::string_view source) {
       ParamSpec p;
       p.name = name;
       p.type = ParamType::kCategorical;
-      p.choices = tune::value_list(kv.second, where);
+      p.choices = tune::value_list(kv.second, where, tune::NullValues::kAllowed);
       parameters.push_back(std::move(p));
     } else {
       throw Error(fmt::format("{}: expected a list of values like [64, 128] or a typed parameter like "

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <mutex>
 
@@ -110,6 +111,8 @@ std::string translate(std::string_view expr) {
 }  // namespace
 
 double expression_value(const nlohmann::json& scalar) {
+  // null (a categorical None): NaN, equal to nothing, so `x == 'a'` and `x > 1` are false for it.
+  if (scalar.is_null()) return std::numeric_limits<double>::quiet_NaN();
   if (scalar.is_boolean()) return scalar.get<bool>() ? 1 : 0;
   if (scalar.is_number()) return scalar.get<double>();
   return string_id(scalar.get<std::string>());

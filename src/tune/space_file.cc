@@ -88,11 +88,17 @@ std::string utf8_scalar(const YAML::Node& node, std::string_view where) {
   return text;
 }
 
-std::vector<nlohmann::json> value_list(const YAML::Node& list, const std::string& where) {
+std::vector<nlohmann::json> value_list(const YAML::Node& list, const std::string& where, NullValues nulls) {
   if (!list.IsSequence()) throw Error(fmt::format("{}: expected a list of values like [1, 2, 4]", where));
   std::vector<nlohmann::json> out;
   for (const YAML::Node& v : list) {
-    if (!v.IsScalar()) throw Error(fmt::format("{}: values must be numbers, booleans or strings", where));
+    if (v.IsNull() && nulls == NullValues::kAllowed) {
+      out.emplace_back(nullptr);
+      continue;
+    }
+    if (!v.IsScalar())
+      throw Error(fmt::format("{}: values must be numbers, booleans or strings{}", where,
+                              nulls == NullValues::kAllowed ? " (or null)" : ""));
     utf8_scalar(v, where);
     out.push_back(typed_scalar(v, where));
   }

@@ -37,6 +37,10 @@ SpaceFile read_space_file(std::string_view text, std::string_view source);
 std::string utf8_scalar(const YAML::Node& node, std::string_view where);
 
 // A list of scalar values, typed (`where` names it in messages: "space.yaml: parameters.tp").
-std::vector<nlohmann::json> value_list(const YAML::Node& list, const std::string& where);
+// NullValues::kAllowed also takes YAML's null (`~`, `null`) as a value: a hyperparameter's categorical
+// choice may be None, as in Optuna; a parallel-configuration axis may not.
+enum class NullValues { kRefused, kAllowed };
+std::vector<nlohmann::json> value_list(const YAML::Node& list, const std::string& where,
+                                       NullValues nulls = NullValues::kRefused);
 
 }  // namespace paratune::tune

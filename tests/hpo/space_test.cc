@@ -109,6 +109,37 @@ constraints: ["layers != 2"]
   EXPECT_EQ(all[4].dump(), R"({"optimizer":"adam","layers":1})");
 }
 
+// null is a categorical choice (Python's None, as Optuna takes it); a condition on its parameter is
+// false for it (null compares equal to nothing).
+TEST(HpoSpace, NullIsACategoricalChoice) {
+  const Space space = Space::parse(R"(
+parameters:
+  norm: [~, layernorm, rmsnorm]
+  eps: {type: float, low: 1.0e-6, high: 1.0e-4, log: true, when: "norm == 'rmsnorm' or norm == 'layernorm'"}
+)",
+                                   "null.yaml");
+  std::mt19937_64 rng(5);
+  int nulls = 0;
+  for (int i = 0; i < 300; ++i) {
+    const Config c = space.sample(rng);
+    EXPECT_EQ(space.check(c), "") << c.dump();
+    if (c.at("norm").is_null()) {
+      ++nulls;
+      EXPECT_FALSE(c.contains("eps")) << c.dump();  // its condition is false for null
+    } else {
+      EXPECT_TRUE(c.contains("eps")) << c.dump();
+    }
+  }
+  EXPECT_GT(nulls, 60);
+  EXPECT_LT(nulls, 140);  // a third of 300, give or take
+  EXPECT_EQ(space.choice_index(0, nullptr), 0u);
+  const Space grid = Space::parse("parameters:\n  act: [null, relu]\n", "grid.yaml");
+  const std::vector<Config> all = grid.enumerate();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].dump(), R"({"act":null})");
+  EXPECT_DOUBLE_EQ(grid.prior_mass(all[0]), 0.5);
+}
+
 // A log-scaled integer's prior: each integer owns a cell of equal width in log space, so 1 of 1..1024
 // has log(1.5/0.5)/log(1024.5/0.5) = 14.4% of the mass and 1024 0.013%.
 TEST(HpoSpace, PriorMassOfALogScaledInteger) {

@@ -171,6 +171,17 @@ def test_optunas_trial_pruned_ends_a_trial_as_pruned():
     assert {t.status for t in study} == {"pruned", "completed"}
 
 
+def test_none_is_a_categorical_choice():
+    """As in Optuna: suggest_categorical("norm", [None, "layernorm"]) gives None back, stored as null."""
+    def objective(trial):
+        norm = trial.suggest_categorical("norm", [None, "layernorm"])
+        return 0.0 if norm is None else 1.0
+
+    study = paratune.tune(objective, {"norm": [None, "layernorm"]}, max_trials=2, sampler="grid", pruner="none")
+    assert [t.params["norm"] for t in study] == [None, "layernorm"]
+    assert [t.objective for t in study] == [0.0, 1.0]
+
+
 def test_in_memory_storage_lives_as_long_as_its_study():
     """storage=None or ":memory:", as in Optuna: no file to name; the Study returned holds the store."""
     import gc
