@@ -9,9 +9,9 @@
 #include <array>
 #include <cmath>
 #include <limits>
-#include <unordered_map>
 #include <utility>
 
+#include "flat_table.h"
 #include "memory.h"
 #include "paratune/cost/collectives.h"
 #include "paratune/sim/schedule.h"
@@ -435,7 +435,7 @@ struct GroupBounder::LayerShapeHash {
 };
 
 struct GroupBounder::Bases {
-  std::unordered_map<LayerShape, cost_detail::GroupBasis, LayerShapeHash> by_shape;
+  cost_detail::FlatTable<LayerShape, cost_detail::GroupBasis, LayerShapeHash> by_shape;
   cost_detail::ParamBytes bytes{};  // the same for every configuration (training and precision)
   cost_detail::DenseLayerCosts dense_layers;  // shared by the shapes that differ in expert axes only
 };
@@ -452,14 +452,13 @@ GroupBounder::GroupBounder(const ModelSpec& model, const ClusterSpec& cluster, c
 GroupBounder::~GroupBounder() = default;
 
 PlanningBounds GroupBounder::bounds(const ParallelConfig& first, std::span<const ParallelConfig> most_sharded) {
-  const LayerShape shape(first, model_);
-  auto it = bases_->by_shape.find(shape);
-  if (it == bases_->by_shape.end()) {  // the shape's first group: its layers' costs (no pipeline)
+  const cost_detail::GroupBasis& basis = bases_->by_shape.find_or_add(LayerShape(first, model_), [&] {
+    // The shape's first group: its layers' costs (no pipeline).
     const cost_detail::LayerCosts layers(model_, cluster_, training_, first, calibration_, &bases_->dense_layers);
     bases_->bytes = layers.bytes;
-    it = bases_->by_shape.emplace(shape, cost_detail::group_basis(layers)).first;
-  }
-  return cost_detail::group_bounds(it->second, model_, calibration_, bases_->bytes, first.pp,
+    return cost_detail::group_basis(layers);
+  });
+  return cost_detail::group_bounds(basis, model_, calibration_, bases_->bytes, first.pp,
                                    first.num_microbatches(training_), most_sharded);
 }
 
