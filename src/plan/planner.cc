@@ -287,9 +287,9 @@ class Frontier {
     for (const std::vector<Group>& groups : per_mesh_) count += groups.size();
     count_ = static_cast<long long>(count);
     waiting_.reserve(count);
-    for (const std::vector<Group>& groups : per_mesh_)
-      for (std::size_t i = 0; i < groups.size(); ++i)
-        waiting_.push_back({groups[i].lower_bound_s, groups[i].order, static_cast<std::uint32_t>(i)});
+    for (std::size_t mesh = 0; mesh < per_mesh_.size(); ++mesh)
+      for (std::size_t i = 0; i < per_mesh_[mesh].size(); ++i)
+        waiting_.push_back({per_mesh_[mesh][i].lower_bound_s, static_cast<std::uint32_t>(mesh), static_cast<std::uint32_t>(i)});
   }
 
   // The next candidate whose bound is below `threshold`, in bound order; none when there is none.
@@ -298,7 +298,7 @@ class Frontier {
          key && key->lower_bound_s < threshold && (heap_.empty() || key->lower_bound_s <= heap_.front().lower_bound_s);
          key = next_waiting()) {
       ++next_;
-      Expansion e = expand_(per_mesh_[key->order >> 32][key->index]);
+      Expansion e = expand_(per_mesh_[key->mesh][key->index]);
       stats_.seen += e.seen;
       stats_.unsupported += e.unsupported;
       stats_.pruned_memory += e.pruned_memory;
@@ -323,16 +323,17 @@ class Frontier {
   [[nodiscard]] long long groups() const { return count_; }
 
  private:
-  // A group's place in the heap: its bound, then its place in the enumeration (a total order), and
-  // where the group is: in per_mesh_[order >> 32] (Group::order), at `index`.
+  // A group's place in the search: its bound, then where it is, per_mesh_[mesh][index]. A mesh's
+  // vector holds its groups in the order of their enumeration, so (mesh, index) orders groups as
+  // Group::order does (a total order) in 16 bytes.
   struct GroupKey {
     double lower_bound_s;
-    std::uint64_t order;
-    std::uint32_t index;
+    std::uint32_t mesh, index;
   };
   static bool after(const Bounded& a, const Bounded& b) { return by_bound(b, a); }  // min-heaps
   static bool key_before(const GroupKey& a, const GroupKey& b) {
-    return a.lower_bound_s != b.lower_bound_s ? a.lower_bound_s < b.lower_bound_s : a.order < b.order;
+    if (a.lower_bound_s != b.lower_bound_s) return a.lower_bound_s < b.lower_bound_s;
+    return a.mesh != b.mesh ? a.mesh < b.mesh : a.index < b.index;
   }
   // The waiting group with the smallest key; none when all were expanded. Keys below sorted_end_
   // are sorted and below all the others; when the search reaches sorted_end_, the next batch of
