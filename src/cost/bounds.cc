@@ -9,9 +9,9 @@
 #include <array>
 #include <cmath>
 #include <limits>
-#include <unordered_map>
 #include <utility>
 
+#include "flat_table.h"
 #include "memory.h"
 #include "paratune/cost/collectives.h"
 #include "paratune/sim/schedule.h"
@@ -345,7 +345,8 @@ struct GroupBasis {
   double cp_buffer_bytes = 0;
 };
 
-GroupBasis group_basis(const LayerCosts& im) {
+// `kinds`: kind_layers(im.c.model), which a caller that builds many bases computes once.
+GroupBasis group_basis(const LayerCosts& im, const KindLayers& kinds) {
   const ModelSpec& model = im.c.model;
   const bool full = im.config.recompute == RecomputeMode::kFull;
   const double smallest_kept_layer =
@@ -354,7 +355,7 @@ GroupBasis group_basis(const LayerCosts& im) {
   // The last rank also runs the multi-token-prediction layers (Megatron-Core puts them there).
   const ChunkPart whole = im.chunk(0, model.num_layers, 0, true, true, model.mtp_layers);
   double lightest = kInfinity;
-  for (int layer : kind_layers(model)) lightest = std::min(lightest, work_s(im.chunk(layer, 1, 0, false, false)));
+  for (int layer : kinds) lightest = std::min(lightest, work_s(im.chunk(layer, 1, 0, false, false)));
   return GroupBasis{.whole_work_s = work_s(whole),
                     .lightest_layer_s = lightest,
                     .embedding_work_s = work_s(im.chunk(0, 0, 0, true, false)),
@@ -396,7 +397,7 @@ PlanningBounds group_bounds(const GroupBasis& g, const ModelSpec& model, const C
 
 PlanningBounds group_bounds(const StageCostModel& layers, std::span<const ParallelConfig> most_sharded) {
   const StageCostModel::Impl& im = layers.impl();
-  return cost_detail::group_bounds(cost_detail::group_basis(im), im.c.model, im.c.calibration, im.bytes, im.config.pp,
+  return cost_detail::group_bounds(cost_detail::group_basis(im, kind_layers(im.c.model)), im.c.model, im.c.calibration, im.bytes, im.config.pp,
                                    layers.num_microbatches(), most_sharded);
 }
 
@@ -435,9 +436,10 @@ struct GroupBounder::LayerShapeHash {
 };
 
 struct GroupBounder::Bases {
-  std::unordered_map<LayerShape, cost_detail::GroupBasis, LayerShapeHash> by_shape;
+  cost_detail::FlatTable<LayerShape, cost_detail::GroupBasis, LayerShapeHash> by_shape;
   cost_detail::ParamBytes bytes{};  // the same for every configuration (training and precision)
   cost_detail::DenseLayerCosts dense_layers;  // shared by the shapes that differ in expert axes only
+  KindLayers kinds;  // the model's, for every shape
 };
 
 GroupBounder::GroupBounder(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
@@ -447,19 +449,20 @@ GroupBounder::GroupBounder(const ModelSpec& model, const ClusterSpec& cluster, c
       training_(training),
       calibration_(calibration),
       options_((validate(options), options)),
-      bases_(std::make_unique<Bases>()) {}
+      bases_(std::make_unique<Bases>()) {
+  bases_->kinds = kind_layers(model);
+}
 
 GroupBounder::~GroupBounder() = default;
 
 PlanningBounds GroupBounder::bounds(const ParallelConfig& first, std::span<const ParallelConfig> most_sharded) {
-  const LayerShape shape(first, model_);
-  auto it = bases_->by_shape.find(shape);
-  if (it == bases_->by_shape.end()) {  // the shape's first group: its layers' costs (no pipeline)
+  const cost_detail::GroupBasis& basis = bases_->by_shape.find_or_add(LayerShape(first, model_), [&] {
+    // The shape's first group: its layers' costs (no pipeline).
     const cost_detail::LayerCosts layers(model_, cluster_, training_, first, calibration_, &bases_->dense_layers);
     bases_->bytes = layers.bytes;
-    it = bases_->by_shape.emplace(shape, cost_detail::group_basis(layers)).first;
-  }
-  return cost_detail::group_bounds(it->second, model_, calibration_, bases_->bytes, first.pp,
+    return cost_detail::group_basis(layers, bases_->kinds);
+  });
+  return cost_detail::group_bounds(basis, model_, calibration_, bases_->bytes, first.pp,
                                    first.num_microbatches(training_), most_sharded);
 }
 
