@@ -65,11 +65,13 @@ TEST(PostgresCli, TuneStudyShowAndCopy) {
   EXPECT_NE(twice.output.find("already holds a study 'main'"), std::string::npos) << twice.output;
 }
 
-// `paratune dashboard` on `locator`: what GET /api/study answers (the server is stopped after).
+// `paratune dashboard` on `locator`: what GET /api/study answers (the server is stopped after). It
+// waits up to 60 s for the server to print its address: under AddressSanitizer on a loaded 2-core
+// machine, start-up took more than the 10 s this waited before (CI, 2026-11-27).
 std::string dashboard_answer(const std::string& locator, const std::filesystem::path& dir) {
   const std::string out = (dir / "dashboard.out").string();
   return run_command(fmt::format(
-                         "{} dashboard '{}' --port 0 > {} 2>&1 & pid=$!; url=; for i in $(seq 200); do "
+                         "{} dashboard '{}' --port 0 > {} 2>&1 & pid=$!; url=; for i in $(seq 1200); do "
                          "url=$(grep -o 'http://127.0.0.1:[0-9]*/' {}); [ -n \"$url\" ] && break; sleep 0.05; done; "
                          "curl -s \"${{url}}api/study\"; kill $pid; wait $pid",
                          PARATUNE_BINARY, locator, out, out))
