@@ -85,8 +85,9 @@ class JsonReader {
   template <typename E>
   E get_enum(const std::string& key, E fallback) {
     if (!take(key)) return fallback;
+    const std::string text = get_raw_string(key);  // not a string: fails with the context once
     try {
-      return parse_enum<E>(get_raw_string(key));
+      return parse_enum<E>(text);
     } catch (const Error& e) {
       fail(key, e.what());
     }
@@ -96,8 +97,9 @@ class JsonReader {
     if (!take(key)) return fallback;
     const auto& v = object_[key];
     if (v.is_number()) return v.get<double>();
+    const std::string text = get_raw_string(key);  // not a string: fails with the context once
     try {
-      return parse(get_raw_string(key));
+      return parse(text);
     } catch (const Error& e) {
       fail(key, e.what());
     }

@@ -285,6 +285,18 @@ inter_node_latency: 10us
   EXPECT_NE(error_of([&] { load_cluster(bad); }).find("did you mean 'intra_node_bandwidth'"), std::string::npos);
   const auto bad_unit = write_temp("cluster_unit.yaml", "gpu: h100-sxm\nnodes: 2\nintra_node_bandwidth: 1 parsec\n");
   EXPECT_NE(error_of([&] { load_cluster(bad_unit); }).find("intra_node_bandwidth: '1 parsec': unknown unit"), std::string::npos);
+  // A value of the wrong type is named once, with the file and the key (it was said twice).
+  const auto bad_type = write_temp("cluster_type.yaml", "gpu: {name: g, memory: 80GB, hbm_bandwidth: [1], "
+                                                        "peak_bf16_tflops: 900}\nnodes: 1\n");
+  const std::string once = error_of([&] { load_cluster(bad_type); });
+  EXPECT_NE(once.find("hbm_bandwidth: [1] is not a string"), std::string::npos) << once;
+  EXPECT_EQ(once.find("hbm_bandwidth"), once.rfind("hbm_bandwidth")) << once;
+  // The GPU's host link (activation offload) is read with units.
+  const auto link = write_temp("cluster_link.yaml", "gpu: {name: g, memory: 80GB, hbm_bandwidth: 3TB/s, "
+                                                    "peak_bf16_tflops: 900, host_link_bandwidth: 55GB/s}\nnodes: 1\ngpus_per_node: 8\n"
+                                                    "intra_node_bandwidth: 450GB/s\ninter_node_bandwidth: 400Gbps\n"
+                                                    "intra_node_latency: 2us\ninter_node_latency: 6us\n");
+  EXPECT_DOUBLE_EQ(load_cluster(link).gpu.host_link_bandwidth_bytes_per_s, 55e9);
 }
 
 TEST(Cluster, ScaleUpDomainAndPods) {
