@@ -86,6 +86,15 @@ TEST(ActivationMemory, RecomputeModulesOfADenseLayerByHand) {
   EXPECT_DOUBLE_EQ(bytes("recompute=selective,recompute_modules=core_attn+layernorm"), 32 * T * h);
 }
 
+// The MoE layer of the two tests below: h = 1024, 16 heads, E = 8 experts of fe = 512, top-2, one
+// shared expert of 512, GeLU.
+ModelSpec small_moe_layer_model() {
+  ModelSpec m = ModelBuilder().hidden(1024).heads(16).build();
+  m.gated_mlp = false;
+  m.moe = MoeSpec{.num_experts = 8, .top_k = 2, .expert_ffn_hidden_size = 512, .num_shared_experts = 1};
+  return m;
+}
+
 // The same attention (h = 1024, 16 heads, flash: + 4·a·T fp32 log-sum-exp) in an MoE layer: E = 8
 // experts of fe = 512, top-2, one shared expert of 512, GeLU, tp = etp = 1, balanced (R = 2T routed
 // rows). Kept, bytes:
@@ -99,9 +108,7 @@ TEST(ActivationMemory, RecomputeModulesOfADenseLayerByHand) {
 // layernorm drops the pre-MLP norm's output (the MoE input, 2·T·h); moe the whole MoE block's
 // internals (10·T·h + 32·T), keeping its input.
 TEST(ActivationMemory, RecomputeModulesOfAnMoeLayerByHand) {
-  ModelSpec m = ModelBuilder().hidden(1024).heads(16).build();
-  m.gated_mlp = false;
-  m.moe = MoeSpec{.num_experts = 8, .top_k = 2, .expert_ffn_hidden_size = 512, .num_shared_experts = 1};
+  const ModelSpec m = small_moe_layer_model();
   const TrainingSpec t = testing::training(2048, 8);
   const double T = 2048, h = 1024, lse = 4.0 * 16 * T, router = 32 * T;
   auto bytes = [&](const char* config) { return layer_activation_bytes(m, t, parse_parallel_config(config), true); };
@@ -125,9 +132,7 @@ TEST(ActivationMemory, RecomputeModulesOfAnMoeLayerByHand) {
 //   expert_fc1  permuted expert inputs 2·R·h      4
 //   moe_act     expert fc1 output 2·R·fe          2
 TEST(ActivationMemory, OffloadModulesOfAnMoeLayerByHand) {
-  ModelSpec m = ModelBuilder().hidden(1024).heads(16).build();
-  m.gated_mlp = false;
-  m.moe = MoeSpec{.num_experts = 8, .top_k = 2, .expert_ffn_hidden_size = 512, .num_shared_experts = 1};
+  const ModelSpec m = small_moe_layer_model();
   const TrainingSpec t = testing::training(2048, 8);
   const double T = 2048, h = 1024, lse = 4.0 * 16 * T, router = 32 * T;
   auto bytes = [&](const char* config) { return layer_activation_bytes(m, t, parse_parallel_config(config), true); };

@@ -179,19 +179,28 @@ TEST(Launch, EveryEmittedLaunchPassesItsSchema) {
   EXPECT_GE(megatron_launches, 10);
 }
 
+// examples/tiny-moe.yaml on two DGX H100 (16 GPUs), seq 2048, batch 32: the module-list launches.
+struct TinyMoeOnTwoNodes {
+  ModelSpec model = load_model(std::string(PARATUNE_SOURCE_DIR) + "/examples/tiny-moe.yaml");
+  ClusterSpec cluster = load_cluster("dgx-h100:2");
+  TrainingSpec t = [] {
+    TrainingSpec training;
+    training.seq_len = 2048;
+    training.global_batch = 32;
+    return training;
+  }();
+  LaunchTarget target{.nodes = cluster.nodes, .gpus_per_node = cluster.gpus_per_node, .gpu = cluster.gpu.name};
+  [[nodiscard]] ParallelConfig resolved(const char* config) const {
+    return resolve(parse_parallel_config(config), model, cluster, t);
+  }
+};
+
 // Selective recompute of chosen modules: Megatron-LM's flags, the names space-separated (R19); the
 // default core_attn alone is Megatron's default and not written out.
 TEST(Launch, MegatronCarriesTheRecomputeModules) {
-  const ModelSpec model = load_model(std::string(PARATUNE_SOURCE_DIR) + "/examples/tiny-moe.yaml");
-  const ClusterSpec cluster = load_cluster("dgx-h100:2");
-  TrainingSpec t;
-  t.seq_len = 2048;
-  t.global_batch = 32;
-  const LaunchTarget target{.nodes = cluster.nodes, .gpus_per_node = cluster.gpus_per_node, .gpu = cluster.gpu.name};
+  const TinyMoeOnTwoNodes s;
   auto launch = [&](const char* config) {
-    return launch_settings(Framework::kMegatron, resolve(parse_parallel_config(config), model, cluster, t), model, t,
-                           target)
-        .text;
+    return launch_settings(Framework::kMegatron, s.resolved(config), s.model, s.t, s.target).text;
   };
   const std::string chosen = launch("dp=16,mbs=1,zero=1,recompute=selective,recompute_modules=moe_act+layernorm");
   EXPECT_NE(chosen.find("--recompute-granularity selective"), std::string::npos) << chosen;
@@ -205,20 +214,14 @@ TEST(Launch, MegatronCarriesTheRecomputeModules) {
 
 // Activation offload: Megatron-LM's fine-grained offloading flags and Transformer Engine's variable.
 TEST(Launch, MegatronCarriesTheActivationOffload) {
-  const ModelSpec model = load_model(std::string(PARATUNE_SOURCE_DIR) + "/examples/tiny-moe.yaml");
-  const ClusterSpec cluster = load_cluster("dgx-h100:2");
-  TrainingSpec t;
-  t.seq_len = 2048;
-  t.global_batch = 32;
-  const LaunchTarget target{.nodes = cluster.nodes, .gpus_per_node = cluster.gpus_per_node, .gpu = cluster.gpu.name};
-  const ParallelConfig p = resolve(
-      parse_parallel_config("dp=16,ep=8,mbs=1,zero=1,recompute=selective,recompute_modules=moe_act+layernorm,"
-                            "offload_modules=core_attn+attn_proj+expert_fc1"),
-      model, cluster, t);
-  ASSERT_TRUE(plan::can_run(Framework::kMegatron, p, model, t));
-  EXPECT_FALSE(plan::can_run(Framework::kTorchtitan, p, model, t));
-  EXPECT_FALSE(plan::can_run(Framework::kDeepSpeed, p, model, t));
-  const std::string text = launch_settings(Framework::kMegatron, p, model, t, target).text;
+  const TinyMoeOnTwoNodes s;
+  const ParallelConfig p = s.resolved(
+      "dp=16,ep=8,mbs=1,zero=1,recompute=selective,recompute_modules=moe_act+layernorm,"
+      "offload_modules=core_attn+attn_proj+expert_fc1");
+  ASSERT_TRUE(plan::can_run(Framework::kMegatron, p, s.model, s.t));
+  EXPECT_FALSE(plan::can_run(Framework::kTorchtitan, p, s.model, s.t));
+  EXPECT_FALSE(plan::can_run(Framework::kDeepSpeed, p, s.model, s.t));
+  const std::string text = launch_settings(Framework::kMegatron, p, s.model, s.t, s.target).text;
   EXPECT_NE(text.find("--fine-grained-activation-offloading"), std::string::npos) << text;
   EXPECT_NE(text.find("--offload-modules core_attn attn_proj expert_fc1"), std::string::npos) << text;
   EXPECT_NE(text.find("export NVTE_CPU_OFFLOAD_V1=1"), std::string::npos) << text;

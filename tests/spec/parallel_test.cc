@@ -13,6 +13,16 @@
 namespace paratune {
 namespace {
 
+// The error parse_parallel_config gives for `text`, "" when it parses.
+std::string parse_error(const char* text) {
+  try {
+    parse_parallel_config(text);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 std::string resolve_error(const char* config, const ModelSpec& model, int nodes, int seq, int batch) {
   try {
     resolve(parse_parallel_config(config), model, testing::dgx_h100(nodes), testing::training(seq, batch));
@@ -167,14 +177,6 @@ TEST(ParallelConfig, RecomputeModulesParseAndRoundTrip) {
 }
 
 TEST(ParallelConfig, RecomputeModulesErrorsNameTheFieldValueAndRule) {
-  auto parse_error = [](const char* text) {
-    try {
-      parse_parallel_config(text);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
   const std::string unknown = parse_error("recompute=selective,recompute_modules=core_attn+moe_actt");
   EXPECT_NE(unknown.find("recompute_modules"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("moe_actt"), std::string::npos) << unknown;
@@ -219,14 +221,6 @@ TEST(ParallelConfig, OffloadModulesParseAndRoundTrip) {
 }
 
 TEST(ParallelConfig, OffloadModulesErrorsNameTheFieldValueAndRule) {
-  auto parse_error = [](const char* text) {
-    try {
-      parse_parallel_config(text);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
   const std::string unknown = parse_error("offload_modules=core_atn");
   EXPECT_NE(unknown.find("offload_modules"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("core_attn"), std::string::npos) << unknown;  // the suggestion
