@@ -146,7 +146,10 @@ class LayoutExpander {
       const int n = repeat();
       if (item.size() * static_cast<std::size_t>(n) + out.size() > kMaxLayoutSymbols)
         fail(fmt::format("it expands to more than {} symbols", kMaxLayoutSymbols));
-      for (int i = 0; i < n; ++i) out += item;
+      // An empty group repeated is nothing: "()*66666666" must not loop 66 M times (found by
+      // fuzz/parallel_config).
+      if (!item.empty())
+        for (int i = 0; i < n; ++i) out += item;
     }
     return out;
   }

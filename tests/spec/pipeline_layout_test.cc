@@ -57,6 +57,8 @@ TEST(PipelineLayout, ParsesMegatronSyntax) {
   EXPECT_EQ(parse_pipeline_layout("Et||tL").size(), 3u);
   // Nested groups.
   EXPECT_EQ(parse_pipeline_layout("E((t|)*2)*2tL").size(), 5u);
+  // An empty group repeated any number of times is nothing (it looped 66 M times: fuzz/parallel_config).
+  EXPECT_EQ(parse_pipeline_layout("Et()*2000000000|tL"), parse_pipeline_layout("Et|tL"));
   // The compact form round-trips and is Megatron-Bridge's own spelling.
   EXPECT_EQ(to_string(v3), "Et*4|(t*4|)*14tmL");
   EXPECT_EQ(parse_pipeline_layout(to_string(v3)), v3);
