@@ -812,8 +812,12 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
     throw Error("--retrain with --worker: every worker would retrain the best trial when it ends; when the workers "
                 "are done, run the same command once without --worker, with --retrain (a study at its --max-trials "
                 "starts no new trial)");
-  refuse_flags(f, {"--min-steps", "--seed-from-plan", "--no-seed-from-plan"},
+  refuse_flags(f, {"--seed-from-plan", "--no-seed-from-plan"},
                "belongs to the model-based searches of parallel configurations (bo, xgboost, costmodel, oppa)");
+  if (f.pruner != "oppa")
+    refuse_flags(f, {"--min-steps"}, fmt::format("belongs to OPPA's early termination (--algo oppa, --pruner oppa), "
+                                                 "not --pruner {}",
+                                                 f.pruner));
   if (f.pruner != "asha" && f.pruner != "hyperband")
     refuse_flags(f, {"--eta", "--min-resource"}, fmt::format("rungs belong to --pruner asha or hyperband, not {}", f.pruner));
   if (f.pruner != "median" && f.pruner != "percentile")
@@ -891,6 +895,8 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   pruner_options.startup_trials = f.pruner_startup;
   pruner_options.warmup_steps = f.pruner_warmup;
   pruner_options.percentile = f.percentile;
+  // q_min's default (5) gives way to a shorter --steps; a --min-steps given is checked.
+  pruner_options.min_steps = f.given.contains("--min-steps") ? f.min_steps : std::min(f.min_steps, options.steps);
   hpo::PrunerKind pruner_kind{};
   try {
     pruner_kind = hpo::parse_pruner(f.pruner);
@@ -1494,7 +1500,7 @@ int run_main(int argc, char** argv) {
                        "a metric the trials report (e.g. val_loss, val_accuracy), or throughput")
       ->capture_default_str();
   tune_cmd->add_option("--direction", tune_flags.direction, "minimize | maximize (required with a metric objective)");
-  tune_cmd->add_option("--pruner", tune_flags.pruner, "none | median | percentile | asha | hyperband")
+  tune_cmd->add_option("--pruner", tune_flags.pruner, "none | median | percentile | asha | hyperband | oppa")
       ->capture_default_str();
   tune_cmd->add_option("--eta", tune_flags.eta, "asha/hyperband: reduction factor between rungs")
       ->capture_default_str()
@@ -1530,7 +1536,7 @@ int run_main(int argc, char** argv) {
   tune_cmd->add_option("--seed", tune_flags.seed, "seed of random orders and designs")
       ->capture_default_str()
       ->transform(cli::seed_number());
-  tune_cmd->add_option("--min-steps", tune_flags.min_steps, "oppa: steps before a trial may be stopped early (q_min)")
+  tune_cmd->add_option("--min-steps", tune_flags.min_steps, "oppa (--algo or --pruner): steps before a trial may be stopped early (q_min)")
       ->capture_default_str()
       ->transform(whole_number(1, kIntMax));
   auto* initial_option = tune_cmd->add_option("--initial", tune_flags.initial,

@@ -136,6 +136,7 @@ class Controller {
     std::int64_t steps_done = 0;   // steps behind it (resumed from a checkpoint)
     bool promotion = false;
     std::size_t metrics_seen = 0;  // of its output's metrics, taken in
+    std::size_t steps_measured = 0;  // of its output's steps, in the record's throughput estimate
     std::vector<std::int64_t> metric_steps;  // each taken metric's step (inferred where the line had none)
     // A promotion that runs again from step 0: the curve and resource it replaces, kept in case the
     // run is interrupted (the store still has them until the run ends). The record keeps showing the
@@ -681,7 +682,32 @@ class Controller {
       fresh = true;
     }
     if (!live.old_curve_shown) r.resource = reached;  // a re-run shows its old state until it has a value
-    return fresh;
+    return take_measurement(live, r, output) || fresh;
+  }
+
+  // The run's throughput estimate and peak memory into the record, as steps come (every
+  // max(1, target / 256)-th step on long runs: each estimate sorts the steps so far); with the
+  // throughput objective that estimate is also the curve's next value. True when it took a new one.
+  bool take_measurement(Live& live, TrialRecord& r, const trial::TrialOutput& output) {
+    if (output.peak_memory_bytes) r.peak_memory_bytes = output.peak_memory_bytes;
+    const std::size_t steps = output.steps.size();
+    const std::size_t stride = std::max<std::int64_t>(1, live.target / 256);
+    if (steps == live.steps_measured || steps % stride != 0) return false;
+    live.steps_measured = steps;
+    std::vector<double> times;
+    times.reserve(steps);
+    for (const trial::StepReport& s : output.steps) times.push_back(s.step_time_s);
+    const trial::ThroughputEstimate estimate = trial::estimate_throughput(times);
+    if (estimate.steps_used == 0) return false;
+    r.measured = estimate;
+    if (!throughput_objective_) return false;
+    if (live.old_curve_shown) {  // a re-run's first value: the old curve goes
+      r.curve.clear();
+      live.old_curve_shown = false;
+      r.resource = live.steps_done + static_cast<std::int64_t>(steps);
+    }
+    r.curve.push_back({live.steps_done + static_cast<std::int64_t>(steps) - 1, estimate.steps_per_s});
+    return true;
   }
 
   // After each step line: the pruner judges the new values (false stops the trial).
@@ -737,6 +763,7 @@ class Controller {
       r.curve.clear();
       r.resource = static_cast<std::int64_t>(ended.output.steps.size());
     }
+    take_final_measurement(live, r, ended);
     // The store keeps each metric with its step, inferred ones included.
     trial::TrialResult result = ended;
     for (std::size_t i = 0; i < result.output.metrics.size() && i < live.metric_steps.size(); ++i)
@@ -760,6 +787,17 @@ class Controller {
         (!best_ || better(options_.direction, *stored.objective, *best_->objective)))
       best_ = stored;
     observer_.trial_finished(stored);
+  }
+
+  // The run's estimate over all its steps (take_measurement skips steps on long runs), and with the
+  // throughput objective the curve's value at its last step.
+  void take_final_measurement(const Live& live, TrialRecord& r, const trial::TrialResult& ended) const {
+    if (ended.output.peak_memory_bytes) r.peak_memory_bytes = ended.output.peak_memory_bytes;
+    if (ended.throughput.steps_used == 0 || ended.output.steps.empty()) return;
+    r.measured = ended.throughput;
+    const std::int64_t last = live.steps_done + static_cast<std::int64_t>(ended.output.steps.size()) - 1;
+    if (throughput_objective_ && (r.curve.empty() || r.curve.back().step < last))
+      r.curve.push_back({last, ended.throughput.steps_per_s});
   }
 
   // A fused group's process ended: each member still in the search ends with it, on its own lines

@@ -1,5 +1,5 @@
 // The pruner name table, option validation, the factory and the `none` pruner. The algorithms live
-// one per file: median_pruner.cc (median, percentile), asha.cc (asha, hyperband).
+// one per file: median_pruner.cc (median, percentile), asha.cc (asha, hyperband), oppa_pruner.cc.
 #include "paratune/hpo/pruner.h"
 
 #include <fmt/format.h>
@@ -19,11 +19,12 @@ namespace paratune::hpo {
 namespace {
 
 // The one name table of PrunerKind: parsing, printing and --help all read it.
-constexpr std::array<std::pair<PrunerKind, const char*>, 5> kPrunerNames{{{PrunerKind::kNone, "none"},
+constexpr std::array<std::pair<PrunerKind, const char*>, 6> kPrunerNames{{{PrunerKind::kNone, "none"},
                                                                           {PrunerKind::kMedian, "median"},
                                                                           {PrunerKind::kPercentile, "percentile"},
                                                                           {PrunerKind::kAsha, "asha"},
-                                                                          {PrunerKind::kHyperband, "hyperband"}}};
+                                                                          {PrunerKind::kHyperband, "hyperband"},
+                                                                          {PrunerKind::kOppa, "oppa"}}};
 
 std::vector<std::string> pruner_names() {
   std::vector<std::string> names;
@@ -78,6 +79,9 @@ void validate(const PrunerOptions& o) {
   if (o.startup_trials < 0)
     throw OptionError("startup_trials", std::to_string(o.startup_trials),
                       "must be >= 0 (completed trials before any is stopped)");
+  if (o.min_steps < 1)
+    throw OptionError("min_steps", std::to_string(o.min_steps), "must be >= 1 (steps before a trial may be stopped)");
+  if (!(o.z >= 0) || !std::isfinite(o.z)) throw OptionError("z", fmt::format("{}", o.z), "must be >= 0");
   if (o.warmup_steps < 0)
     throw OptionError("warmup_steps", std::to_string(o.warmup_steps), "must be >= 0 (no stop at steps below this)");
 }
@@ -90,6 +94,7 @@ std::unique_ptr<Pruner> make_pruner(PrunerKind kind, const PrunerOptions& option
     case PrunerKind::kPercentile: return make_median_pruner(options, kind);
     case PrunerKind::kAsha: return make_asha_pruner(options);
     case PrunerKind::kHyperband: return make_hyperband_pruner(options);
+    case PrunerKind::kOppa: return make_oppa_pruner(options);
   }
   // Not reachable from any name in the table: a PrunerKind made by a cast is a bug, not bad input.
   throw std::logic_error(fmt::format("make_pruner: PrunerKind {} is not in the name table", static_cast<int>(kind)));

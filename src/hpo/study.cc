@@ -40,7 +40,19 @@ TrialRecord record_of(const store::StoredTrial& t, const std::string& objective)
   r.rung = t.rung.value_or(-1);
   r.resource = t.steps;
   r.failure = failure_of(t.status, t.exit_code, t.exit_signal, t.steps);
+  r.peak_memory_bytes = t.peak_memory_bytes;
+  if (!t.step_times_s.empty()) {
+    r.measured = trial::estimate_throughput(t.step_times_s);
+  } else if (t.throughput) {  // read without its steps: what was stored of the estimate
+    r.measured.steps_per_s = *t.throughput;
+    r.measured.variance = t.throughput_variance;
+    r.measured.ci95_low = t.throughput_ci_low;
+    r.measured.ci95_high = t.throughput_ci_high;
+    r.measured.standard_error = (t.throughput_ci_high - t.throughput_ci_low) / (2 * 1.96);
+    r.measured.steps_used = std::max(1, t.steps - 1);
+  }
   if (objective == kThroughputObjective) {
+    r.curve = throughput_curve(t.step_times_s);
     if (r.state == TrialRecord::State::kCompleted) r.value = t.throughput;
     return r;
   }
@@ -211,10 +223,10 @@ HpoSummary run_hpo(const Space& space, const HpoOptions& options, store::StudySt
                    const trial::Backend& backend, Sampler& sampler, Pruner& pruner, tune::StudyObserver& observer,
                    const std::atomic<int>& stop_requested) {
   validate(options);
-  if (is_throughput(options) && pruner.name() != "none")
-    throw Error(fmt::format("pruner {}: needs intermediate values of a metric, and the objective is throughput "
-                            "(use pruner none, or a metric objective)",
-                            pruner.name()));
+  if (pruner.name() == "oppa" && !is_throughput(options))
+    throw Error(fmt::format("pruner oppa: stops a trial by its throughput's confidence bound, and the objective is "
+                            "'{}' (use median, percentile, asha or hyperband for a metric)",
+                            options.objective));
   const std::unique_ptr<store::ControllerLock> lock =
       options.worker.enabled ? store.lock_worker(options.name) : store.lock_controller(options.name);
   check_template_parameters(space, options);

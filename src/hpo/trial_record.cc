@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 
 #include "paratune/spec/error.h"
@@ -30,6 +31,21 @@ std::optional<double> value_at(const TrialRecord& trial, std::int64_t resource) 
     value = v.value;
   }
   return value;
+}
+
+std::vector<IntermediateValue> throughput_curve(std::span<const double> step_times_s) {
+  // Each point costs an estimate over the steps before it: past kMaxPoints steps the curve keeps
+  // every stride-th step and the last (pruners read it as "the value at or before step s").
+  constexpr std::size_t kMaxPoints = 256;
+  const std::size_t stride = std::max<std::size_t>(1, step_times_s.size() / kMaxPoints);
+  std::vector<IntermediateValue> curve;
+  for (std::size_t n = 1; n <= step_times_s.size(); ++n) {
+    if (n % stride != 0 && n != step_times_s.size()) continue;
+    const trial::ThroughputEstimate e = trial::estimate_throughput(step_times_s.first(n));
+    if (e.steps_used == 0) continue;
+    curve.push_back({static_cast<std::int64_t>(n) - 1, e.steps_per_s});
+  }
+  return curve;
 }
 
 }  // namespace paratune::hpo

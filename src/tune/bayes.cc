@@ -12,6 +12,7 @@
 
 #include "paratune/gp/classifier.h"
 #include "paratune/gp/gaussian_process.h"
+#include "paratune/hpo/pruner.h"
 #include "paratune/spec/error.h"
 #include "paratune/spec/option_error.h"
 #include "paratune/trial/measurement.h"
@@ -61,10 +62,8 @@ void validate(const BayesOptions& o) {
 }
 
 bool stop_early(std::span<const double> step_times_s, std::optional<double> best_full, int min_steps, double z) {
-  if (!best_full || static_cast<int>(step_times_s.size()) < min_steps) return false;
-  const trial::ThroughputEstimate e = trial::estimate_throughput(step_times_s);
-  if (e.steps_used < 2) return false;  // no spread yet: no confidence either
-  return e.steps_per_s + z * e.standard_error < *best_full;
+  return hpo::stop_early(trial::estimate_throughput(step_times_s), static_cast<std::int64_t>(step_times_s.size()),
+                         best_full, min_steps, z);
 }
 
 namespace {

@@ -421,8 +421,10 @@ TEST(HpoCli, BadInputIsNamedWithExitCode2) {
   const std::string command = fmt::format("--command '{} branin'", PARATUNE_FUNCTION_TRIAL);
   expect_error(fmt::format("tune --space {} --study {} {} --objective value", space, study, command),
                "--objective value: give --direction minimize or maximize");
-  expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --pruner asha", space, study, command),
-               "pruner asha: needs intermediate values of a metric, and the objective is throughput");
+  // (Issue 43: every pruner but oppa judges throughput trials too; oppa judges only them.)
+  expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --pruner oppa --objective value --direction minimize",
+                           space, study, command),
+               "pruner oppa: stops a trial by its throughput's confidence bound, and the objective is 'value'");
   expect_error(fmt::format("tune --space {} --study {} {} --algo bo --objective value --direction minimize", space, study,
                            command),
                "--algo bo: searches value lists of parallel configurations");

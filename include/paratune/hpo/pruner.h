@@ -12,7 +12,10 @@
 //               (asha.cc)
 //   hyperband   brackets of ASHA with first rungs min_resource x eta^s, s = 0 .. s_max (Li et al.
 //               2018, "Hyperband", asynchronous as in Li et al. 2020 Sec. 3.4) (asha.cc)
-// The resource is the trial's steps (PARATUNE_MAX_STEPS).
+//   oppa        OPPA's early termination (Eq. 5): stop a throughput trial once its throughput's 97.5%
+//               upper confidence bound is below the best completed trial's (oppa_pruner.cc)
+// The resource is the trial's steps (PARATUNE_MAX_STEPS). With the throughput objective a trial's
+// curve is its throughput estimate over the steps so far (hpo/trial_record.h throughput_curve).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +39,8 @@ struct PrunerOptions {
   int startup_trials = 5;         // median, percentile: trials completed before any is stopped
   std::int64_t warmup_steps = 0;  // median, percentile: no stop at steps below this
   double percentile = 25;         // percentile: keep a trial whose value is within the best p %
+  std::int64_t min_steps = 5;     // oppa: q_min, the steps a trial reports before it may be stopped
+  double z = 1.96;                // oppa: tau_q = -z x the throughput's standard error
 };
 // Throws OptionError naming the field and the rule.
 void validate(const PrunerOptions& options);
@@ -80,7 +85,7 @@ class Pruner {
   [[nodiscard]] virtual nlohmann::ordered_json describe() const = 0;
 };
 
-enum class PrunerKind { kNone, kMedian, kPercentile, kAsha, kHyperband };
+enum class PrunerKind { kNone, kMedian, kPercentile, kAsha, kHyperband, kOppa };
 const char* to_string(PrunerKind kind);
 PrunerKind parse_pruner(std::string_view name);  // throws Error listing the names
 
@@ -91,5 +96,11 @@ std::unique_ptr<Pruner> make_pruner(PrunerKind kind, const PrunerOptions& option
 std::unique_ptr<Pruner> make_median_pruner(const PrunerOptions& options, PrunerKind kind);  // median, percentile
 std::unique_ptr<Pruner> make_asha_pruner(const PrunerOptions& options);
 std::unique_ptr<Pruner> make_hyperband_pruner(const PrunerOptions& options);
+std::unique_ptr<Pruner> make_oppa_pruner(const PrunerOptions& options);
+
+// OPPA's rule (oppa_pruner.cc): true when a trial whose `steps_reported` steps gave `so_far` should
+// stop now, `best_full` the best completed trial's throughput (nullopt: none yet).
+bool stop_early(const trial::ThroughputEstimate& so_far, std::int64_t steps_reported, std::optional<double> best_full,
+                std::int64_t min_steps, double z);
 
 }  // namespace paratune::hpo

@@ -3,12 +3,14 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "paratune/hpo/space.h"
 #include "paratune/trial/failure.h"
+#include "paratune/trial/measurement.h"
 
 namespace paratune::hpo {
 
@@ -43,8 +45,22 @@ struct TrialRecord {
   // kFailed: how (trial/failure.h). The samplers' feasibility model learns from every failure and
   // never proposes again a configuration whose failure is deterministic. kNone otherwise.
   trial::FailureKind failure = trial::FailureKind::kNone;
+  // What its steps measured, whatever the objective: the throughput estimate of its steps so far
+  // (the run in progress, else its last run; trial/measurement.h: warm-up and outliers dropped) and
+  // the largest memory it reported. The model-based samplers (tune/bayes.h) learn throughput and
+  // memory from them; OPPA's early termination (pruner oppa) judges a running trial by them.
+  trial::ThroughputEstimate measured;
+  std::optional<double> peak_memory_bytes;
 };
 const char* to_string(TrialRecord::State state);
+
+// The throughput objective's learning curve: after r steps, the estimate over those r (the
+// objective a full trial ends with, over fewer steps), at step r - 1 (0-based, as the resource
+// counts, whatever numbers the program gave its steps), from the first r that leaves a usable
+// estimate (the first step is warm-up); past 256 steps at every (steps / 256)-th r and the last. It
+// lets every pruner (median, percentile, ASHA, Hyperband) judge throughput trials as it judges a
+// metric's.
+std::vector<IntermediateValue> throughput_curve(std::span<const double> step_times_s);
 
 // The objective after `resource` steps: the last intermediate value with step < resource; nullopt
 // when there is none.
