@@ -198,6 +198,31 @@ Space::Space(std::vector<ParamSpec> parameters, std::vector<std::string> constra
     (void)enumerate();  // throws when no combination satisfies every constraint
 }
 
+Space Space::listed(std::vector<ParamSpec> parameters, std::vector<Config> configurations, std::string source) {
+  Space space(std::move(parameters), {}, std::move(source));
+  if (configurations.empty()) throw Error(fmt::format("{}: no configuration is listed", space.source_));
+  for (const ParamSpec& p : space.parameters_)
+    if (!p.when.empty())
+      throw Error(fmt::format("{}: parameters.{}: a listed space's parameters have no conditions", space.source_, p.name));
+  for (const Config& c : configurations) {  // checked as configurations of the parameters, before any is listed
+    if (const std::string problem = space.check(c); !problem.empty())
+      throw Error(fmt::format("{}: listed configuration {}: {}", space.source_, c.dump(), problem));
+    if (!space.listed_keys_.insert(space.listed_key(c)).second)
+      throw Error(fmt::format("{}: configuration {} is listed twice", space.source_, c.dump()));
+  }
+  space.listed_ = std::move(configurations);
+  return space;
+}
+
+std::string Space::listed_key(const Config& config) const {
+  std::string key;
+  for (const ParamSpec& p : parameters_) {
+    const auto it = config.find(p.name);
+    key += (it == config.end() ? "-" : it->dump()) + ",";
+  }
+  return key;
+}
+
 Space::Space(Space&&) noexcept = default;
 Space& Space::operator=(Space&&) noexcept = default;
 Space::~Space() = default;
@@ -254,6 +279,7 @@ bool Space::is_active(std::size_t i, const Config& partial) const {
 }
 
 bool Space::satisfies(const Config& config) const {
+  if (is_listed()) return listed_keys_.contains(listed_key(config));
   Expressions& ex = *expressions_;
   for (std::size_t c = 0; c < ex.constraints.size(); ++c) {
     bool defined = true;
@@ -303,15 +329,17 @@ std::string Space::check(const Config& config) const {
         break;
     }
   }
-  if (!satisfies(config)) return fmt::format("{} breaks a constraint", config.dump());
+  if (!satisfies(config))
+    return config.dump() + (is_listed() ? " is not one of the listed configurations" : " breaks a constraint");
   return {};
 }
 
 bool Space::finite() const {
-  return std::all_of(parameters_.begin(), parameters_.end(), [](const ParamSpec& p) { return p.type != ParamType::kFloat; });
+  return is_listed() || std::all_of(parameters_.begin(), parameters_.end(), [](const ParamSpec& p) { return p.type != ParamType::kFloat; });
 }
 
 std::vector<Config> Space::enumerate() const {
+  if (is_listed()) return listed_;
   if (!finite())
     throw Error(fmt::format("{}: grid search needs every parameter categorical or int (a float parameter has no grid)", source_));
   std::vector<std::vector<nlohmann::json>> values(parameters_.size());
@@ -349,6 +377,7 @@ std::vector<Config> Space::enumerate() const {
 }
 
 Config Space::sample(std::mt19937_64& rng) const {
+  if (is_listed()) return listed_[tune::uniform_below(rng, listed_.size())];
   for (int attempt = 0; attempt < kMaxSampleTries; ++attempt) {
     Config config = Config::object();
     for (std::size_t i = 0; i < parameters_.size(); ++i) {
@@ -364,6 +393,7 @@ Config Space::sample(std::mt19937_64& rng) const {
 }
 
 double Space::prior_mass(const Config& config) const {
+  if (is_listed()) return 1.0 / static_cast<double>(listed_.size());
   double mass = 1;
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     const ParamSpec& p = parameters_[i];
@@ -421,7 +451,9 @@ nlohmann::ordered_json Space::describe() const {
     if (!p.when.empty()) d["when"] = p.when;
     params[p.name] = d;
   }
-  return {{"parameters", params}, {"constraints", constraints_}};
+  nlohmann::ordered_json described{{"parameters", params}, {"constraints", constraints_}};
+  if (is_listed()) described["listed"] = listed_;
+  return described;
 }
 
 }  // namespace paratune::hpo

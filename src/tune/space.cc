@@ -1,7 +1,6 @@
 #include "paratune/tune/space.h"
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cassert>
@@ -11,8 +10,8 @@
 #include <set>
 #include <sstream>
 
+#include "paratune/hpo/space.h"
 #include "paratune/spec/error.h"
-#include "paratune/spec/input_file.h"
 #include "paratune/tune/expression.h"
 #include "space_file.h"
 
@@ -79,24 +78,49 @@ SearchSpace& SearchSpace::operator=(SearchSpace&&) noexcept = default;
 SearchSpace::~SearchSpace() = default;
 
 SearchSpace SearchSpace::parse(std::string_view text, std::string_view source) {
-  SpaceFile file = read_space_file(text, source);
-  std::vector<Parameter> parameters;
-  for (const auto& kv : file.parameters) {
-    Parameter p;
-    p.name = kv.first.Scalar();
-    if (kv.second.IsMap())
-      throw Error(fmt::format("{}: parameters.{}: a typed parameter ({{type: ...}}) is searched by the hyperparameter "
-                              "samplers (random, tpe or gp, with a metric objective); the searches bo, xgboost, "
-                              "costmodel and oppa take value lists like [1, 2, 4]",
-                              source, p.name));
-    p.values = value_list(kv.second, fmt::format("{}: parameters.{}", source, p.name));
-    parameters.push_back(std::move(p));
-  }
-  return SearchSpace(std::move(parameters), std::move(file.constraints), std::string(source));
+  return of(hpo::Space::parse(text, source));
 }
 
-SearchSpace SearchSpace::load(const std::filesystem::path& file) {
-  return parse(read_input_file(file.string(), "search space file"), file.string());
+SearchSpace SearchSpace::load(const std::filesystem::path& file) { return of(hpo::Space::load(file)); }
+
+SearchSpace SearchSpace::of(const hpo::Space& space) {
+  const std::string why = "the searches of parallel configurations (grid, random, bo, xgboost, costmodel, oppa) "
+                          "index a finite space";
+  std::vector<Parameter> parameters;
+  for (const hpo::ParamSpec& spec : space.parameters()) {
+    const std::string where = fmt::format("{}: parameters.{}", space.source(), spec.name);
+    if (!spec.when.empty())
+      throw Error(fmt::format("{}: conditional (when: {}); {} whose every configuration has every parameter (tpe and "
+                              "gp search conditional spaces)",
+                              where, spec.when, why));
+    Parameter p;
+    p.name = spec.name;
+    switch (spec.type) {
+      case hpo::ParamType::kCategorical: p.values = spec.choices; break;
+      case hpo::ParamType::kInt:
+        if (spec.high - spec.low >= static_cast<double>(kMaxCartesian))
+          throw Error(fmt::format("{}: more than {} values; {}: narrow it", where, kMaxCartesian, why));
+        for (auto v = static_cast<std::int64_t>(spec.low); v <= static_cast<std::int64_t>(spec.high); ++v)
+          p.values.emplace_back(v);
+        break;
+      case hpo::ParamType::kFloat:
+        throw Error(fmt::format("{}: a float range; {}: give its values as a list like [0.5, 1.0] (tpe and gp "
+                                "search float ranges)",
+                                where, why));
+    }
+    parameters.push_back(std::move(p));
+  }
+  if (!space.is_listed()) return SearchSpace(std::move(parameters), space.constraints(), space.source());
+  std::vector<Point> points;
+  for (const hpo::Config& config : space.enumerate()) {
+    Point point(parameters.size());
+    for (std::size_t i = 0; i < parameters.size(); ++i) {
+      const std::vector<nlohmann::json>& values = parameters[i].values;
+      point[i] = static_cast<int>(std::find(values.begin(), values.end(), config.at(parameters[i].name)) - values.begin());
+    }
+    points.push_back(std::move(point));
+  }
+  return listed(std::move(parameters), std::move(points), space.source());
 }
 
 SearchSpace SearchSpace::listed(std::vector<Parameter> parameters, std::vector<Point> points, std::string source) {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 
 #include "../cli/cli_util.h"
@@ -151,6 +152,35 @@ TEST(ConfigStudy, TheOppaPrunerEndsSlowTrialsEarly) {
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
   EXPECT_NE(refused.output.find("pruner oppa: stops a trial by its throughput's confidence bound"), std::string::npos)
       << refused.output;
+}
+
+// OPPA over a typed space: an integer range and a categorical with a constraint, read as every
+// study's space is read; a float range is named as what the configuration searches cannot index.
+TEST(ConfigStudy, OppaSearchesATypedSpaceWithACategorical) {
+  const auto dir = config_study_dir("oppa-typed");
+  const nlohmann::json j = run_study(dir, R"(parameters:
+  st: [0.01, 0.02, 0.04]
+  k: {type: int, low: 1, high: 4}
+  mode: [fast, slow]
+constraints:
+  - mode == 'fast' or k <= 2
+)",
+                                     "--algo oppa --initial 2 --max-trials 6 --steps 8 --parallel 2 --seed 4");
+  EXPECT_EQ(j["algorithm"], "oppa");
+  EXPECT_EQ(j["valid_points"], 18);  // 3 step times x (4 fast + 2 slow)
+  ASSERT_EQ(j["trials"].size(), 6u) << j.dump();
+  std::set<std::string> seen;
+  for (const auto& t : j["trials"]) {
+    const auto& params = t["params"];
+    ASSERT_TRUE(params["k"].is_number_integer()) << t.dump();
+    EXPECT_TRUE(params["mode"] == "fast" || params["k"].get<int>() <= 2) << t.dump();
+    EXPECT_TRUE(seen.insert(params.dump()).second) << "proposed twice: " << params.dump();
+  }
+  write_file(dir / "float.yaml", "parameters:\n  st: {type: float, low: 0.01, high: 0.04}\n");
+  const Result refused = run(fmt::format("tune --space {} --study {} --command '{} --step-time {{st}}' --algo oppa",
+                                         (dir / "float.yaml").string(), (dir / "f.db").string(), PARATUNE_FAKE_TRIAL));
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("parameters.st: a float range"), std::string::npos) << refused.output;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "paratune/hpo/space.h"
 #include "paratune/hpo/sampler.h"
+#include "paratune/tune/space.h"
 
 #include <gtest/gtest.h>
 
@@ -270,6 +271,70 @@ TEST(HpoSpace, AssignmentsNulsAndManyValuesAreHandled) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("parameters.x: value 7.0 is listed twice"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+}  // namespace paratune::hpo
+
+namespace paratune::hpo {
+namespace {
+
+// Issue 43: the one space of every study. A listed space (the planner's derived configurations) is
+// exactly its list, in order; the discrete view the configuration searches index (tune::SearchSpace::of)
+// takes typed integers and categoricals, and names what it cannot take.
+TEST(HpoSpace, AListedSpaceIsExactlyItsConfigurationsInOrder) {
+  ParamSpec dp{"dp", ParamType::kCategorical, 0, 0, false, {1, 2, 4}, ""};
+  ParamSpec schedule{"schedule", ParamType::kCategorical, 0, 0, false, {"1f1b", "interleaved"}, ""};
+  const std::vector<Config> listed{{{"dp", 4}, {"schedule", "1f1b"}}, {{"dp", 1}, {"schedule", "interleaved"}}};
+  const Space space = Space::listed({dp, schedule}, listed, "derived");
+  EXPECT_TRUE(space.is_listed());
+  EXPECT_TRUE(space.finite());
+  EXPECT_EQ(space.enumerate(), listed);
+  EXPECT_TRUE(space.satisfies(Config{{"schedule", "interleaved"}, {"dp", 1}}));  // key order does not matter
+  EXPECT_EQ(space.check(Config{{"dp", 2}, {"schedule", "1f1b"}}),
+            R"({"dp":2,"schedule":"1f1b"} is not one of the listed configurations)");
+  EXPECT_DOUBLE_EQ(space.prior_mass(listed[0]), 0.5);
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 20; ++i) EXPECT_TRUE(space.satisfies(space.sample(rng)));
+  EXPECT_EQ(space.describe()["listed"].size(), 2u);
+  const auto error_of = [&](std::vector<Config> configs) -> std::string {
+    try {
+      (void)Space::listed({dp, schedule}, std::move(configs), "derived");
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error_of({}), "derived: no configuration is listed");
+  EXPECT_EQ(error_of({listed[0], listed[0]}), R"(derived: configuration {"dp":4,"schedule":"1f1b"} is listed twice)");
+  EXPECT_NE(error_of({{{"dp", 3}, {"schedule", "1f1b"}}}).find("dp = 3 is not one of its values"), std::string::npos);
+}
+
+TEST(HpoSpace, TheConfigurationSearchesIndexTypedIntegersAndCategoricals) {
+  const tune::SearchSpace view = tune::SearchSpace::of(Space::parse(R"(parameters:
+  tp: {type: int, low: 1, high: 4}
+  schedule: [1f1b, interleaved]
+constraints:
+  - tp != 3
+)",
+                                                                    "typed.yaml"));
+  ASSERT_EQ(view.parameters().size(), 2u);
+  EXPECT_EQ(view.parameters()[0].values, (std::vector<nlohmann::json>{1, 2, 3, 4}));
+  EXPECT_EQ(view.enumerate().size(), 6u);  // tp in {1, 2, 4} x 2 schedules
+  const auto error_of = [](const std::string& text) -> std::string {
+    try {
+      (void)tune::SearchSpace::of(Space::parse(text, "s.yaml"));
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(error_of("parameters:\n  lr: {type: float, low: 0.1, high: 1}\n").find("s.yaml: parameters.lr: a float range"),
+            std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  o: [a, b]\n  m: {type: int, low: 1, high: 2, when: \"o == 'a'\"}\n")
+                .find("s.yaml: parameters.m: conditional (when: o == 'a')"),
+            std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  x: [1, null]\n").find("null is not a number, boolean or string"), std::string::npos);
 }
 
 }  // namespace

@@ -20,6 +20,10 @@
 // parameter whose condition refers to an inactive one is itself inactive. A constraint that refers
 // to an inactive parameter holds (it is about a value that does not exist).
 //
+// A space may instead list its configurations (Space::listed: e.g. the parallel configurations the
+// planner's model says fit, tune/derived_space.h): then exactly those are its configurations, in
+// that order.
+//
 // A configuration is a JSON object of the active parameters only, in declaration order:
 //   {"lr": 0.003, "epochs": 7, "batch_size": 128, "optimizer": "adam"}
 #pragma once
@@ -30,6 +34,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,6 +64,10 @@ class Space {
   // Checks every field (names, bounds, choices, conditions, constraints); throws Error as above,
   // also when a finite space of at most 4,096 combinations has none that satisfies the constraints.
   Space(std::vector<ParamSpec> parameters, std::vector<std::string> constraints, std::string source);
+  // A space whose configurations are exactly `configurations`, in that order: each a configuration of
+  // `parameters` (which have no conditions), none twice. Throws Error naming `source` otherwise or
+  // when there is none.
+  static Space listed(std::vector<ParamSpec> parameters, std::vector<Config> configurations, std::string source);
   Space(Space&&) noexcept;
   Space& operator=(Space&&) noexcept;
   ~Space();
@@ -68,23 +77,28 @@ class Space {
   [[nodiscard]] const std::string& source() const { return source_; }
   [[nodiscard]] std::size_t size() const { return parameters_.size(); }
   [[nodiscard]] std::optional<std::size_t> index_of(std::string_view name) const;
+  // Whether the configurations are listed (Space::listed) rather than every combination that
+  // satisfies the constraints.
+  [[nodiscard]] bool is_listed() const { return !listed_.empty(); }
 
   // Whether parameter `i` is active given the values decided so far (`partial` holds parameters
   // declared before `i`; a condition on one absent from it is false).
   [[nodiscard]] bool is_active(std::size_t i, const Config& partial) const;
   // The parameters parameter i's condition refers to (indices, all < i); empty without `when`.
   [[nodiscard]] const std::vector<std::size_t>& condition_parents(std::size_t i) const;
-  // Every constraint holds (those on inactive parameters hold by definition).
+  // Every constraint holds (those on inactive parameters hold by definition); in a listed space: the
+  // configuration is one of the listed.
   [[nodiscard]] bool satisfies(const Config& config) const;
   // Empty when `config` is one of this space's configurations: exactly the active parameters, each
   // of its type and within its bounds or choices, the constraints holding; else why not (one line).
   [[nodiscard]] std::string check(const Config& config) const;
 
-  // Every parameter categorical or int, so the space is a finite set (grid search).
+  // Every parameter categorical or int, or the configurations listed, so the space is a finite set.
   [[nodiscard]] bool finite() const;
   // Every configuration of a finite space in odometer order (last parameter fastest; inactive
-  // parameters skipped), constraints applied. Throws Error if the space is not finite, has more
-  // than 10 million combinations or none that satisfies the constraints.
+  // parameters skipped), constraints applied; a listed space's in the listed order. Throws Error if
+  // the space is not finite, has more than 10 million combinations or none that satisfies the
+  // constraints.
   [[nodiscard]] std::vector<Config> enumerate() const;
 
   // A configuration drawn from the prior (each active parameter uniform, in log space when log),
@@ -113,6 +127,11 @@ class Space {
   std::vector<std::string> constraints_;
   std::string source_;
   std::unique_ptr<Expressions> expressions_;
+  std::vector<Config> listed_;     // Space::listed's configurations, in order; empty otherwise
+  std::set<std::string> listed_keys_;  // listed_key() of each
+  // A configuration's values in declaration order, as text: the same configuration, whatever the
+  // order of its keys, gives the same key.
+  [[nodiscard]] std::string listed_key(const Config& config) const;
 };
 
 }  // namespace paratune::hpo

@@ -1,4 +1,6 @@
-// The search space of a tuning study: named parameters with discrete values and constraints.
+// The search space of a configuration study as the searches of parallel configurations index it:
+// named parameters with discrete values and constraints, built from the one space of every study
+// (hpo/space.h, whose file format this is: SearchSpace::of).
 //
 // A YAML or JSON file:
 //   parameters:
@@ -31,6 +33,10 @@
 #include <string_view>
 #include <vector>
 
+namespace paratune::hpo {
+class Space;
+}
+
 namespace paratune::tune {
 
 struct Parameter {
@@ -43,7 +49,13 @@ using Point = std::vector<int>;
 
 class SearchSpace {
  public:
-  // Throws Error naming the file, the field, the value and the rule it broke.
+  // The one space of every study (hpo/space.h), finite and without conditions, as value lists
+  // indexed by points: a categorical parameter's choices, an integer range's every value, and its
+  // constraints or its listed configurations. Throws Error naming the parameter that is a float
+  // range or conditional, or a value a command cannot take (null, a NUL character).
+  static SearchSpace of(const hpo::Space& space);
+  // A space file read as hpo::Space reads it (one format for every study), then of(). Throws Error
+  // naming the file, the field, the value and the rule it broke.
   static SearchSpace load(const std::filesystem::path& file);
   // The same from text; `source` names it in messages.
   static SearchSpace parse(std::string_view text, std::string_view source);
