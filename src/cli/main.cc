@@ -1019,7 +1019,7 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
                 "configurations the planner's model says fit");
   if (!derived && (!f.fix.empty() || !f.allow.empty() || !f.max.empty()))
     throw Error("tune: --fix/--allow/--max narrow the space derived from --model; with --space FILE, edit the file");
-  std::optional<tune::SearchSpace> file_space;
+  std::optional<tune::SearchSpace> view;  // the space's configurations as the searches index them
   std::optional<tune::DerivedSpace> derived_space;
   if (derived) {
     plan::SearchSpace axes;
@@ -1028,10 +1028,11 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
     for (const std::string& text : f.max) plan::add_constraints(axes, text, plan::ConstraintKind::kMax, "--max");
     derived_space = tune::derive_space(load_model(setup.model), load_cluster(setup.cluster), training_from(setup), axes,
                                        calibration_from(setup), EstimateOptions{setup.memory_margin});
+    view = tune::SearchSpace::of(derived_space->space);
   } else {
-    file_space = tune::SearchSpace::load(f.space_path);
+    view = tune::SearchSpace::load(f.space_path);
   }
-  const tune::SearchSpace& space = derived ? derived_space->space : *file_space;
+  const tune::SearchSpace& space = *view;
 
   tune::StudyOptions options;
   options.name = f.study_name;

@@ -78,7 +78,9 @@ class Controller {
     summary.pruner = pruner_.name();
     summary.objective = options_.objective;
     summary.direction = options_.direction;
-    study_ = store_.open_study(options_.name, hpo_identity(space_, options_, pruner_).dump());
+    const nlohmann::ordered_json identity =
+        options_.identity.is_null() ? hpo_identity(space_, options_, pruner_) : options_.identity;
+    study_ = store_.open_study(options_.name, identity.dump());
     load(summary);
     const Clock::time_point start = Clock::now();
     start_ = start;

@@ -74,7 +74,8 @@ std::unique_ptr<Sampler> make_grid_sampler(const Space& space, const SamplerOpti
       if (const auto it = points[i].find(space.parameters()[p].name); it != points[i].end())
         labels[i][p] = label_of[p].emplace(it->dump(), static_cast<int>(label_of[p].size())).first->second;
   std::vector<Config> order;
-  for (std::size_t i : tune::grid_order(labels, options.max_trials)) order.push_back(points[i]);
+  // A listed space keeps its order (the planner's derived space lists the model's favourites first).
+  for (std::size_t i : tune::grid_order(labels, space.is_listed() ? 0 : options.max_trials)) order.push_back(points[i]);
   return std::make_unique<OrderedSampler>("grid", std::move(order));
 }
 

@@ -62,6 +62,18 @@ TrialRecord record_of(const store::StoredTrial& t, const std::string& objective)
   return r;
 }
 
+namespace {
+
+// {gpus}: the product of the parallel degrees dp, tp, pp and cp the configuration has (1 if none).
+std::string gpus_word(const Config& config) {
+  long long gpus = 1;
+  for (const char* axis : {"dp", "tp", "pp", "cp"})
+    if (const auto it = config.find(axis); it != config.end() && it->is_number_integer()) gpus *= it->get<long long>();
+  return std::to_string(gpus);
+}
+
+}  // namespace
+
 int ranks_of(const HpoOptions& options, const Config& config) {
   const auto it = config.find("ranks");
   return it != config.end() && it->is_number_integer() ? it->get<int>() : options.trial_ranks;
@@ -84,6 +96,7 @@ trial::TrialLaunch render_run(const Space& space, const HpoOptions& options, con
   launch.slots = ranks_of(options, config);
   std::map<std::string, std::string> values;
   for (const auto& [name, value] : config.items()) values[name] = tune::word(value);
+  values.emplace("gpus", gpus_word(config));  // a parameter named gpus is the GPU count itself
   values["config"] = config_word(config);
   values["steps"] = std::to_string(horizon_steps);
   values["ranks"] = std::to_string(launch.slots);
@@ -131,7 +144,9 @@ void validate(const HpoOptions& o) {
   validate_fusion(o);
 }
 
-std::vector<std::string> hpo_placeholders() { return {"config", "steps", "ranks", "strategy", "trial_id", "trial_dir"}; }
+std::vector<std::string> hpo_placeholders() {
+  return {"gpus", "config", "steps", "ranks", "strategy", "trial_id", "trial_dir"};
+}
 
 std::optional<std::size_t> best_hpo_trial(const std::vector<store::StoredTrial>& trials, Direction direction) {
   std::optional<std::size_t> best;
@@ -163,7 +178,8 @@ namespace {
 
 // A conditional parameter used as a placeholder has no value where it is inactive.
 std::string hpo_placeholder_meaning(const std::string& name) {
-  if (name == "config") return "every parameter as --name value";
+  if (name == "gpus") return "the product of the parameters dp, tp, pp and cp";
+  if (name == "config") return "every parameter as name=value, joined by commas";
   if (name == "steps") return "the trial's step budget";
   if (name == "ranks") return "the trial's rank count";
   if (name == "strategy") return "the trial's parallel strategy";
@@ -173,10 +189,11 @@ std::string hpo_placeholder_meaning(const std::string& name) {
 
 void check_template_parameters(const Space& space, const HpoOptions& options) {
   // A parameter may not take the name of a placeholder paratune fills itself: its value would be
-  // replaced silently. (`ranks` is the one exception: it is the trial's rank count, by design.)
+  // replaced silently. (`ranks` and `gpus` are the exceptions: a space may state the trial's rank
+  // count, or the GPU count, which the placeholder then is.)
   for (const ParamSpec& p : space.parameters())
     for (const std::string& builtin : hpo_placeholders())
-      if (p.name == builtin && builtin != "ranks")
+      if (p.name == builtin && builtin != "ranks" && builtin != "gpus")
         throw Error(fmt::format("{}: parameters.{}: '{}' is the name of a built-in placeholder ({{{}}}: {}); rename "
                                 "the parameter",
                                 space.source(), p.name, p.name, p.name, hpo_placeholder_meaning(builtin)));

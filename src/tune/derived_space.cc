@@ -64,30 +64,32 @@ DerivedSpace derive_space(const ModelSpec& model, const ClusterSpec& cluster, co
   plan::rank(fitting, [](const Fitting& f) { return f.iteration_s; },
              [](const Fitting& f) { return plan::to_config(f.candidate); });
 
-  std::vector<Parameter> parameters(kNames.size());
-  for (std::size_t i = 0; i < kNames.size(); ++i) parameters[i].name = kNames[i];
+  std::vector<hpo::ParamSpec> parameters(kNames.size());
+  for (std::size_t i = 0; i < kNames.size(); ++i) {
+    parameters[i].name = kNames[i];
+    parameters[i].type = hpo::ParamType::kCategorical;
+  }
   for (const Fitting& f : fitting) {
     const auto values = values_of(f.candidate);
     for (std::size_t i = 0; i < kNames.size(); ++i)
-      if (std::find(parameters[i].values.begin(), parameters[i].values.end(), values[i]) == parameters[i].values.end())
-        parameters[i].values.push_back(values[i]);
+      if (std::find(parameters[i].choices.begin(), parameters[i].choices.end(), values[i]) == parameters[i].choices.end())
+        parameters[i].choices.push_back(values[i]);
   }
-  for (Parameter& p : parameters) std::sort(p.values.begin(), p.values.end(), value_less);
+  for (hpo::ParamSpec& p : parameters) std::sort(p.choices.begin(), p.choices.end(), value_less);
 
-  std::vector<Point> points;
+  std::vector<hpo::Config> configurations;
   std::vector<double> predicted;
   for (const Fitting& f : fitting) {
     const auto values = values_of(f.candidate);
-    Point point(kNames.size());
-    for (std::size_t i = 0; i < kNames.size(); ++i)
-      point[i] = static_cast<int>(std::find(parameters[i].values.begin(), parameters[i].values.end(), values[i]) -
-                                  parameters[i].values.begin());
-    points.push_back(std::move(point));
+    hpo::Config config = hpo::Config::object();
+    for (std::size_t i = 0; i < kNames.size(); ++i) config[kNames[i]] = values[i];
+    configurations.push_back(std::move(config));
     predicted.push_back(f.iteration_s);
   }
   const std::string source = fmt::format("configurations of {} on {} x {}, seq {}, global batch {}", model.name,
                                          cluster.num_gpus(), cluster.gpu.name, training.seq_len, training.global_batch);
-  return {SearchSpace::listed(std::move(parameters), std::move(points), source), std::move(predicted), candidates};
+  return {hpo::Space::listed(std::move(parameters), std::move(configurations), source), std::move(predicted),
+          candidates};
 }
 
 }  // namespace paratune::tune

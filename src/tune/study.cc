@@ -12,6 +12,7 @@
 #include <random>
 #include <set>
 
+#include "paratune/hpo/study.h"
 #include "paratune/spec/error.h"
 #include "paratune/spec/option_error.h"
 #include "paratune/trial/command.h"
@@ -209,6 +210,17 @@ nlohmann::ordered_json study_identity(const SearchSpace& space, const StudyOptio
           {"steps", options.steps},
           {"memory_limit_bytes", options.limits.memory_limit_bytes},
           {"step_time_regex", options.step_time_regex}};
+}
+
+nlohmann::ordered_json configuration_identity(const SearchSpace& view, const hpo::HpoOptions& options,
+                                              const hpo::Pruner* stated_pruner) {
+  nlohmann::ordered_json identity{{"space", view.describe()},
+                                  {"command", options.command},
+                                  {"steps", options.steps},
+                                  {"memory_limit_bytes", options.limits.memory_limit_bytes},
+                                  {"step_time_regex", options.step_time_regex}};
+  if (stated_pruner) identity["pruner"] = stated_pruner->describe();
+  return identity;
 }
 
 namespace {

@@ -7,6 +7,7 @@
 #include "../test_util.h"
 #include "paratune/plan/ranking.h"
 #include "paratune/spec/error.h"
+#include "paratune/tune/space.h"
 
 namespace paratune::tune {
 namespace {
@@ -18,7 +19,7 @@ TEST(DerivedSpace, ListsTheFittingConfigurationsFastestFirst) {
   plan::SearchSpace axes;
   plan::add_constraints(axes, "mbs=1,2,4", plan::ConstraintKind::kAllow, "--allow");
   const DerivedSpace d = derive_space(model, cluster, training, axes, default_calibration());
-  const std::vector<Point> points = d.space.enumerate();
+  const std::vector<hpo::Config> points = d.space.enumerate();
   ASSERT_EQ(points.size(), d.predicted_iteration_s.size());
   EXPECT_GT(points.size(), 10u);
   // Fastest first; predictions equal within 1e-9 (rounding noise) simpler first (plan/ranking.h).
@@ -40,7 +41,7 @@ TEST(DerivedSpace, ListsTheFittingConfigurationsFastestFirst) {
 
   // Each point, written as key=value, is the configuration whose prediction is listed beside it.
   for (std::size_t i = 0; i < points.size(); i += 7) {
-    const nlohmann::ordered_json values = d.space.to_json(points[i]);
+    const nlohmann::ordered_json& values = points[i];
     std::string text;
     for (const auto& [key, value] : values.items())
       text += (text.empty() ? "" : ",") + key + "=" + word(value);

@@ -80,6 +80,10 @@ struct HpoOptions {
   // like a new trial, so no trial is promoted twice. Not with fusion or --strategy auto (each
   // decides outside the claim's transaction).
   tune::WorkerOptions worker;
+  // What the study is stored as, which a resumed run must match (store/study_store.h open_study);
+  // null: hpo_identity(). A configuration study keeps the form it had before both kinds of study ran
+  // in this loop (tune/study.h configuration_identity), so that the studies written then resume.
+  nlohmann::ordered_json identity;
 };
 // Throws OptionError naming the field and the rule.
 void validate(const HpoOptions& options);
@@ -92,6 +96,8 @@ const std::vector<std::string>& trial_strategies();
 
 // The placeholders a command template may use besides the space's unconditional parameters (a
 // conditional one may be absent: programs read it from PARATUNE_PARAMS):
+//   {gpus}      the product of the parameters dp, tp, pp and cp that exist (1 if none), unless the
+//               space has its own parameter "gpus";
 //   {config}    every active parameter as name=value joined by commas;
 //   {steps}     a full trial's steps;
 //   {ranks}     the slots (processes, devices) the trial has;

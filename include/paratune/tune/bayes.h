@@ -64,6 +64,11 @@
 #include "paratune/tune/study.h"
 #include "paratune/tune/surrogate.h"
 
+namespace paratune::hpo {
+class Sampler;
+class Space;
+}
+
 namespace paratune::tune {
 
 struct BayesOptions {
@@ -91,6 +96,22 @@ bool stop_early(std::span<const double> step_times_s, std::optional<double> best
 // OPPA's App. D prior, simple_prior) and ignored by kBo and kXgboost.
 std::unique_ptr<SearchAlgorithm> make_model_search(const SearchSpace& space, std::optional<Prior> prior,
                                                    const BayesOptions& options);
+
+// `search` (oppa, bo, xgboost, costmodel) as a sampler of the one study loop (hpo/study.h run_hpo):
+// the study's configurations are points of `view` (SearchSpace::of(the study's space)), which must
+// outlive the sampler; every trial it has not seen finish is handed to the search as finished once,
+// in the order they come, with its throughput estimate, peak memory and failure (hpo/trial_record.h);
+// running ones as running. OPPA's early termination is the pruner oppa (hpo/pruner.h).
+std::unique_ptr<hpo::Sampler> as_sampler(std::unique_ptr<SearchAlgorithm> search, const SearchSpace& view);
+
+// The sampler of a configuration study for options.algorithm: grid and random are the one loop's
+// own (hpo/sampler.h: a listed space's grid keeps its order, random is a seeded permutation of the
+// configurations); oppa, bo, xgboost and costmodel the model-based searches over `view`
+// (SearchSpace::of(space), outliving the sampler) with `prior` (make_model_search). `max_trials`:
+// the study's --max-trials (0: none), over which a grid is sampled evenly.
+std::unique_ptr<hpo::Sampler> make_configuration_sampler(const hpo::Space& space, const SearchSpace& view,
+                                                         std::optional<Prior> prior, const BayesOptions& options,
+                                                         std::size_t max_trials);
 
 // Gradient-boosted trees (libxgboost): fit on (x, y), predict every row of `query`. 100 rounds of
 // depth-6 trees, eta 0.3 (XGBoost's defaults, as DeepSpeed's autotuner uses them), one thread,

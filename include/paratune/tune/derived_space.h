@@ -3,8 +3,8 @@
 //
 // Parameters: dp tp pp cp ep etp mbs vpp zero op sp schedule recompute (the keys of --config, so
 // the {config} placeholder of a trial's command parses as a paratune configuration). Each takes the
-// values that occur among the fitting configurations. The points are listed fastest-predicted
-// first, so a grid search with --max-trials tries the model's favourites first; each point's
+// values that occur among the fitting configurations. The configurations are listed fastest-
+// predicted first, so a grid search with --max-trials tries the model's favourites first; each one's
 // predicted iteration time (a model prediction, not a measurement) is kept beside it.
 #pragma once
 
@@ -13,13 +13,13 @@
 #include "paratune/cost/calibration.h"
 #include "paratune/cost/estimate.h"
 #include "paratune/plan/space.h"
-#include "paratune/tune/space.h"
+#include "paratune/hpo/space.h"
 
 namespace paratune::tune {
 
 struct DerivedSpace {
-  SearchSpace space;
-  std::vector<double> predicted_iteration_s;  // per point of space.enumerate(), in that order
+  hpo::Space space;                           // listed (hpo::Space::listed): every parameter categorical
+  std::vector<double> predicted_iteration_s;  // per configuration of space.enumerate(), in that order
   std::size_t candidates = 0;                 // valid configurations before the memory check
 };
 

@@ -32,6 +32,11 @@
 #include "paratune/tune/space.h"
 #include "paratune/tune/study_common.h"
 
+namespace paratune::hpo {
+struct HpoOptions;
+class Pruner;
+}  // namespace paratune::hpo
+
 namespace paratune::tune {
 
 // A finished trial as a search algorithm sees it.
@@ -192,5 +197,13 @@ StudySummary run_study(const SearchSpace& space, const StudyOptions& options, st
 
 // The study's identity as stored: what must match to resume it.
 nlohmann::ordered_json study_identity(const SearchSpace& space, const StudyOptions& options);
+
+// The identity a configuration study is stored with (hpo::HpoOptions::identity): the space's value
+// lists as the configuration searches index them (`view`), the command, steps, memory limit and
+// step-time regex -- the form this file's loop wrote, so that the studies it wrote resume -- and
+// the description of `stated_pruner` when the study names a pruner of its own (null: the search's
+// own rule, none or OPPA's early termination for --algo oppa, as before).
+nlohmann::ordered_json configuration_identity(const SearchSpace& view, const hpo::HpoOptions& options,
+                                              const hpo::Pruner* stated_pruner);
 
 }  // namespace paratune::tune
