@@ -29,6 +29,9 @@
 #include <vector>
 
 #include "paratune/cost/calibration.h"
+#include "paratune/hpo/pruner.h"
+#include "paratune/hpo/sampler.h"
+#include "paratune/hpo/study.h"
 #include "paratune/spec/error.h"
 #include "paratune/store/sqlite_store.h"
 #include "paratune/tune/bayes.h"
@@ -92,16 +95,24 @@ class BudgetObserver final : public tune::StudyObserver {
   double spent_s_ = 0;
 };
 
-std::unique_ptr<tune::SearchAlgorithm> make(tune::Algorithm algo, const simcluster::World& world,
-                                            const tune::Prior& prior, std::uint64_t seed) {
-  if (algo == tune::Algorithm::kGrid || algo == tune::Algorithm::kRandom) return tune::make_search(algo, world.space, seed);
+std::unique_ptr<hpo::Sampler> make(tune::Algorithm algo, const simcluster::World& world, const tune::Prior& prior,
+                                   std::uint64_t seed) {
   tune::BayesOptions o;
   o.algorithm = algo;
   o.steps = world.scenario.steps;
   o.seed = seed;
   o.memory_limit_bytes = world.nominal.gpu.memory_bytes;  // as `tune --model` does
   o.seed_from_prior = true;                                // the default with a model
-  return tune::make_model_search(world.space, prior, o);
+  return tune::make_configuration_sampler(world.study_space, world.space, prior, o, 0);
+}
+
+// As `paratune tune` gives each search: OPPA's early termination with oppa, no pruner otherwise.
+std::unique_ptr<hpo::Pruner> pruner_for(tune::Algorithm algo, int steps) {
+  hpo::PrunerOptions o;
+  o.direction = hpo::Direction::kMaximize;
+  o.max_resource = steps;
+  o.min_steps = std::min(5, steps);
+  return hpo::make_pruner(algo == tune::Algorithm::kOppa ? hpo::PrunerKind::kOppa : hpo::PrunerKind::kNone, o);
 }
 
 Trajectory run_study(const simcluster::World& world, const tune::Prior& prior, tune::Algorithm algo,
@@ -111,7 +122,7 @@ Trajectory run_study(const simcluster::World& world, const tune::Prior& prior, t
                        fmt::format("{}-{}-{}", world.scenario.name, tune::to_string(algo), seed);
   fs::remove_all(dir);
   fs::create_directories(dir);
-  tune::StudyOptions options;
+  hpo::HpoOptions options;
   options.command = fmt::format("{} --scenario {} --scenarios-dir {} --time-scale {}", PARATUNE_SIM_TRIAL,
                                 world.scenario.name, PARATUNE_SIMCLUSTER_DIR, time_scale);
   options.steps = world.scenario.steps;
@@ -119,11 +130,13 @@ Trajectory run_study(const simcluster::World& world, const tune::Prior& prior, t
   options.trials_dir = dir / "trials";
   store::SqliteStudyStore store(dir / "study.db");
   const trial::LocalBackend backend(1);
-  auto search = make(algo, world, prior, seed);
+  const std::unique_ptr<hpo::Sampler> sampler = make(algo, world, prior, seed);
+  const std::unique_ptr<hpo::Pruner> pruner = pruner_for(algo, options.steps);
   std::atomic<int> stop{0};
   BudgetObserver observer(world, store, world.scenario.search_budget_s, stop);
   const auto start = std::chrono::steady_clock::now();
-  const tune::StudySummary summary = tune::run_study(world.space, options, store, backend, *search, observer, stop);
+  const tune::StudySummary summary = tune::run_configuration_study(world.study_space, world.space, options, store,
+                                                                   backend, *sampler, *pruner, nullptr, observer, stop);
   Trajectory out;
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::int64_t study = store.studies().front().id;

@@ -62,7 +62,9 @@ Scenario scenario(const std::filesystem::path& dir, const std::string& name) {
 }
 
 World load_world(const Scenario& s) {
-  World w{s, load_model(s.model_arg), load_cluster(s.cluster_file), {}, tune::SearchSpace::load(s.space_file)};
+  hpo::Space study_space = hpo::Space::load(s.space_file);
+  tune::SearchSpace view = tune::SearchSpace::of(study_space);
+  World w{s, load_model(s.model_arg), load_cluster(s.cluster_file), {}, std::move(study_space), std::move(view)};
   w.actual = w.nominal;
   w.actual.intra_node_bandwidth_bytes_per_s *= s.intra_bandwidth_factor;
   w.actual.inter_node_bandwidth_bytes_per_s *= s.inter_bandwidth_factor;

@@ -29,6 +29,7 @@
 #include "paratune/spec/hardware.h"
 #include "paratune/spec/model.h"
 #include "paratune/spec/training.h"
+#include "paratune/hpo/space.h"
 #include "paratune/tune/space.h"
 
 namespace paratune::simcluster {
@@ -58,7 +59,8 @@ struct World {
   Scenario scenario;
   ModelSpec model;
   ClusterSpec nominal, actual;
-  tune::SearchSpace space;
+  hpo::Space study_space;   // the space file as a study reads it
+  tune::SearchSpace space;  // its configurations as the searches index them (SearchSpace::of)
 };
 World load_world(const Scenario& scenario);
 

@@ -559,10 +559,12 @@ struct TuneFlags {
 // pruner, a hyperparameter sampler, trials of several ranks, or a space with typed or conditional
 // parameters.
 bool is_hpo_study(const TuneFlags& f) {
-  if (f.objective != hpo::kThroughputObjective || f.pruner != "none" || f.algo == "tpe" || f.algo == "gp" ||
-      f.trial_ranks != 1 || !f.strategy.empty() || f.given.contains("--surrogate-ratio") || f.given.contains("--fuse"))
+  if (f.objective != hpo::kThroughputObjective || f.algo == "tpe" || f.algo == "gp" || f.trial_ranks != 1 ||
+      !f.strategy.empty() || f.given.contains("--surrogate-ratio") || f.given.contains("--fuse"))
     return true;
-  if (f.space_path.empty() || (f.algo != "grid" && f.algo != "random")) return false;
+  if (f.algo != "grid" && f.algo != "random") return false;  // a model-based search of configurations
+  if (f.pruner != "none") return true;
+  if (f.space_path.empty()) return false;
   const hpo::Space space = hpo::Space::load(f.space_path);
   return std::any_of(space.parameters().begin(), space.parameters().end(), [](const hpo::ParamSpec& p) {
     return p.type != hpo::ParamType::kCategorical || !p.when.empty();
@@ -807,6 +809,21 @@ class NewStudyFile {
 
 // `paratune tune` for training hyperparameters: a sampler, a pruner and a metric objective.
 
+// The pruner options of a study from the flags (a pruner's own flags are checked by the caller).
+hpo::PrunerOptions pruner_options_from(const TuneFlags& f, int steps, hpo::Direction direction) {
+  hpo::PrunerOptions o;
+  o.direction = direction;
+  o.max_resource = steps;
+  o.min_resource = f.min_resource;
+  o.eta = f.eta;
+  o.startup_trials = f.pruner_startup;
+  o.warmup_steps = f.pruner_warmup;
+  o.percentile = f.percentile;
+  // q_min's default (5) gives way to a shorter --steps; a --min-steps given is checked.
+  o.min_steps = f.given.contains("--min-steps") ? f.min_steps : std::min(f.min_steps, steps);
+  return o;
+}
+
 int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   if (f.worker && f.retrain)
     throw Error("--retrain with --worker: every worker would retrain the best trial when it ends; when the workers "
@@ -887,16 +904,7 @@ int run_hpo_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
                              "over the grid\n",
                              f.max_trials, f.max_trials, space.enumerate().size());
   const std::unique_ptr<hpo::Sampler> sampler = hpo::make_sampler(kind, space, sampler_options);
-  hpo::PrunerOptions pruner_options;
-  pruner_options.direction = options.direction;
-  pruner_options.max_resource = options.steps;
-  pruner_options.min_resource = f.min_resource;
-  pruner_options.eta = f.eta;
-  pruner_options.startup_trials = f.pruner_startup;
-  pruner_options.warmup_steps = f.pruner_warmup;
-  pruner_options.percentile = f.percentile;
-  // q_min's default (5) gives way to a shorter --steps; a --min-steps given is checked.
-  pruner_options.min_steps = f.given.contains("--min-steps") ? f.min_steps : std::min(f.min_steps, options.steps);
+  const hpo::PrunerOptions pruner_options = pruner_options_from(f, options.steps, options.direction);
   hpo::PrunerKind pruner_kind{};
   try {
     pruner_kind = hpo::parse_pruner(f.pruner);
@@ -1003,13 +1011,42 @@ int run_harvest_command(const HarvestFlags& f, bool json) {
 
 // `paratune tune`: run real trials over a search space and find the fastest configuration.
 // Exit codes: 0 done with a best trial, 3 no trial completed, 128 + signal when interrupted.
+// A search of parallel configurations for throughput (grid, random, bo, xgboost, costmodel, oppa) over
+// a space file or the planner's derived space, in the one study loop (tune::run_configuration_study).
 int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   if (!f.worker) refuse_flags(f, {"--worker-name", "--heartbeat", "--heartbeat-timeout"}, "belongs to --worker");
   if (is_hpo_study(f)) return run_hpo_tune(setup, f, json);
-  refuse_flags(f, {"--direction", "--eta", "--min-resource", "--pruner-startup", "--pruner-warmup", "--percentile",
-                   "--retrain", "--retrain-steps"},
-               "belongs to hyperparameter studies (--objective METRIC, --pruner, --algo tpe|gp or a typed space); this "
-               "study searches parallel configurations for throughput");
+  refuse_flags(f, {"--direction", "--retrain", "--retrain-steps"},
+               "belongs to hyperparameter studies (--objective METRIC, --algo tpe|gp or a typed space); this study "
+               "searches parallel configurations for throughput");
+  tune::Algorithm algo{};
+  try {
+    algo = tune::parse_algorithm(f.algo);
+  } catch (const Error& e) {
+    throw e.with_context("--algo");
+  }
+  // OPPA's early termination is --algo oppa's own pruner; --pruner names another (none turns it off).
+  const hpo::PrunerKind implied = algo == tune::Algorithm::kOppa ? hpo::PrunerKind::kOppa : hpo::PrunerKind::kNone;
+  hpo::PrunerKind pruner_kind = implied;
+  if (f.given.contains("--pruner")) {
+    try {
+      pruner_kind = hpo::parse_pruner(f.pruner);
+    } catch (const Error& e) {
+      throw e.with_context("--pruner");
+    }
+  }
+  const std::string pruner_name = hpo::to_string(pruner_kind);
+  if (pruner_kind != hpo::PrunerKind::kAsha && pruner_kind != hpo::PrunerKind::kHyperband)
+    refuse_flags(f, {"--eta", "--min-resource"}, fmt::format("rungs belong to --pruner asha or hyperband, not {}", pruner_name));
+  if (pruner_kind != hpo::PrunerKind::kMedian && pruner_kind != hpo::PrunerKind::kPercentile)
+    refuse_flags(f, {"--pruner-startup", "--pruner-warmup"},
+                 fmt::format("belongs to --pruner median or percentile, not {}", pruner_name));
+  if (pruner_kind != hpo::PrunerKind::kPercentile)
+    refuse_flags(f, {"--percentile"}, fmt::format("belongs to --pruner percentile, not {}", pruner_name));
+  if (pruner_kind != hpo::PrunerKind::kOppa)
+    refuse_flags(f, {"--min-steps"}, fmt::format("belongs to OPPA's early termination (--algo oppa, --pruner oppa), "
+                                                 "not --pruner {}",
+                                                 pruner_name));
   const bool derived = f.space_path.empty();
   const bool has_model = !setup.model.empty();
   if (has_model && (setup.cluster.empty() || setup.seq_len == 0 || setup.global_batch == 0))
@@ -1019,7 +1056,7 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
                 "configurations the planner's model says fit");
   if (!derived && (!f.fix.empty() || !f.allow.empty() || !f.max.empty()))
     throw Error("tune: --fix/--allow/--max narrow the space derived from --model; with --space FILE, edit the file");
-  std::optional<tune::SearchSpace> view;  // the space's configurations as the searches index them
+  std::optional<hpo::Space> file_space;
   std::optional<tune::DerivedSpace> derived_space;
   if (derived) {
     plan::SearchSpace axes;
@@ -1028,13 +1065,13 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
     for (const std::string& text : f.max) plan::add_constraints(axes, text, plan::ConstraintKind::kMax, "--max");
     derived_space = tune::derive_space(load_model(setup.model), load_cluster(setup.cluster), training_from(setup), axes,
                                        calibration_from(setup), EstimateOptions{setup.memory_margin});
-    view = tune::SearchSpace::of(derived_space->space);
   } else {
-    view = tune::SearchSpace::load(f.space_path);
+    file_space = hpo::Space::load(f.space_path);
   }
-  const tune::SearchSpace& space = *view;
+  const hpo::Space& space = derived ? derived_space->space : *file_space;
+  const tune::SearchSpace view = tune::SearchSpace::of(space);  // the configurations as the searches index them
 
-  tune::StudyOptions options;
+  hpo::HpoOptions options;
   options.name = f.study_name;
   options.command = f.command;
   options.steps = f.steps;
@@ -1045,44 +1082,38 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   options.step_time_regex = f.step_time_regex;
   options.trials_dir = trials_dir_from(f);
   options.worker = worker_options_from(f);
-  tune::validate(options);
+  hpo::validate(options);
+  const std::unique_ptr<hpo::Pruner> pruner =
+      hpo::make_pruner(pruner_kind, pruner_options_from(f, options.steps, hpo::Direction::kMaximize));
   const std::unique_ptr<trial::Backend> backend_ptr = backend_from(f);
   const trial::Backend& backend = *backend_ptr;
-  tune::Algorithm algo{};
-  try {
-    algo = tune::parse_algorithm(f.algo);
-  } catch (const Error& e) {
-    throw e.with_context("--algo");
-  }
-  std::unique_ptr<tune::SearchAlgorithm> algorithm;
+  tune::BayesOptions bayes;
+  bayes.algorithm = algo;
+  bayes.steps = options.steps;
+  bayes.initial_points = f.initial;
+  bayes.seed = f.seed;
+  bayes.memory_limit_bytes = options.limits.memory_limit_bytes;
+  std::optional<tune::Prior> prior;
   std::string prior_line;
-  if (algo == tune::Algorithm::kGrid || algo == tune::Algorithm::kRandom) {
+  const bool ordered = algo == tune::Algorithm::kGrid || algo == tune::Algorithm::kRandom;
+  if (ordered) {
     if (f.seed_from_plan)
       throw Error(fmt::format("--{}seed-from-plan: belongs to --algo oppa and costmodel, not {}",
                               *f.seed_from_plan ? "" : "no-", f.algo));
-    algorithm = tune::make_search(algo, space, f.seed, static_cast<std::size_t>(std::max(0, f.max_trials)));
-    const std::size_t points = space.enumerate().size();
+    const std::size_t points = view.enumerate().size();
     if (algo == tune::Algorithm::kGrid && f.max_trials > 0 && static_cast<std::size_t>(f.max_trials) < points)
       std::cerr << fmt::format("paratune tune: grid: --max-trials {} covers {} of the {} valid points{}\n", f.max_trials,
                                f.max_trials, points,
-                               space.is_listed() ? ", the first in the space's own order (fastest predicted first)"
-                                                 : ", spread evenly over the grid");
+                               view.is_listed() ? ", the first in the space's own order (fastest predicted first)"
+                                                : ", spread evenly over the grid");
   } else {
-    tune::BayesOptions bayes;
-    bayes.algorithm = algo;
-    bayes.steps = options.steps;
-    // q_min is oppa's: its default (5) gives way to a shorter --steps; a --min-steps given is checked.
-    bayes.min_steps = f.given.contains("--min-steps") ? f.min_steps : std::min(f.min_steps, options.steps);
-    bayes.initial_points = f.initial;
-    bayes.seed = f.seed;
-    bayes.memory_limit_bytes = options.limits.memory_limit_bytes;
-    std::optional<tune::Prior> prior;
+    tune::validate(bayes);
     if (has_model) {
       const ClusterSpec cluster = load_cluster(setup.cluster);
       // The model's memory limit when none is given: what one GPU has.
       if (bayes.memory_limit_bytes <= 0) bayes.memory_limit_bytes = cluster.gpu.memory_bytes;
       if (algo == tune::Algorithm::kOppa || algo == tune::Algorithm::kCostModel)
-        prior = tune::cost_model_prior(space, load_model(setup.model), cluster, training_from(setup),
+        prior = tune::cost_model_prior(view, load_model(setup.model), cluster, training_from(setup),
                                        calibration_from(setup));
     }
     // Seeding ranks points by the cost-model prior, which only oppa and costmodel have.
@@ -1097,22 +1128,24 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
       prior_line = fmt::format("; prior: paratune's cost model{}{}", prior->kernel_only.empty() ? "" : fmt::format(
                                    " (kernel only: {})", fmt::join(prior->kernel_only, ", ")),
                                prior->unmapped_points ? fmt::format(", {} points the model rejects", prior->unmapped_points) : "");
-    else if (algo == tune::Algorithm::kOppa || algo == tune::Algorithm::kCostModel)
+    else if (ranks_by_prior)
       prior_line = "; prior: OPPA's App. D forms (no --model)";
     const int seeded = (bayes.initial_points + 1) / 2;  // bayes.cc: half of the initial designs, rounded up
     prior_line += bayes.seed_from_prior ? fmt::format("; first {}: the plan's best predictions (--seed-from-plan)",
                                                       seeded == 1 ? "design" : fmt::format("{} designs", seeded))
                                         : "; first designs: random";
-    algorithm = tune::make_model_search(space, std::move(prior), bayes);
   }
+  if (pruner_kind != hpo::PrunerKind::kNone) prior_line += fmt::format("; pruner {}", pruner_name);
+  const std::unique_ptr<hpo::Sampler> sampler = tune::make_configuration_sampler(
+      space, view, std::move(prior), bayes, static_cast<std::size_t>(std::max(0, f.max_trials)));
   const NewStudyFile new_file(f.study_path, f.worker);
   const std::unique_ptr<store::StudyStore> store =
       store::open_store(f.study_path, store::Access::kReadWrite, store_retry_from(f));
   if (!f.worker_name.empty()) store->set_worker_name(f.worker_name);
 
-  const std::uint64_t valid = space.enumerate().size();
+  const std::uint64_t valid = view.enumerate().size();
   // The same phrase as the summary's first line (format_study), from the same figures.
-  const std::uint64_t cartesian = space.is_listed() ? 0 : space.cartesian_size();
+  const std::uint64_t cartesian = view.is_listed() ? 0 : view.cartesian_size();
   const std::uint64_t planned = derived ? derived_space->candidates : 0;
   std::cerr << fmt::format("paratune tune: {}, {} search{}, {} steps per trial, {}; study {} ('{}'){}, trials in {}\n",
                            format_space_size(valid, cartesian, planned), f.algo, prior_line, options.steps, slots_line(backend), store->locator(), options.name,
@@ -1122,9 +1155,10 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   tune::StudySummary summary;
   {
     ConsoleObserver observer(valid, options.max_trials, options.budget_s);
-    summary = tune::run_study(space, options, *store, backend, *algorithm, observer, g_stop_signal);
+    summary = tune::run_configuration_study(space, view, options, *store, backend, *sampler, *pruner,
+                                            pruner_kind == implied ? nullptr : pruner.get(), observer, g_stop_signal);
   }
-  summary.planned_points = planned;  // run_study sees the listed points only, not how they were derived
+  summary.planned_points = planned;  // the loop sees the listed configurations only, not how they were derived
   if (json) write_json(to_json(summary));
   else std::cout << format_study(summary);
   if (summary.stop == tune::StopReason::kInterrupted) return 128 + g_stop_signal.load();

@@ -862,7 +862,7 @@ class Controller {
         return judge_completed(live, r, result, last);
       case trial::TrialStatus::kEarlyStopped:
         r.state = TrialRecord::State::kPruned;
-        outcome.status = "pruned";
+        outcome.status = pruner_.stopped_status();
         outcome.objective = last;
         outcome.reason = fmt::format("stopped by the {} pruner at step {} ({} {})", pruner_.name(),
                                      r.curve.empty() ? 0 : r.curve.back().step, options_.objective,

@@ -9,7 +9,12 @@
 // tau_q = -z se_q: the trial goes on unless its 97.5% upper confidence bound is below the best.
 // Before any trial completed nothing is stopped; an estimate of fewer than two steps has no spread,
 // hence no confidence, and stops nothing either.
+#include <fmt/format.h>
+
 #include <memory>
+#include <string>
+
+#include "paratune/spec/option_error.h"
 
 #include "paratune/hpo/pruner.h"
 
@@ -37,6 +42,7 @@ class OppaPruner final : public Pruner {
     return !stop_early(trial.measured, trial.resource, best_full, options_.min_steps, options_.z);
   }
 
+  [[nodiscard]] std::string stopped_status() const override { return "early-stopped"; }
   [[nodiscard]] nlohmann::ordered_json describe() const override {
     return {{"pruner", "oppa"}, {"min_steps", options_.min_steps}, {"z", options_.z}};
   }
@@ -47,6 +53,11 @@ class OppaPruner final : public Pruner {
 
 }  // namespace
 
-std::unique_ptr<Pruner> make_oppa_pruner(const PrunerOptions& options) { return std::make_unique<OppaPruner>(options); }
+std::unique_ptr<Pruner> make_oppa_pruner(const PrunerOptions& options) {
+  if (options.min_steps > options.max_resource)
+    throw OptionError("min_steps", std::to_string(options.min_steps),
+                      fmt::format("must be >= 1 and <= {} ({})", option_ref("max_resource"), options.max_resource));
+  return std::make_unique<OppaPruner>(options);
+}
 
 }  // namespace paratune::hpo

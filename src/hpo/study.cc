@@ -118,7 +118,7 @@ void validate(const HpoOptions& o) {
   if (o.steps < 1) throw OptionError("steps", std::to_string(o.steps), "must be >= 1");
   if (is_throughput(o) && o.steps < 2)
     throw OptionError("steps", std::to_string(o.steps),
-                      "must be >= 2 with the throughput objective (the first step is warm-up)");
+                      "must be >= 2 (the first step is dropped as warm-up)");  // of the throughput objective
   if (o.objective.empty()) throw OptionError("objective", "", "must name a metric the trials report, or throughput");
   if (is_throughput(o) && o.direction != Direction::kMaximize)
     throw OptionError("direction", to_string(o.direction), "the throughput objective is maximized");

@@ -39,7 +39,7 @@ TrialState parse_state(const std::string& text) {
 
 TrialRecord::State state_of(const std::string& status) {
   if (status == "completed") return TrialRecord::State::kCompleted;
-  if (status == "pruned") return TrialRecord::State::kPruned;
+  if (status == "pruned" || status == "early-stopped") return TrialRecord::State::kPruned;  // by OPPA's rule
   if (status == "running") return TrialRecord::State::kRunning;
   return TrialRecord::State::kFailed;  // oom, infeasible, failed, timeout
 }

@@ -12,7 +12,6 @@
 
 #include "paratune/gp/classifier.h"
 #include "paratune/gp/gaussian_process.h"
-#include "paratune/hpo/pruner.h"
 #include "paratune/spec/error.h"
 #include "paratune/spec/option_error.h"
 #include "paratune/trial/measurement.h"
@@ -52,18 +51,10 @@ struct FittedGp {
 
 void validate(const BayesOptions& o) {
   if (o.steps < 2) throw OptionError("steps", std::to_string(o.steps), "must be >= 2");
-  if (o.min_steps < 1 || o.min_steps > o.steps)
-    throw OptionError("min_steps", std::to_string(o.min_steps),
-                      fmt::format("must be >= 1 and <= {} ({})", option_ref("steps"), o.steps));
   if (o.initial_points < 1) throw OptionError("initial_points", std::to_string(o.initial_points), "must be >= 1");
   if (!(o.beta >= 0) || !std::isfinite(o.beta)) throw OptionError("beta", fmt::format("{}", o.beta), "must be >= 0");
   if (!(o.memory_limit_bytes >= 0))
     throw OptionError("memory_limit_bytes", fmt::format("{}", o.memory_limit_bytes), "must be >= 0");
-}
-
-bool stop_early(std::span<const double> step_times_s, std::optional<double> best_full, int min_steps, double z) {
-  return hpo::stop_early(trial::estimate_throughput(step_times_s), static_cast<std::int64_t>(step_times_s.size()),
-                         best_full, min_steps, z);
 }
 
 namespace {
@@ -121,14 +112,6 @@ class ModelSearch final : public SearchAlgorithm {
     return point;
   }
 
-  bool keep_running(const Point& /*point*/, const trial::TrialOutput& so_far) override {
-    if (options_.algorithm != Algorithm::kOppa) return true;
-    std::vector<double> times;
-    times.reserve(so_far.steps.size());
-    for (const trial::StepReport& s : so_far.steps) times.push_back(s.step_time_s);
-    return !stop_early(times, best_full_, options_.min_steps, options_.tau_z);
-  }
-
   [[nodiscard]] nlohmann::ordered_json proposal_notes(const Point& point) const override {
     const auto it = notes_.find(point);
     return it == notes_.end() ? nlohmann::ordered_json() : it->second;
@@ -157,8 +140,6 @@ class ModelSearch final : public SearchAlgorithm {
       tried_[static_cast<std::size_t>(*row)] = true;
       const bool oom = f.status == trial::TrialStatus::kOom;
       oom_run_ = oom ? oom_run_ + 1 : 0;
-      if (f.status == trial::TrialStatus::kCompleted && f.throughput && (!best_full_ || *f.throughput > *best_full_))
-        best_full_ = f.throughput;
       const bool measured = f.status == trial::TrialStatus::kCompleted || f.status == trial::TrialStatus::kEarlyStopped ||
                             f.status == trial::TrialStatus::kInfeasible;
       if (measured && f.throughput && *f.throughput > 0)
@@ -718,7 +699,6 @@ class ModelSearch final : public SearchAlgorithm {
   std::optional<gp::Classifier> feasibility_model_;  // none until a trial failed
   bool feasibility_changed_ = false;
   int oom_run_ = 0;
-  std::optional<double> best_full_;
   bool changed_ = false;
   std::optional<FittedGp> throughput_gp_, memory_gp_, last_throughput_, last_memory_;
   double last_fit_ms_ = 0, last_acquisition_ms_ = 0;

@@ -116,7 +116,7 @@ TEST(HtmlReport, AConfigurationStudyShowsPredictedAgainstMeasured) {
   const auto dir = html_report_dir("configurations");
   write_file(dir / "space.yaml", "parameters:\n  a: [1, 2, 3, 4]\n  b: [1, 2, 3]\n");
   const Result r = run(fmt::format("tune --space {} --study {} --trials-dir {} --command '{} --step-time 0.00{{a}}{{b}}' "
-                                   "--steps 4 --algo bo --initial 3 --min-steps 2 --max-trials 8",
+                                   "--steps 4 --algo bo --initial 3 --max-trials 8",
                                    (dir / "space.yaml").string(), (dir / "s.db").string(), (dir / "trials").string(),
                                    PARATUNE_FAKE_TRIAL));
   ASSERT_EQ(r.exit_code, 0) << r.output;

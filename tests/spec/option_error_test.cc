@@ -66,24 +66,25 @@ TEST(OptionError, ValidateOfEachOptionsStructNamesTheField) {
     EXPECT_EQ(what.substr(0, message.size()), message);
     messages.push_back(what);
   };
-  tune::StudyOptions study{.name = "s", .command = "run", .steps = 5, .trials_dir = "t"};
+  // A configuration study's options: the throughput objective (hpo::HpoOptions' default).
+  hpo::HpoOptions study{.name = "s", .command = "run", .steps = 5, .trials_dir = "t"};
   expect("max_trials", "option max_trials = -1: must be >= 0 (0: no limit)", [&] {
-    tune::StudyOptions o = study;
+    hpo::HpoOptions o = study;
     o.max_trials = -1;
-    tune::validate(o);
+    hpo::validate(o);
   });
   expect("limits.timeout_s", "option limits.timeout_s = -1: must be >= 0 (0: none)", [&] {
-    tune::StudyOptions o = study;
+    hpo::HpoOptions o = study;
     o.limits.timeout_s = -1;
-    tune::validate(o);
+    hpo::validate(o);
   });
   expect("name", "option name: must not be empty", [&] {
-    tune::StudyOptions o = study;
+    hpo::HpoOptions o = study;
     o.name.clear();
-    tune::validate(o);
+    hpo::validate(o);
   });
-  expect("min_steps", "option min_steps = 7: must be >= 1 and <= steps (5)",
-         [] { tune::validate(tune::BayesOptions{.steps = 5, .min_steps = 7}); });
+  expect("min_steps", "option min_steps = 7: must be >= 1 and <= max_resource (5)",
+         [] { (void)hpo::make_pruner(hpo::PrunerKind::kOppa, hpo::PrunerOptions{.max_resource = 5, .min_steps = 7}); });
   expect("initial_points", "option initial_points = 0: must be >= 1",
          [] { tune::validate(tune::BayesOptions{.initial_points = 0}); });
   expect("beta", "option beta = -1: must be >= 0", [] { tune::validate(tune::BayesOptions{.beta = -1}); });

@@ -1,4 +1,4 @@
-// The model-based searches (tune/bayes.h, tune/surrogate.h): the early-termination rule, the
+// The model-based searches (tune/bayes.h, tune/surrogate.h): OPPA's early-termination rule, the
 // embedding, the priors' closed forms, designs, batches, OOM exploration and a search on the
 // simulated cluster's ground truth (in process, no trial processes).
 #include "paratune/tune/bayes.h"
@@ -9,8 +9,10 @@
 
 #include <cmath>
 #include <map>
+#include <span>
 
 #include "paratune/cost/estimate.h"
+#include "paratune/hpo/pruner.h"
 #include "paratune/spec/error.h"
 #include "paratune/trial/measurement.h"
 #include "simcluster.h"
@@ -29,11 +31,16 @@ FinishedTrial finished(const Point& p, trial::TrialStatus status, std::optional<
   return f;
 }
 
+// OPPA's early termination is the pruner oppa (hpo/pruner.h; the pruner's own test:
+// ConfigStudy.TheOppaPrunerStopsATrialWhoseUpperBoundIsBelowTheBest).
 TEST(StopEarly, IsEquationFiveWithTauMinusZTimesTheStandardError) {
   const std::vector<double> steps{2.0, 1.0, 1.2, 0.8, 1.1, 0.9};
   const trial::ThroughputEstimate e = trial::estimate_throughput(steps);
   ASSERT_GT(e.standard_error, 0);
   const double bound = e.steps_per_s + 1.96 * e.standard_error;
+  const auto stop_early = [](std::span<const double> times, std::optional<double> best, int min_steps, double z) {
+    return hpo::stop_early(trial::estimate_throughput(times), static_cast<std::int64_t>(times.size()), best, min_steps, z);
+  };
   EXPECT_TRUE(stop_early(steps, bound + 1e-9, 5, 1.96));   // upper bound below the best: stop
   EXPECT_FALSE(stop_early(steps, bound - 1e-9, 5, 1.96));  // could still beat it: go on
   EXPECT_FALSE(stop_early(steps, bound + 1, 7, 1.96));     // fewer than q_min steps
@@ -179,19 +186,6 @@ TEST(ModelSearch, BatchesUseTheKrigingBelieverAndDoNotRepeat) {
   EXPECT_TRUE(search->model_summary().contains("throughput"));
 }
 
-TEST(ModelSearch, OnlyOppaStopsTrialsEarly) {
-  const SearchSpace space = SearchSpace::parse("parameters:\n  dp: [1, 2, 4, 8]\n", "test");
-  trial::TrialOutput slow;
-  for (int s = 0; s < 6; ++s) slow.steps.push_back({s, 1.0});
-  for (Algorithm a : {Algorithm::kOppa, Algorithm::kBo}) {
-    auto search = make_model_search(space, std::nullopt, options_for(a, 0));
-    const Point p = *search->propose({}, {});
-    const std::vector<FinishedTrial> done{finished(p, trial::TrialStatus::kCompleted, 10.0, 1e9)};
-    const Point q = *search->propose(done, {});
-    EXPECT_EQ(search->keep_running(q, slow), a != Algorithm::kOppa) << to_string(a);
-  }
-}
-
 TEST(ModelSearch, OppaFindsTheSimulatedOptimumQuickly) {
   // In process on the ground truth (noise-free, no trial processes): the best of 20 trials.
   const simcluster::World w = simcluster::load_world(simcluster::scenario(PARATUNE_SIMCLUSTER_DIR, "llama3-1b-3080"));
@@ -271,7 +265,7 @@ TEST(Xgboost, FitsAndPredicts) {
 TEST(ModelSearch, RejectsBadOptions) {
   const SearchSpace space = SearchSpace::parse("parameters:\n  dp: [1, 2]\n", "test");
   BayesOptions o = options_for(Algorithm::kOppa, 0);
-  o.min_steps = 0;
+  o.initial_points = 0;
   EXPECT_THROW((void)make_model_search(space, std::nullopt, o), Error);
   o = options_for(Algorithm::kGrid, 0);
   EXPECT_THROW((void)make_model_search(space, std::nullopt, o), Error);

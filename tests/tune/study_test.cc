@@ -1,6 +1,7 @@
-// The study loop with real trial processes (tests/trial/fake_trial.cc): grid and random orders,
-// misbehaving trials recorded while the search goes on, limits, stopping, resuming without
-// re-running finished trials, and hostile parameter values passed through as literal arguments.
+// Configuration studies in the one study loop with real trial processes (tests/trial/fake_trial.cc):
+// grid and random orders, misbehaving trials recorded while the search goes on, limits, stopping,
+// resuming without re-running finished trials, and hostile parameter values passed through as
+// literal arguments.
 #include "paratune/tune/study.h"
 
 #include <gtest/gtest.h>
@@ -10,8 +11,12 @@
 #include <set>
 #include <sstream>
 
+#include "paratune/hpo/pruner.h"
+#include "paratune/hpo/sampler.h"
+#include "paratune/hpo/study.h"
 #include "paratune/spec/error.h"
 #include "paratune/store/sqlite_store.h"
+#include "paratune/tune/bayes.h"
 
 namespace paratune::tune {
 namespace {
@@ -27,14 +32,49 @@ Paths fresh(const std::string& name) {
   return {dir, dir / "study.db", dir / "runs.txt"};
 }
 
-StudyOptions options_for(const Paths& p, const std::string& extra_args = "") {
-  StudyOptions o;
+hpo::HpoOptions options_for(const Paths& p, const std::string& extra_args = "") {
+  hpo::HpoOptions o;
   o.command = std::string(PARATUNE_FAKE_TRIAL) + " --step-time {st} --log-run " + p.runs.string() + extra_args;
   o.steps = 4;
   o.limits.grace_s = 0.5;
   o.limits.hang_s = 1;
   o.trials_dir = p.dir / "trials";
   return o;
+}
+
+// A space file's text as a study reads it, and its configurations as the searches index them.
+struct Spaces {
+  hpo::Space study;
+  SearchSpace view;
+};
+Spaces spaces(const std::string& text, const std::string& source) {
+  hpo::Space study = hpo::Space::parse(text, source);
+  SearchSpace view = SearchSpace::of(study);
+  return {std::move(study), std::move(view)};
+}
+
+std::unique_ptr<hpo::Sampler> sampler_for(const Spaces& s, Algorithm algo, std::uint64_t seed, std::size_t max_trials = 0) {
+  BayesOptions o;
+  o.algorithm = algo;
+  o.seed = seed;
+  return make_configuration_sampler(s.study, s.view, std::nullopt, o, max_trials);
+}
+
+// The configurations a sampler proposes one after the other, each completed before the next.
+std::vector<hpo::Config> proposals(hpo::Sampler& sampler, std::size_t most = 1000) {
+  std::vector<hpo::TrialRecord> done;
+  std::vector<hpo::Config> out;
+  while (out.size() < most) {
+    const std::optional<hpo::Config> c = sampler.propose(done);
+    if (!c) break;
+    out.push_back(*c);
+    hpo::TrialRecord r;
+    r.number = static_cast<int>(done.size()) + 1;
+    r.config = *c;
+    r.state = hpo::TrialRecord::State::kCompleted;
+    done.push_back(r);
+  }
+  return out;
 }
 
 // Every run the fake trial logged: its PARATUNE_PARAMS, in start order.
@@ -54,14 +94,18 @@ class Recorder final : public StudyObserver {
   std::vector<std::string> finished;
 };
 
-StudySummary run(const SearchSpace& space, const StudyOptions& o, Algorithm algo = Algorithm::kGrid,
+StudySummary run(const Spaces& space, const hpo::HpoOptions& o, Algorithm algo = Algorithm::kGrid,
                  std::uint64_t seed = 0, int parallel = 1) {
   store::SqliteStudyStore store(std::filesystem::path(o.trials_dir).parent_path() / "study.db");
   trial::LocalBackend backend(parallel);
-  auto search = make_search(algo, space, seed);
+  const auto sampler = sampler_for(space, algo, seed);
+  hpo::PrunerOptions none;
+  none.max_resource = o.steps;
+  const auto pruner = hpo::make_pruner(hpo::PrunerKind::kNone, none);
   Recorder recorder;
   const std::atomic<int> no_stop{0};
-  return run_study(space, o, store, backend, *search, recorder, no_stop);
+  return run_configuration_study(space.study, space.view, o, store, backend, *sampler, *pruner, nullptr, recorder,
+                                 no_stop);
 }
 
 const char* kSpeeds = R"(
@@ -74,13 +118,13 @@ constraints:
 
 TEST(Study, GridRunsEveryValidPointOnceInOrderAndFindsTheFastest) {
   const Paths p = fresh("grid");
-  const SearchSpace space = SearchSpace::parse(kSpeeds, "speeds.yaml");
+  const Spaces space = spaces(kSpeeds, "speeds.yaml");
   const StudySummary s = run(space, options_for(p));
   EXPECT_EQ(s.valid_points, 5u);
   EXPECT_EQ(s.started, 5);
   EXPECT_EQ(s.stop, StopReason::kExhausted);
   std::vector<std::string> expected;
-  for (const Point& point : space.enumerate()) expected.push_back(space.to_json(point).dump());
+  for (const Point& point : space.view.enumerate()) expected.push_back(space.view.to_json(point).dump());
   EXPECT_EQ(runs(p), expected);
   ASSERT_TRUE(s.best.has_value());
   const store::StoredTrial& best = s.trials[*s.best];
@@ -97,32 +141,35 @@ TEST(Study, GridRunsEveryValidPointOnceInOrderAndFindsTheFastest) {
 }
 
 TEST(Study, RandomIsASeededPermutationOfTheValidPoints) {
-  const SearchSpace space = SearchSpace::parse("parameters:\n  a: [1, 2, 3, 4, 5, 6, 7, 8]\n  b: [x, y]\n", "s.yaml");
-  auto order = [&](std::uint64_t seed) {
-    auto search = make_search(Algorithm::kRandom, space, seed);
-    std::vector<FinishedTrial> finished;
-    std::vector<Point> out;
-    while (auto point = search->propose(finished, {})) {
-      out.push_back(*point);
-      finished.push_back({*point, trial::TrialStatus::kCompleted, 1.0});
-    }
-    return out;
-  };
-  const std::vector<Point> a = order(7), b = order(7), c = order(8);
+  const Spaces space = spaces("parameters:\n  a: [1, 2, 3, 4, 5, 6, 7, 8]\n  b: [x, y]\n", "s.yaml");
+  auto order = [&](std::uint64_t seed) { return proposals(*sampler_for(space, Algorithm::kRandom, seed)); };
+  const std::vector<hpo::Config> a = order(7), b = order(7), c = order(8);
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
-  EXPECT_NE(a, space.enumerate());
-  std::vector<Point> sorted = a;
-  std::sort(sorted.begin(), sorted.end());
-  EXPECT_EQ(sorted, space.enumerate());  // every point exactly once
+  EXPECT_NE(a, space.study.enumerate());
+  std::set<std::string> sorted;
+  for (const hpo::Config& config : a) sorted.insert(config.dump());
+  std::set<std::string> all;
+  for (const hpo::Config& config : space.study.enumerate()) all.insert(config.dump());
+  EXPECT_EQ(a.size(), all.size());
+  EXPECT_EQ(sorted, all);  // every point exactly once
 }
 
 TEST(Study, ProposalsSkipRunningAndFinishedPoints) {
-  const SearchSpace space = SearchSpace::parse("parameters:\n  a: [1, 2, 3]\n", "s.yaml");
-  auto grid = make_search(Algorithm::kGrid, space, 0);
-  EXPECT_EQ(grid->propose({}, {Point{0}}), Point{1});
-  EXPECT_EQ(grid->propose({{Point{1}, trial::TrialStatus::kFailed, std::nullopt}}, {Point{0}}), Point{2});
-  EXPECT_EQ(grid->propose({{Point{1}, trial::TrialStatus::kFailed, std::nullopt}}, {Point{0}, Point{2}}), std::nullopt);
+  const Spaces space = spaces("parameters:\n  a: [1, 2, 3]\n", "s.yaml");
+  const auto grid = sampler_for(space, Algorithm::kGrid, 0);
+  const auto record = [](int number, int a, hpo::TrialRecord::State state) {
+    hpo::TrialRecord r;
+    r.number = number;
+    r.config = hpo::Config{{"a", a}};
+    r.state = state;
+    return r;
+  };
+  using State = hpo::TrialRecord::State;
+  EXPECT_EQ(grid->propose({record(1, 1, State::kRunning)}), (hpo::Config{{"a", 2}}));
+  EXPECT_EQ(grid->propose({record(1, 1, State::kRunning), record(2, 2, State::kFailed)}), (hpo::Config{{"a", 3}}));
+  EXPECT_EQ(grid->propose({record(1, 1, State::kRunning), record(2, 2, State::kFailed), record(3, 3, State::kRunning)}),
+            std::nullopt);
 }
 
 // Issue 21: a grid cut short by --max-trials covered one corner of it. It is sampled evenly.
@@ -144,33 +191,27 @@ TEST(Study, AGridLargerThanMaxTrialsIsSampledEvenly) {
     }
   // 4 x 4 grid, 4 trials: the first parameter takes every value (odometer order: it varies slowest),
   // and the second is not stuck at one value (it was, with every pick in the middle of its part).
-  const SearchSpace space = SearchSpace::parse("parameters:\n  a: [1, 2, 3, 4]\n  b: [1, 2, 3, 4]\n", "s.yaml");
-  auto grid = make_search(Algorithm::kGrid, space, 0, 4);
-  std::vector<FinishedTrial> finished;
+  const Spaces space = spaces("parameters:\n  a: [1, 2, 3, 4]\n  b: [1, 2, 3, 4]\n", "s.yaml");
   std::set<std::int64_t> first_values, second_values;
-  for (int i = 0; i < 4; ++i) {
-    const std::optional<Point> p = grid->propose(finished, {});
-    ASSERT_TRUE(p);
-    first_values.insert(space.to_json(*p)["a"].get<std::int64_t>());
-    second_values.insert(space.to_json(*p)["b"].get<std::int64_t>());
-    finished.push_back({*p, trial::TrialStatus::kCompleted, std::nullopt});
+  const std::vector<hpo::Config> four = proposals(*sampler_for(space, Algorithm::kGrid, 0, 4), 4);
+  ASSERT_EQ(four.size(), 4u);
+  for (const hpo::Config& p : four) {
+    first_values.insert(p["a"].get<std::int64_t>());
+    second_values.insert(p["b"].get<std::int64_t>());
   }
   EXPECT_EQ(first_values.size(), 4u);
   EXPECT_GE(second_values.size(), 3u);
   // The shipped example (168 valid points), cut to 12 and to 2 trials: both values of its last
   // parameter are tried (every 14th point had the same one), and with 12 every value of each.
-  const SearchSpace example = SearchSpace::load(std::string(PARATUNE_SOURCE_DIR) + "/examples/tune/space.yaml");
+  hpo::Space example_study = hpo::Space::load(std::string(PARATUNE_SOURCE_DIR) + "/examples/tune/space.yaml");
+  SearchSpace example_view = SearchSpace::of(example_study);
+  const Spaces example{std::move(example_study), std::move(example_view)};
   for (const std::size_t budget : {12u, 2u}) {
-    auto search = make_search(Algorithm::kGrid, example, 0, budget);
     std::map<std::string, std::set<std::string>> values;
-    std::vector<FinishedTrial> done;
-    for (std::size_t i = 0; i < budget; ++i) {
-      const std::optional<Point> p = search->propose(done, {});
-      ASSERT_TRUE(p);
-      const nlohmann::json point = example.to_json(*p);
+    const std::vector<hpo::Config> picked = proposals(*sampler_for(example, Algorithm::kGrid, 0, budget), budget);
+    ASSERT_EQ(picked.size(), budget);
+    for (const hpo::Config& point : picked)
       for (const auto& [name, value] : point.items()) values[name].insert(value.dump());
-      done.push_back({*p, trial::TrialStatus::kCompleted, std::nullopt});
-    }
     EXPECT_EQ(values["ckpt"].size(), 2u) << budget << " trials";
     if (budget == 12)  // every value of every parameter (4 of dp, pp, zero; 3 of mbs; 2 of tp, ckpt)
       for (const auto& [name, seen] : values)
@@ -180,9 +221,9 @@ TEST(Study, AGridLargerThanMaxTrialsIsSampledEvenly) {
 
 TEST(Study, MisbehavingTrialsAreRecordedAndTheSearchGoesOn) {
   const Paths p = fresh("misbehave");
-  const SearchSpace space = SearchSpace::parse(
+  const Spaces space = spaces(
       "parameters:\n  st: [0.01]\n  behave: [crash, hang, oom, garbage, no-steps, ok]\n", "behave.yaml");
-  StudyOptions o = options_for(p, " --behave {behave}");
+  hpo::HpoOptions o = options_for(p, " --behave {behave}");
   const StudySummary s = run(space, o, Algorithm::kGrid, 0, /*parallel=*/3);
   ASSERT_EQ(s.trials.size(), 6u);
   std::map<std::string, std::string> status;
@@ -200,8 +241,8 @@ TEST(Study, MisbehavingTrialsAreRecordedAndTheSearchGoesOn) {
 
 TEST(Study, MemoryLimitMakesATrialInfeasible) {
   const Paths p = fresh("memory");
-  const SearchSpace space = SearchSpace::parse("parameters:\n  st: [0.01]\n  mem: [1000, 5000]\n", "m.yaml");
-  StudyOptions o = options_for(p, " --peak-memory {mem}");
+  const Spaces space = spaces("parameters:\n  st: [0.01]\n  mem: [1000, 5000]\n", "m.yaml");
+  hpo::HpoOptions o = options_for(p, " --peak-memory {mem}");
   o.limits.memory_limit_bytes = 2000;
   const StudySummary s = run(space, o);
   ASSERT_EQ(s.trials.size(), 2u);
@@ -214,8 +255,8 @@ TEST(Study, MemoryLimitMakesATrialInfeasible) {
 
 TEST(Study, MaxTrialsCountsReusedTrialsAndResumeNeverRerunsFinishedOnes) {
   const Paths p = fresh("resume");
-  const SearchSpace space = SearchSpace::parse(kSpeeds, "speeds.yaml");
-  StudyOptions o = options_for(p);
+  const Spaces space = spaces(kSpeeds, "speeds.yaml");
+  hpo::HpoOptions o = options_for(p);
   o.max_trials = 2;
   StudySummary s = run(space, o, Algorithm::kRandom, 5);
   EXPECT_EQ(s.started, 2);
@@ -234,8 +275,8 @@ TEST(Study, MaxTrialsCountsReusedTrialsAndResumeNeverRerunsFinishedOnes) {
 
 TEST(Study, StopRequestInterruptsRunningTrialsAndResumeRunsThemAgain) {
   const Paths p = fresh("interrupt");
-  const SearchSpace space = SearchSpace::parse("parameters:\n  st: [0.05, 0.06]\n", "s.yaml");
-  StudyOptions o = options_for(p, " --ignore-sigterm --grandchild");
+  const Spaces space = spaces("parameters:\n  st: [0.05, 0.06]\n", "s.yaml");
+  hpo::HpoOptions o = options_for(p, " --ignore-sigterm --grandchild");
   o.steps = 40;
   // Asks the study to stop once both trials have reported a step.
   class StopWhenRunning final : public StudyObserver {
@@ -251,10 +292,14 @@ TEST(Study, StopRequestInterruptsRunningTrialsAndResumeRunsThemAgain) {
   {
     store::SqliteStudyStore store(p.db);
     trial::LocalBackend backend(2);
-    auto search = make_search(Algorithm::kGrid, space, 0);
+    const auto sampler = sampler_for(space, Algorithm::kGrid, 0);
+    hpo::PrunerOptions none;
+    none.max_resource = o.steps;
+    const auto pruner = hpo::make_pruner(hpo::PrunerKind::kNone, none);
     std::atomic<int> stop{0};
     StopWhenRunning observer(stop);
-    const StudySummary s = run_study(space, o, store, backend, *search, observer, stop);
+    const StudySummary s =
+        run_configuration_study(space.study, space.view, o, store, backend, *sampler, *pruner, nullptr, observer, stop);
     EXPECT_EQ(s.stop, StopReason::kInterrupted);
     ASSERT_EQ(s.trials.size(), 2u);
     for (const store::StoredTrial& t : s.trials) {
@@ -278,10 +323,10 @@ TEST(Study, StopRequestInterruptsRunningTrialsAndResumeRunsThemAgain) {
 TEST(Study, HostileValuesArriveAsLiteralArguments) {
   const Paths p = fresh("hostile");
   const std::filesystem::path record = p.dir / "record.txt";
-  const SearchSpace space = SearchSpace::parse(
+  const Spaces space = spaces(
       "parameters:\n  st: [0.01]\n  name: [\"a b; rm -rf /tmp/x\", \"$(touch /tmp/pwned)\", \"'\\\"`id`\"]\n",
       "hostile.yaml");
-  StudyOptions o = options_for(p, " --record " + record.string() + " --name={name}");
+  hpo::HpoOptions o = options_for(p, " --record " + record.string() + " --name={name}");
   o.max_trials = 1;
   for (int i = 0; i < 3; ++i) {
     o.max_trials = i + 1;
@@ -291,7 +336,7 @@ TEST(Study, HostileValuesArriveAsLiteralArguments) {
     std::ifstream in(record);
     std::stringstream text;
     text << in.rdbuf();
-    const std::string value = space.parameters()[1].values[static_cast<std::size_t>(i)].get<std::string>();
+    const std::string value = space.view.parameters()[1].values[static_cast<std::size_t>(i)].get<std::string>();
     EXPECT_NE(text.str().find("arg=--name=" + value + "\n"), std::string::npos) << text.str();
   }
   EXPECT_FALSE(std::filesystem::exists("/tmp/pwned"));
@@ -299,8 +344,8 @@ TEST(Study, HostileValuesArriveAsLiteralArguments) {
 
 TEST(Study, BadOptionsAndTemplatesFailBeforeAnythingRuns) {
   const Paths p = fresh("bad");
-  const SearchSpace space = SearchSpace::parse(kSpeeds, "speeds.yaml");
-  StudyOptions o = options_for(p, " --tp {tp}");
+  const Spaces space = spaces(kSpeeds, "speeds.yaml");
+  hpo::HpoOptions o = options_for(p, " --tp {tp}");
   try {
     run(space, o);
     FAIL() << "unknown placeholder accepted";
@@ -319,8 +364,8 @@ TEST(Study, BadOptionsAndTemplatesFailBeforeAnythingRuns) {
 TEST(Study, BuiltinPlaceholders) {
   const Paths p = fresh("builtins");
   const std::filesystem::path record = p.dir / "record.txt";
-  const SearchSpace space = SearchSpace::parse("parameters:\n  st: [0.01]\n  dp: [2]\n  tp: [4]\n  ckpt: [true]\n", "b.yaml");
-  StudyOptions o = options_for(p, " --record " + record.string() + " {gpus} {config} {steps} {trial_id} {trial_dir}");
+  const Spaces space = spaces("parameters:\n  st: [0.01]\n  dp: [2]\n  tp: [4]\n  ckpt: [true]\n", "b.yaml");
+  hpo::HpoOptions o = options_for(p, " --record " + record.string() + " {gpus} {config} {steps} {trial_id} {trial_dir}");
   const StudySummary s = run(space, o);
   ASSERT_EQ(s.trials.size(), 1u);
   std::ifstream in(record);

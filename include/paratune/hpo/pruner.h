@@ -80,6 +80,9 @@ class Pruner {
   // The rung that `resource` steps complete in `bracket` (-1 when below the first rung or without
   // rungs).
   [[nodiscard]] virtual int rung_of(std::int64_t /*resource*/, int /*bracket*/) const { return -1; }
+  // The status a trial it stops is stored with: "pruned"; OPPA's early termination keeps the name
+  // configuration studies have always stored, "early-stopped" (both read back as TrialRecord::kPruned).
+  [[nodiscard]] virtual std::string stopped_status() const { return "pruned"; }
   // What decides which trials stop or rest (the rungs per bracket, the percentile, ...): shown in
   // reports and part of a study's identity, so a resumed study cannot silently change its rules.
   [[nodiscard]] virtual nlohmann::ordered_json describe() const = 0;

@@ -46,20 +46,14 @@
 // trials count as tried. A failure costs the study a trial of --max-trials and its time of
 // --budget like any other trial (the summary shows what the failures cost: report's failure_line).
 //
-// Early termination (oppa only; Eq. 5 / Algorithm 3 line 16): after q >= q_min reported steps,
-// with r_q and se_q the throughput estimate of the steps so far and its standard error (App. F:
-// warm-up and outliers dropped), stop the trial when
-//   r_q + z se_q < r_best,   z = 1.96,
-// r_best the best throughput of a trial that ran all q_max steps and fit. That is Eq. 5 with
-// tau_q = -z se_q: the trial goes on unless its 97.5% upper confidence bound is below the best.
-// Before any trial completed nothing is stopped. The returned best is a completed trial (all
-// steps, fits: Algorithm 3 line 26), see tune::best_trial.
+// Early termination (oppa; Eq. 5 / Algorithm 3 line 16) is the pruner oppa (hpo/pruner.h), which
+// `paratune tune --algo oppa` uses unless the study names another. The returned best is a completed
+// trial (all steps, fits: Algorithm 3 line 26), see tune::best_trial.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <span>
 
 #include "paratune/tune/study.h"
 #include "paratune/tune/surrogate.h"
@@ -74,8 +68,6 @@ namespace paratune::tune {
 struct BayesOptions {
   Algorithm algorithm = Algorithm::kOppa;  // kOppa, kBo, kCostModel or kXgboost
   int steps = 20;                 // q_max (the study's steps per trial)
-  int min_steps = 5;              // q_min (--min-steps)
-  double tau_z = 1.96;            // tau_q = -z x standard error
   double beta = 2.0;              // UCB exploration weight
   int initial_points = 4;         // designs before the model picks
   bool seed_from_prior = false;   // --seed-from-plan: the first designs are the prior's top predictions
@@ -85,12 +77,8 @@ struct BayesOptions {
   int max_candidates = 20000;     // acquisition sample when more points are untried
   int fit_restarts = 2;           // random restarts of each GP fit besides the warm start
 };
-// Throws OptionError naming the field (min_steps >= 1 and <= steps, initial_points >= 1, ...).
+// Throws OptionError naming the field (steps >= 2, initial_points >= 1, ...).
 void validate(const BayesOptions& options);
-
-// Eq. 5 with tau_q = -z se_q (see above): true when the trial should stop now. `step_times_s` are
-// the steps reported so far; `best_full` the best completed trial's throughput (nullopt: none yet).
-bool stop_early(std::span<const double> step_times_s, std::optional<double> best_full, int min_steps, double z);
 
 // The search for options.algorithm. `prior` is used by kOppa and kCostModel (when absent they use
 // OPPA's App. D prior, simple_prior) and ignored by kBo and kXgboost.

@@ -1,19 +1,17 @@
-// A tuning study: a search algorithm proposes points of a search space, each becomes a real
-// training trial (trial/runner.h), every result goes to the study store (store/study_store.h).
-//
-// The controller loop (HyperTune's controller/scheduler split, data/papers/README.md#hypertune-distributed-hpo-report
+// Configuration studies: a search of parallel configurations (grid, random, or the model-based
+// searches of tune/bayes.h) proposes points of a space, each becomes a real training trial
+// (trial/runner.h) measured for throughput, every result goes to the study store
+// (store/study_store.h). They run in the one study loop of every study (hpo/study.h run_hpo:
+// HyperTune's controller/scheduler split, data/papers/README.md#hypertune-distributed-hpo-report
 // Sec. 3, with OPPA's trial protocol, data/papers/README.md#oppa-parallel-config-bayesian-optimization
-// Sec. 4.3): while there is a free slot, a trial
-// still allowed (--max-trials) and time left (--budget), ask the algorithm for a point and start
-// it; wait for output; store each trial that ends; stop when the algorithm has nothing left, the
-// limits are reached, or a stop is requested (Ctrl-C / SIGTERM of the controller: running trials
-// are stopped and stored as interrupted).
+// Sec. 4.3), whose pruners stop or rest trials on their throughput (hpo/pruner.h).
 //
-// Resuming (same store, same study name, same identity — space, command, steps, memory limit,
-// step-time regex): every finished trial is reused and its point is never run again; trials the
-// last controller left running are marked interrupted, any of their processes still alive is
-// killed (they are found by their PARATUNE_TRIAL_DIR), and their points are run again as new
-// trials. --max-trials counts reused trials too; --budget is this run's wall time.
+// Resuming (same store, same study name, same identity -- space, command, steps, memory limit,
+// step-time regex, and a pruner the study names): every finished trial is reused and its point is
+// never run again; trials the last controller left running are marked interrupted, any of their
+// processes still alive is killed (they are found by their PARATUNE_TRIAL_DIR), and their points
+// are run again as new trials. --max-trials counts reused trials too; --budget is this run's wall
+// time.
 #pragma once
 
 #include <atomic>
@@ -35,6 +33,8 @@
 namespace paratune::hpo {
 struct HpoOptions;
 class Pruner;
+class Sampler;
+class Space;
 }  // namespace paratune::hpo
 
 namespace paratune::tune {
@@ -52,8 +52,9 @@ struct FinishedTrial {
   trial::FailureKind failure = trial::FailureKind::kNone;
 };
 
-// Proposes what to run next (module DESIGN: small interfaces for swappable parts; issue 6 adds
-// Bayesian optimization behind the same one).
+// What the model-based searches (tune/bayes.h) propose from: points of the space's discrete view,
+// the finished trials in the order they finished. The study loop sees them as samplers
+// (tune::as_sampler, hpo/sampler.h).
 class SearchAlgorithm {
  public:
   virtual ~SearchAlgorithm() = default;
@@ -61,9 +62,6 @@ class SearchAlgorithm {
   // The next point to run, given the finished trials and the points running now; nullopt when the
   // algorithm has nothing more to propose.
   virtual std::optional<Point> propose(const std::vector<FinishedTrial>& finished, const std::vector<Point>& running) = 0;
-  // Called on every step a running trial reports; false stops it (early-stopped). Grid and random
-  // run every trial for the study's fixed number of steps.
-  virtual bool keep_running(const Point& /*point*/, const trial::TrialOutput& /*so_far*/) { return true; }
   // Why the point just proposed was chosen and what the model predicted for it (stored with the
   // trial, shown by `study show` next to what was measured); empty when there is nothing to say.
   [[nodiscard]] virtual nlohmann::ordered_json proposal_notes(const Point& /*point*/) const { return {}; }
@@ -90,36 +88,6 @@ std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t n);
 std::vector<std::size_t> grid_order(const std::vector<std::vector<int>>& points, std::size_t budget);
 // The same for n points whose values all differ (the i-th pick: the middle of the i-th part).
 std::vector<std::size_t> grid_order(std::size_t n, std::size_t budget);
-
-// Grid: every valid point in enumeration order (spread evenly when `max_trials` is smaller than
-// the grid: grid_order; a listed space keeps its own order). Random: every valid point in a random order drawn from `seed`
-// (Fisher-Yates on a 64-bit Mersenne Twister, the same order on every platform), i.e. sampling
-// without replacement. Both skip points already finished or running.
-std::unique_ptr<SearchAlgorithm> make_search(Algorithm algorithm, const SearchSpace& space, std::uint64_t seed,
-                                             std::size_t max_trials = 0);
-
-struct StudyOptions {
-  std::string name = "main";        // the study within the store file
-  std::string command;              // the command template (trial/command.h)
-  int steps = 20;                   // steps per trial (PARATUNE_MAX_STEPS; stopped after that many)
-  trial::TrialLimits limits;        // timeout, hang, grace, memory limit
-  std::string step_time_regex;      // trial/protocol.h
-  int max_trials = 0;               // trials in the study in all, reused ones included; 0: no limit
-  double budget_s = 0;              // wall time of this run; 0: no limit
-  bool retry_failed = false;        // run the points of failed trials again (they are not, by default)
-  std::filesystem::path trials_dir; // trial N runs in trials_dir/trial-NNNN (made absolute)
-  WorkerOptions worker;             // worker mode (above); off: one controller, the exclusive lock
-};
-// Throws OptionError naming the field and the rule (steps >= 2, limits >= 0, ...).
-void validate(const StudyOptions& options);
-
-// The placeholders a command template may use besides the parameter names:
-//   {gpus}       the product of the parameters dp, tp, pp and cp that exist (1 if none), unless
-//                the space has its own parameter "gpus";
-//   {config}     every parameter as name=value joined by commas ("dp=2,tp=4,mbs=1");
-//   {steps}      the steps per trial;
-//   {trial_id}, {trial_dir}: as in the environment.
-std::vector<std::string> builtin_placeholders();
 
 // Why a run of the study stopped.
 enum class StopReason { kExhausted, kMaxTrials, kBudget, kInterrupted };
@@ -188,16 +156,6 @@ struct StudySummary {
 // The best trial: completed, with a throughput, highest throughput (earliest on a tie).
 std::optional<std::size_t> best_trial(const std::vector<store::StoredTrial>& trials);
 
-// Runs (or resumes) the study. `stop_requested` is polled (e.g. set by a signal handler); once
-// non-zero, running trials are stopped and stored as interrupted and the run returns. Throws Error
-// on bad options, a template with an unknown placeholder or a study stored with another identity.
-StudySummary run_study(const SearchSpace& space, const StudyOptions& options, store::StudyStore& store,
-                       const trial::Backend& backend, SearchAlgorithm& algorithm, StudyObserver& observer,
-                       const std::atomic<int>& stop_requested);
-
-// The study's identity as stored: what must match to resume it.
-nlohmann::ordered_json study_identity(const SearchSpace& space, const StudyOptions& options);
-
 // The identity a configuration study is stored with (hpo::HpoOptions::identity): the space's value
 // lists as the configuration searches index them (`view`), the command, steps, memory limit and
 // step-time regex -- the form this file's loop wrote, so that the studies it wrote resume -- and
@@ -205,5 +163,16 @@ nlohmann::ordered_json study_identity(const SearchSpace& space, const StudyOptio
 // own rule, none or OPPA's early termination for --algo oppa, as before).
 nlohmann::ordered_json configuration_identity(const SearchSpace& view, const hpo::HpoOptions& options,
                                               const hpo::Pruner* stated_pruner);
+
+// Runs (or resumes) a configuration study in the one loop (hpo::run_hpo): `options` with the
+// throughput objective, stored as configuration_identity(view, options, stated_pruner); `sampler`
+// from make_configuration_sampler (tune/bayes.h) over `space` and `view` (SearchSpace::of(space)).
+// `stop_requested` is polled; once non-zero, running trials are stopped and stored as interrupted and
+// the run returns. Throws Error on bad options, a template with an unknown placeholder or a study
+// stored with another identity. The summary in the configuration study's terms (its valid points).
+StudySummary run_configuration_study(const hpo::Space& space, const SearchSpace& view, hpo::HpoOptions options,
+                                     store::StudyStore& store, const trial::Backend& backend, hpo::Sampler& sampler,
+                                     hpo::Pruner& pruner, const hpo::Pruner* stated_pruner, StudyObserver& observer,
+                                     const std::atomic<int>& stop_requested);
 
 }  // namespace paratune::tune
