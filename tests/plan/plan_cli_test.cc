@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../cli/cli_util.h"
-#include "paratune/plan/framework_support.h"
+#include "paratune/launch/framework_support.h"
 #include "paratune/spec/io.h"
 
 namespace paratune::plan {

@@ -12,10 +12,9 @@
 #include <set>
 
 #include "paratune/cost/stage_model.h"
+#include "paratune/launch/launch.h"
 #include "paratune/plan/ranking.h"
 #include "paratune/plan/stage_assignment.h"
-#include "paratune/report/launch.h"
-#include "paratune/report/launch.h"
 #include "paratune/report/plan_report.h"
 #include "paratune/spec/io.h"
 

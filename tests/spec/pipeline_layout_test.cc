@@ -10,7 +10,7 @@
 #include "paratune/calib/published_runs.h"
 #include "paratune/cost/estimate.h"
 #include "paratune/cost/model_stats.h"
-#include "paratune/report/launch.h"
+#include "paratune/launch/launch.h"
 #include "paratune/spec/io.h"
 #include "paratune/spec/parallel.h"
 #include "paratune/spec/presets.h"

@@ -29,7 +29,7 @@
 
 #include "paratune/cost/calibration.h"
 #include "paratune/cost/estimate.h"
-#include "paratune/plan/framework_support.h"
+#include "paratune/launch/framework_support.h"
 #include "paratune/plan/space.h"
 
 namespace paratune::plan {

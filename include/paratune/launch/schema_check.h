@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "paratune/plan/framework_support.h"
+#include "paratune/launch/framework_support.h"
 
 namespace paratune {
 

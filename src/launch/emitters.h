@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "paratune/report/launch.h"
+#include "paratune/launch/launch.h"
 
 namespace paratune::launch_detail {
 

@@ -1,7 +1,7 @@
 // Emitted launches (report/launch.h) against the frameworks' schemas (report/launch_check.h): the
 // checker catches what each framework's loader refuses, and every launch paratune emits for a
 // matrix of plans passes it, with the flags a run needs.
-#include "paratune/report/launch.h"
+#include "paratune/launch/launch.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "paratune/report/launch_check.h"
+#include "paratune/launch/schema_check.h"
 #include "paratune/spec/io.h"
 
 namespace paratune {

@@ -13,8 +13,8 @@
 #include <optional>
 #include <string_view>
 
-#include "launch_emitters.h"
-#include "paratune/report/launch_check.h"
+#include "emitters.h"
+#include "paratune/launch/schema_check.h"
 #include "paratune/sim/schedule.h"
 #include "paratune/spec/error.h"
 

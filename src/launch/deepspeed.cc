@@ -16,8 +16,8 @@
 #include <numeric>
 #include <optional>
 
-#include "launch_emitters.h"
-#include "paratune/report/launch_check.h"
+#include "emitters.h"
+#include "paratune/launch/schema_check.h"
 #include "paratune/spec/error.h"
 
 namespace paratune::launch_detail {

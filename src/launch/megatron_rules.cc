@@ -1,6 +1,6 @@
-// Megatron-LM's validation rules on an argument list (paratune/report/megatron_rules.h). Rule ids
+// Megatron-LM's validation rules on an argument list (paratune/launch/megatron_rules.h). Rule ids
 // and citations refer to data/frameworks/megatron-lm-rules.md.
-#include "paratune/report/megatron_rules.h"
+#include "paratune/launch/megatron_rules.h"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 #include <optional>
 #include <set>
 
-#include "paratune/report/launch_check.h"
+#include "paratune/launch/schema_check.h"
 
 namespace paratune {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "paratune/cost/estimate.h"
-#include "paratune/plan/framework_support.h"
+#include "paratune/launch/framework_support.h"
 
 namespace paratune {
 

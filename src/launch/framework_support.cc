@@ -2,14 +2,14 @@
 // framework; each check cites the rule of data/frameworks/<framework>-rules.md it follows
 // (R = Megatron-LM d98e8a64, T = torchtitan v0.2.2, D = DeepSpeed 38327e07). A few checks are not
 // rules of those files; they say so and why.
-#include "paratune/plan/framework_support.h"
+#include "paratune/launch/framework_support.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <numeric>
 
-#include "paratune/report/launch.h"  // torchtitan's flavors (T10)
+#include "paratune/launch/launch.h"  // torchtitan's flavors (T10)
 
 namespace paratune::plan {
 namespace {

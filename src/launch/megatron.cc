@@ -9,9 +9,9 @@
 #include <map>
 #include <optional>
 
-#include "launch_emitters.h"
-#include "paratune/report/launch_check.h"
-#include "paratune/report/megatron_rules.h"
+#include "emitters.h"
+#include "paratune/launch/megatron_rules.h"
+#include "paratune/launch/schema_check.h"
 #include "paratune/spec/error.h"
 
 namespace paratune::launch_detail {

@@ -1,6 +1,6 @@
 // Megatron-LM's validation rules (report/megatron_rules.h) against the cases that were run through
 // Megatron's own argparse, validate_args and TransformerConfig (data/frameworks).
-#include "paratune/report/megatron_rules.h"
+#include "paratune/launch/megatron_rules.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

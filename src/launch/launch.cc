@@ -2,12 +2,12 @@
 // rule ids R/T/D refer to its *-rules.md. The emitters (launch_emitters.h) write the launch and
 // check it against the framework's schema; here the version is resolved, and what the framework
 // cannot run as planned comes from plan/framework_support.h (one source of truth).
-#include "paratune/report/launch.h"
+#include "paratune/launch/launch.h"
 
 #include <fmt/format.h>
 
-#include "launch_emitters.h"
-#include "paratune/report/launch_check.h"
+#include "emitters.h"
+#include "paratune/launch/schema_check.h"
 
 namespace paratune {
 

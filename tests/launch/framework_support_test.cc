@@ -1,6 +1,6 @@
 // What each framework can run (plan/framework_support.h), rule by rule, and the planner restricted
 // to one framework (PlanOptions::framework, `plan --emit`).
-#include "paratune/plan/framework_support.h"
+#include "paratune/launch/framework_support.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <regex>
 
 #include "paratune/cost/model_stats.h"
+#include "paratune/launch/launch.h"
 #include "paratune/plan/planner.h"
-#include "paratune/report/launch.h"
 #include "paratune/report/plan_report.h"
 #include "paratune/spec/io.h"
 #include "paratune/spec/presets.h"

@@ -14,8 +14,8 @@
 #include <sstream>
 
 #include "../support/test_files.h"
-#include "paratune/report/launch.h"
-#include "paratune/report/launch_check.h"
+#include "paratune/launch/launch.h"
+#include "paratune/launch/schema_check.h"
 #include "paratune/spec/io.h"
 
 namespace paratune {

@@ -1,6 +1,6 @@
-// Emitted launches against the frameworks' schemas (paratune/report/launch_check.h). The schema
+// Emitted launches against the frameworks' schemas (paratune/launch/schema_check.h). The schema
 // texts are compiled in (cmake/embed_schemas.cmake); rule ids refer to data/frameworks.
-#include "paratune/report/launch_check.h"
+#include "paratune/launch/schema_check.h"
 
 #include <fmt/format.h>
 
