@@ -20,7 +20,7 @@
 #include "paratune/launch/schema_check.h"
 #include "paratune/spec/error.h"
 
-namespace paratune::launch_detail {
+namespace paratune::launch::detail {
 namespace {
 
 constexpr const char* kJsonHeredocOpen = "<<'JSON'\n";
@@ -301,4 +301,4 @@ LaunchSettings deepspeed(const ParallelConfig& p, const TrainingSpec& training, 
   return out;
 }
 
-}  // namespace paratune::launch_detail
+}  // namespace paratune::launch::detail

@@ -10,7 +10,7 @@
 
 #include "paratune/launch/launch.h"
 
-namespace paratune::launch_detail {
+namespace paratune::launch::detail {
 
 inline bool all_equal(const std::vector<int>& v) { return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) == v.end(); }
 
@@ -37,4 +37,4 @@ LaunchSettings torchtitan(const ParallelConfig& p, const TrainingSpec& training,
 LaunchSettings deepspeed(const ParallelConfig& p, const TrainingSpec& training, const ModelSpec& model,
                          const LaunchTarget& target, const std::string& version, const std::string& commit);
 
-}  // namespace paratune::launch_detail
+}  // namespace paratune::launch::detail

@@ -11,7 +11,7 @@
 
 #include "paratune/launch/launch.h"  // torchtitan's flavors (T10)
 
-namespace paratune::plan {
+namespace paratune::launch {
 namespace {
 
 // Collects the reasons, or only whether there is one (reasons == nullptr: stop at the first).
@@ -583,4 +583,4 @@ std::vector<FrameworkVerdict> framework_verdicts(const ParallelConfig& config, c
   return out;
 }
 
-}  // namespace paratune::plan
+}  // namespace paratune::launch

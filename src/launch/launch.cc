@@ -9,7 +9,7 @@
 #include "emitters.h"
 #include "paratune/launch/schema_check.h"
 
-namespace paratune {
+namespace paratune::launch {
 
 LaunchSettings launch_settings(Framework framework, const ParallelConfig& plan, const ModelSpec& model,
                                const TrainingSpec& training, const LaunchTarget& target) {
@@ -18,23 +18,23 @@ LaunchSettings launch_settings(Framework framework, const ParallelConfig& plan, 
   LaunchSettings out;
   switch (framework) {
     case Framework::kMegatron:
-      out = launch_detail::megatron(plan, training, model, target, version.version, framework_commit(version));
+      out = detail::megatron(plan, training, model, target, version.version, framework_commit(version));
       if (training.optimizer == Optimizer::kSGD)
         out.cannot_express.push_back(fmt::format("optimizer=sgd: Megatron-LM {}'s --optimizer flag is deprecated; "
                                                  "the launch keeps its default, Adam",
                                                  version.version));
       break;
     case Framework::kTorchtitan:
-      out = launch_detail::torchtitan(plan, training, model, target, version.version, framework_commit(version));
+      out = detail::torchtitan(plan, training, model, target, version.version, framework_commit(version));
       break;
     case Framework::kDeepSpeed:
-      out = launch_detail::deepspeed(plan, training, model, target, version.version, framework_commit(version));
+      out = detail::deepspeed(plan, training, model, target, version.version, framework_commit(version));
       break;
   }
   // What it cannot run as planned, from the one set of rules.
-  std::vector<std::string> reasons = plan::unsupported_reasons(framework, plan, model, training);
+  std::vector<std::string> reasons = unsupported_reasons(framework, plan, model, training);
   out.cannot_express.insert(out.cannot_express.begin(), reasons.begin(), reasons.end());
   return out;
 }
 
-}  // namespace paratune
+}  // namespace paratune::launch

@@ -14,7 +14,7 @@
 #include "paratune/launch/schema_check.h"
 #include "paratune/spec/error.h"
 
-namespace paratune::launch_detail {
+namespace paratune::launch::detail {
 namespace {
 
 // --pipeline-model-parallel-layout (R13): the configuration's own layout when it has one; else
@@ -335,4 +335,4 @@ LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, c
 }
 
 
-}  // namespace paratune::launch_detail
+}  // namespace paratune::launch::detail

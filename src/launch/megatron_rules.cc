@@ -12,7 +12,7 @@
 
 #include "paratune/launch/schema_check.h"
 
-namespace paratune {
+namespace paratune::launch {
 namespace {
 
 std::optional<long long> to_int(const std::string& s) {
@@ -573,4 +573,4 @@ std::vector<std::string> check_megatron_rules(const std::vector<std::string>& ar
   return v;
 }
 
-}  // namespace paratune
+}  // namespace paratune::launch

@@ -12,10 +12,8 @@
 #include "paratune/launch/schema_check.h"
 #include "paratune/spec/io.h"
 
-namespace paratune {
+namespace paratune::launch {
 namespace {
-
-using plan::Framework;
 
 bool mentions(const std::vector<std::string>& problems, const std::string& what) {
   for (const std::string& p : problems)
@@ -159,8 +157,8 @@ TEST(Launch, EveryEmittedLaunchPassesItsSchema) {
     t.precision = c.precision;
     const ParallelConfig p = resolve(parse_parallel_config(c.config), model, cluster, t);
     const LaunchTarget target{.nodes = cluster.nodes, .gpus_per_node = cluster.gpus_per_node, .gpu = cluster.gpu.name};
-    for (Framework f : plan::kFrameworks) {
-      if (!plan::can_run(f, p, model, t)) continue;
+    for (Framework f : kFrameworks) {
+      if (!can_run(f, p, model, t)) continue;
       LaunchSettings l;
       ASSERT_NO_THROW(l = launch_settings(f, p, model, t, target)) << to_string(f) << " " << c.model << " " << c.config;
       if (f != Framework::kMegatron) continue;
@@ -218,9 +216,9 @@ TEST(Launch, MegatronCarriesTheActivationOffload) {
   const ParallelConfig p = s.resolved(
       "dp=16,ep=8,mbs=1,zero=1,recompute=selective,recompute_modules=moe_act+layernorm,"
       "offload_modules=core_attn+attn_proj+expert_fc1");
-  ASSERT_TRUE(plan::can_run(Framework::kMegatron, p, s.model, s.t));
-  EXPECT_FALSE(plan::can_run(Framework::kTorchtitan, p, s.model, s.t));
-  EXPECT_FALSE(plan::can_run(Framework::kDeepSpeed, p, s.model, s.t));
+  ASSERT_TRUE(can_run(Framework::kMegatron, p, s.model, s.t));
+  EXPECT_FALSE(can_run(Framework::kTorchtitan, p, s.model, s.t));
+  EXPECT_FALSE(can_run(Framework::kDeepSpeed, p, s.model, s.t));
   const std::string text = launch_settings(Framework::kMegatron, p, s.model, s.t, s.target).text;
   EXPECT_NE(text.find("--fine-grained-activation-offloading"), std::string::npos) << text;
   EXPECT_NE(text.find("--offload-modules core_attn attn_proj expert_fc1"), std::string::npos) << text;
@@ -253,4 +251,4 @@ TEST(Launch, MegatronGoldenScript) {
 }
 
 }  // namespace
-}  // namespace paratune
+}  // namespace paratune::launch

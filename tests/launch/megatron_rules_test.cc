@@ -10,7 +10,7 @@
 #include <iostream>
 #include <set>
 
-namespace paratune {
+namespace paratune::launch {
 namespace {
 
 nlohmann::json megatron_shared_cases(const char* name) {
@@ -135,4 +135,4 @@ TEST(MegatronRules, ActivationOffload) {
 }
 
 }  // namespace
-}  // namespace paratune
+}  // namespace paratune::launch

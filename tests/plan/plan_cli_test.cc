@@ -10,6 +10,7 @@
 namespace paratune::plan {
 namespace {
 
+using launch::Framework;
 using paratune::testing::Result;
 using paratune::testing::run;
 

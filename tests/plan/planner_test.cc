@@ -21,6 +21,10 @@
 namespace paratune::plan {
 namespace {
 
+using launch::Framework;
+using launch::kFrameworks;
+using launch::LaunchSettings;
+
 struct Scenario {
   ModelSpec model;
   ClusterSpec cluster;

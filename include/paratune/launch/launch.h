@@ -9,9 +9,7 @@
 #include "paratune/cost/estimate.h"
 #include "paratune/launch/framework_support.h"
 
-namespace paratune {
-
-using plan::Framework;  // its name table is the one `--emit` parses
+namespace paratune::launch {
 
 struct LaunchSettings {
   std::string text;                         // ready to paste
@@ -37,4 +35,4 @@ LaunchSettings launch_settings(Framework framework, const ParallelConfig& plan, 
 // and where. plan/framework_support.h counts it among torchtitan's reasons.
 std::optional<std::string> torchtitan_model_refusal(const ModelSpec& model);
 
-}  // namespace paratune
+}  // namespace paratune::launch

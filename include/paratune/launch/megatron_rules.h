@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace paratune {
+namespace paratune::launch {
 
 // Rules of data/frameworks/megatron-lm-rules.md that Megatron-LM's validate_args and
 // TransformerConfig enforce, checked on an argument list ("--flag value ..." entries, as
@@ -22,4 +22,4 @@ namespace paratune {
 std::vector<std::string> check_megatron_rules(const std::vector<std::string>& args, std::int64_t world_size,
                                               const std::map<std::string, std::string>& environment);
 
-}  // namespace paratune
+}  // namespace paratune::launch
