@@ -1,7 +1,7 @@
-// The three emitters behind launch_settings (report/launch.h), one file each: launch_megatron.cc,
-// launch_torchtitan.cc, launch_deepspeed.cc. Each writes the complete launch for its framework at
+// The three emitters behind launch_settings (launch/launch.h), one file each: megatron.cc,
+// torchtitan.cc, deepspeed.cc. Each writes the complete launch for its framework at
 // `version` (commit: where that version's schema was read) and checks what it wrote against the
-// schema (report/launch_check.h) before returning; launch.cc adds what framework_support says the
+// schema (launch/schema_check.h) before returning; launch.cc adds what framework_support says the
 // framework cannot run. Internal.
 #pragma once
 

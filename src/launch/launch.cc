@@ -1,7 +1,7 @@
-// Launch settings for the frameworks of data/frameworks at a named version (report/launch_check.h);
-// rule ids R/T/D refer to its *-rules.md. The emitters (launch_emitters.h) write the launch and
+// Launch settings for the frameworks of data/frameworks at a named version (launch/schema_check.h);
+// rule ids R/T/D refer to its *-rules.md. The emitters (emitters.h) write the launch and
 // check it against the framework's schema; here the version is resolved, and what the framework
-// cannot run as planned comes from plan/framework_support.h (one source of truth).
+// cannot run as planned comes from launch/framework_support.h (one source of truth).
 #include "paratune/launch/launch.h"
 
 #include <fmt/format.h>

@@ -135,7 +135,7 @@ ParallelConfig level1_config(const Candidate& c, const PlanOptions& options) {
 }
 
 // Whether `framework` can run a level-1 candidate's configuration with one of the gradient-sync
-// placements level 2 may choose (plan/framework_support.h).
+// placements level 2 may choose (launch/framework_support.h).
 bool runs_level1(launch::Framework framework, const ParallelConfig& config, const ModelSpec& model,
                  const TrainingSpec& training, const std::vector<GradSync>& grad_syncs) {
   return std::any_of(grad_syncs.begin(), grad_syncs.end(),

@@ -1,4 +1,4 @@
-// The DeepSpeed launch (report/launch.h, rules D* of data/frameworks/deepspeed-rules.md): a bash
+// The DeepSpeed launch (launch/launch.h, rules D* of data/frameworks/deepspeed-rules.md): a bash
 // script that writes the ds_config with a quoted heredoc and starts Megatron-DeepSpeed's
 // pretrain_gpt.py. The JSON passes DeepSpeed's key schema and the batch rule (D1), the parallel
 // degrees are arguments of the script, the launcher flags exist (deepspeed.json launcher), and the

@@ -1,4 +1,4 @@
-// Emitted launches (report/launch.h) against the frameworks' schemas (report/launch_check.h): the
+// Emitted launches (launch/launch.h) against the frameworks' schemas (launch/schema_check.h): the
 // checker catches what each framework's loader refuses, and every launch paratune emits for a
 // matrix of plans passes it, with the flags a run needs.
 #include "paratune/launch/launch.h"

@@ -1,4 +1,4 @@
-// Megatron-LM's validation rules (report/megatron_rules.h) against the cases that were run through
+// Megatron-LM's validation rules (launch/megatron_rules.h) against the cases that were run through
 // Megatron's own argparse, validate_args and TransformerConfig (data/frameworks).
 #include "paratune/launch/megatron_rules.h"
 

@@ -1,4 +1,4 @@
-// The torchtitan launch (report/launch.h, src/report/launch_torchtitan.cc): a bash script that
+// The torchtitan launch (launch/launch.h, src/launch/torchtitan.cc): a bash script that
 // writes a complete TOML job file for torchtitan v0.2.2 and runs torchtitan.train under torchrun or
 // srun + torchrun. The job file passes the key schema, names a registered model flavor with the
 // model's shape (or says that none has it), and the script runs with only the placeholders set.

@@ -1,5 +1,5 @@
 // `paratune plan --emit X` end to end: every plan it prints is one X can run
-// (plan/framework_support.h); without --emit each plan lists the frameworks that can.
+// (launch/framework_support.h); without --emit each plan lists the frameworks that can.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 

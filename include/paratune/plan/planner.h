@@ -17,7 +17,7 @@
 //
 // Plans are ranked by plan/ranking.h: predicted time, then simpler configuration first among
 // times equal within 1e-9 relative. Only what one of PlanOptions::frameworks can run is searched
-// (plan/framework_support.h; by default any of the three): level 1 skips the candidates none of them
+// (launch/framework_support.h; by default any of the three): level 1 skips the candidates none of them
 // runs, level 2 chooses only layouts and recompute counts one of them can express.
 #pragma once
 
