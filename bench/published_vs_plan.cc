@@ -34,6 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "paratune/calib/published_runs.h"
+#include "paratune/launch/framework_support.h"
 #include "paratune/plan/planner.h"
 #include "paratune/report/plan_report.h"
 #include "paratune/spec/io.h"
@@ -79,15 +80,15 @@ bool contains(const std::string& text, const char* word) { return text.find(word
 // The framework the published run used, from the CSV's free-text `framework` column, so that the
 // planner only proposes what that framework can run. Others (Composer / llm-foundry FSDP) search
 // everything.
-std::optional<plan::Framework> framework_of(const PublishedRun& run) {
+std::optional<launch::Framework> framework_of(const PublishedRun& run) {
   const std::string f = lower(run.get("framework"));
-  if (contains(f, "megatron") || contains(f, "nemo")) return plan::Framework::kMegatron;
-  if (contains(f, "torchtitan") || contains(f, "torchao")) return plan::Framework::kTorchtitan;
-  if (contains(f, "deepspeed")) return plan::Framework::kDeepSpeed;
+  if (contains(f, "megatron") || contains(f, "nemo")) return launch::Framework::kMegatron;
+  if (contains(f, "torchtitan") || contains(f, "torchao")) return launch::Framework::kTorchtitan;
+  if (contains(f, "deepspeed")) return launch::Framework::kDeepSpeed;
   return std::nullopt;
 }
 
-std::string framework_name(const std::optional<plan::Framework>& f) { return f ? to_string(*f) : "any"; }
+std::string framework_name(const std::optional<launch::Framework>& f) { return f ? to_string(*f) : "any"; }
 
 // The flags the planner does not search (TP/DP/P2P overlap) are taken from the published
 // configuration so that the comparison is about the searched axes only; the planner refuses a base
@@ -102,7 +103,7 @@ ParallelConfig planner_base(const ParallelConfig& published) {
 }
 
 // Everything the planner's answer depends on; rows with equal keys share one planner run.
-std::string planner_key(const RunSetup& s, const std::optional<plan::Framework>& framework,
+std::string planner_key(const RunSetup& s, const std::optional<launch::Framework>& framework,
                         const ParallelConfig& base) {
   return to_json(s.model).dump() + to_json(s.cluster).dump() + to_json(s.training).dump() +
          framework_name(framework) +
@@ -180,7 +181,7 @@ std::string what_differs(const ParallelConfig& pub, const ParallelConfig& win, b
 struct Scenario {
   int index = 0;  // 1-based, in order of first appearance
   std::vector<std::string> row_ids;
-  std::optional<plan::Framework> framework;
+  std::optional<launch::Framework> framework;
   std::optional<Estimate> winner;  // none: nothing fits, or the planner failed (see `note`)
   std::string note;
   plan::SearchStats stats;
@@ -294,7 +295,7 @@ int main(int argc, char** argv) {
                                        100 * defaults.estimate.memory_margin, published_estimate.reason);
 
     // The planner, once per distinct set of inputs.
-    const std::optional<plan::Framework> framework = framework_of(run);
+    const std::optional<launch::Framework> framework = framework_of(run);
     const ParallelConfig base = planner_base(published_estimate.config);
     const std::string key = planner_key(setup, framework, base);
     auto found = scenario_by_key.find(key);

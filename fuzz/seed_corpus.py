@@ -82,7 +82,8 @@ def seeds():
     s["hpo_space"].append((examples / "tune" / "space.yaml").read_text())
     s["calibration"].append((ROOT / "data" / "calibration.json").read_text())
 
-    for text in strings_of("tests/spec/*_test.cc", "tests/cli/*_test.cc", "tests/plan/*_test.cc"):
+    for text in strings_of("tests/spec/*_test.cc", "tests/cli/*_test.cc", "tests/plan/*_test.cc",
+                          "tests/launch/framework_support_test.cc"):
         stripped = text.lstrip()
         if "model_type" in text or (stripped.startswith("{") and "num_layers" in text):
             s["model_json"].append(text)

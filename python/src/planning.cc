@@ -10,12 +10,12 @@
 #include "modules.h"
 #include "paratune/cost/calibration.h"
 #include "paratune/cost/estimate.h"
-#include "paratune/plan/framework_support.h"
+#include "paratune/launch/framework_support.h"
+#include "paratune/launch/launch.h"
+#include "paratune/launch/schema_check.h"
 #include "paratune/plan/planner.h"
 #include "paratune/report/estimate_report.h"
 #include "paratune/report/html_page.h"
-#include "paratune/report/launch.h"
-#include "paratune/report/launch_check.h"
 #include "paratune/report/plan_report.h"
 #include "paratune/report/sim_report.h"
 #include "paratune/sim/pipeline.h"
@@ -233,30 +233,32 @@ py::list events_of(const PySimulation& s) {
 
 struct PyLaunch {
   std::string framework;  // "megatron@0.20.0-dev"
-  LaunchSettings settings;
+  launch::LaunchSettings settings;
 };
 
-// The launch of `config`. A framework that cannot run it as planned (plan/framework_support.h) is an
+// The launch of `config`. A framework that cannot run it as planned (launch/framework_support.h) is an
 // error unless allow_unsupported: a launch that trains something else must not pass for the plan.
 PyLaunch launch_for(const ParallelConfig& config, const Setup& s, const std::string& framework,
                     bool allow_unsupported) {
-  FrameworkTarget t;
+  launch::FrameworkTarget t;
   try {
-    t = parse_framework_target(framework);
+    t = launch::parse_framework_target(framework);
   } catch (const Error& e) {
     throw e.with_context("framework");
   }
   if (!allow_unsupported) {
-    const std::vector<std::string> reasons = plan::unsupported_reasons(t.framework, config, s.model, s.training);
+    const std::vector<std::string> reasons = launch::unsupported_reasons(t.framework, config, s.model, s.training);
     if (!reasons.empty())
       throw Error(fmt::format("launch_args: {} cannot run {} as planned: {}; plan(..., framework='{}') searches only "
                               "what it can run (allow_unsupported=True gives its nearest launch, what differs in "
                               ".cannot_express)",
                               to_string(t), to_string(config), fmt::join(reasons, "; "), to_string(t.framework)));
   }
-  const LaunchTarget target{.version = t.version, .nodes = s.cluster.nodes, .gpus_per_node = s.cluster.gpus_per_node,
-                            .gpu = s.cluster.gpu.name};
-  return {to_string(t), launch_settings(t.framework, config, s.model, s.training, target)};
+  const launch::LaunchTarget target{.version = t.version,
+                                    .nodes = s.cluster.nodes,
+                                    .gpus_per_node = s.cluster.gpus_per_node,
+                                    .gpu = s.cluster.gpu.name};
+  return {to_string(t), launch::launch_settings(t.framework, config, s.model, s.training, target)};
 }
 
 // fix / allow / max: one text ("tp=2,pp=4"), a list of them, or a dict ({"tp": [1, 2], "pp": 4}).
@@ -445,8 +447,8 @@ void bind_planning(py::module_& m) {
         add_plan_constraints(options.space, allow, plan::ConstraintKind::kAllow, "allow");
         add_plan_constraints(options.space, max, plan::ConstraintKind::kMax, "max");
         try {  // None: the default, "any"
-          options.frameworks =
-              parse_searched_frameworks(framework.is_none() ? std::string("any") : text_or_path(framework, "framework"));
+          options.frameworks = launch::parse_searched_frameworks(
+              framework.is_none() ? std::string("any") : text_or_path(framework, "framework"));
         } catch (const Error& e) {
           throw e.with_context("framework");
         }

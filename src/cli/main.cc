@@ -51,8 +51,8 @@
 #include "paratune/report/hpo_report.h"
 #include "paratune/report/html_page.h"
 #include "paratune/report/study_data.h"
-#include "paratune/report/launch.h"
-#include "paratune/report/launch_check.h"
+#include "paratune/launch/launch.h"
+#include "paratune/launch/schema_check.h"
 #include "paratune/report/plan_report.h"
 #include "paratune/report/sim_report.h"
 #include "paratune/report/tune_report.h"
@@ -79,6 +79,13 @@ using namespace paratune;
 using cli::Ends;
 using cli::real_number;
 using cli::whole_number;
+using launch::Framework;  // `plan --emit` / `--framework` (src/launch)
+using launch::FrameworkTarget;
+using launch::launch_settings;
+using launch::LaunchSettings;
+using launch::LaunchTarget;
+using launch::parse_framework_target;
+using launch::parse_searched_frameworks;
 constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
 constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -484,7 +491,7 @@ int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
         std::cout << "  the winner's " << above << "\n";
     std::cout << "(" << prediction_source(setup) << ")\n";
     if (!launch && !result.plans.empty())
-      for (const plan::FrameworkVerdict& v : result.plans.front().frameworks)
+      for (const launch::FrameworkVerdict& v : result.plans.front().frameworks)
         if (v.reasons.empty()) {
           std::cout << fmt::format("the winner's launch settings: the same command with --emit {}\n", to_string(v.framework));
           break;

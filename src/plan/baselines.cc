@@ -23,11 +23,11 @@ namespace {
 // nothing).
 std::string adapt_to_framework(const PlanOptions& options, ParallelConfig& c) {
   if (options.frameworks.size() != 1) return "";
-  const Framework framework = options.frameworks.front();
+  const launch::Framework framework = options.frameworks.front();
   std::vector<std::string> changed;
   switch (framework) {
-    case Framework::kMegatron: break;
-    case Framework::kTorchtitan:
+    case launch::Framework::kMegatron: break;
+    case launch::Framework::kTorchtitan:
       if (c.zero == 1 && c.dp == 1) c.zero = 0;  // sharding over one rank is no sharding
       if (c.zero < 2 && c.dp > 1) {
         c.zero = 3;
@@ -39,7 +39,7 @@ std::string adapt_to_framework(const PlanOptions& options, ParallelConfig& c) {
         changed.push_back("SP with TP");
       }
       break;
-    case Framework::kDeepSpeed:
+    case launch::Framework::kDeepSpeed:
       if (c.vpp > 1) {
         c.vpp = 1;
         c.schedule = Schedule::kOneFOneB;
@@ -47,9 +47,9 @@ std::string adapt_to_framework(const PlanOptions& options, ParallelConfig& c) {
       }
       break;
   }
-  if (!runs_grad_sync(framework, c.pp, c.grad_sync))
+  if (!launch::runs_grad_sync(framework, c.pp, c.grad_sync))
     for (GradSync g : {GradSync::kOverlapped, GradSync::kShifted})
-      if (runs_grad_sync(framework, c.pp, g)) {
+      if (launch::runs_grad_sync(framework, c.pp, g)) {
         c.grad_sync = g;
         changed.push_back(fmt::format("grad_sync={}", to_string(g)));
         break;
@@ -64,7 +64,7 @@ std::optional<Estimate> fitting(const ModelSpec& model, const ClusterSpec& clust
     // Only what a searched framework runs (e.g. torchtitan without data parallelism and with TP: T5.2).
     if (!options.frameworks.empty() &&
         std::none_of(options.frameworks.begin(), options.frameworks.end(),
-                     [&](Framework f) { return can_run(f, e.config, model, training); }))
+                     [&](launch::Framework f) { return launch::can_run(f, e.config, model, training); }))
       return std::nullopt;
     if (e.fits) return e;
   } catch (const Error&) {

@@ -109,7 +109,7 @@ std::vector<GradSync> grad_sync_choices(const SearchSpace& space) {
 bool some_framework_syncs(const PlanOptions& options, int pp, GradSync grad_sync) {
   if (options.frameworks.empty()) return true;
   return std::any_of(options.frameworks.begin(), options.frameworks.end(),
-                     [&](Framework f) { return runs_grad_sync(f, pp, grad_sync); });
+                     [&](launch::Framework f) { return launch::runs_grad_sync(f, pp, grad_sync); });
 }
 
 // Whether one of the searched frameworks runs `config` as planned (always, over the whole space).
@@ -117,7 +117,7 @@ bool some_framework_runs(const PlanOptions& options, const ParallelConfig& confi
                          const TrainingSpec& training) {
   if (options.frameworks.empty()) return true;
   return std::any_of(options.frameworks.begin(), options.frameworks.end(),
-                     [&](Framework f) { return can_run(f, config, model, training); });
+                     [&](launch::Framework f) { return launch::can_run(f, config, model, training); });
 }
 
 // A candidate's level-1 configuration: even stages, the flags of options.base, and base's
@@ -135,12 +135,12 @@ ParallelConfig level1_config(const Candidate& c, const PlanOptions& options) {
 }
 
 // Whether `framework` can run a level-1 candidate's configuration with one of the gradient-sync
-// placements level 2 may choose (plan/framework_support.h).
-bool runs_level1(Framework framework, const ParallelConfig& config, const ModelSpec& model,
+// placements level 2 may choose (launch/framework_support.h).
+bool runs_level1(launch::Framework framework, const ParallelConfig& config, const ModelSpec& model,
                  const TrainingSpec& training, const std::vector<GradSync>& grad_syncs) {
   return std::any_of(grad_syncs.begin(), grad_syncs.end(),
-                     [&](GradSync g) { return runs_grad_sync(framework, config.pp, g); }) &&
-         can_run(framework, config, model, training, /*judge_grad_sync=*/false);
+                     [&](GradSync g) { return launch::runs_grad_sync(framework, config.pp, g); }) &&
+         launch::can_run(framework, config, model, training, /*judge_grad_sync=*/false);
 }
 
 // Whether a level-1 candidate is searched: over the whole space always, else when one of the
@@ -149,7 +149,7 @@ bool searched(const PlanOptions& options, const ParallelConfig& config, const Mo
               const TrainingSpec& training, const std::vector<GradSync>& grad_syncs) {
   return options.frameworks.empty() ||
          std::any_of(options.frameworks.begin(), options.frameworks.end(),
-                     [&](Framework f) { return runs_level1(f, config, model, training, grad_syncs); });
+                     [&](launch::Framework f) { return runs_level1(f, config, model, training, grad_syncs); });
 }
 
 // A selective candidate that overlaps the MoE all-to-all cannot recompute the moe module (Megatron
@@ -454,14 +454,14 @@ std::optional<Estimate> refine(const ModelSpec& model, const ClusterSpec& cluste
     }
     return assigned;
   };
-  std::vector<std::optional<Framework>> scopes;
+  std::vector<std::optional<launch::Framework>> scopes;
   if (options.frameworks.empty()) scopes.emplace_back();
   const std::vector<GradSync> grad_syncs = grad_sync_choices(options.space);
-  for (Framework f : options.frameworks)
+  for (launch::Framework f : options.frameworks)
     if (runs_level1(f, even, model, training, grad_syncs)) scopes.emplace_back(f);
   std::optional<StageAssignment> free;  // the per-stage optimum, the same for every scope
-  for (const std::optional<Framework>& framework : scopes) {
-    const RefinementScope scope = refinement_scope(framework, even);
+  for (const std::optional<launch::Framework>& framework : scopes) {
+    const launch::RefinementScope scope = launch::refinement_scope(framework, even);
     if (!scope.uneven_stages && even.pp > 1) continue;
     if (!free) free = assign_stages(costs, in_flight, full, bottleneck_limit);
     if (!free->feasible) break;
@@ -469,12 +469,12 @@ std::optional<Estimate> refine(const ModelSpec& model, const ClusterSpec& cluste
     // model chunk (Megatron's block N, N = 0 .. the most layers a chunk can hold) or over "every
     // layer or none". Those are among the per-stage counts, so each is feasible only if `free` is.
     std::optional<StageAssignment> chosen;
-    if (!full || scope.recompute == RefinementScope::Recompute::kPerStage ||
-        (framework && can_run(*framework, layout_of(*free), model, training, false))) {
+    if (!full || scope.recompute == launch::RefinementScope::Recompute::kPerStage ||
+        (framework && launch::can_run(*framework, layout_of(*free), model, training, false))) {
       chosen = free;
     } else {
       std::vector<int> counts{0, kAllLayers};
-      if (scope.recompute == RefinementScope::Recompute::kSameCountPerChunk)
+      if (scope.recompute == launch::RefinementScope::Recompute::kSameCountPerChunk)
         for (int n = 1; n < model.num_layers / even.vpp - (even.pp - 1); ++n) counts.push_back(n);
       // Each count's objective J >= m x its bottleneck, so beating the best so far needs a
       // bottleneck below J_best / m: the later counts are assigned under that cap.
@@ -632,11 +632,11 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
   // Among several frameworks, one that cannot build the model (torchtitan without a flavor of its
   // shape, T10) is not searched; named alone, it is (its launch says what to register).
   PlanOptions options = requested;
-  std::vector<FrameworkVerdict> not_searched;
+  std::vector<launch::FrameworkVerdict> not_searched;
   if (options.frameworks.size() > 1) {
-    std::vector<Framework> kept;
-    for (Framework f : options.frameworks) {
-      std::vector<std::string> why = model_refusals(f, model);
+    std::vector<launch::Framework> kept;
+    for (launch::Framework f : options.frameworks) {
+      std::vector<std::string> why = launch::model_refusals(f, model);
       if (why.empty()) kept.push_back(f);
       else not_searched.push_back({f, std::move(why)});
     }
@@ -850,7 +850,7 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
   for (std::size_t i = 0; i < survivors.size(); ++i)
     if (!costed[i] && !refined[i]) ++stats.pruned_time;
   result.plans = top.ranked();
-  for (Plan& p : result.plans) p.frameworks = framework_verdicts(p.estimate.config, model, training);
+  for (Plan& p : result.plans) p.frameworks = launch::framework_verdicts(p.estimate.config, model, training);
   stats.level2_s = seconds_since(level2_start);
 
   // --- Baselines and, when nothing fits, what would ---------------------------------------------------
@@ -859,7 +859,7 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const Traini
     result.expert = expert_baseline(model, cluster, training, options, calibration);
     result.three_axis = three_axis_baseline(model, cluster, training, options, calibration);
     for (Baseline* b : {&result.expert, &result.three_axis})
-      if (b->estimate) b->frameworks = framework_verdicts(b->estimate->config, model, training);
+      if (b->estimate) b->frameworks = launch::framework_verdicts(b->estimate->config, model, training);
   }
   if (result.plans.empty()) {
     // A constraint that meets the frameworks' limits is not a memory problem: the best of the whole

@@ -32,10 +32,10 @@ nlohmann::json plan_json(const Estimate& e) {
 }
 
 // "frameworks": the ones that can run it; "unsupported_by": {framework: [why, ...]} for the others.
-void add_frameworks(nlohmann::json& j, const std::vector<plan::FrameworkVerdict>& verdicts) {
+void add_frameworks(nlohmann::json& j, const std::vector<launch::FrameworkVerdict>& verdicts) {
   if (verdicts.empty()) return;
   nlohmann::json runs = nlohmann::json::array(), not_runs = nlohmann::json::object();
-  for (const plan::FrameworkVerdict& v : verdicts) {
+  for (const launch::FrameworkVerdict& v : verdicts) {
     if (v.reasons.empty()) runs.push_back(to_string(v.framework));
     else not_runs[to_string(v.framework)] = v.reasons;
   }
@@ -51,9 +51,9 @@ nlohmann::json baseline_json(const plan::Baseline& b) {
 }
 
 // Initials of the frameworks that can run it, "-" for the others, in kFrameworks order ("MT-").
-std::string runs_on(const std::vector<plan::FrameworkVerdict>& verdicts) {
+std::string runs_on(const std::vector<launch::FrameworkVerdict>& verdicts) {
   std::string out;
-  for (const plan::FrameworkVerdict& v : verdicts)
+  for (const launch::FrameworkVerdict& v : verdicts)
     out += v.reasons.empty() ? static_cast<char>(std::toupper(to_string(v.framework)[0])) : '-';
   return out;
 }
@@ -123,10 +123,10 @@ std::string why_slower(const Estimate& a, const Estimate& b) {
 }
 
 // "megatron, torchtitan or deepspeed", "torchtitan".
-std::string frameworks_in_words(const std::vector<plan::Framework>& frameworks) {
+std::string frameworks_in_words(const std::vector<launch::Framework>& frameworks) {
   std::vector<std::string> names;
   names.reserve(frameworks.size());
-  for (plan::Framework f : frameworks) names.push_back(to_string(f));
+  for (launch::Framework f : frameworks) names.push_back(to_string(f));
   if (names.size() <= 1) return names.empty() ? "" : names.front();
   const std::string last = names.back();
   names.pop_back();
@@ -208,11 +208,11 @@ nlohmann::json to_json(const plan::PlanResult& r) {
     if (r.three_axis.estimate) j["speedup_over_three_axis"] = r.three_axis.estimate->iteration_time_s / best;
   }
   nlohmann::json within = nlohmann::json::array();
-  for (plan::Framework f : r.searched_within) within.push_back(to_string(f));
+  for (launch::Framework f : r.searched_within) within.push_back(to_string(f));
   j["searched_within"] = within;  // [] : the whole space (--framework none)
   if (!r.not_searched.empty()) {
     nlohmann::json skipped = nlohmann::json::object();
-    for (const plan::FrameworkVerdict& v : r.not_searched) skipped[to_string(v.framework)] = v.reasons;
+    for (const launch::FrameworkVerdict& v : r.not_searched) skipped[to_string(v.framework)] = v.reasons;
     j["not_searched"] = skipped;  // framework -> why it cannot build the model
   }
   if (r.searched_within.size() == 1) j["framework"] = to_string(r.searched_within.front());
@@ -246,7 +246,7 @@ std::string format_plan(const plan::PlanResult& r, const ModelSpec& model, const
                        "ranks them too)\n\n",
                        within, s.unsupported, r.searched_within.size() == 1 ? "it cannot run" : "none of them runs");
 
-  for (const plan::FrameworkVerdict& v : r.not_searched)
+  for (const launch::FrameworkVerdict& v : r.not_searched)
     for (const std::string& why : v.reasons) out += fmt::format("not searched: {}: {}\n\n", to_string(v.framework), why);
 
   if (r.plans.empty() && r.best_unrunnable) {
@@ -255,7 +255,7 @@ std::string format_plan(const plan::PlanResult& r, const ModelSpec& model, const
     out += fmt::format("NO CONFIGURATION THAT {} RUNS AS PLANNED FITS within the constraints; configurations no such "
                        "framework runs do fit: the best, {} ({}), cannot run because\n",
                        within, compact_config(b.estimate.config), format_duration(b.estimate.iteration_time_s));
-    for (const plan::FrameworkVerdict& v : b.frameworks)
+    for (const launch::FrameworkVerdict& v : b.frameworks)
       if (std::find(r.searched_within.begin(), r.searched_within.end(), v.framework) != r.searched_within.end())
         for (const std::string& why : v.reasons) out += fmt::format("  not {}: {}\n", to_string(v.framework), why);
     out += "--framework none ranks such plans; or relax the --fix/--allow/--max that rule out what the frameworks run\n";
@@ -293,12 +293,12 @@ std::string format_plan(const plan::PlanResult& r, const ModelSpec& model, const
                      level1_text(winner), format_duration(best->iteration_time_s));
   // Which frameworks can run it, and why the others cannot.
   std::vector<std::string> runs;
-  for (const plan::FrameworkVerdict& v : winner.frameworks)
+  for (const launch::FrameworkVerdict& v : winner.frameworks)
     if (v.reasons.empty()) runs.push_back(to_string(v.framework));
   if (!winner.frameworks.empty())
     out += fmt::format("  runs on: {}\n", runs.empty() ? std::string("none of megatron, torchtitan, deepspeed as planned")
                                                           : fmt::format("{}", fmt::join(runs, ", ")));
-  for (const plan::FrameworkVerdict& v : winner.frameworks)
+  for (const launch::FrameworkVerdict& v : winner.frameworks)
     for (const std::string& why : v.reasons) out += fmt::format("  not {}: {}\n", to_string(v.framework), why);
   // The estimate report from its figures on (its header repeats what is above).
   const std::string details = format_estimate(*best, model, cluster, training);

@@ -1,15 +1,16 @@
 // `paratune plan --emit X` end to end: every plan it prints is one X can run
-// (plan/framework_support.h); without --emit each plan lists the frameworks that can.
+// (launch/framework_support.h); without --emit each plan lists the frameworks that can.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "../cli/cli_util.h"
-#include "paratune/plan/framework_support.h"
+#include "paratune/launch/framework_support.h"
 #include "paratune/spec/io.h"
 
 namespace paratune::plan {
 namespace {
 
+using launch::Framework;
 using paratune::testing::Result;
 using paratune::testing::run;
 

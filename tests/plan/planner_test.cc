@@ -12,15 +12,18 @@
 #include <set>
 
 #include "paratune/cost/stage_model.h"
+#include "paratune/launch/launch.h"
 #include "paratune/plan/ranking.h"
 #include "paratune/plan/stage_assignment.h"
-#include "paratune/report/launch.h"
-#include "paratune/report/launch.h"
 #include "paratune/report/plan_report.h"
 #include "paratune/spec/io.h"
 
 namespace paratune::plan {
 namespace {
+
+using launch::Framework;
+using launch::kFrameworks;
+using launch::LaunchSettings;
 
 struct Scenario {
   ModelSpec model;

@@ -23,7 +23,7 @@ struct Fixture {
     p.level1 = level1;
     p.level1_time_s = level1_time_s;
     p.lower_bound_s = p.estimate.iteration_time_s / 2;
-    p.frameworks = plan::framework_verdicts(p.estimate.config, model, training);
+    p.frameworks = launch::framework_verdicts(p.estimate.config, model, training);
     return p;
   }
 };
@@ -69,11 +69,11 @@ TEST(PlanReport, SaysWhichFrameworksRunEachPlan) {
   EXPECT_EQ(j["plans"][1]["frameworks"], nlohmann::json({"megatron", "torchtitan"}));
   EXPECT_FALSE(j.contains("framework"));  // searched within all three
   EXPECT_EQ(j["searched_within"], nlohmann::json::array());
-  r.searched_within = {plan::Framework::kMegatron};
+  r.searched_within = {launch::Framework::kMegatron};
   EXPECT_EQ(to_json(r)["framework"], "megatron");
   EXPECT_NE(format_plan(r, f.model, f.cluster, f.training).find("only plans megatron runs as planned"),
             std::string::npos);
-  r.searched_within = {plan::kFrameworks.begin(), plan::kFrameworks.end()};
+  r.searched_within = {launch::kFrameworks.begin(), launch::kFrameworks.end()};
   EXPECT_EQ(to_json(r)["searched_within"], nlohmann::json({"megatron", "torchtitan", "deepspeed"}));
   EXPECT_NE(format_plan(r, f.model, f.cluster, f.training)
                 .find("only plans megatron, torchtitan or deepspeed runs as planned"),

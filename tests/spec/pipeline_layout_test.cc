@@ -10,7 +10,7 @@
 #include "paratune/calib/published_runs.h"
 #include "paratune/cost/estimate.h"
 #include "paratune/cost/model_stats.h"
-#include "paratune/report/launch.h"
+#include "paratune/launch/launch.h"
 #include "paratune/spec/io.h"
 #include "paratune/spec/parallel.h"
 #include "paratune/spec/presets.h"
@@ -197,8 +197,8 @@ TEST(MultiTokenPrediction, MegatronLaunchCarriesTheLayoutAndMtp) {
   const ClusterSpec cluster = testing::dgx_h100(1);
   const TrainingSpec training = testing::training(2048, 64);
   const ParallelConfig p = resolve(parse_parallel_config("dp=4,pp=2,vpp=2,layout=Et*3|t|t*2|t*2mL"), m, cluster, training);
-  const LaunchTarget target{.nodes = 1, .gpus_per_node = 8, .gpu = cluster.gpu.name};
-  const LaunchSettings l = launch_settings(Framework::kMegatron, p, m, training, target);
+  const launch::LaunchTarget target{.nodes = 1, .gpus_per_node = 8, .gpu = cluster.gpu.name};
+  const launch::LaunchSettings l = launch::launch_settings(launch::Framework::kMegatron, p, m, training, target);
   EXPECT_NE(l.text.find("--pipeline-model-parallel-layout \"Et*3|t|t*2|t*2mL\""), std::string::npos) << l.text;
   EXPECT_NE(l.text.find("--mtp-num-layers 1"), std::string::npos) << l.text;
   // The layout sets vpp itself (R13.4): no vpp flag beside it.
@@ -206,11 +206,11 @@ TEST(MultiTokenPrediction, MegatronLaunchCarriesTheLayoutAndMtp) {
   EXPECT_TRUE(l.cannot_express.empty()) << l.cannot_express.front();
   // Without a layout, Megatron puts MTP on the last stage by itself: only the flag.
   const ParallelConfig even = resolve(parse_parallel_config("dp=4,pp=2"), m, cluster, training);
-  const LaunchSettings e = launch_settings(Framework::kMegatron, even, m, training, target);
+  const launch::LaunchSettings e = launch::launch_settings(launch::Framework::kMegatron, even, m, training, target);
   EXPECT_NE(e.text.find("--mtp-num-layers 1"), std::string::npos);
   EXPECT_EQ(e.text.find("--pipeline-model-parallel-layout"), std::string::npos);
   // torchtitan has no MTP: stated, not silently dropped.
-  const LaunchSettings tt = launch_settings(Framework::kTorchtitan, even, m, training, target);
+  const launch::LaunchSettings tt = launch::launch_settings(launch::Framework::kTorchtitan, even, m, training, target);
   std::string lines;
   for (const std::string& line : tt.cannot_express) lines += line + "\n";
   EXPECT_NE(lines.find("mtp_layers=1: torchtitan"), std::string::npos) << lines;

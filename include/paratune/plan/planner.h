@@ -17,7 +17,7 @@
 //
 // Plans are ranked by plan/ranking.h: predicted time, then simpler configuration first among
 // times equal within 1e-9 relative. Only what one of PlanOptions::frameworks can run is searched
-// (plan/framework_support.h; by default any of the three): level 1 skips the candidates none of them
+// (launch/framework_support.h; by default any of the three): level 1 skips the candidates none of them
 // runs, level 2 chooses only layouts and recompute counts one of them can express.
 #pragma once
 
@@ -29,7 +29,7 @@
 
 #include "paratune/cost/calibration.h"
 #include "paratune/cost/estimate.h"
-#include "paratune/plan/framework_support.h"
+#include "paratune/launch/framework_support.h"
 #include "paratune/plan/space.h"
 
 namespace paratune::plan {
@@ -81,7 +81,7 @@ struct PlanOptions {
   // recompute count per model chunk for Megatron-LM, even stages for DeepSpeed's pipeline). With one
   // framework, the baselines take its nearest expression of their rule. Empty (`--framework none`):
   // the model's whole space; every plan still says which frameworks run it (perhaps none).
-  std::vector<Framework> frameworks{kFrameworks.begin(), kFrameworks.end()};
+  std::vector<launch::Framework> frameworks{launch::kFrameworks.begin(), launch::kFrameworks.end()};
   // Where plan() counts its progress for a display on another thread; null: nowhere. Not owned: it
   // must outlive the call.
   PlanProgress* progress = nullptr;
@@ -121,19 +121,19 @@ struct Plan {
   double level1_time_s = std::numeric_limits<double>::infinity();
   Level1 level1 = Level1::kTimed;
   double lower_bound_s = 0;
-  std::vector<FrameworkVerdict> frameworks;  // which frameworks can run it, and why not (all three)
+  std::vector<launch::FrameworkVerdict> frameworks;  // which frameworks can run it, and why not (all three)
 };
 
 struct Baseline {
   std::string rule;                 // how it was chosen, in words
   std::optional<Estimate> estimate; // none: no configuration of the rule fits
-  std::vector<FrameworkVerdict> frameworks;  // for the estimate's configuration
+  std::vector<launch::FrameworkVerdict> frameworks;  // for the estimate's configuration
 };
 
 struct PlanResult {
-  std::vector<Framework> searched_within;  // PlanOptions::frameworks (empty: the whole space) that
+  std::vector<launch::Framework> searched_within;  // PlanOptions::frameworks (empty: the whole space) that
                                            // can build the model
-  std::vector<FrameworkVerdict> not_searched;  // of PlanOptions::frameworks, those that cannot (why)
+  std::vector<launch::FrameworkVerdict> not_searched;  // of PlanOptions::frameworks, those that cannot (why)
   std::vector<Plan> plans;  // fitting, best first, at most `top`
   Baseline expert, three_axis;
   SearchStats stats;

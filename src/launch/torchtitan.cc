@@ -13,17 +13,15 @@
 #include <optional>
 #include <string_view>
 
-#include "launch_emitters.h"
-#include "paratune/report/launch_check.h"
+#include "emitters.h"
+#include "paratune/launch/schema_check.h"
 #include "paratune/sim/schedule.h"
 #include "paratune/spec/error.h"
 
-namespace paratune {
+namespace paratune::launch {
 namespace detail {
 std::string framework_schema_text(std::string_view name);  // generated: framework_schemas.cc
-}  // namespace detail
 
-namespace launch_detail {
 namespace {
 
 constexpr std::string_view kTomlHeredocOpen = "<<'TOML'\n";
@@ -457,12 +455,12 @@ LaunchSettings torchtitan(const ParallelConfig& p, const TrainingSpec& training,
   return out;
 }
 
-}  // namespace launch_detail
+}  // namespace detail
 
 std::optional<std::string> torchtitan_model_refusal(const ModelSpec& model) {
-  const launch_detail::TorchtitanModel tt = launch_detail::torchtitan_model(model);
+  const detail::TorchtitanModel tt = detail::torchtitan_model(model);
   if (tt.registered) return std::nullopt;
-  return launch_detail::unregistered_model_line(model, tt, framework_versions(plan::Framework::kTorchtitan).front());
+  return detail::unregistered_model_line(model, tt, framework_versions(Framework::kTorchtitan).front());
 }
 
-}  // namespace paratune
+}  // namespace paratune::launch

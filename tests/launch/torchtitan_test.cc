@@ -1,4 +1,4 @@
-// The torchtitan launch (report/launch.h, src/report/launch_torchtitan.cc): a bash script that
+// The torchtitan launch (launch/launch.h, src/launch/torchtitan.cc): a bash script that
 // writes a complete TOML job file for torchtitan v0.2.2 and runs torchtitan.train under torchrun or
 // srun + torchrun. The job file passes the key schema, names a registered model flavor with the
 // model's shape (or says that none has it), and the script runs with only the placeholders set.
@@ -14,16 +14,14 @@
 #include <sstream>
 
 #include "../support/test_files.h"
-#include "paratune/report/launch.h"
-#include "paratune/report/launch_check.h"
+#include "paratune/launch/launch.h"
+#include "paratune/launch/schema_check.h"
 #include "paratune/spec/io.h"
 
-namespace paratune {
+namespace paratune::launch {
 namespace {
 
 using paratune::testing::read_file;
-
-using plan::Framework;
 
 // The job file in the script: the text of its quoted heredoc, `<<'TOML'` to the line `TOML`.
 std::string job_file(const std::string& script) {
@@ -96,8 +94,8 @@ bool torchtitan_mentions(const std::vector<std::string>& lines, const std::strin
 TEST(LaunchTorchtitan, GoldenScript) {
   const Scene s = scene(load_model("llama3.1-70b"), "dgx-h100:8", 8192, 128,
                         "dp=4,tp=4,pp=4,vpp=5,mbs=1,sp=true,zero=3,tp_comm_overlap=true,recompute=selective");
-  ASSERT_TRUE(plan::can_run(Framework::kTorchtitan, s.plan, s.model, s.training))
-      << plan::unsupported_reasons(Framework::kTorchtitan, s.plan, s.model, s.training).front();
+  ASSERT_TRUE(can_run(Framework::kTorchtitan, s.plan, s.model, s.training))
+      << unsupported_reasons(Framework::kTorchtitan, s.plan, s.model, s.training).front();
   const LaunchSettings l = launch(s);
   EXPECT_TRUE(l.cannot_express.empty()) << l.cannot_express.front();
   const std::string path = std::string(PARATUNE_SOURCE_DIR) + "/tests/golden/torchtitan_llama3.1-70b_64xh100.sh";
@@ -141,8 +139,8 @@ TEST(LaunchTorchtitan, EveryJobFileIsCompleteAndPassesTheSchema) {
     Scene s = scene(c.model, c.cluster, c.seq_len, c.global_batch, c.config);
     s.training.precision = c.precision;
     s.training.fp8_recipe = c.recipe;
-    ASSERT_TRUE(plan::can_run(Framework::kTorchtitan, s.plan, s.model, s.training))
-        << c.config << ": " << plan::unsupported_reasons(Framework::kTorchtitan, s.plan, s.model, s.training).front();
+    ASSERT_TRUE(can_run(Framework::kTorchtitan, s.plan, s.model, s.training))
+        << c.config << ": " << unsupported_reasons(Framework::kTorchtitan, s.plan, s.model, s.training).front();
     LaunchSettings l;
     ASSERT_NO_THROW(l = launch(s)) << c.model.name << " " << c.config;
     ++launches;
@@ -251,7 +249,7 @@ TEST(LaunchTorchtitan, StagesNameEveryLayerOnce) {
       scene(llama8, "dgx-h100:1", 8192, 64, "dp=2,pp=4,vpp=2,mbs=1,zero=3,stage_layers=6/10/10/6"),
       scene(llama8, "dgx-h100:1", 8192, 64, "dp=2,pp=4,mbs=1,zero=3,stage_layers=5/9/9/9")};
   for (const Scene& s : scenes) {
-    ASSERT_TRUE(plan::can_run(Framework::kTorchtitan, s.plan, s.model, s.training)) << to_string(s.plan);
+    ASSERT_TRUE(can_run(Framework::kTorchtitan, s.plan, s.model, s.training)) << to_string(s.plan);
     const std::string parts = parse(job_file(launch(s).text)).at("parallelism", "module_fqns_per_model_part");
     ASSERT_FALSE(parts.empty()) << to_string(s.plan);
     std::vector<int> layers;
@@ -277,7 +275,7 @@ TEST(LaunchTorchtitan, ZeroBubbleAndVShapedSchedulesKeepTheirStageOrder) {
       {"dp=2,pp=4,vpp=2,mbs=1,zero=3,schedule=interleaved-zb", "\"InterleavedZeroBubble\""}};
   for (const auto& [config, name] : cases) {
     const Scene s = scene(llama8, "dgx-h100:1", 8192, 64, config);
-    ASSERT_TRUE(plan::can_run(Framework::kTorchtitan, s.plan, s.model, s.training)) << config;
+    ASSERT_TRUE(can_run(Framework::kTorchtitan, s.plan, s.model, s.training)) << config;
     const Toml job = parse(job_file(launch(s).text));
     EXPECT_EQ(job.at("parallelism", "pipeline_parallel_schedule"), name) << config;
     const std::string parts = job.at("parallelism", "module_fqns_per_model_part");
@@ -305,8 +303,8 @@ TEST(LaunchTorchtitan, ZeroBubbleAndVShapedSchedulesKeepTheirStageOrder) {
   }
   // DualPipe's two directions and parameter copies: torchtitan runs none of that.
   const Scene dual = scene(llama8, "dgx-h100:1", 8192, 64, "dp=2,pp=4,mbs=1,zero=3,schedule=dualpipe");
-  EXPECT_FALSE(plan::can_run(Framework::kTorchtitan, dual.plan, dual.model, dual.training));
-  EXPECT_FALSE(plan::can_run(Framework::kMegatron, dual.plan, dual.model, dual.training));
+  EXPECT_FALSE(can_run(Framework::kTorchtitan, dual.plan, dual.model, dual.training));
+  EXPECT_FALSE(can_run(Framework::kMegatron, dual.plan, dual.model, dual.training));
 }
 
 TEST(LaunchTorchtitan, ModelsMapToRegisteredFlavors) {
@@ -377,4 +375,4 @@ TEST(LaunchTorchtitan, ModelsMapToRegisteredFlavors) {
 }
 
 }  // namespace
-}  // namespace paratune
+}  // namespace paratune::launch

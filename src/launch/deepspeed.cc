@@ -16,11 +16,11 @@
 #include <numeric>
 #include <optional>
 
-#include "launch_emitters.h"
-#include "paratune/report/launch_check.h"
+#include "emitters.h"
+#include "paratune/launch/schema_check.h"
 #include "paratune/spec/error.h"
 
-namespace paratune::launch_detail {
+namespace paratune::launch::detail {
 namespace {
 
 constexpr const char* kJsonHeredocOpen = "<<'JSON'\n";
@@ -301,4 +301,4 @@ LaunchSettings deepspeed(const ParallelConfig& p, const TrainingSpec& training, 
   return out;
 }
 
-}  // namespace paratune::launch_detail
+}  // namespace paratune::launch::detail

@@ -1,5 +1,5 @@
 // Megatron-LM's validation rules (data/frameworks/megatron-lm-rules.md) checked on an emitted
-// launch: not the flag schema (check_megatron_args in paratune/report/launch_check.h does that) but
+// launch: not the flag schema (check_megatron_args in paratune/launch/schema_check.h does that) but
 // the combinations that validate_args, TransformerConfig and the process-group / microbatch setup
 // refuse. Only rules the rules file states precisely are encoded; the machine is taken to be
 // Hopper (arch 9), as the file's cases were run.
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace paratune {
+namespace paratune::launch {
 
 // Rules of data/frameworks/megatron-lm-rules.md that Megatron-LM's validate_args and
 // TransformerConfig enforce, checked on an argument list ("--flag value ..." entries, as
@@ -22,4 +22,4 @@ namespace paratune {
 std::vector<std::string> check_megatron_rules(const std::vector<std::string>& args, std::int64_t world_size,
                                               const std::map<std::string, std::string>& environment);
 
-}  // namespace paratune
+}  // namespace paratune::launch

@@ -9,12 +9,12 @@
 #include <map>
 #include <optional>
 
-#include "launch_emitters.h"
-#include "paratune/report/launch_check.h"
-#include "paratune/report/megatron_rules.h"
+#include "emitters.h"
+#include "paratune/launch/megatron_rules.h"
+#include "paratune/launch/schema_check.h"
 #include "paratune/spec/error.h"
 
-namespace paratune::launch_detail {
+namespace paratune::launch::detail {
 namespace {
 
 // --pipeline-model-parallel-layout (R13): the configuration's own layout when it has one; else
@@ -253,11 +253,11 @@ LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, c
   if (p.recompute == RecomputeMode::kSelective) {
     arg("--recompute-granularity selective");
     // Megatron's default module list is core_attn (R19.4); any other set is stated, space-separated
-    // (the empty set cannot be: plan/framework_support.cc refuses it).
+    // (the empty set cannot be: megatron_support.cc refuses it).
     if (p.recompute_modules != kDefaultRecomputeModules)
       arg(fmt::format("--recompute-modules {}", fmt::join(recompute_module_names(p.recompute_modules), " ")));
   }
-  // Activation offload (R19.8; module names as Megatron-Core's, plan/framework_support.cc admits
+  // Activation offload (R19.8; module names as Megatron-Core's, megatron_support.cc admits
   // the set). Transformer Engine >= 2.10 must be told not to offload weights (environment below).
   if (p.offload_modules != 0) {
     arg("--fine-grained-activation-offloading");
@@ -316,7 +316,7 @@ LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, c
   if (const std::vector<std::string> problems = check_megatron_args(args, version); !problems.empty())
     throw Error(fmt::format("internal error: the Megatron-LM {} launch breaks the flag schema: {}", version,
                             fmt::join(problems, "; ")));
-  // And every combination validate_args / TransformerConfig check (report/megatron_rules.h); R6.1
+  // And every combination validate_args / TransformerConfig check (launch/megatron_rules.h); R6.1
   // binds GPUs before Blackwell only, where the script sets the variable.
   std::map<std::string, std::string> env;
   const bool connections_set = std::any_of(environment.begin(), environment.end(), [](const std::string& e) {
@@ -335,4 +335,4 @@ LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, c
 }
 
 
-}  // namespace paratune::launch_detail
+}  // namespace paratune::launch::detail

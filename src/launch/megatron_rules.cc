@@ -1,6 +1,6 @@
-// Megatron-LM's validation rules on an argument list (paratune/report/megatron_rules.h). Rule ids
+// Megatron-LM's validation rules on an argument list (paratune/launch/megatron_rules.h). Rule ids
 // and citations refer to data/frameworks/megatron-lm-rules.md.
-#include "paratune/report/megatron_rules.h"
+#include "paratune/launch/megatron_rules.h"
 
 #include <fmt/format.h>
 
@@ -10,9 +10,9 @@
 #include <optional>
 #include <set>
 
-#include "paratune/report/launch_check.h"
+#include "paratune/launch/schema_check.h"
 
-namespace paratune {
+namespace paratune::launch {
 namespace {
 
 std::optional<long long> to_int(const std::string& s) {
@@ -573,4 +573,4 @@ std::vector<std::string> check_megatron_rules(const std::vector<std::string>& ar
   return v;
 }
 
-}  // namespace paratune
+}  // namespace paratune::launch

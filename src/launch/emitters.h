@@ -1,16 +1,16 @@
-// The three emitters behind launch_settings (report/launch.h), one file each: launch_megatron.cc,
-// launch_torchtitan.cc, launch_deepspeed.cc. Each writes the complete launch for its framework at
+// The three emitters behind launch_settings (launch/launch.h), one file each: megatron.cc,
+// torchtitan.cc, deepspeed.cc. Each writes the complete launch for its framework at
 // `version` (commit: where that version's schema was read) and checks what it wrote against the
-// schema (report/launch_check.h) before returning; launch.cc adds what framework_support says the
+// schema (launch/schema_check.h) before returning; launch.cc adds what framework_support says the
 // framework cannot run. Internal.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "paratune/report/launch.h"
+#include "paratune/launch/launch.h"
 
-namespace paratune::launch_detail {
+namespace paratune::launch::detail {
 
 inline bool all_equal(const std::vector<int>& v) { return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) == v.end(); }
 
@@ -37,4 +37,4 @@ LaunchSettings torchtitan(const ParallelConfig& p, const TrainingSpec& training,
 LaunchSettings deepspeed(const ParallelConfig& p, const TrainingSpec& training, const ModelSpec& model,
                          const LaunchTarget& target, const std::string& version, const std::string& commit);
 
-}  // namespace paratune::launch_detail
+}  // namespace paratune::launch::detail

@@ -1,6 +1,6 @@
-// Megatron-LM's validation rules (report/megatron_rules.h) against the cases that were run through
+// Megatron-LM's validation rules (launch/megatron_rules.h) against the cases that were run through
 // Megatron's own argparse, validate_args and TransformerConfig (data/frameworks).
-#include "paratune/report/megatron_rules.h"
+#include "paratune/launch/megatron_rules.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -10,7 +10,7 @@
 #include <iostream>
 #include <set>
 
-namespace paratune {
+namespace paratune::launch {
 namespace {
 
 nlohmann::json megatron_shared_cases(const char* name) {
@@ -135,4 +135,4 @@ TEST(MegatronRules, ActivationOffload) {
 }
 
 }  // namespace
-}  // namespace paratune
+}  // namespace paratune::launch

@@ -1,5 +1,8 @@
 // Launch settings for a plan in the frameworks people run: Megatron-LM arguments, a torchtitan
 // TOML fragment, a DeepSpeed config. What a framework cannot express is listed, not dropped.
+// The launch module keeps each framework's parts together: what it runs as planned
+// (framework_support.h; src/launch/<framework>_support.cc), its emitter (src/launch/<framework>.cc)
+// and the checks of what it emits (schema_check.h; megatron_rules.h for Megatron-LM).
 #pragma once
 
 #include <optional>
@@ -7,18 +10,16 @@
 #include <vector>
 
 #include "paratune/cost/estimate.h"
-#include "paratune/plan/framework_support.h"
+#include "paratune/launch/framework_support.h"
 
-namespace paratune {
-
-using plan::Framework;  // its name table is the one `--emit` parses
+namespace paratune::launch {
 
 struct LaunchSettings {
   std::string text;                         // ready to paste
   std::vector<std::string> cannot_express;  // parts of the plan the framework has no setting for
 };
 
-// Where the launch runs: the framework version (report/launch_check.h framework_versions(); empty =
+// Where the launch runs: the framework version (launch/schema_check.h framework_versions(); empty =
 // the newest paratune has), and the cluster's shape for the launcher and the architecture rules.
 struct LaunchTarget {
   std::string version;
@@ -34,7 +35,7 @@ LaunchSettings launch_settings(Framework framework, const ParallelConfig& plan, 
 
 // Why torchtitan, at the version paratune has the facts of, cannot build `model`, or none: it builds
 // a model only from a registered flavor of its shape (T10); the reason names the flavor to register
-// and where. plan/framework_support.h counts it among torchtitan's reasons.
+// and where. launch/framework_support.h counts it among torchtitan's reasons.
 std::optional<std::string> torchtitan_model_refusal(const ModelSpec& model);
 
-}  // namespace paratune
+}  // namespace paratune::launch

@@ -1,6 +1,6 @@
-// Emitted launches against the frameworks' schemas (paratune/report/launch_check.h). The schema
+// Emitted launches against the frameworks' schemas (paratune/launch/schema_check.h). The schema
 // texts are compiled in (cmake/embed_schemas.cmake); rule ids refer to data/frameworks.
-#include "paratune/report/launch_check.h"
+#include "paratune/launch/schema_check.h"
 
 #include <fmt/format.h>
 
@@ -12,26 +12,26 @@
 
 #include "paratune/spec/error.h"
 
-namespace paratune {
+namespace paratune::launch {
 namespace detail {
 std::string framework_schema_text(std::string_view name);  // generated: framework_schemas.cc
 }  // namespace detail
 
 namespace {
 
-const char* schema_name(plan::Framework f) {
+const char* schema_name(Framework f) {
   switch (f) {
-    case plan::Framework::kMegatron: return "megatron-lm";
-    case plan::Framework::kTorchtitan: return "torchtitan";
-    case plan::Framework::kDeepSpeed: return "deepspeed";
+    case Framework::kMegatron: return "megatron-lm";
+    case Framework::kTorchtitan: return "torchtitan";
+    case Framework::kDeepSpeed: return "deepspeed";
   }
   return "";
 }
 
-const nlohmann::json& schema(plan::Framework f) {
-  static const std::map<plan::Framework, nlohmann::json> schemas = [] {
-    std::map<plan::Framework, nlohmann::json> out;
-    for (plan::Framework g : plan::kFrameworks) out[g] = nlohmann::json::parse(detail::framework_schema_text(schema_name(g)));
+const nlohmann::json& schema(Framework f) {
+  static const std::map<Framework, nlohmann::json> schemas = [] {
+    std::map<Framework, nlohmann::json> out;
+    for (Framework g : kFrameworks) out[g] = nlohmann::json::parse(detail::framework_schema_text(schema_name(g)));
     return out;
   }();
   return schemas.at(f);
@@ -93,7 +93,7 @@ std::vector<std::string> launch_arg_words(const std::string& arg) {
   return out;
 }
 
-std::vector<std::string> framework_versions(plan::Framework framework) {
+std::vector<std::string> framework_versions(Framework framework) {
   std::vector<std::string> out;
   for (const auto& [version, info] : schema(framework).at("versions").items()) {
     if (info.value("default", false)) out.insert(out.begin(), version);
@@ -105,7 +105,7 @@ std::vector<std::string> framework_versions(plan::Framework framework) {
 FrameworkTarget parse_framework_target(std::string_view text) {
   const std::size_t at = text.find('@');
   FrameworkTarget t;
-  t.framework = parse_enum<plan::Framework>(text.substr(0, at));
+  t.framework = parse_enum<Framework>(text.substr(0, at));
   const std::vector<std::string> versions = framework_versions(t.framework);
   if (at == std::string_view::npos) {
     t.version = versions.front();
@@ -118,8 +118,8 @@ FrameworkTarget parse_framework_target(std::string_view text) {
   return t;
 }
 
-std::vector<plan::Framework> parse_searched_frameworks(std::string_view text) {
-  if (text == "any") return {plan::kFrameworks.begin(), plan::kFrameworks.end()};
+std::vector<Framework> parse_searched_frameworks(std::string_view text) {
+  if (text == "any") return {kFrameworks.begin(), kFrameworks.end()};
   if (text == "none") return {};
   try {
     return {parse_framework_target(text).framework};
@@ -136,7 +136,7 @@ std::string framework_commit(const FrameworkTarget& target) {
 }
 
 std::vector<std::string> check_megatron_args(const std::vector<std::string>& args, const std::string& version) {
-  const nlohmann::json& s = schema(plan::Framework::kMegatron);
+  const nlohmann::json& s = schema(Framework::kMegatron);
   const nlohmann::json& info = s.at("versions").at(version);
   const std::set<std::string> absent = info.contains("absent") ? info.at("absent").get<std::set<std::string>>()
                                                                : std::set<std::string>{};
@@ -175,8 +175,8 @@ std::vector<std::string> check_megatron_args(const std::vector<std::string>& arg
 }
 
 std::vector<std::string> check_torchtitan_toml(const std::string& toml, const std::string& version) {
-  const nlohmann::json& keys = schema(plan::Framework::kTorchtitan).at("keys");
-  (void)schema(plan::Framework::kTorchtitan).at("versions").at(version);
+  const nlohmann::json& keys = schema(Framework::kTorchtitan).at("keys");
+  (void)schema(Framework::kTorchtitan).at("versions").at(version);
   std::vector<std::string> problems;
   std::string table;
   std::set<std::string> seen;
@@ -228,8 +228,8 @@ std::vector<std::string> check_torchtitan_toml(const std::string& toml, const st
 }
 
 std::vector<std::string> check_deepspeed_config(const nlohmann::json& config, const std::string& version) {
-  const nlohmann::json& keys = schema(plan::Framework::kDeepSpeed).at("keys");
-  (void)schema(plan::Framework::kDeepSpeed).at("versions").at(version);
+  const nlohmann::json& keys = schema(Framework::kDeepSpeed).at("keys");
+  (void)schema(Framework::kDeepSpeed).at("versions").at(version);
   std::vector<std::string> problems;
   std::function<void(const nlohmann::json&, const std::string&)> walk = [&](const nlohmann::json& j,
                                                                             const std::string& prefix) {
@@ -263,4 +263,4 @@ std::vector<std::string> check_deepspeed_config(const nlohmann::json& config, co
   return problems;
 }
 
-}  // namespace paratune
+}  // namespace paratune::launch

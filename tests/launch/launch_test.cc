@@ -1,7 +1,7 @@
-// Emitted launches (report/launch.h) against the frameworks' schemas (report/launch_check.h): the
+// Emitted launches (launch/launch.h) against the frameworks' schemas (launch/schema_check.h): the
 // checker catches what each framework's loader refuses, and every launch paratune emits for a
 // matrix of plans passes it, with the flags a run needs.
-#include "paratune/report/launch.h"
+#include "paratune/launch/launch.h"
 
 #include <gtest/gtest.h>
 
@@ -9,13 +9,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "paratune/report/launch_check.h"
+#include "paratune/launch/schema_check.h"
 #include "paratune/spec/io.h"
 
-namespace paratune {
+namespace paratune::launch {
 namespace {
-
-using plan::Framework;
 
 bool mentions(const std::vector<std::string>& problems, const std::string& what) {
   for (const std::string& p : problems)
@@ -159,8 +157,8 @@ TEST(Launch, EveryEmittedLaunchPassesItsSchema) {
     t.precision = c.precision;
     const ParallelConfig p = resolve(parse_parallel_config(c.config), model, cluster, t);
     const LaunchTarget target{.nodes = cluster.nodes, .gpus_per_node = cluster.gpus_per_node, .gpu = cluster.gpu.name};
-    for (Framework f : plan::kFrameworks) {
-      if (!plan::can_run(f, p, model, t)) continue;
+    for (Framework f : kFrameworks) {
+      if (!can_run(f, p, model, t)) continue;
       LaunchSettings l;
       ASSERT_NO_THROW(l = launch_settings(f, p, model, t, target)) << to_string(f) << " " << c.model << " " << c.config;
       if (f != Framework::kMegatron) continue;
@@ -218,9 +216,9 @@ TEST(Launch, MegatronCarriesTheActivationOffload) {
   const ParallelConfig p = s.resolved(
       "dp=16,ep=8,mbs=1,zero=1,recompute=selective,recompute_modules=moe_act+layernorm,"
       "offload_modules=core_attn+attn_proj+expert_fc1");
-  ASSERT_TRUE(plan::can_run(Framework::kMegatron, p, s.model, s.t));
-  EXPECT_FALSE(plan::can_run(Framework::kTorchtitan, p, s.model, s.t));
-  EXPECT_FALSE(plan::can_run(Framework::kDeepSpeed, p, s.model, s.t));
+  ASSERT_TRUE(can_run(Framework::kMegatron, p, s.model, s.t));
+  EXPECT_FALSE(can_run(Framework::kTorchtitan, p, s.model, s.t));
+  EXPECT_FALSE(can_run(Framework::kDeepSpeed, p, s.model, s.t));
   const std::string text = launch_settings(Framework::kMegatron, p, s.model, s.t, s.target).text;
   EXPECT_NE(text.find("--fine-grained-activation-offloading"), std::string::npos) << text;
   EXPECT_NE(text.find("--offload-modules core_attn attn_proj expert_fc1"), std::string::npos) << text;
@@ -253,4 +251,4 @@ TEST(Launch, MegatronGoldenScript) {
 }
 
 }  // namespace
-}  // namespace paratune
+}  // namespace paratune::launch

@@ -11,24 +11,24 @@
 #include <string_view>
 #include <vector>
 
-#include "paratune/plan/framework_support.h"
+#include "paratune/launch/framework_support.h"
 
-namespace paratune {
+namespace paratune::launch {
 
 // A framework at a version: "megatron", "megatron@core_v0.19.0", "torchtitan@v0.2.2".
 struct FrameworkTarget {
-  plan::Framework framework = plan::Framework::kMegatron;
+  Framework framework = Framework::kMegatron;
   std::string version;  // one of framework_versions(framework)
 };
 
 // The versions whose schema paratune has, the default (newest) first.
-std::vector<std::string> framework_versions(plan::Framework framework);
+std::vector<std::string> framework_versions(Framework framework);
 // Parses NAME[@VERSION]; without a version, the default. Throws Error naming the known versions.
 FrameworkTarget parse_framework_target(std::string_view text);
 std::string to_string(const FrameworkTarget& target);  // "megatron@0.20.0-dev"
 // What `plan --framework` searches within: "any" -> the three, "none" -> {} (the whole space),
 // NAME[@VERSION] -> {NAME} (the version checked as parse_framework_target does). Throws Error.
-std::vector<plan::Framework> parse_searched_frameworks(std::string_view text);
+std::vector<Framework> parse_searched_frameworks(std::string_view text);
 // The commit a version was read at (for the emitted header).
 std::string framework_commit(const FrameworkTarget& target);
 
@@ -46,4 +46,4 @@ std::vector<std::string> check_torchtitan_toml(const std::string& toml, const st
 // Problems of a ds_config: every key known at the version, with its type and choices (rule D0).
 std::vector<std::string> check_deepspeed_config(const nlohmann::json& config, const std::string& version);
 
-}  // namespace paratune
+}  // namespace paratune::launch

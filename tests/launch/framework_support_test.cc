@@ -1,6 +1,6 @@
-// What each framework can run (plan/framework_support.h), rule by rule, and the planner restricted
+// What each framework can run (launch/framework_support.h), rule by rule, and the planner restricted
 // to one framework (PlanOptions::framework, `plan --emit`).
-#include "paratune/plan/framework_support.h"
+#include "paratune/launch/framework_support.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -8,29 +8,29 @@
 #include <regex>
 
 #include "paratune/cost/model_stats.h"
+#include "paratune/launch/launch.h"
 #include "paratune/plan/planner.h"
-#include "paratune/report/launch.h"
 #include "paratune/report/plan_report.h"
 #include "paratune/spec/io.h"
 #include "paratune/spec/presets.h"
 
-namespace paratune::plan {
+namespace paratune::launch {
 namespace {
 
-struct Scene {
+struct FrameworkScene {
   ModelSpec model;
   ClusterSpec cluster;
   TrainingSpec training;
 };
 
-Scene llama8b(int nodes = 1) {
+FrameworkScene llama8b(int nodes = 1) {
   TrainingSpec t;
   t.seq_len = 4096;
   t.global_batch = 16;
   return {load_model("llama3-8b"), load_cluster(fmt::format("dgx-h100:{}", nodes)), t};
 }
 
-Scene tiny_moe() {
+FrameworkScene tiny_moe() {
   TrainingSpec t;
   t.seq_len = 2048;
   t.global_batch = 32;
@@ -38,7 +38,7 @@ Scene tiny_moe() {
 }
 
 // The configuration's reasons (those about the model itself, model_refusals, left out).
-std::vector<std::string> reasons(Framework f, const Scene& s, const std::string& text) {
+std::vector<std::string> reasons(Framework f, const FrameworkScene& s, const std::string& text) {
   std::vector<std::string> r =
       unsupported_reasons(f, resolve(parse_parallel_config(text), s.model, s.cluster, s.training), s.model, s.training);
   r.erase(r.begin(), r.begin() + static_cast<long>(model_refusals(f, s.model).size()));
@@ -47,7 +47,7 @@ std::vector<std::string> reasons(Framework f, const Scene& s, const std::string&
 
 // `text` is refused by f with one reason that contains `what` and cites a rule id of the
 // framework's rules file; or runs (what == nullptr).
-void expect(Framework f, const Scene& s, const std::string& text, const char* what) {
+void expect(Framework f, const FrameworkScene& s, const std::string& text, const char* what) {
   const std::vector<std::string> r = reasons(f, s, text);
   const ParallelConfig resolved = resolve(parse_parallel_config(text), s.model, s.cluster, s.training);
   EXPECT_EQ(can_run(f, resolved, s.model, s.training), r.empty()) << text;
@@ -73,7 +73,7 @@ TEST(FrameworkSupport, NamesParseAndPrint) {
 }
 
 TEST(FrameworkSupport, MegatronRules) {
-  const Scene s = llama8b();
+  const FrameworkScene s = llama8b();
   const Framework m = Framework::kMegatron;
   expect(m, s, "dp=2,tp=1,pp=4,mbs=1,zero=1", nullptr);
   expect(m, s, "dp=2,tp=1,pp=4,vpp=2,mbs=1,zero=1", nullptr);                 // interleaved 1F1B
@@ -104,14 +104,14 @@ TEST(FrameworkSupport, MegatronRules) {
   expect(m, s, "dp=4,tp=2,mbs=1,sp=true,tp_comm_overlap=true", nullptr);
   expect(m, s, "dp=2,tp=2,pp=2,vpp=2,mbs=1,overlap_p2p=false", "R10.4");
   // Every FP8 recipe (R20.1).
-  Scene fp8 = s;
+  FrameworkScene fp8 = s;
   fp8.training.precision = Precision::kFP8;
   for (Fp8Recipe r : {Fp8Recipe::kDelayed, Fp8Recipe::kTensorwise, Fp8Recipe::kBlockwise, Fp8Recipe::kMxfp8}) {
     fp8.training.fp8_recipe = r;
     expect(m, fp8, "dp=8,mbs=1,zero=1", nullptr);
   }
   // MoE: the all-to-all overlap (R17); expert-TP 1 with biases (R15.3).
-  Scene moe = tiny_moe();
+  FrameworkScene moe = tiny_moe();
   expect(m, moe, "dp=16,ep=8,mbs=1,zero=1,ep_overlap=true", nullptr);
   expect(m, moe, "dp=4,pp=4,vpp=2,ep=4,mbs=1,zero=1,ep_overlap=true", nullptr);
   expect(m, moe, "dp=16,ep=8,mbs=1,zero=1,dispatcher=deepep", nullptr);  // the flex dispatcher (R16.4)
@@ -121,7 +121,7 @@ TEST(FrameworkSupport, MegatronRules) {
 }
 
 TEST(FrameworkSupport, TorchtitanRules) {
-  const Scene s = llama8b();
+  const FrameworkScene s = llama8b();
   const Framework t = Framework::kTorchtitan;
   expect(t, s, "dp=8,mbs=1,zero=3", nullptr);                            // FSDP2
   expect(t, s, "dp=8,mbs=1,zero=2", nullptr);                            // reshard_after_forward never
@@ -144,7 +144,7 @@ TEST(FrameworkSupport, TorchtitanRules) {
   expect(t, s, "dp=2,pp=4,mbs=1,zero=3,recompute=full", nullptr);
   expect(t, s, "dp=2,pp=4,mbs=1,zero=3,recompute=full,recompute_layers=8/8/8/0", "T9.3");
   expect(t, s, "dp=2,pp=4,mbs=1,zero=3,grad_sync=shifted", "T1.7");
-  Scene fp = s;
+  FrameworkScene fp = s;
   fp.training.precision = Precision::kFP16;
   expect(t, fp, "dp=8,mbs=1,zero=3", "T5.3");
   fp.training.precision = Precision::kFP8;
@@ -176,7 +176,7 @@ TEST(FrameworkSupport, TorchtitanRules) {
   EXPECT_NE(megatron.find("--fp8-param-gather"), std::string::npos) << megatron;
   EXPECT_NE(megatron.find("--use-distributed-optimizer"), std::string::npos) << megatron;
   // MoE: etp 1 or tp (T1.4), EP from the shard ranks only (T1.5), no EP overlap outside DualPipeV (T4.6).
-  const Scene moe = tiny_moe();
+  const FrameworkScene moe = tiny_moe();
   expect(t, moe, "dp=8,tp=2,ep=8,mbs=1,sp=true,zero=3", nullptr);
   expect(t, moe, "dp=4,tp=4,ep=4,etp=2,mbs=1,sp=true,zero=3", "T1.4");
   expect(t, moe, "dp=8,tp=2,ep=8,mbs=1,sp=true,zero=3,op=2", "T1.5");
@@ -188,7 +188,7 @@ TEST(FrameworkSupport, TorchtitanRules) {
 }
 
 TEST(FrameworkSupport, DeepSpeedRules) {
-  const Scene s = llama8b();
+  const FrameworkScene s = llama8b();
   const Framework d = Framework::kDeepSpeed;
   expect(d, s, "dp=2,tp=1,pp=4,mbs=1,zero=1,grad_sync=shifted", nullptr);
   expect(d, s, "dp=2,tp=1,pp=4,mbs=1,zero=2,grad_sync=shifted", "D3.2");
@@ -201,10 +201,10 @@ TEST(FrameworkSupport, DeepSpeedRules) {
   expect(d, s, "dp=2,pp=4,mbs=1,grad_sync=shifted,stage_layers=7/9/9/7", "D5");
   expect(d, s, "dp=2,pp=4,mbs=1,grad_sync=shifted,recompute=full,recompute_layers=8/8/8/0", "D5.2");
   expect(d, s, "dp=8,mbs=1,recompute=selective", nullptr);  // the model code chooses (D7)
-  Scene fp8 = s;
+  FrameworkScene fp8 = s;
   fp8.training.precision = Precision::kFP8;
   expect(d, fp8, "dp=8,mbs=1", "D3.4");
-  const Scene moe = tiny_moe();
+  const FrameworkScene moe = tiny_moe();
   expect(d, moe, "dp=16,ep=8,mbs=1,zero=2", nullptr);
   expect(d, moe, "dp=16,ep=8,mbs=1,zero=3", "D3.3");
   expect(d, moe, "dp=8,tp=2,ep=8,mbs=1,sp=true,zero=1", nullptr);
@@ -217,7 +217,7 @@ TEST(FrameworkSupport, DeepSpeedRules) {
 // delayed FP8 recipe; torchtitan (per-op or per-layer AC, T9.2) and DeepSpeed (Megatron-DeepSpeed's
 // core-attention selective recompute, D7) have no module list.
 TEST(FrameworkSupport, RecomputeModules) {
-  Scene s = tiny_moe();
+  FrameworkScene s = tiny_moe();
   const char* modules = "dp=16,mbs=1,zero=1,recompute=selective,recompute_modules=core_attn+moe_act+layernorm";
   expect(Framework::kMegatron, s, modules, nullptr);
   expect(Framework::kMegatron, s, "dp=16,ep=8,mbs=1,zero=1,recompute=selective,recompute_modules=moe", nullptr);
@@ -233,7 +233,7 @@ TEST(FrameworkSupport, RecomputeModules) {
 }
 
 TEST(FrameworkSupport, EveryReasonIsListed) {
-  const Scene s = llama8b();
+  const FrameworkScene s = llama8b();
   const std::vector<std::string> r =
       reasons(Framework::kDeepSpeed, s, "dp=1,tp=2,pp=2,cp=2,vpp=2,mbs=1,zero=3,grad_sync=in-backward");
   EXPECT_EQ(r.size(), 4u);  // zero=3 with pp, cp, interleaving, grad sync
@@ -246,13 +246,13 @@ TEST(FrameworkSupport, EveryReasonIsListed) {
 }
 
 // --emit X: every plan and baseline is one X can run, and its launch settings say nothing is lost.
-void expect_plans_run_on(Framework f, const Scene& s, PlanOptions options) {
+void expect_plans_run_on(Framework f, const FrameworkScene& s, plan::PlanOptions options) {
   options.frameworks = {f};
   options.top = 8;
-  const PlanResult r = plan(s.model, s.cluster, s.training, options);
+  const plan::PlanResult r = plan::plan(s.model, s.cluster, s.training, options);
   ASSERT_FALSE(r.plans.empty()) << to_string(f);
   EXPECT_GT(r.stats.unsupported, 0) << to_string(f);
-  for (const Plan& p : r.plans) {
+  for (const plan::Plan& p : r.plans) {
     const ParallelConfig& c = p.estimate.config;
     // The configuration runs; a model the framework has no flavor of is said apart (model_refusals).
     EXPECT_TRUE(can_run(f, c, s.model, s.training)) << to_string(f) << ": " << to_string(c);
@@ -287,14 +287,14 @@ void expect_plans_run_on(Framework f, const Scene& s, PlanOptions options) {
     for (const FrameworkVerdict& v : p.frameworks)
       if (v.framework == f) EXPECT_EQ(v.reasons, model_refusals(f, s.model));
   }
-  for (const Baseline* b : {&r.expert, &r.three_axis})
+  for (const plan::Baseline* b : {&r.expert, &r.three_axis})
     if (b->estimate) EXPECT_TRUE(can_run(f, b->estimate->config, s.model, s.training)) << b->rule;
 }
 
 TEST(FrameworkSupport, EmitRestrictsTheSearch) {
-  PlanOptions options;
+  plan::PlanOptions options;
   options.keep = 4;
-  Scene long_seq = llama8b();
+  FrameworkScene long_seq = llama8b();
   long_seq.training.seq_len = 16384;  // memory forces recompute and pipelining
   for (Framework f : kFrameworks) {
     expect_plans_run_on(f, llama8b(), options);
@@ -318,12 +318,12 @@ TEST(FrameworkSupport, EveryPresetsDefaultWinnerRunsOnAFramework) {
       TrainingSpec training;
       training.seq_len = std::min(4096, model.max_position_embeddings > 0 ? model.max_position_embeddings : 4096);
       training.global_batch = 2 * static_cast<int>(cluster.num_gpus());
-      PlanOptions options;
+      plan::PlanOptions options;
       options.top = 1;
       options.baselines = false;
       options.advise = false;
       options.threads = 2;
-      const PlanResult r = plan(model, cluster, training, options);
+      const plan::PlanResult r = plan::plan(model, cluster, training, options);
       const std::string where = fmt::format("{} on {} GPUs", name, cluster.num_gpus());
       ASSERT_FALSE(r.plans.empty()) << where;
       const std::vector<FrameworkVerdict>& verdicts = r.plans.front().frameworks;
@@ -338,15 +338,15 @@ TEST(FrameworkSupport, EveryPresetsDefaultWinnerRunsOnAFramework) {
 
 // --framework none: the whole space, each plan saying which frameworks run it.
 TEST(FrameworkSupport, TheWholeSpaceSaysWhoRunsEachPlan) {
-  const Scene s = llama8b();
-  PlanOptions options;
+  const FrameworkScene s = llama8b();
+  plan::PlanOptions options;
   options.keep = 4;
   options.frameworks.clear();
-  const PlanResult r = plan(s.model, s.cluster, s.training, options);
+  const plan::PlanResult r = plan::plan(s.model, s.cluster, s.training, options);
   ASSERT_FALSE(r.plans.empty());
   EXPECT_EQ(r.stats.unsupported, 0);
   EXPECT_TRUE(r.searched_within.empty());
-  for (const Plan& p : r.plans) {
+  for (const plan::Plan& p : r.plans) {
     ASSERT_EQ(p.frameworks.size(), 3u);
     for (const FrameworkVerdict& v : p.frameworks)
       EXPECT_EQ(v.reasons, unsupported_reasons(v.framework, p.estimate.config, s.model, s.training));
@@ -356,18 +356,18 @@ TEST(FrameworkSupport, TheWholeSpaceSaysWhoRunsEachPlan) {
 // The default (--framework any): every ranked plan runs on at least one framework, and the search
 // skipped what none runs.
 TEST(FrameworkSupport, ByDefaultEveryPlanRunsSomewhere) {
-  for (const Scene& s : {llama8b(), tiny_moe()}) {
-    PlanOptions options;
+  for (const FrameworkScene& s : {llama8b(), tiny_moe()}) {
+    plan::PlanOptions options;
     options.keep = 4;
     options.top = 8;
-    const PlanResult r = plan(s.model, s.cluster, s.training, options);
+    const plan::PlanResult r = plan::plan(s.model, s.cluster, s.training, options);
     ASSERT_FALSE(r.plans.empty());
     // tiny-moe has no torchtitan flavor (T10): torchtitan is not searched, and says why.
     const bool titan_builds_it = model_refusals(Framework::kTorchtitan, s.model).empty();
     EXPECT_EQ(r.searched_within.size(), titan_builds_it ? 3u : 2u);
     EXPECT_EQ(r.not_searched.size(), titan_builds_it ? 0u : 1u);
     EXPECT_GT(r.stats.unsupported, 0);
-    for (const Plan& p : r.plans)
+    for (const plan::Plan& p : r.plans)
       EXPECT_TRUE(std::any_of(p.frameworks.begin(), p.frameworks.end(),
                               [](const FrameworkVerdict& v) { return v.reasons.empty(); }))
           << to_string(p.estimate.config);
@@ -377,11 +377,11 @@ TEST(FrameworkSupport, ByDefaultEveryPlanRunsSomewhere) {
 // A constraint no framework can meet (ZB-H1 is none of the three's schedule) is said to be that,
 // with the best plan of the whole space and why each framework refuses it, not "nothing fits".
 TEST(FrameworkSupport, AConstraintNoFrameworkRunsIsSaidToBeThat) {
-  const Scene s = llama8b();
-  PlanOptions options;
+  const FrameworkScene s = llama8b();
+  plan::PlanOptions options;
   options.keep = 4;
-  add_constraints(options.space, "schedule=zb-h1,pp=2", ConstraintKind::kFix, "--fix");
-  const PlanResult r = plan(s.model, s.cluster, s.training, options);
+  plan::add_constraints(options.space, "schedule=zb-h1,pp=2", plan::ConstraintKind::kFix, "--fix");
+  const plan::PlanResult r = plan::plan(s.model, s.cluster, s.training, options);
   EXPECT_TRUE(r.plans.empty());
   ASSERT_TRUE(r.best_unrunnable.has_value());
   EXPECT_EQ(r.best_unrunnable->estimate.config.schedule, Schedule::kZeroBubbleH1);
@@ -396,15 +396,15 @@ TEST(FrameworkSupport, AConstraintNoFrameworkRunsIsSaidToBeThat) {
 // Level 2 within Megatron: per-stage recompute counts become one count per model chunk; within
 // DeepSpeed's pipeline: even stages, every layer or none.
 TEST(FrameworkSupport, RefinementStaysWithinTheFramework) {
-  Scene s = llama8b();
+  FrameworkScene s = llama8b();
   s.training.seq_len = 16384;
-  PlanOptions options;
+  plan::PlanOptions options;
   int refined_full = 0;
   for (const char* text : {"dp=2,tp=1,pp=4,mbs=1,recompute=full", "dp=1,tp=2,pp=4,mbs=1,sp=true,recompute=full",
                            "dp=2,tp=2,pp=2,mbs=1,sp=true,recompute=full", "dp=1,tp=1,pp=8,mbs=1,recompute=full",
                            "dp=2,tp=1,pp=4,vpp=2,mbs=1,recompute=full"}) {
     const ParallelConfig p = parse_parallel_config(text);
-    Candidate c;
+    plan::Candidate c;
     c.dp = static_cast<std::int16_t>(p.dp), c.tp = static_cast<std::int16_t>(p.tp), c.pp = static_cast<std::int16_t>(p.pp);
     c.vpp = static_cast<std::int16_t>(p.vpp), c.mbs = static_cast<std::int16_t>(p.mbs);
     c.sequence_parallel = p.sequence_parallel, c.recompute = p.recompute;
@@ -422,4 +422,4 @@ TEST(FrameworkSupport, RefinementStaysWithinTheFramework) {
 }
 
 }  // namespace
-}  // namespace paratune::plan
+}  // namespace paratune::launch

@@ -1,4 +1,4 @@
-// The DeepSpeed launch (report/launch.h, rules D* of data/frameworks/deepspeed-rules.md): a bash
+// The DeepSpeed launch (launch/launch.h, rules D* of data/frameworks/deepspeed-rules.md): a bash
 // script that writes the ds_config with a quoted heredoc and starts Megatron-DeepSpeed's
 // pretrain_gpt.py. The JSON passes DeepSpeed's key schema and the batch rule (D1), the parallel
 // degrees are arguments of the script, the launcher flags exist (deepspeed.json launcher), and the
@@ -14,16 +14,14 @@
 #include <sstream>
 
 #include "../support/test_files.h"
-#include "paratune/report/launch.h"
-#include "paratune/report/launch_check.h"
+#include "paratune/launch/launch.h"
+#include "paratune/launch/schema_check.h"
 #include "paratune/spec/io.h"
 
-namespace paratune {
+namespace paratune::launch {
 namespace {
 
 using paratune::testing::read_file;
-
-using plan::Framework;
 
 // The text of the script's `<<'JSON'` heredoc.
 std::string heredoc_json(const std::string& script) {
@@ -96,7 +94,7 @@ TEST(LaunchDeepSpeed, ConfigPassesTheSchemaAndTheBatchRule) {
   for (const Plan& p : runnable_plans()) {
     const ParallelConfig& c = p.config;
     const std::string what = p.model.name + " " + to_string(c);
-    ASSERT_TRUE(plan::can_run(Framework::kDeepSpeed, c, p.model, p.training)) << what;
+    ASSERT_TRUE(can_run(Framework::kDeepSpeed, c, p.model, p.training)) << what;
     LaunchSettings l;
     ASSERT_NO_THROW(l = launch_settings(Framework::kDeepSpeed, c, p.model, p.training, p.target)) << what;
     const std::string json = heredoc_json(l.text);
@@ -172,7 +170,7 @@ TEST(LaunchDeepSpeed, NothingLostForAPlainPlan) {
   // What Megatron-DeepSpeed cannot build is named: MLA, shared experts, leading dense layers.
   const Plan v3 = make("deepseek-v3", "dgx-h100:64", 4096, 1024, "dp=64,tp=2,pp=4,ep=64,etp=1,mbs=1,sp=true,zero=1,"
                                                                  "recompute=full,grad_sync=shifted");
-  ASSERT_TRUE(plan::can_run(Framework::kDeepSpeed, v3.config, v3.model, v3.training));
+  ASSERT_TRUE(can_run(Framework::kDeepSpeed, v3.config, v3.model, v3.training));
   const LaunchSettings l = launch_settings(Framework::kDeepSpeed, v3.config, v3.model, v3.training, v3.target);
   for (const char* what : {"multi-latent attention", "shared expert", "first_dense_layers=3"})
     EXPECT_TRUE(std::any_of(l.cannot_express.begin(), l.cannot_express.end(),
@@ -187,7 +185,7 @@ TEST(LaunchDeepSpeed, NothingLostForAPlainPlan) {
 TEST(LaunchDeepSpeed, WhatMegatronDeepSpeedRunsIsWhatWasPlanned) {
   Plan block = make("llama3-8b", "dgx-h100:1", 8192, 64, "dp=8,mbs=1,zero=1,recompute=full");
   block.config.stage_recompute_layers = {20};
-  ASSERT_TRUE(plan::can_run(Framework::kDeepSpeed, block.config, block.model, block.training));
+  ASSERT_TRUE(can_run(Framework::kDeepSpeed, block.config, block.model, block.training));
   const std::string b = launch_settings(Framework::kDeepSpeed, block.config, block.model, block.training, block.target).text;
   EXPECT_NE(b.find("--recompute-method block"), std::string::npos) << b;
   EXPECT_NE(b.find("--recompute-num-layers 20"), std::string::npos) << b;
@@ -199,7 +197,7 @@ TEST(LaunchDeepSpeed, WhatMegatronDeepSpeedRunsIsWhatWasPlanned) {
 
   const Plan moe = make("mixtral-8x7b", "dgx-h100:4", 4096, 64, "dp=4,tp=2,pp=4,ep=4,etp=1,mbs=1,sp=true,zero=1,"
                                                                 "grad_sync=shifted");
-  ASSERT_TRUE(plan::can_run(Framework::kDeepSpeed, moe.config, moe.model, moe.training));
+  ASSERT_TRUE(can_run(Framework::kDeepSpeed, moe.config, moe.model, moe.training));
   const nlohmann::json j = nlohmann::json::parse(
       heredoc_json(launch_settings(Framework::kDeepSpeed, moe.config, moe.model, moe.training, moe.target).text));
   EXPECT_EQ(j.at("pipeline").at("pipe_partitioned"), false);
@@ -319,4 +317,4 @@ TEST(LaunchDeepSpeed, GoldenScript) {
 }
 
 }  // namespace
-}  // namespace paratune
+}  // namespace paratune::launch

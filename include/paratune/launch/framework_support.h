@@ -22,26 +22,30 @@
 #include "paratune/spec/parallel.h"
 #include "paratune/spec/training.h"
 
-namespace paratune::plan {
+namespace paratune::launch {
 
 enum class Framework { kMegatron, kTorchtitan, kDeepSpeed };
 inline constexpr std::array<Framework, 3> kFrameworks{Framework::kMegatron, Framework::kTorchtitan,
                                                       Framework::kDeepSpeed};
 
-}  // namespace paratune::plan
+}  // namespace paratune::launch
 
 namespace paratune {
 template <>
-struct EnumNames<plan::Framework> {
+struct EnumNames<launch::Framework> {
   static constexpr std::string_view kWhat = "framework";
-  static constexpr std::array<std::pair<plan::Framework, const char*>, 3> kTable{
-      {{plan::Framework::kMegatron, "megatron"},
-       {plan::Framework::kTorchtitan, "torchtitan"},
-       {plan::Framework::kDeepSpeed, "deepspeed"}}};
+  static constexpr std::array<std::pair<launch::Framework, const char*>, 3> kTable{
+      {{launch::Framework::kMegatron, "megatron"},
+       {launch::Framework::kTorchtitan, "torchtitan"},
+       {launch::Framework::kDeepSpeed, "deepspeed"}}};
 };
 }  // namespace paratune
 
-namespace paratune::plan {
+namespace paratune::launch {
+
+// A framework's name ("megatron") is spec/enums.h's to_string, found from here too, where
+// schema_check.h adds to_string(FrameworkTarget).
+using paratune::to_string;
 
 // What keeps `framework` from running `model` at all, whatever the configuration: torchtitan builds
 // only models it has a flavor of (T10). Empty: nothing. unsupported_reasons() lists these first;
@@ -84,4 +88,4 @@ struct FrameworkVerdict {
 std::vector<FrameworkVerdict> framework_verdicts(const ParallelConfig& config, const ModelSpec& model,
                                                  const TrainingSpec& training);
 
-}  // namespace paratune::plan
+}  // namespace paratune::launch
