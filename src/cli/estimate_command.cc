@@ -57,7 +57,8 @@ void add_estimate_command(CLI::App& app, Commands& commands) {
   const auto flags = std::make_shared<Flags>();
   auto* estimate_cmd = app.add_subcommand("estimate", "predict time, MFU and memory of one configuration");
   add_setup_flags(estimate_cmd, flags->setup);
-  estimate_cmd->add_option("--config", flags->config_text, "e.g. \"dp=8,tp=8,pp=4,mbs=1,zero=1,recompute=selective,vpp=2\"")
+  estimate_cmd
+      ->add_option("--config", flags->config_text, "e.g. \"dp=8,tp=8,pp=4,mbs=1,zero=1,recompute=selective,vpp=2\"")
       ->required();
   estimate_cmd->add_flag("--json", flags->json, "machine-readable output");
   commands.push_back({estimate_cmd, [flags] { return run_estimate(flags->setup, flags->config_text, flags->json); }});
