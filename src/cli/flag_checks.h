@@ -97,4 +97,11 @@ inline CLI::Validator capacity_factor() {
       "0|>=1");
 }
 
+// The ends of the flags' ranges.
+constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Slots and ranks of one host (trial slots, a harvest job's ranks): more is not a machine.
+constexpr std::int64_t kMaxHostSlots = 4096;
+
 }  // namespace paratune::cli

@@ -1,0 +1,52 @@
+// The flags that set up a prediction -- the model, the cluster and the training (--model, --cluster,
+// --seq-len, ...) -- shared by estimate, simulate, plan and tune, and what the commands make of them.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "paratune/cost/calibration.h"
+#include "paratune/spec/model.h"
+#include "paratune/spec/parallel.h"
+#include "paratune/spec/training.h"
+
+namespace paratune::cli {
+
+struct SetupFlags {
+  std::string model;
+  std::string cluster;
+  int seq_len = 0;
+  int global_batch = 0;
+  std::string precision = "bf16";
+  std::string fp8_recipe = "delayed";
+  bool fp8_param_gather = false;
+  std::string moe_balancing = "aux-loss";
+  double moe_capacity_factor = 0;
+  std::string optimizer = "adamw";
+  bool no_flash_attention = false;
+  std::string calibration;
+  double memory_margin = 0.05;
+};
+
+// `required`: false for `tune`, where the setup is one of two ways to give the search space.
+void add_setup_flags(CLI::App* app, SetupFlags& f, bool required = true);
+
+TrainingSpec training_from(const SetupFlags& f);
+
+// The training's setup against the model (a sequence longer than its learned positions), named by
+// the flag that set it.
+void check_training_fits_model(const ModelSpec& model, const TrainingSpec& training);
+
+Calibration calibration_from(const SetupFlags& f);
+
+// What made a predicted figure, said next to it: the figures of plan, estimate and simulate come
+// from the analytic model, not from a measurement.
+std::string prediction_source(const SetupFlags& f);
+nlohmann::json prediction_json(const SetupFlags& f);
+
+// --config of estimate and simulate.
+ParallelConfig config_from(const std::string& text);
+
+}  // namespace paratune::cli

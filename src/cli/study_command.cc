@@ -1,0 +1,206 @@
+// The commands that read stored studies: `paratune study show`, `paratune study copy` and
+// `paratune report` (show and report open and choose a study alike).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "output.h"
+#include "paratune/hpo/importance.h"
+#include "paratune/hpo/study.h"
+#include "paratune/report/hpo_report.h"
+#include "paratune/report/html_page.h"
+#include "paratune/report/study_data.h"
+#include "paratune/report/tune_report.h"
+#include "paratune/spec/error.h"
+#include "paratune/store/study_copy.h"
+#include "paratune/store/study_store.h"
+#include "paratune/tune/study.h"
+
+namespace paratune::cli {
+namespace {
+
+// `paratune study show` of a hyperparameter study: its trials, learning curves, pruning and which
+// parameters mattered.
+int show_hpo_study(const std::string& path, const store::StudyInfo& study, const store::StudyStore& store,
+                   const nlohmann::json& identity, bool json) {
+  const std::string objective = identity.value("objective", std::string(hpo::kThroughputObjective));
+  const hpo::Direction direction = hpo::parse_direction(identity.value("direction", std::string("maximize")));
+  const std::vector<store::StoredTrial> trials = store.trials(study.id, true);
+  const std::optional<std::size_t> best = hpo::best_hpo_trial(trials, direction);
+  std::vector<hpo::TrialRecord> records;
+  for (const store::StoredTrial& t : trials)
+    if (t.status != "interrupted") records.push_back(hpo::record_of(t, objective));
+  const hpo::Space space = hpo::Space::parse(identity["space"].dump(), fmt::format("{} (study '{}')", path, study.name));
+  const std::vector<hpo::Importance> importance = hpo::parameter_importance(space, records);
+  const auto completed = static_cast<std::size_t>(std::count_if(
+      records.begin(), records.end(), [](const hpo::TrialRecord& r) { return r.state == hpo::TrialRecord::State::kCompleted; }));
+  if (json) {
+    nlohmann::ordered_json j{{"study", study.name}, {"config", identity}};
+    j.update(trials_json(trials, best));
+    j["curves"] = curves_json(records, direction);
+    j["importance"] = importance_json(importance);
+    j["model"] = study.model_json.empty() ? nlohmann::ordered_json(nullptr)
+                                          : nlohmann::ordered_json::parse(study.model_json, nullptr, false);
+    write_json(j);
+    return 0;
+  }
+  // Trials are commands, or calls of a program's own function (hpo/ask_tell.h: identity "runner").
+  const std::string command = identity.value("command", "");
+  const std::string trials_are = command.empty() && identity.contains("runner")
+                                     ? fmt::format("trials: {} (in-process)", identity.value("runner", ""))
+                                     : fmt::format("command: {}", command);
+  const std::string steps = identity["steps"] == 0 ? "no fixed number of steps per trial"
+                                                    : fmt::format("up to {} steps per trial", identity["steps"].dump());
+  std::cout << fmt::format("study '{}' in {}\n{}\nobjective: {} ({}), {}, pruner {}\n\n", study.name, path,
+                           trials_are, objective, hpo::to_string(direction), steps, identity["pruner"].dump());
+  std::cout << format_hpo_trials(trials, best, objective);
+  for (const std::string& part : {format_pruning(trials), format_curves(records, objective, direction),
+                                  format_importance(importance, completed)})
+    if (!part.empty()) std::cout << "\n" << part;
+  return 0;
+}
+
+// choose_study (report/study_data.h); its errors are about --study-name when there are studies to
+// choose from (a store with none is the store's problem, whatever the flag).
+const store::StudyInfo& study_named(const std::vector<store::StudyInfo>& studies, const std::string& name,
+                                    const std::string& locator) {
+  try {
+    return choose_study(studies, name, locator);
+  } catch (const Error& e) {
+    if (studies.empty()) throw;
+    throw e.with_context("--study-name");
+  }
+}
+
+// How `study show` and `report` open a store: read-write where they may (an SQLite file of an older
+// schema is upgraded in place), read-only where the file or its directory cannot be written (a
+// read-only mount, someone else's file: reading needs no write) and where the file is empty (its
+// creator has not committed yet: a reader waits for it rather than making a study of it).
+store::Access reading_access(const std::string& locator) {
+  if (store::is_postgres_locator(locator)) return store::Access::kReadWrite;
+  const std::filesystem::path path(locator);
+  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  std::error_code ec;
+  const bool empty = std::filesystem::file_size(path, ec) == 0 && !ec;
+  return !empty && ::access(path.c_str(), W_OK) == 0 && ::access(dir.c_str(), W_OK) == 0 ? store::Access::kReadWrite
+                                                                                         : store::Access::kReadOnly;
+}
+
+// `paratune study show`: every trial of a stored study and the best one.
+int run_study_show(const std::string& locator, const std::string& name, bool json) {
+  if (!store::is_postgres_locator(locator) && !std::filesystem::exists(locator))
+    throw Error(fmt::format("{}: no such study file", locator));
+  const std::unique_ptr<store::StudyStore> opened = store::open_store(locator, reading_access(locator));
+  const store::StudyStore& store = *opened;
+  const std::string path = store.locator();  // a PostgreSQL URI with its password masked
+  const std::vector<store::StudyInfo> studies = store.studies();
+  const store::StudyInfo* study = &study_named(studies, name, path);
+  const nlohmann::json identity = nlohmann::json::parse(study->config_json, nullptr, false);
+  if (identity.is_object() && identity.value("kind", "") == "hpo") return show_hpo_study(path, *study, store, identity, json);
+  const std::vector<store::StoredTrial> trials = store.trials(study->id);
+  const std::optional<std::size_t> best = tune::best_trial(trials);
+  if (json) {
+    nlohmann::ordered_json j{{"study", study->name}, {"config", identity}};
+    j.update(trials_json(trials, best));
+    j["model"] = study->model_json.empty() ? nlohmann::ordered_json(nullptr)
+                                           : nlohmann::ordered_json::parse(study->model_json, nullptr, false);
+    write_json(j);
+    return 0;
+  }
+  std::cout << fmt::format("study '{}' in {}\n", study->name, path);
+  if (identity.is_object() && identity.contains("command"))
+    std::cout << fmt::format("command: {}\nsteps per trial: {}\n\n", identity["command"].get<std::string>(),
+                             identity["steps"].dump());
+  std::cout << format_trials(trials, best);
+  if (const std::string predictions = format_predictions(trials); !predictions.empty()) std::cout << "\n" << predictions;
+  if (const std::string model = format_model(study->model_json); !model.empty()) std::cout << "\n" << model;
+  return 0;
+}
+
+// `paratune report STUDY --html FILE`: the study as one self-contained HTML page.
+int run_report(const std::string& locator, const std::string& name, const std::string& html_path) {
+  if (html_path.empty()) throw Error("report: give --html FILE (the report is one self-contained HTML file)");
+  if (!store::is_postgres_locator(locator) && !std::filesystem::exists(locator))
+    throw Error(fmt::format("{}: no such study file", locator));
+  const std::unique_ptr<store::StudyStore> store = store::open_store(locator, reading_access(locator));
+  const std::vector<store::StudyInfo> studies = store->studies();
+  const store::StudyInfo& study = study_named(studies, name, store->locator());
+  write_file(html_path, study_html(*store, study));
+  std::cout << fmt::format("wrote {} (study '{}': HTML report, open in a browser)\n", html_path, study.name);
+  return 0;
+}
+
+// `paratune study copy FROM TO [--study NAME]`.
+int run_study_copy(const std::string& from_locator, const std::string& to_locator, const std::string& name, bool json) {
+  if (!store::is_postgres_locator(from_locator) && !std::filesystem::exists(from_locator))
+    throw Error(fmt::format("{}: no such study file", from_locator));
+  const std::unique_ptr<store::StudyStore> from = store::open_store(from_locator);
+  const std::unique_ptr<store::StudyStore> to = store::open_store(to_locator);
+  const store::CopySummary copied = store::copy_studies(*from, *to, name);
+  if (json) {
+    write_json({{"from", from->locator()},
+                {"to", to->locator()},
+                {"studies", copied.studies},
+                {"trials", copied.trials},
+                {"steps", copied.steps},
+                {"metrics", copied.metrics}});
+    return 0;
+  }
+  std::cout << fmt::format("copied {} ({} trials, {} steps, {} metrics) from {} to {}\n", join(copied.studies),
+                           copied.trials, copied.steps, copied.metrics, from->locator(), to->locator());
+  return 0;
+}
+
+}  // namespace
+
+void add_study_command(CLI::App& app, Commands& commands) {
+  auto* study_cmd = app.add_subcommand("study", "inspect stored tuning studies");
+  study_cmd->require_subcommand(1);
+
+  struct ShowFlags {
+    std::string path, name;
+    bool json = false;
+  };
+  const auto show = std::make_shared<ShowFlags>();
+  auto* show_cmd = study_cmd->add_subcommand("show", "list a study's trials and the best one");
+  show_cmd->add_option("study", show->path, "study store: SQLite file or postgresql:// URI")->required();
+  show_cmd->add_option("--study-name", show->name, "study within the file (needed when it holds several)");
+  show_cmd->add_flag("--json", show->json, "machine-readable output");
+  commands.push_back({show_cmd, [show] { return run_study_show(show->path, show->name, show->json); }});
+
+  struct CopyFlags {
+    std::string from, to, name;
+    bool json = false;
+  };
+  const auto copy = std::make_shared<CopyFlags>();
+  auto* copy_cmd = study_cmd->add_subcommand(
+      "copy", "copy studies with every trial, step and metric between stores (SQLite files, postgresql:// URIs)");
+  copy_cmd->add_option("from", copy->from, "study store to copy from")->required();
+  copy_cmd->add_option("to", copy->to, "study store to copy into (created if needed; a study of the same name there "
+                                       "is never overwritten)")->required();
+  copy_cmd->add_option("--study", copy->name, "copy this study only (default: every study)");
+  copy_cmd->add_flag("--json", copy->json, "machine-readable summary");
+  commands.push_back({copy_cmd, [copy] { return run_study_copy(copy->from, copy->to, copy->name, copy->json); }});
+}
+
+void add_report_command(CLI::App& app, Commands& commands) {
+  struct ReportFlags {
+    std::string path, name, html;
+  };
+  const auto flags = std::make_shared<ReportFlags>();
+  auto* report_cmd = app.add_subcommand("report", "write a study as one self-contained HTML report (opens offline)");
+  report_cmd->add_option("study", flags->path, "study store: SQLite file or postgresql:// URI")->required();
+  report_cmd->add_option("--study-name", flags->name, "study within the store (needed when it holds several)");
+  report_cmd->add_option("--html", flags->html, "the HTML file to write")->required();
+  commands.push_back({report_cmd, [flags] { return run_report(flags->path, flags->name, flags->html); }});
+}
+
+}  // namespace paratune::cli

@@ -1,0 +1,259 @@
+// `paratune tune`: run real trials over a search space and find the fastest configuration -- or,
+// for a hyperparameter study, the best training hyperparameters (hpo_tune.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "commands.h"
+#include "duration_flag.h"
+#include "hpo_tune.h"
+#include "new_study_file.h"
+#include "output.h"
+#include "paratune/hpo/pruner.h"
+#include "paratune/hpo/sampler.h"
+#include "paratune/hpo/study.h"
+#include "paratune/plan/space.h"
+#include "paratune/report/tune_report.h"
+#include "paratune/spec/error.h"
+#include "paratune/spec/io.h"
+#include "paratune/store/study_store.h"
+#include "paratune/tune/bayes.h"
+#include "paratune/tune/derived_space.h"
+#include "paratune/tune/study.h"
+#include "paratune/tune/surrogate.h"
+#include "setup_flags.h"
+#include "stop_signal.h"
+#include "study_console.h"
+#include "trial_backend.h"
+#include "tune_flags.h"
+#include "tune_options.h"
+
+namespace paratune::cli {
+namespace {
+
+// The space searched: the configurations the planner's model says fit (--model, narrowed by
+// --fix/--allow/--max), or a --space file, read as every study reads its space.
+struct TuneSpace {
+  std::optional<hpo::Space> file;
+  std::optional<tune::DerivedSpace> derived;
+  [[nodiscard]] const hpo::Space& space() const { return derived ? derived->space : *file; }
+};
+
+TuneSpace tune_space_from(const SetupFlags& setup, const TuneFlags& f) {
+  const bool derived = f.space_path.empty();
+  const bool has_model = !setup.model.empty();
+  if (has_model && (setup.cluster.empty() || setup.seq_len == 0 || setup.global_batch == 0))
+    throw Error("tune: --model needs --cluster, --seq-len and --global-batch too");
+  if (derived && !has_model)
+    throw Error("tune: give --space FILE, or --model, --cluster, --seq-len and --global-batch to search the "
+                "configurations the planner's model says fit");
+  if (!derived && (!f.fix.empty() || !f.allow.empty() || !f.max.empty()))
+    throw Error("tune: --fix/--allow/--max narrow the space derived from --model; with --space FILE, edit the file");
+  TuneSpace searched;
+  if (derived) {
+    plan::SearchSpace axes;
+    for (const std::string& text : f.fix) plan::add_constraints(axes, text, plan::ConstraintKind::kFix, "--fix");
+    for (const std::string& text : f.allow) plan::add_constraints(axes, text, plan::ConstraintKind::kAllow, "--allow");
+    for (const std::string& text : f.max) plan::add_constraints(axes, text, plan::ConstraintKind::kMax, "--max");
+    searched.derived = tune::derive_space(load_model(setup.model), load_cluster(setup.cluster), training_from(setup),
+                                          axes, calibration_from(setup), EstimateOptions{setup.memory_margin});
+  } else {
+    searched.file = hpo::Space::load(f.space_path);
+  }
+  return searched;
+}
+
+// The study's options from the flags, checked (hpo::validate): the throughput objective.
+hpo::HpoOptions study_options_from(const TuneFlags& f) {
+  hpo::HpoOptions options;
+  options.name = f.study_name;
+  options.command = f.command;
+  options.steps = f.steps;
+  options.max_trials = f.max_trials;
+  options.budget_s = optional_duration(f.budget, "--budget");
+  options.retry_failed = f.retry_failed;
+  options.limits = limits_from(f);
+  options.step_time_regex = f.step_time_regex;
+  options.trials_dir = trials_dir_from(f);
+  options.worker = worker_options_from(f);
+  hpo::validate(options);
+  return options;
+}
+
+tune::Algorithm algorithm_from(const TuneFlags& f) {
+  try {
+    return tune::parse_algorithm(f.algo);
+  } catch (const Error& e) {
+    throw e.with_context("--algo");
+  }
+}
+
+// The study's pruner: --algo oppa's own early termination (none for the other searches), or the one
+// --pruner names (none turns oppa's off); `stated` when --pruner chose another than the search's own
+// (it is then part of the study's identity). A pruner's flags belong to it alone.
+struct StudyPruner {
+  std::unique_ptr<hpo::Pruner> pruner;
+  bool stated = false;
+};
+
+StudyPruner pruner_from(const TuneFlags& f, tune::Algorithm algo, int steps) {
+  const hpo::PrunerKind implied = algo == tune::Algorithm::kOppa ? hpo::PrunerKind::kOppa : hpo::PrunerKind::kNone;
+  hpo::PrunerKind kind = implied;
+  if (f.given.contains("--pruner")) {
+    try {
+      kind = hpo::parse_pruner(f.pruner);
+    } catch (const Error& e) {
+      throw e.with_context("--pruner");
+    }
+  }
+  check_pruner_flags(f, hpo::to_string(kind));
+  return {hpo::make_pruner(kind, pruner_options_from(f, steps, hpo::Direction::kMaximize)), kind != implied};
+}
+
+// The search over the space, and what the study's first line says of its prior and first designs.
+struct Search {
+  std::unique_ptr<hpo::Sampler> sampler;
+  std::string prior_line;
+};
+
+// --algo grid | random: a search in a fixed order.
+Search ordered_search(tune::Algorithm algo, const TuneFlags& f, const hpo::Space& space, const tune::SearchSpace& view) {
+  if (f.seed_from_plan)
+    throw Error(fmt::format("--{}seed-from-plan: belongs to --algo oppa and costmodel, not {}",
+                            *f.seed_from_plan ? "" : "no-", f.algo));
+  tune::BayesOptions order;
+  order.algorithm = algo;
+  order.seed = f.seed;
+  const std::size_t max_trials = static_cast<std::size_t>(std::max(0, f.max_trials));
+  Search search;
+  search.sampler = tune::make_configuration_sampler(space, view, std::nullopt, order, max_trials);
+  const std::size_t points = view.enumerate().size();
+  if (algo == tune::Algorithm::kGrid && f.max_trials > 0 && static_cast<std::size_t>(f.max_trials) < points)
+    std::cerr << fmt::format("paratune tune: grid: --max-trials {} covers {} of the {} valid points{}\n", f.max_trials,
+                             f.max_trials, points,
+                             view.is_listed() ? ", the first in the space's own order (fastest predicted first)"
+                                              : ", spread evenly over the grid");
+  return search;
+}
+
+// --algo bo | xgboost | costmodel | oppa: a search guided by a model of the measured trials, with the
+// cost model's predictions as its prior where --model is given.
+Search model_search(tune::Algorithm algo, const SetupFlags& setup, const TuneFlags& f, const hpo::Space& space,
+                    const tune::SearchSpace& view, const hpo::HpoOptions& options) {
+  const bool has_model = !setup.model.empty();
+  Search search;
+  tune::BayesOptions bayes;
+  bayes.algorithm = algo;
+  bayes.steps = options.steps;
+  bayes.initial_points = f.initial;
+  bayes.seed = f.seed;
+  bayes.memory_limit_bytes = options.limits.memory_limit_bytes;
+  tune::validate(bayes);
+  std::optional<tune::Prior> prior;
+  if (has_model) {
+    const ClusterSpec cluster = load_cluster(setup.cluster);
+    // The model's memory limit when none is given: what one GPU has.
+    if (bayes.memory_limit_bytes <= 0) bayes.memory_limit_bytes = cluster.gpu.memory_bytes;
+    if (algo == tune::Algorithm::kOppa || algo == tune::Algorithm::kCostModel)
+      prior = tune::cost_model_prior(view, load_model(setup.model), cluster, training_from(setup),
+                                     calibration_from(setup));
+  }
+  // Seeding ranks points by the cost-model prior, which only oppa and costmodel have.
+  const bool ranks_by_prior = algo == tune::Algorithm::kOppa || algo == tune::Algorithm::kCostModel;
+  bayes.seed_from_prior = f.seed_from_plan.value_or(has_model && ranks_by_prior);
+  if (bayes.seed_from_prior && !has_model)
+    throw Error("--seed-from-plan: needs --model, --cluster, --seq-len and --global-batch (the plan's predictions)");
+  if (bayes.seed_from_prior && !ranks_by_prior)
+    throw Error(fmt::format("--seed-from-plan: --algo {} has no cost-model prior to rank points by (use oppa or "
+                            "costmodel)", f.algo));
+  if (prior)
+    search.prior_line = fmt::format(
+        "; prior: paratune's cost model{}{}",
+        prior->kernel_only.empty() ? "" : fmt::format(" (kernel only: {})", fmt::join(prior->kernel_only, ", ")),
+        prior->unmapped_points ? fmt::format(", {} points the model rejects", prior->unmapped_points) : "");
+  else if (ranks_by_prior)
+    search.prior_line = "; prior: OPPA's App. D forms (no --model)";
+  const int seeded = (bayes.initial_points + 1) / 2;  // bayes.cc: half of the initial designs, rounded up
+  search.prior_line += bayes.seed_from_prior
+                           ? fmt::format("; first {}: the plan's best predictions (--seed-from-plan)",
+                                         seeded == 1 ? "design" : fmt::format("{} designs", seeded))
+                           : "; first designs: random";
+  search.sampler = tune::make_configuration_sampler(space, view, std::move(prior), bayes,
+                                                    static_cast<std::size_t>(std::max(0, f.max_trials)));
+  return search;
+}
+
+// `paratune tune`: run real trials over a search space and find the fastest configuration, in the one
+// study loop (tune::run_configuration_study). Exit codes: 0 done with a best trial, 3 no trial
+// completed, 128 + signal when interrupted.
+int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
+  if (!f.worker) refuse_flags(f, {"--worker-name", "--heartbeat", "--heartbeat-timeout"}, "belongs to --worker");
+  if (is_hpo_study(f)) return run_hpo_tune(setup, f, json);
+  refuse_flags(f, {"--direction", "--retrain", "--retrain-steps"},
+               "belongs to hyperparameter studies (--objective METRIC, --algo tpe|gp or a typed space); this study "
+               "searches parallel configurations for throughput");
+  const tune::Algorithm algo = algorithm_from(f);
+  const TuneSpace searched = tune_space_from(setup, f);
+  const hpo::Space& space = searched.space();
+  const tune::SearchSpace view = tune::SearchSpace::of(space);  // the configurations as the searches index them
+
+  const hpo::HpoOptions options = study_options_from(f);
+  const StudyPruner pruner = pruner_from(f, algo, options.steps);
+  const std::unique_ptr<trial::Backend> backend_ptr = backend_from(f);
+  const trial::Backend& backend = *backend_ptr;
+  Search search = algo == tune::Algorithm::kGrid || algo == tune::Algorithm::kRandom
+                      ? ordered_search(algo, f, space, view)
+                      : model_search(algo, setup, f, space, view, options);
+  if (pruner.pruner->name() != "none") search.prior_line += "; pruner " + pruner.pruner->name();
+  const NewStudyFile new_file(f.study_path, f.worker);
+  const std::unique_ptr<store::StudyStore> store =
+      store::open_store(f.study_path, store::Access::kReadWrite, store_retry_from(f));
+  if (!f.worker_name.empty()) store->set_worker_name(f.worker_name);
+
+  const std::uint64_t valid = view.enumerate().size();
+  // The same phrase as the summary's first line (format_study), from the same figures.
+  const std::uint64_t cartesian = view.is_listed() ? 0 : view.cartesian_size();
+  const std::uint64_t planned = searched.derived ? searched.derived->candidates : 0;
+  std::cerr << fmt::format("paratune tune: {}, {} search{}, {} steps per trial, {}; study {} ('{}'){}, trials in {}\n",
+                           format_space_size(valid, cartesian, planned), f.algo, search.prior_line, options.steps,
+                           slots_line(backend), store->locator(), options.name,
+                           f.worker ? fmt::format(" as worker {}", store->worker_name()) : "",
+                           options.trials_dir.string());
+  install_stop_handlers();
+  tune::StudySummary summary;
+  {
+    ConsoleObserver observer(valid, options.max_trials, options.budget_s);
+    summary = tune::run_configuration_study(space, view, options, *store, backend, *search.sampler, *pruner.pruner,
+                                            pruner.stated ? pruner.pruner.get() : nullptr, observer, g_stop_signal);
+  }
+  summary.planned_points = planned;  // the loop sees the listed configurations only, not how they were derived
+  if (json) write_json(to_json(summary));
+  else std::cout << format_study(summary);
+  if (summary.stop == tune::StopReason::kInterrupted) return 128 + g_stop_signal.load();
+  return summary.best ? 0 : 3;
+}
+
+}  // namespace
+
+void add_tune_command(CLI::App& app, Commands& commands) {
+  struct Flags {
+    SetupFlags setup;
+    TuneFlags tune;
+    bool json = false;
+  };
+  const auto flags = std::make_shared<Flags>();
+  auto* tune_cmd = app.add_subcommand(
+      "tune", "run real training trials over a search space and find the fastest configuration");
+  add_tune_flags(tune_cmd, flags->setup, flags->tune);
+  tune_cmd->add_flag("--json", flags->json, "machine-readable result on stdout (progress stays on stderr)");
+  const auto run = [tune_cmd, flags] {
+    record_given_flags(*tune_cmd, flags->tune);
+    return run_tune(flags->setup, flags->tune, flags->json);
+  };
+  commands.push_back({tune_cmd, run});
+}
+
+}  // namespace paratune::cli
