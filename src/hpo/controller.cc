@@ -864,9 +864,13 @@ class Controller {
         r.state = TrialRecord::State::kPruned;
         outcome.status = pruner_.stopped_status();
         outcome.objective = last;
-        outcome.reason = fmt::format("stopped by the {} pruner at step {} ({} {})", pruner_.name(),
-                                     r.curve.empty() ? 0 : r.curve.back().step, options_.objective,
-                                     last ? fmt::format("{}", *last) : "?");
+        // A metric's step as the program numbered it; a throughput trial's steps counted.
+        outcome.reason = throughput_objective_
+                             ? fmt::format("stopped by the {} pruner after {} steps (throughput {} steps/s)",
+                                           pruner_.name(), r.resource, last ? fmt::format("{:.4g}", *last) : "?")
+                             : fmt::format("stopped by the {} pruner at step {} ({} {})", pruner_.name(),
+                                           r.curve.empty() ? 0 : r.curve.back().step, options_.objective,
+                                           last ? fmt::format("{}", *last) : "?");
         if (r.rung >= 0) outcome.rung = r.rung;
         return outcome;
       default:  // oom, infeasible, failed, timeout: information for the sampler
