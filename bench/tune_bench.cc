@@ -3,16 +3,21 @@
 //      program), wall time per trial minus the time its steps sleep;
 //   2. parsing trial output: lines per second for protocol, Megatron-LM and unrelated lines;
 //   3. the study store: a trial of 1,000 steps and 1,000 metrics written, 1,000 trials read back;
-//   4. a random search's order over a 1M-point space (enumeration + shuffle).
+//   4. a random search over a 1M-point space: its sampler built and 1,000 proposals.
 // A scenario program: prints one table; run it on an idle machine, e.g. `taskset -c 0`.
 #include <fmt/format.h>
 
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <vector>
 
+#include "paratune/hpo/pruner.h"
+#include "paratune/hpo/sampler.h"
+#include "paratune/hpo/study.h"
 #include "paratune/store/sqlite_store.h"
 #include "paratune/trial/protocol.h"
+#include "paratune/tune/bayes.h"
 #include "paratune/tune/study.h"
 
 namespace {
@@ -33,18 +38,23 @@ void controller_overhead(int trials, int parallel, int steps, double step_time_s
   const std::filesystem::path dir = scratch(fmt::format("overhead_{}", parallel));
   std::string values;
   for (int i = 0; i < trials; ++i) values += fmt::format("{}{}", i ? ", " : "", i);
-  const tune::SearchSpace space = tune::SearchSpace::parse("parameters:\n  i: [" + values + "]\n", "bench");
-  tune::StudyOptions options;
+  const hpo::Space space = hpo::Space::parse("parameters:\n  i: [" + values + "]\n", "bench");
+  const tune::SearchSpace view = tune::SearchSpace::of(space);
+  hpo::HpoOptions options;
   options.command = fmt::format("{} --step-time {} --steps {}", PARATUNE_FAKE_TRIAL, step_time_s, steps);
   options.steps = steps;
   options.trials_dir = dir / "trials";
   store::SqliteStudyStore store(dir / "study.db");
   trial::LocalBackend backend(parallel);
-  auto search = tune::make_search(tune::Algorithm::kGrid, space, 0);
+  tune::BayesOptions grid;
+  grid.algorithm = tune::Algorithm::kGrid;
+  const auto sampler = tune::make_configuration_sampler(space, view, std::nullopt, grid, 0);
+  const auto pruner = hpo::make_pruner(hpo::PrunerKind::kNone, hpo::PrunerOptions{.max_resource = steps});
   tune::StudyObserver quiet;
   const std::atomic<int> no_stop{0};
   const Clock::time_point start = Clock::now();
-  const tune::StudySummary s = tune::run_study(space, options, store, backend, *search, quiet, no_stop);
+  const tune::StudySummary s = tune::run_configuration_study(space, view, options, store, backend, *sampler, *pruner,
+                                                             nullptr, quiet, no_stop);
   const double wall = since(start);
   const double sleeping = trials * steps * step_time_s / parallel;
   int completed = 0;
@@ -100,15 +110,25 @@ void store_speed() {
 }
 
 void random_order() {
-  const tune::SearchSpace space = tune::SearchSpace::parse(
+  const hpo::Space space = hpo::Space::parse(
       "parameters:\n  a: [1,2,3,4,5,6,7,8,9,10]\n  b: [1,2,3,4,5,6,7,8,9,10]\n  c: [1,2,3,4,5,6,7,8,9,10]\n"
       "  d: [1,2,3,4,5,6,7,8,9,10]\n  e: [1,2,3,4,5,6,7,8,9,10]\n  f: [1,2,3,4,5,6,7,8,9,10]\n"
       "constraints:\n  - a + b != 3\n",
       "bench");
+  const tune::SearchSpace view = tune::SearchSpace::of(space);
   const Clock::time_point start = Clock::now();
-  auto search = tune::make_search(tune::Algorithm::kRandom, space, 1);
-  const double build = since(start);
-  fmt::print("  1,000,000 points, one constraint: enumerated and shuffled in {:.2f} s\n", build);
+  tune::BayesOptions random;
+  random.algorithm = tune::Algorithm::kRandom;
+  random.seed = 1;
+  const auto sampler = tune::make_configuration_sampler(space, view, std::nullopt, random, 0);
+  std::vector<hpo::TrialRecord> trials;
+  for (int i = 0; i < 1000; ++i) {
+    hpo::TrialRecord r;
+    r.number = i + 1;
+    r.config = *sampler->propose(trials);
+    trials.push_back(std::move(r));
+  }
+  fmt::print("  1,000,000 points, one constraint: the sampler built and 1,000 proposals in {:.2f} s\n", since(start));
 }
 
 }  // namespace
