@@ -49,26 +49,19 @@ void check_hpo_flags(const SetupFlags& setup, const TuneFlags& f) {
 
 // The study's options from the flags, checked (hpo::validate).
 hpo::HpoOptions hpo_options_from(const TuneFlags& f) {
-  hpo::HpoOptions options;
-  options.name = f.study_name;
-  options.command = f.command;
-  options.steps = f.steps;
-  options.objective = f.objective;
   if (f.direction.empty() && f.objective != hpo::kThroughputObjective)
     throw Error(fmt::format("--objective {}: give --direction minimize or maximize (e.g. minimize a loss, maximize "
                             "an accuracy)",
                             f.objective));
+  hpo::Direction direction = hpo::Direction::kMaximize;
   try {
-    options.direction = f.direction.empty() ? hpo::Direction::kMaximize : hpo::parse_direction(f.direction);
+    if (!f.direction.empty()) direction = hpo::parse_direction(f.direction);
   } catch (const Error& e) {
     throw e.with_context("--direction");
   }
-  options.max_trials = f.max_trials;
-  options.budget_s = optional_duration(f.budget, "--budget");
-  options.retry_failed = f.retry_failed;
-  options.limits = limits_from(f);
-  options.step_time_regex = f.step_time_regex;
-  options.trials_dir = trials_dir_from(f);
+  hpo::HpoOptions options = study_options_from(f);
+  options.objective = f.objective;
+  options.direction = direction;
   options.trial_ranks = f.trial_ranks;
   options.strategy = f.strategy;
   options.surrogate_ratio = f.surrogate_ratio;
@@ -80,7 +73,6 @@ hpo::HpoOptions hpo_options_from(const TuneFlags& f) {
     if (ec != std::errc() || end != f.fuse.data() + f.fuse.size()) throw Error(fmt::format("--fuse {}: must be auto or a size from 1 to {}", f.fuse, hpo::kMaxFusedTrials));
     options.fuse = size;
   }
-  options.worker = worker_options_from(f);
   hpo::validate(options);
   return options;
 }

@@ -66,23 +66,6 @@ TuneSpace tune_space_from(const SetupFlags& setup, const TuneFlags& f) {
   return searched;
 }
 
-// The study's options from the flags, checked (hpo::validate): the throughput objective.
-hpo::HpoOptions study_options_from(const TuneFlags& f) {
-  hpo::HpoOptions options;
-  options.name = f.study_name;
-  options.command = f.command;
-  options.steps = f.steps;
-  options.max_trials = f.max_trials;
-  options.budget_s = optional_duration(f.budget, "--budget");
-  options.retry_failed = f.retry_failed;
-  options.limits = limits_from(f);
-  options.step_time_regex = f.step_time_regex;
-  options.trials_dir = trials_dir_from(f);
-  options.worker = worker_options_from(f);
-  hpo::validate(options);
-  return options;
-}
-
 tune::Algorithm algorithm_from(const TuneFlags& f) {
   try {
     return tune::parse_algorithm(f.algo);
@@ -200,7 +183,8 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   const hpo::Space& space = searched.space();
   const tune::SearchSpace view = tune::SearchSpace::of(space);  // the configurations as the searches index them
 
-  const hpo::HpoOptions options = study_options_from(f);
+  hpo::HpoOptions options = study_options_from(f);  // the throughput objective
+  hpo::validate(options);
   const StudyPruner pruner = pruner_from(f, algo, options.steps);
   const std::unique_ptr<trial::Backend> backend_ptr = backend_from(f);
   const trial::Backend& backend = *backend_ptr;

@@ -11,6 +11,21 @@
 
 namespace paratune::cli {
 
+hpo::HpoOptions study_options_from(const TuneFlags& f) {
+  hpo::HpoOptions options;
+  options.name = f.study_name;
+  options.command = f.command;
+  options.steps = f.steps;
+  options.max_trials = f.max_trials;
+  options.budget_s = optional_duration(f.budget, "--budget");
+  options.retry_failed = f.retry_failed;
+  options.limits = limits_from(f);
+  options.step_time_regex = f.step_time_regex;
+  options.trials_dir = trials_dir_from(f);
+  options.worker = worker_options_from(f);
+  return options;
+}
+
 trial::TrialLimits limits_from(const TuneFlags& f) {
   trial::TrialLimits limits;
   limits.timeout_s = optional_duration(f.timeout, "--timeout");

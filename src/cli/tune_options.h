@@ -8,11 +8,17 @@
 #include <vector>
 
 #include "paratune/hpo/pruner.h"
+#include "paratune/hpo/study.h"
 #include "paratune/trial/runner.h"
 #include "paratune/tune/study_common.h"
 #include "tune_flags.h"
 
 namespace paratune::cli {
+
+// What every study takes from the flags: its name, the command, the steps, --max-trials, --budget,
+// --retry-failed, the trials' limits, the step-time regex, the trials' directory and the worker
+// mode; the objective is throughput until the caller says otherwise. Not yet validated.
+hpo::HpoOptions study_options_from(const TuneFlags& f);
 
 // --timeout, --hang, --grace and --memory-limit.
 trial::TrialLimits limits_from(const TuneFlags& f);
