@@ -35,6 +35,10 @@ void check_in_process_pruner(PrunerKind kind) {
     throw OptionError("pruner", to_string(kind),
                       "rests trials at rungs and resumes them later, which needs trials paratune starts itself (a "
                       "command); an in-process objective can use none, median or percentile");
+  if (kind == PrunerKind::kOppa)
+    throw OptionError("pruner", to_string(kind),
+                      "judges a trial's throughput from the step times paratune measures of a command's trials; an "
+                      "in-process objective can use none, median or percentile");
 }
 
 nlohmann::ordered_json ask_tell_identity(const Space& space, const AskTellOptions& options, const Pruner& pruner) {

@@ -178,5 +178,18 @@ TEST_F(AskTell, PrunersThatRestTrialsAreRefused) {
   }
 }
 
+// OPPA's early termination judges step times paratune measures of a command's trials; an in-process
+// objective has none, so the pruner would never stop anything: refused, not silently idle.
+TEST_F(AskTell, TheOppaPrunerIsRefused) {
+  Parts parts(PrunerKind::kOppa);
+  try {
+    parts.study(store_);
+    FAIL() << "oppa was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("judges a trial's throughput from the step times"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace paratune::hpo
