@@ -249,7 +249,7 @@ TEST(Workers, AModelBasedSearchCountsEveryWorkersTrials) {
   write_space(dir, 4, 3);
   // 3 workers, 4 initial designs in all: each worker counting only its own would make 12.
   const Result r = run_workers(3, dir, worker_command(db, dir, "--step-time 0.01") +
-                                      " --algo bo --initial 4 --min-steps 2 --seed 7");
+                                      " --algo bo --initial 4 --seed 7");
   EXPECT_NE(r.output.find("ok=3"), std::string::npos) << r.output;
   const std::unique_ptr<StudyStore> store = open_store(db);
   const std::vector<StoredTrial> trials = store->trials(store->studies().at(0).id);
