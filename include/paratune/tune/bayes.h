@@ -89,7 +89,9 @@ std::unique_ptr<SearchAlgorithm> make_model_search(const SearchSpace& space, std
 // the study's configurations are points of `view` (SearchSpace::of(the study's space)), which must
 // outlive the sampler; every trial it has not seen finish is handed to the search as finished once,
 // in the order they come, with its throughput estimate, peak memory and failure (hpo/trial_record.h);
-// running ones as running. OPPA's early termination is the pruner oppa (hpo/pruner.h).
+// running ones as running. A trial a pruner stopped or rests at an ASHA rung is taken in as stopped
+// early, with the throughput of its steps so far, and not again if it is promoted later. OPPA's early
+// termination is the pruner oppa (hpo/pruner.h).
 std::unique_ptr<hpo::Sampler> as_sampler(std::unique_ptr<SearchAlgorithm> search, const SearchSpace& view);
 
 // The sampler of a configuration study for options.algorithm: grid and random are the one loop's

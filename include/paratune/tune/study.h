@@ -158,7 +158,8 @@ std::optional<std::size_t> best_trial(const std::vector<store::StoredTrial>& tri
 
 // The identity a configuration study is stored with (hpo::HpoOptions::identity): the space's value
 // lists as the configuration searches index them (`view`), the command, steps, memory limit and
-// step-time regex -- the form this file's loop wrote, so that the studies it wrote resume -- and
+// step-time regex -- the form configuration studies had when they ran in a loop of their own (main
+// e0b0512 and before), so that those studies resume -- and
 // the description of `stated_pruner` when the study names a pruner of its own (null: the search's
 // own rule, none or OPPA's early termination for --algo oppa, as before).
 nlohmann::ordered_json configuration_identity(const SearchSpace& view, const hpo::HpoOptions& options,
