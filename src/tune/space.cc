@@ -116,7 +116,8 @@ SearchSpace SearchSpace::of(const hpo::Space& space) {
     Point point(parameters.size());
     for (std::size_t i = 0; i < parameters.size(); ++i) {
       const std::vector<nlohmann::json>& values = parameters[i].values;
-      point[i] = static_cast<int>(std::find(values.begin(), values.end(), config.at(parameters[i].name)) - values.begin());
+      const nlohmann::json value = config.at(parameters[i].name);  // a plain json: compared with the values
+      point[i] = static_cast<int>(std::find(values.begin(), values.end(), value) - values.begin());
     }
     points.push_back(std::move(point));
   }
