@@ -1,21 +1,15 @@
 // Configuration studies in the one study loop (tune/study.h), and what their searches share.
 #include "paratune/tune/study.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <random>
-#include <set>
 
 #include "paratune/hpo/study.h"
 #include "paratune/spec/error.h"
-#include "paratune/spec/option_error.h"
-#include "paratune/tune/study_common.h"
 
 namespace paratune::tune {
 namespace {
