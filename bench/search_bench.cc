@@ -298,22 +298,25 @@ void overhead() {
         o.max_candidates = 10000;
         auto search = tune::make_model_search(world.space, prior, o);
         std::mt19937_64 rng(static_cast<std::uint64_t>(rep));
-        std::vector<tune::FinishedTrial> finished;
+        std::vector<hpo::TrialRecord> finished;
         for (int i = 0; i < observed; ++i) {
           const tune::Point& p = points[tune::uniform_below(rng, points.size())];
           const simcluster::Truth t = simcluster::ground_truth(world, p);
-          tune::FinishedTrial f;
-          f.point = p;
-          f.status = t.oom ? trial::TrialStatus::kOom : trial::TrialStatus::kCompleted;
-          if (!t.oom) {
-            f.throughput = t.throughput();
-            f.throughput_standard_error = 0.01 * t.throughput();
-            f.peak_memory_bytes = t.peak_memory_bytes;
+          hpo::TrialRecord& r = finished.emplace_back();
+          r.number = i + 1;
+          r.config = hpo::Config(world.space.to_json(p));
+          r.state = t.oom ? hpo::TrialRecord::State::kFailed : hpo::TrialRecord::State::kCompleted;
+          if (t.oom) {
+            r.failure = trial::FailureKind::kOom;
+          } else {
+            r.measured.steps_per_s = t.throughput();
+            r.measured.standard_error = 0.01 * t.throughput();
+            r.measured.steps_used = o.steps - 1;
+            r.peak_memory_bytes = t.peak_memory_bytes;
           }
-          finished.push_back(f);
         }
         const auto start = std::chrono::steady_clock::now();
-        (void)search->propose(finished, {});
+        (void)search->propose(finished);
         ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
       }
       std::sort(ms.begin(), ms.end());

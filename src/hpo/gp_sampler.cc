@@ -44,8 +44,8 @@
 #include "paratune/gp/gaussian_process.h"
 #include "paratune/hpo/sampler.h"
 #include "paratune/spec/error.h"
-#include "encoding.h"
-#include "feasibility.h"
+#include "paratune/hpo/encoding.h"
+#include "paratune/hpo/feasibility.h"
 
 namespace paratune::hpo {
 

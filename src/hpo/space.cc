@@ -11,7 +11,7 @@
 #include <set>
 #include <sstream>
 
-#include "../tune/space_file.h"
+#include "space_file.h"
 #include "paratune/spec/error.h"
 #include "paratune/spec/input_file.h"
 #include "paratune/tune/expression.h"
@@ -87,7 +87,7 @@ ParamSpec typed_parameter(const std::string& name, const YAML::Node& node, const
     if (!node["choices"]) throw Error(fmt::format("{}.choices: a categorical parameter needs its choices", where));
     for (const char* field : {"low", "high", "log"})
       if (node[field]) throw Error(fmt::format("{}.{}: not a field of a categorical parameter (it has choices)", where, field));
-    p.choices = tune::value_list(node["choices"], where + ".choices", tune::NullValues::kAllowed);
+    p.choices = value_list(node["choices"], where + ".choices");
   } else {
     if (node["choices"]) throw Error(fmt::format("{}.choices: a {} parameter has low and high, not choices", where, to_string(p.type)));
     for (const char* field : {"low", "high"})
@@ -95,7 +95,7 @@ ParamSpec typed_parameter(const std::string& name, const YAML::Node& node, const
     p.low = number_field(node["low"], where, "low");
     p.high = number_field(node["high"], where, "high");
     if (const YAML::Node log = node["log"]) {
-      const nlohmann::json v = log.IsScalar() ? tune::typed_scalar(log, where + ".log") : nlohmann::json();
+      const nlohmann::json v = log.IsScalar() ? typed_scalar(log, where + ".log") : nlohmann::json();
       if (!v.is_boolean()) throw Error(fmt::format("{}.log: expected true or false", where));
       p.log = v.get<bool>();
     }
@@ -103,7 +103,7 @@ ParamSpec typed_parameter(const std::string& name, const YAML::Node& node, const
   if (const YAML::Node when = node["when"]) {
     if (!when.IsScalar() || when.Scalar().empty())
       throw Error(fmt::format("{}.when: expected an expression like \"optimizer == 'sgd'\"", where));
-    p.when = tune::utf8_scalar(when, where + ".when");
+    p.when = utf8_scalar(when, where + ".when");
   }
   return p;
 }
@@ -163,8 +163,8 @@ Space::Space(std::vector<ParamSpec> parameters, std::vector<std::string> constra
   std::vector<std::string> names;
   for (const ParamSpec& p : parameters_) {
     const std::string where = fmt::format("{}: parameters.{}", source_, p.name);
-    if (!tune::is_parameter_name(p.name))
-      throw Error(fmt::format("{}: '{}' is not a usable name ({})", where, p.name, tune::kParameterNameRule));
+    if (!is_parameter_name(p.name))
+      throw Error(fmt::format("{}: '{}' is not a usable name ({})", where, p.name, kParameterNameRule));
     if (!seen.insert(p.name).second) throw Error(fmt::format("{}: defined twice", where));
     check_parameter(p, where);
     names.push_back(p.name);
@@ -228,7 +228,7 @@ Space& Space::operator=(Space&&) noexcept = default;
 Space::~Space() = default;
 
 Space Space::parse(std::string_view text, std::string_view source) {
-  tune::SpaceFile file = tune::read_space_file(text, source);
+  SpaceFile file = read_space_file(text, source);
   std::vector<ParamSpec> parameters;
   for (const auto& kv : file.parameters) {
     const std::string name = kv.first.Scalar();
@@ -239,7 +239,7 @@ Space Space::parse(std::string_view text, std::string_view source) {
       ParamSpec p;
       p.name = name;
       p.type = ParamType::kCategorical;
-      p.choices = tune::value_list(kv.second, where, tune::NullValues::kAllowed);
+      p.choices = value_list(kv.second, where);
       parameters.push_back(std::move(p));
     } else {
       throw Error(fmt::format("{}: expected a list of values like [64, 128] or a typed parameter like "

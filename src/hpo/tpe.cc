@@ -13,8 +13,8 @@
 #include <utility>
 
 #include "paratune/spec/error.h"
-#include "encoding.h"
-#include "feasibility.h"
+#include "paratune/hpo/encoding.h"
+#include "paratune/hpo/feasibility.h"
 
 namespace paratune::hpo::tpe {
 namespace {

@@ -13,7 +13,7 @@
 #include "paratune/hpo/space.h"
 #include "paratune/spec/error.h"
 #include "paratune/tune/expression.h"
-#include "space_file.h"
+#include "../hpo/space_file.h"
 
 namespace paratune::tune {
 namespace {
@@ -42,8 +42,8 @@ SearchSpace::SearchSpace(std::vector<Parameter> parameters, std::vector<std::str
   std::set<std::string> names;
   for (const Parameter& p : parameters_) {
     const std::string where = fmt::format("{}: parameters.{}", source_, p.name);
-    if (!is_parameter_name(p.name))
-      throw Error(fmt::format("{}: '{}' is not a usable name ({})", where, p.name, kParameterNameRule));
+    if (!hpo::is_parameter_name(p.name))
+      throw Error(fmt::format("{}: '{}' is not a usable name ({})", where, p.name, hpo::kParameterNameRule));
     if (!names.insert(p.name).second) throw Error(fmt::format("{}: defined twice", where));
     if (p.values.empty()) throw Error(fmt::format("{}: needs at least one value", where));
     // A set, not a scan of the earlier values: 100k values took over 30 s pairwise. json's '<'

@@ -13,6 +13,7 @@
 
 #include "paratune/cost/estimate.h"
 #include "paratune/hpo/pruner.h"
+#include "paratune/hpo/sampler.h"
 #include "paratune/spec/error.h"
 #include "paratune/trial/measurement.h"
 #include "simcluster.h"
@@ -20,16 +21,45 @@
 namespace paratune::tune {
 namespace {
 
-FinishedTrial finished(const Point& p, trial::TrialStatus status, std::optional<double> throughput,
-                       std::optional<double> memory = std::nullopt) {
-  FinishedTrial f;
-  f.point = p;
-  f.status = status;
-  f.throughput = throughput;
-  f.throughput_standard_error = throughput ? 0.01 * *throughput : 0;
-  f.peak_memory_bytes = memory;
-  return f;
-}
+// The study loop's side, in process: the searches see every trial as a record, finished ones with
+// what they measured, running ones as pending proposals.
+class Trials {
+ public:
+  Trials(const SearchSpace& space, std::unique_ptr<hpo::Sampler> search) : space_(space), search_(std::move(search)) {}
+  hpo::Sampler* operator->() { return search_.get(); }
+  std::optional<Point> propose() {
+    const std::optional<hpo::Config> config = search_->propose(records_);
+    if (!config) return std::nullopt;
+    std::optional<Point> point = space_.point_of(*config);
+    EXPECT_TRUE(point) << config->dump();
+    return point;
+  }
+  hpo::TrialRecord& run(const Point& p) {
+    hpo::TrialRecord& r = records_.emplace_back();
+    r.number = static_cast<int>(records_.size());
+    r.config = hpo::Config(space_.to_json(p));
+    return r;
+  }
+  // Completed with this throughput (standard error 1%) and peak memory.
+  void completed(const Point& p, double throughput, std::optional<double> memory = std::nullopt) {
+    hpo::TrialRecord& r = run(p);
+    r.state = hpo::TrialRecord::State::kCompleted;
+    r.measured.steps_per_s = throughput;
+    r.measured.standard_error = 0.01 * throughput;
+    r.measured.steps_used = 19;
+    r.peak_memory_bytes = memory;
+  }
+  void failed(const Point& p, trial::FailureKind kind) {
+    hpo::TrialRecord& r = run(p);
+    r.state = hpo::TrialRecord::State::kFailed;
+    r.failure = kind;
+  }
+
+ private:
+  const SearchSpace& space_;
+  std::unique_ptr<hpo::Sampler> search_;
+  std::vector<hpo::TrialRecord> records_;
+};
 
 // OPPA's early termination is the pruner oppa (hpo/pruner.h; the pruner's own test:
 // ConfigStudy.TheOppaPrunerStopsATrialWhoseUpperBoundIsBelowTheBest).
@@ -124,13 +154,12 @@ BayesOptions options_for(Algorithm a, std::uint64_t seed) {
 TEST(ModelSearch, NeverRepeatsAPointAndStopsWhenAllWereTried) {
   const SearchSpace space = SearchSpace::parse("parameters:\n  dp: [1, 2, 4]\n  x: [0, 1]\n", "test");
   for (Algorithm a : {Algorithm::kOppa, Algorithm::kBo, Algorithm::kCostModel, Algorithm::kXgboost}) {
-    auto search = make_model_search(space, std::nullopt, options_for(a, 1));
-    std::vector<FinishedTrial> done;
+    Trials search(space, make_model_search(space, std::nullopt, options_for(a, 1)));
     std::set<Point> seen;
-    while (const auto p = search->propose(done, {})) {
+    while (const auto p = search.propose()) {
       EXPECT_TRUE(seen.insert(*p).second) << to_string(a);
       const double dp = space.parameters()[0].values[static_cast<std::size_t>((*p)[0])].get<double>();
-      done.push_back(finished(*p, trial::TrialStatus::kCompleted, dp + (*p)[1], 1e9));
+      search.completed(*p, dp + (*p)[1], 1e9);
     }
     EXPECT_EQ(seen.size(), 6u) << to_string(a);
   }
@@ -142,8 +171,8 @@ TEST(ModelSearch, RandomDesignsWeighParallelDegreeGroupsEqually) {
       SearchSpace::parse("parameters:\n  dp: [1, 2]\n  x: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]\nconstraints:\n  - dp == 1 or x == 0\n", "t");
   int dp2 = 0;
   for (std::uint64_t seed = 0; seed < 400; ++seed) {
-    auto search = make_model_search(space, std::nullopt, options_for(Algorithm::kBo, seed));
-    dp2 += (*search->propose({}, {}))[0] == 1;
+    Trials search(space, make_model_search(space, std::nullopt, options_for(Algorithm::kBo, seed)));
+    dp2 += (*search.propose())[0] == 1;
   }
   EXPECT_GT(dp2, 160);  // binomial(400, 0.5): 200 +- 10; uniform over points would give ~36
   EXPECT_LT(dp2, 240);
@@ -153,35 +182,28 @@ TEST(ModelSearch, ExploresAtRandomAfterAStreakOfOoms) {
   const SearchSpace space = SearchSpace::parse("parameters:\n  dp: [1, 2, 4, 8]\n  x: [0, 1, 2, 3]\n", "test");
   BayesOptions o = options_for(Algorithm::kOppa, 3);
   o.memory_limit_bytes = 1e9;
-  auto search = make_model_search(space, std::nullopt, o);
-  std::vector<FinishedTrial> done;
-  for (int i = 0; i < 3; ++i) {
-    const Point p = *search->propose(done, {});
-    done.push_back(finished(p, trial::TrialStatus::kCompleted, 1.0 + i, 5e8));
-  }
-  for (int i = 0; i < 3; ++i) {
-    const Point p = *search->propose(done, {});
-    done.push_back(finished(p, trial::TrialStatus::kOom, std::nullopt));
-  }
-  const Point next = *search->propose(done, {});
-  EXPECT_NE(search->proposal_notes(next)["source"].get<std::string>().find("random exploration after 3"), std::string::npos)
-      << search->proposal_notes(next).dump();
+  Trials search(space, make_model_search(space, std::nullopt, o));
+  for (int i = 0; i < 3; ++i) search.completed(*search.propose(), 1.0 + i, 5e8);
+  for (int i = 0; i < 3; ++i) search.failed(*search.propose(), trial::FailureKind::kOom);
+  ASSERT_TRUE(search.propose());
+  EXPECT_NE(search->proposal_notes()["source"].get<std::string>().find("random exploration after 3"), std::string::npos)
+      << search->proposal_notes().dump();
 }
 
 TEST(ModelSearch, BatchesUseTheKrigingBelieverAndDoNotRepeat) {
   const SearchSpace space = SearchSpace::parse("parameters:\n  dp: [1, 2, 4, 8]\n  x: [0, 1, 2, 3, 4, 5]\n", "test");
-  auto search = make_model_search(space, std::nullopt, options_for(Algorithm::kBo, 5));
-  std::vector<FinishedTrial> done;
+  Trials search(space, make_model_search(space, std::nullopt, options_for(Algorithm::kBo, 5)));
   for (int i = 0; i < 5; ++i) {
-    const Point p = *search->propose(done, {});
-    done.push_back(finished(p, trial::TrialStatus::kCompleted, 1.0 + p[0] + 0.1 * p[1], 1e9));
+    const Point p = *search.propose();
+    search.completed(p, 1.0 + p[0] + 0.1 * p[1], 1e9);
   }
   std::vector<Point> running;
   for (int k = 0; k < 3; ++k) {
-    const Point p = *search->propose(done, running);
+    const Point p = *search.propose();
     EXPECT_EQ(std::count(running.begin(), running.end(), p), 0);
-    if (k > 0) EXPECT_NE(search->proposal_notes(p)["source"].get<std::string>().find("kriging believer"), std::string::npos);
+    if (k > 0) EXPECT_NE(search->proposal_notes()["source"].get<std::string>().find("kriging believer"), std::string::npos);
     running.push_back(p);
+    search.run(p);
   }
   EXPECT_TRUE(search->model_summary().contains("throughput"));
 }
@@ -199,14 +221,15 @@ TEST(ModelSearch, OppaFindsTheSimulatedOptimumQuickly) {
     BayesOptions o = options_for(Algorithm::kOppa, seed);
     o.memory_limit_bytes = w.nominal.gpu.memory_bytes;
     o.seed_from_prior = true;
-    auto search = make_model_search(w.space, prior, o);
-    std::vector<FinishedTrial> done;
+    Trials search(w.space, make_model_search(w.space, prior, o));
     double found = 0;
     for (int i = 0; i < 20; ++i) {
-      const Point p = *search->propose(done, {});
+      const Point p = *search.propose();
       const simcluster::Truth t = simcluster::ground_truth(w, p);
-      done.push_back(t.oom ? finished(p, trial::TrialStatus::kOom, std::nullopt)
-                           : finished(p, trial::TrialStatus::kCompleted, t.throughput(), t.peak_memory_bytes));
+      if (t.oom)
+        search.failed(p, trial::FailureKind::kOom);
+      else
+        search.completed(p, t.throughput(), t.peak_memory_bytes);
       found = std::max(found, t.throughput());
     }
     EXPECT_GE(found, 0.90 * best.throughput) << "seed " << seed;
@@ -227,19 +250,16 @@ TEST(ModelSearch, LearnsWhereConfigurationsAreRefused) {
     for (std::uint64_t seed : {1, 2, 3}) {
       BayesOptions o = options_for(a, seed);
       o.initial_points = 4;
-      auto search = make_model_search(space, std::nullopt, o);
-      std::vector<FinishedTrial> done;
+      Trials search(space, make_model_search(space, std::nullopt, o));
       int refused = 0;
       for (int i = 0; i < 30; ++i) {
-        const Point p = *search->propose(done, {});
+        const Point p = *search.propose();
         if (value(p, 0) >= 4) {
           ++refused;
-          FinishedTrial f = finished(p, trial::TrialStatus::kFailed, std::nullopt);
-          f.failure = trial::FailureKind::kRefused;
-          done.push_back(f);
+          search.failed(p, trial::FailureKind::kRefused);
         } else {
           const double b = std::log2(value(p, 1)) - 1, c = value(p, 2) - 2;
-          done.push_back(finished(p, trial::TrialStatus::kCompleted, value(p, 0) / (1 + b * b + c * c / 4)));
+          search.completed(p, value(p, 0) / (1 + b * b + c * c / 4));
         }
       }
       EXPECT_LE(refused, 5) << to_string(a) << " seed " << seed;

@@ -1,6 +1,6 @@
-// Model-based searches over a tuning study's space: OPPA (data/papers/README.md#oppa-parallel-config-bayesian-optimization,
-// Sec. 4, App. D-G, Algorithm 3) and the baselines
-// it is compared with (App. H.2), all behind tune::SearchAlgorithm.
+// Model-based searches over a configuration study's space: OPPA (data/papers/README.md#oppa-parallel-config-bayesian-optimization,
+// Sec. 4, App. D-G, Algorithm 3) and the baselines it is compared with (App. H.2), each a sampler of
+// the one study loop (hpo/sampler.h), one file each (src/tune/model_search.h says which).
 //
 //   oppa       throughput R(H) = prior_R(H; theta_R) + GP, peak memory M(H) = prior_M(H; theta_M) + GP
 //              (Eq. 2-3; priors from tune/surrogate.h: paratune's cost model when a model is given,
@@ -31,10 +31,11 @@
 // the next pick goes elsewhere (Ginsbourger et al. 2010).
 //
 // Failures (issue 21 item 17). A trial that failed — out of memory, refused at start-up, crashed,
-// timed out — has no throughput, but it says where configurations do not run. Every search fits a
-// feasibility classifier on every finished trial (gp/classifier.h: a GP classifier, probit
-// likelihood, Laplace's approximation; it ran vs it failed, the failure's kind kept for the model
-// summary) once any trial failed, and then
+// timed out — has no throughput, but it says where configurations do not run. Every search fits the
+// feasibility model every sampler uses (hpo/feasibility.h: a GP classifier, probit likelihood,
+// Laplace's approximation, on the points' embedding; it ran vs it failed, the failure's kind kept
+// for the model summary; a trial over the memory limit ran: the memory model judges it) once any
+// trial failed, and then
 //   - proposes only points that probably run, P(runs) >= 1/2, while there are any
 //     (trial::kLikelyToRun says why a weight alone is not enough), random designs included;
 //   - weighs the acquisition by P(runs): cUCB x P(runs) (Gelbart et al. 2014 weigh by each
@@ -80,19 +81,16 @@ struct BayesOptions {
 // Throws OptionError naming the field (steps >= 2, initial_points >= 1, ...).
 void validate(const BayesOptions& options);
 
-// The search for options.algorithm. `prior` is used by kOppa and kCostModel (when absent they use
-// OPPA's App. D prior, simple_prior) and ignored by kBo and kXgboost.
-std::unique_ptr<SearchAlgorithm> make_model_search(const SearchSpace& space, std::optional<Prior> prior,
-                                                   const BayesOptions& options);
-
-// `search` (oppa, bo, xgboost, costmodel) as a sampler of the one study loop (hpo/study.h run_hpo):
-// the study's configurations are points of `view` (SearchSpace::of(the study's space)), which must
-// outlive the sampler; every trial it has not seen finish is handed to the search as finished once,
-// in the order they come, with its throughput estimate, peak memory and failure (hpo/trial_record.h);
-// running ones as running. A trial a pruner stopped or rests at an ASHA rung is taken in as stopped
-// early, with the throughput of its steps so far, and not again if it is promoted later. OPPA's early
-// termination is the pruner oppa (hpo/pruner.h).
-std::unique_ptr<hpo::Sampler> as_sampler(std::unique_ptr<SearchAlgorithm> search, const SearchSpace& view);
+// The search for options.algorithm (oppa, bo, xgboost, costmodel) as a sampler of the one study loop
+// (hpo/study.h run_hpo): the study's configurations are points of `view` (SearchSpace::of(the
+// study's space)), which must outlive it; it learns from each finished trial's throughput estimate,
+// peak memory and failure (hpo/trial_record.h), once, in the order they come: a trial a pruner
+// stopped or rests at an ASHA rung as stopped early, with the throughput of its steps so far, and
+// not again if it is promoted later. `prior` is used by kOppa and kCostModel (when absent they use
+// OPPA's App. D prior, simple_prior) and ignored by kBo and kXgboost. OPPA's early termination is
+// the pruner oppa (hpo/pruner.h). Throws OptionError on bad options, Error for grid or random.
+std::unique_ptr<hpo::Sampler> make_model_search(const SearchSpace& view, std::optional<Prior> prior,
+                                                const BayesOptions& options);
 
 // The sampler of a configuration study for options.algorithm: grid and random are the one loop's
 // own (hpo/sampler.h: a listed space's grid keeps its order, random is a seeded permutation of the

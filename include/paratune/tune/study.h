@@ -39,36 +39,6 @@ class Space;
 
 namespace paratune::tune {
 
-// A finished trial as a search algorithm sees it.
-struct FinishedTrial {
-  Point point;
-  trial::TrialStatus status = trial::TrialStatus::kFailed;
-  std::optional<double> throughput;  // steps/s, when it measured any
-  double throughput_standard_error = 0;     // of that mean (OPPA App. F.1)
-  std::optional<double> peak_memory_bytes;  // the largest the trial reported
-  int steps = 0;                            // reported
-  // How it failed (none when it ran); the model-based searches learn where configurations fail
-  // from it (tune/bayes.h), trial/failure.h says which kinds are deterministic.
-  trial::FailureKind failure = trial::FailureKind::kNone;
-};
-
-// What the model-based searches (tune/bayes.h) propose from: points of the space's discrete view,
-// the finished trials in the order they finished. The study loop sees them as samplers
-// (tune::as_sampler, hpo/sampler.h).
-class SearchAlgorithm {
- public:
-  virtual ~SearchAlgorithm() = default;
-  [[nodiscard]] virtual std::string name() const = 0;
-  // The next point to run, given the finished trials and the points running now; nullopt when the
-  // algorithm has nothing more to propose.
-  virtual std::optional<Point> propose(const std::vector<FinishedTrial>& finished, const std::vector<Point>& running) = 0;
-  // Why the point just proposed was chosen and what the model predicted for it (stored with the
-  // trial, shown by `study show` next to what was measured); empty when there is nothing to say.
-  [[nodiscard]] virtual nlohmann::ordered_json proposal_notes(const Point& /*point*/) const { return {}; }
-  // The fitted model (learned lengthscales, prior coefficients), stored with the study.
-  [[nodiscard]] virtual nlohmann::ordered_json model_summary() const { return {}; }
-};
-
 enum class Algorithm { kGrid, kRandom, kBo, kXgboost, kCostModel, kOppa };
 const char* to_string(Algorithm algorithm);
 Algorithm parse_algorithm(std::string_view name);  // "grid" | "random" | "bo" | ...; Error lists them

@@ -1,4 +1,4 @@
-// What tune/space.cc and hpo/space.cc share in reading a search-space file.
+// Reading a search-space file's YAML (hpo/space.h): names, typed scalars, value lists.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace paratune::tune {
+namespace paratune::hpo {
 
 // Letters, digits and _, not starting with a digit, and not and/or/not/true/false (they mean
 // something in expressions).
@@ -36,11 +36,9 @@ SpaceFile read_space_file(std::string_view text, std::string_view source);
 // JSON, which holds only UTF-8.
 std::string utf8_scalar(const YAML::Node& node, std::string_view where);
 
-// A list of scalar values, typed (`where` names it in messages: "space.yaml: parameters.tp").
-// NullValues::kAllowed also takes YAML's null (`~`, `null`) as a value: a hyperparameter's categorical
-// choice may be None, as in Optuna; a parallel-configuration axis may not.
-enum class NullValues { kRefused, kAllowed };
-std::vector<nlohmann::json> value_list(const YAML::Node& list, const std::string& where,
-                                       NullValues nulls = NullValues::kRefused);
+// A list of scalar values, typed (`where` names it in messages: "space.yaml: parameters.tp"). YAML's
+// null (`~`, `null`) is a value too: a categorical choice may be None, as in Optuna (a configuration
+// study's view refuses it where a command needs a word: tune::SearchSpace::of).
+std::vector<nlohmann::json> value_list(const YAML::Node& list, const std::string& where);
 
-}  // namespace paratune::tune
+}  // namespace paratune::hpo

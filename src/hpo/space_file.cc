@@ -13,7 +13,7 @@
 #include "paratune/spec/input_file.h"
 #include "../spec/yaml_load.h"
 
-namespace paratune::tune {
+namespace paratune::hpo {
 
 bool is_parameter_name(std::string_view name) {
   if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_')) return false;
@@ -88,21 +88,20 @@ std::string utf8_scalar(const YAML::Node& node, std::string_view where) {
   return text;
 }
 
-std::vector<nlohmann::json> value_list(const YAML::Node& list, const std::string& where, NullValues nulls) {
+std::vector<nlohmann::json> value_list(const YAML::Node& list, const std::string& where) {
   if (!list.IsSequence()) throw Error(fmt::format("{}: expected a list of values like [1, 2, 4]", where));
   std::vector<nlohmann::json> out;
   for (const YAML::Node& v : list) {
-    if (v.IsNull() && nulls == NullValues::kAllowed) {
+    if (v.IsNull()) {
       out.emplace_back(nullptr);
       continue;
     }
     if (!v.IsScalar())
-      throw Error(fmt::format("{}: values must be numbers, booleans or strings{}", where,
-                              nulls == NullValues::kAllowed ? " (or null)" : ""));
+      throw Error(fmt::format("{}: values must be numbers, booleans or strings (or null)", where));
     utf8_scalar(v, where);
     out.push_back(typed_scalar(v, where));
   }
   return out;
 }
 
-}  // namespace paratune::tune
+}  // namespace paratune::hpo
