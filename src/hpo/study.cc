@@ -48,8 +48,11 @@ TrialRecord record_of(const store::StoredTrial& t, const std::string& objective)
     r.measured.variance = t.throughput_variance;
     r.measured.ci95_low = t.throughput_ci_low;
     r.measured.ci95_high = t.throughput_ci_high;
-    r.measured.standard_error = (t.throughput_ci_high - t.throughput_ci_low) / (2 * 1.96);
-    r.measured.steps_used = std::max(1, t.steps - 1);
+    const double se = (t.throughput_ci_high - t.throughput_ci_low) / (2 * 1.96);
+    r.measured.standard_error = se;
+    // standard_error = sqrt(variance / steps_used) (trial/measurement.h), so the steps it used are
+    // variance / se^2; at least one, since a throughput was stored.
+    r.measured.steps_used = se > 0 ? std::max(1, static_cast<int>(std::lround(t.throughput_variance / (se * se)))) : 1;
   }
   if (objective == kThroughputObjective) {
     r.curve = throughput_curve(t.step_times_s);
