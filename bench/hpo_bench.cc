@@ -1,7 +1,7 @@
 // Hyperparameter samplers and the study controller, measured (docs/hyperparameter-studies.md):
 //
-//   bench_hpo functions [--seeds A-B] [--evaluations N] [--out FILE.tsv]
-//       random, tpe and gp on Branin, Hartmann-6 and Rosenbrock-4 (bench/functions/
+//   bench_hpo functions [--seeds A-B] [--evaluations N] [--out FILE.tsv] [--functions a,b] [--samplers a,b]
+//       random, tpe, gp and cmaes on Branin, Hartmann-6, Rosenbrock-4 and Levy-10 (bench/functions/
 //       function_trial.cc as real trial processes through hpo::run_hpo, one trial at a time):
 //       the best value after 10, 25, 50 and 100 evaluations per seed, one TSV row per study.
 //   bench_hpo summarize FILE.tsv...
@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -66,6 +67,13 @@ const std::vector<Function>& functions() {
        "parameters:\n" + [] {
          std::string p;
          for (int d = 1; d <= 4; ++d) p += fmt::format("  x{}: {{type: float, low: -5, high: 10}}\n", d);
+         return p;
+       }(),
+       0.0},
+      {"levy10",
+       "parameters:\n" + [] {
+         std::string p;
+         for (int d = 1; d <= 10; ++d) p += fmt::format("  x{}: {{type: float, low: -10, high: 10}}\n", d);
          return p;
        }(),
        0.0},
@@ -124,14 +132,16 @@ std::vector<double> one_study(const Function& f, hpo::SamplerKind kind, std::uin
   return best_after;
 }
 
-int run_functions(int first_seed, int last_seed, int evaluations, const std::string& out_path) {
+int run_functions(int first_seed, int last_seed, int evaluations, const std::string& out_path,
+                  const std::set<std::string>& only_functions, const std::vector<hpo::SamplerKind>& samplers) {
   std::ofstream out(out_path);
   out << "function\tsampler\tseed\tseconds";
   for (int c : kCheckpoints)
     if (c <= evaluations) out << "\tbest_" << c;
   out << "\n";
-  for (const Function& f : functions())
-    for (hpo::SamplerKind kind : {hpo::SamplerKind::kRandom, hpo::SamplerKind::kTpe, hpo::SamplerKind::kGp})
+  for (const Function& f : functions()) {
+    if (!only_functions.empty() && !only_functions.contains(f.name)) continue;
+    for (hpo::SamplerKind kind : samplers)
       for (int seed = first_seed; seed <= last_seed; ++seed) {
         double seconds = 0;
         const std::vector<double> best = one_study(f, kind, static_cast<std::uint64_t>(seed), evaluations, seconds);
@@ -141,7 +151,15 @@ int run_functions(int first_seed, int last_seed, int evaluations, const std::str
         fmt::print(stderr, "{} {} seed {}: best {:.6g} after {} evaluations, {:.1f} s\n", f.name, hpo::to_string(kind),
                    seed, best.back(), evaluations, seconds);
       }
+  }
   return 0;
+}
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+  return out;
 }
 
 double quantile(std::vector<double> v, double q) {
@@ -246,12 +264,15 @@ void overhead_case(hpo::SamplerKind kind, hpo::PrunerKind pruner_kind, int trial
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
-    fmt::print(stderr, "usage: bench_hpo functions [--seeds A-B] [--evaluations N] [--out FILE] | summarize FILE... | overhead\n");
+    fmt::print(stderr, "usage: bench_hpo functions [--seeds A-B] [--evaluations N] [--out FILE] [--functions a,b] [--samplers a,b] | summarize FILE... | overhead\n");
     return 2;
   }
   if (args[0] == "functions") {
     int first = 0, last = 19, evaluations = 100;
     std::string out = "hpo_functions.tsv";
+    std::set<std::string> only;
+    std::vector<hpo::SamplerKind> samplers{hpo::SamplerKind::kRandom, hpo::SamplerKind::kTpe, hpo::SamplerKind::kGp,
+                                           hpo::SamplerKind::kCmaes};
     for (std::size_t i = 1; i + 1 < args.size(); i += 2) {
       if (args[i] == "--seeds") {
         const auto dash = args[i + 1].find('-');
@@ -261,9 +282,14 @@ int main(int argc, char** argv) {
         evaluations = std::stoi(args[i + 1]);
       } else if (args[i] == "--out") {
         out = args[i + 1];
+      } else if (args[i] == "--functions") {
+        for (const std::string& name : split_commas(args[i + 1])) only.insert(name);
+      } else if (args[i] == "--samplers") {
+        samplers.clear();
+        for (const std::string& name : split_commas(args[i + 1])) samplers.push_back(hpo::parse_sampler(name));
       }
     }
-    return run_functions(first, last, evaluations, out);
+    return run_functions(first, last, evaluations, out, only, samplers);
   }
   if (args[0] == "summarize") return summarize({args.begin() + 1, args.end()});
   if (args[0] == "overhead") {

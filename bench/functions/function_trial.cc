@@ -7,6 +7,7 @@
 //   branin       x1 in [-5, 10], x2 in [0, 15]; minimum 0.397887 (Dixon & Szego 1978)
 //   hartmann6    x1..x6 in [0, 1]; minimum -3.32237
 //   rosenbrock4  x1..x4 (usually in [-5, 10]); minimum 0 at (1, 1, 1, 1)
+//   levy10       x1..x10 in [-10, 10]; minimum 0 at (1, ..., 1)
 //   abc          parameters a, b, c (> 0; issue 21 item 17 searches a, b in {1, 2, 4, 8}, c in {0..3}):
 //                (1 + (log2 b - 1)^2 + (c - 2)^2 / 4) / a, falling with a, so that a model is drawn
 //                towards large a; with --fail-above a 2 the best that runs is 0.5 at (2, 2, 2)
@@ -69,6 +70,18 @@ double rosenbrock(const std::vector<double>& x) {
   return sum;
 }
 
+// Levy: w_i = 1 + (x_i - 1) / 4; sin^2(pi w_1) + sum_{i<d} (w_i - 1)^2 (1 + 10 sin^2(pi w_i + 1))
+// + (w_d - 1)^2 (1 + sin^2(2 pi w_d)).
+double levy(const std::vector<double>& x) {
+  const double pi = std::acos(-1.0);
+  const auto w = [&](std::size_t i) { return 1 + (x[i] - 1) / 4; };
+  const auto sin2 = [](double a) { return std::sin(a) * std::sin(a); };
+  double sum = sin2(pi * w(0));
+  for (std::size_t i = 0; i + 1 < x.size(); ++i) sum += (w(i) - 1) * (w(i) - 1) * (1 + 10 * sin2(pi * w(i) + 1));
+  const double last = w(x.size() - 1);
+  return sum + (last - 1) * (last - 1) * (1 + sin2(2 * pi * last));
+}
+
 // Issue 21 item 17's landscape (see the header comment).
 double abc(const std::vector<double>& x) {
   const double b = std::log2(x[1]) - 1, c = x[2] - 2;
@@ -86,10 +99,11 @@ int main(int argc, char** argv) {
   const std::map<std::string, std::pair<std::vector<std::string>, double (*)(const std::vector<double>&)>> functions{
       {"abc", {{"a", "b", "c"}, abc}},
       {"branin", {{"x1", "x2"}, branin}},
+      {"levy10", {{"x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10"}, levy}},
       {"hartmann6", {{"x1", "x2", "x3", "x4", "x5", "x6"}, hartmann6}},
       {"rosenbrock4", {{"x1", "x2", "x3", "x4"}, rosenbrock}}};
   if (argc < 2 || !functions.contains(argv[1]))
-    return fail("usage: FUNCTION (abc | branin | hartmann6 | rosenbrock4) [--curve] [--sleep S] [--fail-above NAME VALUE] "
+    return fail("usage: FUNCTION (abc | branin | hartmann6 | levy10 | rosenbrock4) [--curve] [--sleep S] [--fail-above NAME VALUE] "
                 "[--fail-code C] [--step-time-is-value]");
   const auto [names, function] = functions.at(argv[1]);
   bool curve = false, metric_after_step = false, metric_without_step = false, ignore_checkpoint = false;

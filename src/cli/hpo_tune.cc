@@ -40,7 +40,7 @@ void check_hpo_flags(const SetupFlags& setup, const TuneFlags& f) {
   check_pruner_flags(f, f.pruner);
   if (!f.retrain) refuse_flags(f, {"--retrain-steps"}, "needs --retrain");
   if (f.space_path.empty())
-    throw Error("tune: a hyperparameter study (--objective, --pruner, --algo tpe|gp or typed parameters) needs "
+    throw Error("tune: a hyperparameter study (--objective, --pruner, --algo tpe|gp|cmaes or typed parameters) needs "
                 "--space FILE; --model derives a space of parallel configurations, searched for throughput");
   if (!setup.model.empty() || !f.fix.empty() || !f.allow.empty() || !f.max.empty())
     throw Error("tune: --model/--fix/--allow/--max derive a space of parallel configurations; a hyperparameter study "
@@ -85,7 +85,7 @@ std::unique_ptr<hpo::Sampler> hpo_sampler_from(const TuneFlags& f, const hpo::Sp
     kind = hpo::parse_sampler(f.algo);
   } catch (const Error&) {
     throw Error(fmt::format("--algo {}: searches value lists of parallel configurations for throughput; a "
-                            "hyperparameter study uses grid, random, tpe or gp",
+                            "hyperparameter study uses grid, random, tpe, gp or cmaes",
                             f.algo));
   }
   hpo::SamplerOptions sampler_options;
@@ -116,7 +116,7 @@ std::unique_ptr<hpo::Pruner> hpo_pruner_from(const TuneFlags& f, const hpo::HpoO
 }  // namespace
 
 bool is_hpo_study(const TuneFlags& f) {
-  if (f.objective != hpo::kThroughputObjective || f.algo == "tpe" || f.algo == "gp" || f.trial_ranks != 1 ||
+  if (f.objective != hpo::kThroughputObjective || f.algo == "tpe" || f.algo == "gp" || f.algo == "cmaes" || f.trial_ranks != 1 ||
       !f.strategy.empty() || f.given.contains("--surrogate-ratio") || f.given.contains("--fuse"))
     return true;
   if (f.algo != "grid" && f.algo != "random") return false;  // a model-based search of configurations

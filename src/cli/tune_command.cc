@@ -176,7 +176,7 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   if (!f.worker) refuse_flags(f, {"--worker-name", "--heartbeat", "--heartbeat-timeout"}, "belongs to --worker");
   if (is_hpo_study(f)) return run_hpo_tune(setup, f, json);
   refuse_flags(f, {"--direction", "--retrain", "--retrain-steps"},
-               "belongs to hyperparameter studies (--objective METRIC, --algo tpe|gp or a typed space); this study "
+               "belongs to hyperparameter studies (--objective METRIC, --algo tpe|gp|cmaes or a typed space); this study "
                "searches parallel configurations for throughput");
   const tune::Algorithm algo = algorithm_from(f);
   const TuneSpace searched = tune_space_from(setup, f);

@@ -8,7 +8,7 @@
 
 namespace paratune::hpo {
 namespace {
-constexpr std::array<const char*, 4> kSamplerNames{"grid", "random", "tpe", "gp"};
+constexpr std::array<const char*, 5> kSamplerNames{"grid", "random", "tpe", "gp", "cmaes"};
 }  // namespace
 
 const char* to_string(SamplerKind kind) { return kSamplerNames[static_cast<std::size_t>(kind)]; }
@@ -26,6 +26,7 @@ std::unique_ptr<Sampler> make_sampler(SamplerKind kind, const Space& space, cons
     case SamplerKind::kRandom: return make_random_sampler(space, options);
     case SamplerKind::kTpe: return make_tpe_sampler(space, options);
     case SamplerKind::kGp: return make_gp_sampler(space, options);
+    case SamplerKind::kCmaes: return make_cmaes_sampler(space, options);
   }
   throw Error("make_sampler: unknown sampler");
 }

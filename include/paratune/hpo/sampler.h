@@ -5,7 +5,9 @@
 //           (grid_sampler.cc too: both are fixed orders or plain draws)
 //   tpe     tree-structured Parzen estimator, multivariate (tpe.cc, hpo/tpe.h)
 //   gp      Gaussian-process regression with log expected improvement (gp_sampler.cc)
-// tpe and gp learn from failed trials (issue 21 item 17, src/hpo/feasibility.h): P(runs) from a GP
+//   cmaes   the covariance matrix adaptation evolution strategy over the float and int parameters,
+//           for many continuous dimensions (cmaes_sampler.cc)
+// tpe, gp and cmaes learn from failed trials (issue 21 item 17, src/hpo/feasibility.h): P(runs) from a GP
 // classifier on every finished trial weighs and restricts their proposals, and a configuration whose
 // failure is deterministic (trial/failure.h) is never proposed again. grid and random run each
 // configuration of a finite space once.
@@ -48,7 +50,7 @@ class Sampler {
   [[nodiscard]] virtual nlohmann::ordered_json model_summary() const { return {}; }
 };
 
-enum class SamplerKind { kGrid, kRandom, kTpe, kGp };
+enum class SamplerKind { kGrid, kRandom, kTpe, kGp, kCmaes };
 const char* to_string(SamplerKind kind);
 SamplerKind parse_sampler(std::string_view name);  // throws Error listing the names
 
@@ -60,5 +62,7 @@ std::unique_ptr<Sampler> make_grid_sampler(const Space& space, const SamplerOpti
 std::unique_ptr<Sampler> make_random_sampler(const Space& space, const SamplerOptions& options);
 std::unique_ptr<Sampler> make_tpe_sampler(const Space& space, const SamplerOptions& options);
 std::unique_ptr<Sampler> make_gp_sampler(const Space& space, const SamplerOptions& options);
+// Throws Error when the space has no float or int parameter that is always active.
+std::unique_ptr<Sampler> make_cmaes_sampler(const Space& space, const SamplerOptions& options);
 
 }  // namespace paratune::hpo

@@ -1,0 +1,205 @@
+// cmaes: the covariance matrix adaptation evolution strategy (hpo/sampler.h), for continuous spaces
+// of many dimensions, where a GP's or TPE's model of the whole space learns slowly (issue 44: on 10-d
+// Levy, Optuna's CMA-ES beat paratune's GP and TPE at every budget).
+//
+// The (mu/mu_w, lambda)-CMA-ES of Hansen, "The CMA Evolution Strategy: A Tutorial" (arXiv:1604.00772,
+// 2016), Appendix A with the default parameters of its Table 1 and positive weights only (w_i = 0 for
+// i > mu, the classic form), over the float and int parameters that are always active, each scaled
+// to [0, 1] (Space::to_unit: a log-scaled one by its log). Categorical and conditional parameters are
+// drawn from their prior, independently, as Optuna's CmaEsSampler does with its independent sampler.
+//
+//   generation   lambda = 4 + floor(3 ln n) candidates x = m + sigma B D z, z ~ N(0, I); the start
+//                m = the centre of [0, 1]^n, sigma = 1/6 (Optuna's default: a sixth of the narrowest
+//                range), C = I. A candidate outside [0, 1]^n is drawn again, up to 100 times, then
+//                clipped; one that breaks the space's constraints is drawn again too.
+//   update       once lambda trials have completed (failed and pruned ones do not count, as in
+//                Optuna), from the best mu of them: the mean, the evolution paths p_sigma and p_c,
+//                the rank-one and rank-mu updates of C, and sigma by cumulative step-size adaptation.
+//   failures     draws are restricted to where configurations probably run (the one feasibility
+//                model, feasibility.h: likely_draw), as TPE's and GP's are.
+//   resume       a fresh sampler takes in the study's completed trials in trial order, lambda at a
+//                time, so a resumed study goes on from where the distribution was.
+// With parallel slots a generation's candidates run side by side; the trials that complete are
+// counted in the order the loop reports them.
+#include <fmt/format.h>
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <set>
+
+#include "paratune/hpo/encoding.h"
+#include "paratune/hpo/feasibility.h"
+#include "paratune/hpo/sampler.h"
+#include "paratune/spec/error.h"
+
+namespace paratune::hpo {
+namespace {
+
+constexpr int kBoundRedraws = 100;
+
+double unit_uniform(std::mt19937_64& rng) { return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53; }  // (0, 1)
+
+// A standard normal by Box-Muller from the generator's bits, so that a seed gives the same draws with
+// every standard library (std::normal_distribution's algorithm is implementation-defined).
+double standard_normal(std::mt19937_64& rng) {
+  const double u = unit_uniform(rng), v = unit_uniform(rng);
+  return std::sqrt(-2 * std::log(u)) * std::cos(2 * std::numbers::pi * v);
+}
+
+class CmaEsSampler final : public Sampler {
+ public:
+  CmaEsSampler(const Space& space, const SamplerOptions& options)
+      : space_(space), encoding_(space), options_(options), rng_(options.seed) {
+    for (std::size_t i = 0; i < space.parameters().size(); ++i) {
+      const ParamSpec& p = space.parameters()[i];
+      if (p.type != ParamType::kCategorical && p.when.empty()) dimensions_.push_back(i);
+    }
+    if (space.is_listed() || dimensions_.empty())
+      throw Error(fmt::format("{}: cmaes searches float and int parameters that are always active, and this space "
+                              "has none (grid, random, tpe or gp search it)",
+                              space.source()));
+    // Table 1's defaults.
+    const auto n = static_cast<double>(dimensions_.size());
+    lambda_ = 4 + static_cast<int>(std::floor(3 * std::log(n)));
+    const int mu = lambda_ / 2;
+    weights_.resize(mu);
+    for (int i = 0; i < mu; ++i) weights_(i) = std::log((lambda_ + 1) / 2.0) - std::log(i + 1.0);
+    weights_ /= weights_.sum();
+    mu_eff_ = 1 / weights_.squaredNorm();
+    c_sigma_ = (mu_eff_ + 2) / (n + mu_eff_ + 5);
+    d_sigma_ = 1 + 2 * std::max(0.0, std::sqrt((mu_eff_ - 1) / (n + 1)) - 1) + c_sigma_;
+    c_c_ = (4 + mu_eff_ / n) / (n + 4 + 2 * mu_eff_ / n);
+    c_1_ = 2 / ((n + 1.3) * (n + 1.3) + mu_eff_);
+    c_mu_ = std::min(1 - c_1_, 2 * (mu_eff_ - 2 + 1 / mu_eff_) / ((n + 2) * (n + 2) + mu_eff_));
+    chi_n_ = std::sqrt(n) * (1 - 1 / (4 * n) + 1 / (21 * n * n));  // E||N(0, I)||
+    mean_ = Eigen::VectorXd::Constant(static_cast<Eigen::Index>(n), 0.5);
+    sigma_ = 1.0 / 6;
+    cov_ = Eigen::MatrixXd::Identity(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(n));
+    basis_ = cov_;
+    scales_ = Eigen::VectorXd::Ones(static_cast<Eigen::Index>(n));
+    p_sigma_ = p_c_ = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(n));
+  }
+
+  [[nodiscard]] std::string name() const override { return "cmaes"; }
+
+  std::optional<Config> propose(const std::vector<TrialRecord>& trials) override {
+    for (const TrialRecord& t : trials) {
+      if (t.state == TrialRecord::State::kRunning || !seen_.insert(t.number).second) continue;
+      if (t.state != TrialRecord::State::kCompleted || !t.value) continue;
+      generation_.push_back({unit_point(t.config), as_loss(options_.direction, *t.value)});
+      if (static_cast<int>(generation_.size()) == lambda_) update();
+    }
+    const Feasibility feasibility(trials, encoding_, options_.seed);
+    double p_runs = 1;
+    std::optional<Config> config =
+        likely_draw([&] { return draw(); }, [&](const Config& c) { return feasibility.probability(c); }, p_runs);
+    if (!config) config = draw();  // every draw known to fail: the distribution's own
+    notes_ = {{"generation", generation_count_},
+              {"sigma", sigma_},
+              {"completed_in_generation", generation_.size()},
+              {"lambda", lambda_}};
+    if (feasibility.active()) notes_["p_runs"] = p_runs;
+    return config;
+  }
+
+  [[nodiscard]] nlohmann::ordered_json proposal_notes() const override { return notes_; }
+
+  [[nodiscard]] nlohmann::ordered_json model_summary() const override {
+    nlohmann::ordered_json mean = nlohmann::ordered_json::object();
+    nlohmann::ordered_json spread = nlohmann::ordered_json::object();
+    for (std::size_t d = 0; d < dimensions_.size(); ++d) {
+      const std::size_t i = dimensions_[d];
+      const auto k = static_cast<Eigen::Index>(d);
+      mean[space_.parameters()[i].name] = space_.from_unit(i, mean_(k));
+      spread[space_.parameters()[i].name] = sigma_ * std::sqrt(cov_(k, k));  // in [0, 1] units
+    }
+    return {{"generations", generation_count_}, {"lambda", lambda_}, {"sigma", sigma_}, {"mean", mean},
+            {"sd_unit", spread}};
+  }
+
+ private:
+  struct Result {
+    Eigen::VectorXd x;  // in [0, 1]^n
+    double loss;
+  };
+
+  [[nodiscard]] Eigen::VectorXd unit_point(const Config& config) const {
+    Eigen::VectorXd x(static_cast<Eigen::Index>(dimensions_.size()));
+    for (std::size_t d = 0; d < dimensions_.size(); ++d)
+      x(static_cast<Eigen::Index>(d)) = space_.to_unit(dimensions_[d], config.at(space_.parameters()[dimensions_[d]].name));
+    return x;
+  }
+
+  // One candidate of the current distribution inside [0, 1]^n that satisfies the constraints, with
+  // the other parameters from their prior.
+  Config draw() {
+    Config config;
+    for (int attempt = 0; attempt <= kBoundRedraws; ++attempt) {
+      Eigen::VectorXd z(mean_.size());
+      for (Eigen::Index k = 0; k < z.size(); ++k) z(k) = standard_normal(rng_);
+      Eigen::VectorXd x = mean_ + sigma_ * basis_ * scales_.cwiseProduct(z);
+      const bool inside = (x.array() >= 0).all() && (x.array() <= 1).all();
+      if (!inside && attempt < kBoundRedraws) continue;
+      x = x.cwiseMax(0).cwiseMin(1);
+      config = space_.sample(rng_);  // the categorical and conditional parameters
+      for (std::size_t d = 0; d < dimensions_.size(); ++d)
+        config[space_.parameters()[dimensions_[d]].name] = space_.from_unit(dimensions_[d], x(static_cast<Eigen::Index>(d)));
+      if (space_.satisfies(config)) return config;
+    }
+    return space_.sample(rng_);  // the constraints keep rejecting the distribution's draws
+  }
+
+  // Appendix A, one generation's update from its lambda completed candidates.
+  void update() {
+    std::sort(generation_.begin(), generation_.end(), [](const Result& a, const Result& b) { return a.loss < b.loss; });
+    const auto n = mean_.size();
+    const auto mu = weights_.size();
+    Eigen::MatrixXd y(n, mu);  // the best mu steps, in units of sigma
+    for (Eigen::Index i = 0; i < mu; ++i) y.col(i) = (generation_[static_cast<std::size_t>(i)].x - mean_) / sigma_;
+    const Eigen::VectorXd y_w = y * weights_;
+    mean_ += sigma_ * y_w;  // c_m = 1
+    const Eigen::MatrixXd inv_sqrt_c = basis_ * scales_.cwiseInverse().asDiagonal() * basis_.transpose();
+    p_sigma_ = (1 - c_sigma_) * p_sigma_ + std::sqrt(c_sigma_ * (2 - c_sigma_) * mu_eff_) * inv_sqrt_c * y_w;
+    ++generation_count_;
+    const double p_sigma_norm = p_sigma_.norm();
+    const bool h_sigma = p_sigma_norm / std::sqrt(1 - std::pow(1 - c_sigma_, 2.0 * generation_count_)) <
+                         (1.4 + 2 / (static_cast<double>(n) + 1)) * chi_n_;
+    p_c_ = (1 - c_c_) * p_c_ + (h_sigma ? std::sqrt(c_c_ * (2 - c_c_) * mu_eff_) : 0.0) * y_w;
+    const double delta = (h_sigma ? 0.0 : 1.0) * c_c_ * (2 - c_c_);
+    cov_ = (1 + c_1_ * delta - c_1_ - c_mu_) * cov_ + c_1_ * p_c_ * p_c_.transpose() +
+           c_mu_ * y * weights_.asDiagonal() * y.transpose();
+    sigma_ *= std::exp((c_sigma_ / d_sigma_) * (p_sigma_norm / chi_n_ - 1));
+    // C = B D^2 B^T (symmetrised against rounding; eigenvalues floored so that D stays invertible).
+    cov_ = (cov_ + cov_.transpose()) / 2;
+    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eigen(cov_);
+    basis_ = eigen.eigenvectors();
+    scales_ = eigen.eigenvalues().cwiseMax(1e-20).cwiseSqrt();
+    generation_.clear();
+  }
+
+  const Space& space_;
+  Encoding encoding_;
+  SamplerOptions options_;
+  std::mt19937_64 rng_;
+  std::vector<std::size_t> dimensions_;  // the parameters CMA-ES searches
+  int lambda_ = 0;
+  Eigen::VectorXd weights_;
+  double mu_eff_ = 0, c_sigma_ = 0, d_sigma_ = 0, c_c_ = 0, c_1_ = 0, c_mu_ = 0, chi_n_ = 0;
+  Eigen::VectorXd mean_, p_sigma_, p_c_, scales_;
+  Eigen::MatrixXd cov_, basis_;
+  double sigma_ = 0;
+  int generation_count_ = 0;
+  std::vector<Result> generation_;  // completed candidates not yet used in an update
+  std::set<int> seen_;
+  nlohmann::ordered_json notes_;
+};
+
+}  // namespace
+
+std::unique_ptr<Sampler> make_cmaes_sampler(const Space& space, const SamplerOptions& options) {
+  return std::make_unique<CmaEsSampler>(space, options);
+}
+
+}  // namespace paratune::hpo
