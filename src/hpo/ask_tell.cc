@@ -66,7 +66,7 @@ AskTellStudy::AskTellStudy(const Space& space, AskTellOptions options, store::St
   lock_ = store_.lock_controller(options_.name);
   study_ = store_.open_study(options_.name, ask_tell_identity(space_, options_, pruner_).dump());
   store_.mark_running_interrupted(study_);
-  // As the command controller resumes (src/hpo/controller.cc load): finished trials are what the
+  // As the command controller resumes (src/hpo/study_trials.cc resume): finished trials are what the
   // sampler and pruner know; interrupted configurations run again first, once each.
   for (const store::StoredTrial& t : store_.trials(study_, true)) {
     if (t.status == "interrupted") {

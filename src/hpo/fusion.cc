@@ -8,17 +8,16 @@
 #include <sstream>
 
 #include "paratune/hpo/surrogate.h"
+#include "paratune/hpo/trainer_program.h"
 #include "paratune/spec/error.h"
 #include "paratune/spec/option_error.h"
-#include "paratune/train/options.h"
 #include "paratune/trial/command.h"
-#include "trainer_command.h"
 
 namespace paratune::hpo {
 namespace {
 
-bool is_fusable(const std::string& name) {
-  const std::vector<std::string>& fusable = train::fusable_options();
+bool is_fusable(const TrainerProgram& trainer, const std::string& name) {
+  const std::vector<std::string> fusable = trainer.fusable_parameters();
   return std::find(fusable.begin(), fusable.end(), name) != fusable.end();
 }
 
@@ -44,6 +43,16 @@ OptionError fusion_error(const HpoOptions& options, const std::string& rule) {
                            : OptionError("fuse", std::to_string(options.fuse), rule);
 }
 
+// The study's trainer (hpo/trainer_program.h), which must fuse.
+const TrainerProgram& fusing_trainer(const HpoOptions& options) {
+  const TrainerProgram* trainer = trainer_of(options);
+  if (!trainer || trainer->fusable_parameters().empty())
+    throw fusion_error(
+        options, fmt::format("fuses the trials of {} (PARATUNE_PARAMS as a JSON array), and the command runs '{}'",
+                             paratune_train().name(), command_program(options.command)));
+  return *trainer;
+}
+
 }  // namespace
 
 void validate_fusion(const HpoOptions& options) {
@@ -51,10 +60,7 @@ void validate_fusion(const HpoOptions& options) {
     throw OptionError("fuse", std::to_string(options.fuse),
                       fmt::format("must be a size from 1 to {} (or {})", kMaxFusedTrials, option_ref("fuse_auto")));
   if (options.fuse == 1 && !options.fuse_auto) return;
-  if (!runs_trainer(options.command))
-    throw fusion_error(
-        options, fmt::format("fuses the trials of {} (PARATUNE_PARAMS as a JSON array), and the command runs '{}'",
-                             kTrainerProgram, command_program(options.command)));
+  (void)fusing_trainer(options);
   if (options.objective == kThroughputObjective)
     throw fusion_error(
         options,
@@ -71,6 +77,7 @@ void validate_fusion(const HpoOptions& options) {
 
 void check_fusion_space(const Space& space, const HpoOptions& options) {
   if (options.fuse == 1 && !options.fuse_auto) return;
+  const TrainerProgram& trainer = fusing_trainer(options);
   if (space.index_of("ranks"))
     throw fusion_error(options, "fused groups train on one slot; the space's parameter 'ranks' gives trials several");
   std::set<std::string> all;
@@ -80,19 +87,19 @@ void check_fusion_space(const Space& space, const HpoOptions& options) {
   if (parsed.placeholders().contains("config"))
     throw fusion_error(options, fmt::format("the command uses {{config}}, which differs between fused trials; {} reads "
                                             "each trial's values from PARATUNE_PARAMS",
-                                            kTrainerProgram));
+                                            trainer.name()));
   for (const ParamSpec& p : space.parameters())
-    if (is_fusable(p.name) && parsed.placeholders().contains(p.name))
+    if (is_fusable(trainer, p.name) && parsed.placeholders().contains(p.name))
       throw OptionError("command", "",
                         fmt::format("{{{}}} differs between fused trials ({}), so it cannot be on their shared "
                                     "command line; {} reads it from PARATUNE_PARAMS (drop it from the command)",
-                                    p.name, fusion_setting(options), kTrainerProgram));
+                                    p.name, fusion_setting(options), trainer.name()));
 }
 
-std::string shared_key(const Config& config) {
+std::string shared_key(const Config& config, const TrainerProgram& trainer) {
   nlohmann::ordered_json shared = nlohmann::ordered_json::object();
   for (const auto& [name, value] : config.items())
-    if (!is_fusable(name)) shared[name] = value;
+    if (!is_fusable(trainer, name)) shared[name] = value;
   return shared.dump();
 }
 

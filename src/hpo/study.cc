@@ -14,6 +14,7 @@
 
 #include "paratune/hpo/fusion.h"
 #include "paratune/hpo/surrogate.h"
+#include "paratune/hpo/trainer_program.h"
 #include "paratune/spec/error.h"
 #include "paratune/spec/option_error.h"
 #include "paratune/trial/command.h"
@@ -108,6 +109,10 @@ trial::TrialLaunch render_run(const Space& space, const HpoOptions& options, con
   values["trial_dir"] = dir.string();
   launch.argv = command.render(values);
   return launch;
+}
+
+const TrainerProgram* trainer_of(const HpoOptions& options) {
+  return options.trainer ? options.trainer : trainer_for(options.command);
 }
 
 const std::vector<std::string>& trial_strategies() {

@@ -1,5 +1,5 @@
 // What the hyperparameter controller keeps of a trial beyond the store's columns (its hpo_json),
-// shared by study.cc (reading stored trials) and controller.cc (running them).
+// shared by study.cc (reading stored trials) and the study loop (controller.cc and its parts).
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,7 @@
 // view of its group's output, and --fuse auto's rule from probe measurements. (Fused studies of the
 // real trainer: tests/trainer/trainer_test.cc, TrainTune.Fused*.)
 #include "paratune/hpo/fusion.h"
+#include "paratune/hpo/trainer_program.h"
 
 #include <gtest/gtest.h>
 
@@ -23,9 +24,9 @@ TEST(Fusion, SharedKeyIgnoresOnlyFusableOptions) {
   const Config a = Config::parse(R"({"lr": 0.1, "momentum": 0.9, "batch_size": 64, "d_model": 128})");
   const Config b = Config::parse(R"({"lr": 0.01, "momentum": 0.5, "batch_size": 64, "d_model": 128})");
   const Config c = Config::parse(R"({"lr": 0.1, "momentum": 0.9, "batch_size": 32, "d_model": 128})");
-  EXPECT_EQ(shared_key(a), shared_key(b));
-  EXPECT_NE(shared_key(a), shared_key(c));
-  EXPECT_EQ(shared_key(a), R"({"batch_size":64,"d_model":128})");
+  EXPECT_EQ(shared_key(a, paratune_train()), shared_key(b, paratune_train()));
+  EXPECT_NE(shared_key(a, paratune_train()), shared_key(c, paratune_train()));
+  EXPECT_EQ(shared_key(a, paratune_train()), R"({"batch_size":64,"d_model":128})");
 }
 
 TEST(Fusion, MemberOutputKeepsItsOwnMetricsAndTheGroupsSteps) {

@@ -1,8 +1,9 @@
 // Inter-trial fusion in the search (HFTA, Wang et al. MLSys 2021; Hydro's "inter-trial fusion",
 // data/papers/README.md#hydro-surrogate-tuning-slides): `paratune tune --fuse B` (or `--fuse auto`)
-// starts up to B trials whose configurations differ only in paratune-train's fusable options
-// (train/options.h fusable_options(): learning rate, momentum, betas, decay, schedule, ...) as ONE
-// process training them as one fused model (PARATUNE_PARAMS a JSON array; src/trainer/fused_*.h).
+// starts up to B trials whose configurations differ only in their trainer's fusable options
+// (hpo/trainer_program.h; paratune-train's are train/options.h fusable_options(): learning rate,
+// momentum, betas, decay, schedule, ...) as ONE process training them as one fused model
+// (PARATUNE_PARAMS a JSON array; src/trainer/fused_*.h).
 //
 // How the controller packs groups (src/hpo/controller.cc): when a slot is free it takes the next
 // proposal and keeps asking the sampler for more while they share every non-fusable value (batch
@@ -58,15 +59,17 @@ inline constexpr int kFusionProbeSteps = 8;     // auto: steps per probe run (th
 inline constexpr double kFusionProbeHangS = 300;  // auto: a probe run without a step for this long is stopped
 
 // Throws OptionError (naming fuse or fuse_auto) unless fusion can work with the rest of the
-// options: the command runs paratune-train, the objective is a metric (a fused member has no
-// throughput of its own), and each trial trains on one slot without a parallel strategy.
+// options: the study's trainer fuses (trainer_of; paratune-train does), the objective is a metric (a
+// fused member has no throughput of its own), and each trial trains on one slot without a parallel
+// strategy.
 void validate_fusion(const HpoOptions& options);
 // Throws Error when the command uses the placeholder of a fusable parameter or {config} (members
-// differ in them: paratune-train reads them from PARATUNE_PARAMS), or the space has "ranks".
+// differ in them: the trainer reads them from PARATUNE_PARAMS), or the space has "ranks".
 void check_fusion_space(const Space& space, const HpoOptions& options);
 
-// The configuration's values that fused trials must share (all but the fusable options), as JSON.
-std::string shared_key(const Config& config);
+// The configuration's values that fused trials must share (all but the trainer's fusable
+// parameters), as JSON.
+std::string shared_key(const Config& config, const TrainerProgram& trainer);
 
 // What one member of a fused group reported: the group's steps and memory, the metrics that name
 // it (without "member"), its divergence if any.

@@ -44,6 +44,8 @@
 
 namespace paratune::hpo {
 
+class TrainerProgram;  // hpo/trainer_program.h
+
 // The objective that means "the trial's measured steps per second" rather than a reported metric.
 inline constexpr const char* kThroughputObjective = "throughput";
 
@@ -66,9 +68,10 @@ struct HpoOptions {
   // onto the free slots.
   int trial_ranks = 1;
   std::string strategy;
-  // Hydro's surrogate models (hpo/surrogate.h): trials train paratune-train's model with every
-  // width divided by this, under muP (PARATUNE_PARAMS gets surrogate_ratio and parametrization
-  // mup); a retrain trains the target (1). 1: the model as the command describes it.
+  // Hydro's surrogate models (hpo/surrogate.h): trials train the trainer's model with every width
+  // divided by this, under muP (PARATUNE_PARAMS gets what the trainer asks for: paratune-train's
+  // surrogate_ratio and parametrization mup); a retrain trains the target (1). 1: the model as the
+  // command describes it.
   double surrogate_ratio = 1;
   // Inter-trial fusion (hpo/fusion.h): up to `fuse` trials that differ only in fusable options
   // train as one fused model in one process; `fuse_auto` picks the size by a probe instead (up to
@@ -84,11 +87,16 @@ struct HpoOptions {
   // null: hpo_identity(). A configuration study keeps the form it had before both kinds of study ran
   // in this loop (tune/study.h configuration_identity), so that the studies written then resume.
   nlohmann::ordered_json identity;
+  // The trial program as the engine asks it for surrogates, fusion and --strategy auto
+  // (hpo/trainer_program.h); not owned. Null: the known trainer the command runs, if any.
+  const TrainerProgram* trainer = nullptr;
 };
 // Throws OptionError naming the field and the rule.
 void validate(const HpoOptions& options);
-// --strategy auto: each trial's strategy chosen by paratune's cost model of paratune-train
-// (train/strategy_cost.h, src/hpo/auto_strategy.h); the command must run paratune-train.
+// The study's trainer: options.trainer, else trainer_for(options.command); null when neither.
+const TrainerProgram* trainer_of(const HpoOptions& options);
+// --strategy auto: each trial's strategy chosen by the cost model of the study's trainer
+// (src/hpo/trial_launcher.h; paratune-train's is train/strategy_cost.h).
 inline constexpr const char* kAutoStrategy = "auto";
 // The strategies a trial may train with (paratune-train's --strategy: none, dp, mp, gpipe,
 // dp+gpipe), and auto.
