@@ -203,7 +203,7 @@ int summarize(const std::vector<std::string>& files) {
   std::string out = "| function | sampler | seeds | log10 regret after 10 | 25 | 50 | 100 | s per study |\n"
                     "|---|---|---|---|---|---|---|---|\n";
   for (const auto& [function, by_sampler] : regret)
-    for (const char* sampler : {"random", "tpe", "gp"}) {
+    for (const char* sampler : {"random", "tpe", "gp", "cmaes"}) {
       if (!by_sampler.contains(sampler)) continue;
       const auto& cols = by_sampler.at(sampler);
       out += fmt::format("| {} | {} | {} |", function, sampler, cols.begin()->second.size());
