@@ -1,7 +1,7 @@
 // Hyperparameter samplers and the study controller, measured (docs/hyperparameter-studies.md):
 //
 //   bench_hpo functions [--seeds A-B] [--evaluations N] [--out FILE.tsv] [--functions a,b] [--samplers a,b]
-//       random, tpe, gp and cmaes on Branin, Hartmann-6, Rosenbrock-4 and Levy-10 (bench/functions/
+//       random, tpe, gp and cmaes on Branin, Hartmann-6, Rosenbrock-4 and -20, and Levy-10 (bench/functions/
 //       function_trial.cc as real trial processes through hpo::run_hpo, one trial at a time):
 //       the best value after 10, 25, 50 and 100 evaluations per seed, one TSV row per study.
 //   bench_hpo summarize FILE.tsv...
@@ -70,6 +70,13 @@ const std::vector<Function>& functions() {
          return p;
        }(),
        0.0},
+      {"rosenbrock20",
+       "parameters:\n" + [] {
+         std::string p;
+         for (int d = 1; d <= 20; ++d) p += fmt::format("  x{}: {{type: float, low: -5, high: 10}}\n", d);
+         return p;
+       }(),
+       0.0},
       {"levy10",
        "parameters:\n" + [] {
          std::string p;
@@ -81,7 +88,7 @@ const std::vector<Function>& functions() {
   return all;
 }
 
-const std::vector<int> kCheckpoints{10, 25, 50, 100};
+const std::vector<int> kCheckpoints{10, 25, 50, 100, 300};
 
 // One study of function `f` as real trial processes, one at a time, minimizing its value; the
 // study's wall time goes to `seconds`.
@@ -200,14 +207,23 @@ int summarize(const std::vector<std::string>& files) {
       }
     }
   }
-  std::string out = "| function | sampler | seeds | log10 regret after 10 | 25 | 50 | 100 | s per study |\n"
-                    "|---|---|---|---|---|---|---|---|\n";
+  // The checkpoints any file has, as columns.
+  std::set<int> present;
   for (const auto& [function, by_sampler] : regret)
-    for (const char* sampler : {"random", "tpe", "gp", "cmaes"}) {
+    for (const auto& [sampler, cols] : by_sampler)
+      for (const auto& [c, values] : cols) present.insert(c);
+  std::string out = "| function | sampler | seeds | log10 regret after";
+  for (int c : present) out += fmt::format(" {} |", c);
+  out += " s per study |\n|---|---|---|";
+  for (std::size_t i = 0; i <= present.size(); ++i) out += "---|";
+  out += "\n";
+  // paratune's samplers, then Optuna's (bench/optuna_functions.py) beside them.
+  for (const auto& [function, by_sampler] : regret)
+    for (const char* sampler : {"random", "tpe", "gp", "cmaes", "optuna-tpe", "optuna-cmaes"}) {
       if (!by_sampler.contains(sampler)) continue;
       const auto& cols = by_sampler.at(sampler);
       out += fmt::format("| {} | {} | {} |", function, sampler, cols.begin()->second.size());
-      for (int c : kCheckpoints) {
+      for (int c : present) {
         if (!cols.contains(c)) {
           out += " - |";
           continue;

@@ -6,7 +6,7 @@
 // parameters, read from PARATUNE_PARAMS as x1, x2, ...:
 //   branin       x1 in [-5, 10], x2 in [0, 15]; minimum 0.397887 (Dixon & Szego 1978)
 //   hartmann6    x1..x6 in [0, 1]; minimum -3.32237
-//   rosenbrock4  x1..x4 (usually in [-5, 10]); minimum 0 at (1, 1, 1, 1)
+//   rosenbrock4  x1..x4 (usually in [-5, 10]); minimum 0 at (1, 1, 1, 1); rosenbrock20 likewise in 20-d
 //   levy10       x1..x10 in [-10, 10]; minimum 0 at (1, ..., 1)
 //   abc          parameters a, b, c (> 0; issue 21 item 17 searches a, b in {1, 2, 4, 8}, c in {0..3}):
 //                (1 + (log2 b - 1)^2 + (c - 2)^2 / 4) / a, falling with a, so that a model is drawn
@@ -101,9 +101,15 @@ int main(int argc, char** argv) {
       {"branin", {{"x1", "x2"}, branin}},
       {"levy10", {{"x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10"}, levy}},
       {"hartmann6", {{"x1", "x2", "x3", "x4", "x5", "x6"}, hartmann6}},
-      {"rosenbrock4", {{"x1", "x2", "x3", "x4"}, rosenbrock}}};
+      {"rosenbrock4", {{"x1", "x2", "x3", "x4"}, rosenbrock}},
+      {"rosenbrock20", {[] {
+                          std::vector<std::string> names;
+                          for (int d = 1; d <= 20; ++d) names.push_back("x" + std::to_string(d));
+                          return names;
+                        }(),
+                        rosenbrock}}};
   if (argc < 2 || !functions.contains(argv[1]))
-    return fail("usage: FUNCTION (abc | branin | hartmann6 | levy10 | rosenbrock4) [--curve] [--sleep S] [--fail-above NAME VALUE] "
+    return fail("usage: FUNCTION (abc | branin | hartmann6 | levy10 | rosenbrock4 | rosenbrock20) [--curve] [--sleep S] [--fail-above NAME VALUE] "
                 "[--fail-code C] [--step-time-is-value]");
   const auto [names, function] = functions.at(argv[1]);
   bool curve = false, metric_after_step = false, metric_without_step = false, ignore_checkpoint = false;

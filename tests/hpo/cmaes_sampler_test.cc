@@ -1,5 +1,6 @@
 // The CMA-ES sampler (src/hpo/cmaes_sampler.cc): it converges on a smooth high-dimensional function
 // where random search cannot, stays inside the bounds (log-scaled and integer parameters included),
+// finds integer optima (the margin), restarts with a doubled population once converged (IPOP),
 // draws categorical parameters from their prior, steers away from a failing region, goes on from the
 // stored trials when resumed, is deterministic per seed, and refuses a space it cannot search.
 // Studies are simulated in process: the test builds the TrialRecords.
@@ -101,6 +102,34 @@ TEST(CmaEs, StaysInBoundsWithLogIntegerAndCategoricalParameters) {
   }
   EXPECT_EQ(activations.size(), 3u);  // drawn from the prior
   EXPECT_LT(best_value(trials), 0.3);
+}
+
+TEST(CmaEs, IntegerParametersReachTheirOptimumThanksToTheMargin) {
+  // On integers alone the loss is flat inside each cell: without the margin the spread collapses
+  // onto whichever integers the mean sits in.
+  const Space space = Space::parse("parameters:\n  a: {type: int, low: 0, high: 30}\n  b: {type: int, low: 0, high: 30}\n"
+                                   "  c: {type: int, low: 1, high: 1000, log: true}\n",
+                                   "ints.yaml");
+  for (std::uint64_t seed : {1, 2, 3}) {
+    SamplerOptions options;
+    options.seed = seed;
+    auto sampler = make_sampler(SamplerKind::kCmaes, space, options);
+    const auto trials = simulate(*sampler, 200, [](const Config& c) {
+      const double a = c["a"].get<double>() - 17, b = c["b"].get<double>() - 4, l = std::log2(c["c"].get<double>()) - 5;
+      return a * a + b * b + l * l;  // 0 at (17, 4, 32)
+    });
+    EXPECT_EQ(best_value(trials), 0) << "seed " << seed << ": " << sampler->model_summary().dump();
+  }
+}
+
+TEST(CmaEs, RestartsWithTwiceThePopulationOnceConverged) {
+  // A flat function: every generation's values are equal, so each search has converged at once.
+  const Space space = Space::parse(box_space(2, 0, 1), "flat.yaml");  // lambda = 4 + floor(3 ln 2) = 6
+  auto sampler = make_sampler(SamplerKind::kCmaes, space, SamplerOptions{});
+  const auto trials = simulate(*sampler, 6 + 12, [](const Config&) { return 1.0; });
+  ASSERT_TRUE(sampler->propose(trials));  // takes in the last one
+  EXPECT_EQ(sampler->model_summary()["restarts"], 2) << sampler->model_summary().dump();
+  EXPECT_EQ(sampler->model_summary()["lambda"], 24);
 }
 
 TEST(CmaEs, SteersAwayFromARegionThatFails) {
