@@ -150,10 +150,15 @@ std::vector<std::string> hpo_placeholders() {
 
 std::optional<std::size_t> best_hpo_trial(const std::vector<store::StoredTrial>& trials, Direction direction) {
   std::optional<std::size_t> best;
-  for (std::size_t i = 0; i < trials.size(); ++i)
-    if (trials[i].status == "completed" && trials[i].objective && std::isfinite(*trials[i].objective) &&
-        (!best || better(direction, *trials[i].objective, *trials[*best].objective)))
+  std::optional<double> best_value;
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    const std::optional<double> value = trials[i].objective ? trials[i].objective : trials[i].throughput;
+    if (trials[i].status == "completed" && value && std::isfinite(*value) &&
+        (!best || better(direction, *value, *best_value))) {
       best = i;
+      best_value = value;
+    }
+  }
   return best;
 }
 

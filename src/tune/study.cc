@@ -93,22 +93,6 @@ nlohmann::ordered_json configuration_identity(const SearchSpace& view, const hpo
   return identity;
 }
 
-namespace {
-
-// The rule for the best trial: completed, measured, and faster (a tie keeps the earlier one).
-bool beats(const store::StoredTrial& t, const store::StoredTrial* best) {
-  return t.status == "completed" && t.throughput && (!best || *t.throughput > *best->throughput);
-}
-
-}  // namespace
-
-std::optional<std::size_t> best_trial(const std::vector<store::StoredTrial>& trials) {
-  std::optional<std::size_t> best;
-  for (std::size_t i = 0; i < trials.size(); ++i)
-    if (beats(trials[i], best ? &trials[*best] : nullptr)) best = i;
-  return best;
-}
-
 StudySummary run_configuration_study(const hpo::Space& space, const SearchSpace& view, hpo::HpoOptions options,
                                      store::StudyStore& store, const trial::Backend& backend, hpo::Sampler& sampler,
                                      hpo::Pruner& pruner, const hpo::Pruner* stated_pruner, StudyObserver& observer,
@@ -132,7 +116,7 @@ StudySummary run_configuration_study(const hpo::Space& space, const SearchSpace&
   summary.stop = run.stop;
   summary.elapsed_s = run.elapsed_s;
   summary.trials = run.trials;
-  summary.best = best_trial(summary.trials);
+  summary.best = run.best;
   return summary;
 }
 

@@ -125,7 +125,10 @@ struct HpoSummary {
   std::optional<std::size_t> best;         // index into trials
 };
 
-// The best trial: completed with an objective, the best by `direction` (earliest on a tie).
+// The best trial of any study: completed with a finite value, the best by `direction` (earliest on a
+// tie). Its value is its objective; a trial stored without one -- of a configuration study written
+// before both kinds of study ran in one loop (main e0b0512), or of a retrain -- by its throughput,
+// which was its objective (a completed trial of a metric objective always has its value stored).
 std::optional<std::size_t> best_hpo_trial(const std::vector<store::StoredTrial>& trials, Direction direction);
 
 // The slots a configuration's trial takes: its "ranks" parameter, else options.trial_ranks.

@@ -153,9 +153,6 @@ struct StudySummary {
   std::optional<std::size_t> best;         // index into trials: the highest throughput among completed
 };
 
-// The best trial: completed, with a throughput, highest throughput (earliest on a tie).
-std::optional<std::size_t> best_trial(const std::vector<store::StoredTrial>& trials);
-
 // The identity a configuration study is stored with (hpo::HpoOptions::identity): the space's value
 // lists as the configuration searches index them (`view`), the command, steps, memory limit and
 // step-time regex -- the form configuration studies had when they ran in a loop of their own (main
