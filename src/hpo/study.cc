@@ -148,16 +148,17 @@ std::vector<std::string> hpo_placeholders() {
   return {"gpus", "config", "steps", "ranks", "strategy", "trial_id", "trial_dir"};
 }
 
+std::optional<double> trial_value(const store::StoredTrial& trial) {
+  return trial.objective ? trial.objective : trial.throughput;
+}
+
 std::optional<std::size_t> best_hpo_trial(const std::vector<store::StoredTrial>& trials, Direction direction) {
   std::optional<std::size_t> best;
-  std::optional<double> best_value;
   for (std::size_t i = 0; i < trials.size(); ++i) {
-    const std::optional<double> value = trials[i].objective ? trials[i].objective : trials[i].throughput;
+    const std::optional<double> value = trial_value(trials[i]);
     if (trials[i].status == "completed" && value && std::isfinite(*value) &&
-        (!best || better(direction, *value, *best_value))) {
+        (!best || better(direction, *value, *trial_value(trials[*best]))))
       best = i;
-      best_value = value;
-    }
   }
   return best;
 }
