@@ -26,18 +26,6 @@
 namespace paratune::cli {
 namespace {
 
-// choose_study (report/study_data.h); its errors are about --study-name when there are studies to
-// choose from (a store with none is the store's problem, whatever the flag).
-const store::StudyInfo& study_named(const std::vector<store::StudyInfo>& studies, const std::string& name,
-                                    const std::string& locator) {
-  try {
-    return choose_study(studies, name, locator);
-  } catch (const Error& e) {
-    if (studies.empty()) throw;
-    throw e.with_context("--study-name");
-  }
-}
-
 // How `study show` and `report` open a store: read-write where they may (an SQLite file of an older
 // schema is upgraded in place), read-only where the file or its directory cannot be written (a
 // read-only mount, someone else's file: reading needs no write) and where the file is empty (its
@@ -52,17 +40,42 @@ store::Access reading_access(const std::string& locator) {
                                                                                          : store::Access::kReadOnly;
 }
 
+// A store named on the command line that must exist (an SQLite file; a PostgreSQL database is for
+// its server to find).
+std::unique_ptr<store::StudyStore> open_existing(const std::string& locator, store::Access access) {
+  if (!store::is_postgres_locator(locator) && !std::filesystem::exists(locator))
+    throw Error(fmt::format("{}: no such study file", locator));
+  return store::open_store(locator, access);
+}
+
+// A study as `study show` and `report` read it: its store opened with reading_access, the study
+// chosen by choose_study (report/study_data.h), whose errors are about --study-name when there are
+// studies to choose from (a store with none is the store's problem, whatever the flag).
+struct StoredStudy {
+  std::unique_ptr<store::StudyStore> store;
+  store::StudyInfo study;
+};
+
+StoredStudy read_study(const std::string& locator, const std::string& name) {
+  StoredStudy read{open_existing(locator, reading_access(locator)), {}};
+  const std::vector<store::StudyInfo> studies = read.store->studies();
+  try {
+    read.study = choose_study(studies, name, read.store->locator());
+  } catch (const Error& e) {
+    if (studies.empty()) throw;
+    throw e.with_context("--study-name");
+  }
+  return read;
+}
+
 // `paratune study show`: every trial of a stored study and the best one; of a hyperparameter study
 // also its learning curves, pruning and which parameters mattered, of a configuration study what its
 // search predicted and the model it fitted.
 int run_study_show(const std::string& locator, const std::string& name, bool json) {
-  if (!store::is_postgres_locator(locator) && !std::filesystem::exists(locator))
-    throw Error(fmt::format("{}: no such study file", locator));
-  const std::unique_ptr<store::StudyStore> opened = store::open_store(locator, reading_access(locator));
-  const store::StudyStore& store = *opened;
+  const StoredStudy read = read_study(locator, name);
+  const store::StudyStore& store = *read.store;
+  const store::StudyInfo& study = read.study;
   const std::string path = store.locator();  // a PostgreSQL URI with its password masked
-  const std::vector<store::StudyInfo> studies = store.studies();
-  const store::StudyInfo& study = study_named(studies, name, path);
   const nlohmann::json identity = nlohmann::json::parse(study.config_json, nullptr, false);
   const StudyObjective measured = study_objective(study);
   const std::vector<store::StoredTrial> trials = store.trials(study.id, /*with_steps=*/measured.hpo);
@@ -119,21 +132,15 @@ int run_study_show(const std::string& locator, const std::string& name, bool jso
 // `paratune report STUDY --html FILE`: the study as one self-contained HTML page.
 int run_report(const std::string& locator, const std::string& name, const std::string& html_path) {
   if (html_path.empty()) throw Error("report: give --html FILE (the report is one self-contained HTML file)");
-  if (!store::is_postgres_locator(locator) && !std::filesystem::exists(locator))
-    throw Error(fmt::format("{}: no such study file", locator));
-  const std::unique_ptr<store::StudyStore> store = store::open_store(locator, reading_access(locator));
-  const std::vector<store::StudyInfo> studies = store->studies();
-  const store::StudyInfo& study = study_named(studies, name, store->locator());
-  write_file(html_path, study_html(*store, study));
-  std::cout << fmt::format("wrote {} (study '{}': HTML report, open in a browser)\n", html_path, study.name);
+  const StoredStudy read = read_study(locator, name);
+  write_file(html_path, study_html(*read.store, read.study));
+  std::cout << fmt::format("wrote {} (study '{}': HTML report, open in a browser)\n", html_path, read.study.name);
   return 0;
 }
 
 // `paratune study copy FROM TO [--study NAME]`.
 int run_study_copy(const std::string& from_locator, const std::string& to_locator, const std::string& name, bool json) {
-  if (!store::is_postgres_locator(from_locator) && !std::filesystem::exists(from_locator))
-    throw Error(fmt::format("{}: no such study file", from_locator));
-  const std::unique_ptr<store::StudyStore> from = store::open_store(from_locator);
+  const std::unique_ptr<store::StudyStore> from = open_existing(from_locator, store::Access::kReadWrite);
   const std::unique_ptr<store::StudyStore> to = store::open_store(to_locator);
   const store::CopySummary copied = store::copy_studies(*from, *to, name);
   if (json) {

@@ -237,19 +237,14 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
 }  // namespace
 
 void add_tune_command(CLI::App& app, Commands& commands) {
-  struct Flags {
-    SetupFlags setup;
-    TuneFlags tune;
-    bool json = false;
-  };
-  const auto flags = std::make_shared<Flags>();
+  const auto flags = std::make_shared<SetupCommandFlags<TuneFlags>>();
   auto* tune_cmd = app.add_subcommand(
       "tune", "run real training trials over a search space and find the fastest configuration");
-  add_tune_flags(tune_cmd, flags->setup, flags->tune);
+  add_tune_flags(tune_cmd, flags->setup, flags->own);
   tune_cmd->add_flag("--json", flags->json, "machine-readable result on stdout (progress stays on stderr)");
   const auto run = [tune_cmd, flags] {
-    record_given_flags(*tune_cmd, flags->tune);
-    return run_tune(flags->setup, flags->tune, flags->json);
+    record_given_flags(*tune_cmd, flags->own);
+    return run_tune(flags->setup, flags->own, flags->json);
   };
   commands.push_back({tune_cmd, run});
 }
