@@ -16,8 +16,7 @@
 namespace paratune::cli {
 namespace {
 
-// Flags of the other kind of study, or of an option not chosen: refused before anything
-// is read.
+// Flags of the other kind of study, or of an option not chosen: refused before anything is read.
 void check_hpo_flags(const SetupFlags& setup, const TuneFlags& f) {
   if (f.worker && f.retrain)
     throw Error("--retrain with --worker: every worker would retrain the best trial when it ends; when the workers "
