@@ -80,20 +80,14 @@ int run_study_show(const std::string& locator, const std::string& name, bool jso
   const StudyObjective measured = study_objective(study);
   const std::vector<store::StoredTrial> trials = store.trials(study.id, /*with_steps=*/measured.hpo);
   const std::optional<std::size_t> best = hpo::best_hpo_trial(trials, measured.direction);
-  std::vector<hpo::TrialRecord> records;
-  std::vector<hpo::Importance> importance;
-  if (measured.hpo) {
-    for (const store::StoredTrial& t : trials)
-      if (t.status != "interrupted") records.push_back(hpo::record_of(t, measured.objective));
-    const hpo::Space space = hpo::Space::parse(identity["space"].dump(), fmt::format("{} (study '{}')", path, study.name));
-    importance = hpo::parameter_importance(space, records);
-  }
+  const TrialAnalysis analysis = measured.hpo ? analyse_trials(store, study, trials) : TrialAnalysis{};
+  const std::vector<hpo::TrialRecord>& records = analysis.records;
   if (json) {
     nlohmann::ordered_json j{{"study", study.name}, {"config", identity}};
     j.update(trials_json(trials, best));
     if (measured.hpo) {
       j["curves"] = curves_json(records, measured.direction);
-      j["importance"] = importance_json(importance);
+      j["importance"] = importance_json(analysis.importance);
     }
     j["model"] = study.model_json.empty() ? nlohmann::ordered_json(nullptr)
                                           : nlohmann::ordered_json::parse(study.model_json, nullptr, false);
@@ -124,7 +118,7 @@ int run_study_show(const std::string& locator, const std::string& name, bool jso
     return r.state == hpo::TrialRecord::State::kCompleted;
   }));
   for (const std::string& part : {format_pruning(trials), format_curves(records, measured.objective, measured.direction),
-                                  format_importance(importance, completed)})
+                                  format_importance(analysis.importance, completed)})
     if (!part.empty()) std::cout << "\n" << part;
   return 0;
 }

@@ -108,6 +108,22 @@ StudyObjective study_objective(const store::StudyInfo& study) {
   return measured;
 }
 
+TrialAnalysis analyse_trials(const store::StudyStore& store, const store::StudyInfo& study,
+                             const std::vector<store::StoredTrial>& trials) {
+  const std::string objective = study_objective(study).objective;
+  TrialAnalysis analysis;
+  for (const store::StoredTrial& t : trials)
+    if (t.status != "interrupted") analysis.records.push_back(hpo::record_of(t, objective));
+  // The space as the study was created, its parameters in their order.
+  const nlohmann::ordered_json identity = parsed_or_null(study.config_json);
+  if (identity.is_object() && identity.contains("space")) {
+    const hpo::Space space =
+        hpo::Space::parse(identity["space"].dump(), fmt::format("{} (study '{}')", store.locator(), study.name));
+    analysis.importance = hpo::parameter_importance(space, analysis.records);
+  }
+  return analysis;
+}
+
 nlohmann::ordered_json study_data(const store::StudyStore& store, const store::StudyInfo& study) {
   const nlohmann::ordered_json identity = parsed_or_null(study.config_json);
   const StudyObjective measured = study_objective(study);
@@ -120,7 +136,6 @@ nlohmann::ordered_json study_data(const store::StudyStore& store, const store::S
                              {"direction", hpo::to_string(measured.direction)}};
   out.update(trials_json(trials, hpo::best_hpo_trial(trials, measured.direction)));
   const bool throughput = measured.objective == hpo::kThroughputObjective;
-  std::vector<hpo::TrialRecord> records;
   for (std::size_t i = 0; i < trials.size(); ++i) {
     const store::StoredTrial& t = trials[i];
     nlohmann::ordered_json& j = out["trials"][i];
@@ -131,19 +146,13 @@ nlohmann::ordered_json study_data(const store::StudyStore& store, const store::S
     for (const trial::MetricReport& m : t.metrics)
       if (m.name == measured.objective) curve.push_back({m.step.value_or(0), m.value});
     j["curve"] = std::move(curve);
-    if (t.status != "interrupted") records.push_back(hpo::record_of(t, measured.objective));
   }
   if (!measured.hpo) {
     out["importance"] = listed_importance(trials);
   } else {
-    out["curves"] = curves_json(records, measured.direction);
-    // The identity holds the space as the study was created: importance over it.
-    out["importance"] = nlohmann::ordered_json::array();
-    if (identity.contains("space")) {
-      const hpo::Space space =
-          hpo::Space::parse(identity["space"].dump(), fmt::format("{} (study '{}')", store.locator(), study.name));
-      out["importance"] = importance_json(hpo::parameter_importance(space, records));
-    }
+    const TrialAnalysis analysis = analyse_trials(store, study, trials);
+    out["curves"] = curves_json(analysis.records, measured.direction);
+    out["importance"] = importance_json(analysis.importance);
   }
   out["model"] = parsed_or_null(study.model_json);
   return out;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "paratune/hpo/importance.h"
 #include "paratune/hpo/study.h"
 #include "paratune/store/study_store.h"
 
@@ -21,6 +22,16 @@ struct StudyObjective {
   hpo::Direction direction = hpo::Direction::kMaximize;
 };
 StudyObjective study_objective(const store::StudyInfo& study);
+
+// A hyperparameter study's trials (read with their metrics) as its samplers saw them
+// (hpo::record_of; interrupted ones left out), and each parameter's share of the objective's
+// variance over them (hpo/importance.h) on the space its identity holds (none without one).
+struct TrialAnalysis {
+  std::vector<hpo::TrialRecord> records;
+  std::vector<hpo::Importance> importance;
+};
+TrialAnalysis analyse_trials(const store::StudyStore& store, const store::StudyInfo& study,
+                             const std::vector<store::StoredTrial>& trials);
 
 // The study named `name` among `studies` (of the store at `locator`, for messages); with no name,
 // the one study that is not a retrain of a search's best (NAME.retrain.N). Throws Error naming the
