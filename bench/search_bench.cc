@@ -135,7 +135,7 @@ Trajectory run_study(const simcluster::World& world, const tune::Prior& prior, t
   std::atomic<int> stop{0};
   BudgetObserver observer(world, store, world.scenario.search_budget_s, stop);
   const auto start = std::chrono::steady_clock::now();
-  const tune::StudySummary summary = tune::run_configuration_study(world.study_space, world.space, options, store,
+  const hpo::HpoSummary summary = tune::run_configuration_study(world.study_space, world.space, options, store,
                                                                    backend, *sampler, *pruner, nullptr, observer, stop);
   Trajectory out;
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -53,7 +53,7 @@ void controller_overhead(int trials, int parallel, int steps, double step_time_s
   tune::StudyObserver quiet;
   const std::atomic<int> no_stop{0};
   const Clock::time_point start = Clock::now();
-  const tune::StudySummary s = tune::run_configuration_study(space, view, options, store, backend, *sampler, *pruner,
+  const hpo::HpoSummary s = tune::run_configuration_study(space, view, options, store, backend, *sampler, *pruner,
                                                              nullptr, quiet, no_stop);
   const double wall = since(start);
   const double sleeping = trials * steps * step_time_s / parallel;

@@ -53,10 +53,10 @@ root, tree, python_tree = sys.argv[1:]
 def entries(tree):
     return [e["file"] for e in json.load(open(f"{root}/{tree}/compile_commands.json"))]
 
-# build-tidy: the library's batches, and the files of src/ and fuzz/ compiled alone.
+# build-tidy: the library's and the program's batches, and the files of src/ and fuzz/ compiled alone.
 for path in entries(tree):
     torch = path.startswith(f"{root}/src/trainer/") and not path.endswith("/bubble_gate.cc")
-    if re.search(r"/unity/paratune_lib_\d+\.cc$", path) or (re.match(re.escape(root) + r"/(src|fuzz)/", path) and not torch):
+    if re.search(r"/unity/paratune_(lib_)?\d+\.cc$", path) or (re.match(re.escape(root) + r"/(src|fuzz)/", path) and not torch):
         print(tree, path)
 # build-tidy-python: the Python module's batches and files (the library there is the same as above).
 for path in entries(python_tree):

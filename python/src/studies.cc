@@ -17,7 +17,6 @@
 #include "paratune/report/tune_report.h"
 #include "paratune/spec/error.h"
 #include "paratune/store/study_store.h"
-#include "paratune/tune/study.h"
 #include "study_view.h"
 
 namespace paratune::python {
@@ -45,18 +44,13 @@ StudyView read_study(const std::string& storage, const std::string& name) {
   view.storage = storage;
   view.locator = store->locator();
   view.identity = nlohmann::ordered_json::parse(view.info.config_json, nullptr, false);
-  view.hpo = view.identity.is_object() && view.identity.value("kind", "") == "hpo";
+  const StudyObjective measured = study_objective(view.info);
+  view.hpo = measured.hpo;
+  view.objective = measured.objective;
+  view.direction = hpo::to_string(measured.direction);
   view.trials = store->trials(view.info.id, /*with_steps=*/true);
   view.data = study_data(*store, view.info);
-  if (view.hpo) {
-    view.direction = view.identity.value("direction", std::string("maximize"));
-    view.objective = view.identity.value("objective", std::string(hpo::kThroughputObjective));
-    view.best = hpo::best_hpo_trial(view.trials, hpo::parse_direction(view.direction));
-  } else {
-    view.direction = "maximize";
-    view.objective = "throughput";
-    view.best = tune::best_trial(view.trials);
-  }
+  view.best = hpo::best_hpo_trial(view.trials, measured.direction);
   return view;
 }
 

@@ -49,19 +49,14 @@ int run_estimate(const SetupFlags& setup, const std::string& config_text, bool j
 }  // namespace
 
 void add_estimate_command(CLI::App& app, Commands& commands) {
-  struct Flags {
-    SetupFlags setup;
-    std::string config_text;
-    bool json = false;
-  };
-  const auto flags = std::make_shared<Flags>();
+  const auto flags = std::make_shared<SetupCommandFlags<std::string>>();  // its own: --config
   auto* estimate_cmd = app.add_subcommand("estimate", "predict time, MFU and memory of one configuration");
   add_setup_flags(estimate_cmd, flags->setup);
   estimate_cmd
-      ->add_option("--config", flags->config_text, "e.g. \"dp=8,tp=8,pp=4,mbs=1,zero=1,recompute=selective,vpp=2\"")
+      ->add_option("--config", flags->own, "e.g. \"dp=8,tp=8,pp=4,mbs=1,zero=1,recompute=selective,vpp=2\"")
       ->required();
   estimate_cmd->add_flag("--json", flags->json, "machine-readable output");
-  commands.push_back({estimate_cmd, [flags] { return run_estimate(flags->setup, flags->config_text, flags->json); }});
+  commands.push_back({estimate_cmd, [flags] { return run_estimate(flags->setup, flags->own, flags->json); }});
 }
 
 }  // namespace paratune::cli

@@ -171,17 +171,10 @@ int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
 }  // namespace
 
 void add_plan_command(CLI::App& app, Commands& commands) {
-  struct Flags {
-    SetupFlags setup;
-    PlanFlags plan;
-    bool json = false;
-  };
-  const auto flags = std::make_shared<Flags>();
-  SetupFlags& plan_setup = flags->setup;
-  PlanFlags& plan_flags = flags->plan;
-  bool& json = flags->json;
+  const auto flags = std::make_shared<SetupCommandFlags<PlanFlags>>();
+  PlanFlags& plan_flags = flags->own;
   auto* plan_cmd = app.add_subcommand("plan", "find the fastest parallel configuration that fits (searches every axis)");
-  add_setup_flags(plan_cmd, plan_setup);
+  add_setup_flags(plan_cmd, flags->setup);
   plan_cmd->add_option("--fix", plan_flags.fix, "fix axes, e.g. tp=8 or tp=8,pp=4 (repeatable)");
   plan_cmd->add_option("--allow", plan_flags.allow, "allowed values, e.g. zero=0,1 or schedule=1f1b,zb-h1 (repeatable)");
   plan_cmd->add_option("--max", plan_flags.max, "upper bounds, e.g. pp=16 or mbs=4 (repeatable; mbs defaults to <= 16)");
@@ -206,8 +199,8 @@ void add_plan_command(CLI::App& app, Commands& commands) {
                        "megatron | torchtitan | deepspeed, optionally @VERSION (megatron@core_v0.19.0; default: the "
                        "newest paratune has a schema of)");
   plan_cmd->add_flag("--no-baselines", plan_flags.no_baselines, "skip the expert and 3-axis baselines");
-  plan_cmd->add_flag("--json", json, "machine-readable output");
-  commands.push_back({plan_cmd, [flags] { return run_plan(flags->setup, flags->plan, flags->json); }});
+  plan_cmd->add_flag("--json", flags->json, "machine-readable output");
+  commands.push_back({plan_cmd, [flags] { return run_plan(flags->setup, flags->own, flags->json); }});
 }
 
 }  // namespace paratune::cli

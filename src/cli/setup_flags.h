@@ -30,6 +30,14 @@ struct SetupFlags {
   double memory_margin = 0.05;
 };
 
+// What a command that takes the setup flags holds: them, its own flags and --json.
+template <typename Own>
+struct SetupCommandFlags {
+  SetupFlags setup;
+  Own own;
+  bool json = false;
+};
+
 // `required`: false for `tune`, where the setup is one of two ways to give the search space.
 void add_setup_flags(CLI::App* app, SetupFlags& f, bool required = true);
 

@@ -211,17 +211,10 @@ int run_simulate(const SetupFlags& setup, const SimulateFlags& f, bool json) {
 }  // namespace
 
 void add_simulate_command(CLI::App& app, Commands& commands) {
-  struct Flags {
-    SetupFlags setup;
-    SimulateFlags simulate;
-    bool json = false;
-  };
-  const auto flags = std::make_shared<Flags>();
-  SetupFlags& sim_setup = flags->setup;
-  SimulateFlags& sim_flags = flags->simulate;
-  bool& json = flags->json;
+  const auto flags = std::make_shared<SetupCommandFlags<SimulateFlags>>();
+  SimulateFlags& sim_flags = flags->own;
   auto* simulate_cmd = app.add_subcommand("simulate", "replay one iteration's pipeline schedule event by event");
-  add_setup_flags(simulate_cmd, sim_setup);
+  add_setup_flags(simulate_cmd, flags->setup);
   simulate_cmd->add_option("--config", sim_flags.config, "e.g. \"dp=8,tp=1,pp=4,mbs=2\"")->required();
   simulate_cmd->add_option("--schedule", sim_flags.schedule, "1f1b | interleaved-1f1b | gpipe | zb-h1 | interleaved-zb | zb-v | dualpipev | dualpipe (overrides --config)");
   simulate_cmd->add_option("--grad-sync", sim_flags.grad_sync, "in-backward | shifted | overlapped (overrides --config)");
@@ -247,8 +240,8 @@ void add_simulate_command(CLI::App& app, Commands& commands) {
                            "harvest: the largest fused group of trials")
       ->capture_default_str()
       ->transform(whole_number(1, kIntMax));
-  simulate_cmd->add_flag("--json", json, "machine-readable output");
-  commands.push_back({simulate_cmd, [flags] { return run_simulate(flags->setup, flags->simulate, flags->json); }});
+  simulate_cmd->add_flag("--json", flags->json, "machine-readable output");
+  commands.push_back({simulate_cmd, [flags] { return run_simulate(flags->setup, flags->own, flags->json); }});
 }
 
 }  // namespace paratune::cli

@@ -22,63 +22,9 @@
 #include "paratune/spec/error.h"
 #include "paratune/store/study_copy.h"
 #include "paratune/store/study_store.h"
-#include "paratune/tune/study.h"
 
 namespace paratune::cli {
 namespace {
-
-// `paratune study show` of a hyperparameter study: its trials, learning curves, pruning and which
-// parameters mattered.
-int show_hpo_study(const std::string& path, const store::StudyInfo& study, const store::StudyStore& store,
-                   const nlohmann::json& identity, bool json) {
-  const std::string objective = identity.value("objective", std::string(hpo::kThroughputObjective));
-  const hpo::Direction direction = hpo::parse_direction(identity.value("direction", std::string("maximize")));
-  const std::vector<store::StoredTrial> trials = store.trials(study.id, true);
-  const std::optional<std::size_t> best = hpo::best_hpo_trial(trials, direction);
-  std::vector<hpo::TrialRecord> records;
-  for (const store::StoredTrial& t : trials)
-    if (t.status != "interrupted") records.push_back(hpo::record_of(t, objective));
-  const hpo::Space space = hpo::Space::parse(identity["space"].dump(), fmt::format("{} (study '{}')", path, study.name));
-  const std::vector<hpo::Importance> importance = hpo::parameter_importance(space, records);
-  const auto completed = static_cast<std::size_t>(std::count_if(
-      records.begin(), records.end(), [](const hpo::TrialRecord& r) { return r.state == hpo::TrialRecord::State::kCompleted; }));
-  if (json) {
-    nlohmann::ordered_json j{{"study", study.name}, {"config", identity}};
-    j.update(trials_json(trials, best));
-    j["curves"] = curves_json(records, direction);
-    j["importance"] = importance_json(importance);
-    j["model"] = study.model_json.empty() ? nlohmann::ordered_json(nullptr)
-                                          : nlohmann::ordered_json::parse(study.model_json, nullptr, false);
-    write_json(j);
-    return 0;
-  }
-  // Trials are commands, or calls of a program's own function (hpo/ask_tell.h: identity "runner").
-  const std::string command = identity.value("command", "");
-  const std::string trials_are = command.empty() && identity.contains("runner")
-                                     ? fmt::format("trials: {} (in-process)", identity.value("runner", ""))
-                                     : fmt::format("command: {}", command);
-  const std::string steps = identity["steps"] == 0 ? "no fixed number of steps per trial"
-                                                    : fmt::format("up to {} steps per trial", identity["steps"].dump());
-  std::cout << fmt::format("study '{}' in {}\n{}\nobjective: {} ({}), {}, pruner {}\n\n", study.name, path,
-                           trials_are, objective, hpo::to_string(direction), steps, identity["pruner"].dump());
-  std::cout << format_hpo_trials(trials, best, objective);
-  for (const std::string& part : {format_pruning(trials), format_curves(records, objective, direction),
-                                  format_importance(importance, completed)})
-    if (!part.empty()) std::cout << "\n" << part;
-  return 0;
-}
-
-// choose_study (report/study_data.h); its errors are about --study-name when there are studies to
-// choose from (a store with none is the store's problem, whatever the flag).
-const store::StudyInfo& study_named(const std::vector<store::StudyInfo>& studies, const std::string& name,
-                                    const std::string& locator) {
-  try {
-    return choose_study(studies, name, locator);
-  } catch (const Error& e) {
-    if (studies.empty()) throw;
-    throw e.with_context("--study-name");
-  }
-}
 
 // How `study show` and `report` open a store: read-write where they may (an SQLite file of an older
 // schema is upgraded in place), read-only where the file or its directory cannot be written (a
@@ -94,55 +40,101 @@ store::Access reading_access(const std::string& locator) {
                                                                                          : store::Access::kReadOnly;
 }
 
-// `paratune study show`: every trial of a stored study and the best one.
-int run_study_show(const std::string& locator, const std::string& name, bool json) {
+// A store named on the command line that must exist (an SQLite file; a PostgreSQL database is for
+// its server to find).
+std::unique_ptr<store::StudyStore> open_existing(const std::string& locator, store::Access access) {
   if (!store::is_postgres_locator(locator) && !std::filesystem::exists(locator))
     throw Error(fmt::format("{}: no such study file", locator));
-  const std::unique_ptr<store::StudyStore> opened = store::open_store(locator, reading_access(locator));
-  const store::StudyStore& store = *opened;
+  return store::open_store(locator, access);
+}
+
+// A study as `study show` and `report` read it: its store opened with reading_access, the study
+// chosen by choose_study (report/study_data.h), whose errors are about --study-name when there are
+// studies to choose from (a store with none is the store's problem, whatever the flag).
+struct StoredStudy {
+  std::unique_ptr<store::StudyStore> store;
+  store::StudyInfo study;
+};
+
+StoredStudy read_study(const std::string& locator, const std::string& name) {
+  StoredStudy read{open_existing(locator, reading_access(locator)), {}};
+  const std::vector<store::StudyInfo> studies = read.store->studies();
+  try {
+    read.study = choose_study(studies, name, read.store->locator());
+  } catch (const Error& e) {
+    if (studies.empty()) throw;
+    throw e.with_context("--study-name");
+  }
+  return read;
+}
+
+// `paratune study show`: every trial of a stored study and the best one; of a hyperparameter study
+// also its learning curves, pruning and which parameters mattered, of a configuration study what its
+// search predicted and the model it fitted.
+int run_study_show(const std::string& locator, const std::string& name, bool json) {
+  const StoredStudy read = read_study(locator, name);
+  const store::StudyStore& store = *read.store;
+  const store::StudyInfo& study = read.study;
   const std::string path = store.locator();  // a PostgreSQL URI with its password masked
-  const std::vector<store::StudyInfo> studies = store.studies();
-  const store::StudyInfo* study = &study_named(studies, name, path);
-  const nlohmann::json identity = nlohmann::json::parse(study->config_json, nullptr, false);
-  if (identity.is_object() && identity.value("kind", "") == "hpo") return show_hpo_study(path, *study, store, identity, json);
-  const std::vector<store::StoredTrial> trials = store.trials(study->id);
-  const std::optional<std::size_t> best = tune::best_trial(trials);
+  const nlohmann::json identity = nlohmann::json::parse(study.config_json, nullptr, false);
+  const StudyObjective measured = study_objective(study);
+  const std::vector<store::StoredTrial> trials = store.trials(study.id, /*with_steps=*/measured.hpo);
+  const std::optional<std::size_t> best = hpo::best_hpo_trial(trials, measured.direction);
+  const TrialAnalysis analysis = measured.hpo ? analyse_trials(store, study, trials) : TrialAnalysis{};
+  const std::vector<hpo::TrialRecord>& records = analysis.records;
   if (json) {
-    nlohmann::ordered_json j{{"study", study->name}, {"config", identity}};
+    nlohmann::ordered_json j{{"study", study.name}, {"config", identity}};
     j.update(trials_json(trials, best));
-    j["model"] = study->model_json.empty() ? nlohmann::ordered_json(nullptr)
-                                           : nlohmann::ordered_json::parse(study->model_json, nullptr, false);
+    if (measured.hpo) {
+      j["curves"] = curves_json(records, measured.direction);
+      j["importance"] = importance_json(analysis.importance);
+    }
+    j["model"] = study.model_json.empty() ? nlohmann::ordered_json(nullptr)
+                                          : nlohmann::ordered_json::parse(study.model_json, nullptr, false);
     write_json(j);
     return 0;
   }
-  std::cout << fmt::format("study '{}' in {}\n", study->name, path);
-  if (identity.is_object() && identity.contains("command"))
-    std::cout << fmt::format("command: {}\nsteps per trial: {}\n\n", identity["command"].get<std::string>(),
-                             identity["steps"].dump());
-  std::cout << format_trials(trials, best);
-  if (const std::string predictions = format_predictions(trials); !predictions.empty()) std::cout << "\n" << predictions;
-  if (const std::string model = format_model(study->model_json); !model.empty()) std::cout << "\n" << model;
+  std::cout << fmt::format("study '{}' in {}\n", study.name, path);
+  if (!measured.hpo) {
+    if (identity.is_object() && identity.contains("command"))
+      std::cout << fmt::format("command: {}\nsteps per trial: {}\n\n", identity["command"].get<std::string>(),
+                               identity["steps"].dump());
+    std::cout << format_trials(trials, best);
+    for (const std::string& part : {format_predictions(trials), format_model(study.model_json)})
+      if (!part.empty()) std::cout << "\n" << part;
+    return 0;
+  }
+  // Trials are commands, or calls of a program's own function (hpo/ask_tell.h: identity "runner").
+  const std::string command = identity.value("command", "");
+  const std::string trials_are = command.empty() && identity.contains("runner")
+                                     ? fmt::format("trials: {} (in-process)", identity.value("runner", ""))
+                                     : fmt::format("command: {}", command);
+  const std::string steps = identity["steps"] == 0 ? "no fixed number of steps per trial"
+                                                    : fmt::format("up to {} steps per trial", identity["steps"].dump());
+  std::cout << fmt::format("{}\nobjective: {} ({}), {}, pruner {}\n\n", trials_are, measured.objective,
+                           hpo::to_string(measured.direction), steps, identity["pruner"].dump());
+  std::cout << format_hpo_trials(trials, best, measured.objective);
+  const auto completed = static_cast<std::size_t>(std::count_if(records.begin(), records.end(), [](const auto& r) {
+    return r.state == hpo::TrialRecord::State::kCompleted;
+  }));
+  for (const std::string& part : {format_pruning(trials), format_curves(records, measured.objective, measured.direction),
+                                  format_importance(analysis.importance, completed)})
+    if (!part.empty()) std::cout << "\n" << part;
   return 0;
 }
 
 // `paratune report STUDY --html FILE`: the study as one self-contained HTML page.
 int run_report(const std::string& locator, const std::string& name, const std::string& html_path) {
   if (html_path.empty()) throw Error("report: give --html FILE (the report is one self-contained HTML file)");
-  if (!store::is_postgres_locator(locator) && !std::filesystem::exists(locator))
-    throw Error(fmt::format("{}: no such study file", locator));
-  const std::unique_ptr<store::StudyStore> store = store::open_store(locator, reading_access(locator));
-  const std::vector<store::StudyInfo> studies = store->studies();
-  const store::StudyInfo& study = study_named(studies, name, store->locator());
-  write_file(html_path, study_html(*store, study));
-  std::cout << fmt::format("wrote {} (study '{}': HTML report, open in a browser)\n", html_path, study.name);
+  const StoredStudy read = read_study(locator, name);
+  write_file(html_path, study_html(*read.store, read.study));
+  std::cout << fmt::format("wrote {} (study '{}': HTML report, open in a browser)\n", html_path, read.study.name);
   return 0;
 }
 
 // `paratune study copy FROM TO [--study NAME]`.
 int run_study_copy(const std::string& from_locator, const std::string& to_locator, const std::string& name, bool json) {
-  if (!store::is_postgres_locator(from_locator) && !std::filesystem::exists(from_locator))
-    throw Error(fmt::format("{}: no such study file", from_locator));
-  const std::unique_ptr<store::StudyStore> from = store::open_store(from_locator);
+  const std::unique_ptr<store::StudyStore> from = open_existing(from_locator, store::Access::kReadWrite);
   const std::unique_ptr<store::StudyStore> to = store::open_store(to_locator);
   const store::CopySummary copied = store::copy_studies(*from, *to, name);
   if (json) {

@@ -1,5 +1,6 @@
 // `paratune tune`: run real trials over a search space and find the fastest configuration -- or,
-// for a hyperparameter study, the best training hyperparameters (hpo_tune.h).
+// for a hyperparameter study (hpo_tune.cc), the best training hyperparameters -- in one path: the
+// flags make a study of either kind (hpo_tune.h TuneStudy), which the one loop runs.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,7 +16,10 @@
 #include "paratune/hpo/pruner.h"
 #include "paratune/hpo/sampler.h"
 #include "paratune/hpo/study.h"
+#include "paratune/hpo/retrain.h"
+#include "paratune/hpo/surrogate.h"
 #include "paratune/plan/space.h"
+#include "paratune/report/hpo_report.h"
 #include "paratune/report/tune_report.h"
 #include "paratune/spec/error.h"
 #include "paratune/spec/io.h"
@@ -35,14 +39,9 @@ namespace paratune::cli {
 namespace {
 
 // The space searched: the configurations the planner's model says fit (--model, narrowed by
-// --fix/--allow/--max), or a --space file, read as every study reads its space.
-struct TuneSpace {
-  std::optional<hpo::Space> file;
-  std::optional<tune::DerivedSpace> derived;
-  [[nodiscard]] const hpo::Space& space() const { return derived ? derived->space : *file; }
-};
-
-TuneSpace tune_space_from(const SetupFlags& setup, const TuneFlags& f) {
+// --fix/--allow/--max), or the --space file (unless is_hpo_study read it), into `space`. Returns the
+// configurations the planner enumerated (tune::SpaceSize::planned_points; 0 for a file).
+std::uint64_t read_space(const SetupFlags& setup, const TuneFlags& f, std::optional<hpo::Space>& space) {
   const bool derived = f.space_path.empty();
   const bool has_model = !setup.model.empty();
   if (has_model && (setup.cluster.empty() || setup.seq_len == 0 || setup.global_batch == 0))
@@ -52,18 +51,19 @@ TuneSpace tune_space_from(const SetupFlags& setup, const TuneFlags& f) {
                 "configurations the planner's model says fit");
   if (!derived && (!f.fix.empty() || !f.allow.empty() || !f.max.empty()))
     throw Error("tune: --fix/--allow/--max narrow the space derived from --model; with --space FILE, edit the file");
-  TuneSpace searched;
-  if (derived) {
-    plan::SearchSpace axes;
-    for (const std::string& text : f.fix) plan::add_constraints(axes, text, plan::ConstraintKind::kFix, "--fix");
-    for (const std::string& text : f.allow) plan::add_constraints(axes, text, plan::ConstraintKind::kAllow, "--allow");
-    for (const std::string& text : f.max) plan::add_constraints(axes, text, plan::ConstraintKind::kMax, "--max");
-    searched.derived = tune::derive_space(load_model(setup.model), load_cluster(setup.cluster), training_from(setup),
-                                          axes, calibration_from(setup), EstimateOptions{setup.memory_margin});
-  } else {
-    searched.file = hpo::Space::load(f.space_path);
+  if (!derived) {
+    if (!space) space = hpo::Space::load(f.space_path);
+    return 0;
   }
-  return searched;
+  plan::SearchSpace axes;
+  for (const std::string& text : f.fix) plan::add_constraints(axes, text, plan::ConstraintKind::kFix, "--fix");
+  for (const std::string& text : f.allow) plan::add_constraints(axes, text, plan::ConstraintKind::kAllow, "--allow");
+  for (const std::string& text : f.max) plan::add_constraints(axes, text, plan::ConstraintKind::kMax, "--max");
+  tune::DerivedSpace planned = tune::derive_space(load_model(setup.model), load_cluster(setup.cluster),
+                                                  training_from(setup), axes, calibration_from(setup),
+                                                  EstimateOptions{setup.memory_margin});
+  space = std::move(planned.space);
+  return planned.candidates;
 }
 
 tune::Algorithm algorithm_from(const TuneFlags& f) {
@@ -72,28 +72,6 @@ tune::Algorithm algorithm_from(const TuneFlags& f) {
   } catch (const Error& e) {
     throw e.with_context("--algo");
   }
-}
-
-// The study's pruner: --algo oppa's own early termination (none for the other searches), or the one
-// --pruner names (none turns oppa's off); `stated` when --pruner chose another than the search's own
-// (it is then part of the study's identity). A pruner's flags belong to it alone.
-struct StudyPruner {
-  std::unique_ptr<hpo::Pruner> pruner;
-  bool stated = false;
-};
-
-StudyPruner pruner_from(const TuneFlags& f, tune::Algorithm algo, int steps) {
-  const hpo::PrunerKind implied = algo == tune::Algorithm::kOppa ? hpo::PrunerKind::kOppa : hpo::PrunerKind::kNone;
-  hpo::PrunerKind kind = implied;
-  if (f.given.contains("--pruner")) {
-    try {
-      kind = hpo::parse_pruner(f.pruner);
-    } catch (const Error& e) {
-      throw e.with_context("--pruner");
-    }
-  }
-  check_pruner_flags(f, hpo::to_string(kind));
-  return {hpo::make_pruner(kind, pruner_options_from(f, steps, hpo::Direction::kMaximize)), kind != implied};
 }
 
 // The search over the space, and what the study's first line says of its prior and first designs.
@@ -169,73 +147,104 @@ Search model_search(tune::Algorithm algo, const SetupFlags& setup, const TuneFla
   return search;
 }
 
-// `paratune tune`: run real trials over a search space and find the fastest configuration, in the one
-// study loop (tune::run_configuration_study). Exit codes: 0 done with a best trial, 3 no trial
-// completed, 128 + signal when interrupted.
-int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
-  if (!f.worker) refuse_flags(f, {"--worker-name", "--heartbeat", "--heartbeat-timeout"}, "belongs to --worker");
-  if (is_hpo_study(f)) return run_hpo_tune(setup, f, json);
+// The configuration study of the flags: a search of the space's configurations for throughput.
+TuneStudy configuration_study_from(const SetupFlags& setup, const TuneFlags& f, std::optional<hpo::Space>& space) {
   refuse_flags(f, {"--direction", "--retrain", "--retrain-steps"},
                "belongs to hyperparameter studies (--objective METRIC, --algo tpe|gp|cmaes or a typed space); this study "
                "searches parallel configurations for throughput");
   const tune::Algorithm algo = algorithm_from(f);
-  const TuneSpace searched = tune_space_from(setup, f);
-  const hpo::Space& space = searched.space();
-  const tune::SearchSpace view = tune::SearchSpace::of(space);  // the configurations as the searches index them
-
-  hpo::HpoOptions options = study_options_from(f);  // the throughput objective
-  hpo::validate(options);
-  const StudyPruner pruner = pruner_from(f, algo, options.steps);
-  const std::unique_ptr<trial::Backend> backend_ptr = backend_from(f);
-  const trial::Backend& backend = *backend_ptr;
+  const std::uint64_t planned = read_space(setup, f, space);
+  TuneStudy study;
+  study.view = std::make_unique<tune::SearchSpace>(tune::SearchSpace::of(*space));
+  const tune::SearchSpace& view = *study.view;  // the configurations as the searches index them
+  study.options = study_options_from(f);  // the throughput objective
+  hpo::validate(study.options);
+  // --algo oppa has its own early termination, which --pruner replaces.
+  StudyPruner pruner = pruner_from(f, algo == tune::Algorithm::kOppa ? hpo::PrunerKind::kOppa : hpo::PrunerKind::kNone,
+                                   study.options.steps, hpo::Direction::kMaximize);
   Search search = algo == tune::Algorithm::kGrid || algo == tune::Algorithm::kRandom
-                      ? ordered_search(algo, f, space, view)
-                      : model_search(algo, setup, f, space, view, options);
+                      ? ordered_search(algo, f, *space, view)
+                      : model_search(algo, setup, f, *space, view, study.options);
   if (pruner.pruner->name() != "none") search.prior_line += "; pruner " + pruner.pruner->name();
+  study.options.identity =
+      tune::configuration_identity(view, study.options, pruner.stated ? pruner.pruner.get() : nullptr);
+  study.size = tune::space_size(view);
+  study.size->planned_points = planned;  // the loop sees the listed configurations only, not how they were derived
+  study.head = fmt::format("{}, {} search{}, {} steps per trial", format_space_size(*study.size), f.algo,
+                           search.prior_line, study.options.steps);
+  study.sampler = std::move(search.sampler);
+  study.pruner = std::move(pruner.pruner);
+  return study;
+}
+
+// `paratune tune`: run real trials over a search space -- the fastest configuration, or the best
+// training hyperparameters -- in the one study loop (hpo::run_hpo). Exit codes: 0 done with a best
+// trial, 1 the retrain failed, 3 no trial completed, 128 + signal when interrupted.
+int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
+  if (!f.worker) refuse_flags(f, {"--worker-name", "--heartbeat", "--heartbeat-timeout"}, "belongs to --worker");
+  std::optional<hpo::Space> space;  // read once, by whichever step first needs it
+  TuneStudy study = is_hpo_study(f, space) ? hpo_study_from(setup, f, space) : configuration_study_from(setup, f, space);
+  const hpo::HpoOptions& options = study.options;
+  const std::unique_ptr<trial::Backend> backend = backend_from(f);
   const NewStudyFile new_file(f.study_path, f.worker);
   const std::unique_ptr<store::StudyStore> store =
       store::open_store(f.study_path, store::Access::kReadWrite, store_retry_from(f));
   if (!f.worker_name.empty()) store->set_worker_name(f.worker_name);
 
-  const std::uint64_t valid = view.enumerate().size();
-  // The same phrase as the summary's first line (format_study), from the same figures.
-  const std::uint64_t cartesian = view.is_listed() ? 0 : view.cartesian_size();
-  const std::uint64_t planned = searched.derived ? searched.derived->candidates : 0;
-  std::cerr << fmt::format("paratune tune: {}, {} search{}, {} steps per trial, {}; study {} ('{}'){}, trials in {}\n",
-                           format_space_size(valid, cartesian, planned), f.algo, search.prior_line, options.steps,
-                           slots_line(backend), store->locator(), options.name,
+  std::cerr << fmt::format("paratune tune: {}, {}{}; study {} ('{}'){}, trials in {}\n", study.head,
+                           slots_line(*backend), study.per_trial, store->locator(), options.name,
                            f.worker ? fmt::format(" as worker {}", store->worker_name()) : "",
                            options.trials_dir.string());
+  // As Python's tune() warns (and Optuna's optimize() without n_trials or timeout behaves): with
+  // neither limit a sampler such as TPE proposes forever, so say so before the first trial. A
+  // configuration study's space is finite.
+  if (!study.size && options.max_trials <= 0 && options.budget_s <= 0)
+    std::cerr << "paratune tune: warning: no --max-trials/--budget: trials run until the grid's end or Ctrl-C\n";
   install_stop_handlers();
-  tune::StudySummary summary;
+  hpo::HpoSummary summary;
   {
-    ConsoleObserver observer(valid, options.max_trials, options.budget_s);
-    summary = tune::run_configuration_study(space, view, options, *store, backend, *search.sampler, *pruner.pruner,
-                                            pruner.stated ? pruner.pruner.get() : nullptr, observer, g_stop_signal);
+    ConsoleObserver observer(study.size ? study.size->valid_points : 0, options.max_trials, options.budget_s);
+    summary = hpo::run_hpo(*space, options, *store, *backend, *study.sampler, *study.pruner, observer, g_stop_signal);
   }
-  summary.planned_points = planned;  // the loop sees the listed configurations only, not how they were derived
-  if (json) write_json(to_json(summary));
-  else std::cout << format_study(summary);
-  if (summary.stop == tune::StopReason::kInterrupted) return 128 + g_stop_signal.load();
+  summary.space = study.size;
+  if (!json) std::cout << format_study(summary) << std::flush;  // before the retrain, which may take long
+  std::optional<hpo::Transfer> transfer;
+  if (options.surrogate_ratio != 1 && summary.best) {
+    transfer = hpo::transfer_to_target(*space, options, hpo::Config::parse(summary.trials[*summary.best].params_json));
+    if (!json) std::cout << "\n" << format_transfer(*transfer) << std::flush;
+  }
+  std::optional<hpo::RetrainResult> retrained;
+  if (f.retrain && summary.best && summary.stop != tune::StopReason::kInterrupted) {
+    const store::StoredTrial& best = summary.trials[*summary.best];
+    const int steps = f.retrain_steps.value_or(options.steps);
+    std::cerr << fmt::format("paratune tune: retraining trial {} for {} steps{}\n", best.number, steps,
+                             transfer ? " at the target's width" : "");
+    retrained = hpo::retrain_best(*space, options, best, steps, *store, *backend, g_stop_signal);
+  }
+  if (json) {
+    nlohmann::ordered_json j = to_json(summary);
+    if (transfer) j["transfer"] = to_json(*transfer);
+    if (retrained) j["retrain"] = to_json(*retrained);
+    write_json(j);
+  } else if (retrained) {
+    std::cout << "\n" << format_retrain(*retrained);
+  }
+  if (summary.stop == tune::StopReason::kInterrupted || g_stop_signal.load() != 0) return 128 + g_stop_signal.load();
+  if (retrained && retrained->trial.status != "completed") return 1;
   return summary.best ? 0 : 3;
 }
 
 }  // namespace
 
 void add_tune_command(CLI::App& app, Commands& commands) {
-  struct Flags {
-    SetupFlags setup;
-    TuneFlags tune;
-    bool json = false;
-  };
-  const auto flags = std::make_shared<Flags>();
+  const auto flags = std::make_shared<SetupCommandFlags<TuneFlags>>();
   auto* tune_cmd = app.add_subcommand(
       "tune", "run real training trials over a search space and find the fastest configuration");
-  add_tune_flags(tune_cmd, flags->setup, flags->tune);
+  add_tune_flags(tune_cmd, flags->setup, flags->own);
   tune_cmd->add_flag("--json", flags->json, "machine-readable result on stdout (progress stays on stderr)");
   const auto run = [tune_cmd, flags] {
-    record_given_flags(*tune_cmd, flags->tune);
-    return run_tune(flags->setup, flags->tune, flags->json);
+    record_given_flags(*tune_cmd, flags->own);
+    return run_tune(flags->setup, flags->own, flags->json);
   };
   commands.push_back({tune_cmd, run});
 }

@@ -51,6 +51,9 @@ void refuse_flags(const TuneFlags& f, const std::vector<std::string>& flags, con
     if (f.given.contains(flag)) throw Error(fmt::format("{}: {}", flag, why));
 }
 
+namespace {
+
+// The flags of a pruner other than `pruner` (the one the study runs with) are refused.
 void check_pruner_flags(const TuneFlags& f, const std::string& pruner) {
   if (pruner != "oppa")
     refuse_flags(f, {"--min-steps"}, fmt::format("belongs to OPPA's early termination (--algo oppa, --pruner oppa), "
@@ -64,7 +67,18 @@ void check_pruner_flags(const TuneFlags& f, const std::string& pruner) {
   if (pruner != "percentile") refuse_flags(f, {"--percentile"}, fmt::format("belongs to --pruner percentile, not {}", pruner));
 }
 
-hpo::PrunerOptions pruner_options_from(const TuneFlags& f, int steps, hpo::Direction direction) {
+}  // namespace
+
+StudyPruner pruner_from(const TuneFlags& f, hpo::PrunerKind implied, int steps, hpo::Direction direction) {
+  hpo::PrunerKind kind = implied;
+  if (f.given.contains("--pruner")) {
+    try {
+      kind = hpo::parse_pruner(f.pruner);
+    } catch (const Error& e) {
+      throw e.with_context("--pruner");
+    }
+  }
+  check_pruner_flags(f, hpo::to_string(kind));
   hpo::PrunerOptions o;
   o.direction = direction;
   o.max_resource = steps;
@@ -75,7 +89,7 @@ hpo::PrunerOptions pruner_options_from(const TuneFlags& f, int steps, hpo::Direc
   o.percentile = f.percentile;
   // q_min's default (5) gives way to a shorter --steps; a --min-steps given is checked.
   o.min_steps = f.given.contains("--min-steps") ? f.min_steps : std::min(f.min_steps, steps);
-  return o;
+  return {hpo::make_pruner(kind, o), kind != implied};
 }
 
 std::filesystem::path trials_dir_from(const TuneFlags& f) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,12 +27,16 @@ trial::TrialLimits limits_from(const TuneFlags& f);
 // A flag that would do nothing in this study is refused rather than ignored.
 void refuse_flags(const TuneFlags& f, const std::vector<std::string>& flags, const std::string& why);
 
-// The flags of a pruner other than `pruner` (the one the study runs with) are refused.
-void check_pruner_flags(const TuneFlags& f, const std::string& pruner);
-
-// The pruner options from --eta, --min-resource, --pruner-startup, --pruner-warmup, --percentile and
-// --min-steps, for trials of `steps` steps and the objective's `direction`.
-hpo::PrunerOptions pruner_options_from(const TuneFlags& f, int steps, hpo::Direction direction);
+// The study's pruner: the one --pruner names, else `implied` (--algo oppa's early termination, or
+// none); `stated` when that is not `implied` (a configuration study's identity then names it). Its
+// options from --eta, --min-resource, --pruner-startup, --pruner-warmup, --percentile and
+// --min-steps, for trials of `steps` steps and the objective's `direction`; another pruner's flags
+// are refused.
+struct StudyPruner {
+  std::unique_ptr<hpo::Pruner> pruner;
+  bool stated = false;
+};
+StudyPruner pruner_from(const TuneFlags& f, hpo::PrunerKind implied, int steps, hpo::Direction direction);
 
 // Default: next to an SQLite study file, one directory per study of the file (s.db: s.trials for the
 // study "main", s.NAME.trials for another, so that two studies of one file never write each other's

@@ -156,12 +156,18 @@ std::vector<std::string> hpo_placeholders() {
   return {"gpus", "config", "steps", "ranks", "strategy", "trial_id", "trial_dir"};
 }
 
+std::optional<double> trial_value(const store::StoredTrial& trial) {
+  return trial.objective ? trial.objective : trial.throughput;
+}
+
 std::optional<std::size_t> best_hpo_trial(const std::vector<store::StoredTrial>& trials, Direction direction) {
   std::optional<std::size_t> best;
-  for (std::size_t i = 0; i < trials.size(); ++i)
-    if (trials[i].status == "completed" && trials[i].objective && std::isfinite(*trials[i].objective) &&
-        (!best || better(direction, *trials[i].objective, *trials[*best].objective)))
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    const std::optional<double> value = trial_value(trials[i]);
+    if (trials[i].status == "completed" && value && std::isfinite(*value) &&
+        (!best || better(direction, *value, *trial_value(trials[*best]))))
       best = i;
+  }
   return best;
 }
 

@@ -6,23 +6,11 @@
 #include <cmath>
 #include <map>
 
-#include "paratune/hpo/fusion.h"
 #include "paratune/report/tune_report.h"
 #include "paratune/spec/units.h"
 
 namespace paratune {
 namespace {
-
-std::string objective_text(const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : "-"; }
-
-std::string best_line(const store::StoredTrial& t, const std::string& objective) {
-  std::string out = fmt::format("best: trial {}  {}\n  {} {}", t.number, params_words(t.params_json), objective,
-                                objective_text(t.objective));
-  if (t.throughput) out += fmt::format(", {:.4g} steps/s", *t.throughput);
-  if (t.peak_memory_bytes) out += fmt::format(", peak memory {}", units::format_bytes(*t.peak_memory_bytes));
-  out += fmt::format("\n  reproduce: {}\n", t.command);
-  return out;
-}
 
 // Percentile by linear interpolation between order statistics of sorted `v`.
 double quantile(const std::vector<double>& v, double q) {
@@ -44,39 +32,7 @@ std::map<std::int64_t, std::vector<double>> values_by_step(const std::vector<hpo
   return by_step;
 }
 
-
-// "2 dp": the slots a trial's last run had and the strategy it trained with (its hpo_json, written
-// when a run ends); "" when it has no strategy.
-std::string placement(const store::StoredTrial& t) {
-  const nlohmann::json j = nlohmann::json::parse(t.hpo_json.empty() ? "{}" : t.hpo_json, nullptr, false);
-  if (!j.is_object() || !j.contains("strategy") || !j["strategy"].is_string() || j["strategy"].get<std::string>().empty())
-    return "";
-  const std::size_t slots = j.contains("slots") && j["slots"].is_array() ? j["slots"].size() : 0;
-  return fmt::format("{} {}", slots > 0 ? std::to_string(slots) : "?", j["strategy"].get<std::string>());
-}
-
 }  // namespace
-
-std::string format_hpo_trials(const std::vector<store::StoredTrial>& trials, std::optional<std::size_t> best,
-                              const std::string& objective) {
-  // A "ranks" column (slots and strategy) when the trials trained with a strategy.
-  const bool placed = std::any_of(trials.begin(), trials.end(), [](const auto& t) { return !placement(t).empty(); });
-  auto ranks_cell = [&](const std::string& text) { return placed ? fmt::format(" {:<12}", text) : std::string(); };
-  std::string out = fmt::format("{:>5}  {:<12} {:>4} {:>6} {:>12} {:>14} {:>11}{}  {}\n", "trial", "status", "rung",
-                                "steps", objective.substr(0, 12), "throughput", "peak memory", ranks_cell("ranks"),
-                                "parameters");
-  for (const store::StoredTrial& t : trials) {
-    const std::string where = placement(t);
-    out += fmt::format("{:>5}  {:<12} {:>4} {:>6} {:>12} {:>14} {:>11}{}  {}\n", t.number, t.status,
-                       t.rung ? std::to_string(*t.rung) : "-", t.steps, objective_text(t.objective),
-                       t.throughput ? fmt::format("{:.4g} st/s", *t.throughput) : "-",
-                       t.peak_memory_bytes ? units::format_bytes(*t.peak_memory_bytes) : "-",
-                       ranks_cell(where.empty() ? "-" : where), params_words(t.params_json));
-    if (!t.reason.empty() && t.status != "completed") out += fmt::format("{:>7}{}\n", "", t.reason);
-  }
-  out += best ? best_line(trials[*best], objective) : "best: none (no trial completed with a value of the objective)\n";
-  return out;
-}
 
 std::string format_curves(const std::vector<hpo::TrialRecord>& records, const std::string& objective,
                           hpo::Direction direction, std::size_t max_rows) {
@@ -143,86 +99,6 @@ nlohmann::ordered_json importance_json(const std::vector<hpo::Importance>& impor
   for (const hpo::Importance& i : importance)
     out.push_back({{"parameter", i.parameter}, {"share", i.share}, {"groups", i.groups}, {"trials", i.trials}});
   return out;
-}
-
-// --fuse auto's probe (hpo/fusion.h to_json(FusionProbe)).
-static std::string format_fusion_probe(const nlohmann::ordered_json& probe) {
-  std::string out = fmt::format("fusion probe ({} steps each; trial-steps/s of full trials, start-up and final "
-                                "evaluation included; memory budget {}):\n",
-                                hpo::kFusionProbeSteps,
-                                probe["memory_budget_bytes"].get<double>() > 0
-                                    ? units::format_bytes(probe["memory_budget_bytes"].get<double>())
-                                    : std::string("unknown"));
-  out += fmt::format("  {:>4}  {:>11}  {:>11}  {:>13}  {:>11}  {}\n", "B", "step time", "start-up", "trial-steps/s",
-                     "peak memory", "status");
-  for (const auto& run : probe["runs"])
-    out += fmt::format("  {:>4}  {:>9.4f} s  {:>9.2f} s  {:>13.3f}  {:>11}  {}\n", run["size"].get<int>(),
-                       run["step_time_s"].get<double>(), run["fixed_s"].get<double>(), run["trial_steps_per_s"].get<double>(),
-                       run["peak_memory_bytes"].is_null() ? std::string("-")
-                                                          : units::format_bytes(run["peak_memory_bytes"].get<double>()),
-                       run["status"].get<std::string>());
-  out += fmt::format("  chose B = {}: {}\n", probe["chosen"].get<int>(), probe["reason"].get<std::string>());
-  return out;
-}
-
-std::string format_hpo_study(const hpo::HpoSummary& s) {
-  std::string out = fmt::format("study '{}': {} sampler, {} pruner, objective {} ({})\n", s.name, s.sampler, s.pruner,
-                                s.objective, hpo::to_string(s.direction));
-  out += fmt::format("this run: {} new trials, {} promotions, {} reused, {} requeued{}; {} after {}\n", s.started,
-                     s.promotions, s.reused, s.requeued,
-                     s.retried_failed > 0 ? fmt::format(" ({} failed before: --retry-failed)", s.retried_failed) : "",
-                     tune::to_string(s.stop), units::format_duration(s.elapsed_s));
-  if (s.reaped > 0 || s.dropped > 0)
-    out += fmt::format("worker: {} trials of dead workers marked interrupted (no heartbeat), {} results of runs "
-                       "taken from this worker dropped\n",
-                       s.reaped, s.dropped);
-  if (s.fused_groups > 0)
-    out += fmt::format("fused: {} of the new trials trained in {} fused groups\n", s.fused_trials, s.fused_groups);
-  if (!s.fusion_probe.is_null()) out += format_fusion_probe(s.fusion_probe);
-  std::map<std::string, int> counts;
-  for (const store::StoredTrial& t : s.trials) ++counts[t.status];
-  out += "trials:";
-  for (const auto& [status, n] : counts) out += fmt::format(" {} {};", n, status);
-  out.back() = '\n';
-  out += failure_line(s.trials);
-  out += format_pruning(s.trials);
-  // The five best completed trials.
-  std::vector<std::size_t> completed;
-  for (std::size_t i = 0; i < s.trials.size(); ++i)
-    if (s.trials[i].status == "completed" && s.trials[i].objective) completed.push_back(i);
-  std::stable_sort(completed.begin(), completed.end(), [&](std::size_t a, std::size_t b) {
-    return hpo::as_loss(s.direction, *s.trials[a].objective) < hpo::as_loss(s.direction, *s.trials[b].objective);
-  });
-  if (!completed.empty()) out += fmt::format("\n{:>5}  {:>12}  {}\n", "trial", s.objective.substr(0, 12), "parameters");
-  for (std::size_t k = 0; k < std::min<std::size_t>(5, completed.size()); ++k) {
-    const store::StoredTrial& t = s.trials[completed[k]];
-    out += fmt::format("{:>5}  {:>12}  {}\n", t.number, objective_text(t.objective), params_words(t.params_json));
-  }
-  out += "\n";
-  out += s.best ? best_line(s.trials[*s.best], s.objective) : "best: none (no trial completed with a value of the objective)\n";
-  return out;
-}
-
-nlohmann::ordered_json to_json(const hpo::HpoSummary& s) {
-  nlohmann::ordered_json j{{"study", s.name},
-                           {"sampler", s.sampler},
-                           {"pruner", s.pruner},
-                           {"objective", s.objective},
-                           {"direction", hpo::to_string(s.direction)},
-                           {"reused", s.reused},
-                           {"requeued", s.requeued},
-                           {"retried_failed", s.retried_failed},
-                           {"started", s.started},
-                           {"promotions", s.promotions},
-                           {"reaped", s.reaped},
-                           {"dropped", s.dropped},
-                           {"fused_groups", s.fused_groups},
-                           {"fused_trials", s.fused_trials},
-                           {"stop", tune::to_string(s.stop)},
-                           {"elapsed_s", s.elapsed_s}};
-  if (!s.fusion_probe.is_null()) j["fusion_probe"] = s.fusion_probe;
-  j.update(trials_json(s.trials, s.best));
-  return j;
 }
 
 std::string format_retrain(const hpo::RetrainResult& r) {

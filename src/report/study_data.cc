@@ -11,7 +11,6 @@
 #include "paratune/report/hpo_report.h"
 #include "paratune/report/tune_report.h"
 #include "paratune/spec/error.h"
-#include "paratune/tune/study.h"
 
 namespace paratune {
 namespace {
@@ -99,45 +98,61 @@ const store::StudyInfo& choose_study(const std::vector<store::StudyInfo>& studie
                                        : unknown_name_message("study", name, names)));
 }
 
+StudyObjective study_objective(const store::StudyInfo& study) {
+  const nlohmann::json identity = nlohmann::json::parse(study.config_json, nullptr, false);
+  StudyObjective measured;
+  if (!identity.is_object() || identity.value("kind", "") != "hpo") return measured;
+  measured.hpo = true;
+  measured.objective = identity.value("objective", measured.objective);
+  measured.direction = hpo::parse_direction(identity.value("direction", std::string("maximize")));
+  return measured;
+}
+
+TrialAnalysis analyse_trials(const store::StudyStore& store, const store::StudyInfo& study,
+                             const std::vector<store::StoredTrial>& trials) {
+  const std::string objective = study_objective(study).objective;
+  TrialAnalysis analysis;
+  for (const store::StoredTrial& t : trials)
+    if (t.status != "interrupted") analysis.records.push_back(hpo::record_of(t, objective));
+  // The space as the study was created, its parameters in their order.
+  const nlohmann::ordered_json identity = parsed_or_null(study.config_json);
+  if (identity.is_object() && identity.contains("space")) {
+    const hpo::Space space =
+        hpo::Space::parse(identity["space"].dump(), fmt::format("{} (study '{}')", store.locator(), study.name));
+    analysis.importance = hpo::parameter_importance(space, analysis.records);
+  }
+  return analysis;
+}
+
 nlohmann::ordered_json study_data(const store::StudyStore& store, const store::StudyInfo& study) {
   const nlohmann::ordered_json identity = parsed_or_null(study.config_json);
-  const bool hpo = identity.is_object() && identity.value("kind", "") == "hpo";
-  const std::vector<store::StoredTrial> trials = store.trials(study.id, /*with_steps=*/hpo);
-  nlohmann::ordered_json out{{"study", study.name}, {"config", identity}, {"kind", hpo ? "hpo" : "configurations"},
-                             {"parameters", parameter_types(identity)}};
-  if (!hpo) {
-    out["objective"] = "throughput";
-    out["direction"] = "maximize";
-    out.update(trials_json(trials, tune::best_trial(trials)));
-    for (std::size_t i = 0; i < trials.size(); ++i)
-      out["trials"][i]["value"] = trials[i].throughput ? nlohmann::ordered_json(*trials[i].throughput) : nullptr;
-    out["importance"] = listed_importance(trials);
-    out["model"] = parsed_or_null(study.model_json);
-    return out;
-  }
-  const std::string objective = identity.value("objective", std::string(hpo::kThroughputObjective));
-  const hpo::Direction direction = hpo::parse_direction(identity.value("direction", std::string("maximize")));
-  out["objective"] = objective;
-  out["direction"] = hpo::to_string(direction);
-  out.update(trials_json(trials, hpo::best_hpo_trial(trials, direction)));
-  std::vector<hpo::TrialRecord> records;
+  const StudyObjective measured = study_objective(study);
+  const std::vector<store::StoredTrial> trials = store.trials(study.id, /*with_steps=*/measured.hpo);
+  nlohmann::ordered_json out{{"study", study.name},
+                             {"config", identity},
+                             {"kind", measured.hpo ? "hpo" : "configurations"},
+                             {"parameters", parameter_types(identity)},
+                             {"objective", measured.objective},
+                             {"direction", hpo::to_string(measured.direction)}};
+  out.update(trials_json(trials, hpo::best_hpo_trial(trials, measured.direction)));
+  const bool throughput = measured.objective == hpo::kThroughputObjective;
   for (std::size_t i = 0; i < trials.size(); ++i) {
     const store::StoredTrial& t = trials[i];
     nlohmann::ordered_json& j = out["trials"][i];
-    const std::optional<double> value = objective == hpo::kThroughputObjective ? t.throughput : t.objective;
+    const std::optional<double> value = throughput ? t.throughput : t.objective;
     j["value"] = value ? nlohmann::ordered_json(*value) : nullptr;
+    if (!measured.hpo) continue;
     nlohmann::ordered_json curve = nlohmann::ordered_json::array();
     for (const trial::MetricReport& m : t.metrics)
-      if (m.name == objective) curve.push_back({m.step.value_or(0), m.value});
+      if (m.name == measured.objective) curve.push_back({m.step.value_or(0), m.value});
     j["curve"] = std::move(curve);
-    if (t.status != "interrupted") records.push_back(hpo::record_of(t, objective));
   }
-  out["curves"] = curves_json(records, direction);
-  // The identity holds the space as the study was created: importance over it.
-  out["importance"] = nlohmann::ordered_json::array();
-  if (identity.contains("space")) {
-    const hpo::Space space = hpo::Space::parse(identity["space"].dump(), fmt::format("{} (study '{}')", store.locator(), study.name));
-    out["importance"] = importance_json(hpo::parameter_importance(space, records));
+  if (!measured.hpo) {
+    out["importance"] = listed_importance(trials);
+  } else {
+    const TrialAnalysis analysis = analyse_trials(store, study, trials);
+    out["curves"] = curves_json(analysis.records, measured.direction);
+    out["importance"] = importance_json(analysis.importance);
   }
   out["model"] = parsed_or_null(study.model_json);
   return out;

@@ -4,9 +4,10 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
 #include <set>
 
+#include "paratune/hpo/fusion.h"
+#include "paratune/report/hpo_report.h"
 #include "paratune/spec/units.h"
 #include "paratune/trial/failure.h"
 
@@ -61,12 +62,35 @@ std::string status_line(const std::vector<store::StoredTrial>& trials) {
   return out.empty() ? "no trials" : out;
 }
 
-std::string best_text(const store::StoredTrial& t) {
-  std::string out = fmt::format("best: trial {}  {}\n", t.number, params_words(t.params_json));
-  out += fmt::format("  throughput {} (95% CI {}), step time {}", throughput_text(t), ci_text(t),
-                     units::format_duration(1 / *t.throughput));
-  if (t.peak_memory_bytes) out += fmt::format(", peak memory {}", units::format_bytes(*t.peak_memory_bytes));
-  out += fmt::format("\n  reproduce: {}\n", t.command);
+std::string objective_text(const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : "-"; }
+
+// "2 dp": the slots a trial's last run had and the strategy it trained with (its hpo_json, written
+// when a run ends); "" when it has no strategy.
+std::string placement(const store::StoredTrial& t) {
+  const nlohmann::json j = nlohmann::json::parse(t.hpo_json.empty() ? "{}" : t.hpo_json, nullptr, false);
+  if (!j.is_object() || !j.contains("strategy") || !j["strategy"].is_string() || j["strategy"].get<std::string>().empty())
+    return "";
+  const std::size_t slots = j.contains("slots") && j["slots"].is_array() ? j["slots"].size() : 0;
+  return fmt::format("{} {}", slots > 0 ? std::to_string(slots) : "?", j["strategy"].get<std::string>());
+}
+
+// --fuse auto's probe (hpo/fusion.h to_json(FusionProbe)).
+std::string format_fusion_probe(const nlohmann::ordered_json& probe) {
+  std::string out = fmt::format("fusion probe ({} steps each; trial-steps/s of full trials, start-up and final "
+                                "evaluation included; memory budget {}):\n",
+                                hpo::kFusionProbeSteps,
+                                probe["memory_budget_bytes"].get<double>() > 0
+                                    ? units::format_bytes(probe["memory_budget_bytes"].get<double>())
+                                    : std::string("unknown"));
+  out += fmt::format("  {:>4}  {:>11}  {:>11}  {:>13}  {:>11}  {}\n", "B", "step time", "start-up", "trial-steps/s",
+                     "peak memory", "status");
+  for (const auto& run : probe["runs"])
+    out += fmt::format("  {:>4}  {:>9.4f} s  {:>9.2f} s  {:>13.3f}  {:>11}  {}\n", run["size"].get<int>(),
+                       run["step_time_s"].get<double>(), run["fixed_s"].get<double>(), run["trial_steps_per_s"].get<double>(),
+                       run["peak_memory_bytes"].is_null() ? std::string("-")
+                                                          : units::format_bytes(run["peak_memory_bytes"].get<double>()),
+                       run["status"].get<std::string>());
+  out += fmt::format("  chose B = {}: {}\n", probe["chosen"].get<int>(), probe["reason"].get<std::string>());
   return out;
 }
 
@@ -265,23 +289,40 @@ std::string failure_line(const std::vector<store::StoredTrial>& trials) {
                      c.never_again, units::format_duration(c.seconds), units::format_duration(c.of_seconds));
 }
 
-nlohmann::ordered_json to_json(const tune::StudySummary& s) {
-  nlohmann::ordered_json out{{"study", s.name},
-                             {"algorithm", s.algorithm},
-                             {"valid_points", s.valid_points},
-                             {"cartesian_points", s.cartesian_points},
-                             {"planned_points", s.planned_points},
-                             {"reused", s.reused},
-                             {"requeued", s.requeued},
-                             {"retried_failed", s.retried_failed},
-                             {"leftover_processes_killed", s.leftover_processes_killed},
-                             {"started", s.started},
-                             {"reaped", s.reaped},
-                             {"dropped", s.dropped},
-                             {"stop", tune::to_string(s.stop)},
-                             {"elapsed_s", s.elapsed_s}};
-  out.update(trials_json(s.trials, s.best));
-  return out;
+nlohmann::ordered_json to_json(const hpo::HpoSummary& s) {
+  // Each kind of study with the keys it always had.
+  nlohmann::ordered_json j =
+      s.space ? nlohmann::ordered_json{{"study", s.name},
+                                       {"algorithm", s.sampler},
+                                       {"valid_points", s.space->valid_points},
+                                       {"cartesian_points", s.space->cartesian_points},
+                                       {"planned_points", s.space->planned_points},
+                                       {"reused", s.reused},
+                                       {"requeued", s.requeued},
+                                       {"retried_failed", s.retried_failed},
+                                       {"leftover_processes_killed", s.leftover_processes_killed},
+                                       {"started", s.started},
+                                       {"reaped", s.reaped},
+                                       {"dropped", s.dropped}}
+              : nlohmann::ordered_json{{"study", s.name},
+                                       {"sampler", s.sampler},
+                                       {"pruner", s.pruner},
+                                       {"objective", s.objective},
+                                       {"direction", hpo::to_string(s.direction)},
+                                       {"reused", s.reused},
+                                       {"requeued", s.requeued},
+                                       {"retried_failed", s.retried_failed},
+                                       {"started", s.started},
+                                       {"promotions", s.promotions},
+                                       {"reaped", s.reaped},
+                                       {"dropped", s.dropped},
+                                       {"fused_groups", s.fused_groups},
+                                       {"fused_trials", s.fused_trials}};
+  j["stop"] = tune::to_string(s.stop);
+  j["elapsed_s"] = s.elapsed_s;
+  if (!s.fusion_probe.is_null()) j["fusion_probe"] = s.fusion_probe;
+  j.update(trials_json(s.trials, s.best));
+  return j;
 }
 
 std::string format_trial_started(const store::StoredTrial& t) {
@@ -437,6 +478,31 @@ std::string format_progress(const std::vector<tune::TrialProgress>& running, con
   return out;
 }
 
+namespace {
+
+// The best trial (hpo::best_hpo_trial) in three lines -- "best: trial 3  dp=2 tp=4", what it
+// measured, the command that reproduces it -- or why there is none. What it measured: of a
+// configuration study (`objective` empty) the throughput with its 95% CI and the step time, of a
+// hyperparameter study the objective and the throughput.
+std::string format_best(const std::vector<store::StoredTrial>& trials, std::optional<std::size_t> best,
+                        const std::string& objective) {
+  if (!best)
+    return objective.empty() ? "best: none (no trial completed with a measured throughput)\n"
+                             : "best: none (no trial completed with a value of the objective)\n";
+  const store::StoredTrial& t = trials[*best];
+  std::string out = fmt::format("best: trial {}  {}\n  ", t.number, params_words(t.params_json));
+  if (objective.empty())
+    out += fmt::format("throughput {} (95% CI {}), step time {}", throughput_text(t), ci_text(t),
+                       units::format_duration(1 / *t.throughput));
+  else
+    out += fmt::format("{} {}{}", objective, objective_text(t.objective),
+                       t.throughput ? fmt::format(", {:.4g} steps/s", *t.throughput) : "");
+  if (t.peak_memory_bytes) out += fmt::format(", peak memory {}", units::format_bytes(*t.peak_memory_bytes));
+  return out + fmt::format("\n  reproduce: {}\n", t.command);
+}
+
+}  // namespace
+
 std::string format_trials(const std::vector<store::StoredTrial>& trials, std::optional<std::size_t> best) {
   std::string out = fmt::format("{:>5}  {:<13} {:>16}  {:<22} {:>11} {:>6}  {}\n", "trial", "status", "throughput",
                                 "95% CI", "peak memory", "steps", "parameters / reason");
@@ -456,54 +522,101 @@ std::string format_trials(const std::vector<store::StoredTrial>& trials, std::op
   }
   out += fmt::format("\n{} trials: {}\n", trials.size(), status_line(trials));
   out += failure_line(trials);
-  out += best ? best_text(trials[*best]) : "best: none (no trial completed with a measured throughput)\n";
-  return out;
+  return out + format_best(trials, best, "");
 }
 
-std::string format_space_size(std::uint64_t valid_points, std::uint64_t cartesian_points,
-                              std::uint64_t planned_points) {
-  if (planned_points > 0)
+std::string format_hpo_trials(const std::vector<store::StoredTrial>& trials, std::optional<std::size_t> best,
+                              const std::string& objective) {
+  // A "ranks" column (slots and strategy) when the trials trained with a strategy.
+  const bool placed = std::any_of(trials.begin(), trials.end(), [](const auto& t) { return !placement(t).empty(); });
+  auto ranks_cell = [&](const std::string& text) { return placed ? fmt::format(" {:<12}", text) : std::string(); };
+  std::string out = fmt::format("{:>5}  {:<12} {:>4} {:>6} {:>12} {:>14} {:>11}{}  {}\n", "trial", "status", "rung",
+                                "steps", objective.substr(0, 12), "throughput", "peak memory", ranks_cell("ranks"),
+                                "parameters");
+  for (const store::StoredTrial& t : trials) {
+    const std::string where = placement(t);
+    out += fmt::format("{:>5}  {:<12} {:>4} {:>6} {:>12} {:>14} {:>11}{}  {}\n", t.number, t.status,
+                       t.rung ? std::to_string(*t.rung) : "-", t.steps, objective_text(t.objective),
+                       t.throughput ? fmt::format("{:.4g} st/s", *t.throughput) : "-",
+                       t.peak_memory_bytes ? units::format_bytes(*t.peak_memory_bytes) : "-",
+                       ranks_cell(where.empty() ? "-" : where), params_words(t.params_json));
+    if (!t.reason.empty() && t.status != "completed") out += fmt::format("{:>7}{}\n", "", t.reason);
+  }
+  return out + format_best(trials, best, objective);
+}
+
+std::string format_space_size(const tune::SpaceSize& size) {
+  if (size.planned_points > 0)
     return fmt::format("{} valid points (of {} configurations the planner enumerated; the rest are predicted not to "
                        "fit in memory)",
-                       valid_points, planned_points);
-  if (cartesian_points > 0) return fmt::format("{} valid points of {} combinations", valid_points, cartesian_points);
-  return fmt::format("{} listed points", valid_points);
+                       size.valid_points, size.planned_points);
+  if (size.cartesian_points > 0)
+    return fmt::format("{} valid points of {} combinations", size.valid_points, size.cartesian_points);
+  return fmt::format("{} listed points", size.valid_points);
 }
 
-std::string format_study(const tune::StudySummary& s) {
-  std::string out = fmt::format("study '{}' ({}): {}\n", s.name, s.algorithm,
-                                format_space_size(s.valid_points, s.cartesian_points, s.planned_points));
-  out += fmt::format("this run: {} trials started in {}; stopped: {}\n", s.started, clock(s.elapsed_s),
-                     tune::to_string(s.stop));
-  if (s.reused > 0 || s.requeued > 0)
-    out += fmt::format("resumed: {} finished trials reused, {} interrupted trials run again{}{}\n", s.reused, s.requeued,
-                       s.retried_failed > 0 ? fmt::format(" ({} of them failed before: --retry-failed)", s.retried_failed)
-                                            : "",
-                       s.leftover_processes_killed > 0
-                           ? fmt::format(" ({} leftover processes killed)", s.leftover_processes_killed)
-                           : "");
-  if (s.reaped > 0 || s.dropped > 0)
-    out += fmt::format("worker: {} trials of dead workers marked interrupted (no heartbeat), {} results of trials "
-                       "taken from this worker dropped\n",
-                       s.reaped, s.dropped);
-  out += fmt::format("trials: {}\n", status_line(s.trials));
-  out += failure_line(s.trials);
-  // The fastest completed trials.
-  std::vector<std::size_t> order(s.trials.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::erase_if(order, [&](std::size_t i) { return s.trials[i].status != "completed" || !s.trials[i].throughput; });
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return *s.trials[a].throughput > *s.trials[b].throughput; });
-  if (!order.empty()) {
-    out += "\nfastest completed trials:\n";
-    for (std::size_t k = 0; k < std::min<std::size_t>(order.size(), 5); ++k) {
-      const store::StoredTrial& t = s.trials[order[k]];
-      out += fmt::format("  {:>4}  {:>16}  {:<22} {}\n", t.number, throughput_text(t), ci_text(t), params_words(t.params_json));
-    }
+std::string format_study(const hpo::HpoSummary& s) {
+  // What differs by kind is chosen here: a configuration study is told as it always was (its space's
+  // size, the fastest trials with their confidence intervals), a hyperparameter study by its sampler,
+  // pruner and objective.
+  const bool configurations = s.space.has_value();
+  std::string out;
+  if (configurations) {
+    out += fmt::format("study '{}' ({}): {}\n", s.name, s.sampler, format_space_size(*s.space));
+    out += fmt::format("this run: {} trials started in {}; stopped: {}\n", s.started, clock(s.elapsed_s),
+                       tune::to_string(s.stop));
+    if (s.reused > 0 || s.requeued > 0)
+      out += fmt::format("resumed: {} finished trials reused, {} interrupted trials run again{}{}\n", s.reused,
+                         s.requeued,
+                         s.retried_failed > 0
+                             ? fmt::format(" ({} of them failed before: --retry-failed)", s.retried_failed)
+                             : "",
+                         s.leftover_processes_killed > 0
+                             ? fmt::format(" ({} leftover processes killed)", s.leftover_processes_killed)
+                             : "");
+  } else {
+    out += fmt::format("study '{}': {} sampler, {} pruner, objective {} ({})\n", s.name, s.sampler, s.pruner,
+                       s.objective, hpo::to_string(s.direction));
+    out += fmt::format("this run: {} new trials, {} promotions, {} reused, {} requeued{}; {} after {}\n", s.started,
+                       s.promotions, s.reused, s.requeued,
+                       s.retried_failed > 0 ? fmt::format(" ({} failed before: --retry-failed)", s.retried_failed) : "",
+                       tune::to_string(s.stop), units::format_duration(s.elapsed_s));
   }
-  out += "\n";
-  out += s.best ? best_text(s.trials[*s.best]) : "best: none (no trial completed with a measured throughput)\n";
-  return out;
+  if (s.reaped > 0 || s.dropped > 0)
+    out += fmt::format("worker: {} trials of dead workers marked interrupted (no heartbeat), {} results of {} "
+                       "taken from this worker dropped\n",
+                       s.reaped, s.dropped, configurations ? "trials" : "runs");
+  if (s.fused_groups > 0)
+    out += fmt::format("fused: {} of the new trials trained in {} fused groups\n", s.fused_trials, s.fused_groups);
+  if (!s.fusion_probe.is_null()) out += format_fusion_probe(s.fusion_probe);
+  if (configurations) {
+    out += fmt::format("trials: {}\n", status_line(s.trials));
+  } else {
+    std::map<std::string, int> counts;
+    for (const store::StoredTrial& t : s.trials) ++counts[t.status];
+    out += "trials:";
+    for (const auto& [status, n] : counts) out += fmt::format(" {} {};", n, status);
+    out.back() = '\n';
+  }
+  out += failure_line(s.trials);
+  if (!configurations) out += format_pruning(s.trials);
+  // The five best completed trials, by the rule of the best (hpo::best_hpo_trial).
+  std::vector<std::size_t> ranked;
+  for (std::size_t i = 0; i < s.trials.size(); ++i)
+    if (s.trials[i].status == "completed" && hpo::trial_value(s.trials[i])) ranked.push_back(i);
+  const auto loss = [&](std::size_t i) { return hpo::as_loss(s.direction, *hpo::trial_value(s.trials[i])); };
+  std::stable_sort(ranked.begin(), ranked.end(), [&](std::size_t a, std::size_t b) { return loss(a) < loss(b); });
+  if (!ranked.empty())
+    out += configurations ? "\nfastest completed trials:\n"
+                          : fmt::format("\n{:>5}  {:>12}  {}\n", "trial", s.objective.substr(0, 12), "parameters");
+  for (std::size_t k = 0; k < std::min<std::size_t>(5, ranked.size()); ++k) {
+    const store::StoredTrial& t = s.trials[ranked[k]];
+    out += configurations ? fmt::format("  {:>4}  {:>16}  {:<22} {}\n", t.number, throughput_text(t), ci_text(t),
+                                        params_words(t.params_json))
+                          : fmt::format("{:>5}  {:>12}  {}\n", t.number, objective_text(t.objective),
+                                        params_words(t.params_json));
+  }
+  return out + "\n" + format_best(s.trials, s.best, configurations ? "" : s.objective);
 }
 
 }  // namespace paratune

@@ -93,46 +93,19 @@ nlohmann::ordered_json configuration_identity(const SearchSpace& view, const hpo
   return identity;
 }
 
-namespace {
-
-// The rule for the best trial: completed, measured, and faster (a tie keeps the earlier one).
-bool beats(const store::StoredTrial& t, const store::StoredTrial* best) {
-  return t.status == "completed" && t.throughput && (!best || *t.throughput > *best->throughput);
+SpaceSize space_size(const SearchSpace& view) {
+  return {view.enumerate().size(), view.is_listed() ? 0 : view.cartesian_size(), 0};
 }
 
-}  // namespace
-
-std::optional<std::size_t> best_trial(const std::vector<store::StoredTrial>& trials) {
-  std::optional<std::size_t> best;
-  for (std::size_t i = 0; i < trials.size(); ++i)
-    if (beats(trials[i], best ? &trials[*best] : nullptr)) best = i;
-  return best;
-}
-
-StudySummary run_configuration_study(const hpo::Space& space, const SearchSpace& view, hpo::HpoOptions options,
-                                     store::StudyStore& store, const trial::Backend& backend, hpo::Sampler& sampler,
-                                     hpo::Pruner& pruner, const hpo::Pruner* stated_pruner, StudyObserver& observer,
-                                     const std::atomic<int>& stop_requested) {
+hpo::HpoSummary run_configuration_study(const hpo::Space& space, const SearchSpace& view, hpo::HpoOptions options,
+                                        store::StudyStore& store, const trial::Backend& backend, hpo::Sampler& sampler,
+                                        hpo::Pruner& pruner, const hpo::Pruner* stated_pruner,
+                                        StudyObserver& observer, const std::atomic<int>& stop_requested) {
   options.objective = hpo::kThroughputObjective;
   options.direction = hpo::Direction::kMaximize;
   options.identity = configuration_identity(view, options, stated_pruner);
-  const hpo::HpoSummary run = hpo::run_hpo(space, options, store, backend, sampler, pruner, observer, stop_requested);
-  StudySummary summary;
-  summary.name = run.name;
-  summary.algorithm = run.sampler;
-  summary.valid_points = view.enumerate().size();
-  summary.cartesian_points = view.is_listed() ? 0 : view.cartesian_size();
-  summary.reused = run.reused;
-  summary.requeued = run.requeued;
-  summary.leftover_processes_killed = run.leftover_processes_killed;
-  summary.retried_failed = run.retried_failed;
-  summary.started = run.started;
-  summary.reaped = run.reaped;
-  summary.dropped = run.dropped;
-  summary.stop = run.stop;
-  summary.elapsed_s = run.elapsed_s;
-  summary.trials = run.trials;
-  summary.best = best_trial(summary.trials);
+  hpo::HpoSummary summary = hpo::run_hpo(space, options, store, backend, sampler, pruner, observer, stop_requested);
+  summary.space = space_size(view);
   return summary;
 }
 

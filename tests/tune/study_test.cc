@@ -94,7 +94,7 @@ class Recorder final : public StudyObserver {
   std::vector<std::string> finished;
 };
 
-StudySummary run(const Spaces& space, const hpo::HpoOptions& o, Algorithm algo = Algorithm::kGrid,
+hpo::HpoSummary run(const Spaces& space, const hpo::HpoOptions& o, Algorithm algo = Algorithm::kGrid,
                  std::uint64_t seed = 0, int parallel = 1) {
   store::SqliteStudyStore store(std::filesystem::path(o.trials_dir).parent_path() / "study.db");
   trial::LocalBackend backend(parallel);
@@ -119,8 +119,8 @@ constraints:
 TEST(Study, GridRunsEveryValidPointOnceInOrderAndFindsTheFastest) {
   const Paths p = fresh("grid");
   const Spaces space = spaces(kSpeeds, "speeds.yaml");
-  const StudySummary s = run(space, options_for(p));
-  EXPECT_EQ(s.valid_points, 5u);
+  const hpo::HpoSummary s = run(space, options_for(p));
+  EXPECT_EQ(s.space.value().valid_points, 5u);
   EXPECT_EQ(s.started, 5);
   EXPECT_EQ(s.stop, StopReason::kExhausted);
   std::vector<std::string> expected;
@@ -224,7 +224,7 @@ TEST(Study, MisbehavingTrialsAreRecordedAndTheSearchGoesOn) {
   const Spaces space = spaces(
       "parameters:\n  st: [0.01]\n  behave: [crash, hang, oom, garbage, no-steps, ok]\n", "behave.yaml");
   hpo::HpoOptions o = options_for(p, " --behave {behave}");
-  const StudySummary s = run(space, o, Algorithm::kGrid, 0, /*parallel=*/3);
+  const hpo::HpoSummary s = run(space, o, Algorithm::kGrid, 0, /*parallel=*/3);
   ASSERT_EQ(s.trials.size(), 6u);
   std::map<std::string, std::string> status;
   for (const store::StoredTrial& t : s.trials) status[nlohmann::json::parse(t.params_json)["behave"]] = t.status;
@@ -244,7 +244,7 @@ TEST(Study, MemoryLimitMakesATrialInfeasible) {
   const Spaces space = spaces("parameters:\n  st: [0.01]\n  mem: [1000, 5000]\n", "m.yaml");
   hpo::HpoOptions o = options_for(p, " --peak-memory {mem}");
   o.limits.memory_limit_bytes = 2000;
-  const StudySummary s = run(space, o);
+  const hpo::HpoSummary s = run(space, o);
   ASSERT_EQ(s.trials.size(), 2u);
   EXPECT_EQ(s.trials[0].status, "completed");
   EXPECT_EQ(s.trials[1].status, "infeasible");
@@ -258,7 +258,7 @@ TEST(Study, MaxTrialsCountsReusedTrialsAndResumeNeverRerunsFinishedOnes) {
   const Spaces space = spaces(kSpeeds, "speeds.yaml");
   hpo::HpoOptions o = options_for(p);
   o.max_trials = 2;
-  StudySummary s = run(space, o, Algorithm::kRandom, 5);
+  hpo::HpoSummary s = run(space, o, Algorithm::kRandom, 5);
   EXPECT_EQ(s.started, 2);
   EXPECT_EQ(s.stop, StopReason::kMaxTrials);
   s = run(space, o, Algorithm::kRandom, 5);  // nothing more to do: 2 trials already
@@ -298,7 +298,7 @@ TEST(Study, StopRequestInterruptsRunningTrialsAndResumeRunsThemAgain) {
     const auto pruner = hpo::make_pruner(hpo::PrunerKind::kNone, none);
     std::atomic<int> stop{0};
     StopWhenRunning observer(stop);
-    const StudySummary s =
+    const hpo::HpoSummary s =
         run_configuration_study(space.study, space.view, o, store, backend, *sampler, *pruner, nullptr, observer, stop);
     EXPECT_EQ(s.stop, StopReason::kInterrupted);
     ASSERT_EQ(s.trials.size(), 2u);
@@ -310,7 +310,7 @@ TEST(Study, StopRequestInterruptsRunningTrialsAndResumeRunsThemAgain) {
   o.steps = 3;  // another identity: refused
   EXPECT_THROW(run(space, o), Error);
   o.steps = 40;
-  const StudySummary s = run(space, o, Algorithm::kGrid, 0, 2);
+  const hpo::HpoSummary s = run(space, o, Algorithm::kGrid, 0, 2);
   EXPECT_EQ(s.requeued, 2);
   EXPECT_EQ(s.reused, 0);
   EXPECT_EQ(s.started, 2);
@@ -330,7 +330,7 @@ TEST(Study, HostileValuesArriveAsLiteralArguments) {
   o.max_trials = 1;
   for (int i = 0; i < 3; ++i) {
     o.max_trials = i + 1;
-    const StudySummary s = run(space, o);
+    const hpo::HpoSummary s = run(space, o);
     const store::StoredTrial& t = s.trials.back();
     EXPECT_EQ(t.status, "completed") << t.reason;
     std::ifstream in(record);
@@ -366,7 +366,7 @@ TEST(Study, BuiltinPlaceholders) {
   const std::filesystem::path record = p.dir / "record.txt";
   const Spaces space = spaces("parameters:\n  st: [0.01]\n  dp: [2]\n  tp: [4]\n  ckpt: [true]\n", "b.yaml");
   hpo::HpoOptions o = options_for(p, " --record " + record.string() + " {gpus} {config} {steps} {trial_id} {trial_dir}");
-  const StudySummary s = run(space, o);
+  const hpo::HpoSummary s = run(space, o);
   ASSERT_EQ(s.trials.size(), 1u);
   std::ifstream in(record);
   std::stringstream text;

@@ -130,10 +130,19 @@ struct HpoSummary {
   tune::StopReason stop = tune::StopReason::kExhausted;
   double elapsed_s = 0;
   std::vector<store::StoredTrial> trials;  // every trial of the study, in number order
-  std::optional<std::size_t> best;         // index into trials
+  std::optional<std::size_t> best;         // index into trials: best_hpo_trial
+  // A configuration study's space (tune::run_configuration_study), whose summary is told in the
+  // terms configuration studies always had (report/tune_report.h format_study); none otherwise.
+  std::optional<tune::SpaceSize> space;
 };
 
-// The best trial: completed with an objective, the best by `direction` (earliest on a tie).
+// What a stored trial is ranked by: its objective; where none is stored -- a trial of a
+// configuration study written before both kinds of study ran in one loop (main e0b0512), or of a
+// retrain -- its throughput, which was its objective (a completed trial of a metric objective always
+// has its value stored).
+std::optional<double> trial_value(const store::StoredTrial& trial);
+// The best trial of any study: completed with a finite trial_value, the best by `direction`
+// (earliest on a tie).
 std::optional<std::size_t> best_hpo_trial(const std::vector<store::StoredTrial>& trials, Direction direction);
 
 // The slots a configuration's trial takes: its "ranks" parameter, else options.trial_ranks.

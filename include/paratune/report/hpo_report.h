@@ -1,5 +1,6 @@
-// Rendering hyperparameter studies (hpo/study.h): `paratune tune` with --objective or a sampler, and
-// `paratune study show` of such a study.
+// What only hyperparameter studies (hpo/study.h) show, in `paratune tune` and `study show`: learning
+// curves, pruning, parameter importance, the retrain of the best and the transfer to the target
+// width. Their trials and summary: report/tune_report.h.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -15,10 +16,6 @@
 
 namespace paratune {
 
-// Every trial as a table (status, rung, steps, objective, throughput, parameters), then the best.
-std::string format_hpo_trials(const std::vector<store::StoredTrial>& trials, std::optional<std::size_t> best,
-                              const std::string& objective);
-
 // The learning curves summarized: at each step where trials reported the objective (at most
 // `max_rows` of them, spread over the run), how many did, and the best, median and worst value.
 std::string format_curves(const std::vector<hpo::TrialRecord>& records, const std::string& objective,
@@ -30,13 +27,6 @@ std::string format_pruning(const std::vector<store::StoredTrial>& trials);
 
 std::string format_importance(const std::vector<hpo::Importance>& importance, std::size_t completed);
 nlohmann::ordered_json importance_json(const std::vector<hpo::Importance>& importance);
-
-// `tune`'s final output for a hyperparameter study: what ran, how trials ended, the best ones, the
-// best with the command that reproduces it.
-std::string format_hpo_study(const hpo::HpoSummary& summary);
-// trials_json plus the run: study, sampler, pruner, objective, direction, reused, requeued,
-// started, promotions, stop, elapsed_s.
-nlohmann::ordered_json to_json(const hpo::HpoSummary& summary);
 
 // The retrain of the best configuration: its status and every final metric.
 std::string format_retrain(const hpo::RetrainResult& retrain);

@@ -7,9 +7,31 @@
 #include <string>
 #include <vector>
 
+#include "paratune/hpo/importance.h"
+#include "paratune/hpo/study.h"
 #include "paratune/store/study_store.h"
 
 namespace paratune {
+
+// What a stored study is measured by, from its identity: a hyperparameter study ("kind": "hpo")
+// names its objective and direction; any other -- a configuration study, a retrain -- measured
+// throughput, the more the better. Its best trial: hpo::best_hpo_trial(trials, direction).
+struct StudyObjective {
+  bool hpo = false;
+  std::string objective = hpo::kThroughputObjective;
+  hpo::Direction direction = hpo::Direction::kMaximize;
+};
+StudyObjective study_objective(const store::StudyInfo& study);
+
+// A hyperparameter study's trials (read with their metrics) as its samplers saw them
+// (hpo::record_of; interrupted ones left out), and each parameter's share of the objective's
+// variance over them (hpo/importance.h) on the space its identity holds (none without one).
+struct TrialAnalysis {
+  std::vector<hpo::TrialRecord> records;
+  std::vector<hpo::Importance> importance;
+};
+TrialAnalysis analyse_trials(const store::StudyStore& store, const store::StudyInfo& study,
+                             const std::vector<store::StoredTrial>& trials);
 
 // The study named `name` among `studies` (of the store at `locator`, for messages); with no name,
 // the one study that is not a retrain of a search's best (NAME.retrain.N). Throws Error naming the

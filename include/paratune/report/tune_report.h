@@ -1,4 +1,5 @@
-// Rendering tuning studies: `paratune tune` (progress, final result) and `paratune study show`.
+// Rendering studies of both kinds -- configuration studies (throughput) and hyperparameter studies
+// (any objective): `paratune tune` (progress, final result) and `paratune study show`.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -8,7 +9,7 @@
 #include <vector>
 
 #include "paratune/store/study_store.h"
-#include "paratune/tune/study.h"
+#include "paratune/hpo/study.h"
 
 namespace paratune {
 
@@ -38,9 +39,12 @@ nlohmann::ordered_json trials_json(const std::vector<store::StoredTrial>& trials
 nlohmann::ordered_json failures_json(const std::vector<store::StoredTrial>& trials);
 std::string failure_line(const std::vector<store::StoredTrial>& trials);
 
-// trials_json plus the run: study, algorithm, valid_points, reused, requeued, started, stop,
-// elapsed_s.
-nlohmann::ordered_json to_json(const tune::StudySummary& summary);
+// trials_json plus the run. A configuration study (summary.space): study, algorithm, valid_points,
+// cartesian_points, planned_points, reused, requeued, retried_failed, leftover_processes_killed,
+// started, reaped, dropped, stop, elapsed_s; a hyperparameter study: study, sampler, pruner,
+// objective, direction, reused, requeued, retried_failed, started, promotions, reaped, dropped,
+// fused_groups, fused_trials, stop, elapsed_s, fusion_probe (with --fuse auto).
+nlohmann::ordered_json to_json(const hpo::HpoSummary& summary);
 
 // "dp=2 tp=4 mbs=1 lr=0.003162" from a stored params object (floats to 4 significant digits).
 std::string params_words(const std::string& params_json);
@@ -76,18 +80,23 @@ std::string format_progress(const std::vector<tune::TrialProgress>& running, con
 // when neither does.
 std::string progress_eta(const ProgressView& view);
 
-// Every trial as a table, then the best one (`study show`).
+// Every trial as a table, then the best one (`study show`): of a configuration study (throughput,
+// confidence interval, where it ran, why it ended), and of a hyperparameter study (status, rung,
+// steps, objective, throughput, ranks and strategy when they trained with one, parameters).
 std::string format_trials(const std::vector<store::StoredTrial>& trials, std::optional<std::size_t> best);
+std::string format_hpo_trials(const std::vector<store::StoredTrial>& trials, std::optional<std::size_t> best,
+                              const std::string& objective);
 
 // The space's size, one phrase printed alike when `tune` starts and in its summary:
 // "168 valid points of 192 combinations" (a space file), "8700 valid points (of 12000
 // configurations the planner enumerated; the rest are predicted not to fit in memory)" (derived from
 // --model), "5 listed points" (any other listed space).
-std::string format_space_size(std::uint64_t valid_points, std::uint64_t cartesian_points,
-                              std::uint64_t planned_points);
+std::string format_space_size(const tune::SpaceSize& size);
 
-// `tune`'s final output: what ran, how trials ended, the fastest ones, the best with its
-// confidence interval and the command that reproduces it.
-std::string format_study(const tune::StudySummary& summary);
+// `tune`'s final output: what ran, how trials ended, the best ones and the best with the command
+// that reproduces it. A configuration study (summary.space) in its own terms: its space's size, the
+// fastest trials with their confidence intervals; a hyperparameter study by its sampler, pruner and
+// objective, with its promotions, fused groups and pruning.
+std::string format_study(const hpo::HpoSummary& summary);
 
 }  // namespace paratune

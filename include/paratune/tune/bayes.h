@@ -49,7 +49,7 @@
 //
 // Early termination (oppa; Eq. 5 / Algorithm 3 line 16) is the pruner oppa (hpo/pruner.h), which
 // `paratune tune --algo oppa` uses unless the study names another. The returned best is a completed
-// trial (all steps, fits: Algorithm 3 line 26), see tune::best_trial.
+// trial (all steps, fits: Algorithm 3 line 26), see hpo::best_hpo_trial.
 #pragma once
 
 #include <cstdint>

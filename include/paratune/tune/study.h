@@ -32,6 +32,7 @@
 
 namespace paratune::hpo {
 struct HpoOptions;
+struct HpoSummary;
 class Pruner;
 class Sampler;
 class Space;
@@ -99,10 +100,10 @@ class StudyObserver {
                         const store::StoredTrial* /*best*/) {}
 };
 
-struct StudySummary {
-  std::string name;
-  std::string algorithm;
-  std::uint64_t valid_points = 0;     // in the search space
+// The size of a configuration study's space, as its first line and its summary say it
+// (report/tune_report.h format_space_size).
+struct SpaceSize {
+  std::uint64_t valid_points = 0;  // in the search space
   // Before constraints: the product of the parameters' value counts. 0 for a listed space
   // (SearchSpace::listed), whose points are not a product's survivors: for the planner's derived
   // space that product (2,211,840 for 8,700 points) counted combinations no one enumerated.
@@ -110,21 +111,10 @@ struct StudySummary {
   // A space derived by the planner (tune/derived_space.h): the configurations it enumerated before
   // the memory check, of which valid_points fit (DerivedSpace::candidates); 0 otherwise.
   std::uint64_t planned_points = 0;
-  int reused = 0;                     // finished trials found in the store
-  int requeued = 0;                   // points of interrupted trials (earlier runs) that run again
-  int leftover_processes_killed = 0;  // processes of those still alive at resume
-  int retried_failed = 0;             // failed trials whose points run again (--retry-failed)
-  int started = 0;                    // trials started by this run
-  int reaped = 0;                     // worker mode: other workers' trials marked interrupted (no heartbeat)
-  int dropped = 0;                    // worker mode: results of trials taken from this worker, not stored
-  StopReason stop = StopReason::kExhausted;
-  double elapsed_s = 0;
-  std::vector<store::StoredTrial> trials;  // every trial of the study, in number order
-  std::optional<std::size_t> best;         // index into trials: the highest throughput among completed
 };
-
-// The best trial: completed, with a throughput, highest throughput (earliest on a tie).
-std::optional<std::size_t> best_trial(const std::vector<store::StoredTrial>& trials);
+// `view`'s valid and cartesian points (planned_points is for the caller, who knows where the space
+// came from).
+SpaceSize space_size(const SearchSpace& view);
 
 // The identity a configuration study is stored with (hpo::HpoOptions::identity): the space's value
 // lists as the configuration searches index them (`view`), the command, steps, memory limit and
@@ -140,8 +130,8 @@ nlohmann::ordered_json configuration_identity(const SearchSpace& view, const hpo
 // from make_configuration_sampler (tune/bayes.h) over `space` and `view` (SearchSpace::of(space)).
 // `stop_requested` is polled; once non-zero, running trials are stopped and stored as interrupted and
 // the run returns. Throws Error on bad options, a template with an unknown placeholder or a study
-// stored with another identity. The summary in the configuration study's terms (its valid points).
-StudySummary run_configuration_study(const hpo::Space& space, const SearchSpace& view, hpo::HpoOptions options,
+// stored with another identity. The summary has the space's size (HpoSummary::space).
+hpo::HpoSummary run_configuration_study(const hpo::Space& space, const SearchSpace& view, hpo::HpoOptions options,
                                      store::StudyStore& store, const trial::Backend& backend, hpo::Sampler& sampler,
                                      hpo::Pruner& pruner, const hpo::Pruner* stated_pruner, StudyObserver& observer,
                                      const std::atomic<int>& stop_requested);
