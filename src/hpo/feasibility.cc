@@ -13,9 +13,9 @@ std::vector<double> feasibility_key(const Eigen::VectorXd& x) { return {x.data()
 }  // namespace
 
 Feasibility::Feasibility(const std::vector<Observation>& observations, std::vector<std::string> column_names,
-                         std::uint64_t seed)
+                         std::uint64_t seed, const gp::Hyperparameters* warm_start)
     : column_names_(std::move(column_names)) {
-  fit(observations, {}, seed);
+  fit(observations, {}, seed, warm_start);
 }
 
 Feasibility::Feasibility(const std::vector<TrialRecord>& trials, const Encoding& encoding, std::uint64_t seed)
@@ -30,10 +30,11 @@ Feasibility::Feasibility(const std::vector<TrialRecord>& trials, const Encoding&
                                                                              : t.failure;
     observations.push_back({encoding.encode(t.config), !failed, kind});
   }
-  fit(observations, encoding.parameter_of_columns(), seed);
+  fit(observations, encoding.parameter_of_columns(), seed, nullptr);
 }
 
-void Feasibility::fit(const std::vector<Observation>& observations, const std::vector<int>& tied, std::uint64_t seed) {
+void Feasibility::fit(const std::vector<Observation>& observations, const std::vector<int>& tied, std::uint64_t seed,
+                      const gp::Hyperparameters* warm_start) {
   observations_ = observations.size();
   for (const Observation& o : observations) {
     if (o.ran) continue;
@@ -49,8 +50,12 @@ void Feasibility::fit(const std::vector<Observation>& observations, const std::v
     ran.push_back(observations[i].ran);
   }
   gp::Hyperparameters start;
-  start.lengthscales = Eigen::VectorXd::Constant(dimensions, 0.5);
-  start.signal_variance = 1;
+  if (warm_start && warm_start->lengthscales.size() == dimensions) {
+    start = *warm_start;
+  } else {
+    start.lengthscales = Eigen::VectorXd::Constant(dimensions, 0.5);
+    start.signal_variance = 1;
+  }
   gp::ClassifierOptions options;
   options.tied = tied;  // empty: one lengthscale per column
   options.seed = seed ^ (0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(observations.size()));

@@ -126,7 +126,10 @@ void ModelSearch::absorb(const std::vector<hpo::TrialRecord>& trials) {
 
 const hpo::Feasibility& ModelSearch::feasibility() {
   if (!feasibility_ || feasibility_observations_ != ran_or_failed_.size()) {
-    feasibility_.emplace(ran_or_failed_, parameter_names(view_), options_.seed);
+    // Warm-started from the last fit: the classifier moves little between two trials.
+    std::optional<gp::Hyperparameters> last;
+    if (feasibility_ && feasibility_->hyperparameters()) last = *feasibility_->hyperparameters();
+    feasibility_.emplace(ran_or_failed_, parameter_names(view_), options_.seed, last ? &*last : nullptr);
     feasibility_observations_ = ran_or_failed_.size();
     describe_feasibility();
   }

@@ -34,7 +34,10 @@ class Feasibility {
   // gp::Classifier (gp/classifier.h) on the observations, one lengthscale per column (named by
   // `column_names` in describe()). Without a failure there is no model and probability() is 1
   // everywhere, so a study where nothing fails samples exactly as without it.
-  Feasibility(const std::vector<Observation>& observations, std::vector<std::string> column_names, std::uint64_t seed);
+  // `warm_start`: the classifier's hyperparameters to start its fit from (the last model's, when a
+  // sampler refits it as trials finish), else the default start.
+  Feasibility(const std::vector<Observation>& observations, std::vector<std::string> column_names, std::uint64_t seed,
+              const gp::Hyperparameters* warm_start = nullptr);
   // The hpo samplers': the trials' configurations by `encoding` (which must outlive it; one
   // lengthscale per parameter, a categorical's one-hot columns share theirs); completed and pruned
   // ones ran, failed ones (any kind: out of memory, refused, crashed, timed out) did not (a record
@@ -42,6 +45,10 @@ class Feasibility {
   Feasibility(const std::vector<TrialRecord>& trials, const Encoding& encoding, std::uint64_t seed);
 
   [[nodiscard]] bool active() const { return model_.has_value(); }
+  // The fitted classifier's hyperparameters; null when inactive.
+  [[nodiscard]] const gp::Hyperparameters* hyperparameters() const {
+    return model_ ? &model_->hyperparameters() : nullptr;
+  }
   // P(runs) of an encoded configuration (0 when known to fail), and of every row of a matrix.
   [[nodiscard]] double probability(const Eigen::VectorXd& encoded) const;
   [[nodiscard]] Eigen::VectorXd probabilities(const Eigen::MatrixXd& encoded) const;
@@ -57,7 +64,8 @@ class Feasibility {
   [[nodiscard]] nlohmann::ordered_json describe() const;
 
  private:
-  void fit(const std::vector<Observation>& observations, const std::vector<int>& tied, std::uint64_t seed);
+  void fit(const std::vector<Observation>& observations, const std::vector<int>& tied, std::uint64_t seed,
+           const gp::Hyperparameters* warm_start);
 
   const Encoding* encoding_ = nullptr;
   std::vector<std::string> column_names_;  // without an encoding
