@@ -49,15 +49,14 @@ def _exception_text(exception):
     return text if len(text) <= 500 else text[:497] + "..."
 
 
-# Categorical choices: None, bools, numbers and strings are stored as they are; any other hashable
-# (a tuple, an enum member) under its repr(). The objective gets back the very object it listed.
+# Categorical choices: None, bools, ints (anything with __index__), floats and strings are stored as
+# they are; any other hashable (a tuple, an enum member) under its repr(). The objective gets back the
+# very object it listed. (tune()'s trials: python/src/tuning.cc stored_choices, the same rule.)
 def _stored_choice(choice):
-    if choice is None or isinstance(choice, (bool, str)):
+    if choice is None or isinstance(choice, (bool, str, float)):
         return choice
     if isinstance(choice, _numbers.Integral):
         return int(choice)
-    if isinstance(choice, _numbers.Real) and _math.isfinite(float(choice)):
-        return float(choice)
     return repr(choice)
 
 
