@@ -279,7 +279,6 @@ class LiveTrial:
     number: int
     study: LiveStudy
     params: dict[str, Any]
-    distributions: dict[str, dict[str, Any]]
     user_attrs: dict[str, Any]
     def suggest_float(self, name: str, low: float, high: float, *, step: float | None = None,
                       log: bool = False) -> float: ...

@@ -113,8 +113,7 @@ class LiveTrial:
     def __init__(self, study, number):
         self.study = study
         self.number = number
-        self.params = {}
-        self.distributions = {}
+        self.params = {}  # as suggested so far: the objects given to the objective
         self.user_attrs = {}
         self._finished = False
         self._intermediate = {}  # the reports the study kept, for the FrozenTrial tell() gives back
@@ -150,9 +149,7 @@ class LiveTrial:
         step = 0.0 if step is None else self._number(call, "step", step, False)
         if step < 0:
             raise Error(f"{call}: step {step}: must be a positive number, or None")
-        value = float(self._suggest(call, name, "float", low, high, step, bool(log), None))
-        self._keep(name, value, {"type": "float", "low": low, "high": high, "log": bool(log), "step": step or None})
-        return value
+        return self._keep(name, float(self._suggest(call, name, "float", low, high, step, bool(log), None)))
 
     def suggest_int(self, name, low, high, step=1, log=False):
         """suggest_int(self, name: str, low: int, high: int, step: int = 1, log: bool = False) -> int
@@ -165,10 +162,7 @@ class LiveTrial:
         step = self._number(call, "step", step, True)
         if step < 1:
             raise Error(f"{call}: step {int(step)}: must be 1 or more")
-        value = int(self._suggest(call, name, "int", low, high, step, bool(log), None))
-        self._keep(name, value, {"type": "int", "low": int(low), "high": int(high), "log": bool(log),
-                                 "step": int(step)})
-        return value
+        return self._keep(name, int(self._suggest(call, name, "int", low, high, step, bool(log), None)))
 
     def suggest_categorical(self, name, choices):
         """suggest_categorical(self, name: str, choices: Sequence[Any]) -> Any
@@ -186,14 +180,13 @@ class LiveTrial:
                 raise Error(f"{call}: choices {choices!r}: {choices[i]!r} is listed twice (or two choices have the "
                             f"same repr())")
         value = self._suggest(call, name, "categorical", 0.0, 0.0, 0.0, False, stored)
-        index = next(i for i, s in enumerate(stored) if _same_stored(s, value))
-        self._keep(name, choices[index], {"type": "categorical", "choices": stored})
-        return choices[index]
+        if name in self.params:
+            return self.params[name]  # asked again: what it got the first time, as the engine says
+        return self._keep(name, next(c for c, s in zip(choices, stored) if _same_stored(s, value)))
 
-    def _keep(self, name, value, distribution):
-        if name not in self.params:
-            self.params[name] = value
-            self.distributions[name] = distribution
+    def _keep(self, name, value):
+        """The value given for `name`: the first one, when it is asked again (Optuna's rule)."""
+        return self.params.setdefault(name, value)
 
     def report(self, value, step):
         """report(self, value: float, step: int) -> None

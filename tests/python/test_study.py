@@ -398,3 +398,17 @@ def test_the_porting_guides_paratune_script_runs_as_printed(tmp_path):
     study = paratune.load_study("clf", tmp_path / "study.db")
     assert len(study.trials) == 40 and {t.params["classifier"] for t in study.trials} == {"svm", "forest"}
     assert any(t.state == TrialState.PRUNED for t in study.trials)
+
+
+def test_a_parameter_asked_again_in_a_trial_gets_its_first_value():
+    def objective(trial):
+        first = trial.suggest_categorical("c", ["a", "b"])
+        assert trial.suggest_categorical("c", ["x", "y", "z"]) is first  # Optuna's rule: the same type, its value
+        x = trial.suggest_float("x", 0.0, 1.0)
+        assert trial.suggest_float("x", 5.0, 6.0) == x
+        assert trial.params == {"c": first, "x": x}
+        return x
+
+    study = paratune.create_study(seed=15)
+    study.optimize(objective, n_trials=5)
+    assert all(t.state == TrialState.COMPLETE for t in study.trials)
