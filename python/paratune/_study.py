@@ -550,6 +550,30 @@ _SAMPLERS = ("random", "tpe", "gp")
 _PRUNERS = ("none", "median", "percentile", "asha", "hyperband")
 
 
+# The pruners' settings (hpo/pruner.h PrunerOptions): whole numbers or numbers; their ranges are the
+# engine's to check.
+_PRUNER_OPTIONS = {"startup_trials": int, "warmup_steps": int, "percentile": float, "min_resource": int,
+                   "eta": float}
+
+
+def _checked_pruner_options(options):
+    if options is None:
+        return {}
+    if not hasattr(options, "items"):
+        raise Error(f"pruner_options {options!r}: must be a dict (of {', '.join(_PRUNER_OPTIONS)})")
+    checked = {}
+    for key, value in options.items():
+        kind = _PRUNER_OPTIONS.get(key)
+        if kind is None:
+            raise Error(f"pruner_options: unknown option {key!r}; valid: {', '.join(_PRUNER_OPTIONS)}")
+        if isinstance(value, bool) or not isinstance(value, _numbers.Real) or (
+                kind is int and not float(value).is_integer()):
+            rule = "a whole number" if kind is int else "a number"
+            raise Error(f"pruner_options.{key} {value!r}: must be {rule}")
+        checked[key] = kind(value)
+    return checked
+
+
 def _open(storage, study_name, direction, sampler, pruner, load_if_exists, must_exist, seed, pruner_options, steps):
     if storage is None:
         storage = ":memory:"
@@ -581,7 +605,7 @@ def _open(storage, study_name, direction, sampler, pruner, load_if_exists, must_
     if not isinstance(study_name, str) or not study_name:
         raise Error(f"study_name {study_name!r}: must be a non-empty str")
     engine = _Engine(storage, study_name, direction, sampler, pruner, seed, load_if_exists, must_exist, steps,
-                     dict(pruner_options or {}))
+                     _checked_pruner_options(pruner_options))
     return LiveStudy(engine)
 
 

@@ -356,6 +356,13 @@ def test_bad_input_names_the_argument_value_and_rule(tmp_path):
         paratune.create_study(pruner="oppa")
     with pytest.raises(paratune.Error, match=r"pruner 'asha': needs steps= \(the steps of a full trial"):
         paratune.create_study(pruner="asha")
+    with pytest.raises(paratune.Error, match=r"pruner_options: unknown option 'warmup'; valid: startup_trials, "
+                                             r"warmup_steps"):
+        paratune.create_study(pruner_options={"warmup": 3})
+    with pytest.raises(paratune.Error, match=r"pruner_options.startup_trials 2.5: must be a whole number"):
+        paratune.create_study(pruner_options={"startup_trials": 2.5})
+    with pytest.raises(paratune.Error, match=r"percentile"):
+        paratune.create_study(pruner="percentile", pruner_options={"percentile": 150})
     study = paratune.create_study(seed=1)
     cases = [
         (lambda t: t.suggest_float("x", 2.0, 1.0), r"suggest_float\('x'\): low 2(\.0)? must not be above high 1"),
