@@ -497,6 +497,16 @@ hpo::Space probed_space(const py::function& objective) {
   return hpo::Space(probe->specs(), {}, "the objective's suggestions");
 }
 
+// Whether the exception class, or a class it derives from, is named TrialPruned (_study.py
+// _is_pruned: the same rule). What is read cannot raise: __mro__ is a tuple of classes.
+bool named_trial_pruned(const py::handle& type) {
+  const py::object mro = py::getattr(type, "__mro__", py::tuple());
+  if (!py::isinstance<py::tuple>(mro)) return false;
+  for (const py::handle cls : mro.cast<py::tuple>())
+    if (type_name(cls) == "TrialPruned") return true;
+  return false;
+}
+
 // Calls the objective and says how the call ended, as the study stores it; `reraise`: the error
 // tune() raises (Ctrl-C, a misused trial). Only the objective's own exceptions are caught, and what
 // is read of them cannot raise (convert.h text_of), so nothing here escapes from a catch block.
@@ -509,9 +519,10 @@ hpo::TrialEnd call_objective(Run& run, const std::shared_ptr<PyTrial>& trial,
   } catch (py::error_already_set& e) {
     bool has_message = false;
     const std::string text = raised_text(e, &has_message);
-    // paratune.TrialPruned, or an exception of that name from code ported from Optuna
-    // (optuna.TrialPruned = optuna.exceptions.TrialPruned), without importing Optuna.
-    if (e.matches(trial_pruned_type()) || type_name(e.type()) == "TrialPruned") {
+    // paratune.TrialPruned, or an exception with a class of that name in its MRO, from code ported
+    // from Optuna (optuna.TrialPruned = optuna.exceptions.TrialPruned, or a subclass of it), without
+    // importing Optuna.
+    if (e.matches(trial_pruned_type()) || named_trial_pruned(e.type())) {
       end.kind = hpo::TrialEnd::Kind::kPruned;
       end.reason = has_message ? fmt::format("the objective raised {}", text) : "";
     } else if (e.matches(PyExc_KeyboardInterrupt)) {

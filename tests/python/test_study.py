@@ -162,12 +162,13 @@ def test_any_hashable_is_a_categorical_choice_given_back_as_itself(tmp_path):
 def test_optunas_trial_pruned_catch_and_failures(tmp_path):
     optuna = types.ModuleType("optuna")  # what ported code raises; Optuna itself is not installed
     optuna.TrialPruned = type("TrialPruned", (Exception,), {})
+    stopped_early = type("StoppedEarly", (optuna.TrialPruned,), {})  # a name in the MRO counts
 
     def objective(trial):
         x = trial.suggest_float("x", 0.0, 1.0)
         trial.report(x, 0)
         if trial.number % 3 == 0:
-            raise optuna.TrialPruned()
+            raise optuna.TrialPruned() if trial.number % 2 else stopped_early()
         if trial.number % 3 == 1:
             raise ValueError(f"bad {trial.number}")
         return x

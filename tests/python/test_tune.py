@@ -513,3 +513,21 @@ def test_any_hashable_choice_comes_back_as_the_object_listed(tmp_path):
     with pytest.raises(paratune.Error, match=r"suggest_categorical\('choice'\): choices 'ab': must be a list of values"):
         paratune.tune(lambda t: t.suggest_categorical("choice", "ab"), {"choice": [None, "(16, 32)"]},
                       storage=tmp_path / "t.db", max_trials=2, pruner="none")
+
+
+def test_a_subclass_of_an_exception_named_trial_pruned_ends_a_trial_as_pruned():
+    """Matched by class name anywhere in the MRO: a ported project's own subclass of optuna.TrialPruned."""
+    class TrialPruned(Exception):
+        pass
+
+    class StoppedEarly(TrialPruned):
+        pass
+
+    def objective(trial):
+        lr = trial.suggest_float("lr")
+        trial.report(lr, 0)
+        raise StoppedEarly("too slow")
+
+    study = paratune.tune(objective, SPACE, max_trials=2, sampler="random", pruner="none")
+    assert [t.status for t in study] == ["pruned", "pruned"]
+    assert study.trials[0].reason == "the objective raised StoppedEarly: too slow"
