@@ -324,15 +324,17 @@ class LiveStudy:
         """A pandas DataFrame of the trials (needs pandas)."""
 
 def create_study(storage: PathLike | None = None, sampler: Literal["tpe", "gp", "random"] | None = None,
-                 pruner: Literal["median", "percentile", "none"] | None = None, study_name: str | None = None,
+                 pruner: Literal["median", "percentile", "asha", "hyperband", "none"] | None = None,
+                 study_name: str | None = None,
                  direction: Literal["minimize", "maximize"] = "minimize", load_if_exists: bool = False, *,
-                 seed: int | None = None, pruner_options: Mapping[str, float] | None = None,
-                 steps: int = 0) -> LiveStudy:
+                 seed: int | None = None, sampler_options: Mapping[str, int] | None = None,
+                 pruner_options: Mapping[str, float] | None = None, steps: int = 0) -> LiveStudy:
     """A study whose space is defined by its runs (Optuna's create_study); storage None or ':memory:' keeps it
     in a temporary file removed with the study object."""
 
 def load_study(study_name: str | None, storage: PathLike, sampler: Literal["tpe", "gp", "random"] | None = None,
-               pruner: Literal["median", "percentile", "none"] | None = None, *, seed: int | None = None,
+               pruner: Literal["median", "percentile", "asha", "hyperband", "none"] | None = None, *,
+               seed: int | None = None, sampler_options: Mapping[str, int] | None = None,
                pruner_options: Mapping[str, float] | None = None) -> LiveStudy:
     """A study create_study made, to run more trials or read them (Optuna's load_study)."""
 

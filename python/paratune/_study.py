@@ -556,6 +556,21 @@ _PRUNER_OPTIONS = {"startup_trials": int, "warmup_steps": int, "percentile": flo
                    "eta": float}
 
 
+def _startup_trials(options):
+    """sampler_options: {"startup_trials": n}, the trials drawn from the prior before the model (tpe, gp);
+    -1 (or absent): the sampler's default."""
+    options = {} if options is None else options
+    if not hasattr(options, "items"):
+        raise Error(f"sampler_options {options!r}: must be a dict (of startup_trials)")
+    for key in options:
+        if key != "startup_trials":
+            raise Error(f"sampler_options: unknown option {key!r}; valid: startup_trials")
+    value = options.get("startup_trials", -1)
+    if isinstance(value, bool) or not isinstance(value, int) or not -1 <= value < 2**31:
+        raise Error(f"sampler_options.startup_trials {value!r}: must be a whole number >= 0 (-1: the sampler's default)")
+    return value
+
+
 def _checked_pruner_options(options):
     if options is None:
         return {}
@@ -574,7 +589,8 @@ def _checked_pruner_options(options):
     return checked
 
 
-def _open(storage, study_name, direction, sampler, pruner, load_if_exists, must_exist, seed, pruner_options, steps):
+def _open(storage, study_name, direction, sampler, pruner, load_if_exists, must_exist, seed, sampler_options,
+          pruner_options, steps):
     if storage is None:
         storage = ":memory:"
     if isinstance(storage, _os.PathLike):
@@ -604,29 +620,32 @@ def _open(storage, study_name, direction, sampler, pruner, load_if_exists, must_
         raise Error(f"steps {steps!r}: must be a whole number >= 0 (0: a trial has no fixed length)")
     if not isinstance(study_name, str) or not study_name:
         raise Error(f"study_name {study_name!r}: must be a non-empty str")
-    engine = _Engine(storage, study_name, direction, sampler, pruner, seed, load_if_exists, must_exist, steps,
-                     _checked_pruner_options(pruner_options))
+    engine = _Engine(storage, study_name, direction, sampler, pruner, seed, _startup_trials(sampler_options),
+                     load_if_exists, must_exist, steps, _checked_pruner_options(pruner_options))
     return LiveStudy(engine)
 
 
 def create_study(storage=None, sampler=None, pruner=None, study_name=None, direction="minimize",
-                 load_if_exists=False, *, seed=None, pruner_options=None, steps=0):
-    """create_study(storage: str | PathLike | None = None, sampler: str | None = None, pruner: str | None = None, study_name: str | None = None, direction: str = 'minimize', load_if_exists: bool = False, *, seed: int | None = None, pruner_options: Mapping[str, float] | None = None, steps: int = 0) -> LiveStudy
+                 load_if_exists=False, *, seed=None, sampler_options=None, pruner_options=None, steps=0):
+    """create_study(storage: str | PathLike | None = None, sampler: str | None = None, pruner: str | None = None, study_name: str | None = None, direction: str = 'minimize', load_if_exists: bool = False, *, seed: int | None = None, sampler_options: Mapping[str, int] | None = None, pruner_options: Mapping[str, float] | None = None, steps: int = 0) -> LiveStudy
 
     A new study whose space is defined by its runs (Optuna's create_study). storage: None or ':memory:'
     (a temporary SQLite file, removed with the study object), an SQLite file (or 'sqlite:///file'), or a
-    postgresql:// URL. sampler: 'tpe' (default), 'gp' or 'random'; pruner: 'median' (default), 'percentile'
-    or 'none', with pruner_options startup_trials, warmup_steps, percentile. study_name None: 'main'. A
-    study of that name already there is an error unless load_if_exists. seed: the sampler's (None: a random
-    one). steps: the steps of a full trial, if it has such a number."""
+    postgresql:// URL. sampler: 'tpe' (default), 'gp' or 'random', with sampler_options startup_trials;
+    pruner: 'median' (default), 'percentile', 'asha', 'hyperband' or 'none', with pruner_options
+    startup_trials, warmup_steps, percentile, min_resource, eta. study_name None: 'main'. A study of that
+    name already there is an error unless load_if_exists. seed: the sampler's (None: a random one).
+    steps: the steps of a full trial, if it has such a number (asha and hyperband need it)."""
     return _open(storage, "main" if study_name is None else study_name, direction, sampler, pruner,
-                 bool(load_if_exists), False, seed, pruner_options, steps)
+                 bool(load_if_exists), False, seed, sampler_options, pruner_options, steps)
 
 
-def load_study(study_name, storage, sampler=None, pruner=None, *, seed=None, pruner_options=None):
-    """load_study(study_name: str | None, storage: str | PathLike, sampler: str | None = None, pruner: str | None = None, *, seed: int | None = None, pruner_options: Mapping[str, float] | None = None) -> LiveStudy
+def load_study(study_name, storage, sampler=None, pruner=None, *, seed=None, sampler_options=None,
+               pruner_options=None):
+    """load_study(study_name: str | None, storage: str | PathLike, sampler: str | None = None, pruner: str | None = None, *, seed: int | None = None, sampler_options: Mapping[str, int] | None = None, pruner_options: Mapping[str, float] | None = None) -> LiveStudy
 
-    A study made by create_study, to run more trials or read them (Optuna's load_study): its direction as
-    stored. study_name None: 'main'."""
+    A study made by create_study, to run more trials or read them (Optuna's load_study): its direction and
+    steps as stored; the sampler and pruner as given here (the pruner must be the one it was made with).
+    study_name None: 'main'."""
     return _open(storage, "main" if study_name is None else study_name, "minimize", sampler, pruner, True, True,
-                 seed, pruner_options, 0)
+                 seed, sampler_options, pruner_options, 0)

@@ -62,6 +62,7 @@ class Engine {
     std::string storage;  // "" or ":memory:": a temporary store held by this engine
     std::string study_name, direction, sampler, pruner;
     std::uint64_t seed = 0;
+    int startup_trials = -1;  // the sampler's prior draws before its model; -1: its default
     bool load_if_exists = false, must_exist = false;
     std::int64_t steps = 0;
     py::dict pruner_options;
@@ -78,6 +79,7 @@ class Engine {
     options_.runner = "python objective";
     sampler_kind_ = hpo::parse_sampler(a.sampler);
     sampler_options_.seed = a.seed;
+    sampler_options_.startup_trials = a.startup_trials;
     hpo::PrunerOptions po;
     for (const auto& item : a.pruner_options) {
       const std::string key = py::str(item.first);
@@ -298,13 +300,14 @@ class Engine {
 void bind_define_by_run(py::module_& m) {
   py::class_<Engine, std::shared_ptr<Engine>>(m, "_Engine", "create_study's engine (python/paratune/_study.py).")
       .def(py::init([](const std::string& storage, const std::string& study_name, const std::string& direction,
-                       const std::string& sampler, const std::string& pruner, std::uint64_t seed, bool load_if_exists,
+                       const std::string& sampler, const std::string& pruner, std::uint64_t seed, int startup_trials,
+                       bool load_if_exists,
                        bool must_exist, std::int64_t steps, const py::dict& pruner_options) {
-             return std::make_shared<Engine>(Engine::Args{storage, study_name, direction, sampler, pruner, seed,
+             return std::make_shared<Engine>(Engine::Args{storage, study_name, direction, sampler, pruner, seed, startup_trials,
                                                           load_if_exists, must_exist, steps, pruner_options});
            }),
            py::arg("storage"), py::arg("study_name"), py::arg("direction"), py::arg("sampler"), py::arg("pruner"),
-           py::arg("seed"), py::arg("load_if_exists"), py::arg("must_exist"), py::arg("steps"),
+           py::arg("seed"), py::arg("startup_trials"), py::arg("load_if_exists"), py::arg("must_exist"), py::arg("steps"),
            py::arg("pruner_options"))
       .def("ask", &Engine::ask)
       .def("suggest", &Engine::suggest)

@@ -114,6 +114,17 @@ def test_tpe_learns_on_a_space_it_discovers(tmp_path):
     assert study.best_value < 0.5
 
 
+def test_sampler_options_startup_trials(tmp_path):
+    study = paratune.create_study(storage=tmp_path / "s.db", seed=16, sampler_options={"startup_trials": 3})
+    study.optimize(lambda t: (t.suggest_float("x", -10.0, 10.0) - 3.0) ** 2, n_trials=6)
+    assert len(study.trials) == 6
+    with pytest.raises(paratune.Error, match=r"sampler_options: unknown option 'n_startup_trials'; valid: "
+                                             r"startup_trials"):
+        paratune.create_study(sampler_options={"n_startup_trials": 3})
+    with pytest.raises(paratune.Error, match=r"sampler_options.startup_trials 2.5: must be a whole number"):
+        paratune.create_study(sampler_options={"startup_trials": 2.5})
+
+
 def test_steps_and_log(tmp_path):
     def objective(trial):
         a = trial.suggest_float("a", 0.0, 1.0, step=0.25)
