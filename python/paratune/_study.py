@@ -241,6 +241,7 @@ class LiveStudy:
         self._stop = _threading.Event()
         self._best_lock = _threading.Lock()
         self._best = None  # (number, value) of the best completed trial told here, for the log lines
+        self._queued = []  # every enqueue_trial's params (stored form), for skip_if_exists
 
     @property
     def study_name(self):
@@ -300,6 +301,20 @@ class LiveStudy:
     def best_value(self):
         """best_trial.value."""
         return self.best_trial.value
+
+    def enqueue_trial(self, params, user_attrs=None, skip_if_exists=False):
+        """enqueue_trial(self, params: Mapping[str, Any], user_attrs: Mapping[str, Any] | None = None, skip_if_exists: bool = False) -> None
+
+        The next trial asked takes these values for the parameters it suggests (each where it fits the
+        distribution asked for; else it is drawn as usual), and these user attributes. Queued with this
+        study object (Optuna stores the queue); skip_if_exists: not queued when a trial has these params."""
+        if not hasattr(params, "items"):
+            raise Error(f"enqueue_trial: params {params!r}: must be a dict of parameter values")
+        stored = {str(k): _stored_choice(v) for k, v in params.items()}
+        if skip_if_exists and (stored in self._queued or any(t.params == stored for t in self.trials)):
+            return
+        self._engine.enqueue(stored, dict(user_attrs or {}))
+        self._queued.append(stored)
 
     def stop(self):
         """stop(self) -> None

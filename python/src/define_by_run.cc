@@ -158,6 +158,7 @@ class Engine {
     open();
     const std::optional<hpo::AskTellStudy::Asked> asked = study_->ask();
     if (!asked) throw Error("ask: the sampler has no configuration left");
+    if (enqueued_ > 0) --enqueued_;
     return asked->number;
   }
 
@@ -199,6 +200,18 @@ class Engine {
     const nlohmann::ordered_json j = from_python(value, fmt::format("set_user_attr('{}')", key));
     py::gil_scoped_release release;
     running(number).set_user_attr(number, key, j);
+  }
+
+  // enqueue_trial: values the next trial asked takes (hpo/ask_tell.h enqueue). The queue lives with
+  // the open study, so the study opens now and stays open until the enqueued trials are asked and told.
+  void enqueue(const py::dict& values, const py::dict& user_attrs) {
+    const nlohmann::ordered_json v = from_python(values, "enqueue_trial: params");
+    const nlohmann::ordered_json a = from_python(user_attrs, "enqueue_trial: user_attrs");
+    py::gil_scoped_release release;
+    const std::lock_guard lock(mutex_);
+    open();
+    study_->enqueue(v, a);
+    ++enqueued_;
   }
 
   // optimize(): the study stays open from its first trial to its end, not reopened for each trial.
@@ -270,7 +283,7 @@ class Engine {
     sampler_name_ = study_->sampler_name();
   }
   void close_if_idle() {
-    if (study_ && holds_ == 0 && study_->running() == 0) study_.reset();
+    if (study_ && holds_ == 0 && enqueued_ == 0 && study_->running() == 0) study_.reset();
   }
   hpo::AskTellStudy& running(int number) {
     const std::lock_guard lock(mutex_);
@@ -291,7 +304,8 @@ class Engine {
   std::unique_ptr<hpo::Pruner> pruner_;
   std::unique_ptr<store::StudyStore> store_;
   std::mutex mutex_;
-  int holds_ = 0;  // optimize() calls in progress (under mutex_)
+  int holds_ = 0;     // optimize() calls in progress (under mutex_)
+  int enqueued_ = 0;  // enqueued trials not yet asked (under mutex_): their queue is the open study's
   std::unique_ptr<hpo::AskTellStudy> study_;
 };
 
@@ -316,6 +330,7 @@ void bind_define_by_run(py::module_& m) {
       .def("should_prune", &Engine::should_prune)
       .def("set_user_attr", &Engine::set_user_attr)
       .def("tell", &Engine::tell)
+      .def("enqueue", &Engine::enqueue)
       .def("hold", &Engine::hold)
       .def("release", &Engine::release)
       .def("trials", &Engine::trials)

@@ -311,6 +311,11 @@ std::optional<AskTellStudy::Asked> AskTellStudy::ask() {
     l.proposal = *config;
     l.proposed = model_;
     distributions_[number].clear();
+    if (!enqueued_.empty()) {
+      l.fixed = std::move(enqueued_.front().first);
+      l.user_attrs = std::move(enqueued_.front().second);
+      enqueued_.erase(enqueued_.begin());
+    }
   }
   l.id = id;
   l.record = records_.size() - 1;
@@ -376,6 +381,33 @@ nlohmann::json AskTellStudy::independent_value(int number, const Distribution& d
   return from_model(d, (*proposed)[key(0)]);
 }
 
+void AskTellStudy::enqueue(Config values, nlohmann::ordered_json user_attrs) {
+  std::lock_guard lock(mutex_);
+  if (!define_by_run())
+    throw Error(fmt::format("study '{}': enqueue is for a study without a space given in advance", options_.name));
+  if (!values.is_object()) throw Error(fmt::format("study '{}': enqueue: {} is not an object of parameter values",
+                                                   options_.name, values.dump()));
+  if (!user_attrs.is_object()) user_attrs = nlohmann::ordered_json::object();
+  enqueued_.emplace_back(std::move(values), std::move(user_attrs));
+}
+
+namespace {
+// Whether `value` is one of `d`'s values (an enqueued value must be, to be taken).
+bool fits(const Distribution& d, const nlohmann::json& value) {
+  const ParamSpec& p = d.param;
+  if (p.type == ParamType::kCategorical) return std::find(p.choices.begin(), p.choices.end(), value) != p.choices.end();
+  if (!value.is_number()) return false;
+  const double v = value.get<double>();
+  if (v < p.low || v > p.high) return false;
+  if (p.type == ParamType::kInt && v != std::floor(v)) return false;
+  if (d.step > 0) {
+    const double k = (v - p.low) / d.step;
+    return std::abs(k - std::round(k)) < 1e-9;
+  }
+  return true;
+}
+}  // namespace
+
 nlohmann::json AskTellStudy::suggest(int number, const Distribution& d) {
   std::lock_guard lock(mutex_);
   if (!define_by_run())
@@ -393,7 +425,9 @@ nlohmann::json AskTellStudy::suggest(int number, const Distribution& d) {
       return r.config[name];
     }
   nlohmann::json value;
-  if (single_value(d))
+  if (const auto it = l.fixed.find(name); it != l.fixed.end() && fits(d, *it))
+    value = d.param.type == ParamType::kInt ? nlohmann::json(it->get<std::int64_t>()) : nlohmann::json(*it);
+  else if (single_value(d))
     value = d.param.type == ParamType::kCategorical ? d.param.choices.front() : from_model(d, 0);
   else if (std::find(l.proposed.begin(), l.proposed.end(), d) != l.proposed.end())
     value = l.proposal[name];  // proposed at ask() with the parameters every finished trial had

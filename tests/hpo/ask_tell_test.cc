@@ -288,6 +288,32 @@ TEST_F(AskTell, DistributionsAreCheckedAsOptunaChecksThem) {
           "needs the space in advance");
 }
 
+// enqueue (Optuna's enqueue_trial): the next trial takes the values that fit what it asks for.
+TEST_F(AskTell, DefineByRunEnqueuedValuesAreTakenWhereTheyFit) {
+  const std::unique_ptr<Pruner> pruner = median_pruner();
+  AskTellStudy study({.name = "q"}, store_, SamplerKind::kTpe, {.seed = 2}, *pruner, PrunerKind::kMedian);
+  study.enqueue({{"x", 0.25}, {"n", 40}, {"c", "b"}}, {{"why", "known good"}});
+  study.enqueue({{"x", 7.0}, {"n", 41}});  // x out of bounds, n off the grid: drawn as usual
+  const auto ask = [&](double& x, std::int64_t& n, std::string& c) {
+    const auto a = study.ask();
+    x = study.suggest(a->number, distribution("x", ParamType::kFloat, 0, 1)).get<double>();
+    n = study.suggest(a->number, distribution("n", ParamType::kInt, 0, 100, 20)).get<std::int64_t>();
+    c = study.suggest(a->number, categorical("c", {"a", "b"})).get<std::string>();
+    return study.tell(a->number, {.value = x});
+  };
+  double x = 0;
+  std::int64_t n = 0;
+  std::string c;
+  const store::StoredTrial first = ask(x, n, c);
+  EXPECT_EQ(x, 0.25);
+  EXPECT_EQ(n, 40);
+  EXPECT_EQ(c, "b");
+  EXPECT_EQ(nlohmann::json::parse(first.hpo_json)["user_attrs"]["why"], "known good");
+  ask(x, n, c);
+  EXPECT_NE(x, 7.0);
+  EXPECT_EQ(n % 20, 0);
+}
+
 // ASHA in a define-by-run study: a trial is judged once at each rung it completes, Optuna's way.
 TEST_F(AskTell, DefineByRunAshaStopsATrialOutsideTheTopAtItsRung) {
   PrunerOptions po;

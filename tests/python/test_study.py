@@ -431,3 +431,26 @@ def test_a_parameter_asked_again_in_a_trial_gets_its_first_value():
     study = paratune.create_study(seed=15)
     study.optimize(objective, n_trials=5)
     assert all(t.state == TrialState.COMPLETE for t in study.trials)
+
+
+def test_enqueued_trials_take_their_values_where_they_fit(tmp_path):
+    pair = (1, 2)
+    study = paratune.create_study(storage=tmp_path / "s.db", seed=17)
+    study.enqueue_trial({"x": 0.25, "n": 40, "c": pair}, user_attrs={"why": "known good"})
+    study.enqueue_trial({"x": 7.0, "n": 41})  # x outside its bounds, n off its step grid: drawn instead
+    study.enqueue_trial({"x": 0.25, "n": 40, "c": pair}, skip_if_exists=True)  # queued already: skipped
+
+    def objective(trial):
+        x = trial.suggest_float("x", 0.0, 1.0)
+        n = trial.suggest_int("n", 0, 100, step=20)
+        c = trial.suggest_categorical("c", [None, pair])
+        return x + n + (0 if c is None else 1)
+
+    study.optimize(objective, n_trials=4)
+    first, second, third = study.trials[:3]
+    assert first.params == {"x": 0.25, "n": 40, "c": "(1, 2)"} and first.user_attrs == {"why": "known good"}
+    assert second.params["x"] != 7.0 and second.params["n"] % 20 == 0
+    assert third.params != first.params
+    study.enqueue_trial({"x": 0.25, "n": 40, "c": pair}, skip_if_exists=True)  # has run: not queued
+    study.optimize(objective, n_trials=1)
+    assert study.trials[-1].params != first.params

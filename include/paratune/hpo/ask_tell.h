@@ -123,6 +123,10 @@ class AskTellStudy {
   // (see above) or, asked again, the value it got (Error if with another type of distribution).
   nlohmann::json suggest(int number, const Distribution& d);
   [[nodiscard]] bool define_by_run() const { return space_ == nullptr; }
+  // Define-by-run: values the next trial asked takes for the parameters it suggests (Optuna's
+  // enqueue_trial), each where it fits the distribution asked for (else drawn as usual). Kept in
+  // memory, in order: trials asked later take the later ones. `user_attrs`: the trial's to begin with.
+  void enqueue(Config values, nlohmann::ordered_json user_attrs = nlohmann::ordered_json::object());
   // A value the program keeps with the trial (Optuna's user attributes), stored when it ends (hpo_json
   // "user_attrs"); set again, it replaces the earlier one.
   void set_user_attr(int number, const std::string& key, nlohmann::json value);
@@ -163,6 +167,7 @@ class AskTellStudy {
     trial::TrialOutput output;
     Config proposal;                   // define-by-run: the sampler's values of the model's parameters
     std::vector<Distribution> proposed;  // and their distributions (model_ when it was asked)
+    Config fixed = Config::object();     // enqueued values, taken where they fit
     nlohmann::ordered_json user_attrs = nlohmann::ordered_json::object();
   };
   Live& live(int number);
@@ -180,6 +185,7 @@ class AskTellStudy {
   SamplerKind sampler_kind_{};
   SamplerOptions sampler_options_;
   std::map<int, std::vector<Distribution>> distributions_;  // define-by-run: each trial's, in the order asked
+  std::vector<std::pair<Config, nlohmann::ordered_json>> enqueued_;  // define-by-run: enqueue()'s, first first
   std::vector<Distribution> model_;
   std::unique_ptr<Space> model_space_;
   std::unique_ptr<Sampler> model_sampler_;
