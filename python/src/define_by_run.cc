@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <limits>
 #include <mutex>
+#include <utility>
 
 #include "convert.h"
 #include "modules.h"
@@ -179,27 +180,27 @@ class Engine {
     nlohmann::json value;
     {
       py::gil_scoped_release release;
-      value = running(number).suggest(number, d);
+      value = with_study(number, [&](hpo::AskTellStudy& s) { return s.suggest(number, d); });
     }
     return to_python(value);
   }
 
   bool report(int number, std::int64_t step, double value) {
     py::gil_scoped_release release;
-    return running(number).report(number, step, value);
+    return with_study(number, [&](hpo::AskTellStudy& s) { return s.report(number, step, value); });
   }
   void report_metric(int number, const std::string& name, double value, std::optional<std::int64_t> step) {
     py::gil_scoped_release release;
-    running(number).report_metric(number, name, value, step);
+    with_study(number, [&](hpo::AskTellStudy& s) { s.report_metric(number, name, value, step); });
   }
   bool should_prune(int number) {
     py::gil_scoped_release release;
-    return running(number).should_prune(number);
+    return with_study(number, [&](hpo::AskTellStudy& s) { return s.should_prune(number); });
   }
   void set_user_attr(int number, const std::string& key, const py::object& value) {
     const nlohmann::ordered_json j = from_python(value, fmt::format("set_user_attr('{}')", key));
     py::gil_scoped_release release;
-    running(number).set_user_attr(number, key, j);
+    with_study(number, [&](hpo::AskTellStudy& s) { s.set_user_attr(number, key, j); });
   }
 
   // enqueue_trial: values the next trial asked takes (hpo/ask_tell.h enqueue). The queue lives with
@@ -285,10 +286,13 @@ class Engine {
   void close_if_idle() {
     if (study_ && holds_ == 0 && enqueued_ == 0 && study_->running() == 0) study_.reset();
   }
-  hpo::AskTellStudy& running(int number) {
+  // `call` on the open study, under mutex_ (so that no other thread's tell closes it meanwhile); the
+  // GIL released by the caller. Error when the study is closed: no trial runs.
+  template <typename Call>
+  auto with_study(int number, const Call& call) -> decltype(call(std::declval<hpo::AskTellStudy&>())) {
     const std::lock_guard lock(mutex_);
     if (!study_) throw not_running(number);
-    return *study_;  // stays open while the trial runs: closed only when none runs
+    return call(*study_);
   }
   Error not_running(int number) const {
     return Error(fmt::format("study '{}': trial {} is not running (never asked, or already told how it ended)",
