@@ -72,9 +72,8 @@ class Pruner {
   // SuccessiveHalvingPruner and HyperbandPruner judge it -- once at each rung it reaches. asha and
   // hyperband answer it (below); the other pruners judge every report with keep_running.
   [[nodiscard]] virtual bool judges_rungs() const { return false; }
-  [[nodiscard]] virtual bool keep_running_at_rung(const TrialRecord& trial, const std::vector<TrialRecord>& trials) const {
-    (void)trials;
-    (void)trial;
+  [[nodiscard]] virtual bool keep_running_at_rung(const TrialRecord& /*trial*/,
+                                                  const std::vector<TrialRecord>& /*trials*/) const {
     return true;
   }
   // Before a new trial starts on a free slot: a resting trial to promote instead (ASHA's get_job).
