@@ -263,6 +263,7 @@ class FrozenTrial:
     params: dict[str, Any]
     distributions: dict[str, dict[str, Any]]
     user_attrs: dict[str, Any]
+    system_attrs: dict[str, Any]
     intermediate_values: dict[int, float]
     datetime_start: datetime.datetime
     datetime_complete: datetime.datetime | None

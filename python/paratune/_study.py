@@ -79,6 +79,7 @@ class FrozenTrial:
         self.params = stored["params"]
         self.distributions = stored["distributions"]
         self.user_attrs = stored["user_attrs"]
+        self.system_attrs = {}  # Optuna's internal attributes: paratune has none
         self.intermediate_values = dict(stored["intermediate_values"])
         self.datetime_start = _datetime.datetime.fromtimestamp(stored["started_unix_s"])
         ended = stored["ended_unix_s"]
@@ -517,7 +518,7 @@ class LiveStudy:
             raise Error("trials_dataframe: needs pandas, which is not installed (apt install python3-pandas, or "
                         "pip install pandas); study.trials has the same data without it") from None
         known = {"number", "value", "datetime_start", "datetime_complete", "duration", "params", "user_attrs",
-                 "state", "intermediate_values"}
+                 "system_attrs", "state", "intermediate_values"}
         for a in attrs:
             if a not in known:
                 raise Error(f"trials_dataframe: attrs {a!r}: must be among {sorted(known)}")
@@ -525,7 +526,7 @@ class LiveStudy:
         for t in self.trials:
             row = {}
             for a in attrs:
-                if a in ("params", "user_attrs", "intermediate_values"):
+                if a in ("params", "user_attrs", "system_attrs", "intermediate_values"):
                     for k, v in getattr(t, a).items():
                         row[f"{a}_{k}"] = v
                 elif a == "state":

@@ -344,6 +344,9 @@ def test_trials_dataframe(monkeypatch):
     rows = study.trials_dataframe()
     assert [r["number"] for r in rows] == [1, 2, 3] and all(r["state"] == "COMPLETE" for r in rows)
     assert set(rows[0]) == {"number", "value", "datetime_start", "datetime_complete", "duration", "params_x", "state"}
+    # Optuna's default attrs name system_attrs too: accepted, and empty as paratune has none.
+    rows = study.trials_dataframe(attrs=("number", "params", "user_attrs", "system_attrs", "state"))
+    assert set(rows[0]) == {"number", "params_x", "state"} and study.trials[0].system_attrs == {}
 
 
 def test_a_kept_trial_refuses_calls_after_its_end():
