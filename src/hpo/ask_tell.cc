@@ -446,9 +446,9 @@ AskTellStudy::Live& AskTellStudy::live(int number) {
   return it->second;
 }
 
-void AskTellStudy::set_user_attr(int number, const std::string& key, nlohmann::json value) {
+void AskTellStudy::set_user_attr(int number, const std::string& key, const nlohmann::ordered_json& value) {
   std::lock_guard lock(mutex_);
-  live(number).user_attrs[key] = std::move(value);
+  live(number).user_attrs[key] = value;
 }
 
 std::size_t AskTellStudy::running() const {
