@@ -8,7 +8,10 @@ The same library as the ``paratune`` program, in Python:
 * ``launch_args``: a plan's launch for Megatron-LM, torchtitan or DeepSpeed, checked against the
   framework version's flags;
 * ``open_study``, ``studies``: stored studies (SQLite files, PostgreSQL), whoever ran them;
-* ``tune``: a hyperparameter study whose trials call a Python function, Optuna-style.
+* ``tune``: a hyperparameter study whose trials call a Python function, over a space given in advance (or
+  read from one call);
+* ``create_study``, ``load_study``: Optuna's Study API (optimize, ask/tell, best_trial, trials_dataframe), the
+  space defined by the run (docs/porting-from-optuna.md); ``paratune.trial.TrialState``.
 
 Errors of bad input raise ``paratune.Error`` (a ``ValueError``) with the message the program prints:
 the file, the field, the value and the rule.
@@ -46,11 +49,13 @@ from ._core import (
     studies,
     tune,
 )
+from ._study import FrozenTrial, LiveStudy, LiveTrial, create_study, load_study
 
 __all__ = [
     "Cluster", "Error", "Estimate", "Launch", "Model", "Plan", "PlanResult", "Simulation", "StoredTrial",
     "Study", "Trial", "TrialPruned", "__version__", "estimate", "launch_args", "load_cluster", "load_model",
     "open_study", "plan", "presets", "simulate", "studies", "tune",
+    "FrozenTrial", "LiveStudy", "LiveTrial", "create_study", "load_study",
 ]
 
 Error.__doc__ = ("Bad input: the message names the file, the field, the value and the rule (the CLI's message, "

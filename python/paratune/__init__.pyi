@@ -1,5 +1,6 @@
 """Type stubs of paratune's Python module (python/src/*.cc): what an editor completes and documents."""
 
+import datetime
 import os
 from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 
@@ -251,6 +252,94 @@ class Trial:
         """Another metric, stored with the trial (not judged)."""
     def should_prune(self) -> bool:
         """Whether the pruner stops the trial now; then raise ``paratune.TrialPruned``."""
+
+class FrozenTrial:
+    """A trial of a LiveStudy as stored (Optuna's FrozenTrial). ``value`` is None unless it completed."""
+    number: int
+    state: Any  # paratune.trial.TrialState
+    status: str
+    reason: str
+    value: float | None
+    params: dict[str, Any]
+    distributions: dict[str, dict[str, Any]]
+    user_attrs: dict[str, Any]
+    system_attrs: dict[str, Any]
+    intermediate_values: dict[int, float]
+    datetime_start: datetime.datetime
+    datetime_complete: datetime.datetime | None
+    @property
+    def values(self) -> list[float] | None: ...
+    @property
+    def duration(self) -> datetime.timedelta | None: ...
+    @property
+    def last_step(self) -> int | None: ...
+
+class LiveTrial:
+    """A running trial of a LiveStudy (Optuna's Trial): parameters defined by the run. Once told, every call
+    raises ``paratune.Error``."""
+    number: int
+    study: LiveStudy
+    params: dict[str, Any]
+    user_attrs: dict[str, Any]
+    def suggest_float(self, name: str, low: float, high: float, *, step: float | None = None,
+                      log: bool = False) -> float: ...
+    def suggest_int(self, name: str, low: int, high: int, step: int = 1, log: bool = False) -> int: ...
+    def suggest_categorical(self, name: str, choices: Sequence[Any]) -> Any:
+        """One of choices (None, bools, numbers, strings, any hashable): the very object listed."""
+    def report(self, value: float, step: int) -> None: ...
+    def report_metric(self, name: str, value: float, step: int | None = None) -> None: ...
+    def should_prune(self) -> bool: ...
+    def set_user_attr(self, key: str, value: Any) -> None: ...
+
+class LiveStudy:
+    """A study open for trials (Optuna's Study), from ``create_study`` or ``load_study``."""
+    @property
+    def study_name(self) -> str: ...
+    @property
+    def direction(self) -> Literal["minimize", "maximize"]: ...
+    @property
+    def storage(self) -> str: ...
+    @property
+    def user_attrs(self) -> dict[str, Any]: ...
+    @property
+    def trials(self) -> list[FrozenTrial]: ...
+    @property
+    def best_trial(self) -> FrozenTrial: ...
+    @property
+    def best_params(self) -> dict[str, Any]: ...
+    @property
+    def best_value(self) -> float: ...
+    def set_user_attr(self, key: str, value: Any) -> None: ...
+    def get_trials(self, deepcopy: bool = True, states: Sequence[Any] | None = None) -> list[FrozenTrial]: ...
+    def enqueue_trial(self, params: Mapping[str, Any], user_attrs: Mapping[str, Any] | None = None,
+                      skip_if_exists: bool = False) -> None: ...
+    def stop(self) -> None: ...
+    def ask(self) -> LiveTrial: ...
+    def tell(self, trial: LiveTrial | int, values: float | Sequence[float] | None = None, state: Any = None,
+             skip_if_finished: bool = False) -> FrozenTrial: ...
+    def optimize(self, func: Callable[[LiveTrial], float | None], n_trials: int | None = None,
+                 timeout: float | None = None, n_jobs: int = 1,
+                 catch: Sequence[type[BaseException]] | type[BaseException] = (),
+                 callbacks: Sequence[Callable[[LiveStudy, FrozenTrial], None]] | None = None,
+                 gc_after_trial: bool = False, show_progress_bar: bool = False) -> None: ...
+    def trials_dataframe(self, attrs: Sequence[str] = ("number", "value", "datetime_start", "datetime_complete",
+                                                       "duration", "params", "user_attrs", "state")) -> Any:
+        """A pandas DataFrame of the trials (needs pandas)."""
+
+def create_study(storage: PathLike | None = None, sampler: Literal["tpe", "gp", "random"] | None = None,
+                 pruner: Literal["median", "percentile", "asha", "hyperband", "none"] | None = None,
+                 study_name: str | None = None,
+                 direction: Literal["minimize", "maximize"] = "minimize", load_if_exists: bool = False, *,
+                 seed: int | None = None, sampler_options: Mapping[str, int] | None = None,
+                 pruner_options: Mapping[str, float] | None = None, steps: int = 0) -> LiveStudy:
+    """A study whose space is defined by its runs (Optuna's create_study); storage None or ':memory:' keeps it
+    in a temporary file removed with the study object."""
+
+def load_study(study_name: str | None, storage: PathLike, sampler: Literal["tpe", "gp", "random"] | None = None,
+               pruner: Literal["median", "percentile", "asha", "hyperband", "none"] | None = None, *,
+               seed: int | None = None, sampler_options: Mapping[str, int] | None = None,
+               pruner_options: Mapping[str, float] | None = None) -> LiveStudy:
+    """A study create_study made, to run more trials or read them (Optuna's load_study)."""
 
 def load_model(model: ModelLike) -> Model:
     """A model from a preset name, a model-spec file (YAML/JSON), a Hugging Face config.json, or a dict."""

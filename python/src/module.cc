@@ -12,4 +12,5 @@ PYBIND11_MODULE(_core, m) {
   paratune::python::bind_planning(m);
   paratune::python::bind_studies(m);
   paratune::python::bind_tuning(m);
+  paratune::python::bind_define_by_run(m);
 }

@@ -54,6 +54,35 @@ py::handle trial_pruned_type() {
   return type;
 }
 
+// Categorical choices as they are stored: None, a bool, a number or a str as itself; any other
+// hashable (a tuple, an enum member) as its repr(). The objective gets back the very object it
+// listed (listed_choice), as in Optuna. Error naming `what` for a str or a non-iterable.
+nlohmann::ordered_json stored_choices(const py::handle& choices, const std::string& what) {
+  if (py::isinstance<py::str>(choices) || py::isinstance<py::bytes>(choices) || !py::hasattr(choices, "__iter__"))
+    throw Error(fmt::format("{} {}: must be a list of values", what, shown(choices)));
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const py::handle c : choices) {
+    const bool plain = c.is_none() || py::isinstance<py::bool_>(c) || py::isinstance<py::str>(c) ||
+                       PyIndex_Check(c.ptr()) != 0 || PyFloat_Check(c.ptr()) != 0;
+    if (!plain) out.push_back(py::repr(c).cast<std::string>());
+    else if (PyIndex_Check(c.ptr()) != 0 && !py::isinstance<py::bool_>(c)) out.push_back(from_python(py::int_(py::reinterpret_borrow<py::object>(c)), what));
+    else out.push_back(from_python(c, what));
+  }
+  return out;
+}
+
+// The object the objective listed whose stored form is `value` (stored_choices); `value` itself
+// when none is (the choices were not given).
+py::object listed_choice(const py::handle& choices, const nlohmann::ordered_json& stored,
+                         const nlohmann::ordered_json& value) {
+  if (!choices.is_none()) {
+    const py::list listed(py::reinterpret_borrow<py::object>(choices));
+    for (std::size_t i = 0; i < stored.size() && i < listed.size(); ++i)
+      if (stored[i] == value && stored[i].is_number_float() == value.is_number_float()) return listed[i];
+  }
+  return to_python(value);
+}
+
 // The space: a dict (the YAML space file's content, or only its `parameters`), or a space file.
 hpo::Space space_of(const py::handle& value) {
   if (py::isinstance<py::dict>(value)) {
@@ -353,7 +382,7 @@ class SpaceProbe {
     if (choices.is_none()) refuse(missing_bounds("suggest_categorical", name, "its choices"));
     nlohmann::ordered_json list;
     try {
-      list = from_python(choices, fmt::format("suggest_categorical('{}'): choices", name));
+      list = stored_choices(choices, fmt::format("suggest_categorical('{}'): choices", name));
     } catch (const Error& e) {
       refuse(e.what());
     }
@@ -361,7 +390,8 @@ class SpaceProbe {
       refuse(fmt::format("suggest_categorical('{}'): choices must be a non-empty list", name));
     hpo::ParamSpec p = spec(name, hpo::ParamType::kCategorical, 0, 0, false);
     for (const auto& c : list) p.choices.emplace_back(c);
-    return add(std::move(p), list.front());
+    add(std::move(p), list.front());
+    return listed_choice(choices, list, values_[name]);
   }
   // report, report_metric, should_prune: the space is read; the call ends here.
   [[noreturn]] void done(const char* call) const {
@@ -467,6 +497,16 @@ hpo::Space probed_space(const py::function& objective) {
   return hpo::Space(probe->specs(), {}, "the objective's suggestions");
 }
 
+// Whether the exception class, or a class it derives from, is named TrialPruned (_study.py
+// _is_pruned: the same rule). What is read cannot raise: __mro__ is a tuple of classes.
+bool named_trial_pruned(const py::handle& type) {
+  const py::object mro = py::getattr(type, "__mro__", py::tuple());
+  if (!py::isinstance<py::tuple>(mro)) return false;
+  for (const py::handle cls : mro.cast<py::tuple>())
+    if (type_name(cls) == "TrialPruned") return true;
+  return false;
+}
+
 // Calls the objective and says how the call ended, as the study stores it; `reraise`: the error
 // tune() raises (Ctrl-C, a misused trial). Only the objective's own exceptions are caught, and what
 // is read of them cannot raise (convert.h text_of), so nothing here escapes from a catch block.
@@ -479,9 +519,10 @@ hpo::TrialEnd call_objective(Run& run, const std::shared_ptr<PyTrial>& trial,
   } catch (py::error_already_set& e) {
     bool has_message = false;
     const std::string text = raised_text(e, &has_message);
-    // paratune.TrialPruned, or an exception of that name from code ported from Optuna
-    // (optuna.TrialPruned = optuna.exceptions.TrialPruned), without importing Optuna.
-    if (e.matches(trial_pruned_type()) || type_name(e.type()) == "TrialPruned") {
+    // paratune.TrialPruned, or an exception with a class of that name in its MRO, from code ported
+    // from Optuna (optuna.TrialPruned = optuna.exceptions.TrialPruned, or a subclass of it), without
+    // importing Optuna.
+    if (e.matches(trial_pruned_type()) || named_trial_pruned(e.type())) {
       end.kind = hpo::TrialEnd::Kind::kPruned;
       end.reason = has_message ? fmt::format("the objective raised {}", text) : "";
     } else if (e.matches(PyExc_KeyboardInterrupt)) {
@@ -850,13 +891,19 @@ void bind_tuning(py::module_& m) {
       .def(
           "suggest_categorical",
           [](PyTrial& t, const std::string& name, const py::object& choices) {
-            return t.suggest(name, hpo::ParamType::kCategorical, "suggest_categorical", [&](const hpo::ParamSpec& p) {
-              if (choices.is_none()) return std::string();
-              const nlohmann::ordered_json asked = from_python(choices, "choices");
-              if (asked != nlohmann::ordered_json(p.choices))
-                return fmt::format("asked for choices {}", asked.dump());
-              return std::string();
-            });
+            nlohmann::ordered_json asked;
+            const py::object value =
+                t.suggest(name, hpo::ParamType::kCategorical, "suggest_categorical", [&](const hpo::ParamSpec& p) {
+                  if (choices.is_none()) return std::string();
+                  try {
+                    asked = stored_choices(choices, "choices");
+                  } catch (const Error& e) {
+                    return std::string(e.what());  // the objective's code: a misuse, as other bounds are
+                  }
+                  if (asked == nlohmann::ordered_json(p.choices)) return std::string();
+                  return fmt::format("asked for choices {}", asked.dump());
+                });
+            return listed_choice(choices, asked, from_python(value, "value"));  // the object listed
           },
           py::arg("name"), py::arg("choices") = py::none(),
           "The trial's value of a categorical parameter of the space (choices, when given, must be the space's).")

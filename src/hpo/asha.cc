@@ -171,6 +171,28 @@ class SuccessiveHalvingPruner final : public Pruner {
     return static_cast<int>(std::upper_bound(rungs.begin(), rungs.end(), resource) - rungs.begin()) - 1;
   }
 
+  [[nodiscard]] bool judges_rungs() const override { return true; }
+  // The trial goes on while it is among the best max(1, floor(n_k / eta)) of the n_k trials of its
+  // bracket that completed its latest rung k, itself included (Optuna's _is_trial_promotable_to_next_rung:
+  // the first trial at a rung always goes on); ranked as promotable_at ranks them.
+  [[nodiscard]] bool keep_running_at_rung(const TrialRecord& trial, const std::vector<TrialRecord>& trials) const override {
+    if (trial.bracket < 0 || static_cast<std::size_t>(trial.bracket) >= brackets_.size()) return true;
+    const Rungs& rungs = brackets_[static_cast<std::size_t>(trial.bracket)];
+    const int k = completed_rung(trial, rungs);
+    if (k < 0 || k + 1 >= static_cast<int>(rungs.size())) return true;  // before the first rung, or complete
+    const std::int64_t resource = rungs[static_cast<std::size_t>(k)];
+    const double own = loss_at(trial, resource, options_.direction);
+    std::int64_t reached = 0, ahead = 0;
+    for (const TrialRecord& t : trials) {
+      if (t.bracket != trial.bracket || completed_rung(t, rungs) < k) continue;
+      ++reached;
+      const double loss = loss_at(t, resource, options_.direction);
+      if (t.number != trial.number && (loss < own || (loss == own && t.number < trial.number))) ++ahead;
+    }
+    const std::int64_t top = std::max<std::int64_t>(1, floor_steps(static_cast<double>(reached) / options_.eta));
+    return ahead < top;
+  }
+
   [[nodiscard]] nlohmann::ordered_json describe() const override {
     nlohmann::ordered_json out;
     out["pruner"] = name_;

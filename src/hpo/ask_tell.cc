@@ -20,7 +20,121 @@ double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// A stepped distribution is searched as the index of its value on the grid (an int 0..n), so every
+// sampler handles it as it handles any int; the values themselves are what is stored.
+bool stepped(const Distribution& d) {
+  return d.param.type != ParamType::kCategorical && d.step > 0 && !(d.param.type == ParamType::kInt && d.step == 1);
+}
+// Only one value to give (low == high, or one choice): nothing to search.
+bool single_value(const Distribution& d) {
+  return d.param.type == ParamType::kCategorical ? d.param.choices.size() == 1 : d.param.low == d.param.high;
+}
+// The parameter a sampler searches for `d`, named `key` (the program's names may be any text; a
+// space's must be identifiers).
+ParamSpec model_param(const Distribution& d, const std::string& key) {
+  ParamSpec p = d.param;
+  p.name = key;
+  if (!stepped(d)) return p;
+  p.type = ParamType::kInt;
+  p.low = 0;
+  p.high = std::round((d.param.high - d.param.low) / d.step);
+  p.log = false;
+  return p;
+}
+std::string key(std::size_t i) { return fmt::format("p{}", i); }
+nlohmann::json to_model(const Distribution& d, const nlohmann::json& value) {
+  if (!stepped(d)) return value;
+  return static_cast<std::int64_t>(std::llround((value.get<double>() - d.param.low) / d.step));
+}
+// A searched value back as the program's: on the step grid, an int as an integer.
+nlohmann::json from_model(const Distribution& d, const nlohmann::json& value) {
+  if (d.param.type == ParamType::kCategorical) return value;
+  double v = std::clamp(stepped(d) ? d.param.low + value.get<double>() * d.step : value.get<double>(), d.param.low,
+                        d.param.high);
+  if (d.param.type == ParamType::kInt) return static_cast<std::int64_t>(std::llround(v));
+  // A grid value to 15 digits: low 0.1 + 3 x step 0.2 is 0.7, not 0.7000000000000001.
+  if (stepped(d)) v = std::stod(fmt::format("{:.15g}", v));
+  return v;
+}
+
+// A seed of its own for each (parameter, trial): parameters proposed on their own in one trial, or
+// in trials asked at once, do not repeat each other's draws. FNV-1a: the same on every platform.
+std::uint64_t seed_for(std::uint64_t seed, const std::string& name, int number) {
+  std::uint64_t h = 1469598103934665603ULL ^ seed;
+  for (const unsigned char c : name) h = (h ^ c) * 1099511628211ULL;
+  return (h ^ static_cast<std::uint64_t>(number)) * 1099511628211ULL;
+}
+
+bool informative(const TrialRecord& r) {
+  return r.state == TrialRecord::State::kCompleted || r.state == TrialRecord::State::kPruned;
+}
+
 }  // namespace
+
+bool Distribution::operator==(const Distribution& other) const {
+  return param.name == other.param.name && param.type == other.param.type && param.low == other.param.low &&
+         param.high == other.param.high && param.log == other.param.log && param.choices == other.param.choices &&
+         step == other.step;
+}
+
+Distribution checked_distribution(Distribution d, const std::string& call) {
+  ParamSpec& p = d.param;
+  if (p.type == ParamType::kInt && d.step == 0) d.step = 1;
+  if (p.type != ParamType::kCategorical) {
+    if (!std::isfinite(p.low) || !std::isfinite(p.high))
+      throw Error(fmt::format("{}: low {} and high {} must be finite numbers", call, p.low, p.high));
+    if (p.low > p.high) throw Error(fmt::format("{}: low {} must not be above high {}", call, p.low, p.high));
+    if (!(d.step >= 0) || !std::isfinite(d.step))
+      throw Error(fmt::format("{}: step {} must be a positive number (or None)", call, d.step));
+    if (p.type == ParamType::kInt && d.step != std::floor(d.step))
+      throw Error(fmt::format("{}: step {} must be a whole number", call, d.step));
+    if (p.log && stepped(d))
+      throw Error(fmt::format("{}: step {} and log=True cannot be used together (as in Optuna)", call, d.step));
+    if (p.log && p.low <= 0)
+      throw Error(fmt::format("{}: low {} must be above 0 with log=True", call, p.low));
+    // As Optuna: high moves down to the last value of the grid low, low + step, ...
+    if (d.step > 0) p.high = p.low + std::floor((p.high - p.low) / d.step + 1e-9) * d.step;
+  } else if (p.choices.empty()) {
+    throw Error(fmt::format("{}: choices must not be empty", call));
+  }
+  if (p.name.empty()) throw Error(fmt::format("{}: the parameter needs a name", call));
+  if (!single_value(d)) {
+    try {
+      const Space checked({model_param(d, "x")}, {}, "");  // the bounds and choices rules of a space
+    } catch (const Error& e) {
+      // "": parameters.x: low ... -> the call's name in place of the placeholder
+      std::string why = e.what();
+      if (const std::size_t at = why.find(": parameters.x"); at != std::string::npos) why = why.substr(at + 14);
+      throw Error(fmt::format("{}{}", call, why));
+    }
+  }
+  return d;
+}
+
+nlohmann::ordered_json to_json(const Distribution& d) {
+  const ParamSpec& p = d.param;
+  if (p.type == ParamType::kCategorical) return {{"type", "categorical"}, {"choices", p.choices}};
+  nlohmann::ordered_json j{{"type", to_string(p.type)}, {"low", p.low}, {"high", p.high}, {"log", p.log}};
+  if (d.step > 0) j["step"] = d.step;
+  return j;
+}
+
+Distribution distribution_from_json(const std::string& name, const nlohmann::json& j) {
+  Distribution d;
+  d.param.name = name;
+  const std::string type = j.value("type", "");
+  if (type == "categorical") {
+    d.param.type = ParamType::kCategorical;
+    for (const auto& c : j.at("choices")) d.param.choices.push_back(c);
+    return d;
+  }
+  d.param.type = type == "int" ? ParamType::kInt : ParamType::kFloat;
+  d.param.low = j.at("low").get<double>();
+  d.param.high = j.at("high").get<double>();
+  d.param.log = j.value("log", false);
+  d.step = j.value("step", 0.0);
+  return d;
+}
 
 void validate(const AskTellOptions& options) {
   if (options.name.empty()) throw OptionError("name", "''", "must not be empty (the study's name in the store)");
@@ -41,35 +155,69 @@ void check_in_process_pruner(PrunerKind kind) {
                       "in-process objective can use none, median or percentile");
 }
 
-nlohmann::ordered_json ask_tell_identity(const Space& space, const AskTellOptions& options, const Pruner& pruner) {
-  return {{"kind", "hpo"},
-          {"space", space.describe()},
+nlohmann::ordered_json ask_tell_identity(const Space* space, const AskTellOptions& options, const Pruner& pruner) {
+  // Define-by-run: no "space"; what the study searches is in its trials (their distributions).
+  nlohmann::ordered_json identity{{"kind", "hpo"}};
+  if (space != nullptr) identity["space"] = space->describe();
+  else identity["space_by"] = "define-by-run: each trial stores the distributions its program asked for";
+  identity.update(nlohmann::ordered_json{
           {"command", ""},
           {"runner", options.runner},
           {"steps", options.steps},
           {"objective", options.objective},
           {"direction", to_string(options.direction)},
-          {"pruner", pruner.describe()}};
+          {"pruner", pruner.describe()}});
+  return identity;
 }
 
 AskTellStudy::AskTellStudy(const Space& space, AskTellOptions options, store::StudyStore& store, Sampler& sampler,
                            Pruner& pruner, PrunerKind pruner_kind)
-    : space_(space),
+    : space_(&space),
       options_(std::move(options)),
       store_(store),
-      sampler_(sampler),
+      sampler_(&sampler),
       pruner_(pruner),
       sampler_name_(sampler.name()),
       pruner_name_(pruner.name()) {
+  open(pruner_kind);
+}
+
+AskTellStudy::AskTellStudy(AskTellOptions options, store::StudyStore& store, SamplerKind sampler,
+                           SamplerOptions sampler_options, Pruner& pruner, PrunerKind pruner_kind)
+    : options_(std::move(options)),
+      store_(store),
+      pruner_(pruner),
+      sampler_kind_(sampler),
+      sampler_options_(sampler_options),
+      sampler_name_(to_string(sampler)),
+      pruner_name_(pruner.name()) {
+  if (sampler == SamplerKind::kGrid)
+    throw Error("sampler 'grid': needs the space in advance (a grid of every combination); a study defined by its "
+                "runs can use random, tpe or gp");
+  open(pruner_kind);
+}
+
+void AskTellStudy::open(PrunerKind pruner_kind) {
   validate(options_);
-  check_in_process_pruner(pruner_kind);
+  if (!define_by_run() || !pruner_.judges_rungs()) check_in_process_pruner(pruner_kind);
+  else if (options_.steps == 0)
+    throw OptionError("steps", "0",
+                      fmt::format("the {} pruner needs the steps of a full trial (its rungs are fractions of it)",
+                                  to_string(pruner_kind)));
   lock_ = store_.lock_controller(options_.name);
   study_ = store_.open_study(options_.name, ask_tell_identity(space_, options_, pruner_).dump());
   store_.mark_running_interrupted(study_);
   // As the command controller resumes (src/hpo/study_trials.cc resume): finished trials are what the
   // sampler and pruner know; interrupted configurations run again first, once each.
   for (const store::StoredTrial& t : store_.trials(study_, true)) {
-    if (t.status == "interrupted") {
+    if (define_by_run()) {
+      // Its distributions, as stored when it ended; interrupted ones are not asked again (above).
+      const nlohmann::json state = nlohmann::json::parse(t.hpo_json.empty() ? "{}" : t.hpo_json, nullptr, false);
+      if (state.is_object() && state.contains("distributions") && state["distributions"].is_object())
+        for (const auto& [name, j] : state["distributions"].items())
+          distributions_[t.number].push_back(distribution_from_json(name, j));
+      if (t.status == "interrupted") continue;
+    } else if (t.status == "interrupted") {
       const Config config = Config::parse(t.params_json);
       if (std::find(requeue_.begin(), requeue_.end(), config) == requeue_.end()) requeue_.push_back(config);
       continue;
@@ -94,7 +242,11 @@ AskTellStudy::~AskTellStudy() {
     result.ended_unix_s = unix_now();
     result.location = "in-process";
     try {
-      store_.finish_trial(live.id, result);
+      // Define-by-run: what it had asked for so far.
+      store::TrialOutcome outcome;
+      outcome.status = "interrupted";
+      if (define_by_run()) outcome.params_json = records_[live.record].config.dump();
+      store_.finish_trial(live.id, result, define_by_run() ? &outcome : nullptr);
     } catch (...) {  // a destructor must not throw
       // The store went away: the trial stays "running", and a resume marks it interrupted.
     }
@@ -109,12 +261,40 @@ std::optional<AskTellStudy::Asked> AskTellStudy::ask() {
     config = requeue_.front();
     requeue_.erase(requeue_.begin());
     notes = {{"requeued", "its trial was interrupted in an earlier run"}};
+  } else if (define_by_run()) {
+    // The parameters every finished trial had, together; the rest are decided as they are asked.
+    update_model();
+    config = Config::object();
+    if (sampler_ != nullptr) {
+      std::vector<TrialRecord> known;  // the finished trials, on the model's parameters (stepped: indices)
+      for (const TrialRecord& r : records_) {
+        if (!informative(r) && r.state != TrialRecord::State::kFailed) continue;
+        const std::vector<Distribution>& own = distributions_[r.number];
+        TrialRecord projected = r;
+        projected.config = Config::object();
+        for (std::size_t i = 0; i < model_.size(); ++i) {
+          const Distribution& d = model_[i];
+          if (std::find(own.begin(), own.end(), d) != own.end() && r.config.contains(d.param.name))
+            projected.config[key(i)] = to_model(d, r.config[d.param.name]);
+        }
+        if (projected.config.size() == model_.size()) known.push_back(std::move(projected));
+      }
+      std::optional<Config> proposed = sampler_->propose(known);
+      if (!proposed) {  // a small finite space visited once already (random): draws from the prior
+        std::mt19937_64 rng(seed_for(sampler_options_.seed, "", static_cast<int>(records_.size())));
+        proposed = model_space_->sample(rng);
+      }
+      for (std::size_t i = 0; i < model_.size(); ++i)
+        (*config)[model_[i].param.name] = from_model(model_[i], (*proposed)[key(i)]);
+      notes = sampler_->proposal_notes();
+    }
   } else {
-    config = sampler_.propose(records_);
+    config = sampler_->propose(records_);
     if (!config) return std::nullopt;
-    notes = sampler_.proposal_notes();
+    notes = sampler_->proposal_notes();
   }
-  const std::string params = config->dump();
+  // Define-by-run: the trial's parameters are stored when it ends, as its program asked for them.
+  const std::string params = define_by_run() ? "{}" : config->dump();
   const auto [id, number] = store_.begin_trial(study_, params, [&](int) {
     return store::StudyStore::LaunchRecord{
         .config_json = nlohmann::ordered_json{{"runner", options_.runner}}.dump(), .command = "", .dir = "",
@@ -123,14 +303,139 @@ std::optional<AskTellStudy::Asked> AskTellStudy::ask() {
   if (!notes.is_null() && !notes.empty()) store_.set_prediction(id, notes.dump());
   TrialRecord record;
   record.number = number;
-  record.config = *config;
+  record.config = define_by_run() ? Config::object() : *config;
+  if (define_by_run() && pruner_.judges_rungs()) record.bracket = pruner_.assign_new_trial(records_).bracket;
   records_.push_back(std::move(record));
   Live& l = live_[number];
+  if (define_by_run()) {
+    l.proposal = *config;
+    l.proposed = model_;
+    distributions_[number].clear();
+    if (!enqueued_.empty()) {
+      l.fixed = std::move(enqueued_.front().first);
+      l.user_attrs = std::move(enqueued_.front().second);
+      enqueued_.erase(enqueued_.begin());
+    }
+  }
   l.id = id;
   l.record = records_.size() - 1;
   l.started_unix_s = unix_now();
   l.last_report = std::chrono::steady_clock::now();
-  return Asked{number, *config};
+  return Asked{number, define_by_run() ? Config::object() : *config};
+}
+
+void AskTellStudy::update_model() {
+  std::vector<Distribution> common;
+  bool first = true;
+  for (const TrialRecord& r : records_) {
+    if (!informative(r)) continue;
+    const std::vector<Distribution>& own = distributions_[r.number];
+    if (first) {
+      common = own;
+      first = false;
+    } else {
+      std::erase_if(common, [&](const Distribution& d) { return std::find(own.begin(), own.end(), d) == own.end(); });
+    }
+  }
+  std::erase_if(common, single_value);
+  // Random search: every parameter drawn on its own from its prior (Optuna's RandomSampler).
+  if (sampler_kind_ == SamplerKind::kRandom) common.clear();
+  if (common == model_ && (model_.empty() || model_sampler_)) return;
+  model_ = std::move(common);
+  sampler_ = nullptr;
+  model_sampler_.reset();
+  model_space_.reset();
+  if (model_.empty()) return;
+  std::vector<ParamSpec> params;
+  for (std::size_t i = 0; i < model_.size(); ++i) params.push_back(model_param(model_[i], key(i)));
+  model_space_ = std::make_unique<Space>(std::move(params), std::vector<std::string>{},
+                                         "the parameters every finished trial suggested");
+  model_sampler_ = make_sampler(sampler_kind_, *model_space_, sampler_options_);
+  sampler_ = model_sampler_.get();
+}
+
+nlohmann::json AskTellStudy::independent_value(int number, const Distribution& d) {
+  const Space one({model_param(d, key(0))}, {}, "suggest");
+  SamplerOptions options = sampler_options_;
+  options.seed = seed_for(sampler_options_.seed, d.param.name, number);
+  if (sampler_kind_ == SamplerKind::kRandom) {
+    std::mt19937_64 rng(options.seed);
+    return from_model(d, one.sample(rng)[key(0)]);
+  }
+  const std::unique_ptr<Sampler> sampler = make_sampler(sampler_kind_, one, options);
+  // The trials that asked for this parameter with this distribution, on it alone.
+  std::vector<TrialRecord> known;
+  for (const TrialRecord& r : records_) {
+    if (r.state == TrialRecord::State::kRunning || !r.config.contains(d.param.name)) continue;
+    const std::vector<Distribution>& own = distributions_[r.number];
+    if (std::find(own.begin(), own.end(), d) == own.end()) continue;
+    TrialRecord projected = r;
+    projected.config = Config{{key(0), to_model(d, r.config[d.param.name])}};
+    known.push_back(std::move(projected));
+  }
+  std::optional<Config> proposed = sampler->propose(known);
+  if (!proposed) {  // every value of a small finite parameter tried (random): from the prior
+    std::mt19937_64 rng(options.seed);
+    proposed = one.sample(rng);
+  }
+  return from_model(d, (*proposed)[key(0)]);
+}
+
+void AskTellStudy::enqueue(Config values, nlohmann::ordered_json user_attrs) {
+  std::lock_guard lock(mutex_);
+  if (!define_by_run())
+    throw Error(fmt::format("study '{}': enqueue is for a study without a space given in advance", options_.name));
+  if (!values.is_object()) throw Error(fmt::format("study '{}': enqueue: {} is not an object of parameter values",
+                                                   options_.name, values.dump()));
+  if (!user_attrs.is_object()) user_attrs = nlohmann::ordered_json::object();
+  enqueued_.emplace_back(std::move(values), std::move(user_attrs));
+}
+
+namespace {
+// Whether `value` is one of `d`'s values (an enqueued value must be, to be taken).
+bool fits(const Distribution& d, const nlohmann::json& value) {
+  const ParamSpec& p = d.param;
+  if (p.type == ParamType::kCategorical) return std::find(p.choices.begin(), p.choices.end(), value) != p.choices.end();
+  if (!value.is_number()) return false;
+  const double v = value.get<double>();
+  if (v < p.low || v > p.high) return false;
+  if (p.type == ParamType::kInt && v != std::floor(v)) return false;
+  if (d.step > 0) {
+    const double k = (v - p.low) / d.step;
+    return std::abs(k - std::round(k)) < 1e-9;
+  }
+  return true;
+}
+}  // namespace
+
+nlohmann::json AskTellStudy::suggest(int number, const Distribution& d) {
+  std::lock_guard lock(mutex_);
+  if (!define_by_run())
+    throw Error(fmt::format("study '{}': suggest is for a study without a space given in advance", options_.name));
+  Live& l = live(number);
+  TrialRecord& r = records_[l.record];
+  std::vector<Distribution>& own = distributions_[number];
+  const std::string& name = d.param.name;
+  for (const Distribution& seen : own)
+    if (seen.param.name == name) {
+      // Optuna's rule: asked again, the value it got -- with a distribution of the same type.
+      if (seen.param.type != d.param.type)
+        throw Error(fmt::format("trial {}: '{}' was suggested as {} in this trial, now as {}", number, name,
+                                to_string(seen.param.type), to_string(d.param.type)));
+      return r.config[name];
+    }
+  nlohmann::json value;
+  if (const auto it = l.fixed.find(name); it != l.fixed.end() && fits(d, *it))
+    value = d.param.type == ParamType::kInt ? nlohmann::json(it->get<std::int64_t>()) : nlohmann::json(*it);
+  else if (single_value(d))
+    value = d.param.type == ParamType::kCategorical ? d.param.choices.front() : from_model(d, 0);
+  else if (std::find(l.proposed.begin(), l.proposed.end(), d) != l.proposed.end())
+    value = l.proposal[name];  // proposed at ask() with the parameters every finished trial had
+  else
+    value = independent_value(number, d);
+  r.config[name] = value;
+  own.push_back(d);
+  return value;
 }
 
 AskTellStudy::Live& AskTellStudy::live(int number) {
@@ -139,6 +444,16 @@ AskTellStudy::Live& AskTellStudy::live(int number) {
     throw Error(fmt::format("study '{}': trial {} is not running (never asked, or already told how it ended)",
                             options_.name, number));
   return it->second;
+}
+
+void AskTellStudy::set_user_attr(int number, const std::string& key, const nlohmann::ordered_json& value) {
+  std::lock_guard lock(mutex_);
+  live(number).user_attrs[key] = value;
+}
+
+std::size_t AskTellStudy::running() const {
+  std::lock_guard lock(mutex_);
+  return live_.size();
 }
 
 bool AskTellStudy::report(int number, std::int64_t step, double value) {
@@ -177,6 +492,15 @@ bool AskTellStudy::should_prune(int number) {
   Live& l = live(number);
   const TrialRecord& r = records_[l.record];
   if (r.curve.empty()) return false;
+  if (define_by_run() && pruner_.judges_rungs()) {
+    // Once per rung reached (reports between rungs do not change the verdict).
+    const int rung = pruner_.rung_of(r.resource, r.bracket);
+    if (rung > l.judged_rung) {
+      l.judged_rung = rung;
+      if (!pruner_.keep_running_at_rung(r, records_)) l.prune_said = true;
+    }
+    return l.prune_said;
+  }
   if (!pruner_.keep_running(r, records_)) l.prune_said = true;
   return l.prune_said;
 }
@@ -247,6 +571,17 @@ store::StoredTrial AskTellStudy::tell(int number, const TrialEnd& end) {
       outcome.status = "interrupted";
       break;
   }
+  nlohmann::ordered_json state = nlohmann::ordered_json::object();
+  if (define_by_run()) {
+    // What the program asked for: its parameters and their distributions (resume reads them back).
+    outcome.params_json = r.config.dump();
+    nlohmann::ordered_json distributions = nlohmann::ordered_json::object();
+    for (const Distribution& d : distributions_[number]) distributions[d.param.name] = to_json(d);
+    state["distributions"] = std::move(distributions);
+  }
+  if (!l.user_attrs.empty()) state["user_attrs"] = l.user_attrs;
+  if (r.bracket != 0) state["bracket"] = r.bracket;  // Hyperband's, read back by record_of
+  if (!state.empty()) outcome.hpo_json = state.dump();
   const std::int64_t id = l.id;
   const std::size_t record = l.record;
   live_.erase(number);

@@ -699,6 +699,9 @@ bool PostgresStudyStore::write_finish(std::int64_t trial, const trial::TrialResu
     if (outcome)
       run(conn_, locator_, "UPDATE trials SET objective = $1, rung = $2, hpo_json = $3 WHERE id = $4",
           Params().add(outcome->objective).add(outcome->rung).add(outcome->hpo_json).add(trial));
+    if (outcome && !outcome->params_json.empty())
+      run(conn_, locator_, "UPDATE trials SET params_json = $1 WHERE id = $2",
+          Params().add(outcome->params_json).add(trial));
     t.commit();
     return true;
   });

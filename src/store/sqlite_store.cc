@@ -476,6 +476,8 @@ bool SqliteStudyStore::write_finish(std::int64_t trial, const trial::TrialResult
       Statement hpo(db_, "UPDATE trials SET objective = ?, rung = ?, hpo_json = ? WHERE id = ?");
       hpo.bind(1, outcome->objective).bind(2, outcome->rung ? std::optional<std::int64_t>(*outcome->rung) : std::nullopt);
       hpo.bind(3, outcome->hpo_json).bind(4, trial).run();
+      if (!outcome->params_json.empty())
+        Statement(db_, "UPDATE trials SET params_json = ? WHERE id = ?").bind(1, outcome->params_json).bind(2, trial).run();
     }
     t.commit();
     return true;

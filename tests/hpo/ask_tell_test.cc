@@ -2,14 +2,18 @@
 // study resumes. The Python module's tests (tests/python/test_tune.py) run the same class end to end.
 #include "paratune/hpo/ask_tell.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
+#include <set>
 #include <thread>
 
 #include "../support/test_files.h"
 #include "paratune/hpo/study.h"
 #include "paratune/spec/error.h"
+#include "paratune/spec/option_error.h"
 #include "paratune/store/sqlite_store.h"
 
 namespace paratune::hpo {
@@ -189,6 +193,154 @@ TEST_F(AskTell, TheOppaPrunerIsRefused) {
     EXPECT_NE(std::string(e.what()).find("judges a trial's throughput from the step times"), std::string::npos)
         << e.what();
   }
+}
+
+// Define-by-run (Optuna's way): no space in advance.
+Distribution distribution(const std::string& name, ParamType type, double low, double high, double step = 0,
+                          bool log = false) {
+  Distribution d;
+  d.param.name = name;
+  d.param.type = type;
+  d.param.low = low;
+  d.param.high = high;
+  d.param.log = log;
+  d.step = step;
+  return checked_distribution(d, fmt::format("suggest('{}')", name));
+}
+
+Distribution categorical(const std::string& name, std::vector<nlohmann::json> choices) {
+  Distribution d;
+  d.param.name = name;
+  d.param.type = ParamType::kCategorical;
+  d.param.choices = std::move(choices);
+  return checked_distribution(d, fmt::format("suggest('{}')", name));
+}
+
+std::unique_ptr<Pruner> median_pruner() {
+  PrunerOptions po;
+  po.max_resource = 10;
+  return make_pruner(PrunerKind::kMedian, po);
+}
+
+// Parameters in a branch, and a bound set by an earlier value: each trial stores what it asked for,
+// with its distributions, and a reopened study reads them back.
+TEST_F(AskTell, DefineByRunStoresWhatEachTrialAskedFor) {
+  const std::unique_ptr<Pruner> pruner = median_pruner();
+  const auto run = [&](int trials) {
+    AskTellStudy study({.name = "dbr"}, store_, SamplerKind::kTpe, {.seed = 3}, *pruner, PrunerKind::kMedian);
+    EXPECT_TRUE(study.define_by_run());
+    for (int t = 0; t < trials; ++t) {
+      const auto a = study.ask();
+      ASSERT_TRUE(a);
+      EXPECT_TRUE(a->config.empty());  // nothing decided before it is asked for
+      const std::string kind = study.suggest(a->number, categorical("kind", {"a", "b"})).get<std::string>();
+      double x = 1;
+      if (kind == "a") x = study.suggest(a->number, distribution("x", ParamType::kFloat, 0, 2)).get<double>();
+      const double y = study.suggest(a->number, distribution("y", ParamType::kFloat, 0, x)).get<double>();
+      EXPECT_LE(y, x);
+      // Asked again in the trial: the value it got.
+      EXPECT_EQ(study.suggest(a->number, distribution("y", ParamType::kFloat, 0, x)).get<double>(), y);
+      EXPECT_THROW(study.suggest(a->number, distribution("y", ParamType::kInt, 0, 3)), Error);
+      const std::int64_t n = study.suggest(a->number, distribution("n", ParamType::kInt, 0, 100, 25)).get<std::int64_t>();
+      EXPECT_EQ(n % 25, 0);
+      study.tell(a->number, {.value = x + y + static_cast<double>(n)});
+    }
+  };
+  run(12);
+  run(3);  // reopened: numbering and the stored distributions go on
+  const std::vector<store::StoredTrial> all = store_.trials(store_.studies()[0].id);
+  ASSERT_EQ(all.size(), 15u);
+  std::set<std::string> kinds;
+  for (const store::StoredTrial& t : all) {
+    const auto params = nlohmann::json::parse(t.params_json);
+    const auto state = nlohmann::json::parse(t.hpo_json);
+    kinds.insert(params["kind"].get<std::string>());
+    EXPECT_EQ(params.contains("x"), params["kind"] == "a") << t.params_json;
+    EXPECT_EQ(state["distributions"].contains("x"), params.contains("x")) << t.hpo_json;
+    EXPECT_DOUBLE_EQ(state["distributions"]["y"]["high"].get<double>(), params.value("x", 1.0)) << t.hpo_json;
+    EXPECT_EQ(state["distributions"]["n"]["step"], 25);
+  }
+  EXPECT_EQ(kinds, (std::set<std::string>{"a", "b"}));
+  const auto identity = nlohmann::json::parse(store_.studies()[0].config_json);
+  EXPECT_FALSE(identity.contains("space"));
+  EXPECT_TRUE(identity.contains("space_by"));
+}
+
+TEST_F(AskTell, DistributionsAreCheckedAsOptunaChecksThem) {
+  // high moves down onto the step grid.
+  EXPECT_DOUBLE_EQ(distribution("b", ParamType::kFloat, 0.1, 1.05, 0.2).param.high, 0.9);
+  EXPECT_EQ(distribution("i", ParamType::kInt, 1, 10).step, 1);
+  const auto refused = [](const std::function<void()>& f, const std::string& part) {
+    try {
+      f();
+      ADD_FAILURE() << "accepted: " << part;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  refused([] { distribution("x", ParamType::kFloat, 2, 1); }, "suggest('x'): low 2 must not be above high 1");
+  refused([] { distribution("x", ParamType::kFloat, 0.1, 1, 0.1, true); }, "cannot be used together");
+  refused([] { distribution("x", ParamType::kFloat, 0, 1, 0, true); }, "must be above 0 with log=True");
+  refused([] { distribution("n", ParamType::kInt, 0, 4, 1.5); }, "step 1.5 must be a whole number");
+  refused([] { categorical("c", {}); }, "choices must not be empty");
+  const std::unique_ptr<Pruner> pruner = median_pruner();
+  refused([&] { AskTellStudy({.name = "g"}, store_, SamplerKind::kGrid, {}, *pruner, PrunerKind::kMedian); },
+          "needs the space in advance");
+}
+
+// enqueue (Optuna's enqueue_trial): the next trial takes the values that fit what it asks for.
+TEST_F(AskTell, DefineByRunEnqueuedValuesAreTakenWhereTheyFit) {
+  const std::unique_ptr<Pruner> pruner = median_pruner();
+  AskTellStudy study({.name = "q"}, store_, SamplerKind::kTpe, {.seed = 2}, *pruner, PrunerKind::kMedian);
+  study.enqueue({{"x", 0.25}, {"n", 40}, {"c", "b"}}, {{"why", "known good"}});
+  study.enqueue({{"x", 7.0}, {"n", 41}});  // x out of bounds, n off the grid: drawn as usual
+  const auto ask = [&](double& x, std::int64_t& n, std::string& c) {
+    const auto a = study.ask();
+    x = study.suggest(a->number, distribution("x", ParamType::kFloat, 0, 1)).get<double>();
+    n = study.suggest(a->number, distribution("n", ParamType::kInt, 0, 100, 20)).get<std::int64_t>();
+    c = study.suggest(a->number, categorical("c", {"a", "b"})).get<std::string>();
+    return study.tell(a->number, {.value = x});
+  };
+  double x = 0;
+  std::int64_t n = 0;
+  std::string c;
+  const store::StoredTrial first = ask(x, n, c);
+  EXPECT_EQ(x, 0.25);
+  EXPECT_EQ(n, 40);
+  EXPECT_EQ(c, "b");
+  EXPECT_EQ(nlohmann::json::parse(first.hpo_json)["user_attrs"]["why"], "known good");
+  ask(x, n, c);
+  EXPECT_NE(x, 7.0);
+  EXPECT_EQ(n % 20, 0);
+}
+
+// ASHA in a define-by-run study: a trial is judged once at each rung it completes, Optuna's way.
+TEST_F(AskTell, DefineByRunAshaStopsATrialOutsideTheTopAtItsRung) {
+  PrunerOptions po;
+  po.max_resource = 9;
+  po.min_resource = 1;  // rungs 1, 3, 9
+  const std::unique_ptr<Pruner> asha = make_pruner(PrunerKind::kAsha, po);
+  EXPECT_THROW(AskTellStudy({.name = "a0"}, store_, SamplerKind::kRandom, {}, *asha, PrunerKind::kAsha), OptionError);
+  AskTellStudy study({.name = "a", .steps = 9}, store_, SamplerKind::kRandom, {}, *asha, PrunerKind::kAsha);
+  // Reports `level` at steps 0 .. steps - 1, asking should_prune after each; whether it said stop.
+  const auto run = [&](double level, int steps) {
+    const auto a = study.ask();
+    study.suggest(a->number, distribution("x", ParamType::kFloat, 0, 1));
+    bool pruned = false;
+    for (int step = 0; step < steps && !pruned; ++step) {
+      study.report(a->number, step, level);
+      pruned = study.should_prune(a->number);
+    }
+    study.tell(a->number, {.kind = pruned ? TrialEnd::Kind::kPruned : TrialEnd::Kind::kCompleted});
+    return pruned;
+  };
+  EXPECT_FALSE(run(1.0, 9));  // the first at every rung goes on
+  EXPECT_FALSE(run(0.5, 9));  // better than it at each rung: among the best max(1, floor(2 / 3)) = 1
+  EXPECT_TRUE(run(5.0, 9));   // third of 3 at rung 1: stopped at its first step
+  const std::vector<store::StoredTrial> all = study.trials();
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[2].status, "pruned");
+  EXPECT_EQ(all[2].steps, 1);
 }
 
 }  // namespace

@@ -66,3 +66,25 @@ def test_a_python_study_on_postgresql(postgres):
     reopened = paratune.open_study(postgres, "pg")
     assert reopened.best_value == study.best_value
     assert len(reopened.best.values("value")) == 5
+
+
+def test_create_study_on_postgresql(postgres):
+    """create_study's define-by-run study on PostgreSQL: a branch, a dependent bound, reloaded by load_study."""
+    def objective(trial):
+        x = trial.suggest_float("x", 0.0, 1.0)
+        if x > 0.5:
+            trial.suggest_int("depth", 1, 8)
+        y = trial.suggest_float("y", 0.0, x + 0.1)
+        trial.set_user_attr("x_plus_y", x + y)
+        return (x - 0.3) ** 2 + y
+
+    study = paratune.create_study(storage=postgres, study_name="optuna-shaped", seed=5)
+    study.optimize(objective, n_trials=8)
+    assert study.storage.startswith("postgresql://") and len(study.trials) == 8
+    loaded = paratune.load_study("optuna-shaped", postgres)
+    loaded.optimize(objective, n_trials=2)
+    trials = loaded.trials
+    assert len(trials) == 10 and all(t.state.name == "COMPLETE" for t in trials)
+    assert all(("depth" in t.params) == (t.params["x"] > 0.5) for t in trials)
+    assert all(t.user_attrs["x_plus_y"] == t.params["x"] + t.params["y"] for t in trials)
+    assert loaded.best_value == min(t.value for t in trials)

@@ -492,3 +492,42 @@ def test_trials_are_shown_on_stderr_unless_the_program_configures_logging(tmp_pa
     configured = run("logging.basicConfig(format='%(name)s|%(message)s')")
     assert [line.split("|")[0] for line in configured] == ["paratune"] * 3
     assert run("logging.getLogger('paratune').setLevel(logging.WARNING)") == []
+
+
+def test_any_hashable_choice_comes_back_as_the_object_listed(tmp_path):
+    """As in Optuna: None, numbers, strings as themselves; a tuple (any other hashable) stored as its repr(),
+    the objective given the very object it listed -- also in the call that reads the space."""
+    pair, triple = (16, 32), (1, 2, 3)
+    choices = [None, pair, triple, "adam"]
+    got = []
+
+    def objective(trial):
+        value = trial.suggest_categorical("choice", choices)
+        assert any(value is c for c in choices), value
+        got.append(value)
+        return float(len(value)) if isinstance(value, tuple) else 0.0
+
+    study = paratune.tune(objective, storage=tmp_path / "s.db", max_trials=4, sampler="grid", pruner="none")
+    assert [t.params["choice"] for t in study] == [None, "(16, 32)", "(1, 2, 3)", "adam"]
+    assert got[1:] == choices  # got[0]: the call that read the space, given the first choice
+    with pytest.raises(paratune.Error, match=r"suggest_categorical\('choice'\): choices 'ab': must be a list of values"):
+        paratune.tune(lambda t: t.suggest_categorical("choice", "ab"), {"choice": [None, "(16, 32)"]},
+                      storage=tmp_path / "t.db", max_trials=2, pruner="none")
+
+
+def test_a_subclass_of_an_exception_named_trial_pruned_ends_a_trial_as_pruned():
+    """Matched by class name anywhere in the MRO: a ported project's own subclass of optuna.TrialPruned."""
+    class TrialPruned(Exception):
+        pass
+
+    class StoppedEarly(TrialPruned):
+        pass
+
+    def objective(trial):
+        lr = trial.suggest_float("lr")
+        trial.report(lr, 0)
+        raise StoppedEarly("too slow")
+
+    study = paratune.tune(objective, SPACE, max_trials=2, sampler="random", pruner="none")
+    assert [t.status for t in study] == ["pruned", "pruned"]
+    assert study.trials[0].reason == "the objective raised StoppedEarly: too slow"

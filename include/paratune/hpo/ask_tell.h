@@ -16,7 +16,24 @@
 //
 // Pruners: none, median and percentile judge a running trial on its curve. ASHA and Hyperband rest a
 // trial at a rung and resume it later, which needs a program paratune can stop and start again;
-// they are refused here.
+// they are refused here -- except in a define-by-run study (below), where, as in Optuna, a trial
+// is judged once at each rung it reaches and goes on or stops (Pruner::keep_running_at_rung); they
+// need `steps` there (their rungs are fractions of a full trial).
+//
+// Define-by-run (Optuna's way, python/ create_study): a study opened without a space. A trial's
+// parameters are what its program asks for while it runs (suggest), each with its distribution, and
+// the space grows as trials reveal it:
+//   - the parameters that every finished (completed or pruned) trial suggested, each with one and the
+//     same distribution, are proposed together at ask() by the study's sampler, from those trials
+//     (Optuna's multivariate TPE models this intersection of the trials' spaces the same way);
+//   - any other parameter -- seen for the first time, in a branch not every trial takes, or asked
+//     with another distribution than before (a bound that depends on an earlier value: a new
+//     distribution) -- is proposed on its own when asked, by the same kind of sampler on that one
+//     parameter, from the trials that suggested it with the same distribution (its prior until
+//     there are enough; Optuna samples such parameters independently too).
+// Each trial's distributions are stored with it (hpo_json "distributions"), its parameters once it
+// ends, so a reopened study knows its space. Interrupted trials are not asked again (their
+// configuration depends on the program's branches). Grid search needs a space given in advance.
 //
 // Thread-safe: several threads may ask, report and tell at once (a Python objective with n_jobs).
 #pragma once
@@ -55,6 +72,20 @@ void validate(const AskTellOptions& options);
 // The pruners ask/tell studies accept (none, median, percentile); Error for the others, saying why.
 void check_in_process_pruner(PrunerKind kind);
 
+// A parameter's distribution as a define-by-run program asks for it (Optuna's FloatDistribution,
+// IntDistribution, CategoricalDistribution): `param` without `when`; `step` > 0 puts the values on
+// low, low + step, ... (a float's 0: continuous; an int's 1: every integer), not with log.
+struct Distribution {
+  ParamSpec param;
+  double step = 0;
+  bool operator==(const Distribution& other) const;
+};
+// Throws Error naming `call` ("suggest_float('x')"), the field, the value and the rule; returns it
+// with `high` moved down onto the step grid (as Optuna does) and an int's step 0 made 1.
+Distribution checked_distribution(Distribution d, const std::string& call);
+nlohmann::ordered_json to_json(const Distribution& d);
+Distribution distribution_from_json(const std::string& name, const nlohmann::json& j);
+
 // How a trial ended, as the program tells it.
 struct TrialEnd {
   enum class Kind { kCompleted, kPruned, kFailed, kOutOfMemory, kInterrupted };
@@ -73,6 +104,10 @@ class AskTellStudy {
   // locked study or one stored with another identity.
   AskTellStudy(const Space& space, AskTellOptions options, store::StudyStore& store, Sampler& sampler, Pruner& pruner,
                PrunerKind pruner_kind);
+  // Define-by-run (above): no space; the sampler of `sampler` (not grid) is made for each space the
+  // trials reveal. Throws as above, and Error for grid.
+  AskTellStudy(AskTellOptions options, store::StudyStore& store, SamplerKind sampler, SamplerOptions sampler_options,
+               Pruner& pruner, PrunerKind pruner_kind);
   ~AskTellStudy();
   AskTellStudy(const AskTellStudy&) = delete;
   AskTellStudy& operator=(const AskTellStudy&) = delete;
@@ -84,6 +119,18 @@ class AskTellStudy {
   // The next trial, started: first the configurations of trials interrupted in an earlier run,
   // then the sampler's proposals; nullopt when the sampler has nothing left (a finite space done).
   std::optional<Asked> ask();
+  // Define-by-run: trial `number`'s value of the parameter `d` (checked_distribution's), decided now
+  // (see above) or, asked again, the value it got (Error if with another type of distribution).
+  nlohmann::json suggest(int number, const Distribution& d);
+  [[nodiscard]] bool define_by_run() const { return space_ == nullptr; }
+  // Define-by-run: values the next trial asked takes for the parameters it suggests (Optuna's
+  // enqueue_trial), each where it fits the distribution asked for (else drawn as usual). Kept in
+  // memory, in order: trials asked later take the later ones. `user_attrs`: the trial's to begin with.
+  void enqueue(Config values, nlohmann::ordered_json user_attrs = nlohmann::ordered_json::object());
+  // A value the program keeps with the trial (Optuna's user attributes), stored when it ends (hpo_json
+  // "user_attrs"); set again, it replaces the earlier one.
+  void set_user_attr(int number, const std::string& key, const nlohmann::ordered_json& value);
+  [[nodiscard]] std::size_t running() const;  // trials asked and not yet told
   // The objective's value after `step` (0-based), and when it came: each report's wall time since
   // the previous one, per step, is stored as step times (so the trial has a throughput). A step
   // not after the last reported one is ignored (Optuna ignores a repeated step, with a warning):
@@ -116,15 +163,32 @@ class AskTellStudy {
     std::chrono::steady_clock::time_point last_report;
     std::optional<std::int64_t> last_step;
     bool prune_said = false;  // should_prune returned true
+    int judged_rung = -1;     // asha, hyperband in a define-by-run study: the last rung it was judged at
     trial::TrialOutput output;
+    Config proposal;                   // define-by-run: the sampler's values of the model's parameters
+    std::vector<Distribution> proposed;  // and their distributions (model_ when it was asked)
+    Config fixed = Config::object();     // enqueued values, taken where they fit
+    nlohmann::ordered_json user_attrs = nlohmann::ordered_json::object();
   };
   Live& live(int number);
+  void open(PrunerKind pruner_kind);  // both constructors: lock, open or resume
+  // Define-by-run: the parameters every finished trial suggested with one distribution, and the
+  // sampler made for them (kept while they stay the same).
+  void update_model();
+  nlohmann::json independent_value(int number, const Distribution& d);
 
-  const Space& space_;
+  const Space* space_ = nullptr;  // null: define-by-run
   AskTellOptions options_;
   store::StudyStore& store_;
-  Sampler& sampler_;
+  Sampler* sampler_ = nullptr;    // define-by-run: model_sampler_, when there is a model
   Pruner& pruner_;
+  SamplerKind sampler_kind_{};
+  SamplerOptions sampler_options_;
+  std::map<int, std::vector<Distribution>> distributions_;  // define-by-run: each trial's, in the order asked
+  std::vector<std::pair<Config, nlohmann::ordered_json>> enqueued_;  // define-by-run: enqueue()'s, first first
+  std::vector<Distribution> model_;
+  std::unique_ptr<Space> model_space_;
+  std::unique_ptr<Sampler> model_sampler_;
   std::string sampler_name_, pruner_name_;
   std::unique_ptr<store::ControllerLock> lock_;
   std::int64_t study_ = 0;
@@ -136,6 +200,7 @@ class AskTellStudy {
 };
 
 // The study's identity as stored (what must match to resume it).
-nlohmann::ordered_json ask_tell_identity(const Space& space, const AskTellOptions& options, const Pruner& pruner);
+// `space` null: define-by-run (no space in the identity; each trial stores its own).
+nlohmann::ordered_json ask_tell_identity(const Space* space, const AskTellOptions& options, const Pruner& pruner);
 
 }  // namespace paratune::hpo

@@ -67,6 +67,15 @@ class Pruner {
   // After a running trial reported a new intermediate value (trial.curve.back()): false stops it
   // (it becomes pruned at that step).
   virtual bool keep_running(const TrialRecord& /*trial*/, const std::vector<TrialRecord>& /*trials*/) { return true; }
+  // In process, where a trial cannot rest and resume later (hpo/ask_tell.h, define-by-run studies):
+  // whether a running trial that has just completed a rung goes on, as Optuna's
+  // SuccessiveHalvingPruner and HyperbandPruner judge it -- once at each rung it reaches. asha and
+  // hyperband answer it (below); the other pruners judge every report with keep_running.
+  [[nodiscard]] virtual bool judges_rungs() const { return false; }
+  [[nodiscard]] virtual bool keep_running_at_rung(const TrialRecord& /*trial*/,
+                                                  const std::vector<TrialRecord>& /*trials*/) const {
+    return true;
+  }
   // Before a new trial starts on a free slot: a resting trial to promote instead (ASHA's get_job).
   virtual std::optional<Promotion> promotion(const std::vector<TrialRecord>& /*trials*/) { return std::nullopt; }
   // When the study can start no new trial (--max-trials reached or the sampler exhausted), nothing

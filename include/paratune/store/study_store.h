@@ -112,6 +112,10 @@ struct TrialOutcome {
   // The run started again from step 0 (a promotion of a program without checkpoints): the trial's
   // earlier steps and metrics are replaced by this run's, in the same transaction.
   bool replace_output = false;
+  // Not empty: the trial's parameters, replacing those it began with -- a define-by-run trial's
+  // (hpo/ask_tell.h) are known only once its objective has asked for them. (`= {}`: initializer
+  // lists of the fields above need not name it.)
+  std::string params_json = {};
 };
 
 struct StudyInfo {

@@ -1,0 +1,667 @@
+"""create_study / load_study: Optuna's Study, Trial and FrozenTrial, on paratune's engine.
+
+Everything that decides (samplers, pruners, what is stored and how a study resumes) is the engine's:
+``paratune._core._Engine`` (python/src/define_by_run.cc) over hpo/ask_tell.h, the same as ``tune()``
+and ``paratune tune`` use. This file only gives it Optuna's shape: the objective loop of ``optimize``
+(threads, timeout, callbacks, catch), ``ask``/``tell``, and the trials as FrozenTrial objects.
+
+The space is defined by the run: a parameter may be suggested in a branch, with bounds that depend
+on earlier values; the engine's study grows as the trials reveal it (hpo/ask_tell.h, "Define-by-run").
+"""
+
+import datetime as _datetime
+import gc as _gc
+import json as _json
+import logging as _logging
+import math as _math
+import numbers as _numbers
+import os as _os
+import threading as _threading
+import time as _time
+import warnings as _warnings
+
+from ._core import Error, _Engine
+from .trial import TrialState
+
+_logger = _logging.getLogger("paratune")
+
+
+def _state_of(status):
+    """The stored status (completed, pruned, failed, oom, interrupted, ...) as a TrialState."""
+    return {"running": TrialState.RUNNING, "completed": TrialState.COMPLETE,
+            "pruned": TrialState.PRUNED}.get(status, TrialState.FAIL)
+
+
+def _is_pruned(exception):
+    """paratune.TrialPruned, or any exception class named TrialPruned in its MRO: optuna.TrialPruned
+    (optuna.exceptions.TrialPruned) raised by ported code, without Optuna installed."""
+    return any(cls.__name__ == "TrialPruned" for cls in type(exception).__mro__)
+
+
+def _is_out_of_memory(exception):
+    """MemoryError, or an exception class named *OutOfMemoryError (torch.cuda.OutOfMemoryError)."""
+    return isinstance(exception, MemoryError) or type(exception).__name__.endswith("OutOfMemoryError")
+
+
+def _exception_text(exception):
+    text = f"{type(exception).__name__}: {exception}" if str(exception) else type(exception).__name__
+    text = text.replace("\n", " ")
+    return text if len(text) <= 500 else text[:497] + "..."
+
+
+# Categorical choices: None, bools, ints (anything with __index__), floats and strings are stored as
+# they are; any other hashable (a tuple, an enum member) under its repr(). The objective gets back the
+# very object it listed. (tune()'s trials: python/src/tuning.cc stored_choices, the same rule.)
+def _stored_choice(choice):
+    if choice is None or isinstance(choice, (bool, str, float)):
+        return choice
+    if isinstance(choice, _numbers.Integral):
+        return int(choice)
+    return repr(choice)
+
+
+def _same_stored(a, b):
+    """JSON equality that keeps True apart from 1 and 1 apart from 1.0, as the stored values differ."""
+    return type(a) is type(b) and a == b
+
+
+class FrozenTrial:
+    """A trial as stored (Optuna's FrozenTrial): number, state, value, params, distributions,
+    user_attrs, intermediate_values, datetime_start, datetime_complete; and paratune's status and
+    reason. ``value`` is None unless the trial completed."""
+
+    def __init__(self, stored):
+        self.number = stored["number"]
+        self.status = stored["status"]
+        self.reason = stored["reason"]
+        self.state = _state_of(self.status)
+        self.value = stored["value"] if self.state == TrialState.COMPLETE else None
+        self.params = stored["params"]
+        self.distributions = stored["distributions"]
+        self.user_attrs = stored["user_attrs"]
+        self.system_attrs = {}  # Optuna's internal attributes: paratune has none
+        self.intermediate_values = dict(stored["intermediate_values"])
+        self.datetime_start = _datetime.datetime.fromtimestamp(stored["started_unix_s"])
+        ended = stored["ended_unix_s"]
+        self.datetime_complete = None if ended is None else _datetime.datetime.fromtimestamp(ended)
+
+    @property
+    def values(self):
+        """[value], or None (Optuna's multi-objective form)."""
+        return None if self.value is None else [self.value]
+
+    @property
+    def duration(self):
+        """datetime_complete - datetime_start, or None while it runs."""
+        return None if self.datetime_complete is None else self.datetime_complete - self.datetime_start
+
+    @property
+    def last_step(self):
+        """The last step reported, or None."""
+        return max(self.intermediate_values) if self.intermediate_values else None
+
+    def __repr__(self):
+        return (f"<paratune.FrozenTrial {self.number} {self.state.name} value={self.value!r} "
+                f"params={self.params!r}>")
+
+
+class LiveTrial:
+    """A running trial of a LiveStudy (Optuna's Trial): its objective calls ``suggest_*`` to get its
+    parameters (defined by the run: in branches, with bounds that depend on earlier values),
+    ``report`` and ``should_prune``. Once told (by optimize, or study.tell), every call raises
+    paratune.Error; number, params and user_attrs stay readable."""
+
+    def __init__(self, study, number):
+        self.study = study
+        self.number = number
+        self.params = {}  # as suggested so far: the objects given to the objective
+        self.user_attrs = {}
+        self._finished = False
+        self._intermediate = {}  # the reports the study kept, for the FrozenTrial tell() gives back
+
+    def _engine(self, call):
+        if self._finished:
+            raise Error(f"trial {self.number}: {call}: the trial has ended (it was told how it ended); use a trial "
+                        "only until then")
+        return self.study._engine
+
+    def _suggest(self, call, name, kind, low, high, step, log, choices):
+        if not isinstance(name, str) or not name:
+            raise Error(f"{call}: name {name!r}: must be a non-empty str")
+        value = self._engine(call).suggest(self.number, name, kind, low, high, step, log, choices, call)
+        return value
+
+    @staticmethod
+    def _number(call, what, value, integral):
+        if isinstance(value, bool) or not isinstance(value, _numbers.Real) or (
+                integral and not float(value).is_integer()):
+            rule = "a whole number" if integral else "a number"
+            raise Error(f"{call}: {what} {value!r}: must be {rule}")
+        return float(value)
+
+    def suggest_float(self, name, low, high, *, step=None, log=False):
+        """suggest_float(self, name: str, low: float, high: float, *, step: float | None = None, log: bool = False) -> float
+
+        A float from low to high: uniform, in log space with log=True, on low, low + step, ... with
+        step (high moves down onto that grid, as in Optuna; step and log cannot be used together)."""
+        call = f"suggest_float('{name}')"
+        low = self._number(call, "low", low, False)
+        high = self._number(call, "high", high, False)
+        step = 0.0 if step is None else self._number(call, "step", step, False)
+        if step < 0:
+            raise Error(f"{call}: step {step}: must be a positive number, or None")
+        return self._keep(name, float(self._suggest(call, name, "float", low, high, step, bool(log), None)))
+
+    def suggest_int(self, name, low, high, step=1, log=False):
+        """suggest_int(self, name: str, low: int, high: int, step: int = 1, log: bool = False) -> int
+
+        An int from low to high (both included): uniform, in log space with log=True, on low, low +
+        step, ... with step (step > 1 and log cannot be used together)."""
+        call = f"suggest_int('{name}')"
+        low = self._number(call, "low", low, True)
+        high = self._number(call, "high", high, True)
+        step = self._number(call, "step", step, True)
+        if step < 1:
+            raise Error(f"{call}: step {int(step)}: must be 1 or more")
+        return self._keep(name, int(self._suggest(call, name, "int", low, high, step, bool(log), None)))
+
+    def suggest_categorical(self, name, choices):
+        """suggest_categorical(self, name: str, choices: Sequence[Any]) -> Any
+
+        One of choices: None, bools, numbers, strings or any other hashable (a tuple); the very object
+        listed is given back (stored as itself, or as its repr() when it is not None, a bool, a number
+        or a str)."""
+        call = f"suggest_categorical('{name}')"
+        if isinstance(choices, (str, bytes)) or not hasattr(choices, "__iter__"):
+            raise Error(f"{call}: choices {choices!r}: must be a sequence of values (a list or a tuple)")
+        choices = list(choices)
+        stored = [_stored_choice(c) for c in choices]
+        for i, s in enumerate(stored):
+            if any(_same_stored(s, t) for t in stored[:i]):
+                raise Error(f"{call}: choices {choices!r}: {choices[i]!r} is listed twice (or two choices have the "
+                            f"same repr())")
+        value = self._suggest(call, name, "categorical", 0.0, 0.0, 0.0, False, stored)
+        if name in self.params:
+            return self.params[name]  # asked again: what it got the first time, as the engine says
+        return self._keep(name, next(c for c, s in zip(choices, stored) if _same_stored(s, value)))
+
+    def _keep(self, name, value):
+        """The value given for `name`: the first one, when it is asked again (Optuna's rule)."""
+        return self.params.setdefault(name, value)
+
+    def report(self, value, step):
+        """report(self, value: float, step: int) -> None
+
+        The objective's value after a step (0-based): its learning curve, which the pruner judges. A step
+        reported again is ignored with a UserWarning, as Optuna does."""
+        engine = self._engine("report")
+        step = int(self._number("report", "step", step, True))
+        value = self._number("report", "value", value, False)
+        if engine.report(self.number, step, value):
+            self._intermediate[step] = value
+        else:
+            _warnings.warn(f"trial {self.number}: report: step {step} is not after the last reported step; the value "
+                           f"{value} is ignored", UserWarning, stacklevel=2)
+
+    def report_metric(self, name, value, step=None):
+        """report_metric(self, name: str, value: float, step: int | None = None) -> None
+
+        Another metric, stored with the trial (not judged)."""
+        engine = self._engine("report_metric")
+        value = self._number("report_metric", "value", value, False)
+        step = None if step is None else int(self._number("report_metric", "step", step, True))
+        engine.report_metric(self.number, name, value, step)
+
+    def should_prune(self):
+        """should_prune(self) -> bool
+
+        Whether the pruner stops the trial now; then raise paratune.TrialPruned."""
+        return self._engine("should_prune").should_prune(self.number)
+
+    def set_user_attr(self, key, value):
+        """set_user_attr(self, key: str, value: Any) -> None
+
+        A JSON-serializable value kept with the trial (FrozenTrial.user_attrs)."""
+        self._engine("set_user_attr").set_user_attr(self.number, key, value)
+        self.user_attrs[key] = value
+
+    def __repr__(self):
+        ended = " (ended)" if self._finished else ""
+        return f"<paratune.LiveTrial {self.number} {_json.dumps(self.params, default=repr)}{ended}>"
+
+
+class LiveStudy:
+    """A study open for trials (Optuna's Study), from create_study or load_study: ``optimize``, or
+    ``ask`` and ``tell``; ``trials``, ``best_trial``, ``best_params``, ``best_value``,
+    ``trials_dataframe``. Its trials are stored as they end; ``paratune.open_study`` reads the same
+    study, and ``paratune report`` / the dashboard show it."""
+
+    def __init__(self, engine):
+        self._engine = engine
+        self._user_attrs = {}
+        self._stop = _threading.Event()
+        self._best_lock = _threading.Lock()
+        self._best = None  # (number, value) of the best completed trial told here, for the log lines
+        self._queued = []  # every enqueue_trial's params (stored form), for skip_if_exists
+
+    @property
+    def study_name(self):
+        """The study's name in its storage."""
+        return self._engine.name
+
+    @property
+    def direction(self):
+        """'minimize' or 'maximize'."""
+        return self._engine.direction
+
+    @property
+    def storage(self):
+        """Where the study is stored (a PostgreSQL password masked; a temporary file for in-memory)."""
+        return self._engine.locator
+
+    @property
+    def user_attrs(self):
+        """The study's user attributes (kept in memory, with this object)."""
+        return dict(self._user_attrs)
+
+    def set_user_attr(self, key, value):
+        """set_user_attr(self, key: str, value: Any) -> None
+
+        A value kept with this study object (not stored: Optuna stores it)."""
+        self._user_attrs[key] = value
+
+    @property
+    def trials(self):
+        """Every trial as stored, in number order (FrozenTrial)."""
+        return [FrozenTrial(t) for t in self._engine.trials()]
+
+    def get_trials(self, deepcopy=True, states=None):
+        """get_trials(self, deepcopy: bool = True, states: Sequence[TrialState] | None = None) -> list[FrozenTrial]
+
+        The trials, only those in `states` when given (deepcopy is accepted for Optuna's signature: every
+        call reads them afresh)."""
+        del deepcopy
+        trials = self.trials
+        return trials if states is None else [t for t in trials if t.state in tuple(states)]
+
+    @property
+    def best_trial(self):
+        """The best completed trial (the earlier on a tie); paratune.Error when none has completed."""
+        completed = [t for t in self.trials if t.state == TrialState.COMPLETE and t.value is not None]
+        if not completed:
+            raise Error(f"study '{self.study_name}': best_trial: no trial has completed yet")
+        sign = 1 if self.direction == "minimize" else -1
+        return min(completed, key=lambda t: (sign * t.value, t.number))
+
+    @property
+    def best_params(self):
+        """best_trial.params."""
+        return self.best_trial.params
+
+    @property
+    def best_value(self):
+        """best_trial.value."""
+        return self.best_trial.value
+
+    def enqueue_trial(self, params, user_attrs=None, skip_if_exists=False):
+        """enqueue_trial(self, params: Mapping[str, Any], user_attrs: Mapping[str, Any] | None = None, skip_if_exists: bool = False) -> None
+
+        The next trial asked takes these values for the parameters it suggests (each where it fits the
+        distribution asked for; else it is drawn as usual), and these user attributes. Queued with this
+        study object (Optuna stores the queue); skip_if_exists: not queued when a trial has these params."""
+        if not hasattr(params, "items"):
+            raise Error(f"enqueue_trial: params {params!r}: must be a dict of parameter values")
+        stored = {str(k): _stored_choice(v) for k, v in params.items()}
+        if skip_if_exists and (stored in self._queued or any(t.params == stored for t in self.trials)):
+            return
+        self._engine.enqueue(stored, dict(user_attrs or {}))
+        self._queued.append(stored)
+
+    def stop(self):
+        """stop(self) -> None
+
+        Ends optimize() once the running trials end (from a callback or an objective, as in Optuna)."""
+        self._stop.set()
+
+    def ask(self):
+        """ask(self) -> LiveTrial
+
+        A new running trial; end it with tell()."""
+        return LiveTrial(self, self._engine.ask())
+
+    def tell(self, trial, values=None, state=None, skip_if_finished=False):
+        """tell(self, trial: LiveTrial | int, values: float | Sequence[float] | None = None, state: TrialState | str | None = None, skip_if_finished: bool = False) -> FrozenTrial
+
+        How an asked trial ended: a value (state COMPLETE, the default when a value is given), or
+        state PRUNED or FAIL (no value needed: a pruned trial keeps its last report)."""
+        number = trial.number if isinstance(trial, LiveTrial) else trial
+        if isinstance(number, bool) or not isinstance(number, int):
+            raise Error(f"tell: trial {trial!r}: must be a trial from ask() or its number")
+        if isinstance(values, (list, tuple)):
+            if len(values) != 1:
+                raise Error(f"tell: values {values!r}: this study has one objective, so one value")
+            values = values[0]
+        state = _told_state(state, values)
+        if skip_if_finished and number not in {t.number for t in self.trials if t.state == TrialState.RUNNING}:
+            return self._frozen(number)
+        value = None
+        if values is not None:
+            try:
+                value = float(values)
+            except (TypeError, ValueError):
+                raise Error(f"tell: values {values!r}: must be a number") from None
+        stored = self._engine.tell(number, state, value, "")
+        if not isinstance(trial, LiveTrial):
+            return self._frozen(number)  # its curve is in the store only
+        return self._told(trial, stored)
+
+    def _told(self, trial, stored):
+        """The trial as just stored, its curve from what it reported."""
+        trial._finished = True
+        stored["intermediate_values"] = trial._intermediate
+        return FrozenTrial(stored)
+
+    def _frozen(self, number):
+        return next(t for t in self.trials if t.number == number)
+
+    def optimize(self, func, n_trials=None, timeout=None, n_jobs=1, catch=(), callbacks=None,
+                 gc_after_trial=False, show_progress_bar=False):
+        """optimize(self, func: Callable[[LiveTrial], float | None], n_trials: int | None = None, timeout: float | None = None, n_jobs: int = 1, catch: Iterable[type[Exception]] | type[Exception] = (), callbacks: Sequence[Callable[[LiveStudy, FrozenTrial], None]] | None = None, gc_after_trial: bool = False, show_progress_bar: bool = False) -> None
+
+        Runs trials of func(trial) until n_trials more have run, timeout seconds have passed, stop() is
+        called, or Ctrl-C. How a call ends decides the trial's state, as in Optuna: a number -- complete
+        (None: its last report); TrialPruned (any class of that name) -- pruned; an exception of a class in
+        `catch` -- failed, and the study goes on; any other exception -- failed, and optimize() raises it.
+        Each callback gets (study, frozen_trial) after each trial. n_jobs threads call func at once (-1: one
+        per CPU). show_progress_bar: each trial is logged on the 'paratune' logger instead."""
+        del show_progress_bar  # the per-trial log lines are the progress
+        n_trials = _checked_count("n_trials", n_trials)
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, _numbers.Real)
+                                    or not timeout >= 0 or not _math.isfinite(timeout)):
+            raise Error(f"optimize: timeout {timeout!r}: must be a finite number of seconds >= 0, or None")
+        if n_jobs == -1:
+            n_jobs = _os.cpu_count() or 1
+        if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or not 1 <= n_jobs <= 256:
+            raise Error(f"optimize: n_jobs {n_jobs!r}: must be from 1 to 256, or -1 (one per CPU)")
+        catch = (catch,) if isinstance(catch, type) else tuple(catch)
+        if not all(isinstance(c, type) and issubclass(c, BaseException) for c in catch):
+            raise Error(f"optimize: catch {catch!r}: must be exception classes")
+        callbacks = list(callbacks or ())
+        start = _time.monotonic()
+        lock = _threading.Lock()
+        started = 0
+        failure = []  # the first exception optimize() re-raises
+        self._stop.clear()
+
+        def may_start():
+            nonlocal started
+            with lock:
+                if failure or self._stop.is_set():
+                    return False
+                if n_trials is not None and started >= n_trials:
+                    return False
+                if timeout is not None and _time.monotonic() - start >= timeout:
+                    return False
+                started += 1
+                return True
+
+        def worker():
+            while may_start():
+                try:
+                    frozen = self._run_trial(func, catch)
+                    for callback in callbacks:
+                        callback(self, frozen)
+                    if gc_after_trial:
+                        _gc.collect()
+                except BaseException as e:  # noqa: B902 -- re-raised by optimize(), in its own thread
+                    with lock:
+                        failure.append(e)
+                    return
+
+        if n_trials is None and timeout is None:
+            _logger.warning("optimize: neither n_trials nor timeout given: trials run until stop() or Ctrl-C")
+        with self._best_lock:
+            completed = [t for t in self.trials if t.state == TrialState.COMPLETE and t.value is not None]
+            self._best = None
+            for t in completed:
+                self._note_best(t)
+        self._engine.hold()
+        try:
+            self._run_workers(worker, n_jobs)
+        finally:
+            self._engine.release()
+        if failure:
+            raise failure[0]
+
+    def _run_workers(self, worker, n_jobs):
+        if n_jobs == 1:
+            worker()
+        else:
+            threads = [_threading.Thread(target=worker, name=f"paratune-trial-{j}", daemon=True)
+                       for j in range(n_jobs)]
+            for t in threads:
+                t.start()
+            try:
+                for t in threads:
+                    while t.is_alive():
+                        t.join(0.05)  # Ctrl-C reaches this thread between waits
+            except KeyboardInterrupt:
+                self._stop.set()
+                for t in threads:
+                    t.join()
+                raise
+
+    def _run_trial(self, func, catch):
+        """One trial: func called, its end told, logged; returns the stored trial. Raises what optimize()
+        must re-raise (after telling the trial how it ended)."""
+        trial = self.ask()
+        reraise = None
+        value = None
+        try:
+            returned = func(trial)
+        except BaseException as e:  # noqa: B902 -- every end is told to the study before anything else
+            if _is_pruned(e):
+                state, reason = "pruned", ""
+            elif isinstance(e, KeyboardInterrupt):
+                state, reason, reraise = "interrupted", "KeyboardInterrupt", e
+            else:
+                state = "oom" if _is_out_of_memory(e) else "fail"
+                reason = _exception_text(e)
+                if not isinstance(e, catch):
+                    reraise = e
+        else:
+            state, reason = "complete", ""
+            if returned is not None:
+                if isinstance(returned, (bool, str, bytes)):
+                    state, reason = "fail", f"the objective returned {returned!r}, not a number"
+                else:
+                    try:
+                        value = float(returned)
+                    except (TypeError, ValueError):
+                        state, reason = "fail", f"the objective returned {returned!r}, not a number"
+        frozen = self._told(trial, self._engine.tell(trial.number, state, value, reason))
+        self._log(frozen)
+        if reraise is not None:
+            raise reraise
+        return frozen
+
+    def _note_best(self, t):
+        """Keeps the best completed trial for the log (under _best_lock), by best_trial's rule."""
+        if t.state != TrialState.COMPLETE or t.value is None:
+            return
+        sign = 1 if self.direction == "minimize" else -1
+        if self._best is None or (sign * t.value, t.number) < (sign * self._best[1], self._best[0]):
+            self._best = (t.number, t.value)
+
+    def _log(self, t):
+        with self._best_lock:
+            self._note_best(t)
+            best = self._best
+        best_text = "no trial completed yet" if best is None else f"best is trial {best[0]} with value {best[1]}"
+        params = _json.dumps(t.params, separators=(",", ":"), default=repr)
+        if t.state == TrialState.COMPLETE:
+            _logger.info(f"trial {t.number} completed with value {t.value} and parameters {params}; {best_text}")
+        elif t.state == TrialState.PRUNED:
+            _logger.info(f"trial {t.number} pruned at step {t.last_step} with parameters {params}; {best_text}")
+        else:
+            _logger.warning(f"trial {t.number} {t.status} with parameters {params}: {t.reason}; {best_text}")
+
+    def trials_dataframe(self, attrs=("number", "value", "datetime_start", "datetime_complete", "duration", "params",
+                                      "user_attrs", "state")):
+        """trials_dataframe(self, attrs: Sequence[str] = ('number', 'value', 'datetime_start', 'datetime_complete', 'duration', 'params', 'user_attrs', 'state')) -> Any
+
+        The trials as a pandas DataFrame, one row each, Optuna's columns: number, value, datetime_start,
+        datetime_complete, duration, params_<name>, user_attrs_<key>, state (its name). Needs pandas."""
+        try:
+            import pandas
+        except ImportError:
+            raise Error("trials_dataframe: needs pandas, which is not installed (apt install python3-pandas, or "
+                        "pip install pandas); study.trials has the same data without it") from None
+        known = {"number", "value", "datetime_start", "datetime_complete", "duration", "params", "user_attrs",
+                 "system_attrs", "state", "intermediate_values"}
+        for a in attrs:
+            if a not in known:
+                raise Error(f"trials_dataframe: attrs {a!r}: must be among {sorted(known)}")
+        rows = []
+        for t in self.trials:
+            row = {}
+            for a in attrs:
+                if a in ("params", "user_attrs", "system_attrs", "intermediate_values"):
+                    for k, v in getattr(t, a).items():
+                        row[f"{a}_{k}"] = v
+                elif a == "state":
+                    row[a] = t.state.name
+                else:
+                    row[a] = getattr(t, a)
+            rows.append(row)
+        return pandas.DataFrame(rows)
+
+    def __repr__(self):
+        return f"<paratune.LiveStudy '{self.study_name}' in {self.storage}: {self.direction}>"
+
+
+def _told_state(state, values):
+    """tell()'s state: a TrialState, Optuna's (anything with that .name) or its name; by default COMPLETE
+    with a value, FAIL without."""
+    if state is None:
+        return "complete" if values is not None else "fail"
+    name = state.name if hasattr(state, "name") else str(state)
+    told = {"COMPLETE": "complete", "PRUNED": "pruned", "FAIL": "fail"}.get(name.upper())
+    if told is None:
+        raise Error(f"tell: state {state!r}: must be COMPLETE, PRUNED or FAIL")
+    if told == "complete" and values is None:
+        raise Error("tell: state COMPLETE needs a value")
+    return told
+
+
+def _checked_count(what, value):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise Error(f"optimize: {what} {value!r}: must be a whole number >= 0, or None")
+    return value
+
+
+_SAMPLERS = ("random", "tpe", "gp")
+_PRUNERS = ("none", "median", "percentile", "asha", "hyperband")
+
+
+# The pruners' settings (hpo/pruner.h PrunerOptions): whole numbers or numbers; their ranges are the
+# engine's to check.
+_PRUNER_OPTIONS = {"startup_trials": int, "warmup_steps": int, "percentile": float, "min_resource": int,
+                   "eta": float}
+
+
+def _startup_trials(options):
+    """sampler_options: {"startup_trials": n}, the trials drawn from the prior before the model (tpe, gp);
+    -1 (or absent): the sampler's default."""
+    options = {} if options is None else options
+    if not hasattr(options, "items"):
+        raise Error(f"sampler_options {options!r}: must be a dict (of startup_trials)")
+    for key in options:
+        if key != "startup_trials":
+            raise Error(f"sampler_options: unknown option {key!r}; valid: startup_trials")
+    value = options.get("startup_trials", -1)
+    if isinstance(value, bool) or not isinstance(value, int) or not -1 <= value < 2**31:
+        raise Error(f"sampler_options.startup_trials {value!r}: must be a whole number >= 0 (-1: the sampler's default)")
+    return value
+
+
+def _checked_pruner_options(options):
+    if options is None:
+        return {}
+    if not hasattr(options, "items"):
+        raise Error(f"pruner_options {options!r}: must be a dict (of {', '.join(_PRUNER_OPTIONS)})")
+    checked = {}
+    for key, value in options.items():
+        kind = _PRUNER_OPTIONS.get(key)
+        if kind is None:
+            raise Error(f"pruner_options: unknown option {key!r}; valid: {', '.join(_PRUNER_OPTIONS)}")
+        if isinstance(value, bool) or not isinstance(value, _numbers.Real) or (
+                kind is int and not float(value).is_integer()):
+            rule = "a whole number" if kind is int else "a number"
+            raise Error(f"pruner_options.{key} {value!r}: must be {rule}")
+        checked[key] = kind(value)
+    return checked
+
+
+def _open(storage, study_name, direction, sampler, pruner, load_if_exists, must_exist, seed, sampler_options,
+          pruner_options, steps):
+    if storage is None:
+        storage = ":memory:"
+    if isinstance(storage, _os.PathLike):
+        storage = _os.fspath(storage)
+    if not isinstance(storage, str) or not storage:
+        raise Error(f"storage {storage!r}: must be None, ':memory:', an SQLite file's path or a postgresql:// URL")
+    if storage.startswith("sqlite:///"):  # Optuna's SQLAlchemy URL of a file
+        storage = storage[len("sqlite:///"):]
+    if direction not in ("minimize", "maximize"):
+        name = getattr(direction, "name", None)  # optuna.study.StudyDirection.MINIMIZE
+        if isinstance(name, str) and name.lower() in ("minimize", "maximize"):
+            direction = name.lower()
+        else:
+            raise Error(f"direction {direction!r}: must be 'minimize' or 'maximize'")
+    sampler = "tpe" if sampler is None else sampler
+    if sampler not in _SAMPLERS:
+        raise Error(f"sampler {sampler!r}: must be one of {', '.join(_SAMPLERS)} (grid needs a space given in "
+                    "advance: paratune.tune(objective, space, sampler='grid'))")
+    pruner = "median" if pruner is None else pruner  # Optuna's default, MedianPruner
+    if pruner not in _PRUNERS:
+        raise Error(f"pruner {pruner!r}: must be one of {', '.join(_PRUNERS)}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
+        raise Error(f"seed {seed!r}: must be a whole number from 0 to 2**64 - 1, or None")
+    if seed is None:
+        seed = int.from_bytes(_os.urandom(8), "little")  # Optuna's samplers are unseeded by default
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise Error(f"steps {steps!r}: must be a whole number >= 0 (0: a trial has no fixed length)")
+    if not isinstance(study_name, str) or not study_name:
+        raise Error(f"study_name {study_name!r}: must be a non-empty str")
+    engine = _Engine(storage, study_name, direction, sampler, pruner, seed, _startup_trials(sampler_options),
+                     load_if_exists, must_exist, steps, _checked_pruner_options(pruner_options))
+    return LiveStudy(engine)
+
+
+def create_study(storage=None, sampler=None, pruner=None, study_name=None, direction="minimize",
+                 load_if_exists=False, *, seed=None, sampler_options=None, pruner_options=None, steps=0):
+    """create_study(storage: str | PathLike | None = None, sampler: str | None = None, pruner: str | None = None, study_name: str | None = None, direction: str = 'minimize', load_if_exists: bool = False, *, seed: int | None = None, sampler_options: Mapping[str, int] | None = None, pruner_options: Mapping[str, float] | None = None, steps: int = 0) -> LiveStudy
+
+    A new study whose space is defined by its runs (Optuna's create_study). storage: None or ':memory:'
+    (a temporary SQLite file, removed with the study object), an SQLite file (or 'sqlite:///file'), or a
+    postgresql:// URL. sampler: 'tpe' (default), 'gp' or 'random', with sampler_options startup_trials;
+    pruner: 'median' (default), 'percentile', 'asha', 'hyperband' or 'none', with pruner_options
+    startup_trials, warmup_steps, percentile, min_resource, eta. study_name None: 'main'. A study of that
+    name already there is an error unless load_if_exists. seed: the sampler's (None: a random one).
+    steps: the steps of a full trial, if it has such a number (asha and hyperband need it)."""
+    return _open(storage, "main" if study_name is None else study_name, direction, sampler, pruner,
+                 bool(load_if_exists), False, seed, sampler_options, pruner_options, steps)
+
+
+def load_study(study_name, storage, sampler=None, pruner=None, *, seed=None, sampler_options=None,
+               pruner_options=None):
+    """load_study(study_name: str | None, storage: str | PathLike, sampler: str | None = None, pruner: str | None = None, *, seed: int | None = None, sampler_options: Mapping[str, int] | None = None, pruner_options: Mapping[str, float] | None = None) -> LiveStudy
+
+    A study made by create_study, to run more trials or read them (Optuna's load_study): its direction and
+    steps as stored; the sampler and pruner as given here (the pruner must be the one it was made with).
+    study_name None: 'main'."""
+    return _open(storage, "main" if study_name is None else study_name, "minimize", sampler, pruner, True, True,
+                 seed, sampler_options, pruner_options, 0)
