@@ -392,7 +392,7 @@ def studies(storage: PathLike) -> list[str]:
 def tune(objective: Callable[[Trial], float | None], space: Mapping[str, Any] | PathLike | None = None, *,
          storage: PathLike | None = None,
          study_name: str = "main", direction: Literal["minimize", "maximize"] = "minimize",
-         objective_name: str = "value", sampler: Literal["grid", "random", "tpe", "gp"] = "tpe",
+         objective_name: str = "value", sampler: Literal["grid", "random", "tpe", "gp", "cmaes"] = "tpe",
          pruner: Literal["none", "median", "percentile"] = "median", max_trials: int = 0, timeout: float = 0.0,
          n_jobs: int = 1, seed: int = 0, steps: int = 0, sampler_options: Mapping[str, Any] = ...,
          pruner_options: Mapping[str, Any] = ...) -> Study:

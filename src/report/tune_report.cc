@@ -498,7 +498,8 @@ std::string format_best(const std::vector<store::StoredTrial>& trials, std::opti
     out += fmt::format("{} {}{}", objective, objective_text(t.objective),
                        t.throughput ? fmt::format(", {:.4g} steps/s", *t.throughput) : "");
   if (t.peak_memory_bytes) out += fmt::format(", peak memory {}", units::format_bytes(*t.peak_memory_bytes));
-  return out + fmt::format("\n  reproduce: {}\n", t.command);
+  // An in-process trial (Python's create_study, ask/tell) has no command to run again.
+  return out + (t.command.empty() ? "\n" : fmt::format("\n  reproduce: {}\n", t.command));
 }
 
 }  // namespace
