@@ -53,37 +53,20 @@ struct Function {
   double minimum;  // the known global minimum (Surjanovic & Bingham)
 };
 
+// A space of x1..xn, each a float in [low, high].
+std::string box_space(int dimensions, double low, double high) {
+  std::string p = "parameters:\n";
+  for (int d = 1; d <= dimensions; ++d) p += fmt::format("  x{}: {{type: float, low: {}, high: {}}}\n", d, low, high);
+  return p;
+}
+
 const std::vector<Function>& functions() {
   static const std::vector<Function> all{
       {"branin", "parameters:\n  x1: {type: float, low: -5, high: 10}\n  x2: {type: float, low: 0, high: 15}\n", 0.397887357729738},
-      {"hartmann6",
-       "parameters:\n" + [] {
-         std::string p;
-         for (int d = 1; d <= 6; ++d) p += fmt::format("  x{}: {{type: float, low: 0, high: 1}}\n", d);
-         return p;
-       }(),
-       -3.32236801141551},
-      {"rosenbrock4",
-       "parameters:\n" + [] {
-         std::string p;
-         for (int d = 1; d <= 4; ++d) p += fmt::format("  x{}: {{type: float, low: -5, high: 10}}\n", d);
-         return p;
-       }(),
-       0.0},
-      {"rosenbrock20",
-       "parameters:\n" + [] {
-         std::string p;
-         for (int d = 1; d <= 20; ++d) p += fmt::format("  x{}: {{type: float, low: -5, high: 10}}\n", d);
-         return p;
-       }(),
-       0.0},
-      {"levy10",
-       "parameters:\n" + [] {
-         std::string p;
-         for (int d = 1; d <= 10; ++d) p += fmt::format("  x{}: {{type: float, low: -10, high: 10}}\n", d);
-         return p;
-       }(),
-       0.0},
+      {"hartmann6", box_space(6, 0, 1), -3.32236801141551},
+      {"rosenbrock4", box_space(4, -5, 10), 0.0},
+      {"rosenbrock20", box_space(20, -5, 10), 0.0},
+      {"levy10", box_space(10, -10, 10), 0.0},
   };
   return all;
 }
