@@ -33,5 +33,6 @@ void add_report_command(CLI::App& app, Commands& commands);  // in study_command
 void add_dashboard_command(CLI::App& app, Commands& commands);
 void add_validate_command(CLI::App& app, Commands& commands);
 void add_calibrate_command(CLI::App& app, Commands& commands);
+void add_profile_command(CLI::App& app, Commands& commands);
 
 }  // namespace paratune::cli

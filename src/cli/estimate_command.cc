@@ -23,9 +23,10 @@ int run_estimate(const SetupFlags& setup, const std::string& config_text, bool j
   check_training_fits_model(model, training);
   const ParallelConfig config = config_from(config_text);
   const Calibration calibration = calibration_from(setup);
+  const std::optional<HardwareProfile> profile = profile_from(setup, model, cluster, training);
   Estimate result;
   try {
-    result = estimate(model, cluster, training, config, calibration, EstimateOptions{setup.memory_margin});
+    result = estimate(model, cluster, training, config, calibration, estimate_options(setup, profile));
   } catch (const Error& e) {
     throw e.with_context("--config");
   }

@@ -45,6 +45,7 @@ int run_main(int argc, char** argv) {
   add_dashboard_command(app, commands);
   add_validate_command(app, commands);
   add_calibrate_command(app, commands);
+  add_profile_command(app, commands);
 
   try {
     app.parse(argc, argv);

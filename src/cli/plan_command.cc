@@ -99,7 +99,8 @@ int run_plan(const SetupFlags& setup, const PlanFlags& f, bool json) {
   options.top = f.top;
   options.keep = std::max(f.keep, f.top);
   options.threads = f.threads;
-  options.estimate.memory_margin = setup.memory_margin;
+  const std::optional<HardwareProfile> profile = profile_from(setup, model, cluster, training);
+  options.estimate = estimate_options(setup, profile);
   options.baselines = !f.no_baselines;
   const Calibration calibration = calibration_from(setup);
   plan::PlanProgress progress;  // shown on a terminal when the search takes more than a second

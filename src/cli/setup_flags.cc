@@ -34,6 +34,9 @@ void add_setup_flags(CLI::App* app, SetupFlags& f, bool required) {
   app->add_option("--memory-margin", f.memory_margin, "fraction of GPU memory kept free when judging fit")
       ->capture_default_str()
       ->transform(real_number(0, 1, Ends::kOpenHigh, "the fraction of GPU memory kept free"));
+  app->add_option("--profile", f.profile,
+                  "hardware profile measured on your GPUs (`paratune profile`): its GEMMs, attention, collectives and "
+                  "memory bandwidth replace the fitted model's where it measured them");
 }
 
 TrainingSpec training_from(const SetupFlags& f) {
@@ -83,15 +86,44 @@ Calibration calibration_from(const SetupFlags& f) {
   }
 }
 
+std::optional<HardwareProfile> profile_from(const SetupFlags& f, const ModelSpec& model, const ClusterSpec& cluster,
+                                            const TrainingSpec& training) {
+  if (f.profile.empty()) return std::nullopt;
+  try {
+    HardwareProfile profile = read_hardware_profile(f.profile);
+    check_profile_applies(profile, model, cluster, training);
+    return profile;
+  } catch (const Error& e) {
+    throw e.with_context("--profile");
+  }
+}
+
+EstimateOptions estimate_options(const SetupFlags& f, const std::optional<HardwareProfile>& profile) {
+  EstimateOptions options;
+  options.memory_margin = f.memory_margin;
+  options.profile = profile ? &*profile : nullptr;
+  return options;
+}
+
+namespace {
+constexpr const char* kProfileUse =
+    "the GEMMs, flash attention, collectives and memory bandwidth it measured, interpolated between its shapes and "
+    "sizes; the fitted model elsewhere";
+}
+
 std::string prediction_source(const SetupFlags& f) {
-  return fmt::format("model prediction: paratune {} analytic cost model, calibration {}", paratune::version(),
-                     f.calibration.empty() ? "shipped (data/calibration.json, fitted to data/published-runs's published runs)"
-                                           : f.calibration);
+  std::string source = fmt::format("model prediction: paratune {} analytic cost model, calibration {}", paratune::version(),
+                                   f.calibration.empty() ? "shipped (data/calibration.json, fitted to data/published-runs's published runs)"
+                                                         : f.calibration);
+  if (!f.profile.empty()) source += fmt::format("; hardware profile {}: {}", f.profile, kProfileUse);
+  return source;
 }
 nlohmann::json prediction_json(const SetupFlags& f) {
-  return {{"kind", "model prediction"},
-          {"model", fmt::format("paratune {} analytic cost model", paratune::version())},
-          {"calibration", f.calibration.empty() ? "shipped" : f.calibration}};
+  nlohmann::json j = {{"kind", "model prediction"},
+                      {"model", fmt::format("paratune {} analytic cost model", paratune::version())},
+                      {"calibration", f.calibration.empty() ? "shipped" : f.calibration}};
+  if (!f.profile.empty()) j["profile"] = {{"file", f.profile}, {"measured", kProfileUse}};
+  return j;
 }
 
 ParallelConfig config_from(const std::string& text) {

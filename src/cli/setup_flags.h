@@ -7,7 +7,11 @@
 
 #include <string>
 
+#include <optional>
+
 #include "paratune/cost/calibration.h"
+#include "paratune/cost/hardware_profile.h"
+#include "paratune/cost/stage_model.h"
 #include "paratune/spec/model.h"
 #include "paratune/spec/parallel.h"
 #include "paratune/spec/training.h"
@@ -28,6 +32,7 @@ struct SetupFlags {
   bool no_flash_attention = false;
   std::string calibration;
   double memory_margin = 0.05;
+  std::string profile;  // --profile: a hardware profile (`paratune profile`); empty: none
 };
 
 // What a command that takes the setup flags holds: them, its own flags and --json.
@@ -48,6 +53,13 @@ TrainingSpec training_from(const SetupFlags& f);
 void check_training_fits_model(const ModelSpec& model, const TrainingSpec& training);
 
 Calibration calibration_from(const SetupFlags& f);
+
+// --profile's hardware profile, read and checked against the model, cluster and training (Error
+// with the reason, under --profile); nullopt without the flag.
+std::optional<HardwareProfile> profile_from(const SetupFlags& f, const ModelSpec& model, const ClusterSpec& cluster,
+                                            const TrainingSpec& training);
+// The cost model's options: --memory-margin and the profile (which must outlive them).
+EstimateOptions estimate_options(const SetupFlags& f, const std::optional<HardwareProfile>& profile);
 
 // What made a predicted figure, said next to it: the figures of plan, estimate and simulate come
 // from the analytic model, not from a measurement.

@@ -127,7 +127,8 @@ int run_simulate(const SetupFlags& setup, const SimulateFlags& f, bool json) {
   check_training_fits_model(model, training);
   ParallelConfig config = simulated_config(f);
   const Calibration calibration = calibration_from(setup);
-  const EstimateOptions options{setup.memory_margin};
+  const std::optional<HardwareProfile> profile = profile_from(setup, model, cluster, training);
+  const EstimateOptions options = estimate_options(setup, profile);
   std::vector<StageMesh> meshes;
   if (!f.stage_mesh.empty()) {
     try {

@@ -59,9 +59,12 @@ std::uint64_t read_space(const SetupFlags& setup, const TuneFlags& f, std::optio
   for (const std::string& text : f.fix) plan::add_constraints(axes, text, plan::ConstraintKind::kFix, "--fix");
   for (const std::string& text : f.allow) plan::add_constraints(axes, text, plan::ConstraintKind::kAllow, "--allow");
   for (const std::string& text : f.max) plan::add_constraints(axes, text, plan::ConstraintKind::kMax, "--max");
-  tune::DerivedSpace planned = tune::derive_space(load_model(setup.model), load_cluster(setup.cluster),
-                                                  training_from(setup), axes, calibration_from(setup),
-                                                  EstimateOptions{setup.memory_margin});
+  const ModelSpec model = load_model(setup.model);
+  const ClusterSpec cluster = load_cluster(setup.cluster);
+  const TrainingSpec training = training_from(setup);
+  const std::optional<HardwareProfile> profile = profile_from(setup, model, cluster, training);
+  tune::DerivedSpace planned =
+      tune::derive_space(model, cluster, training, axes, calibration_from(setup), estimate_options(setup, profile));
   space = std::move(planned.space);
   return planned.candidates;
 }
@@ -118,9 +121,13 @@ Search model_search(tune::Algorithm algo, const SetupFlags& setup, const TuneFla
     const ClusterSpec cluster = load_cluster(setup.cluster);
     // The model's memory limit when none is given: what one GPU has.
     if (bayes.memory_limit_bytes <= 0) bayes.memory_limit_bytes = cluster.gpu.memory_bytes;
-    if (algo == tune::Algorithm::kOppa || algo == tune::Algorithm::kCostModel)
-      prior = tune::cost_model_prior(view, load_model(setup.model), cluster, training_from(setup),
-                                     calibration_from(setup));
+    if (algo == tune::Algorithm::kOppa || algo == tune::Algorithm::kCostModel) {
+      const ModelSpec model = load_model(setup.model);
+      const TrainingSpec training = training_from(setup);
+      const std::optional<HardwareProfile> profile = profile_from(setup, model, cluster, training);
+      prior = tune::cost_model_prior(view, model, cluster, training, calibration_from(setup),
+                                     estimate_options(setup, profile));
+    }
   }
   // Seeding ranks points by the cost-model prior, which only oppa and costmodel have.
   const bool ranks_by_prior = algo == tune::Algorithm::kOppa || algo == tune::Algorithm::kCostModel;
@@ -132,7 +139,7 @@ Search model_search(tune::Algorithm algo, const SetupFlags& setup, const TuneFla
                             "costmodel)", f.algo));
   if (prior)
     search.prior_line = fmt::format(
-        "; prior: paratune's cost model{}{}",
+        "; prior: paratune's cost model{}{}{}", setup.profile.empty() ? "" : " with hardware profile " + setup.profile,
         prior->kernel_only.empty() ? "" : fmt::format(" (kernel only: {})", fmt::join(prior->kernel_only, ", ")),
         prior->unmapped_points ? fmt::format(", {} points the model rejects", prior->unmapped_points) : "");
   else if (ranks_by_prior)

@@ -458,7 +458,7 @@ GroupBounder::~GroupBounder() = default;
 PlanningBounds GroupBounder::bounds(const ParallelConfig& first, std::span<const ParallelConfig> most_sharded) {
   const cost_detail::GroupBasis& basis = bases_->by_shape.find_or_add(LayerShape(first, model_), [&] {
     // The shape's first group: its layers' costs (no pipeline).
-    const cost_detail::LayerCosts layers(model_, cluster_, training_, first, calibration_, &bases_->dense_layers);
+    const cost_detail::LayerCosts layers(model_, cluster_, training_, first, calibration_, options_, &bases_->dense_layers);
     bases_->bytes = layers.bytes;
     return cost_detail::group_basis(layers, bases_->kinds);
   });

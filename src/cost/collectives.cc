@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <optional>
+
+#include "measured_rates.h"
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -175,8 +178,10 @@ double tree_all_reduce_s(double bytes, int ranks, const Link& link) {
   return 2 * depth * link.latency_s + bytes / (kTreeBandwidthRatio * link.bandwidth_bytes_per_s);
 }
 
+namespace {
+namespace fitted_collectives {
+
 double all_reduce_s(double bytes, const GroupPlacement& g, const Fabric& f) {
-  if (g.size <= 1) return 0;
   if (!g.spans_nodes()) return ring_all_reduce_s(bytes, g.size, f.intra);
   // RS inside the node, AR of the 1/m shard across nodes (ring or tree, whichever is faster, as
   // NCCL's tuner picks), AG inside the node.
@@ -187,18 +192,12 @@ double all_reduce_s(double bytes, const GroupPlacement& g, const Fabric& f) {
 }
 
 double reduce_scatter_s(double bytes, const GroupPlacement& g, const Fabric& f) {
-  if (g.size <= 1) return 0;
   if (!g.spans_nodes()) return ring_reduce_scatter_s(bytes, g.size, f.intra);
   return ring_reduce_scatter_s(bytes, g.fullest_node(), f.intra) +
          inter_ring_reduce_scatter_s(bytes, g, inter_link(g, f));
 }
 
-double all_gather_s(double bytes, const GroupPlacement& g, const Fabric& f) {
-  return reduce_scatter_s(bytes, g, f);  // the mirror image: same steps, same volume
-}
-
 double all_to_all_s(double bytes, const GroupPlacement& g, const Fabric& f) {
-  if (g.size <= 1) return 0;
   const double d = g.size;
   if (!g.spans_nodes()) return (d - 1) * f.intra.latency_s + (d - 1) / d * bytes / f.intra.bandwidth_bytes_per_s;
   const double m = g.ranks_per_node, M = g.fullest_node();
@@ -217,6 +216,33 @@ double all_to_all_s(double bytes, const GroupPlacement& g, const Fabric& f) {
   const double intra = (local_fraction + pxn_fraction) * bytes / f.intra.bandwidth_bytes_per_s +
                        (M - 1) * f.intra.latency_s;
   return std::max(inter, intra);
+}
+
+}  // namespace fitted_collectives
+
+// A collective's time: measured when the fabric carries a profile that measured it, else fitted.
+double collective_priced_s(CollectiveOp op, double bytes, const GroupPlacement& g, const Fabric& f, double (*fitted_s)(double, const GroupPlacement&, const Fabric&)) {
+  if (g.size <= 1) return 0;
+  if (f.log) f.log->add(cost_detail::KernelLog::Collective{.op = op, .ranks = g.size, .nodes = g.nodes(), .bytes = bytes});
+  if (f.measured)
+    if (const std::optional<double> t = f.measured->collective_s(op, g.size, g.nodes(), bytes)) return *t;
+  return fitted_s(bytes, g, f);
+}
+
+}  // namespace
+
+double all_reduce_s(double bytes, const GroupPlacement& g, const Fabric& f) {
+  return collective_priced_s(CollectiveOp::kAllReduce, bytes, g, f, fitted_collectives::all_reduce_s);
+}
+double reduce_scatter_s(double bytes, const GroupPlacement& g, const Fabric& f) {
+  return collective_priced_s(CollectiveOp::kReduceScatter, bytes, g, f, fitted_collectives::reduce_scatter_s);
+}
+// The mirror image of reduce-scatter: same steps, same volume.
+double all_gather_s(double bytes, const GroupPlacement& g, const Fabric& f) {
+  return collective_priced_s(CollectiveOp::kAllGather, bytes, g, f, fitted_collectives::reduce_scatter_s);
+}
+double all_to_all_s(double bytes, const GroupPlacement& g, const Fabric& f) {
+  return collective_priced_s(CollectiveOp::kAllToAll, bytes, g, f, fitted_collectives::all_to_all_s);
 }
 
 double p2p_s(double bytes, const Link& link) { return link.latency_s + bytes / link.bandwidth_bytes_per_s; }

@@ -4,9 +4,11 @@
 #include "layer_cost.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "context_parallel.h"
 #include "host_issue.h"
+#include "measured_rates.h"
 #include "moe.h"
 #include "paratune/cost/estimate.h"
 #include "paratune/cost/model_stats.h"
@@ -89,8 +91,26 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
   const bool flash = c.training.flash_attention;
   const double causal_factor = (m.causal && flash) ? 0.5 : 1.0;
   const double attention_flops = 2 * tokens * seq * (qk_dim + v_dim) * heads_local * causal_factor;
-  double attention_s =
-      attention_flops / attention_rate_flops_per_s(d, attention_kv_block_tokens(p.cp, seq, m.causal && flash));
+  double attention_s = flash_attention_forward_s(d, tokens, seq, qk_dim, v_dim, heads_local, m.causal,
+                                                 attention_kv_block_tokens(p.cp, seq, m.causal && flash));
+  // Flash backward runs 5 matmuls against the forward's 2 (recomputes the scores): 2.5x.
+  double attention_backward_s = attention_s * kFlashBackwardOverForward;
+  if (flash && p.cp == 1 && !m.mla) {
+    // A hardware profile measures flash attention of one micro-batch at context parallelism 1 with
+    // equal q/k and v head dims (measured_rates.h).
+    if (d.log)
+      d.log->add(KernelLog::Attention{.batch = p.mbs,
+                                      .seq_len = c.training.seq_len,
+                                      .heads = static_cast<int>(std::ceil(heads_local)),
+                                      .kv_heads = static_cast<int>(std::max(1.0, std::ceil(m.kv_heads() / t))),
+                                      .head_dim = m.head_size(),
+                                      .causal = m.causal});
+    if (d.measured)
+      if (const auto factors = d.measured->attention_factors(m.causal, seq)) {
+        attention_s *= factors->forward;
+        attention_backward_s *= factors->backward;
+      }
+  }
   if (!flash) {
     // Unfused: two batched GEMMs per head, (seq x seq x head_dim), at the GEMM rate, plus the
     // scores' round trips through HBM.
@@ -98,10 +118,9 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
                      (qk_dim / (qk_dim + d.half_dim));
     attention_s = attention_flops / (d.bf16_peak_flops_per_s * d.bf16_efficiency_max * f) +
                   tokens * seq * heads_local * (m.dropout ? 12 : 8) / d.hbm_bytes_per_s;
+    attention_backward_s = 2 * attention_s;
   }
   L.attention_forward_s = attention_s;
-  // Flash backward runs 5 matmuls against the forward's 2 (recomputes the scores): 2.5x.
-  const double attention_backward_s = attention_s * (flash ? 2.5 : 2.0);
 
   // --- MLP or experts ----------------------------------------------------------------------------------
   double mlp_s = 0, mlp_flops = 0;

@@ -8,12 +8,14 @@
 #include <array>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "device.h"
 #include "fp8.h"
 #include "layer_cost.h"
+#include "measured_rates.h"
 #include "memory.h"
 #include "moe.h"
 #include "paratune/cost/collectives.h"
@@ -90,6 +92,9 @@ struct RankCost {
 struct LayerCosts {
   ParallelConfig config;  // resolved
   Fp8Costs fp8;  // what the precision costs (cost/fp8.h); before `c`, which is built from it
+  // The hardware profile's factors (EstimateOptions::profile); before `c`, whose device and fabric
+  // point to it.
+  std::optional<MeasuredRates> measured;
   Context c;
   LayerCost dense, moe;
   ParamCounts counts;
@@ -98,17 +103,23 @@ struct LayerCosts {
 
   // `dense_layers`: where to take the dense layer's costs from, if given (of the same model,
   // cluster, training and calibration).
+  // `options`: its hardware profile and kernel log (the memory margin is the pipeline's business).
   LayerCosts(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
-             const ParallelConfig& requested, const Calibration& cal, DenseLayerCosts* dense_layers = nullptr)
+             const ParallelConfig& requested, const Calibration& cal, const EstimateOptions& options,
+             DenseLayerCosts* dense_layers = nullptr)
       : config(resolve(requested, model, cluster, training)),
         fp8(fp8_costs(cluster.gpu, training, cal)),
+        measured(options.profile ? std::optional<MeasuredRates>(std::in_place, *options.profile,
+                                                                  device_for(cluster, training, cal, fp8, nullptr, false),
+                                                                  fabric_for(cluster, cal, nullptr, nullptr))
+                                 : std::nullopt),
         c{model,
           cluster,
           training,
           config,
           cal,
-          device_for(cluster, training, cal, fp8),
-          make_fabric(cluster, cal.intra_node_bandwidth_efficiency, cal.inter_node_bandwidth_efficiency),
+          device_for(cluster, training, cal, fp8, measured ? &*measured : nullptr, true, options.kernel_log),
+          fabric_for(cluster, cal, measured ? &*measured : nullptr, options.kernel_log),
           fp8,
           static_cast<double>(config.mbs) * training.seq_len / config.cp,
           model.moe ? moe_rank_load_factor(*model.moe, config, training, cal) : 1.0},
@@ -128,12 +139,16 @@ struct LayerCosts {
   // sqrt(2 ln N)) (extreme-value asymptotics of the normal; "The Tail at Scale", Dean & Barroso
   // 2013, for why the slowest sets the pace), applied as a slowdown of every kernel. A power limit
   // below the board power slows the compute, not HBM (Calibration::power_clock_exponent).
+  // `measured`: a hardware profile's factors (they replace the HBM rate by the measured copy rate,
+  // and scale GEMMs and attention: measured_rates.h); `jitter`: false for the one-GPU rates a
+  // profile's factors are taken against; `log`: records the GEMMs and attention priced.
   static Device device_for(const ClusterSpec& cluster, const TrainingSpec& training, const Calibration& cal,
-                           const Fp8Costs& fp8) {
+                           const Fp8Costs& fp8, const MeasuredRates* measured = nullptr, bool jitter_on = true,
+                           KernelLog* log = nullptr) {
     const GpuSpec& gpu = cluster.gpu;
     const Precision high = training.precision == Precision::kFP8 ? Precision::kBF16 : training.precision;
     const double n = cluster.num_gpus();
-    const double jitter = 1 + (n > 1 ? cal.step_jitter_cv * std::sqrt(2 * std::log(n)) : 0.0);
+    const double jitter = 1 + (jitter_on && n > 1 ? cal.step_jitter_cv * std::sqrt(2 * std::log(n)) : 0.0);
     const bool capped = gpu.power_limit_w > 0 && gpu.board_power_w > 0 && gpu.power_limit_w < gpu.board_power_w;
     const double clock = capped ? std::pow(gpu.power_limit_w / gpu.board_power_w, cal.power_clock_exponent) : 1.0;
     const double slowdown = jitter / clock;
@@ -146,7 +161,27 @@ struct LayerCosts {
                   .half_dim = cal.gemm_half_efficiency_dim,
                   .attention_flops_per_s = bf16_peak * cal.attention_efficiency_for(gpu.name),
                   .attention_half_kv_tokens = cal.attention_half_kv_tokens,
-                  .hbm_bytes_per_s = gpu.hbm_bandwidth_bytes_per_s * cal.hbm_efficiency / jitter};
+                  .hbm_bytes_per_s = (measured && measured->memory_bandwidth_bytes_per_s()
+                                          ? *measured->memory_bandwidth_bytes_per_s()
+                                          : gpu.hbm_bandwidth_bytes_per_s * cal.hbm_efficiency) / jitter,
+                  .linear_dtype = gemm_dtype_of(training.precision),
+                  .high_dtype = gemm_dtype_of(high),
+                  .measured = measured,
+                  .log = log};
+  }
+  static GemmDtype gemm_dtype_of(Precision precision) {
+    switch (precision) {
+      case Precision::kFP8: return GemmDtype::kFP8;
+      case Precision::kFP16: return GemmDtype::kFP16;
+      case Precision::kBF16: break;
+    }
+    return GemmDtype::kBF16;
+  }
+  static Fabric fabric_for(const ClusterSpec& cluster, const Calibration& cal, const MeasuredRates* measured, KernelLog* log) {
+    Fabric fabric = make_fabric(cluster, cal.intra_node_bandwidth_efficiency, cal.inter_node_bandwidth_efficiency);
+    fabric.measured = measured;
+    fabric.log = log;
+    return fabric;
   }
 
   // Decoder layers [first_layer, first_layer + layers) as one chunk, `recomputed` of them fully
@@ -310,7 +345,7 @@ struct StageCostModel::Impl : cost_detail::LayerCosts {
 
   Impl(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training, const ParallelConfig& requested,
        const Calibration& cal, const EstimateOptions& opts)
-      : LayerCosts(model, cluster, training, requested, cal),
+      : LayerCosts(model, cluster, training, requested, cal, opts),
         options(opts),
         microbatches(config.num_microbatches(training)),
         shards(cost_detail::shard_degrees(config)) {

@@ -42,6 +42,7 @@
 #include "paratune/hpo/encoding.h"
 #include "paratune/hpo/feasibility.h"
 #include "paratune/hpo/sampler.h"
+#include "paratune/hpo/tpe.h"  // uniform01, standard_normal
 #include "paratune/spec/error.h"
 
 namespace paratune::hpo {
@@ -49,14 +50,6 @@ namespace {
 
 constexpr int kBoundRedraws = 100;
 
-double unit_uniform(std::mt19937_64& rng) { return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53; }  // (0, 1)
-
-// A standard normal by Box-Muller from the generator's bits, so that a seed gives the same draws with
-// every standard library (std::normal_distribution's algorithm is implementation-defined).
-double standard_normal(std::mt19937_64& rng) {
-  const double u = unit_uniform(rng), v = unit_uniform(rng);
-  return std::sqrt(-2 * std::log(u)) * std::cos(2 * std::numbers::pi * v);
-}
 
 class CmaEsSampler final : public Sampler {
  public:
@@ -165,7 +158,7 @@ class CmaEsSampler final : public Sampler {
   Config draw() {
     for (int attempt = 0; attempt <= kBoundRedraws; ++attempt) {
       Eigen::VectorXd z(mean_.size());
-      for (Eigen::Index k = 0; k < z.size(); ++k) z(k) = standard_normal(rng_);
+      for (Eigen::Index k = 0; k < z.size(); ++k) z(k) = tpe::standard_normal(rng_);
       Eigen::VectorXd x = mean_ + sigma_ * margin_.cwiseProduct(basis_ * scales_.cwiseProduct(z));
       const bool inside = (x.array() >= 0).all() && (x.array() <= 1).all();
       if (!inside && attempt < kBoundRedraws) continue;
@@ -265,7 +258,7 @@ class CmaEsSampler final : public Sampler {
   // IPOP: lambda doubled, a mean drawn uniformly in [0, 1]^n.
   void restart() {
     Eigen::VectorXd mean(mean_.size());
-    for (Eigen::Index k = 0; k < mean.size(); ++k) mean(k) = unit_uniform(rng_);
+    for (Eigen::Index k = 0; k < mean.size(); ++k) mean(k) = tpe::uniform01(rng_);
     ++restarts_;
     start(2 * lambda_, std::move(mean));
   }

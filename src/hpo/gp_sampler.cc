@@ -43,6 +43,7 @@
 
 #include "paratune/gp/gaussian_process.h"
 #include "paratune/hpo/sampler.h"
+#include "paratune/hpo/tpe.h"  // uniform01, standard_normal
 #include "paratune/spec/error.h"
 #include "paratune/hpo/encoding.h"
 #include "paratune/hpo/feasibility.h"
@@ -119,15 +120,6 @@ constexpr int kFitEvaluations = 150;
 // Posterior variance floor (standardized units) so that log EI stays finite at observed points.
 constexpr double kVarianceFloor = 1e-12;
 
-// Uniform on [0, 1) from the top 53 bits: the same on every platform.
-double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
-
-// Standard normal by Box-Muller (Box & Muller 1958): sqrt(-2 log u1) cos(2 pi u2), u1 in (0, 1].
-double standard_normal(std::mt19937_64& rng) {
-  const double u1 = 1.0 - uniform01(rng);
-  const double u2 = uniform01(rng);
-  return std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
-}
 
 std::size_t uniform_index(std::mt19937_64& rng, std::size_t n) { return static_cast<std::size_t>(rng() % n); }
 
@@ -381,10 +373,10 @@ class GpSampler : public Sampler {
       if (p.type == ParamType::kCategorical) {
         const std::size_t n = p.choices.size();
         std::size_t k = it != center.end() ? space_.choice_index(i, *it) : uniform_index(rng, n);
-        if (it != center.end() && n > 1 && uniform01(rng) < kCategoricalFlip) k = (k + 1 + uniform_index(rng, n - 1)) % n;
+        if (it != center.end() && n > 1 && tpe::uniform01(rng) < kCategoricalFlip) k = (k + 1 + uniform_index(rng, n - 1)) % n;
         out[p.name] = p.choices[k];
       } else {
-        const double u = it != center.end() ? space_.to_unit(i, *it) + kPerturbationSd * standard_normal(rng) : uniform01(rng);
+        const double u = it != center.end() ? space_.to_unit(i, *it) + kPerturbationSd * tpe::standard_normal(rng) : tpe::uniform01(rng);
         out[p.name] = space_.from_unit(i, u);
       }
     }

@@ -145,7 +145,7 @@ ParallelConfig parallel_config_of(const SearchSpace& space, const Point& point, 
 }
 
 Prior cost_model_prior(const SearchSpace& space, const ModelSpec& model, const ClusterSpec& cluster,
-                       const TrainingSpec& training, const Calibration& calibration) {
+                       const TrainingSpec& training, const Calibration& calibration, const EstimateOptions& options) {
   Prior prior;
   prior.name = "cost model";
   prior.absolute = true;
@@ -159,7 +159,7 @@ Prior cost_model_prior(const SearchSpace& space, const ModelSpec& model, const C
   for (Eigen::Index i = 0; i < n; ++i) {
     try {
       const Estimate e = estimate(model, cluster, training,
-                                  parallel_config_of(space, points[static_cast<std::size_t>(i)], training), calibration);
+                                  parallel_config_of(space, points[static_cast<std::size_t>(i)], training), calibration, options);
       const TimeBreakdown& b = e.breakdown;
       Eigen::RowVectorXd t(6);
       t << b.compute_s + b.bubble_s + b.optimizer_s, b.tp_comm_s, b.dp_comm_s + b.zero3_comm_s, b.pp_comm_s,

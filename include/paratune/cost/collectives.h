@@ -59,6 +59,11 @@
 
 #include "paratune/spec/hardware.h"
 
+namespace paratune::cost_detail {
+class MeasuredRates;  // src/cost/measured_rates.h
+struct KernelLog;
+}  // namespace paratune::cost_detail
+
 namespace paratune {
 
 struct Link {
@@ -105,6 +110,10 @@ struct Fabric {
   Link inter;  // between domains, inside a pod
   double pod_oversubscription = 1;  // inter-node bandwidth divisor for groups spanning pods (>= 1)
   bool rail_optimized = true;       // all-to-all pays the PXN NVLink hop for cross-rail traffic
+  // A hardware profile's measured collectives (src/cost/measured_rates.h): nullptr prices every
+  // collective by the formulas above. `log` records each collective priced (`paratune profile`).
+  const cost_detail::MeasuredRates* measured = nullptr;
+  cost_detail::KernelLog* log = nullptr;
 };
 
 // The cluster's fabric with the achieved fractions of its datasheet bandwidths (Calibration's

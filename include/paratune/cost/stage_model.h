@@ -11,6 +11,8 @@
 #include <span>
 
 #include "paratune/cost/calibration.h"
+#include "paratune/cost/collectives.h"
+#include "paratune/cost/hardware_profile.h"
 #include "paratune/spec/hardware.h"
 #include "paratune/spec/model.h"
 #include "paratune/spec/parallel.h"
@@ -22,6 +24,13 @@ struct EstimateOptions {
   // Fraction of GPU memory kept free when judging `fits`: the limit is memory x (1 - margin).
   // A finite number, 0 <= margin < 1.
   double memory_margin = 0.05;
+  // Kernels measured on the user's GPUs (`paratune profile`; cost/hardware_profile.h): they price
+  // the GEMMs, attention, collectives and memory-bound kernels they cover. nullptr: the fitted
+  // model prices everything. Checked against the model, GPU and precision by the caller
+  // (check_profile_applies); it must outlive the estimate or planner that uses it.
+  const HardwareProfile* profile = nullptr;
+  // Internal (src/cost/measured_rates.h): records the kernel shapes priced, for `paratune profile`.
+  cost_detail::KernelLog* kernel_log = nullptr;
 };
 // Throws Error naming the field, the value and the rule. StageCostModel (and so estimate(),
 // pipeline_problem() and the planner) checks its options with it.

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "paratune/cost/calibration.h"
+#include "paratune/cost/stage_model.h"
 #include "paratune/spec/hardware.h"
 #include "paratune/spec/model.h"
 #include "paratune/spec/parallel.h"
@@ -84,8 +85,9 @@ double parameter_number(const SearchSpace& space, const Point& point, std::initi
 // The names parallel_config_of reads.
 bool is_config_parameter(const std::string& name);
 
+// `options`: the cost model's (a hardware profile among them).
 Prior cost_model_prior(const SearchSpace& space, const ModelSpec& model, const ClusterSpec& cluster,
-                       const TrainingSpec& training, const Calibration& calibration);
+                       const TrainingSpec& training, const Calibration& calibration, const EstimateOptions& options = {});
 Prior simple_prior(const SearchSpace& space);
 
 // Where a point sits in space.enumerate() (the row of its features).

@@ -1,0 +1,210 @@
+// `paratune profile`: measure the user's own GPU (or CPU) on the kernels the cost model prices for a
+// model's configurations, write a hardware profile and print measured against predicted
+// (docs/profile.md). The measuring is Python with PyTorch (python/paratune/profile.py), run here
+// as `python3 -m paratune.profile`; this side writes its plan and reads its profile.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "flag_checks.h"
+#include "output.h"
+#include "paratune/cost/hardware_profile.h"
+#include "paratune/cost/profile_plan.h"
+#include "paratune/spec/error.h"
+#include "paratune/spec/io.h"
+#include "paratune/trial/run_command.h"
+#include "setup_flags.h"
+
+namespace paratune::cli {
+namespace {
+
+struct ProfileFlags {
+  std::vector<std::string> configs;
+  bool quick = false;
+  int warmup = 3, repetitions = 10;
+  int nproc = 1;
+  std::string out = "profile.json";
+  std::string plan_path;       // where the plan is written (default: OUT with .plan.json)
+  bool plan_only = false;      // write the plan and stop (to measure under torchrun yourself)
+  std::string from;            // an existing profile: only compare
+  std::string python = "python3";
+  double timeout_s = 3600;
+};
+
+std::string default_plan_path(const std::string& out) {
+  std::filesystem::path p(out);
+  p.replace_extension();
+  return p.string() + ".plan.json";
+}
+
+// Makes the measurer importable: next to a build's program it lies in build/python; an installed
+// program's package is on the interpreter's own path.
+void add_python_path() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return;
+  const std::filesystem::path built = self.parent_path() / "python";
+  if (!std::filesystem::exists(built / "paratune" / "profile.py")) return;
+  const char* old = std::getenv("PYTHONPATH");
+  const std::string value = built.string() + (old && *old ? ":" + std::string(old) : "");
+  ::setenv("PYTHONPATH", value.c_str(), 1);
+}
+
+void measure(const ProfileFlags& f, const std::string& plan_path) {
+  add_python_path();
+  std::vector<std::string> argv = {f.python, "-m", "paratune.profile", "--plan", plan_path, "--out", f.out};
+  if (f.nproc > 1) {
+    argv.emplace_back("--nproc");
+    argv.push_back(std::to_string(f.nproc));
+  }
+  std::cerr << "measuring (" << fmt::format("{}", fmt::join(argv, " ")) << ") ...\n";
+  const trial::CommandOutput run = trial::run_command(argv, f.timeout_s);
+  std::cerr << run.err;
+  if (!run.ok())
+    throw Error(fmt::format("the measurer ({} -m paratune.profile) ended with {}: {}", f.python,
+                            run.describe_end(f.timeout_s), trial::last_lines(run.err + run.out, 12)));
+}
+
+std::string seconds(double s) {
+  if (s >= 1) return fmt::format("{:.3f} s", s);
+  if (s >= 1e-3) return fmt::format("{:.3f} ms", s * 1e3);
+  return fmt::format("{:.1f} us", s * 1e6);
+}
+
+// Per kind: how many, the sums, and the median |error| of the model per row.
+std::string format_comparison(const ProfileComparison& c, const HardwareProfile& p) {
+  std::string out = fmt::format("measured on {} ({}), profile {}\n\n",
+                                p.device.value("name", std::string("?")), p.device.value("backend", std::string("?")),
+                                p.source);
+  out += fmt::format("{:<20} {:>5} {:>14} {:>14} {:>10} {:>16}\n", "kind", "rows", "measured", "model", "model/meas.",
+                     "median |error|");
+  std::vector<std::string> kinds;
+  for (const auto& r : c.rows)
+    if (std::find(kinds.begin(), kinds.end(), r.kind) == kinds.end()) kinds.push_back(r.kind);
+  for (const std::string& kind : kinds) {
+    double measured = 0, model = 0;
+    std::vector<double> errors;
+    for (const auto& r : c.rows)
+      if (r.kind == kind) {
+        measured += r.measured_s;
+        model += r.model_s;
+        errors.push_back(std::abs(r.model_s / r.measured_s - 1));
+      }
+    std::sort(errors.begin(), errors.end());
+    const double median = errors.size() % 2 ? errors[errors.size() / 2]
+                                            : (errors[errors.size() / 2 - 1] + errors[errors.size() / 2]) / 2;
+    out += fmt::format("{:<20} {:>5} {:>14} {:>14} {:>10.2f} {:>15.1f}%\n", kind, errors.size(), seconds(measured),
+                       seconds(model), model / measured, 100 * median);
+  }
+  if (c.step) {
+    const auto& s = *c.step;
+    out += fmt::format("\ntraining step of {} layer(s): measured {}; fitted model {} ({:+.1f}%); with this profile {} ({:+.1f}%)\n",
+                       s.layers, seconds(s.measured_s), seconds(s.model_s), 100 * (s.model_s / s.measured_s - 1),
+                       seconds(s.with_profile_s), 100 * (s.with_profile_s / s.measured_s - 1));
+    if (s.measured_memory_bytes)
+      out += fmt::format("memory: measured {:.2f} GiB (max_memory_allocated); model {:.2f} GiB ({:+.1f}%)\n",
+                         *s.measured_memory_bytes / 1073741824.0, s.model_memory_bytes / 1073741824.0,
+                         100 * (s.model_memory_bytes / *s.measured_memory_bytes - 1));
+    else
+      out += "memory: not measured (no CUDA device)\n";
+  }
+  out += "\n(model: paratune's fitted cost model on one GPU of the cluster, without a profile; the table's "
+         "kernels are priced at the measured times when --profile gives this file)\n";
+  return out;
+}
+
+nlohmann::json comparison_json(const ProfileComparison& c, const HardwareProfile& p) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : c.rows)
+    rows.push_back({{"kind", r.kind}, {"id", r.id}, {"measured_s", r.measured_s}, {"model_s", r.model_s}});
+  nlohmann::json j = {{"profile", p.source}, {"device", p.device}, {"rows", rows}};
+  if (c.step) {
+    const auto& s = *c.step;
+    j["step"] = {{"layers", s.layers},
+                 {"measured_s", s.measured_s},
+                 {"model_s", s.model_s},
+                 {"with_profile_s", s.with_profile_s},
+                 {"measured_memory_bytes", s.measured_memory_bytes ? nlohmann::json(*s.measured_memory_bytes) : nullptr},
+                 {"model_memory_bytes", s.model_memory_bytes}};
+  }
+  return j;
+}
+
+int run_profile(const SetupFlags& setup, const ProfileFlags& f, bool json) {
+  if (!setup.profile.empty())
+    throw Error("--profile: `paratune profile` writes a profile (--out FILE); --from FILE compares an existing one");
+  const ModelSpec model = load_model(setup.model);
+  const ClusterSpec cluster = load_cluster(setup.cluster);
+  const TrainingSpec training = training_from(setup);
+  check_training_fits_model(model, training);
+  const Calibration calibration = calibration_from(setup);
+  std::string profile_path = f.from;
+  if (profile_path.empty()) {
+    ProfilePlanOptions options;
+    for (const std::string& text : f.configs.empty() ? std::vector<std::string>{"mbs=1"} : f.configs)
+      options.configs.push_back(config_from(text));
+    options.quick = f.quick;
+    options.warmup = f.warmup;
+    options.repetitions = f.repetitions;
+    const std::string plan_path = f.plan_path.empty() ? default_plan_path(f.out) : f.plan_path;
+    write_file(plan_path, profile_plan(model, cluster, training, calibration, options).dump(2) + "\n");
+    if (f.plan_only) {
+      std::cout << "wrote the plan " << plan_path << "; measure it with\n  torchrun --nproc-per-node N -m paratune.profile --plan "
+                << plan_path << " --out " << f.out << "\nthen compare: paratune profile ... --from " << f.out << "\n";
+      return 0;
+    }
+    measure(f, plan_path);
+    profile_path = f.out;
+  }
+  HardwareProfile profile;
+  try {
+    profile = read_hardware_profile(profile_path);
+    check_profile_applies(profile, model, cluster, training);
+  } catch (const Error& e) {
+    throw e.with_context(f.from.empty() ? "the measurer's profile" : "--from");
+  }
+  const ProfileComparison comparison = compare_profile(profile, model, cluster, training, calibration);
+  if (json) write_json(comparison_json(comparison, profile));
+  else std::cout << format_comparison(comparison, profile);
+  return 0;
+}
+
+}  // namespace
+
+void add_profile_command(CLI::App& app, Commands& commands) {
+  const auto flags = std::make_shared<SetupCommandFlags<ProfileFlags>>();
+  auto* cmd = app.add_subcommand("profile", "measure your GPU on the model's kernels; write a hardware profile for --profile");
+  add_setup_flags(cmd, flags->setup);
+  ProfileFlags& f = flags->own;
+  cmd->add_option("--config", f.configs, "a configuration whose kernels to measure (repeatable; default mbs=1)");
+  cmd->add_flag("--quick", f.quick, "a reduced set for a CPU: sequences cut to 256 tokens, a 1-layer step, fewer repetitions");
+  cmd->add_option("--warmup", f.warmup, "untimed runs before each measurement")
+      ->capture_default_str()
+      ->transform(whole_number(0, 1000));
+  cmd->add_option("--repetitions", f.repetitions, "timed runs of each measurement")
+      ->capture_default_str()
+      ->transform(whole_number(1, 10000));
+  cmd->add_option("--nproc", f.nproc, "local processes for the collectives (CPU: Gloo; GPUs: use torchrun and --plan-only)")
+      ->capture_default_str()
+      ->transform(whole_number(1, 1024));
+  cmd->add_option("--out", f.out, "the hardware profile to write")->capture_default_str();
+  cmd->add_option("--plan", f.plan_path, "where to write the measurement plan (default: OUT with .plan.json)");
+  cmd->add_flag("--plan-only", f.plan_only, "write the plan and stop (measure it under torchrun yourself)");
+  cmd->add_option("--from", f.from, "compare an existing profile instead of measuring");
+  cmd->add_option("--python", f.python, "the Python interpreter with PyTorch")->capture_default_str();
+  cmd->add_option("--timeout", f.timeout_s, "seconds the measurer may take")
+      ->capture_default_str()
+      ->transform(real_number(1, 7 * 86400, Ends::kClosed, "seconds"));
+  cmd->add_flag("--json", flags->json, "machine-readable output");
+  commands.push_back({cmd, [flags] { return run_profile(flags->setup, flags->own, flags->json); }});
+}
+
+}  // namespace paratune::cli

@@ -1,0 +1,337 @@
+// Reading and checking a hardware profile (paratune/cost/hardware_profile.h; docs/profile.md).
+#include "paratune/cost/hardware_profile.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+
+#include "../spec/json_reader.h"
+#include "paratune/spec/error.h"
+#include "paratune/spec/io.h"
+
+namespace paratune {
+
+const char* to_string(GemmDtype dtype) {
+  switch (dtype) {
+    case GemmDtype::kBF16: return "bf16";
+    case GemmDtype::kFP16: return "fp16";
+    case GemmDtype::kFP32: return "fp32";
+    case GemmDtype::kFP8: return "fp8";
+  }
+  return "?";
+}
+
+const char* to_string(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::kAllReduce: return "all_reduce";
+    case CollectiveOp::kAllGather: return "all_gather";
+    case CollectiveOp::kReduceScatter: return "reduce_scatter";
+    case CollectiveOp::kAllToAll: return "all_to_all";
+    case CollectiveOp::kSendRecv: return "send_recv";
+  }
+  return "?";
+}
+
+namespace {
+namespace profile_reading {
+
+using detail::JsonReader;
+
+// Sizes and counts: whole numbers from 1 to 2^53 (exact in a double).
+double positive_whole(JsonReader& r, const std::string& key) {
+  if (!r.has(key)) r.fail(key, "is required");
+  const double v = r.get_double(key, 0);
+  if (!(std::isfinite(v) && v >= 1 && v <= 9007199254740992.0 && v == std::floor(v)))
+    r.fail(key, fmt::format("{} must be a whole number from 1 to 2^53", v));
+  return v;
+}
+
+int positive_int(JsonReader& r, const std::string& key) {
+  const int v = r.require_int(key);
+  if (v < 1) r.fail(key, fmt::format("{} must be at least 1", v));
+  return v;
+}
+
+// A timing's four fields, read from `r` (an entry, or a nested timing object): seconds finite and
+// > 0 up to a day, p10 <= median <= p90, repetitions >= 1.
+MeasuredTime timing(JsonReader& r) {
+  MeasuredTime t;
+  for (const char* key : {"median_s", "p10_s", "p90_s"})
+    if (!r.has(key)) r.fail(key, "is required (or give `skipped` with the reason)");
+  t.median_s = r.get_double("median_s", 0);
+  t.p10_s = r.get_double("p10_s", 0);
+  t.p90_s = r.get_double("p90_s", 0);
+  for (const auto& [key, v] : {std::pair{"median_s", t.median_s}, {"p10_s", t.p10_s}, {"p90_s", t.p90_s}})
+    if (!(std::isfinite(v) && v > 0 && v <= 86400)) r.fail(key, fmt::format("{} must be a time in seconds, > 0 and at most a day", v));
+  if (!(t.p10_s <= t.median_s && t.median_s <= t.p90_s))
+    r.fail("median_s", fmt::format("p10_s {} <= median_s {} <= p90_s {} does not hold", t.p10_s, t.median_s, t.p90_s));
+  t.repetitions = positive_int(r, "repetitions");
+  return t;
+}
+
+// An entry's timing, unless it says why it was skipped.
+std::optional<MeasuredTime> timing_unless_skipped(JsonReader& r, std::string& skipped) {
+  skipped = r.get_string("skipped", "");
+  if (!skipped.empty()) return std::nullopt;
+  return timing(r);
+}
+
+std::optional<MeasuredTime> nested_timing(JsonReader& r, const std::string& key) {
+  const nlohmann::json* object = r.get_object(key);
+  if (!object) r.fail(key, "is required (or give `skipped` with the reason)");
+  JsonReader t(*object, r.context() + ": " + key, {"median_s", "p10_s", "p90_s", "repetitions"});
+  MeasuredTime time = timing(t);
+  t.finish();
+  return time;
+}
+
+std::string entry_context(const std::string& context, const std::string& list, std::size_t index, const nlohmann::json& e) {
+  if (e.is_object() && e.contains("id") && e["id"].is_string())
+    return fmt::format("{}: {}[{}] ({})", context, list, index, e["id"].get<std::string>());
+  return fmt::format("{}: {}[{}]", context, list, index);
+}
+
+const nlohmann::json& list_of(const nlohmann::json& document, const std::string& context, const std::string& key) {
+  static const nlohmann::json kEmpty = nlohmann::json::array();
+  if (!document.contains(key) || document[key].is_null()) return kEmpty;
+  if (!document[key].is_array()) throw Error(fmt::format("{}: {}: must be a list", context, key));
+  return document[key];
+}
+
+template <typename Entry, typename Read>
+std::vector<Entry> read_list(const nlohmann::json& document, const std::string& context, const std::string& key,
+                             const std::vector<std::string>& keys, Read read) {
+  std::vector<Entry> out;
+  const nlohmann::json& list = list_of(document, context, key);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    JsonReader r(list[i], entry_context(context, key, i, list[i]), keys);
+    Entry e = read(r);
+    r.finish();
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+const std::vector<std::string> kTimingKeys = {"median_s", "p10_s", "p90_s", "repetitions"};
+std::vector<std::string> with_timing(std::vector<std::string> keys) {
+  keys.insert(keys.end(), kTimingKeys.begin(), kTimingKeys.end());
+  keys.emplace_back("skipped");
+  keys.emplace_back("note");
+  return keys;
+}
+
+GemmDtype gemm_dtype(JsonReader& r, const std::string& key) {
+  const std::string text = r.get_string(key, "");
+  for (GemmDtype d : {GemmDtype::kBF16, GemmDtype::kFP16, GemmDtype::kFP32, GemmDtype::kFP8})
+    if (text == to_string(d)) return d;
+  r.fail(key, fmt::format("'{}' is not a GEMM dtype (bf16, fp16, fp32, fp8)", text));
+}
+
+CollectiveOp collective_op(JsonReader& r) {
+  const std::string text = r.get_string("op", "");
+  for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter,
+                          CollectiveOp::kAllToAll, CollectiveOp::kSendRecv})
+    if (text == to_string(op)) return op;
+  r.fail("op", fmt::format("'{}' is not a collective (all_reduce, all_gather, reduce_scatter, all_to_all, send_recv)", text));
+}
+
+}  // namespace profile_reading
+}  // namespace
+
+HardwareProfile parse_hardware_profile(const nlohmann::json& document, const std::string& source) {
+  using namespace profile_reading;
+  JsonReader top(document, source,
+                 {"format", "version", "created_utc", "plan", "device", "gemms", "attention", "elementwise",
+                  "memory_bandwidth", "launch_overhead", "sync_overhead", "collectives", "step"});
+  const std::string format = top.get_string("format", "");
+  if (format != kHardwareProfileFormat)
+    top.fail("format", fmt::format("'{}' is not '{}' (is this a file `paratune profile` wrote?)", format, kHardwareProfileFormat));
+  const int version = top.require_int("version");
+  if (version != kHardwareProfileVersion)
+    top.fail("version", fmt::format("{} is not {}, the version this paratune reads (profile again with this version)", version,
+                                    kHardwareProfileVersion));
+  HardwareProfile p;
+  p.source = source;
+  p.created_utc = top.get_string("created_utc", "");
+
+  const nlohmann::json* plan = top.get_object("plan");
+  if (!plan) top.fail("plan", "is required");
+  JsonReader pr(*plan, source + ": plan", {"model", "model_fingerprint", "gpu", "precision"});
+  p.model = pr.get_string("model", "");
+  p.model_fingerprint = pr.get_string("model_fingerprint", "");
+  p.gpu = pr.get_string("gpu", "");
+  for (const auto& [key, value] : {std::pair{"model", &p.model}, {"model_fingerprint", &p.model_fingerprint}, {"gpu", &p.gpu}})
+    if (value->empty()) pr.fail(key, "is required");
+  p.precision = pr.get_enum<Precision>("precision", Precision::kBF16);
+  pr.finish();
+
+  const nlohmann::json* device = top.get_object("device");
+  if (!device || !device->is_object()) top.fail("device", "is required: a mapping (backend, name, versions)");
+  p.device = *device;
+  auto device_int = [&](const char* key) {
+    if (!device->contains(key)) return 1;
+    const std::optional<int> v = detail::json_int((*device)[key]);
+    if (!v || *v < 1) throw Error(fmt::format("{}: device: {}: {} must be a whole number >= 1", source, key, (*device)[key].dump()));
+    return *v;
+  };
+  p.world_size = device_int("world_size");
+  p.nodes = device_int("nodes");
+
+  p.gemms = read_list<MeasuredGemm>(document, source, "gemms",
+                                    with_timing({"id", "m", "n", "k", "dtype", "measured_dtype", "count"}), [](JsonReader& r) {
+                                      MeasuredGemm g;
+                                      g.id = r.get_string("id", "");
+                                      g.m = positive_whole(r, "m");
+                                      g.n = positive_whole(r, "n");
+                                      g.k = positive_whole(r, "k");
+                                      g.dtype = gemm_dtype(r, "dtype");
+                                      g.measured_dtype = r.get_string("measured_dtype", to_string(g.dtype));
+                                      r.get_double("count", 1);
+                                      g.time = timing_unless_skipped(r, g.skipped);
+                                      return g;
+                                    });
+  p.attention = read_list<MeasuredAttention>(
+      document, source, "attention",
+      {"id", "batch", "seq_len", "heads", "kv_heads", "head_dim", "causal", "kernel", "forward", "backward", "skipped", "note"},
+      [](JsonReader& r) {
+        MeasuredAttention a;
+        a.id = r.get_string("id", "");
+        a.batch = positive_int(r, "batch");
+        a.seq_len = positive_int(r, "seq_len");
+        a.heads = positive_int(r, "heads");
+        a.kv_heads = positive_int(r, "kv_heads");
+        a.head_dim = positive_int(r, "head_dim");
+        a.causal = r.get_bool("causal", true);
+        a.kernel = r.get_string("kernel", "");
+        r.get_string("note", "");
+        a.skipped = r.get_string("skipped", "");
+        if (a.skipped.empty()) {
+          a.forward = nested_timing(r, "forward");
+          a.backward = nested_timing(r, "backward");
+        }
+        return a;
+      });
+  p.elementwise = read_list<MeasuredElementwise>(document, source, "elementwise",
+                                                 with_timing({"id", "kind", "rows", "cols", "bytes_moved"}), [](JsonReader& r) {
+                                                   MeasuredElementwise e;
+                                                   e.id = r.get_string("id", "");
+                                                   e.kind = r.get_string("kind", "");
+                                                   e.rows = positive_whole(r, "rows");
+                                                   e.cols = positive_whole(r, "cols");
+                                                   e.bytes_moved = r.get_double("bytes_moved", 0);
+                                                   r.get_string("note", "");
+                                                   e.time = timing_unless_skipped(r, e.skipped);
+                                                   return e;
+                                                 });
+  p.collectives = read_list<MeasuredCollective>(document, source, "collectives",
+                                                with_timing({"id", "op", "ranks", "bytes", "groups"}), [](JsonReader& r) {
+                                                  MeasuredCollective c;
+                                                  c.id = r.get_string("id", "");
+                                                  c.op = collective_op(r);
+                                                  c.ranks = positive_int(r, "ranks");
+                                                  c.bytes = positive_whole(r, "bytes");
+                                                  r.get_int("groups", 1);
+                                                  r.get_string("note", "");
+                                                  c.time = timing_unless_skipped(r, c.skipped);
+                                                  return c;
+                                                });
+
+  if (const nlohmann::json* bw = top.get_object("memory_bandwidth")) {
+    JsonReader r(*bw, source + ": memory_bandwidth", with_timing({"bytes_moved", "bytes_per_s"}));
+    std::string skipped;
+    if (timing_unless_skipped(r, skipped)) {
+      const double rate = r.get_double("bytes_per_s", 0);
+      if (!(std::isfinite(rate) && rate > 0)) r.fail("bytes_per_s", fmt::format("{} must be a rate > 0", rate));
+      p.memory_bandwidth_bytes_per_s = rate;
+      r.get_double("bytes_moved", 0);
+    }
+    r.get_string("note", "");
+    r.finish();
+  }
+  for (const auto& [key, field] : {std::pair{"launch_overhead", &p.launch_overhead}, {"sync_overhead", &p.sync_overhead}}) {
+    if (const nlohmann::json* o = top.get_object(key)) {
+      JsonReader r(*o, source + ": " + key, with_timing({}));
+      std::string skipped;
+      *field = timing_unless_skipped(r, skipped);
+      r.get_string("note", "");
+      r.finish();
+    }
+  }
+  if (const nlohmann::json* s = top.get_object("step")) {
+    // The plan's step description is echoed: its keys are read for what the table needs.
+    JsonReader r(*s, source + ": step",
+                 with_timing({"layers", "hidden_size", "ffn_hidden_size", "heads", "kv_heads", "vocab_size", "seq_len",
+                              "micro_batch", "gated_mlp", "moe", "steps", "max_memory_allocated_bytes", "dtype", "head_dim",
+                              "losses"}));
+    MeasuredStep step;
+    step.layers = positive_int(r, "layers");
+    step.micro_batch = positive_int(r, "micro_batch");
+    step.seq_len = positive_int(r, "seq_len");
+    step.vocab_size = r.get_int("vocab_size", 0);
+    if (step.vocab_size < 0) r.fail("vocab_size", fmt::format("{} must be >= 1", step.vocab_size));
+    step.dtype = r.get_string("dtype", "");
+    step.time = timing_unless_skipped(r, step.skipped);
+    if (r.has("max_memory_allocated_bytes")) {
+      const double bytes = r.get_double("max_memory_allocated_bytes", 0);
+      if (!(std::isfinite(bytes) && bytes > 0)) r.fail("max_memory_allocated_bytes", fmt::format("{} must be > 0 bytes", bytes));
+      step.max_memory_allocated_bytes = bytes;
+    } else {
+      r.get_double("max_memory_allocated_bytes", 0);
+    }
+    for (const char* echoed : {"hidden_size", "ffn_hidden_size", "heads", "kv_heads", "steps", "head_dim"}) r.get_double(echoed, 0);
+    r.get_bool("gated_mlp", false);
+    r.get_object("moe");
+    r.get_object("losses");
+    r.finish();
+    p.step = step;
+  }
+  top.finish();
+  return p;
+}
+
+HardwareProfile read_hardware_profile(const std::string& path) { return parse_hardware_profile(read_document(path), path); }
+
+std::string model_fingerprint(const ModelSpec& m) {
+  // FNV-1a (64 bit) over the shape fields, in a fixed order.
+  std::string shape = fmt::format("h{} a{} kv{} d{} f{} g{} v{} b{} qb{} c{}", m.hidden_size, m.num_attention_heads, m.kv_heads(),
+                                  m.head_size(), m.ffn_hidden_size, m.gated_mlp, m.vocab_size, m.bias, m.qkv_bias, m.causal);
+  if (m.moe)
+    shape += fmt::format(" moe{}/{}/{}/{}/{}", m.moe->num_experts, m.moe->top_k, m.moe->expert_ffn_hidden_size,
+                         m.moe->num_shared_experts, m.moe->shared_ffn());
+  if (m.mla)
+    shape += fmt::format(" mla{}/{}/{}/{}/{}", m.mla->q_lora_rank, m.mla->kv_lora_rank, m.mla->qk_rope_head_dim,
+                         m.mla->qk_nope_head_dim, m.mla->v_head_dim);
+  std::uint64_t hash = 14695981039346656037ULL;
+  for (const unsigned char c : shape) {
+    hash ^= c;
+    hash *= 1099511628211ULL;
+  }
+  return fmt::format("{:016x}", hash);
+}
+
+namespace {
+std::string lowercase(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+}  // namespace
+
+void check_profile_applies(const HardwareProfile& profile, const ModelSpec& model, const ClusterSpec& cluster,
+                           const TrainingSpec& training) {
+  if (lowercase(profile.gpu) != lowercase(cluster.gpu.name))
+    throw Error(fmt::format("{}: measured on GPU '{}', but the cluster's GPU is '{}': a profile prices only the GPU it was "
+                            "measured on (profile this one with `paratune profile`)",
+                            profile.source, profile.gpu, cluster.gpu.name));
+  if (profile.model_fingerprint != model_fingerprint(model))
+    throw Error(fmt::format("{}: measured for model '{}' (shape fingerprint {}), but this model '{}' has other layer shapes "
+                            "(fingerprint {}): its GEMMs were not measured",
+                            profile.source, profile.model, profile.model_fingerprint, model.name, model_fingerprint(model)));
+  if (profile.precision != training.precision)
+    throw Error(fmt::format("{}: measured in {}, but this training runs in {}: profile it with --precision {}", profile.source,
+                            to_string(profile.precision), to_string(training.precision), to_string(training.precision)));
+}
+
+}  // namespace paratune
