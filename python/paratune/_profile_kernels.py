@@ -101,7 +101,9 @@ class Context:
 
 
 def _out_of_memory(error):
-    return "out of memory" in str(error).lower() or isinstance(error, MemoryError)
+    """CUDA's "CUDA out of memory" (torch.cuda.OutOfMemoryError) or the CPU allocator's "can't allocate"."""
+    text = str(error).lower()
+    return isinstance(error, MemoryError) or "out of memory" in text or "can't allocate memory" in text
 
 
 def _guarded(ctx, entry, measure, echo=None):
@@ -518,16 +520,20 @@ def _nvidia_smi(ctx):
     result = dict.fromkeys(fields)
     if not ctx.cuda:
         return result
-    target = str(ctx.device.index)
+    # The GPU by its UUID (PyTorch >= 2.0; right under CUDA_VISIBLE_DEVICES), else by its index.
+    targets = [str(ctx.device.index)]
     uuid = getattr(torch.cuda.get_device_properties(ctx.device), "uuid", None)
     if uuid is not None:
-        target = str(uuid) if str(uuid).startswith("GPU-") else f"GPU-{uuid}"
-    try:
-        done = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits",
-                               "-i", target], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
-        return result
-    if done.returncode != 0 or not done.stdout.strip():
+        targets.insert(0, str(uuid) if str(uuid).startswith("GPU-") else f"GPU-{uuid}")
+    for target in targets:
+        try:
+            done = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits",
+                                   "-i", target], capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.SubprocessError):
+            return result
+        if done.returncode == 0 and done.stdout.strip():
+            break
+    else:
         return result
     for field, value in zip(fields, done.stdout.strip().splitlines()[0].split(",")):
         value = value.strip()

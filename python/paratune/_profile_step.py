@@ -224,11 +224,17 @@ def measure_step(ctx, step, summary):
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(ctx.device)
     torch.manual_seed(0)
-    model = Decoder(step).to(ctx.device)
+    if hasattr(torch.device, "__enter__"):  # PyTorch >= 2.0: built on the device (no slow CPU init of a big model)
+        with ctx.device:
+            model = Decoder(step)
+    else:
+        model = Decoder(step).to(ctx.device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, betas=BETAS, weight_decay=WEIGHT_DECAY)
     batch = torch.randint(0, step["vocab_size"], (step["micro_batch"], step["seq_len"] + 1), device=ctx.device)
     tokens, targets = batch[:, :-1], batch[:, 1:]
-    scaler = torch.cuda.amp.GradScaler() if dtype == torch.float16 else None
+    scaler = None
+    if dtype == torch.float16:  # loss scaling, as fp16 training needs
+        scaler = torch.amp.GradScaler("cuda") if hasattr(torch.amp, "GradScaler") else torch.cuda.amp.GradScaler()
     losses = []
 
     def train_step(_):

@@ -259,7 +259,8 @@ def main(argv=None):
     args = parse_args(argv)
     try:
         plan = read_plan(args.plan)
-        check_out(args.out)
+        if _is_rank_zero():  # the one that writes (other nodes may not have --out's folder)
+            check_out(args.out)
         world = launched_world_size()
         if world > 1 and args.nproc > 1:
             raise PlanError(f"--nproc {args.nproc}: not under torchrun (WORLD_SIZE={world}), which starts the "
