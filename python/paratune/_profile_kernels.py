@@ -697,7 +697,9 @@ def _measure_and_write(plan, device_type, rank, world, local_rank, init_method, 
     return 0
 
 
-def run(plan, args, write_profile):
+def run(plan, args, ranks, write_profile):
+    """Measures as `args` say (--device, --nproc; `ranks`: torchrun's rank, world size, local rank) and
+    writes the profile; the exit code."""
     cuda = torch.cuda.is_available()
     if args.device == "cuda" and not cuda:
         print("paratune.profile: --device cuda: PyTorch sees no CUDA GPU here (torch.cuda.is_available() is "
@@ -725,7 +727,5 @@ def run(plan, args, write_profile):
             print(f"paratune.profile: a process failed: {e}", file=sys.stderr)
             return 1
         return 0
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = int(os.environ.get("RANK", "0"))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    rank, world, local_rank = ranks
     return _measure_and_write(plan, device_type, rank, world, local_rank, "env://", args.out, write_profile)

@@ -210,16 +210,21 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
-def launched_world_size():
-    """WORLD_SIZE as torchrun sets it (1 when not under torchrun); PlanError when it is not a number."""
-    text = os.environ.get("WORLD_SIZE", "1")
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise PlanError(f"environment WORLD_SIZE: {text!r}: must be a positive integer (as torchrun sets it)")
-    return value
+def launched_ranks():
+    """(rank, world size, local rank) as torchrun sets them in the environment ((0, 1, 0) without it);
+    PlanError when one is not a number or out of range."""
+    values = {}
+    for name, default, least in (("RANK", "0", 0), ("WORLD_SIZE", "1", 1), ("LOCAL_RANK", "0", 0)):
+        text = os.environ.get(name, default)
+        try:
+            values[name] = int(text)
+        except ValueError:
+            values[name] = least - 1
+        if values[name] < least:
+            raise PlanError(f"environment {name}: {text!r}: must be an integer >= {least} (as torchrun sets it)")
+    if values["RANK"] >= values["WORLD_SIZE"]:
+        raise PlanError(f"environment RANK: {values['RANK']}: must be below WORLD_SIZE ({values['WORLD_SIZE']})")
+    return values["RANK"], values["WORLD_SIZE"], values["LOCAL_RANK"]
 
 
 def check_out(path):
@@ -261,7 +266,8 @@ def main(argv=None):
         plan = read_plan(args.plan)
         if _is_rank_zero():  # the one that writes (other nodes may not have --out's folder)
             check_out(args.out)
-        world = launched_world_size()
+        ranks = launched_ranks()
+        world = ranks[1]
         if world > 1 and args.nproc > 1:
             raise PlanError(f"--nproc {args.nproc}: not under torchrun (WORLD_SIZE={world}), which starts the "
                             "processes itself")
@@ -277,7 +283,7 @@ def main(argv=None):
                   "elsewhere: pip install torch)", file=sys.stderr)
             return 1
         raise
-    return _profile_kernels.run(plan, args, write_profile)
+    return _profile_kernels.run(plan, args, ranks, write_profile)
 
 
 if __name__ == "__main__":

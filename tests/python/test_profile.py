@@ -276,15 +276,17 @@ def test_a_plan_that_is_not_a_plan_is_refused(tmp_path, text, message):
 
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path):
     cases = [
-        (mutate(("gemms", 0, "m"), 0), [], 'gemms[0] (id "qkv"): m: 0: must be a positive integer'),
-        (mutate(("version",), 7), [], "version: 7: must be 1"),
-        (tiny_plan(), ["--out", str(tmp_path / "no-such-folder" / "p.json")], "cannot write in"),
-        (tiny_plan(), ["--nproc", "0"], "--nproc: '0': must be a positive integer"),
+        (mutate(("gemms", 0, "m"), 0), [], {}, 'gemms[0] (id "qkv"): m: 0: must be a positive integer'),
+        (mutate(("version",), 7), [], {}, "version: 7: must be 1"),
+        (tiny_plan(), ["--out", str(tmp_path / "no-such-folder" / "p.json")], {}, "cannot write in"),
+        (tiny_plan(), ["--nproc", "0"], {}, "--nproc: '0': must be a positive integer"),
+        (tiny_plan(), [], {"WORLD_SIZE": "two"}, "environment WORLD_SIZE: 'two': must be an integer >= 1"),
+        (tiny_plan(), ["--nproc", "2"], {"WORLD_SIZE": "2", "RANK": "0"}, "--nproc 2: not under torchrun"),
     ]
-    for plan, flags, message in cases:
+    for plan, flags, env, message in cases:
         plan_path = write(tmp_path, plan)
         args = [sys.executable, "-m", "paratune.profile", "--plan", plan_path, "--out", str(tmp_path / "p.json")]
-        done = subprocess.run(args + flags, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(args + flags, capture_output=True, text=True, timeout=60, env=dict(os.environ, **env))
         assert done.returncode == 2, done.stderr
         assert message in done.stderr and "Traceback" not in done.stderr, done.stderr
         assert not os.path.exists(tmp_path / "p.json")
