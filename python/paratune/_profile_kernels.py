@@ -30,6 +30,9 @@ DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp
 LAUNCH_REPETITIONS = 100  # launch and synchronize: tiny, so many repetitions are cheap
 LAUNCHES_PER_REPETITION = 20  # back-to-back launches per timed repetition (one is below the timer's noise)
 RMSNORM_EPS = 1e-5
+# Collectives measured by their emulation even where the backend has them (comma-separated ops): for the
+# tests, which check each emulation's result on a backend that has the collective.
+EMULATED = set(filter(None, os.environ.get("PARATUNE_PROFILE_EMULATE", "").split(",")))
 
 
 def summary(samples):
@@ -400,8 +403,9 @@ class Collectives:
         return out
 
     def buffers(self, op, ranks, elements, dtype, fill):
-        """(input, output) of `elements` per the cost model's count (docs/profile.md); with fill, values
-        whose result is known: rank r's chunk j holds (r + 1) * (j + 1) (input of send_recv: r + 1)."""
+        """(input, output, fill) for run_op: `elements` counted as the cost model counts the bytes
+        (docs/profile.md); with fill, values whose result run_op checks: rank r's input holds r + 1
+        (all_reduce, all_gather, send_recv) or (r + 1) * (j + 1) in its chunk j (reduce_scatter, all_to_all)."""
         dev = self.ctx.device
         chunk = elements // ranks
         if op == "all_gather":
@@ -418,14 +422,14 @@ class Collectives:
             out = inp
         if fill:
             r = self.ctx.rank + 1
-            if op == "all_gather":
-                inp.fill_(r)
-            elif op in ("all_reduce", "send_recv"):
+            if op in ("all_reduce", "all_gather", "send_recv"):
                 inp.fill_(r)
             else:
                 inp.copy_(torch.arange(1, ranks + 1, device=dev, dtype=dtype).repeat_interleave(chunk) * r)
             if out is not inp:
                 out.fill_(-1)
+        else:  # zeros: uninitialised memory may hold denormals, which slow a CPU reduction down
+            inp.zero_()
         return inp, out, fill
 
     def implementation(self, op):
@@ -443,6 +447,8 @@ class Collectives:
         """Runs the backend's own collective; False (and remembered) when the backend lacks it: Gloo in PyTorch
         1.13 raises at once on every rank, before any communication, for all_gather_into_tensor,
         reduce_scatter (both forms) and list all_to_all (all_to_all_single it has)."""
+        if op in EMULATED:
+            self.native[op] = False
         if self.native.get(op, True):
             try:
                 call()

@@ -167,7 +167,9 @@ def test_an_moe_step_trains_its_experts(tmp_path):
     assert all(b < a for a, b in zip(losses, losses[1:])), losses
 
 
-def test_collectives_over_four_processes_with_gloo(tmp_path):
+@pytest.mark.parametrize("emulated", ["", "all_gather,reduce_scatter,all_to_all"])
+def test_collectives_over_four_processes_with_gloo(tmp_path, emulated, monkeypatch):
+    monkeypatch.setenv("PARATUNE_PROFILE_EMULATE", emulated)  # the emulations' results are checked too
     sizes = {"all_reduce": 4096, "all_gather": 4000, "reduce_scatter": 8192, "all_to_all": 4096, "send_recv": 1000}
     collectives = [{"id": f"{op}/{ranks}", "op": op, "ranks": ranks, "bytes": size}
                    for op, size in sizes.items() for ranks in ((2,) if op == "send_recv" else (2, 4))]
@@ -193,6 +195,8 @@ def test_collectives_over_four_processes_with_gloo(tmp_path):
         assert got["measured_bytes"] >= e["bytes"] and got["measured_bytes"] % (4 * e["ranks"]) == 0
         assert got["implementation"]
     assert "emulated" in measured["reduce_scatter/2"]["implementation"]  # Gloo has no reduce_scatter
+    assert ("emulated" in measured["all_to_all/4"]["implementation"]) == bool(emulated)
+    assert ("list of chunks" in measured["all_gather/4"]["implementation"])  # nor all_gather_into_tensor
     assert "do not divide the world size 4" in measured["odd"]["skipped"] and "median_s" not in measured["odd"]
     assert "exceed the world size 4" in measured["big"]["skipped"]
     assert "one rank" in measured["one"]["skipped"]
