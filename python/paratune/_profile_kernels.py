@@ -30,6 +30,7 @@ DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp
 LAUNCH_REPETITIONS = 100  # launch and synchronize: tiny, so many repetitions are cheap
 LAUNCHES_PER_REPETITION = 20  # back-to-back launches per timed repetition (one is below the timer's noise)
 RMSNORM_EPS = 1e-5
+ONE_RANK = "a collective over one rank moves no data"
 # Collectives measured by their emulation even where the backend has them (comma-separated ops): for the
 # tests, which check each emulation's result on a backend that has the collective.
 EMULATED = set(filter(None, os.environ.get("PARATUNE_PROFILE_EMULATE", "").split(",")))
@@ -124,6 +125,11 @@ def _guarded(ctx, entry, measure, echo=None):
         return dict(entry if echo is None else echo, skipped=f"out of memory on {ctx.device.type}: {reason}")
 
 
+def _rate(amount, seconds):
+    """amount per second; null when the timer saw no time (below its resolution)."""
+    return amount / seconds if seconds > 0 else None
+
+
 def _ms(seconds):
     return f"{seconds * 1e3:.3f} ms"
 
@@ -142,7 +148,7 @@ def gemm(ctx, e):
     out["measured_dtype"] = DTYPE_NAMES[dtype]
     out["kernel"] = "torch.mm"
     out.update(summary(samples))
-    out["flop_per_s"] = 2.0 * e["m"] * e["n"] * e["k"] / out["median_s"]
+    out["flop_per_s"] = _rate(2.0 * e["m"] * e["n"] * e["k"], out["median_s"])
     return out
 
 
@@ -180,7 +186,7 @@ def _fp8_gemm(ctx, e, out):
     out["measured_dtype"] = "fp8"
     out["kernel"] = "torch._scaled_mm (e4m3, bf16 out)"
     out.update(summary(ctx.time(run)))
-    out["flop_per_s"] = 2.0 * e["m"] * e["n"] * e["k"] / out["median_s"]
+    out["flop_per_s"] = _rate(2.0 * e["m"] * e["n"] * e["k"], out["median_s"])
     return out
 
 
@@ -298,7 +304,7 @@ def memory_bandwidth(ctx, size):
     dst = torch.empty_like(src)
     out = {"bytes": size, "bytes_moved": 2 * size}
     out.update(summary(ctx.time(lambda _: dst.copy_(src))))
-    out["bytes_per_s"] = out["bytes_moved"] / out["median_s"]
+    out["bytes_per_s"] = _rate(out["bytes_moved"], out["median_s"])
     return out
 
 
@@ -369,7 +375,7 @@ class Collectives:
         if ctx.world % ranks:
             return dict(e, skipped=f"ranks {ranks} do not divide the world size {ctx.world}")
         if ranks == 1:
-            return dict(e, skipped="a collective over one rank moves no data")
+            return dict(e, skipped=ONE_RANK)
         group, members = self.group(ranks)
         me = members.index(ctx.rank)
         # Checked once on small exact values, then the plan's size in the measuring dtype.
@@ -616,8 +622,9 @@ def measure(ctx):
     collectives = []
     if plan["collectives"]:
         if ctx.world == 1:
-            collectives = [dict(e, skipped=f"ranks {e['ranks']} exceed the world size 1 (run under torchrun or "
-                                            "with --nproc)") for e in plan["collectives"]]
+            collectives = [dict(e, skipped=ONE_RANK if e["ranks"] == 1 else
+                                f"ranks {e['ranks']} exceed the world size 1 (run under torchrun or with --nproc)")
+                           for e in plan["collectives"]]
         else:
             runner = Collectives(ctx)
             for e in plan["collectives"]:

@@ -35,7 +35,8 @@ def tiny_plan(**changes):
                         {"id": "perm", "kind": "permute", "rows": 128, "cols": 32},
                         {"id": "res", "kind": "add", "rows": 64, "cols": 32}],
         "memory_bandwidth_bytes": 1 << 20,
-        "collectives": [{"id": "ar", "op": "all_reduce", "ranks": 2, "bytes": 4096}],
+        "collectives": [{"id": "ar", "op": "all_reduce", "ranks": 2, "bytes": 4096},
+                        {"id": "ar1", "op": "all_reduce", "ranks": 1, "bytes": 4096}],
         "step": copy.deepcopy(DENSE_STEP),
     }
     plan.update(changes)
@@ -139,8 +140,9 @@ def test_elementwise_bandwidth_and_overheads(dense):
 
 def test_one_process_skips_the_collectives_with_the_reason(dense):
     _, p = dense
-    (ar,) = p["collectives"]
+    ar, ar1 = p["collectives"]
     assert "median_s" not in ar and "exceed the world size 1" in ar["skipped"]
+    assert "median_s" not in ar1 and "one rank" in ar1["skipped"]
 
 
 def test_the_step_trains_the_decoder_the_plan_describes(dense):
