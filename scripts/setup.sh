@@ -28,6 +28,7 @@ PACKAGES=(
   libcpp-httplib-dev  # `paratune dashboard`: the HTTP server (header-only cpp-httplib)
   python3-dev pybind11-dev  # the Python module (python/, `import paratune`)
   python3-pytest python3-numpy  # its tests (tests/python), which tune a numpy model
+  python3-torch  # `python3 -m paratune.profile` (docs/profile.md) measures with PyTorch; tests/python/test_profile.py
   chromium  # the tests load every HTML report and the live dashboard in headless Chromium (tests/web)
 )
 # Node.js and npm: the chart library of the HTML reports (embedded at build time) and the browser
