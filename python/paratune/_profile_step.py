@@ -96,9 +96,9 @@ def _linear(inputs, outputs):
 
 
 class Attention(nn.Module):
-    def __init__(self, hidden, heads, kv_heads):
+    def __init__(self, hidden, heads, kv_heads, head_dim=None):
         super().__init__()
-        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, hidden // heads
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim or hidden // heads
         self.wq = _linear(hidden, heads * self.head_dim)
         self.wk = _linear(hidden, kv_heads * self.head_dim)
         self.wv = _linear(hidden, kv_heads * self.head_dim)
@@ -169,7 +169,7 @@ class Block(nn.Module):
         super().__init__()
         hidden = step["hidden_size"]
         self.attention_norm = RmsNorm(hidden)
-        self.attention = Attention(hidden, step["heads"], step["kv_heads"])
+        self.attention = Attention(hidden, step["heads"], step["kv_heads"], step.get("head_dim"))
         self.mlp_norm = RmsNorm(hidden)
         self.moe = step["moe"] is not None
         self.mlp = (MoE(hidden, step["moe"], step["gated_mlp"]) if self.moe

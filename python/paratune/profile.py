@@ -59,14 +59,18 @@ ATTENTION_FIELDS = {"id": ID, "batch": POSITIVE, "seq_len": POSITIVE, "heads": P
 ELEMENTWISE_FIELDS = {"id": ID, "kind": _one_of(ELEMENTWISE_KINDS), "rows": POSITIVE, "cols": POSITIVE}
 COLLECTIVE_FIELDS = {"id": ID, "op": _one_of(COLLECTIVE_OPS), "ranks": POSITIVE, "bytes": POSITIVE}
 STEP_FIELDS = {"layers": POSITIVE, "hidden_size": POSITIVE, "ffn_hidden_size": POSITIVE, "heads": POSITIVE,
-               "kv_heads": POSITIVE, "vocab_size": POSITIVE, "seq_len": POSITIVE, "micro_batch": POSITIVE,
+               "kv_heads": POSITIVE, "head_dim": POSITIVE, "vocab_size": POSITIVE, "seq_len": POSITIVE, "micro_batch": POSITIVE,
                "gated_mlp": BOOLEAN, "moe": None, "steps": POSITIVE}  # moe: null or MOE_FIELDS
 MOE_FIELDS = {"experts": POSITIVE, "top_k": POSITIVE, "expert_ffn_hidden_size": POSITIVE,
               "shared_experts": NON_NEGATIVE}
 TOP_FIELDS = {"format": None, "version": None, "model": TEXT, "model_fingerprint": TEXT, "gpu": TEXT,
-              "precision": _one_of(PRECISIONS), "warmup": AT_LEAST_ONE, "repetitions": AT_LEAST_ONE,
+              "precision": _one_of(PRECISIONS), "warmup": NON_NEGATIVE, "repetitions": AT_LEAST_ONE,
               "gemms": LIST, "attention": LIST, "elementwise": LIST, "memory_bandwidth_bytes": POSITIVE,
-              "collectives": LIST, "step": None}  # step: null or STEP_FIELDS
+              "collectives": LIST, "step": None,  # step: null or STEP_FIELDS
+              # what the plan was written for (said, not used): --quick, its sequence length, the configurations
+              "quick": BOOLEAN, "seq_len": POSITIVE, "configs": LIST}
+# Fields a plan may leave out.
+OPTIONAL_FIELDS = {"quick", "seq_len", "configs", "count", "head_dim"}
 SECTIONS = {"gemms": GEMM_FIELDS, "attention": ATTENTION_FIELDS, "elementwise": ELEMENTWISE_FIELDS,
             "collectives": COLLECTIVE_FIELDS}
 
@@ -98,6 +102,8 @@ class _Checker:
                                 f"{', '.join(fields)})")
         for key, rule in fields.items():
             value = obj.get(key, _MISSING)
+            if value is _MISSING and key in OPTIONAL_FIELDS:
+                continue
             if rule is None:
                 if value is _MISSING:
                     self.fail(where, key, value, "must be given")
@@ -174,8 +180,9 @@ def _check_step(check, step):
         if step["moe"]["top_k"] > step["moe"]["experts"]:
             check.fail("step: moe: ", "top_k", step["moe"]["top_k"],
                        f"must be at most experts ({step['moe']['experts']})")
-    if step["hidden_size"] % step["heads"]:
-        check.fail("step: ", "heads", step["heads"], f"must divide hidden_size ({step['hidden_size']})")
+    if "head_dim" not in step and step["hidden_size"] % step["heads"]:
+        check.fail("step: ", "heads", step["heads"], f"must divide hidden_size ({step['hidden_size']}) when head_dim "
+                   "is not given")
     if step["heads"] % step["kv_heads"]:
         check.fail("step: ", "kv_heads", step["kv_heads"], f"must divide heads ({step['heads']})")
     if (step["hidden_size"] // step["heads"]) % 2:

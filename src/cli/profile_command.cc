@@ -149,7 +149,7 @@ int run_profile(const SetupFlags& setup, const ProfileFlags& f, bool json) {
   std::string profile_path = f.from;
   if (profile_path.empty()) {
     ProfilePlanOptions options;
-    for (const std::string& text : f.configs.empty() ? std::vector<std::string>{"mbs=1"} : f.configs)
+    for (const std::string& text : f.configs.empty() ? std::vector<std::string>{fmt::format("dp={},mbs=1", cluster.num_gpus())} : f.configs)
       options.configs.push_back(config_from(text));
     options.quick = f.quick;
     options.warmup = f.warmup;

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 
 #include "../spec/json_reader.h"
 #include "paratune/spec/error.h"
@@ -123,6 +124,11 @@ std::vector<std::string> with_timing(std::vector<std::string> keys) {
   return keys;
 }
 
+// Fields the measurer writes for people (its kernel's name, a rate, a note): accepted, not used.
+void accept_informative(JsonReader& r, std::initializer_list<const char*> keys) {
+  for (const char* key : keys) r.get_object(key);
+}
+
 GemmDtype gemm_dtype(JsonReader& r, const std::string& key) {
   const std::string text = r.get_string(key, "");
   for (GemmDtype d : {GemmDtype::kBF16, GemmDtype::kFP16, GemmDtype::kFP32, GemmDtype::kFP8})
@@ -145,7 +151,7 @@ HardwareProfile parse_hardware_profile(const nlohmann::json& document, const std
   using namespace profile_reading;
   JsonReader top(document, source,
                  {"format", "version", "created_utc", "plan", "device", "gemms", "attention", "elementwise",
-                  "memory_bandwidth", "launch_overhead", "sync_overhead", "collectives", "step"});
+                  "memory_bandwidth", "launch_overhead", "sync_overhead", "collectives", "step", "duration_s"});
   const std::string format = top.get_string("format", "");
   if (format != kHardwareProfileFormat)
     top.fail("format", fmt::format("'{}' is not '{}' (is this a file `paratune profile` wrote?)", format, kHardwareProfileFormat));
@@ -181,7 +187,7 @@ HardwareProfile parse_hardware_profile(const nlohmann::json& document, const std
   p.nodes = device_int("nodes");
 
   p.gemms = read_list<MeasuredGemm>(document, source, "gemms",
-                                    with_timing({"id", "m", "n", "k", "dtype", "measured_dtype", "count"}), [](JsonReader& r) {
+                                    with_timing({"id", "m", "n", "k", "dtype", "measured_dtype", "count", "kernel", "flop_per_s"}), [](JsonReader& r) {
                                       MeasuredGemm g;
                                       g.id = r.get_string("id", "");
                                       g.m = positive_whole(r, "m");
@@ -189,13 +195,14 @@ HardwareProfile parse_hardware_profile(const nlohmann::json& document, const std
                                       g.k = positive_whole(r, "k");
                                       g.dtype = gemm_dtype(r, "dtype");
                                       g.measured_dtype = r.get_string("measured_dtype", to_string(g.dtype));
-                                      r.get_double("count", 1);
+                                      accept_informative(r, {"count", "kernel", "flop_per_s", "note"});
                                       g.time = timing_unless_skipped(r, g.skipped);
                                       return g;
                                     });
   p.attention = read_list<MeasuredAttention>(
       document, source, "attention",
-      {"id", "batch", "seq_len", "heads", "kv_heads", "head_dim", "causal", "kernel", "forward", "backward", "skipped", "note"},
+      {"id", "batch", "seq_len", "heads", "kv_heads", "head_dim", "causal", "kernel", "forward", "backward", "skipped", "note",
+       "dtype"},
       [](JsonReader& r) {
         MeasuredAttention a;
         a.id = r.get_string("id", "");
@@ -206,7 +213,7 @@ HardwareProfile parse_hardware_profile(const nlohmann::json& document, const std
         a.head_dim = positive_int(r, "head_dim");
         a.causal = r.get_bool("causal", true);
         a.kernel = r.get_string("kernel", "");
-        r.get_string("note", "");
+        accept_informative(r, {"note", "dtype"});
         a.skipped = r.get_string("skipped", "");
         if (a.skipped.empty()) {
           a.forward = nested_timing(r, "forward");
@@ -215,40 +222,39 @@ HardwareProfile parse_hardware_profile(const nlohmann::json& document, const std
         return a;
       });
   p.elementwise = read_list<MeasuredElementwise>(document, source, "elementwise",
-                                                 with_timing({"id", "kind", "rows", "cols", "bytes_moved"}), [](JsonReader& r) {
+                                                 with_timing({"id", "kind", "rows", "cols", "bytes_moved", "dtype", "kernel"}), [](JsonReader& r) {
                                                    MeasuredElementwise e;
                                                    e.id = r.get_string("id", "");
                                                    e.kind = r.get_string("kind", "");
                                                    e.rows = positive_whole(r, "rows");
                                                    e.cols = positive_whole(r, "cols");
                                                    e.bytes_moved = r.get_double("bytes_moved", 0);
-                                                   r.get_string("note", "");
+                                                   accept_informative(r, {"note", "dtype", "kernel"});
                                                    e.time = timing_unless_skipped(r, e.skipped);
                                                    return e;
                                                  });
   p.collectives = read_list<MeasuredCollective>(document, source, "collectives",
-                                                with_timing({"id", "op", "ranks", "bytes", "groups"}), [](JsonReader& r) {
+                                                with_timing({"id", "op", "ranks", "bytes", "groups", "dtype", "implementation", "measured_bytes"}), [](JsonReader& r) {
                                                   MeasuredCollective c;
                                                   c.id = r.get_string("id", "");
                                                   c.op = collective_op(r);
                                                   c.ranks = positive_int(r, "ranks");
                                                   c.bytes = positive_whole(r, "bytes");
-                                                  r.get_int("groups", 1);
-                                                  r.get_string("note", "");
+                                                  accept_informative(r, {"groups", "note", "dtype", "implementation",
+                                                                         "measured_bytes"});
                                                   c.time = timing_unless_skipped(r, c.skipped);
                                                   return c;
                                                 });
 
   if (const nlohmann::json* bw = top.get_object("memory_bandwidth")) {
-    JsonReader r(*bw, source + ": memory_bandwidth", with_timing({"bytes_moved", "bytes_per_s"}));
+    JsonReader r(*bw, source + ": memory_bandwidth", with_timing({"bytes_moved", "bytes_per_s", "bytes"}));
     std::string skipped;
     if (timing_unless_skipped(r, skipped)) {
       const double rate = r.get_double("bytes_per_s", 0);
       if (!(std::isfinite(rate) && rate > 0)) r.fail("bytes_per_s", fmt::format("{} must be a rate > 0", rate));
       p.memory_bandwidth_bytes_per_s = rate;
-      r.get_double("bytes_moved", 0);
     }
-    r.get_string("note", "");
+    accept_informative(r, {"bytes_moved", "bytes", "note"});
     r.finish();
   }
   for (const auto& [key, field] : {std::pair{"launch_overhead", &p.launch_overhead}, {"sync_overhead", &p.sync_overhead}}) {
@@ -256,7 +262,7 @@ HardwareProfile parse_hardware_profile(const nlohmann::json& document, const std
       JsonReader r(*o, source + ": " + key, with_timing({}));
       std::string skipped;
       *field = timing_unless_skipped(r, skipped);
-      r.get_string("note", "");
+      accept_informative(r, {"note"});
       r.finish();
     }
   }
@@ -265,7 +271,7 @@ HardwareProfile parse_hardware_profile(const nlohmann::json& document, const std
     JsonReader r(*s, source + ": step",
                  with_timing({"layers", "hidden_size", "ffn_hidden_size", "heads", "kv_heads", "vocab_size", "seq_len",
                               "micro_batch", "gated_mlp", "moe", "steps", "max_memory_allocated_bytes", "dtype", "head_dim",
-                              "losses"}));
+                              "losses", "parameters", "attention"}));
     MeasuredStep step;
     step.layers = positive_int(r, "layers");
     step.micro_batch = positive_int(r, "micro_batch");
@@ -281,13 +287,14 @@ HardwareProfile parse_hardware_profile(const nlohmann::json& document, const std
     } else {
       r.get_double("max_memory_allocated_bytes", 0);
     }
-    for (const char* echoed : {"hidden_size", "ffn_hidden_size", "heads", "kv_heads", "steps", "head_dim"}) r.get_double(echoed, 0);
-    r.get_bool("gated_mlp", false);
-    r.get_object("moe");
-    r.get_object("losses");
+    // The plan's step, echoed, and what the measurer adds for people.
+    accept_informative(r, {"hidden_size", "ffn_hidden_size", "heads", "kv_heads", "steps", "head_dim", "gated_mlp", "moe",
+                           "losses", "parameters", "attention", "note"});
     r.finish();
     p.step = step;
   }
+  for (const char* list : {"gemms", "attention", "elementwise", "collectives"}) top.get_object(list);  // read above
+  accept_informative(top, {"duration_s"});
   top.finish();
   return p;
 }

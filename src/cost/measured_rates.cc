@@ -177,6 +177,11 @@ std::optional<double> MeasuredRates::collective_s(CollectiveOp op, int ranks, in
   const auto last = std::find_if(first, collectives_.end(), [&](const CollectivePoint& p) {
     return !(p.op == op && p.ranks == ranks && p.nodes == nodes);
   });
+  if (first == last) return std::nullopt;
+  // Above the largest measured message the collective runs in the bandwidth regime its measurement
+  // shows: time in proportion to the bytes (a ring's latency term is negligible there).
+  const CollectivePoint& largest = *(last - 1);
+  if (std::log(bytes) > largest.log_bytes) return std::exp(largest.log_s) * bytes / std::exp(largest.log_bytes);
   const std::optional<double> log_s = measured_pricing::interpolate(
       first, last, std::log(bytes), [](const CollectivePoint& p) { return p.log_bytes; },
       [](const CollectivePoint& p) { return p.log_s; });

@@ -15,7 +15,8 @@
 //              are other shapes).
 //   collectives  the measured time itself, piecewise linear in (log bytes, log seconds) between
 //              measured sizes of the same operation and group size, for groups that span as many
-//              nodes as the measured ones did; outside the measured sizes the fitted model.
+//              nodes as the measured ones did; above the largest measured size in proportion to the
+//              bytes (the bandwidth regime), below the smallest the fitted model.
 //   memory-bound kernels  at the measured copy bandwidth instead of HBM peak x hbm_efficiency.
 // Launch and synchronisation overheads are measured and shown, not used: the model's host-issue
 // terms (cost/host_issue.h) price more than one launch.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "measured_rates.h"
 #include "paratune/cost/estimate.h"
@@ -18,7 +19,7 @@ namespace profile_planning {
 
 // A logged size as the measurer takes it: a whole number (the model's sizes can be fractional
 // averages, e.g. routed tokens per expert).
-double whole(double v) { return std::max(1.0, std::ceil(v - 1e-9)); }
+std::int64_t whole(double v) { return static_cast<std::int64_t>(std::max(1.0, std::ceil(v - 1e-9))); }
 
 // The vocabulary of a quick plan's step: a CPU cannot hold AdamW states for a 128K vocabulary's
 // embedding and output layer in a reasonable time and memory.
@@ -68,7 +69,7 @@ nlohmann::ordered_json profile_plan(const ModelSpec& model, const ClusterSpec& c
 
   nlohmann::ordered_json gemms = nlohmann::ordered_json::array();
   for (const cost_detail::KernelLog::Gemm& g : log.gemms) {
-    const double m = whole(g.m), n = whole(g.n), k = whole(g.k);
+    const std::int64_t m = whole(g.m), n = whole(g.n), k = whole(g.k);
     const std::string id = fmt::format("gemm/{}x{}x{}/{}", m, n, k, to_string(g.dtype));
     if (std::any_of(gemms.begin(), gemms.end(), [&](const auto& e) { return e["id"] == id; })) continue;
     gemms.push_back({{"id", id}, {"m", m}, {"n", n}, {"k", k}, {"dtype", to_string(g.dtype)}});
@@ -95,7 +96,7 @@ nlohmann::ordered_json profile_plan(const ModelSpec& model, const ClusterSpec& c
 
   // Element-wise passes of one micro-batch of the first configuration.
   const ParallelConfig& first = options.configs.front();
-  const double rows = static_cast<double>(first.mbs) * t.seq_len;
+  const std::int64_t rows = static_cast<std::int64_t>(first.mbs) * t.seq_len;
   nlohmann::ordered_json elementwise = nlohmann::ordered_json::array();
   elementwise.push_back({{"id", "rmsnorm"}, {"kind", "rmsnorm"}, {"rows", rows}, {"cols", model.hidden_size}});
   elementwise.push_back({{"id", "residual add"}, {"kind", "add"}, {"rows", rows}, {"cols", model.hidden_size}});
@@ -106,13 +107,17 @@ nlohmann::ordered_json profile_plan(const ModelSpec& model, const ClusterSpec& c
     elementwise.push_back({{"id", "moe token permutation"}, {"kind", "permute"}, {"rows", rows * model.moe->top_k},
                            {"cols", model.hidden_size}});
   plan["elementwise"] = elementwise;
-  plan["memory_bandwidth_bytes"] = options.quick ? 64.0 * 1024 * 1024 : 1024.0 * 1024 * 1024;
+  plan["memory_bandwidth_bytes"] = std::int64_t{options.quick ? 64 : 1024} * 1024 * 1024;
 
-  // Collectives inside one node (what one machine can measure): the sizes priced.
+  // Collectives inside one node (what one machine can measure): the sizes priced, those above the
+  // cap measured at the cap (a whole model's gradients do not fit twice in a GPU's memory; larger
+  // messages run in the bandwidth regime the cap's measurement shows: measured_rates.h), tiny ones
+  // (under 4 KiB: latency, no bandwidth) left to the fitted model.
+  const double cap = options.quick ? 64.0 * 1024 * 1024 : 1024.0 * 1024 * 1024;
   nlohmann::ordered_json collectives = nlohmann::ordered_json::array();
   for (const cost_detail::KernelLog::Collective& c : log.collectives) {
-    if (c.nodes != 1) continue;
-    const double bytes = whole(c.bytes);
+    if (c.nodes != 1 || c.bytes < 4096) continue;
+    const std::int64_t bytes = whole(std::min(c.bytes, cap));
     const std::string id = fmt::format("{}/{}/{}", to_string(c.op), c.ranks, bytes);
     if (std::any_of(collectives.begin(), collectives.end(), [&](const auto& e) { return e["id"] == id; })) continue;
     collectives.push_back({{"id", id}, {"op", to_string(c.op)}, {"ranks", c.ranks}, {"bytes", bytes}});
