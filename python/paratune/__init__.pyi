@@ -354,7 +354,7 @@ def estimate(model: ModelLike, cluster: ClusterLike, config: ConfigLike, seq_len
              precision: str = "bf16", fp8_recipe: str = "delayed", fp8_param_gather: bool = False,
              moe_balancing: str = "aux-loss", moe_capacity_factor: float = 0.0, optimizer: str = "adamw",
              flash_attention: bool = True, memory_margin: float = 0.05,
-             calibration: PathLike | None = None) -> Estimate:
+             calibration: PathLike | None = None, profile: PathLike | None = None) -> Estimate:
     """The predicted time, throughput and memory of one configuration (``paratune estimate``)."""
 
 def plan(model: ModelLike, cluster: ClusterLike, seq_len: int, global_batch: int, *, top: int = 5, keep: int = 16,
@@ -363,7 +363,7 @@ def plan(model: ModelLike, cluster: ClusterLike, seq_len: int, global_batch: int
          precision: str = "bf16", fp8_recipe: str = "delayed", fp8_param_gather: bool = False,
          moe_balancing: str = "aux-loss", moe_capacity_factor: float = 0.0, optimizer: str = "adamw",
          flash_attention: bool = True, memory_margin: float = 0.05,
-         calibration: PathLike | None = None) -> PlanResult:
+         calibration: PathLike | None = None, profile: PathLike | None = None) -> PlanResult:
     """The fastest configurations that fit (``paratune plan``). Releases the GIL while it searches.
 
     ``framework``: "any" (or None) ranks only plans one of Megatron-LM, torchtitan and DeepSpeed runs as planned;
@@ -374,7 +374,8 @@ def simulate(model: ModelLike, cluster: ClusterLike, config: ConfigLike, seq_len
              schedule: str | None = None, grad_sync: str | None = None, precision: str = "bf16",
              fp8_recipe: str = "delayed", fp8_param_gather: bool = False, moe_balancing: str = "aux-loss",
              moe_capacity_factor: float = 0.0, optimizer: str = "adamw", flash_attention: bool = True,
-             memory_margin: float = 0.05, calibration: PathLike | None = None) -> Simulation:
+             memory_margin: float = 0.05, calibration: PathLike | None = None,
+             profile: PathLike | None = None) -> Simulation:
     """Replays one iteration's pipeline schedule event by event (``paratune simulate``)."""
 
 def launch_args(plan: Plan | PlanResult | Estimate, framework: str, *, allow_unsupported: bool = False) -> Launch:

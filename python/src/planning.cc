@@ -10,6 +10,7 @@
 #include "modules.h"
 #include "paratune/cost/calibration.h"
 #include "paratune/cost/estimate.h"
+#include "paratune/cost/hardware_profile.h"
 #include "paratune/launch/framework_support.h"
 #include "paratune/launch/launch.h"
 #include "paratune/launch/schema_check.h"
@@ -37,16 +38,25 @@ struct Setup {
   ClusterSpec cluster;
   TrainingSpec training;
   Calibration calibration;
-  EstimateOptions options;
+  std::optional<HardwareProfile> profile;  // profile=: what `paratune profile` measured
+  EstimateOptions options;  // options.profile points to `profile`: a Setup is never copied
   std::string calibration_source;  // "shipped" or the file
+  Setup() = default;
+  Setup(const Setup&) = delete;
+  Setup& operator=(const Setup&) = delete;
 };
 using SetupPtr = std::shared_ptr<const Setup>;
 
 // Labels each figure as the CLI's --json does (cli/main.cc prediction_json).
 nlohmann::json predicted_by(const Setup& s) {
-  return {{"kind", "model prediction"},
-          {"model", fmt::format("paratune {} analytic cost model", paratune::version())},
-          {"calibration", s.calibration_source}};
+  nlohmann::json j = {{"kind", "model prediction"},
+                      {"model", fmt::format("paratune {} analytic cost model", paratune::version())},
+                      {"calibration", s.calibration_source}};
+  if (s.profile)
+    j["profile"] = {{"file", s.profile->source},
+                    {"measured", "the GEMMs, flash attention, collectives and memory bandwidth it measured, interpolated "
+                                 "between its shapes and sizes; the fitted model elsewhere"}};
+  return j;
 }
 
 // The reports' title line, as the CLI writes it.
@@ -94,7 +104,8 @@ ParallelConfig config_of(const py::handle& value) {
 // flags without their dashes); anything else is an Error naming the closest.
 const std::vector<std::string> kTrainingKeys{"precision",       "fp8_recipe", "fp8_param_gather",
                                              "moe_balancing",   "moe_capacity_factor", "optimizer",
-                                             "flash_attention", "memory_margin",       "calibration"};
+                                             "flash_attention", "memory_margin",       "calibration",
+                                             "profile"};
 
 template <typename E>
 E enum_option(const py::dict& options, const char* key, E fallback) {
@@ -163,6 +174,15 @@ SetupPtr setup_of(const py::handle& model, const py::handle& cluster, std::int64
   } else {
     s->calibration = default_calibration();
     s->calibration_source = "shipped";
+  }
+  if (options.contains("profile") && !options["profile"].is_none()) {
+    try {
+      s->profile = read_hardware_profile(text_or_path(options["profile"], "profile"));
+      check_profile_applies(*s->profile, s->model, s->cluster, s->training);
+    } catch (const Error& e) {
+      throw e.with_context("profile");
+    }
+    s->options.profile = &*s->profile;
   }
   return s;
 }

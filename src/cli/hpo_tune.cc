@@ -28,9 +28,9 @@ void check_hpo_flags(const SetupFlags& setup, const TuneFlags& f) {
   if (f.space_path.empty())
     throw Error("tune: a hyperparameter study (--objective, --pruner, --algo tpe|gp|cmaes or typed parameters) needs "
                 "--space FILE; --model derives a space of parallel configurations, searched for throughput");
-  if (!setup.model.empty() || !f.fix.empty() || !f.allow.empty() || !f.max.empty())
-    throw Error("tune: --model/--fix/--allow/--max derive a space of parallel configurations; a hyperparameter study "
-                "searches its --space file");
+  if (!setup.model.empty() || !setup.profile.empty() || !f.fix.empty() || !f.allow.empty() || !f.max.empty())
+    throw Error("tune: --model/--profile/--fix/--allow/--max derive a space of parallel configurations; a hyperparameter "
+                "study searches its --space file");
 }
 
 // The study's options from the flags, checked (hpo::validate).

@@ -155,7 +155,13 @@ int run_profile(const SetupFlags& setup, const ProfileFlags& f, bool json) {
     options.warmup = f.warmup;
     options.repetitions = f.repetitions;
     const std::string plan_path = f.plan_path.empty() ? default_plan_path(f.out) : f.plan_path;
-    write_file(plan_path, profile_plan(model, cluster, training, calibration, options).dump(2) + "\n");
+    nlohmann::ordered_json plan;
+    try {
+      plan = profile_plan(model, cluster, training, calibration, options);
+    } catch (const Error& e) {
+      throw e.with_context("--config");
+    }
+    write_file(plan_path, plan.dump(2) + "\n");
     if (f.plan_only) {
       std::cout << "wrote the plan " << plan_path << "; measure it with\n  torchrun --nproc-per-node N -m paratune.profile --plan "
                 << plan_path << " --out " << f.out << "\nthen compare: paratune profile ... --from " << f.out << "\n";

@@ -49,6 +49,9 @@ std::uint64_t read_space(const SetupFlags& setup, const TuneFlags& f, std::optio
   if (derived && !has_model)
     throw Error("tune: give --space FILE, or --model, --cluster, --seq-len and --global-batch to search the "
                 "configurations the planner's model says fit");
+  if (!setup.profile.empty() && !has_model)
+    throw Error("--profile: a hardware profile prices the cost model's predictions (the derived space, the oppa and "
+                "costmodel prior); give --model, --cluster, --seq-len and --global-batch with it");
   if (!derived && (!f.fix.empty() || !f.allow.empty() || !f.max.empty()))
     throw Error("tune: --fix/--allow/--max narrow the space derived from --model; with --space FILE, edit the file");
   if (!derived) {

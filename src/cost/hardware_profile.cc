@@ -337,7 +337,7 @@ void check_profile_applies(const HardwareProfile& profile, const ModelSpec& mode
                             "(fingerprint {}): its GEMMs were not measured",
                             profile.source, profile.model, profile.model_fingerprint, model.name, model_fingerprint(model)));
   if (profile.precision != training.precision)
-    throw Error(fmt::format("{}: measured in {}, but this training runs in {}: profile it with --precision {}", profile.source,
+    throw Error(fmt::format("{}: measured in {}, but this training runs in {}: profile it in {}", profile.source,
                             to_string(profile.precision), to_string(training.precision), to_string(training.precision)));
 }
 

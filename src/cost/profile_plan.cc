@@ -37,9 +37,9 @@ TrainingSpec planned_training(const TrainingSpec& training, bool quick) {
 nlohmann::ordered_json profile_plan(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
                                     const Calibration& calibration, const ProfilePlanOptions& options) {
   using namespace profile_planning;
-  if (options.configs.empty()) throw Error("--config: give at least one configuration whose kernels to measure");
+  if (options.configs.empty()) throw Error("configs: give at least one configuration whose kernels to measure");
   if (options.warmup < 0 || options.repetitions < 1)
-    throw Error(fmt::format("--warmup {} must be >= 0 and --repetitions {} >= 1", options.warmup, options.repetitions));
+    throw Error(fmt::format("warmup {} must be >= 0 and repetitions {} >= 1", options.warmup, options.repetitions));
   const TrainingSpec t = planned_training(training, options.quick);
   cost_detail::KernelLog log;
   EstimateOptions estimate_options;
@@ -48,7 +48,7 @@ nlohmann::ordered_json profile_plan(const ModelSpec& model, const ClusterSpec& c
     try {
       (void)estimate(model, cluster, t, config, calibration, estimate_options);
     } catch (const Error& e) {
-      throw e.with_context(fmt::format("--config {}", to_string(config)));
+      throw e.with_context(fmt::format("configuration {}", to_string(config)));
     }
   }
 

@@ -225,14 +225,14 @@ BAD_PLANS = [  # (field path, value, the message after "FILE: ")
     (("version",), 2, r"version: 2: must be 1 "),
     (("version",), DELETE, r"version: missing: must be 1 "),
     (("precision",), "int8", r'precision: "int8": must be one of bf16, fp16, fp8'),
-    (("warmup",), 0, r"warmup: 0: must be an integer >= 1"),
+    (("warmup",), -1, r"warmup: -1: must be an integer >= 0"),
     (("repetitions",), 2.0, r"repetitions: 2.0: must be an integer >= 1"),
     (("memory_bandwidth_bytes",), True, r"memory_bandwidth_bytes: true: must be a positive integer"),
     (("gemms",), {}, r"gemms: \{\}: must be a list"),
     (("gemms", 0, "m"), -4, r'gemms\[0\] \(id "qkv"\): m: -4: must be a positive integer'),
     (("gemms", 1, "k"), "32", r'gemms\[1\] \(id "mlp"\): k: "32": must be a positive integer'),
     (("gemms", 0, "dtype"), "int4", r'gemms\[0\] \(id "qkv"\): dtype: "int4": must be one of bf16, fp16, fp32, fp8'),
-    (("gemms", 2, "count"), DELETE, r'gemms\[2\] \(id "qkv/fp8"\): count: missing: must be a positive integer'),
+    (("gemms", 2, "count"), 0, r'gemms\[2\] \(id "qkv/fp8"\): count: 0: must be a positive integer'),
     (("gemms", 1, "id"), "qkv", r'gemms\[1\] \(id "qkv"\): id: "qkv": must be unique among the gemms entries'),
     (("gemms", 0, "id"), "", r'gemms\[0\]: id: "": must be a non-empty string'),
     (("gemms", 0), [1, 2], r"gemms\[0\]: \[1, 2\]: must be an object \(a gemms entry\)"),
@@ -316,3 +316,32 @@ def test_without_pytorch_one_line_says_to_install_it(tmp_path):
 def test_the_hand_written_llama3_8b_cpu_plan_is_valid():
     plan = profile.read_plan(os.path.join(DATA, "profile-plan-llama3-8b-cpu.json"))
     assert plan["model"] == "llama3-8b" and plan["step"]["layers"] == 2
+
+
+def test_estimate_and_plan_price_with_a_profile(cli, tmp_path):
+    """`profile=` on estimate and plan (as `--profile` on the CLI): a profile whose GEMMs all took one second
+    makes the step far slower and says so in `predicted_by`; another model's profile is refused by name."""
+    import paratune
+
+    setup = ["--model", "llama3-8b", "--cluster", "dgx-h100:1", "--seq-len", "4096", "--global-batch", "8"]
+    code, out, err = cli("profile", *setup, "--config", "dp=8,mbs=1", "--plan-only", "--out",
+                         str(tmp_path / "h100.json"))
+    assert code == 0, err
+    plan = json.loads((tmp_path / "h100.plan.json").read_text())
+    measured = {
+        "format": "paratune-hardware-profile", "version": 1,
+        "plan": {key: plan[key] for key in ("model", "model_fingerprint", "gpu", "precision")},
+        "device": {"backend": "cuda", "name": "made up for the test", "world_size": 8, "nodes": 1},
+        "gemms": [dict(g, median_s=1.0, p10_s=1.0, p90_s=1.0, repetitions=1) for g in plan["gemms"]],
+    }
+    path = tmp_path / "h100.json"
+    path.write_text(json.dumps(measured))
+    fitted = paratune.estimate("llama3-8b", "dgx-h100:1", "dp=8,mbs=1", 4096, 8)
+    slow = paratune.estimate("llama3-8b", "dgx-h100:1", "dp=8,mbs=1", 4096, 8, profile=str(path))
+    assert slow.iteration_time_s > 10 * fitted.iteration_time_s
+    assert slow.to_dict()["predicted_by"]["profile"]["file"] == str(path)
+    assert "profile" not in fitted.to_dict()["predicted_by"]
+    with pytest.raises(paratune.Error, match="profile: .*measured for model 'llama3-8b'"):
+        paratune.estimate("llama2-7b", "dgx-h100:1", "dp=8,mbs=1", 4096, 8, profile=str(path))
+    with pytest.raises(paratune.Error, match="profile"):
+        paratune.plan("llama3-8b", "dgx-h100:1", 4096, 8, profile=str(tmp_path / "missing.json"))

@@ -33,7 +33,7 @@ inline constexpr int kQuickSeqLen = 256;
 // The plan (format kProfilePlanFormat): every distinct GEMM (m, n, k, dtype), flash-attention shape
 // and single-node collective the cost model prices for the configurations, element-wise passes of
 // the layer's widths, a bandwidth copy and a reduced-depth training step. Throws Error (context
-// "--config") for a configuration the specs refuse.
+// "configuration ...") for a configuration the specs refuse.
 nlohmann::ordered_json profile_plan(const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
                                     const Calibration& calibration, const ProfilePlanOptions& options);
 
