@@ -139,6 +139,29 @@ const std::vector<FittedCoefficient>& fitted_coefficients() {
   return coefficients;
 }
 
+double coefficient_variable(const FittedCoefficient& p, double value) { return p.log_scale ? std::log(value) : value; }
+double coefficient_from_variable(const FittedCoefficient& p, double x) { return p.log_scale ? std::exp(x) : x; }
+
+double prior_penalty(const std::vector<FittedCoefficient>& params, const std::vector<double>& x) {
+  double sum = 0;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const double z = (x[i] - params[i].prior) / params[i].prior_sd;
+    sum += z * z;
+  }
+  return kPriorWeight * sum;
+}
+
+Calibration with_coefficients(const Calibration& base, const std::vector<FittedCoefficient>& params,
+                              const std::vector<double>& x) {
+  Calibration c = base;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const double value = coefficient_from_variable(params[i], x[i]);
+    if (params[i].field) c.*(params[i].field) = value;
+    for (const auto& gpu : params[i].gpus) (c.*(params[i].by_gpu))[gpu] = value;
+  }
+  return c;
+}
+
 double coefficient_value(const Calibration& calibration, const FittedCoefficient& coefficient) {
   if (coefficient.field) return calibration.*(coefficient.field);
   const auto& by_gpu = calibration.*(coefficient.by_gpu);

@@ -15,38 +15,12 @@
 namespace paratune {
 namespace {
 
-// The optimiser's variable for a coefficient: its value, or its natural log for one that spans
-// decades (an overhead of 2 us and one of 200 us are equally plausible steps apart).
-double to_variable(const FittedCoefficient& p, double value) { return p.log_scale ? std::log(value) : value; }
-double from_variable(const FittedCoefficient& p, double x) { return p.log_scale ? std::exp(x) : x; }
-
-// The prior's price of a point, in the objective's unit (percentage points).
-double prior_penalty(const std::vector<FittedCoefficient>& params, const std::vector<double>& x) {
-  double sum = 0;
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const double z = (x[i] - params[i].prior) / params[i].prior_sd;
-    sum += z * z;
-  }
-  return kPriorWeight * sum;
-}
-
-// `x` holds the optimiser's variables (to_variable).
-Calibration apply(const Calibration& base, const std::vector<FittedCoefficient>& params, const std::vector<double>& x) {
-  Calibration c = base;
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const double value = from_variable(params[i], x[i]);
-    if (params[i].field) c.*(params[i].field) = value;
-    for (const auto& gpu : params[i].gpus) (c.*(params[i].by_gpu))[gpu] = value;
-  }
-  return c;
-}
-
 // The start with every fitted coefficient at its prior (paratune/calib/coefficients.h), so that no
 // fold of leave-one-source-out starts from values fitted on its held-out source.
 Calibration at_priors(const Calibration& start) {
   std::vector<double> priors;
   for (const auto& p : fitted_coefficients()) priors.push_back(p.prior);
-  return apply(start, fitted_coefficients(), priors);
+  return with_coefficients(start, fitted_coefficients(), priors);
 }
 
 // |error| of each row under `calibration` (100 where the row cannot be estimated), rows spread over
@@ -159,9 +133,9 @@ CalibrationFit fit_rows(const std::vector<const RunSetup*>& rows, const Calibrat
   const auto& params = fitted_coefficients();
   std::vector<double> x, lower, upper;
   for (const auto& p : params) {
-    x.push_back(to_variable(p, std::clamp(coefficient_value(start, p), p.lower, p.upper)));
-    lower.push_back(to_variable(p, p.lower));
-    upper.push_back(to_variable(p, p.upper));
+    x.push_back(coefficient_variable(p, std::clamp(coefficient_value(start, p), p.lower, p.upper)));
+    lower.push_back(coefficient_variable(p, p.lower));
+    upper.push_back(coefficient_variable(p, p.upper));
     fit.parameters.emplace_back(p.name);
   }
   struct State {
@@ -180,7 +154,7 @@ CalibrationFit fit_rows(const std::vector<const RunSetup*>& rows, const Calibrat
   auto objective = [](const std::vector<double>& v, std::vector<double>&, void* data) -> double {
     auto* st = static_cast<State*>(data);
     ++st->evaluations;
-    const auto errors = row_errors(*st->rows, apply(*st->start, *st->params, v), st->threads);
+    const auto errors = row_errors(*st->rows, with_coefficients(*st->start, *st->params, v), st->threads);
     double sum = 0, worst = 0;
     for (double e : errors) sum += e, worst = std::max(worst, e);
     const double value = sum / errors.size() + 0.2 * worst + prior_penalty(*st->params, v);
@@ -203,7 +177,7 @@ CalibrationFit fit_rows(const std::vector<const RunSetup*>& rows, const Calibrat
   } catch (const nlopt::roundoff_limited&) {
     // converged as far as floating point allows; x holds the best point
   }
-  fit.calibration = apply(start, params, x);
+  fit.calibration = with_coefficients(start, params, x);
   fit.parameters_fitted = static_cast<int>(params.size());
   fit.at_bounds = coefficients_at_bounds(fit.calibration);
   fit.evaluations = state.evaluations;

@@ -10,12 +10,15 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "commands.h"
 #include "flag_checks.h"
 #include "output.h"
+#include "paratune/calib/profile_fit.h"
+#include "paratune/calib/published_runs.h"
 #include "paratune/cost/hardware_profile.h"
 #include "paratune/cost/profile_plan.h"
 #include "paratune/spec/error.h"
@@ -35,6 +38,7 @@ struct ProfileFlags {
   std::string plan_path;       // where the plan is written (default: OUT with .plan.json)
   bool plan_only = false;      // write the plan and stop (to measure under torchrun yourself)
   std::string from;            // an existing profile: only compare
+  std::string fit_calibration;  // write the calibration fitted to the profile there
   std::string python = "python3";
   double timeout_s = 3600;
 };
@@ -178,8 +182,31 @@ int run_profile(const SetupFlags& setup, const ProfileFlags& f, bool json) {
     throw e.with_context(f.from.empty() ? "the measurer's profile" : "--from");
   }
   const ProfileComparison comparison = compare_profile(profile, model, cluster, training, calibration);
-  if (json) write_json(comparison_json(comparison, profile));
-  else std::cout << format_comparison(comparison, profile);
+  std::optional<ProfileFit> fit;
+  if (!f.fit_calibration.empty()) {
+    fit = fit_calibration_to_profile(profile, model, cluster, training, calibration);
+    write_file(f.fit_calibration, to_json(fit->calibration).dump(2) + "\n");
+  }
+  if (json) {
+    nlohmann::json j = comparison_json(comparison, profile);
+    if (fit)
+      j["fitted_calibration"] = {{"file", f.fit_calibration},
+                                 {"coefficients", fit->parameters},
+                                 {"rows", fit->rows},
+                                 {"mean_abs_log_error_pct_before", fit->error_before_pct},
+                                 {"mean_abs_log_error_pct_after", fit->error_after_pct},
+                                 {"at_bounds", to_json(fit->at_bounds)}};
+    write_json(j);
+  } else {
+    std::cout << format_comparison(comparison, profile);
+    if (fit) {
+      std::cout << fmt::format("\nfitted {} to the {} measured rows: mean |ln(model / measured)| {:.1f}% -> {:.1f}%; wrote {} "
+                               "(use it with --calibration)\n",
+                               fmt::join(fit->parameters, ", "), fit->rows, fit->error_before_pct, fit->error_after_pct,
+                               f.fit_calibration);
+      for (const CoefficientAtBound& hit : fit->at_bounds) std::cout << "  " << describe(hit) << "\n";
+    }
+  }
   return 0;
 }
 
@@ -205,6 +232,8 @@ void add_profile_command(CLI::App& app, Commands& commands) {
   cmd->add_option("--plan", f.plan_path, "where to write the measurement plan (default: OUT with .plan.json)");
   cmd->add_flag("--plan-only", f.plan_only, "write the plan and stop (measure it under torchrun yourself)");
   cmd->add_option("--from", f.from, "compare an existing profile instead of measuring");
+  cmd->add_option("--fit-calibration", f.fit_calibration,
+                  "write the calibration whose kernel coefficients are fitted to the profile (for --calibration)");
   cmd->add_option("--python", f.python, "the Python interpreter with PyTorch")->capture_default_str();
   cmd->add_option("--timeout", f.timeout_s, "seconds the measurer may take")
       ->capture_default_str()

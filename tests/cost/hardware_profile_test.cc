@@ -12,6 +12,7 @@
 #include "../../src/cost/device.h"
 #include "../../src/cost/measured_rates.h"
 #include "../test_util.h"
+#include "paratune/calib/profile_fit.h"
 #include "paratune/cost/estimate.h"
 #include "paratune/cost/profile_plan.h"
 #include "paratune/spec/error.h"
@@ -283,3 +284,23 @@ TEST(HardwareProfile, KernelsMeasuredTwiceAsSlowSlowTheStepByTheirShare) {
 
 }  // namespace hardware_profile_test
 }  // namespace paratune
+
+namespace paratune::hardware_profile_test {
+
+TEST(HardwareProfile, TheCalibrationFittedToAProfileFindsTheGpusOwnGemmEfficiency) {
+  // A profile of an H100 whose GEMMs and attention all ran 20% slower than the shipped calibration
+  // says: the fit moves the hopper efficiencies down (within their physical ranges) and the error
+  // falls; it never touches another GPU class's coefficient.
+  const ModelSpec llama3 = load_model("llama3-8b");
+  const TrainingSpec training = testing::training(4096, 1);
+  const HardwareProfile slower = profile_at(1.2, llama3, one_h100(), training);
+  const ProfileFit fit = fit_calibration_to_profile(slower, llama3, one_h100(), training, default_calibration());
+  EXPECT_GT(fit.rows, 4);
+  EXPECT_NEAR(fit.error_before_pct, 100 * std::log(1.2), 0.5);
+  EXPECT_LT(fit.error_after_pct, fit.error_before_pct / 3);
+  EXPECT_LT(fit.calibration.gemm_efficiency_for("h100-sxm"), default_calibration().gemm_efficiency_for("h100-sxm"));
+  EXPECT_EQ(fit.calibration.gemm_efficiency_for("a100-80gb"), default_calibration().gemm_efficiency_for("a100-80gb"));
+  for (const std::string& name : fit.parameters) EXPECT_EQ(name.find("[a100]"), std::string::npos) << name;
+}
+
+}  // namespace paratune::hardware_profile_test

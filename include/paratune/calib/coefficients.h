@@ -43,6 +43,17 @@ const std::vector<FittedCoefficient>& fitted_coefficients();
 // map overrides when the entry is absent).
 double coefficient_value(const Calibration& calibration, const FittedCoefficient& coefficient);
 
+// The optimiser's variable for a coefficient: its value, or its natural log for one that spans
+// decades (an overhead of 2 us and one of 200 us are equally plausible steps apart), and back.
+double coefficient_variable(const FittedCoefficient& coefficient, double value);
+double coefficient_from_variable(const FittedCoefficient& coefficient, double variable);
+// The priors' price of the variables `x` of `coefficients`, in percentage points of a fit's
+// objective: kPriorWeight x sum of ((x - prior) / prior_sd)^2.
+double prior_penalty(const std::vector<FittedCoefficient>& coefficients, const std::vector<double>& x);
+// `base` with each of `coefficients` set from its variable in `x`.
+Calibration with_coefficients(const Calibration& base, const std::vector<FittedCoefficient>& coefficients,
+                              const std::vector<double>& x);
+
 // A coefficient at (or within 1% of the range, on its scale, of) a bound of its physical range.
 struct CoefficientAtBound {
   std::string name;
