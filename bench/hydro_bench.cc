@@ -516,7 +516,8 @@ int end_to_end(const EndToEnd& e) {
   }
   if (!e.only.empty()) return 0;
   md += fmt::format("\nMedian over {} seeds: {:.1f}x less CPU time, target validation loss {:+.2f}% against direct "
-                    "tuning (goal: >= 5x, <= +1%). Surrogate side run on commit {}.\n",
+                    "tuning (goal: >= 5x, <= +1%). Table written on commit {}; the runs it made are in "
+                    "KIND-seedN.json with theirs, the reused ones below.\n",
                     savings.size(), median(savings), median(differences), commit);
   if (!sources.empty()) md += "\nRuns reused (`--reuse`; the commit each ran on):\n\n" + sources;
   write(e.out / (top ? "end_to_end_topk.md" : "end_to_end.md"), md);
