@@ -207,7 +207,8 @@ Reevaluation reevaluate_top(const Space& space, const HpoOptions& options, const
 std::vector<RetrainResult> stored_reevaluations(const store::StudyStore& store, const std::string& name,
                                                 const std::string& objective) {
   std::vector<RetrainResult> out;
-  for (const store::StudyInfo& s : store.studies()) {
+  const std::vector<store::StudyInfo> studies = store.studies();
+  for (const store::StudyInfo& s : studies) {
     const nlohmann::json identity = nlohmann::json::parse(s.config_json, nullptr, false);
     if (!identity.is_object() || identity.value("kind", "") != "retrain" || identity.value("of", "") != name) continue;
     std::optional<store::StoredTrial> latest;
@@ -220,8 +221,10 @@ std::vector<RetrainResult> stored_reevaluations(const store::StudyStore& store, 
     r.reused = true;
     out.push_back(std::move(r));
   }
-  // The search's objective of each re-evaluated trial.
-  for (const store::StudyInfo& s : store.studies()) {
+  // The search's objective of each re-evaluated trial (read only where there are any: the live
+  // dashboard calls this at every poll).
+  if (out.empty()) return out;
+  for (const store::StudyInfo& s : studies) {
     if (s.name != name) continue;
     for (const store::StoredTrial& t : store.trials(s.id, false))
       for (RetrainResult& r : out)
