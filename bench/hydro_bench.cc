@@ -24,12 +24,18 @@
 //       fused in one process against B separate processes on the same cores, for the surrogate (S = 8)
 //       and the target; peak memory of each. DIR/fusion.md.
 //
-//   bench_hydro end-to-end [--ratio 8] [--trials 24] [--seeds 0-1] [--steps 300] [--out DIR]
+//   bench_hydro end-to-end [--ratio 8] [--trials 24] [--seeds 0-1] [--steps 300] [--retrain-top K|auto]
+//                          [--retrain-budget F] [--reuse DIR] [--only direct|surrogate] [--out DIR]
 //       `paratune tune` with TPE over the GPT's learning rate, init scale and weight decay, the same
 //       number of trials: on the target directly, and on the surrogate (--surrogate-ratio) with the
-//       best transferred and retrained at the target's width (--retrain). CPU time of each whole
-//       tuning (the paratune process and every trial it ran: wait4's rusage), its wall time, and
-//       the target's final validation loss. DIR/end_to_end.md.
+//       best transferred and retrained at the target's width (--retrain), or its top K retrained
+//       there and the best of them chosen (--retrain-top). CPU time of each whole tuning (the
+//       paratune process and every trial it ran: wait4's rusage), its wall time, and the target's
+//       final validation loss; the median over the seeds. Each run is also written to
+//       DIR/end-to-end/KIND-seedN.json (KIND direct or surrogate, with the commit); --reuse D takes
+//       D/KIND-seedN.json where it exists instead of running that side again (so seeds run apart
+//       can be reported together; --only runs one side and writes its JSON alone). DIR/end_to_end.md
+//       (--retrain-top: DIR/end_to_end_topk.md).
 //
 //   bench_hydro tuning-fusion [--ratio 8] [--trials 24] [--seeds 0-2] [--steps 300] [--out DIR]
 //       The whole tuning with and without inter-trial fusion: the end-to-end bench's surrogate study
@@ -50,6 +56,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -58,6 +65,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -365,70 +373,157 @@ TuneRun run_tune(const std::vector<std::string>& argv, const fs::path& log) {
   return t;
 }
 
-int end_to_end(double ratio, int trials, int first_seed, int last_seed, int steps, const fs::path& out) {
+// One side of one seed (a `paratune tune` run): its CPU and wall time and --json result, with where
+// it ran. The bench writes each run it makes to DIR/end-to-end/KIND-seedN.json; --reuse D takes
+// D/KIND-seedN.json instead of running that side again (the direct runs cost ~1,070 CPU s each).
+struct SideRun {
+  double cpu_s = 0, wall_s = 0;
+  nlohmann::json result, source;
+};
+
+std::optional<SideRun> reused_run(const fs::path& file) {
+  if (file.empty() || !fs::exists(file)) return std::nullopt;
+  std::ifstream in(file);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.contains("cpu_s") || !j.contains("wall_s") || !j.contains("result"))
+    throw std::runtime_error(file.string() + ": needs cpu_s, wall_s and result (paratune tune --json)");
+  return SideRun{j["cpu_s"].get<double>(), j["wall_s"].get<double>(), j["result"], j.value("source", nlohmann::json(nullptr))};
+}
+
+std::string git_commit() {
+  std::string out;
+  if (FILE* p = popen("git rev-parse --short HEAD 2>/dev/null", "r")) {
+    char buffer[64];
+    while (std::fgets(buffer, sizeof buffer, p)) out += buffer;
+    pclose(p);
+  }
+  while (!out.empty() && std::isspace(static_cast<unsigned char>(out.back()))) out.pop_back();
+  return out.empty() ? "unknown" : out;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+struct EndToEnd {
+  double ratio = 8;
+  int trials = 24, first_seed = 0, last_seed = 1, steps = 300;
+  std::string retrain_top = "1";    // --retrain-top of the surrogate study (1: --retrain)
+  std::string retrain_budget;       // --retrain-budget (auto only; empty: paratune's default)
+  fs::path reuse;                   // take DIR/KIND-seedN.json where it exists; empty: run every side
+  std::string only;                 // "direct" or "surrogate": run that side only, write its JSON, no table
+  fs::path out;
+};
+
+int end_to_end(const EndToEnd& e) {
   const ModelSetup m = model_setup("gpt");
-  fs::create_directories(out / "end-to-end");
-  const fs::path space = out / "end-to-end" / "space.yaml";
+  fs::create_directories(e.out / "end-to-end");
+  const fs::path space = e.out / "end-to-end" / "space.yaml";
   std::ofstream(space) << "parameters:\n"
                           "  lr: {type: float, low: 3.0e-5, high: 3.0e-2, log: true}\n"
                           "  init_scale: {type: float, low: 0.25, high: 4.0, log: true}\n"
                           "  weight_decay: {type: float, low: 1.0e-4, high: 0.3, log: true}\n";
+  const bool top = e.retrain_top != "1";
+  const std::string retrain_flags =
+      top ? fmt::format("--retrain-top {}{}", e.retrain_top,
+                        e.retrain_budget.empty() ? "" : " --retrain-budget " + e.retrain_budget)
+          : "--retrain";
   std::string md = fmt::format(
       "# End to end: tuning the GPT on a {:g}x narrower muP surrogate vs tuning it directly\n\n"
       "`paratune tune --algo tpe --max-trials {} --steps {} --slots 2` over lr, init_scale and weight_decay "
       "(log-uniform) of `paratune-train {}`, objective val_loss; the surrogate run adds `--surrogate-ratio {:g} "
-      "--retrain` (the best configuration transferred and trained at the target's width: its final validation "
-      "loss is the surrogate tuning's result). CPU time: the paratune process and every trial it ran (wait4). "
-      "Same TPE seed for both.\n\n"
-      "| seed | direct: CPU s | wall s | target val_loss | surrogate: CPU s | wall s | target val_loss (retrain) | "
-      "CPU saving | loss difference |\n|---|---|---|---|---|---|---|---|---|\n",
-      ratio, trials, steps, m.args, ratio);
+      "{}` ({}). CPU time: the paratune process and every trial it ran (wait4). Same TPE seed for both.\n\n"
+      "| seed | direct: CPU s | wall s | target val_loss | surrogate: CPU s | wall s | retrained | target val_loss "
+      "(chosen) | CPU saving | loss difference |\n|---|---|---|---|---|---|---|---|---|---|\n",
+      e.ratio, e.trials, e.steps, m.args, e.ratio, retrain_flags,
+      top ? "the search's best distinct configurations trained at the target's width, the best of them there chosen: "
+            "its final validation loss is the surrogate tuning's result"
+          : "the best configuration transferred and trained at the target's width: its final validation loss is the "
+            "surrogate tuning's result",
+      e.ratio);
   std::vector<double> savings, differences;
-  for (int seed = first_seed; seed <= last_seed; ++seed) {
-    std::map<std::string, TuneRun> by_kind;
+  std::string sources;
+  const std::string commit = git_commit();
+  for (int seed = e.first_seed; seed <= e.last_seed; ++seed) {
+    std::map<std::string, SideRun> by_kind;
     for (const std::string kind : {"direct", "surrogate"}) {
-      const fs::path dir = out / "end-to-end" / fmt::format("{}-seed{}", kind, seed);
+      if (!e.only.empty() && kind != e.only) continue;
+      const std::string file = fmt::format("{}-seed{}.json", kind, seed);
+      if (std::optional<SideRun> reused = reused_run(e.reuse.empty() ? fs::path() : e.reuse / file)) {
+        by_kind[kind] = *reused;
+        sources += fmt::format("- seed {} {}: `{}`, {}\n", seed, kind, (e.reuse / file).string(), reused->source.dump());
+        continue;
+      }
+      const fs::path dir = e.out / "end-to-end" / fmt::format("{}-seed{}", kind, seed);
       fs::remove_all(dir);
       fs::create_directories(dir);
       std::vector<std::string> argv{PARATUNE_BINARY, "tune", "--space", space.string(), "--study",
                                     (dir / "study.db").string(), "--trials-dir", (dir / "trials").string(),
                                     "--algo", "tpe", "--seed", std::to_string(seed), "--max-trials",
-                                    std::to_string(trials), "--steps", std::to_string(steps), "--slots", "2",
+                                    std::to_string(e.trials), "--steps", std::to_string(e.steps), "--slots", "2",
                                     "--objective", "val_loss", "--direction", "minimize", "--json", "--command",
-                                    std::string(PARATUNE_TRAIN_BINARY) + " " + m.args +
-                                        " --steps {steps}"};
-      if (kind == "surrogate")
-        argv.insert(argv.end(), {"--surrogate-ratio", fmt::format("{:g}", ratio), "--retrain"});
+                                    std::string(PARATUNE_TRAIN_BINARY) + " " + m.args + " --steps {steps}"};
+      if (kind == "surrogate") {
+        argv.insert(argv.end(), {"--surrogate-ratio", fmt::format("{:g}", e.ratio)});
+        if (top) {
+          argv.insert(argv.end(), {"--retrain-top", e.retrain_top});
+          if (!e.retrain_budget.empty()) argv.insert(argv.end(), {"--retrain-budget", e.retrain_budget});
+        } else {
+          argv.push_back("--retrain");
+        }
+      }
       std::fprintf(stderr, "%s seed %d ...\n", kind.c_str(), seed);
-      by_kind[kind] = run_tune(argv, dir / "tune.log");
-      const TuneRun& t = by_kind[kind];
+      const TuneRun t = run_tune(argv, dir / "tune.log");
       std::fprintf(stderr, "  exit %d, %.0f s wall, %.0f s CPU\n", t.exit_code, t.wall_s, t.cpu_s);
       if (t.exit_code != 0 || t.result.is_discarded()) {
         std::fprintf(stderr, "paratune tune failed: see %s\n", (dir / "tune.log").c_str());
         return 1;
       }
+      by_kind[kind] = {t.cpu_s, t.wall_s, t.result, {{"commit", commit}, {"by", "bench_hydro end-to-end"}}};
+      std::ofstream(e.out / "end-to-end" / file)
+          << nlohmann::json{{"seed", seed}, {"cpu_s", t.cpu_s}, {"wall_s", t.wall_s}, {"source", by_kind[kind].source},
+                            {"result", t.result}}
+                 .dump(1)
+          << "\n";
     }
-    const TuneRun& direct = by_kind["direct"];
-    const TuneRun& surrogate = by_kind["surrogate"];
+    if (!e.only.empty()) continue;
+    const SideRun& direct = by_kind["direct"];
+    const SideRun& surrogate = by_kind["surrogate"];
     const double direct_loss = direct.result["best"]["objective"].get<double>();
     const double surrogate_loss = surrogate.result["retrain"]["final_metrics"]["val_loss"].get<double>();
+    const std::size_t retrained =
+        surrogate.result.contains("reevaluation") ? surrogate.result["reevaluation"]["runs"].size() : 1;
     savings.push_back(direct.cpu_s / surrogate.cpu_s);
     differences.push_back(100 * (surrogate_loss / direct_loss - 1));
-    md += fmt::format("| {} | {:.0f} | {:.0f} | {:.4f} | {:.0f} | {:.0f} | {:.4f} | {:.1f}x | {:+.2f}% |\n", seed,
-                      direct.cpu_s, direct.wall_s, direct_loss, surrogate.cpu_s, surrogate.wall_s, surrogate_loss,
-                      savings.back(), differences.back());
-    md += fmt::format("|  | best: `{}` | | | best (surrogate): `{}` | | | | |\n", direct.result["best"]["params"].dump(),
-                      surrogate.result["best"]["params"].dump());
+    md += fmt::format("| {} | {:.0f} | {:.0f} | {:.4f} | {:.0f} | {:.0f} | {} | {:.4f} | {:.1f}x | {:+.2f}% |\n", seed,
+                      direct.cpu_s, direct.wall_s, direct_loss, surrogate.cpu_s, surrogate.wall_s, retrained,
+                      surrogate_loss, savings.back(), differences.back());
+    md += fmt::format("|  | best: `{}` | | | chosen: `{}` (trial {}) | | | | | |\n",
+                      direct.result["best"]["params"].dump(), surrogate.result["retrain"]["trial"]["params"].dump(),
+                      surrogate.result["retrain"].value("of_trial", 0));
+    if (surrogate.result.contains("reevaluation")) {
+      std::string runs;
+      for (const auto& r : surrogate.result["reevaluation"]["runs"])
+        runs += fmt::format("{}trial {}: {} -> {}", runs.empty() ? "" : "; ", r["of_trial"].get<int>(),
+                            r["search_objective"].is_number() ? fmt::format("{:.4f}", r["search_objective"].get<double>()) : "-",
+                            r["objective"].is_number() ? fmt::format("{:.4f}", r["objective"].get<double>())
+                                                       : r["trial"]["status"].get<std::string>());
+      md += fmt::format("|  | | | | retrained (surrogate -> target val_loss): {}; {} | | | | | |\n", runs,
+                        surrogate.result["reevaluation"]["rule"].get<std::string>());
+    }
   }
-  double saving = 0, difference = 0;
-  for (double s : savings) saving += s / savings.size();
-  for (double d : differences) difference += d / differences.size();
-  md += fmt::format("\nMean over {} seeds: {:.1f}x less CPU time, target validation loss {:+.2f}% against direct "
-                    "tuning (goal: >= 5x, <= +1%).\n",
-                    savings.size(), saving, difference);
-  write(out / "end_to_end.md", md);
+  if (!e.only.empty()) return 0;
+  md += fmt::format("\nMedian over {} seeds: {:.1f}x less CPU time, target validation loss {:+.2f}% against direct "
+                    "tuning (goal: >= 5x, <= +1%). Table written on commit {}; the runs it made are in "
+                    "KIND-seedN.json with theirs, the reused ones below.\n",
+                    savings.size(), median(savings), median(differences), commit);
+  if (!sources.empty()) md += "\nRuns reused (`--reuse`; the commit each ran on):\n\n" + sources;
+  write(e.out / (top ? "end_to_end_topk.md" : "end_to_end.md"), md);
   return 0;
 }
+
 
 
 // mup's coordinate check as a picture: each unit's mean |output| after `steps` steps against width,
@@ -754,9 +849,23 @@ int main(int argc, char** argv) {
       const std::string seeds = flag("seeds", args[0] == "end-to-end" ? "0-1" : "0-2");
       const auto dash = seeds.find('-');
       const int first = std::stoi(seeds.substr(0, dash)), last = dash == std::string::npos ? first : std::stoi(seeds.substr(dash + 1));
-      return (args[0] == "end-to-end" ? end_to_end : tuning_fusion)(std::stod(flag("ratio", "8")),
-                                                                     std::stoi(flag("trials", "24")), first, last,
-                                                                     std::stoi(flag("steps", "300")), out);
+      if (args[0] == "tuning-fusion")
+        return tuning_fusion(std::stod(flag("ratio", "8")), std::stoi(flag("trials", "24")), first, last,
+                             std::stoi(flag("steps", "300")), out);
+      EndToEnd e;
+      e.ratio = std::stod(flag("ratio", "8"));
+      e.trials = std::stoi(flag("trials", "24"));
+      e.first_seed = first;
+      e.last_seed = last;
+      e.steps = std::stoi(flag("steps", "300"));
+      e.retrain_top = flag("retrain-top", "1");
+      e.retrain_budget = flag("retrain-budget", "");
+      e.reuse = flag("reuse", "");
+      e.only = flag("only", "");
+      if (!e.only.empty() && e.only != "direct" && e.only != "surrogate")
+        throw std::runtime_error("--only: direct or surrogate, not " + e.only);
+      e.out = out;
+      return end_to_end(e);
     }
     std::fprintf(stderr, "bench_hydro: unknown command '%s'\n", args[0].c_str());
     return 2;

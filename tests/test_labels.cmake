@@ -51,6 +51,7 @@ set(paratune_slow_tests
   TrainTune.FusedGroupsLoseOnlyTheirFailingMembers
   TrainTune.FusedTrialsGetTheObjectiveTheyGetAlone
   TrainTune.StrategyAutoGivesEachTrialTheCostModelsChoice
+  TrainTune.SurrogateStudyRetrainsItsTopTwoAtTheTargetAndChoosesThere
   TrainTune.SurrogateStudyTunesANarrowModelAndRetrainsTheTarget
   TuneCli.EveryAlgorithmRunsOnTheSimulatedCluster)
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <iostream>
+#include <limits>
 
 #include "paratune/hpo/fusion.h"
 #include "paratune/hpo/pruner.h"
@@ -18,13 +19,14 @@ namespace {
 
 // Flags of the other kind of study, or of an option not chosen: refused before anything is read.
 void check_hpo_flags(const SetupFlags& setup, const TuneFlags& f) {
-  if (f.worker && f.retrain)
-    throw Error("--retrain with --worker: every worker would retrain the best trial when it ends; when the workers "
+  if (f.worker && (f.retrain || f.given.contains("--retrain-top")))
+    throw Error(std::string(f.retrain ? "--retrain" : "--retrain-top") + " with --worker: every worker would retrain the best trial when it ends; when the workers "
                 "are done, run the same command once without --worker, with --retrain (a study at its --max-trials "
                 "starts no new trial)");
   refuse_flags(f, {"--seed-from-plan", "--no-seed-from-plan"},
                "belongs to the model-based searches of parallel configurations (bo, xgboost, costmodel, oppa)");
-  if (!f.retrain) refuse_flags(f, {"--retrain-steps"}, "needs --retrain");
+  if (!f.retrain && !f.given.contains("--retrain-top")) refuse_flags(f, {"--retrain-steps"}, "needs --retrain");
+  if (f.retrain_top != "auto") refuse_flags(f, {"--retrain-budget"}, "needs --retrain-top auto");
   if (f.space_path.empty())
     throw Error("tune: a hyperparameter study (--objective, --pruner, --algo tpe|gp|cmaes or typed parameters) needs "
                 "--space FILE; --model derives a space of parallel configurations, searched for throughput");
@@ -61,6 +63,32 @@ hpo::HpoOptions hpo_options_from(const TuneFlags& f) {
   }
   hpo::validate(options);
   return options;
+}
+
+// --retrain and --retrain-top K|auto: how many of the best configurations are trained again (none
+// without either flag).
+std::optional<hpo::RetrainTop> retrain_from(const TuneFlags& f) {
+  if (!f.retrain && !f.given.contains("--retrain-top")) return std::nullopt;
+  hpo::RetrainTop top;
+  top.budget = f.retrain_budget;
+  if (f.retrain_top == "auto") {
+    top.automatic = true;
+  } else if (f.given.contains("--retrain-top")) {
+    const std::string& text = f.retrain_top;
+    long long k = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), k);
+    if (ec != std::errc() || end != text.data() + text.size() || k < 1)
+      throw Error(fmt::format("--retrain-top {}: must be a whole number >= 1 (how many of the best configurations to "
+                              "retrain) or auto",
+                              text.empty() ? "''" : text));
+    if (f.max_trials > 0 && k > f.max_trials)
+      throw Error(fmt::format("--retrain-top {}: more than the {} trials of --max-trials", text, f.max_trials));
+    if (k > std::numeric_limits<int>::max())
+      throw Error(fmt::format("--retrain-top {}: must be at most {}", text, std::numeric_limits<int>::max()));
+    top.k = static_cast<int>(k);
+  }
+  hpo::validate(top);
+  return top;
 }
 
 // --algo's sampler of the space.
@@ -110,6 +138,7 @@ TuneStudy hpo_study_from(const SetupFlags& setup, const TuneFlags& f, std::optio
   study.options = hpo_options_from(f);
   study.sampler = hpo_sampler_from(f, *space, study.options);
   study.pruner = pruner_from(f, hpo::PrunerKind::kNone, study.options.steps, study.options.direction).pruner;
+  study.retrain = retrain_from(f);
   const hpo::HpoOptions& o = study.options;
   study.head = fmt::format("{} hyperparameters, {} sampler, {} pruner, objective {} ({}), up to {} steps per trial",
                            space->size(), study.sampler->name(), study.pruner->name(), o.objective,

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "paratune/hpo/pruner.h"
+#include "paratune/hpo/retrain.h"
 #include "paratune/hpo/sampler.h"
 #include "paratune/hpo/study.h"
 #include "paratune/tune/space.h"
@@ -25,6 +26,8 @@ struct TuneStudy {
   std::unique_ptr<hpo::Sampler> sampler;
   std::unique_ptr<hpo::Pruner> pruner;
   std::optional<tune::SpaceSize> size;  // a configuration study's space; none for a hyperparameter study
+  // --retrain / --retrain-top: the best configurations trained again when the search ends (hpo/retrain.h).
+  std::optional<hpo::RetrainTop> retrain;
   // What the study's first line says of it, before the backend's slots and after them.
   std::string head, per_trial;
 };

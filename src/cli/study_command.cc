@@ -88,6 +88,7 @@ int run_study_show(const std::string& locator, const std::string& name, bool jso
     if (measured.hpo) {
       j["curves"] = curves_json(records, measured.direction);
       j["importance"] = importance_json(analysis.importance);
+      j["reevaluations"] = reevaluations_json(store, study.name, measured);
     }
     j["model"] = study.model_json.empty() ? nlohmann::ordered_json(nullptr)
                                           : nlohmann::ordered_json::parse(study.model_json, nullptr, false);
@@ -120,6 +121,12 @@ int run_study_show(const std::string& locator, const std::string& name, bool jso
   for (const std::string& part : {format_pruning(trials), format_curves(records, measured.objective, measured.direction),
                                   format_importance(analysis.importance, completed)})
     if (!part.empty()) std::cout << "\n" << part;
+  // Its best configurations retrained (--retrain, --retrain-top), each study of its own beside it.
+  const std::vector<hpo::RetrainResult> retrains = hpo::stored_reevaluations(store, study.name, measured.objective);
+  if (!retrains.empty())
+    std::cout << "\nretrains of the best configurations (study NAME.retrain.TRIAL.STEPSsteps each):\n"
+              << format_reevaluations(retrains, hpo::best_reevaluation(retrains, measured.direction),
+                                      measured.objective);
   return 0;
 }
 

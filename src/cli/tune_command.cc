@@ -159,7 +159,7 @@ Search model_search(tune::Algorithm algo, const SetupFlags& setup, const TuneFla
 
 // The configuration study of the flags: a search of the space's configurations for throughput.
 TuneStudy configuration_study_from(const SetupFlags& setup, const TuneFlags& f, std::optional<hpo::Space>& space) {
-  refuse_flags(f, {"--direction", "--retrain", "--retrain-steps"},
+  refuse_flags(f, {"--direction", "--retrain", "--retrain-steps", "--retrain-top", "--retrain-budget"},
                "belongs to hyperparameter studies (--objective METRIC, --algo tpe|gp|cmaes or a typed space); this study "
                "searches parallel configurations for throughput");
   const tune::Algorithm algo = algorithm_from(f);
@@ -189,7 +189,7 @@ TuneStudy configuration_study_from(const SetupFlags& setup, const TuneFlags& f, 
 
 // `paratune tune`: run real trials over a search space -- the fastest configuration, or the best
 // training hyperparameters -- in the one study loop (hpo::run_hpo). Exit codes: 0 done with a best
-// trial, 1 the retrain failed, 3 no trial completed, 128 + signal when interrupted.
+// trial, 1 every retrain failed, 3 no trial completed, 128 + signal when interrupted.
 int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   if (!f.worker) refuse_flags(f, {"--worker-name", "--heartbeat", "--heartbeat-timeout"}, "belongs to --worker");
   std::optional<hpo::Space> space;  // read once, by whichever step first needs it
@@ -223,24 +223,40 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
     transfer = hpo::transfer_to_target(*space, options, hpo::Config::parse(summary.trials[*summary.best].params_json));
     if (!json) std::cout << "\n" << format_transfer(*transfer) << std::flush;
   }
-  std::optional<hpo::RetrainResult> retrained;
-  if (f.retrain && summary.best && summary.stop != tune::StopReason::kInterrupted) {
-    const store::StoredTrial& best = summary.trials[*summary.best];
+  // --retrain / --retrain-top: the best configurations trained again (a surrogate study's at the
+  // target's width) and the best of them there chosen (hpo/retrain.h).
+  std::optional<hpo::Reevaluation> reevaluation;
+  if (study.retrain && summary.best && summary.stop != tune::StopReason::kInterrupted) {
     const int steps = f.retrain_steps.value_or(options.steps);
-    std::cerr << fmt::format("paratune tune: retraining trial {} for {} steps{}\n", best.number, steps,
-                             transfer ? " at the target's width" : "");
-    retrained = hpo::retrain_best(*space, options, best, steps, *store, *backend, g_stop_signal);
+    std::cerr << fmt::format("paratune tune: retraining the {} for {} steps{}\n",
+                             study.retrain->automatic ? "best configurations (--retrain-top auto)"
+                             : study.retrain->k == 1  ? fmt::format("best configuration (trial {})",
+                                                                    summary.trials[*summary.best].number)
+                                                      : fmt::format("{} best configurations", study.retrain->k),
+                             steps, transfer ? " at the target's width" : "");
+    reevaluation = hpo::reevaluate_top(*space, options, summary.trials, steps, *study.retrain, *store, *backend,
+                                       g_stop_signal);
   }
+  // The retrain a single result stands for: the one chosen, else (all failed) the first.
+  const hpo::RetrainResult* retrained = nullptr;
+  if (reevaluation && !reevaluation->runs.empty())
+    retrained = &reevaluation->runs[reevaluation->chosen.value_or(0)];
+  const bool several = study.retrain && (study.retrain->automatic || study.retrain->k > 1);
+  const bool none_chosen = reevaluation && !reevaluation->chosen && g_stop_signal.load() == 0;
+  if (none_chosen)  // before the result, so that --json's document ends the output
+    std::cerr << fmt::format("paratune tune: {}\n", hpo::no_choice_message(*reevaluation, options.objective));
   if (json) {
     nlohmann::ordered_json j = to_json(summary);
     if (transfer) j["transfer"] = to_json(*transfer);
     if (retrained) j["retrain"] = to_json(*retrained);
+    if (reevaluation) j["reevaluation"] = to_json(*reevaluation, options.objective);
     write_json(j);
   } else if (retrained) {
+    if (several) std::cout << "\n" << format_reevaluation(*reevaluation, options.objective);
     std::cout << "\n" << format_retrain(*retrained);
   }
   if (summary.stop == tune::StopReason::kInterrupted || g_stop_signal.load() != 0) return 128 + g_stop_signal.load();
-  if (retrained && retrained->trial.status != "completed") return 1;
+  if (none_chosen) return 1;
   return summary.best ? 0 : 3;
 }
 

@@ -57,6 +57,14 @@ void add_hpo_flags(CLI::App* tune_cmd, TuneFlags& tune_flags) {
                      "its final metrics (e.g. test_accuracy)");
   tune_cmd->add_option("--retrain-steps", tune_flags.retrain_steps, "steps of the retrain (default: --steps)")
       ->transform(whole_number(1, kIntMax));
+  tune_cmd->add_option("--retrain-top", tune_flags.retrain_top,
+                       "hyperparameter studies: retrain the K best distinct configurations (a surrogate study's at "
+                       "the target's width), in parallel over the slots, and choose the best of them there; auto: K "
+                       "by --retrain-budget (implies --retrain; --retrain alone: 1)");
+  tune_cmd->add_option("--retrain-budget", tune_flags.retrain_budget,
+                       "--retrain-top auto: the retrains may take at most this many times the search's trial time")
+      ->capture_default_str()
+      ->transform(real_number(0, kInf, Ends::kOpen, "a multiple of the search's trial time"));
   tune_cmd->add_option("--surrogate-ratio", tune_flags.surrogate_ratio,
                        "hyperparameter studies of paratune-train: trials train the model with every width / S under "
                        "muP (Hydro's surrogates); the best is transferred to, and --retrain trains, the target")

@@ -60,6 +60,8 @@ struct TuneFlags {
   double percentile = 25;
   bool retrain = false;
   std::optional<int> retrain_steps;  // default: --steps
+  std::string retrain_top;           // K or "auto" (hpo/retrain.h RetrainTop); empty: 1 with --retrain
+  double retrain_budget = 1;         // --retrain-top auto's budget
   double surrogate_ratio = 1;
   std::string fuse;  // "auto" or a size (hpo/fusion.h); empty: no fusion
   // Worker mode (tune::WorkerOptions).

@@ -113,7 +113,47 @@ std::string format_retrain(const hpo::RetrainResult& r) {
 nlohmann::ordered_json to_json(const hpo::RetrainResult& r) {
   nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
   for (const auto& [name, value] : r.final) metrics[name] = value;
-  return {{"study", r.study}, {"reused", r.reused}, {"trial", to_json(r.trial)}, {"final_metrics", metrics}};
+  auto number = [](const std::optional<double>& v) {
+    return v && std::isfinite(*v) ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+  };
+  return {{"study", r.study},
+          {"of_trial", r.of_trial},
+          {"search_objective", number(r.search_objective)},
+          {"objective", number(r.objective)},
+          {"reused", r.reused},
+          {"trial", to_json(r.trial)},
+          {"final_metrics", metrics}};
+}
+
+std::string format_reevaluations(const std::vector<hpo::RetrainResult>& runs, std::optional<std::size_t> chosen,
+                                 const std::string& objective) {
+  std::string out = fmt::format("  {:>6} {:>16} {:>16}  {:<12} {}\n", "trial", objective + " (search)",
+                                objective + " (retrained)", "status", "parameters");
+  auto value = [](const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : std::string("-"); };
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const hpo::RetrainResult& r = runs[i];
+    out += fmt::format("  {:>6} {:>16} {:>16}  {:<12} {}{}{}\n", r.of_trial, value(r.search_objective),
+                       value(r.objective), r.trial.status, params_words(r.trial.params_json),
+                       r.trial.reason.empty() ? "" : " (" + r.trial.reason + ")", chosen == i ? "  <- chosen" : "");
+  }
+  return out;
+}
+
+std::string format_reevaluation(const hpo::Reevaluation& r, const std::string& objective) {
+  return fmt::format("retrained the {} best of {} distinct completed configurations ({}):\n", r.runs.size(),
+                     r.candidates, r.rule) +
+         format_reevaluations(r.runs, r.chosen, objective);
+}
+
+nlohmann::ordered_json to_json(const hpo::Reevaluation& r, const std::string& objective) {
+  nlohmann::ordered_json runs = nlohmann::ordered_json::array();
+  for (const hpo::RetrainResult& run : r.runs) runs.push_back(to_json(run));
+  return {{"objective", objective},
+          {"k", r.k},
+          {"rule", r.rule},
+          {"candidates", r.candidates},
+          {"chosen", r.chosen ? nlohmann::ordered_json(r.runs[*r.chosen].of_trial) : nlohmann::ordered_json(nullptr)},
+          {"runs", runs}};
 }
 
 std::string format_transfer(const hpo::Transfer& t) {

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "paratune/hpo/importance.h"
+#include "paratune/hpo/retrain.h"
 #include "paratune/hpo/study.h"
 #include "paratune/report/hpo_report.h"
 #include "paratune/report/tune_report.h"
@@ -79,6 +80,16 @@ nlohmann::ordered_json parameter_types(const nlohmann::ordered_json& identity) {
 }
 
 }  // namespace
+
+nlohmann::ordered_json reevaluations_json(const store::StudyStore& store, const std::string& name,
+                                          const StudyObjective& measured) {
+  const std::vector<hpo::RetrainResult> runs = hpo::stored_reevaluations(store, name, measured.objective);
+  const std::optional<std::size_t> chosen = hpo::best_reevaluation(runs, measured.direction);
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const hpo::RetrainResult& r : runs) list.push_back(to_json(r));
+  return {{"chosen", chosen ? nlohmann::ordered_json(runs[*chosen].of_trial) : nlohmann::ordered_json(nullptr)},
+          {"runs", list}};
+}
 
 const store::StudyInfo& choose_study(const std::vector<store::StudyInfo>& studies, const std::string& name,
                                      const std::string& locator) {
@@ -153,6 +164,7 @@ nlohmann::ordered_json study_data(const store::StudyStore& store, const store::S
     const TrialAnalysis analysis = analyse_trials(store, study, trials);
     out["curves"] = curves_json(analysis.records, measured.direction);
     out["importance"] = importance_json(analysis.importance);
+    out["reevaluations"] = reevaluations_json(store, study.name, measured);
   }
   out["model"] = parsed_or_null(study.model_json);
   return out;

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -355,6 +356,136 @@ TEST(HpoStudy, PacksTrialsOfSeveralRanksOntoTheSlots) {
     }
 }
 
+// A trial program that fails a run whose trial directory is named by a marker file beside it
+// (dir/fail-NAME, NAME the run's directory: "retrain-0001-of-trial-0003" for the retrain of trial 3),
+// and otherwise runs the Branin curve.
+std::string failing_retrain_program(const std::filesystem::path& dir) {
+  write_file(dir / "trial.sh", fmt::format("#!/bin/sh\n"
+                                           "if [ -e \"{}/fail-$(basename \"$PARATUNE_TRIAL_DIR\")\" ]; then\n"
+                                           "  echo 'marked to fail' >&2; exit 5\n"
+                                           "fi\n"
+                                           "exec {} branin --curve\n",
+                                           dir.string(), PARATUNE_FUNCTION_TRIAL));
+  std::filesystem::permissions(dir / "trial.sh", std::filesystem::perms::owner_all);
+  return fmt::format("tune --space {} --study {} --trials-dir {} --command '{}' --objective value --direction minimize "
+                     "--algo tpe --seed 1 --steps 3 --max-trials 6 --json",
+                     (dir / "space.yaml").string(), (dir / "s.db").string(), (dir / "trials").string(),
+                     (dir / "trial.sh").string());
+}
+
+nlohmann::json json_of(const Result& r) { return nlohmann::json::parse(r.output.substr(r.output.find("{\n"))); }
+
+// The search's completed trials, best (lowest value) first: their numbers.
+std::vector<int> ranked_trials(const nlohmann::json& study) {
+  std::vector<std::pair<double, int>> ranked;
+  for (const auto& t : study["trials"])
+    if (t["status"] == "completed") ranked.emplace_back(t["objective"].get<double>(), t["number"].get<int>());
+  std::stable_sort(ranked.begin(), ranked.end());
+  std::vector<int> numbers;
+  for (const auto& r : ranked) numbers.push_back(r.second);
+  return numbers;
+}
+
+// --retrain-top 3: the three best configurations retrained for --retrain-steps, the best of them
+// there chosen. The best one's retrain fails (information, not the end): the next best is chosen.
+// Run again, nothing is retrained again (a failed retrain ran to its end too); study show, its
+// --json and the stored studies see all three.
+TEST(HpoStudy, RetrainTopRetrainsTheBestThreeAndChoosesTheBestRetrained) {
+  const auto dir = hpo_study_dir("retrain-top");
+  write_file(dir / "space.yaml", kBranin);
+  const std::string tune = failing_retrain_program(dir);
+  const Result searched = run(tune);
+  ASSERT_EQ(searched.exit_code, 0) << searched.output;
+  const std::vector<int> top = ranked_trials(json_of(searched));
+  ASSERT_GE(top.size(), 3u) << searched.output;
+  write_file(dir / fmt::format("fail-retrain-0001-of-trial-{:04d}", top[0]), "");
+
+  const Result r = run(tune + " --retrain-top 3 --retrain-steps 10");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = json_of(r);
+  const nlohmann::json& re = j["reevaluation"];
+  ASSERT_EQ(re["runs"].size(), 3u) << re.dump();
+  EXPECT_EQ(re["k"], 3);
+  for (int i = 0; i < 3; ++i) {
+    const nlohmann::json& run_i = re["runs"][i];
+    EXPECT_EQ(run_i["of_trial"], top[i]) << run_i.dump();
+    EXPECT_EQ(run_i["reused"], false);
+    EXPECT_EQ(run_i["study"], fmt::format("main.retrain.{}.10steps", top[i]));
+    if (i == 0) {
+      EXPECT_EQ(run_i["trial"]["status"], "failed") << run_i.dump();
+      EXPECT_TRUE(run_i["objective"].is_null());
+      continue;
+    }
+    ASSERT_EQ(run_i["trial"]["status"], "completed") << run_i.dump();
+    EXPECT_EQ(run_i["trial"]["steps"], 10);
+    // The curve f(x) + 10 / (step + 1): 10/3 above f after the search's 3 steps, 1 after 10.
+    EXPECT_NEAR(run_i["objective"].get<double>(), run_i["search_objective"].get<double>() - 10.0 / 3 + 1, 1e-9);
+  }
+  EXPECT_EQ(re["chosen"], top[1]);
+  EXPECT_EQ(j["retrain"]["of_trial"], top[1]);
+  EXPECT_EQ(j["retrain"]["trial"]["params"], re["runs"][1]["trial"]["params"]);
+
+  const Result again = run(tune + " --retrain-top 3 --retrain-steps 10");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  const nlohmann::json k = json_of(again);
+  ASSERT_EQ(k["reevaluation"]["runs"].size(), 3u);
+  for (const auto& run_i : k["reevaluation"]["runs"]) EXPECT_EQ(run_i["reused"], true) << run_i.dump();
+  EXPECT_EQ(k["reevaluation"]["chosen"], top[1]);
+  EXPECT_EQ(k["reevaluation"]["runs"][0]["trial"]["number"], 1);  // not run a second time
+
+  const Result show = run("study show " + (dir / "s.db").string());
+  ASSERT_EQ(show.exit_code, 0) << show.output;
+  EXPECT_NE(show.output.find("retrains of the best configurations"), std::string::npos) << show.output;
+  EXPECT_NE(show.output.find("<- chosen"), std::string::npos) << show.output;
+  EXPECT_NE(show.output.find("failed"), std::string::npos) << show.output;
+  const Result shown_json = run("study show --json " + (dir / "s.db").string());
+  ASSERT_EQ(shown_json.exit_code, 0) << shown_json.output;
+  const nlohmann::json stored = json_of(shown_json)["reevaluations"];
+  EXPECT_EQ(stored["runs"].size(), 3u) << stored.dump();
+  EXPECT_EQ(stored["chosen"], top[1]);
+}
+
+// Every retrain failing is the end of the choice, said with each trial's reason: exit 1, the
+// search itself kept.
+TEST(HpoStudy, RetrainTopWhoseRetrainsAllFailSaysSo) {
+  const auto dir = hpo_study_dir("retrain-top-fail");
+  write_file(dir / "space.yaml", kBranin);
+  const std::string tune = failing_retrain_program(dir);
+  for (int n = 1; n <= 6; ++n) write_file(dir / fmt::format("fail-retrain-0001-of-trial-{:04d}", n), "");
+  const Result r = run(tune + " --retrain-top 2");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("all 2 retrains of the best configurations failed, so none is chosen: trial "),
+            std::string::npos)
+      << r.output;
+  const nlohmann::json j = json_of(r);
+  EXPECT_TRUE(j["reevaluation"]["chosen"].is_null());
+  EXPECT_EQ(j["reevaluation"]["runs"].size(), 2u);
+  EXPECT_EQ(j["trials"].size(), 6u);
+}
+
+// --retrain-top auto: the best retrained first, alone; k from its measured time against the
+// search's (--retrain-budget x the sum of the search's trial durations / the retrain's).
+TEST(HpoStudy, RetrainTopAutoSetsKFromTheMeasuredCost) {
+  const auto dir = hpo_study_dir("retrain-top-auto");
+  write_file(dir / "space.yaml", kBranin);
+  const std::string args = study_args(dir, "--curve --sleep 0.05",
+                                      "--algo tpe --seed 1 --steps 3 --max-trials 6 --retrain-top auto "
+                                      "--retrain-budget 2 --retrain-steps 10 --json");
+  const Result r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = json_of(r);
+  const nlohmann::json& re = j["reevaluation"];
+  double search_s = 0;
+  for (const auto& t : j["trials"]) search_s += t["ended_unix_s"].get<double>() - t["started_unix_s"].get<double>();
+  const nlohmann::json& first = re["runs"][0]["trial"];
+  const double retrain_s = first["ended_unix_s"].get<double>() - first["started_unix_s"].get<double>();
+  const auto expected = static_cast<std::size_t>(std::clamp(std::floor(2 * search_s / retrain_s), 1.0, 6.0));
+  EXPECT_EQ(re["runs"].size(), expected) << re.dump();
+  EXPECT_EQ(re["k"], expected);
+  EXPECT_NE(re["rule"].get<std::string>().find("auto: --retrain-budget 2"), std::string::npos) << re.dump();
+  EXPECT_EQ(re["runs"][0]["of_trial"], ranked_trials(j)[0]);
+}
+
 // --retrain trains the best configuration again and reports its final metrics; run again, the
 // stored retrain is reused.
 TEST(HpoStudy, RetrainRunsTheBestConfigurationAgainForTheFullBudget) {
@@ -456,9 +587,34 @@ TEST(HpoCli, BadInputIsNamedWithExitCode2) {
   expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective v --direction minimize --retrain-steps 5",
                            space, study, command),
                "--retrain-steps: needs --retrain");
+  for (const auto& [value, message] : std::vector<std::pair<std::string, std::string>>{
+           {"0", "--retrain-top 0: must be a whole number >= 1 (how many of the best configurations to retrain) or auto"},
+           {"-2", "--retrain-top -2: must be a whole number >= 1"},
+           {"abc", "--retrain-top abc: must be a whole number >= 1"},
+           {"2.5", "--retrain-top 2.5: must be a whole number >= 1"},
+           {"7", "--retrain-top 7: more than the 6 trials of --max-trials"}})
+    expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective v --direction minimize --max-trials 6 "
+                             "--retrain-top {}",
+                             space, study, command, value),
+                 message);
+  expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective v --direction minimize --retrain-top 2 "
+                           "--retrain-budget 3",
+                           space, study, command),
+               "--retrain-budget: needs --retrain-top auto");
+  expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective v --direction minimize --retrain-top auto "
+                           "--retrain-budget 0",
+                           space, study, command),
+               "--retrain-budget");
+  expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective v --direction minimize --retrain-top 2 "
+                           "--worker",
+                           space, study, command),
+               "--retrain-top with --worker");
   write_file(dir / "list.yaml", "parameters:\n  x1: [1, 2]\n  x2: [3, 4]\n");
   expect_error(fmt::format("tune --space {} --study {} {} --algo grid --retrain", (dir / "list.yaml").string(), study, command),
                "--retrain: belongs to hyperparameter studies");
+  expect_error(fmt::format("tune --space {} --study {} {} --algo grid --retrain-top 2", (dir / "list.yaml").string(), study,
+                           command),
+               "--retrain-top: belongs to hyperparameter studies");
   expect_error(fmt::format("tune --space {} --study {} {} --algo tpe --objective throughput --direction minimize", space,
                            study, command),
                "--direction minimize: the throughput objective is maximized");

@@ -64,7 +64,8 @@ void write_hostile_hpo_study(const std::filesystem::path& file) {
   paratune::store::SqliteStudyStore store(file);
   const std::string objective = hostile("loss");
   const nlohmann::json identity{{"kind", "hpo"}, {"objective", objective}, {"direction", "minimize"}};
-  const std::int64_t study = store.open_study(hostile("study"), identity.dump());
+  const std::string study_name = hostile("study");
+  const std::int64_t study = store.open_study(study_name, identity.dump());
   store.set_worker_name(hostile("worker") + ":42");
   const std::string name_a = hostile("a"), name_b = hostile("b");
   const std::vector<std::string> choices{hostile("choice1"), hostile("choice2")};
@@ -91,6 +92,25 @@ void write_hostile_hpo_study(const std::filesystem::path& file) {
     if (i != 5) outcome.objective = 2.2 - 0.1 * i;
     outcome.hpo_json = nlohmann::json{{"slots", {hostile("slot")}}}.dump();
     store.finish_trial(id, result, &outcome);
+  }
+  // Its two best retrained (--retrain-top, hpo/retrain.h): studies of their own beside it, named after
+  // it, one completed and one failed for a hostile reason.
+  for (int number : {4, 3}) {
+    const nlohmann::json params{{name_a, choices[number % 2]}, {name_b, 0.5 * (number - 1)}};
+    const std::string name = fmt::format("{}.retrain.{}.4steps", study_name, number);
+    const nlohmann::json retrain{{"kind", "retrain"}, {"of", study_name}, {"trial", number}, {"params", params.dump()},
+                                 {"command", hostile("command")}, {"steps", 4}};
+    const std::int64_t id_of_study = store.open_study(name, retrain.dump());
+    const auto [id, n] = store.begin_trial(id_of_study, params.dump(), [&](int) {
+      return paratune::store::StudyStore::LaunchRecord{"{}", hostile("shown"), "/tmp/r", "local"};
+    });
+    paratune::trial::TrialResult result;
+    result.status = number == 4 ? paratune::trial::TrialStatus::kCompleted : paratune::trial::TrialStatus::kFailed;
+    result.reason = number == 4 ? "" : hostile("retrain-reason");
+    result.started_unix_s = 2000;
+    result.ended_unix_s = 2010;
+    for (int step = 1; step <= 4; ++step) result.output.metrics.push_back({objective, 2.0 - 0.1 * step, step, std::nullopt});
+    store.finish_trial(id, result);
   }
 }
 

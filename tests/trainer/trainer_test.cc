@@ -2,6 +2,7 @@
 // the strategies' equivalence, a rank killed mid-step, bad input, and a `paratune tune` grid study
 // that runs the trainer. Real processes, real data (Debian's Fashion-MNIST and fortunes), tiny
 // models and few steps.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -566,6 +567,41 @@ TEST(TrainTune, SurrogateStudyTunesANarrowModelAndRetrainsTheTarget) {
   }
   EXPECT_EQ(study["retrain"]["trial"]["status"], "completed");
   EXPECT_EQ(study["retrain"]["trial"]["params"]["lr"], lr);
+}
+
+// Hydro end to end (--retrain-top): the surrogate study's two best configurations retrained at the
+// target's width, two at a time over the slots, and the one with the lower target val_loss chosen.
+TEST(TrainTune, SurrogateStudyRetrainsItsTopTwoAtTheTargetAndChoosesThere) {
+  if (!trainer_data_present()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  const fs::path dir = fs::path(::testing::TempDir()) / "train-surrogate-top";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "space.yaml") << "parameters:\n  lr: [0.001, 0.003, 0.03]\n";
+  const std::string command = std::string(PARATUNE_BINARY) + " tune --space " + (dir / "space.yaml").string() +
+                              " --study " + (dir / "study.db").string() + " --trials-dir " + (dir / "trials").string() +
+                              " --steps 8 --slots 2 --surrogate-ratio 4 --objective val_loss --direction minimize "
+                              "--retrain-top 2 --command '" + PARATUNE_TRAIN_BINARY +
+                              " --model mlp --mlp-hidden 64,32 --optimizer adam --eval-limit 128 --steps {steps} "
+                              "--threads 1' --json";
+  const auto [exit_code, output] = capture(command);
+  ASSERT_EQ(exit_code, 0) << output;
+  const nlohmann::json study = nlohmann::json::parse(output.substr(output.find("{\n")));
+  ASSERT_EQ(study["trials"].size(), 3u) << output;
+  const nlohmann::json& runs = study["reevaluation"]["runs"];
+  ASSERT_EQ(runs.size(), 2u) << output;
+  // In the surrogate's order, each at the target's size.
+  EXPECT_LE(runs[0]["search_objective"].get<double>(), runs[1]["search_objective"].get<double>());
+  EXPECT_EQ(runs[0]["of_trial"], study["best"]["number"]);
+  for (const auto& run : runs) {
+    ASSERT_EQ(run["trial"]["status"], "completed") << run.dump();
+    std::ifstream in(dir / "trials" / fmt::format("retrain-0001-of-trial-{:04d}", run["of_trial"].get<int>()) / "stdout.log");
+    const std::string log(std::istreambuf_iterator<char>(in), {});
+    EXPECT_NE(log.find("mlp, 52650 parameters"), std::string::npos) << log;
+  }
+  const std::size_t better = runs[0]["objective"].get<double>() <= runs[1]["objective"].get<double>() ? 0 : 1;
+  EXPECT_EQ(study["reevaluation"]["chosen"], runs[better]["of_trial"]);
+  EXPECT_EQ(study["retrain"]["of_trial"], runs[better]["of_trial"]);
+  EXPECT_EQ(study["retrain"]["final_metrics"]["val_loss"], runs[better]["objective"]);
 }
 
 // --surrogate-ratio narrows paratune-train's model: another program, or a throughput objective, is

@@ -628,6 +628,24 @@
       }, sorted.length);
     }
 
+    // Hydro's last step (--retrain, --retrain-top): the search's best configurations trained again
+    // (a surrogate study's at the target's width), the best of them there chosen.
+    var retrains = (d.reevaluations && d.reevaluations.runs) || [];
+    if (retrains.length) {
+      var rc = card('card-retrains', 'Retrained best configurations', 'The search\'s best configurations trained again for the full budget (a surrogate ' +
+        'study\'s at the target\'s width), each a study of its own; the ' + d.objective + ' in the search and at the retrain\'s end. Chosen: the best retrained.');
+      table(rc, [
+        { title: 'trial', value: function (r) { return r.of_trial; } },
+        { title: 'parameters', value: function (r) { return paramText(r.trial.params || {}); }, cls: function () { return 'mono'; } },
+        { title: d.objective + ' (search)', value: function (r) { return r.search_objective; }, format: function (v) { return v === null ? '-' : num(v, 6); } },
+        { title: d.objective + ' (retrained)', value: function (r) { return r.objective; }, format: function (v) { return v === null ? '-' : num(v, 6); } },
+        { title: 'steps', value: function (r) { return r.trial.steps; } },
+        { title: 'status', value: function (r) { return r.trial.status + (r.trial.reason ? ': ' + r.trial.reason : ''); } },
+        { title: 'chosen', value: function (r) { return r.of_trial === d.reevaluations.chosen ? 'chosen' : ''; } },
+        { title: 'study', value: function (r) { return r.study; }, cls: function () { return 'mono'; } }
+      ], retrains, 'table-retrains');
+    }
+
     // What only paratune knows: the cost model's prediction next to each trial's measurement.
     var predicted = trials.filter(function (t) {
       return t.prediction && typeof t.throughput === 'number' &&

@@ -30,7 +30,18 @@ nlohmann::ordered_json importance_json(const std::vector<hpo::Importance>& impor
 
 // The retrain of the best configuration: its status and every final metric.
 std::string format_retrain(const hpo::RetrainResult& retrain);
+// Also: of_trial, the search's objective of that trial (search_objective) and the retrain's
+// (objective: the same metric at its end; null when not reported).
 nlohmann::ordered_json to_json(const hpo::RetrainResult& retrain);
+
+// The retrains of the best configurations (--retrain-top): one line each -- the search's trial, its
+// objective in the search and after the retrain, the status and why -- the one chosen marked.
+std::string format_reevaluations(const std::vector<hpo::RetrainResult>& runs, std::optional<std::size_t> chosen,
+                                 const std::string& objective);
+// The same with how many were retrained and why (the rule of --retrain-top auto).
+std::string format_reevaluation(const hpo::Reevaluation& reevaluation, const std::string& objective);
+// {k, rule, candidates, chosen (the search's trial number, or null), runs: [to_json(run)...]}.
+nlohmann::ordered_json to_json(const hpo::Reevaluation& reevaluation, const std::string& objective);
 
 // A surrogate study's best configuration at the target width: its values, and each weight role's
 // effective learning rate and weight decay on the surrogate and on the target (hpo/surrogate.h).

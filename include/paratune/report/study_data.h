@@ -33,6 +33,12 @@ struct TrialAnalysis {
 TrialAnalysis analyse_trials(const store::StudyStore& store, const store::StudyInfo& study,
                              const std::vector<store::StoredTrial>& trials);
 
+// The retrains of the search `name`'s best configurations stored beside it (hpo/retrain.h
+// stored_reevaluations): {chosen: the search's trial number of the best completed one at the end of
+// its retrain (null: none), runs: [report/hpo_report.h to_json(RetrainResult)...]}.
+nlohmann::ordered_json reevaluations_json(const store::StudyStore& store, const std::string& name,
+                                          const StudyObjective& measured);
+
 // The study named `name` among `studies` (of the store at `locator`, for messages); with no name,
 // the one study that is not a retrain of a search's best (NAME.retrain.N). Throws Error naming the
 // locator and the studies there when there is none, or several and no name.
@@ -49,7 +55,8 @@ const store::StudyInfo& choose_study(const std::vector<store::StudyInfo>& studie
 //   parameters ({name: {"type": "float"|"int"|"categorical", "log", "low", "high", "choices"}}
 //   from the study's space, so charts draw integer, categorical and log-scaled parameters on the
 //   axes they need; a listed value of a search of configurations is categorical, its choices in the
-//   order listed; {} when the study holds no space), model (the search's fitted model, or null).
+//   order listed; {} when the study holds no space), model (the search's fitted model, or null),
+//   reevaluations (hyperparameter studies: reevaluations_json, its retrains of the best).
 nlohmann::ordered_json study_data(const store::StudyStore& store, const store::StudyInfo& study);
 
 }  // namespace paratune
