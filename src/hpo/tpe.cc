@@ -215,6 +215,7 @@ void split(const std::vector<TrialRecord>& trials, const std::vector<std::size_t
     // The front that does not fit whole: the subset of it with the most hypervolume, greedily
     // (Optuna _solve_hssp), against the reference point of that front.
     std::vector<pareto::Losses> front_points;
+    front_points.reserve(front.size());
     for (std::size_t k : front) front_points.push_back(points[k]);
     for (std::size_t chosen : pareto::greedy_hypervolume_subset(front_points, n_good - good.size(), reference_of(front_points)))
       good.push_back(front[chosen]);
@@ -229,6 +230,7 @@ void split(const std::vector<TrialRecord>& trials, const std::vector<std::size_t
   if (good.size() == 1) out.good_weights = {1.0};
   if (good.size() > 1) {
     std::vector<pareto::Losses> good_points;
+    good_points.reserve(good.size());
     for (std::size_t k : good) good_points.push_back(points[k]);
     std::vector<double> contribution = pareto::hypervolume_contributions(good_points, reference_of(good_points));
     for (double& c : contribution) c += kEpsilon;
