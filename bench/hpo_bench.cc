@@ -7,6 +7,8 @@
 //   bench_hpo summarize FILE.tsv...
 //       median and quartiles of log10 regret (best - known minimum) per function, sampler and
 //       evaluation count, as a Markdown table.
+//   bench_hpo multi ... | multi-summarize FILE.tsv...
+//       multi-objective samplers on ZDT1-3 and DTLZ2 by hypervolume (bench/hpo_multi_objective.h).
 //   bench_hpo overhead
 //       controller time per trial beyond the trial program itself: a study of instant trials
 //       (tpe + asha, and random + no pruner) against running the same program as often directly.
@@ -26,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "hpo_multi_objective.h"
 #include "paratune/hpo/pruner.h"
 #include "paratune/hpo/sampler.h"
 #include "paratune/hpo/study.h"
@@ -263,7 +266,7 @@ void overhead_case(hpo::SamplerKind kind, hpo::PrunerKind pruner_kind, int trial
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
-    fmt::print(stderr, "usage: bench_hpo functions [--seeds A-B] [--evaluations N] [--out FILE] [--functions a,b] [--samplers a,b] | summarize FILE... | overhead\n");
+    fmt::print(stderr, "usage: bench_hpo functions [--seeds A-B] [--evaluations N] [--out FILE] [--functions a,b] [--samplers a,b] | summarize FILE... | multi [--seeds A-B] [--trials N] [--problems a,b] [--samplers a,b] [--out FILE] | multi-summarize FILE... | overhead\n");
     return 2;
   }
   if (args[0] == "functions") {
@@ -291,6 +294,8 @@ int main(int argc, char** argv) {
     return run_functions(first, last, evaluations, out, only, samplers);
   }
   if (args[0] == "summarize") return summarize({args.begin() + 1, args.end()});
+  if (args[0] == "multi") return paratune::bench::run_multi_objective(args);
+  if (args[0] == "multi-summarize") return paratune::bench::summarize_multi_objective({args.begin() + 1, args.end()});
   if (args[0] == "overhead") {
     fmt::print("controller overhead per run (real processes; the trial program does no work):\n");
     overhead_case(hpo::SamplerKind::kRandom, hpo::PrunerKind::kNone, 200, 1);

@@ -28,7 +28,7 @@ void check_hpo_flags(const SetupFlags& setup, const TuneFlags& f) {
   if (!f.retrain && !f.given.contains("--retrain-top")) refuse_flags(f, {"--retrain-steps"}, "needs --retrain");
   if (f.retrain_top != "auto") refuse_flags(f, {"--retrain-budget"}, "needs --retrain-top auto");
   if (f.space_path.empty())
-    throw Error("tune: a hyperparameter study (--objective, --pruner, --algo tpe|gp|cmaes or typed parameters) needs "
+    throw Error("tune: a hyperparameter study (--objective, --pruner, --algo tpe|gp|cmaes|nsga2 or typed parameters) needs "
                 "--space FILE; --model derives a space of parallel configurations, searched for throughput");
   if (!setup.model.empty() || !setup.profile.empty() || !f.fix.empty() || !f.allow.empty() || !f.max.empty())
     throw Error("tune: --model/--profile/--fix/--allow/--max derive a space of parallel configurations; a hyperparameter "
@@ -99,7 +99,7 @@ std::unique_ptr<hpo::Sampler> hpo_sampler_from(const TuneFlags& f, const hpo::Sp
     kind = hpo::parse_sampler(f.algo);
   } catch (const Error&) {
     throw Error(fmt::format("--algo {}: searches value lists of parallel configurations for throughput; a "
-                            "hyperparameter study uses grid, random, tpe, gp or cmaes",
+                            "hyperparameter study uses grid, random, tpe, gp, cmaes or nsga2",
                             f.algo));
   }
   hpo::SamplerOptions sampler_options;
@@ -119,6 +119,7 @@ std::unique_ptr<hpo::Sampler> hpo_sampler_from(const TuneFlags& f, const hpo::Sp
 
 bool is_hpo_study(const TuneFlags& f, std::optional<hpo::Space>& space) {
   if (f.objective != hpo::kThroughputObjective || f.algo == "tpe" || f.algo == "gp" || f.algo == "cmaes" ||
+      f.algo == "nsga2" ||
       f.trial_ranks != 1 ||
       !f.strategy.empty() || f.given.contains("--surrogate-ratio") || f.given.contains("--fuse"))
     return true;

@@ -160,7 +160,7 @@ Search model_search(tune::Algorithm algo, const SetupFlags& setup, const TuneFla
 // The configuration study of the flags: a search of the space's configurations for throughput.
 TuneStudy configuration_study_from(const SetupFlags& setup, const TuneFlags& f, std::optional<hpo::Space>& space) {
   refuse_flags(f, {"--direction", "--retrain", "--retrain-steps", "--retrain-top", "--retrain-budget"},
-               "belongs to hyperparameter studies (--objective METRIC, --algo tpe|gp|cmaes or a typed space); this study "
+               "belongs to hyperparameter studies (--objective METRIC, --algo tpe|gp|cmaes|nsga2 or a typed space); this study "
                "searches parallel configurations for throughput");
   const tune::Algorithm algo = algorithm_from(f);
   const std::uint64_t planned = read_space(setup, f, space);

@@ -22,7 +22,7 @@ void add_study_flags(CLI::App* tune_cmd, SetupFlags& tune_setup, TuneFlags& tune
   tune_cmd->add_option("--study-name", tune_flags.study_name, "study within the file")->capture_default_str();
   tune_cmd->add_option("--trials-dir", tune_flags.trials_dir, "where trial directories go (default: STUDY.trials)");
   tune_cmd->add_option("--algo", tune_flags.algo,
-                       "grid | random | tpe | gp | cmaes (hyperparameters) | bo | xgboost | costmodel | oppa (parallel "
+                       "grid | random | tpe | gp | cmaes | nsga2 (hyperparameters) | bo | xgboost | costmodel | oppa (parallel "
                        "configurations)")
       ->capture_default_str();
 }

@@ -15,6 +15,7 @@
 #include "paratune/spec/error.h"
 #include "paratune/hpo/encoding.h"
 #include "paratune/hpo/feasibility.h"
+#include "paratune/hpo/pareto.h"
 
 namespace paratune::hpo::tpe {
 namespace {
@@ -83,9 +84,10 @@ double standard_normal(std::mt19937_64& rng) {
 }
 
 ParzenEstimator::ParzenEstimator(std::vector<Dimension> dimensions, const std::vector<Point>& observations,
-                                 double prior_weight)
+                                 double prior_weight, const std::vector<double>& observation_weights)
     : dimensions_(std::move(dimensions)), observations_(observations.size()), prior_weight_(prior_weight) {
   assert(prior_weight_ > 0);
+  assert(observation_weights.empty() || observation_weights.size() == observations.size());
   sigma_ = bandwidth(observations_, dimensions_.size());
   for (const Point& observation : observations) {
     assert(observation.size() == dimensions_.size());
@@ -103,10 +105,13 @@ ParzenEstimator::ParzenEstimator(std::vector<Dimension> dimensions, const std::v
     prior.push_back(dimension.choices == 0 ? numerical_kernel(0.5, 1.0) : categorical_kernel(dimension.choices, std::nullopt));
   components_.push_back(std::move(prior));
   // Equal weights: 1 per observation and prior_weight for the prior, normalised (see tpe.h on
-  // why there is no ramp for old observations).
+  // why there is no ramp for old observations); or the weights given (multi-objective TPE's good
+  // group, Optuna _ParzenEstimator predetermined_weights) and the prior's.
   weights_.assign(components_.size(), 1.0);
+  if (!observation_weights.empty()) std::copy(observation_weights.begin(), observation_weights.end(), weights_.begin());
   weights_.back() = prior_weight_;
-  const double total = static_cast<double>(observations_) + prior_weight_;
+  double total = 0;
+  for (double w : weights_) total += w;
   for (double& w : weights_) w /= total;
 }
 
@@ -172,7 +177,93 @@ Point ParzenEstimator::sample(std::mt19937_64& rng) const {
   return x;
 }
 
-Split split_trials(const std::vector<TrialRecord>& trials, Direction direction) {
+namespace multi_objective {
+
+constexpr double kEpsilon = 1e-12;  // Optuna's EPS in _tpe/sampler.py
+
+// Optuna's reference point for a set of losses: max(1.1 w, 0.9 w) of the worst w in each
+// objective (above w whatever its sign), EPS where that is 0.
+pareto::Losses reference_of(const std::vector<pareto::Losses>& points) {
+  pareto::Losses worst = points.front();
+  for (const pareto::Losses& p : points)
+    for (std::size_t i = 0; i < p.size(); ++i) worst[i] = std::max(worst[i], p[i]);
+  for (double& w : worst) {
+    w = std::max(1.1 * w, 0.9 * w);
+    if (w == 0) w = kEpsilon;
+  }
+  return worst;
+}
+
+// The completed trials with every objective finite, as losses, ranked into good and bad (tpe.h,
+// "Several objectives"); the good ones' weights by hypervolume contribution.
+void split(const std::vector<TrialRecord>& trials, const std::vector<std::size_t>& completed,
+           const std::vector<Direction>& directions, Split& out) {
+  std::vector<pareto::Losses> points;
+  points.reserve(completed.size());
+  for (std::size_t i : completed) points.push_back(pareto::losses_of(trials[i].values, directions));
+  const std::size_t n_good = std::min(good_count(points.size()), points.size());
+  const std::vector<int> ranks = pareto::nondomination_ranks(points);
+  std::vector<std::size_t> good;  // positions in points
+  for (int r = 0; good.size() < n_good; ++r) {
+    std::vector<std::size_t> front;
+    for (std::size_t k = 0; k < points.size(); ++k)
+      if (ranks[k] == r) front.push_back(k);
+    if (good.size() + front.size() <= n_good) {
+      good.insert(good.end(), front.begin(), front.end());
+      continue;
+    }
+    // The front that does not fit whole: the subset of it with the most hypervolume, greedily
+    // (Optuna _solve_hssp), against the reference point of that front.
+    std::vector<pareto::Losses> front_points;
+    front_points.reserve(front.size());
+    for (std::size_t k : front) front_points.push_back(points[k]);
+    for (std::size_t chosen : pareto::greedy_hypervolume_subset(front_points, n_good - good.size(), reference_of(front_points)))
+      good.push_back(front[chosen]);
+  }
+  std::vector<bool> is_good(points.size(), false);
+  for (std::size_t k : good) is_good[k] = true;
+  for (std::size_t k : good) out.good.push_back(completed[k]);
+  for (std::size_t k = 0; k < points.size(); ++k)
+    if (!is_good[k]) out.bad.push_back(completed[k]);
+  // Weights (Optuna _calculate_weights_below_for_multi_objective): each good point's hypervolume
+  // contribution among the good ones plus EPS, over the largest; one good point weighs 1.
+  if (good.size() == 1) out.good_weights = {1.0};
+  if (good.size() > 1) {
+    std::vector<pareto::Losses> good_points;
+    good_points.reserve(good.size());
+    for (std::size_t k : good) good_points.push_back(points[k]);
+    std::vector<double> contribution = pareto::hypervolume_contributions(good_points, reference_of(good_points));
+    for (double& c : contribution) c += kEpsilon;
+    const double top = *std::max_element(contribution.begin(), contribution.end());
+    for (double c : contribution) out.good_weights.push_back(std::clamp(c / top, 0.0, 1.0));
+  }
+}
+
+}  // namespace multi_objective
+
+Split split_trials(const std::vector<TrialRecord>& trials, Direction direction, const std::vector<Direction>& directions) {
+  if (!directions.empty()) {
+    // Several objectives: completed trials with a finite value of each are ranked; pruned ones
+    // (no pruner runs with several objectives) and failed ones are bad, and so are running ones.
+    Split split;
+    std::vector<std::size_t> completed, failed, running;
+    for (std::size_t i = 0; i < trials.size(); ++i) {
+      const TrialRecord& t = trials[i];
+      if (t.state == TrialRecord::State::kRunning) {
+        running.push_back(i);
+        continue;
+      }
+      ++split.finished;
+      const bool usable = t.state == TrialRecord::State::kCompleted && t.values.size() == directions.size() &&
+                          std::all_of(t.values.begin(), t.values.end(), [](double v) { return std::isfinite(v); });
+      (usable ? completed : failed).push_back(i);
+    }
+    split.ranked = completed.size();
+    if (!completed.empty()) multi_objective::split(trials, completed, directions, split);
+    split.bad.insert(split.bad.end(), failed.begin(), failed.end());
+    split.bad.insert(split.bad.end(), running.begin(), running.end());
+    return split;
+  }
   using State = TrialRecord::State;
   // Rank key, smaller first: completed (tier 0) by loss; pruned (tier 1) by resource reached,
   // more first, then by the loss at it (none: last) (Optuna _split_complete_and_pruned_trials).
@@ -246,9 +337,11 @@ class TpeSampler final : public Sampler {
   [[nodiscard]] Dimension dimension_of(std::size_t param) const;
   [[nodiscard]] double coordinate(std::size_t param, const nlohmann::json& value) const;
   [[nodiscard]] nlohmann::json value_of(std::size_t param, double coordinate) const;
+  // `kept`: where given, the positions in `which` of the trials the points are of.
   [[nodiscard]] std::vector<Point> observations(const std::vector<TrialRecord>& trials,
                                                 const std::vector<std::size_t>& which,
-                                                const std::vector<std::size_t>& group) const;
+                                                const std::vector<std::size_t>& group,
+                                                std::vector<std::size_t>* kept = nullptr) const;
   [[nodiscard]] std::vector<std::size_t> next_tier(const Config& decided) const;
   // One TPE proposal (steps 2-4 of tpe.h) with its notes.
   Config model_proposal(const std::vector<TrialRecord>& trials, const Split& split, const Feasibility& feasibility,
@@ -298,9 +391,10 @@ nlohmann::json TpeSampler::value_of(std::size_t param, double coordinate) const 
 // The points of the trials `which` on the dimensions `group`, for those trials in which every
 // parameter of the group is active (present in the configuration).
 std::vector<Point> TpeSampler::observations(const std::vector<TrialRecord>& trials, const std::vector<std::size_t>& which,
-                                            const std::vector<std::size_t>& group) const {
+                                            const std::vector<std::size_t>& group, std::vector<std::size_t>* kept) const {
   std::vector<Point> points;
-  for (std::size_t t : which) {
+  for (std::size_t position = 0; position < which.size(); ++position) {
+    const std::size_t t = which[position];
     const Config& config = trials[t].config;
     Point x;
     for (std::size_t param : group) {
@@ -308,7 +402,9 @@ std::vector<Point> TpeSampler::observations(const std::vector<TrialRecord>& tria
       if (it == config.end()) break;
       x.push_back(coordinate(param, *it));
     }
-    if (x.size() == group.size()) points.push_back(std::move(x));
+    if (x.size() != group.size()) continue;
+    points.push_back(std::move(x));
+    if (kept) kept->push_back(position);
   }
   return points;
 }
@@ -327,7 +423,13 @@ TierChoice TpeSampler::decide_tier(const std::vector<std::size_t>& group, const 
   std::vector<Dimension> dimensions;
   dimensions.reserve(group.size());
   for (std::size_t param : group) dimensions.push_back(dimension_of(param));
-  const ParzenEstimator good(dimensions, observations(trials, split.good, group));
+  // Several objectives: the good trials weighted by their hypervolume contributions (tpe.h).
+  std::vector<std::size_t> kept;
+  const std::vector<Point> good_points = observations(trials, split.good, group, &kept);
+  std::vector<double> good_weights;
+  if (!split.good_weights.empty())
+    for (std::size_t position : kept) good_weights.push_back(split.good_weights[position]);
+  const ParzenEstimator good(dimensions, good_points, kPriorWeight, good_weights);
   const ParzenEstimator bad(dimensions, observations(trials, split.bad, group));
   TierChoice best;
   int valid = 0;
@@ -366,7 +468,7 @@ TierChoice TpeSampler::decide_tier(const std::vector<std::size_t>& group, const 
 
 std::optional<Config> TpeSampler::propose(const std::vector<TrialRecord>& trials) {
   std::mt19937_64 rng = proposal_rng(trials.size());
-  const Split split = split_trials(trials, options_.direction);
+  const Split split = split_trials(trials, options_.direction, options_.directions);
   const Feasibility feasibility(trials, encoding_, options_.seed);
   feasibility_summary_ = feasibility.describe();
   const bool startup = split.finished < startup_trials_;

@@ -7,6 +7,9 @@
 //   gp      Gaussian-process regression with log expected improvement (gp_sampler.cc)
 //   cmaes   the covariance matrix adaptation evolution strategy over the float and int parameters,
 //           for many continuous dimensions (cmaes_sampler.cc)
+//   nsga2   the non-dominated sorting genetic algorithm II, for several objectives (nsga2_sampler.cc)
+// Several objectives (SamplerOptions::directions, hpo/pareto.h): nsga2, tpe (then multi-objective
+// TPE, hpo/tpe.h), random and grid search them; gp and cmaes refuse such a study (make_sampler).
 // tpe, gp and cmaes learn from failed trials (issue 21 item 17, src/hpo/feasibility.h): P(runs) from a GP
 // classifier on every finished trial weighs and restricts their proposals, and a configuration whose
 // failure is deterministic (trial/failure.h) is never proposed again. grid and random run each
@@ -34,6 +37,11 @@ struct SamplerOptions {
   int startup_trials = -1;
   // The study's --max-trials (0: none): a grid larger than it is sampled evenly (tune::grid_order).
   std::size_t max_trials = 0;
+  // A study of several objectives: each one's direction, in the study's order (TrialRecord::values);
+  // empty for a study of one objective (`direction`). Never of size 1: one objective is `direction`.
+  std::vector<Direction> directions;
+  // nsga2: the configurations per generation (-1: its default, 50 as Optuna's NSGAIISampler).
+  int population_size = -1;
 };
 
 class Sampler {
@@ -50,11 +58,12 @@ class Sampler {
   [[nodiscard]] virtual nlohmann::ordered_json model_summary() const { return {}; }
 };
 
-enum class SamplerKind { kGrid, kRandom, kTpe, kGp, kCmaes };
+enum class SamplerKind { kGrid, kRandom, kTpe, kGp, kCmaes, kNsga2 };
 const char* to_string(SamplerKind kind);
 SamplerKind parse_sampler(std::string_view name);  // throws Error listing the names
 
-// Throws Error when the sampler cannot search the space (grid on continuous parameters).
+// Throws Error when the sampler cannot search the space (grid on continuous parameters) or the
+// study's objectives (gp and cmaes with several; options.directions of size 1).
 std::unique_ptr<Sampler> make_sampler(SamplerKind kind, const Space& space, const SamplerOptions& options);
 
 // Each sampler's factory (one per file).
@@ -64,5 +73,9 @@ std::unique_ptr<Sampler> make_tpe_sampler(const Space& space, const SamplerOptio
 std::unique_ptr<Sampler> make_gp_sampler(const Space& space, const SamplerOptions& options);
 // Throws Error when the space has no float or int parameter that is always active.
 std::unique_ptr<Sampler> make_cmaes_sampler(const Space& space, const SamplerOptions& options);
+std::unique_ptr<Sampler> make_nsga2_sampler(const Space& space, const SamplerOptions& options);
+
+// Whether the sampler searches a study of several objectives (nsga2, tpe, random, grid).
+bool searches_many_objectives(SamplerKind kind);
 
 }  // namespace paratune::hpo

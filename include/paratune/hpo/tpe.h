@@ -48,6 +48,21 @@
 //      probably runs, a prior draw that does is taken instead. A configuration whose failure is
 //      deterministic (trial/failure.h) is never proposed again.
 //
+// Several objectives (SamplerOptions::directions; multi-objective TPE, Ozaki, Tanigaki, Watanabe &
+// Onishi 2020, "Multiobjective tree-structured Parzen estimator for computationally expensive
+// optimization problems", GECCO, and 2022, JAIR 73, as Optuna 3.1's TPESampler does for a
+// multi-objective study, optuna/samplers/_tpe/sampler.py _split_observation_pairs and
+// _calculate_weights_below_for_multi_objective): step 2 ranks the completed trials with a finite
+// value of every objective by non-domination rank (hpo/pareto.h); gamma(n) of them are good, whole
+// fronts first, and of the front that does not fit whole the subset with the most hypervolume
+// (greedy HSSP, pareto.h) against that front's reference point max(1.1 w, 0.9 w), w its worst value
+// per objective (EPS = 1e-12 where 0). The good trials' components of l(x) are weighted by their
+// hypervolume contributions among the good ones (plus EPS, over the largest; the prior keeps
+// weight 1); g(x)'s are equal. Everything else (tiers, candidates, feasibility, randomness) is as
+// above. gamma is TPE's min(ceil(0.1 n), 25) (Optuna 3.1's TPESampler on a multi-objective study;
+// its deprecated MOTPESampler uses floor(0.1 n) with no cap), and the estimator multivariate (Optuna's
+// default is univariate).
+//
 // The Parzen estimator, in the unit cube (floats and ints via Space::to_unit, log already folded
 // in, ints as equal-width cells; categoricals by choice index), one mixture component per
 // observation plus one prior component, all of equal weight (prior weight 1.0; Optuna ramps down
@@ -120,10 +135,12 @@ using Point = std::vector<double>;
 // The mixture above, fitted on `observations`. With none it is the prior alone.
 class ParzenEstimator {
  public:
+  // `observation_weights`: one per observation (empty: 1 each); the prior weighs prior_weight.
   ParzenEstimator(std::vector<Dimension> dimensions, const std::vector<Point>& observations,
-                  double prior_weight = kPriorWeight);
+                  double prior_weight = kPriorWeight, const std::vector<double>& observation_weights = {});
 
-  // log of the mixture density at x: log sum_k w_k prod_d p_kd(x_d), w_k equal (1 / (n + 1)).
+  // log of the mixture density at x: log sum_k w_k prod_d p_kd(x_d), w_k the normalised weights
+  // (equal, 1 / (n + 1), with prior weight 1 and no observation weights).
   [[nodiscard]] double log_pdf(const Point& x) const;
   // A draw: a component with probability w_k, then each dimension from that component.
   [[nodiscard]] Point sample(std::mt19937_64& rng) const;
@@ -150,18 +167,22 @@ class ParzenEstimator {
   double prior_weight_ = kPriorWeight;
   double sigma_ = 1.0;
   std::vector<std::vector<Kernel>> components_;  // [component][dimension]; the prior last
-  std::vector<double> weights_;                  // normalised; equal
+  std::vector<double> weights_;                  // normalised
 };
 
 // The good / bad split of step 2 (indices into the trials).
 struct Split {
   std::vector<std::size_t> good;
+  // Several objectives: each good trial's weight in l(x), in the order of `good`; empty: equal.
+  std::vector<double> good_weights;
   std::vector<std::size_t> bad;   // ranked beyond the good ones, then failed, then running
   std::size_t ranked = 0;         // completed + pruned (with a finite loss)
   std::size_t finished = 0;       // every trial not running (a running promotion counts: it has a curve)
 };
-// Completed trials without a finite value count as failed.
-Split split_trials(const std::vector<TrialRecord>& trials, Direction direction);
+// Completed trials without a finite value count as failed. `directions`: a study of several
+// objectives (SamplerOptions::directions; the split of "Several objectives" above), else empty.
+Split split_trials(const std::vector<TrialRecord>& trials, Direction direction,
+                   const std::vector<Direction>& directions = {});
 
 }  // namespace paratune::hpo::tpe
 

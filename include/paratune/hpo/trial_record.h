@@ -51,6 +51,10 @@ struct TrialRecord {
   // memory from them; OPPA's early termination (pruner oppa) judges a running trial by them.
   trial::ThroughputEstimate measured;
   std::optional<double> peak_memory_bytes;
+  // kCompleted in a study of several objectives (SamplerOptions::directions): each objective's value
+  // in the study's order, all finite (a trial missing one is failed); `value` is then the first.
+  // Empty in a study of one objective.
+  std::vector<double> values;
 };
 const char* to_string(TrialRecord::State state);
 
