@@ -62,6 +62,7 @@ struct TuneFlags {
   std::optional<int> retrain_steps;  // default: --steps
   double surrogate_ratio = 1;
   std::string fuse;  // "auto" or a size (hpo/fusion.h); empty: no fusion
+  bool serve = false;  // hpo::HpoOptions::serve
   // Worker mode (tune::WorkerOptions).
   bool worker = false;
   std::string worker_name;  // empty: HOSTNAME:PID
