@@ -213,6 +213,34 @@ TEST(ServedTrials, EarlyStoppedTrialsAreCancelledAndTheProcessServesOn) {
   EXPECT_EQ(summary(r)["serving_processes"], 1) << r.output;
 }
 
+// Ctrl-C stops the serving processes with the trials they run (interrupted); the study resumes,
+// and a trial whose paused state was only in a stopped process's memory starts its promotion over
+// from step 0: every completed trial still has each of its steps once, in order.
+TEST(ServedTrials, InterruptedWithCtrlCTheStudyResumes) {
+  const auto dir = study_dir("interrupt");
+  const std::string args = fmt::format(
+      "tune --space {} --study {} --command '{}' --objective value --direction minimize --algo random --seed 4 "
+      "--pruner asha --eta 3 --min-resource 1 --steps 9 --max-trials 12 --parallel 2 --serve",
+      (dir / "space.yaml").string(), (dir / "s.db").string(), program("--sleep 0.2"));
+  const Result first = paratune::testing::run_command(
+      fmt::format("{} {} > {} 2>&1 & pid=$!; sleep 1.5; kill -INT $pid; wait $pid; echo exit=$?", PARATUNE_BINARY,
+                  args, (dir / "first.log").string()));
+  EXPECT_NE(first.output.find("exit=130"), std::string::npos) << first.output;
+  for (const auto& t : stored(dir)) EXPECT_NE(t.status, "running") << t.number;
+  const Result again = run(args + " --json");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  int completed = 0;
+  for (const auto& t : stored(dir)) {
+    EXPECT_TRUE(t.status == "completed" || t.status == "pruned") << t.number << " " << t.status << ": " << t.reason;
+    if (t.status != "completed") continue;
+    ++completed;
+    std::vector<std::int64_t> steps;
+    for (const auto& m : t.metrics) steps.push_back(m.step.value_or(-1));
+    EXPECT_EQ(steps, (std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8})) << "trial " << t.number;
+  }
+  EXPECT_GE(completed, 1);
+}
+
 // A program that never says {"serve": 1} runs each trial as a process of its own, as without --serve.
 TEST(ServedTrials, AProgramThatDoesNotServeRunsEachTrialAlone) {
   const auto dir = study_dir("not-serving");
@@ -233,4 +261,15 @@ TEST(ServedTrials, CombinationsThatCannotServeAreRefused) {
   r = tune(dir, program("--dir {trial_dir}"), "--algo random --max-trials 2 --steps 3 --serve");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("names {trial_dir}"), std::string::npos) << r.output;
+  r = tune(dir, fmt::format("{} --model mlp --steps {{steps}}", PARATUNE_TRAIN_BINARY),
+           "--algo random --max-trials 2 --steps 3 --serve --fuse 2");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("a fused group runs in a process of its own"), std::string::npos) << r.output;
+  // The SSH backend runs each trial as a process of its own: refused before anything runs.
+  write_file(dir / "hosts.txt", "h1 slots=2\n");
+  r = tune(dir, program(""), "--algo random --max-trials 2 --steps 3 --serve --backend ssh --hosts " +
+                                 (dir / "hosts.txt").string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("the ssh backend runs each trial as a process of its own"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "s.trials" / "trial-0001")) << "nothing ran";
 }
