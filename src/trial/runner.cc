@@ -556,21 +556,23 @@ TrialRunner::Process* TrialRunner::idle_server_for(const TrialLaunch& launch) {
   return found;
 }
 
-void TrialRunner::assign(Process& p, const TrialLaunch& launch, const std::vector<int>& slots) {
+void TrialRunner::assign(Process& server, const TrialLaunch& launch, const std::vector<int>& slots) {
   create_trial_dir(launch);
-  open_logs(launch, p.out, p.err);
+  open_logs(launch, server.out, server.err);
   for (auto& other : processes_) other->held.erase(launch.id);  // what any process kept of it is older
-  p.launch = launch;
-  p.slots = slots;
-  p.parser = OutputParser(parser_options_);
-  p.started = p.last_progress = Clock::now();
-  p.started_unix_s = unix_now();
-  p.stopped.reset();
-  p.done_awaited_since.reset();
-  p.in_flight = true;
+  server.launch = launch;
+  server.slots = slots;
+  server.parser = OutputParser(parser_options_);
+  server.started = server.last_progress = Clock::now();
+  server.started_unix_s = unix_now();
+  server.stopped.reset();
+  server.done_awaited_since.reset();
+  server.out.last_line.clear();  // a failure's reason quotes this trial's stderr, not an earlier one's
+  server.err.last_line.clear();
+  server.in_flight = true;
   for (int slot : slots) slot_busy_[static_cast<std::size_t>(slot)] = 1;
   // One that cannot take it is stopped: its trial fails as the process ends (wait()).
-  if (!p.send(assignment_line(launch, std::filesystem::absolute(launch.dir)))) p.terminate();
+  if (!server.send(assignment_line(launch, std::filesystem::absolute(launch.dir)))) server.terminate();
 }
 
 // Idle serving processes on slots another run takes: {"stop": true} and end-of-file, SIGKILL
@@ -597,7 +599,7 @@ std::vector<int> TrialRunner::start(const TrialLaunch& launch) {
                             backend_.name()));
   if (launch.serve)
     if (Process* server = idle_server_for(launch)) {
-      const std::vector<int> slots = server->slots;
+      std::vector<int> slots = server->slots;
       assign(*server, launch, slots);
       return slots;
     }
