@@ -315,6 +315,7 @@ struct TrialRunner::Process {
   bool serving = false;       // it said {"serve": 1}
   bool in_flight = true;      // it runs a trial (false: a serving process between assignments)
   std::optional<Clock::time_point> done_awaited_since;  // its trial was stopped: its done line is due
+  std::optional<std::string> done_said;  // its trial's done line came ("failed"'s reason, or empty)
   std::set<std::string> held;                           // trial ids whose paused state it keeps in memory
 
   explicit Process(const ParserOptions& options) : parser(options) {}
@@ -805,10 +806,8 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
     const int wait_ms = static_cast<int>(std::clamp(left * 1000, 0.0, 50.0));
     if (!fds.empty()) ::poll(fds.data(), fds.size(), wait_ms);
     else if (wait_ms > 0) ::usleep(static_cast<useconds_t>(wait_ms) * 1000);
-    for (std::size_t i = 0; i < fds.size(); ++i) {
-      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      auto [p, s] = owners[i];
-      if (!s) continue;  // a leader's pidfd: it exited, reaped below
+    // Reads what stream `s` of `p` holds now and handles its lines.
+    const auto read_now = [&](Process* p, Stream* s) {
       std::array<char, 65536> buffer;
       for (;;) {
         const ssize_t n = ::read(s->fd, buffer.data(), buffer.size());
@@ -834,22 +833,9 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
           const LineReport r = p->parser.feed(line);
           begin = newline + (newline < s->pending.size() && s->pending[newline] == '\n' ? 1 : 0);
           if (r.kind == LineReport::Kind::kServe && p->serve_launch) p->serving = true;
-          if (r.kind == LineReport::Kind::kDone && p->serving && p->in_flight && r.done_trial == p->launch.id) {
-            // The served trial is over; the process waits for its next assignment.
-            TrialResult result = result_of(*p);
-            result.exit_code = r.done_failure.empty() ? 0 : -1;
-            const bool stopped_early = p->stopped && p->stopped->first != TrialStatus::kCompleted;
-            std::tie(result.status, result.reason) = stopped_early ? *p->stopped : classify_served(*p, r.done_failure);
-            add_log_errors(*p, result);
-            if (result.output.checkpoint_step && result.output.checkpoint_in_memory) p->held.insert(p->launch.id);
-            finished.push_back(std::move(result));
-            for (int slot : p->slots) slot_busy_[static_cast<std::size_t>(slot)] = 0;
-            p->in_flight = false;
-            p->stopped.reset();
-            p->done_awaited_since.reset();
-            p->parser = OutputParser(parser_options_);  // lines until the next assignment: its own
-            continue;
-          }
+          if (r.kind == LineReport::Kind::kDone && p->serving && p->in_flight && !p->done_said &&
+              r.done_trial == p->launch.id)
+            p->done_said = r.done_failure;  // the trial ends once its other stream is read (below)
           if (!p->in_flight) continue;
           if (r.kind == LineReport::Kind::kStarted) {
             // A wrapping backend's trial left its queue: its limits count from here.
@@ -857,7 +843,7 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
             p->started = p->last_progress = Clock::now();
             p->started_unix_s = unix_now();
           }
-          if (r.kind != LineReport::Kind::kStep || p->stopped) continue;
+          if (r.kind != LineReport::Kind::kStep || p->stopped || p->done_said) continue;
           p->last_progress = Clock::now();
           const TrialOutput& so_far = p->parser.output();
           if (on_step && !on_step(p->launch.id, r.step, so_far))
@@ -868,6 +854,32 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
         }
         s->pending.erase(0, begin);
       }
+    };
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      auto [p, s] = owners[i];
+      if (s) read_now(p, s);  // else a leader's pidfd: it exited, reaped below
+    }
+    // Served trials that said done. What their other stream holds was written before the done line
+    // (an out-of-memory message on stderr, then done on stdout): theirs too. Then they end, and the
+    // process waits for its next assignment.
+    for (auto& p : processes_) {
+      if (!p->done_said) continue;
+      for (Stream* s : {&p->out, &p->err})
+        if (s->fd >= 0) read_now(p.get(), s);
+      TrialResult result = result_of(*p);
+      result.exit_code = p->done_said->empty() ? 0 : -1;
+      const bool stopped_early = p->stopped && p->stopped->first != TrialStatus::kCompleted;
+      std::tie(result.status, result.reason) = stopped_early ? *p->stopped : classify_served(*p, *p->done_said);
+      add_log_errors(*p, result);
+      if (result.output.checkpoint_step && result.output.checkpoint_in_memory) p->held.insert(p->launch.id);
+      finished.push_back(std::move(result));
+      for (int slot : p->slots) slot_busy_[static_cast<std::size_t>(slot)] = 0;
+      p->in_flight = false;
+      p->stopped.reset();
+      p->done_awaited_since.reset();
+      p->done_said.reset();
+      p->parser = OutputParser(parser_options_);  // lines until the next assignment: its own
     }
 
     // 2. Exits, limits, escalation.

@@ -172,6 +172,27 @@ TEST(ServedTrials, AProcessThatCrashesFailsOnlyTheTrialItRan) {
   EXPECT_LT(j["serving_processes"].get<int>(), j["started"].get<int>()) << "the others served several trials";
 }
 
+// A served trial that runs out of memory (PyTorch's message on stderr, its done line says failed)
+// is an OOM trial like a process's; its process serves on.
+TEST(ServedTrials, AnOutOfMemoryTrialIsOomAndTheProcessServesOn) {
+  const auto dir = study_dir("oom");
+  const Result r = tune(dir, program("--oom-above 6"), "--algo random --seed 7 --steps 3 --max-trials 8 --parallel 1 --serve");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  int oom = 0;
+  for (const auto& t : stored(dir)) {
+    if (nlohmann::json::parse(t.params_json)["x1"].get<double>() <= 6) {
+      EXPECT_EQ(t.status, "completed") << t.reason;
+      continue;
+    }
+    ++oom;
+    EXPECT_EQ(t.status, "oom") << t.reason;
+    EXPECT_NE(t.reason.find("CUDA out of memory"), std::string::npos) << t.reason;
+    EXPECT_EQ(t.steps, 1);
+  }
+  ASSERT_GT(oom, 0);
+  EXPECT_EQ(summary(r)["serving_processes"], 1) << r.output;
+}
+
 // A served trial that hangs is stopped by --hang like a process: no done line within its grace,
 // so its process is stopped; the next trial starts a new one.
 TEST(ServedTrials, AHungTrialTimesOutAndItsProcessIsReplaced) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A trial program that serves (docs/trial-protocol.md, "Serving"), for tests/hpo/serve_test.cc.
 
-  serving_trial.py --steps N [--keep K] [--crash-above X] [--hang-above X] [--sleep S]
+  serving_trial.py --steps N [--keep K] [--crash-above X] [--hang-above X] [--oom-above X] [--sleep S]
 
 Its curve depends on its whole history, so a trial resumed from the wrong state draws another:
   state(-1) = 0,  state(k) = 0.8 * state(k-1) + branin(x1, x2) / (k + 1),  value(k) = state(k).
@@ -9,7 +9,8 @@ Run alone (no PARATUNE_SERVE) it trains one trial from its environment, resuming
 PARATUNE_CHECKPOINT_DIR/state.json. With PARATUNE_SERVE=1 it says {"serve": 1} and trains the
 assignments read from stdin, keeping up to K paused trials in memory (the oldest beyond K written to
 its checkpoint directory, "spilled ID" on stdout). A trial whose x1 is above --crash-above aborts the
-process at its step 1 (SIGABRT); above --hang-above it sleeps there for ever, reading nothing.
+process at its step 1 (SIGABRT); above --hang-above it sleeps there for ever, reading nothing; above
+--oom-above it prints PyTorch's out-of-memory message there and ends the assignment as failed.
 """
 import json
 import math
@@ -58,6 +59,11 @@ TOTAL = option("--steps", 9)
 KEEP = option("--keep", 1000)
 CRASH_ABOVE = option("--crash-above", 1e9)
 HANG_ABOVE = option("--hang-above", 1e9)
+OOM_ABOVE = option("--oom-above", 1e9)
+
+
+class OutOfMemory(Exception):
+    pass
 SLEEP = option("--sleep", 0.005)
 
 
@@ -95,6 +101,9 @@ def train(env, first, state, at_last, cancelled):
             os.abort()
         if k == 1 and x1 > HANG_ABOVE:
             time.sleep(1e6)
+        if k == 1 and x1 > OOM_ABOVE:
+            print("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", file=sys.stderr, flush=True)
+            raise OutOfMemory("out of memory at step 1")
         state = 0.8 * state + branin(x1, x2) / (k + 1)
         time.sleep(SLEEP)
         report(metric="value", value=state, step=k)
@@ -164,7 +173,11 @@ def serve():
                 save(directory, step, state)
                 report(checkpoint_step=step)
 
-        train(env, first, state, at_last, cancel_asked)
+        try:
+            train(env, first, state, at_last, cancel_asked)
+        except OutOfMemory as e:
+            report(done=trial, failed=str(e))
+            continue
         if cancelled:
             kept.pop(trial, None)
         report(done=trial)
