@@ -10,6 +10,10 @@
 //       DIR/summary.md has median and quartiles over seeds at 10 time points and when each
 //       algorithm's median first reaches random's full-budget median; DIR/plot.svg (and plot.png
 //       with rsvg-convert) draws them.
+//       random/serve, asha+tpe/serve and hyperband/serve (not run by default) are the same searches
+//       with trials that stay alive (paratune tune --serve: one paratune-train process per slot
+//       serves every run); --algorithms random,asha+tpe,asha+tpe/serve,hyperband,hyperband/serve
+//       runs both ways interleaved, seed by seed (bench/results/hpo_search_serve.md).
 //
 //   bench_hpo_train hypertune [--epochs E] [--strategies none,dp,mp,gpipe,auto] [--out DIR]
 //       HyperTune's MNIST experiment (data/papers/README.md#hypertune-distributed-hpo-report Sec. 4,
@@ -64,18 +68,27 @@ struct Resources {
 };
 constexpr double kChance = 0.1;
 
+// "/serve": the same search with trials that stay alive (HpoOptions::serve: one paratune-train
+// process per slot serves every run, paused trials kept in its memory); without it a process per run.
 struct Algorithm {
   std::string name;
   hpo::SamplerKind sampler;
   hpo::PrunerKind pruner;
+  bool serve = false;
 };
 
-const std::vector<Algorithm> kAlgorithms{{"random", hpo::SamplerKind::kRandom, hpo::PrunerKind::kNone},
-                                         {"tpe", hpo::SamplerKind::kTpe, hpo::PrunerKind::kNone},
-                                         {"gp", hpo::SamplerKind::kGp, hpo::PrunerKind::kNone},
-                                         {"asha+random", hpo::SamplerKind::kRandom, hpo::PrunerKind::kAsha},
-                                         {"asha+tpe", hpo::SamplerKind::kTpe, hpo::PrunerKind::kAsha},
-                                         {"hyperband", hpo::SamplerKind::kRandom, hpo::PrunerKind::kHyperband}};
+const std::vector<Algorithm> kAlgorithms{
+    {"random", hpo::SamplerKind::kRandom, hpo::PrunerKind::kNone},
+    {"tpe", hpo::SamplerKind::kTpe, hpo::PrunerKind::kNone},
+    {"gp", hpo::SamplerKind::kGp, hpo::PrunerKind::kNone},
+    {"asha+random", hpo::SamplerKind::kRandom, hpo::PrunerKind::kAsha},
+    {"asha+tpe", hpo::SamplerKind::kTpe, hpo::PrunerKind::kAsha},
+    {"hyperband", hpo::SamplerKind::kRandom, hpo::PrunerKind::kHyperband},
+    {"random/serve", hpo::SamplerKind::kRandom, hpo::PrunerKind::kNone, true},
+    {"asha+tpe/serve", hpo::SamplerKind::kTpe, hpo::PrunerKind::kAsha, true},
+    {"hyperband/serve", hpo::SamplerKind::kRandom, hpo::PrunerKind::kHyperband, true}};
+// What runs without --algorithms: the process-per-run searches (the issue-19 benchmark as it was).
+const std::vector<std::string> kDefaultAlgorithms{"random", "tpe", "gp", "asha+random", "asha+tpe", "hyperband"};
 
 // A study's best fully trained validation accuracy over time: (seconds since its start, best).
 struct Curve {
@@ -84,6 +97,7 @@ struct Curve {
   std::vector<std::pair<double, double>> points;
   int trials = 0, runs = 0;
   std::int64_t steps = 0;  // trained over every run
+  int processes = 0;       // serving processes (0: a process per run)
 };
 
 double best_at(const Curve& c, double t) {
@@ -105,6 +119,7 @@ Curve run_study(const Algorithm& a, int seed, double budget_s, const Resources& 
   options.direction = hpo::Direction::kMaximize;
   options.budget_s = budget_s;
   options.trials_dir = dir / "trials";
+  options.serve = a.serve;
   store::SqliteStudyStore store(dir / "study.db");
   trial::LocalBackend backend(2, {}, {{0}, {1}});
   hpo::SamplerOptions sampler_options;
@@ -120,7 +135,7 @@ Curve run_study(const Algorithm& a, int seed, double budget_s, const Resources& 
   tune::StudyObserver quiet;
   const std::atomic<int> no_stop{0};
   const hpo::HpoSummary s = hpo::run_hpo(space, options, store, backend, *sampler, *pruner, quiet, no_stop);
-  Curve c{a.name, seed, {}, static_cast<int>(s.trials.size()), s.started + s.promotions, 0};
+  Curve c{a.name, seed, {}, static_cast<int>(s.trials.size()), s.started + s.promotions, 0, s.serving_processes};
   double start = 1e300;
   for (const auto& t : s.trials) start = std::min(start, t.started_unix_s);
   for (const auto& t : s.trials) {
@@ -149,7 +164,12 @@ std::vector<double> at_time(const std::vector<Curve>& curves, const std::string&
 // One panel: median line and quartile band per algorithm, accuracy against seconds.
 std::string plot_svg(const std::vector<Curve>& curves, double budget_s) {
   const double width = 760, height = 440, x0 = 60, y0 = 30, w = 520, h = 360;
-  const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#d62728", "#8c564b"};
+  const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#d62728",
+                          "#8c564b", "#7f7f7f", "#e377c2", "#17becf"};
+  std::vector<const Algorithm*> shown;  // the algorithms that ran
+  for (const Algorithm& a : kAlgorithms)
+    if (std::any_of(curves.begin(), curves.end(), [&](const Curve& c) { return c.algorithm == a.name; }))
+      shown.push_back(&a);
   double low = 1, high = 0;
   for (const Curve& c : curves)
     for (const auto& [t, v] : c.points) low = std::min(low, v), high = std::max(high, v);
@@ -166,11 +186,11 @@ std::string plot_svg(const std::vector<Curve>& curves, double budget_s) {
                        x0, Y(g), x0 + w, Y(g), x0 - 4, Y(g) + 4, g * 100);
   for (double t = 0; t <= budget_s + 1e-9; t += budget_s / 6)
     svg += fmt::format(R"(<text x="{:.1f}" y="{}" text-anchor="middle">{:.0f} s</text>)" "\n", X(t), y0 + h + 16, t);
-  for (std::size_t a = 0; a < kAlgorithms.size(); ++a) {
+  for (std::size_t a = 0; a < shown.size(); ++a) {
     std::string median, band_top, band_bottom;
     for (int i = 0; i <= 120; ++i) {
       const double t = budget_s * i / 120;
-      const std::vector<double> v = at_time(curves, kAlgorithms[a].name, t);
+      const std::vector<double> v = at_time(curves, shown[a]->name, t);
       if (v.empty()) continue;
       median += fmt::format("{:.1f},{:.1f} ", X(t), Y(quantile(v, 0.5)));
       band_top += fmt::format("{:.1f},{:.1f} ", X(t), Y(quantile(v, 0.75)));
@@ -180,38 +200,49 @@ std::string plot_svg(const std::vector<Curve>& curves, double budget_s) {
     svg += fmt::format(R"(<polyline points="{}" fill="none" stroke="{}" stroke-width="2"/>)" "\n", median, colors[a]);
     svg += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="2"/><text x="{}" y="{}">{}</text>)" "\n",
                        x0 + w + 15, y0 + 20 + 18 * a, x0 + w + 35, y0 + 20 + 18 * a, colors[a], x0 + w + 40,
-                       y0 + 24 + 18 * a, kAlgorithms[a].name);
+                       y0 + 24 + 18 * a, shown[a]->name);
   }
-  svg += fmt::format(R"(<text x="{}" y="{}" font-size="10">median over seeds; band: quartiles</text>)" "\n", x0 + w + 15, y0 + 20 + 18 * 7);
+  svg += fmt::format(R"(<text x="{}" y="{}" font-size="10">median over seeds; band: quartiles</text>)" "\n", x0 + w + 15,
+                     y0 + 20 + 18 * (shown.size() + 1));
   return svg + "</svg>\n";
 }
 
 std::string summary_md(const std::vector<Curve>& curves, double budget_s) {
   std::string out = "| algorithm | seeds |";
   for (int i = 1; i <= 10; ++i) out += fmt::format(" {:.0f} s |", budget_s * i / 10);
-  out += " trials (median) | steps (median) |\n|---|---|";
-  for (int i = 0; i < 12; ++i) out += "---|";
+  out += " trials (median) | runs (median) | steps (median) | processes (median) |\n|---|---|";
+  for (int i = 0; i < 14; ++i) out += "---|";
   out += "\n";
   const double target = quantile(at_time(curves, "random", budget_s), 0.5);
   std::string reach;
+  double random_first = -1;
   for (const Algorithm& a : kAlgorithms) {
-    std::vector<double> trials, steps;
+    std::vector<double> trials, runs, steps, processes;
     for (const Curve& c : curves)
-      if (c.algorithm == a.name) trials.push_back(c.trials), steps.push_back(static_cast<double>(c.steps));
+      if (c.algorithm == a.name) {
+        trials.push_back(c.trials), runs.push_back(c.runs), steps.push_back(static_cast<double>(c.steps));
+        // A process per run: as many processes as runs.
+        processes.push_back(c.processes > 0 ? c.processes : c.runs);
+      }
     if (trials.empty()) continue;
     out += fmt::format("| {} | {} |", a.name, trials.size());
     for (int i = 1; i <= 10; ++i) {
       const std::vector<double> v = at_time(curves, a.name, budget_s * i / 10);
       out += fmt::format(" {:.1f} [{:.1f}, {:.1f}] |", 100 * quantile(v, 0.5), 100 * quantile(v, 0.25), 100 * quantile(v, 0.75));
     }
-    out += fmt::format(" {:.0f} | {:.0f} |\n", quantile(trials, 0.5), quantile(steps, 0.5));
+    out += fmt::format(" {:.0f} | {:.0f} | {:.0f} | {:.0f} |\n", quantile(trials, 0.5), quantile(runs, 0.5),
+                       quantile(steps, 0.5), quantile(processes, 0.5));
     double first = -1;
     for (int i = 0; i <= 1000 && first < 0; ++i) {
       const double t = budget_s * i / 1000;
       if (quantile(at_time(curves, a.name, t), 0.5) >= target) first = t;
     }
+    if (a.name == "random") random_first = first;
+    const std::string of_random =
+        random_first > 0 && first >= 0 ? fmt::format(", {:.2f} of random's time", first / random_first) : "";
     reach += first < 0 ? fmt::format("- {}: never within the budget\n", a.name)
-                       : fmt::format("- {}: {:.0f} s ({:.2f} of the budget)\n", a.name, first, first / budget_s);
+                       : fmt::format("- {}: {:.0f} s ({:.2f} of the budget{})\n", a.name, first, first / budget_s,
+                                     of_random);
   }
   out += fmt::format("\nvalidation accuracy (%) of the best fully trained trial, median [quartiles] over seeds; before "
                      "the first one, chance (10%).\n\nWhen the median first reaches random's full-budget median "
@@ -379,8 +410,7 @@ int main(int argc, char** argv) {
   double budget = 120;
   std::filesystem::path out = "hpo_search";
   Resources resources;
-  std::vector<std::string> algorithms;
-  for (const Algorithm& a : kAlgorithms) algorithms.push_back(a.name);
+  std::vector<std::string> algorithms = kDefaultAlgorithms;
   for (std::size_t i = 1; i + 1 < args.size(); i += 2) {
     if (args[i] == "--steps") resources.steps = std::stoi(args[i + 1]);
     if (args[i] == "--min-resource") resources.min_resource = std::stoi(args[i + 1]);
@@ -395,12 +425,18 @@ int main(int argc, char** argv) {
       out = args[i + 1];
     }
   }
+  for (const std::string& name : algorithms)
+    if (std::none_of(kAlgorithms.begin(), kAlgorithms.end(), [&](const Algorithm& a) { return a.name == name; })) {
+      fmt::print(stderr, "--algorithms: unknown algorithm '{}' (random, tpe, gp, asha+random, asha+tpe, hyperband, "
+                         "random/serve, asha+tpe/serve, hyperband/serve)\n", name);
+      return 2;
+    }
   std::filesystem::create_directories(out);
   std::vector<Curve> curves;
   std::ofstream csv(out / "curves.csv");
   csv << "algorithm,seed,seconds,best_val_accuracy\n";
-  // Seeds outermost: each seed's six studies run back to back, so a slow period of the machine
-  // touches every algorithm alike.
+  // Seeds outermost: each seed's studies run back to back, interleaved, so a slow period of the
+  // machine touches every algorithm alike.
   for (int seed = first; seed <= last; ++seed)
     for (const Algorithm& a : kAlgorithms) {
       if (std::find(algorithms.begin(), algorithms.end(), a.name) == algorithms.end()) continue;
@@ -408,9 +444,10 @@ int main(int argc, char** argv) {
                           std::filesystem::temp_directory_path() / "paratune_bench_hpo_train" / a.name);
       for (const auto& [t, v] : c.points) csv << fmt::format("{},{},{:.2f},{:.6f}\n", a.name, seed, t, v);
       csv.flush();
-      fmt::print(stderr, "{} seed {}: {} trials, {} runs, {} steps; best {:.2f}%\n", a.name, seed, c.trials, c.runs,
-                 c.steps, 100 * best_at(c, budget));
+      fmt::print(stderr, "{} seed {}: {} trials, {} runs, {} steps, {} serving processes; best {:.2f}%\n", a.name, seed,
+                 c.trials, c.runs, c.steps, c.processes, 100 * best_at(c, budget));
       curves.push_back(std::move(c));
+      std::ofstream(out / "summary.md") << summary_md(curves, budget);  // so far: a run cut short still tells
     }
   std::ofstream(out / "summary.md") << summary_md(curves, budget);
   std::ofstream(out / "plot.svg") << plot_svg(curves, budget);

@@ -10,7 +10,7 @@
 set(paratune_servers_suites SlurmCli SshCli SshCliStudy SshTrials SlurmJobs)
 set(paratune_browser_suites HtmlReport HtmlHostile)
 set(paratune_integration_suites
-  ConfigStudy CalibrateCli Cli ProfileCli DashboardClients FailingRegion OldStudies OptionFlags PlanCli PlanProgressCli RangesCli TuneCli TuneLiveBlock HpoCli HpoStudy
+  ConfigStudy CalibrateCli Cli ProfileCli DashboardClients FailingRegion OldStudies OptionFlags PlanCli PlanProgressCli RangesCli TuneCli TuneLiveBlock HpoCli HpoStudy ServedTrials
   Study Runner Launch LaunchDeepSpeed LaunchTorchtitan SimReport
   TrainCheckpoint TrainDeterminism TrainLauncher TrainModels TrainProfile TrainProtocol TrainStrategies TrainTune
   FusedTraining Harvest MupTrainer)
@@ -50,6 +50,7 @@ set(paratune_slow_tests
   TrainTune.FuseAutoPicksItsSizeFromTheProbeAndAshaPromotesMembersAlone
   TrainTune.FusedGroupsLoseOnlyTheirFailingMembers
   TrainTune.FusedTrialsGetTheObjectiveTheyGetAlone
+  TrainTune.ServedAshaStudyLoadsTheDataOnceAndMatchesProcessPerRun
   TrainTune.StrategyAutoGivesEachTrialTheCostModelsChoice
   TrainTune.SurrogateStudyRetrainsItsTopTwoAtTheTargetAndChoosesThere
   TrainTune.SurrogateStudyTunesANarrowModelAndRetrainsTheTarget

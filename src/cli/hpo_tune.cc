@@ -53,6 +53,7 @@ hpo::HpoOptions hpo_options_from(const TuneFlags& f) {
   options.trial_ranks = f.trial_ranks;
   options.strategy = f.strategy;
   options.surrogate_ratio = f.surrogate_ratio;
+  options.serve = f.serve;
   if (f.fuse == "auto") {
     options.fuse_auto = true;
   } else if (!f.fuse.empty()) {
@@ -121,7 +122,7 @@ bool is_hpo_study(const TuneFlags& f, std::optional<hpo::Space>& space) {
   if (f.objective != hpo::kThroughputObjective || f.algo == "tpe" || f.algo == "gp" || f.algo == "cmaes" ||
       f.algo == "nsga2" ||
       f.trial_ranks != 1 ||
-      !f.strategy.empty() || f.given.contains("--surrogate-ratio") || f.given.contains("--fuse"))
+      !f.strategy.empty() || f.given.contains("--surrogate-ratio") || f.given.contains("--fuse") || f.serve)
     return true;
   if (f.algo != "grid" && f.algo != "random") return false;  // a model-based search of configurations
   if (f.pruner != "none") return true;

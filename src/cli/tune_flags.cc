@@ -74,6 +74,10 @@ void add_hpo_flags(CLI::App* tune_cmd, TuneFlags& tune_flags) {
                        "hyperparameter studies of paratune-train: up to B trials that differ only in optimizer "
                        "options train as one fused model in one process (HFTA/Hydro); auto: B from a probe of "
                        "B = 1, 2, 4, ... fused");
+  tune_cmd->add_flag("--serve", tune_flags.serve,
+                     "hyperparameter studies: each slot's trials run in one process of the command that serves them "
+                     "(docs/trial-protocol.md, Serving: paratune-train does), which keeps paused trials in memory; "
+                     "the local backend only");
 }
 
 // The searches' own settings: the seed and the model-based searches' designs.

@@ -64,6 +64,7 @@ struct TuneFlags {
   double retrain_budget = 1;         // --retrain-top auto's budget
   double surrogate_ratio = 1;
   std::string fuse;  // "auto" or a size (hpo/fusion.h); empty: no fusion
+  bool serve = false;  // hpo::HpoOptions::serve
   // Worker mode (tune::WorkerOptions).
   bool worker = false;
   std::string worker_name;  // empty: HOSTNAME:PID

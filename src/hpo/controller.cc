@@ -82,6 +82,7 @@ class Controller {
     summary.reaped = worker_ ? worker_->reaped() : 0;
     summary.dropped = worker_ ? worker_->dropped() : 0;
     summary.elapsed_s = std::chrono::duration<double>(Clock::now() - start_).count();
+    summary.serving_processes = runner_.servers_started();
     summary.trials = loop_.store.trials(trials_.study);
     summary.best = best_hpo_trial(summary.trials, o.direction);
     if (probe_) summary.fusion_probe = to_json(*probe_);
@@ -117,7 +118,10 @@ class Controller {
         split_.pop_front();
         continue;
       }
-      if (const std::optional<Promotion> promotion = loop_.pruner.promotion(trials_.records)) {
+      // A promotion whose paused state only a busy serving process holds waits for it; a new
+      // trial takes the slot meanwhile.
+      if (const std::optional<Promotion> promotion = loop_.pruner.promotion(trials_.records);
+          promotion && !waits_for_holder(*promotion)) {
         const Config& config = trials_.record(promotion->trial_number).config;
         if (!runner_.can_start(ranks_of(loop_.options, config))) return;  // wait
         promote(*promotion);
@@ -147,6 +151,14 @@ class Controller {
         promote(*promotion);
         ++summary.promotions;
       }
+  }
+
+  // Serving: the trial's paused state is in the memory of a process that runs another trial now,
+  // and not on disk (trial::TrialRunner::holder_busy).
+  bool waits_for_holder(const Promotion& promotion) const {
+    if (!loop_.options.serve || !runner_.holder_busy(launcher_.run_id(promotion.trial_number))) return false;
+    const Book& book = trials_.books.at(promotion.trial_number);
+    return book.state.checkpoint_dir.empty() || !std::filesystem::is_directory(book.dir / book.state.checkpoint_dir);
   }
 
   bool no_more_work() const { return (exhausted_ || capped_) && !held_ && split_.empty(); }
@@ -255,7 +267,8 @@ class Controller {
           fmt::format("the {} pruner promoted trial {}, which is not resting (a bug)", loop_.pruner.name(), r.number));
     Book& book = trials_.books.at(r.number);
     LiveRun live;
-    const trial::TrialLaunch launch = launcher_.promotion_run(r, book, promotion.resource, live);
+    const trial::TrialLaunch launch =
+        launcher_.promotion_run(r, book, promotion.resource, live, runner_.holds(launcher_.run_id(r.number)));
     if (!claimed) loop_.store.resume_trial(book.db_id);
     r.state = TrialRecord::State::kRunning;
     ++book.state.runs;

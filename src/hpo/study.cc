@@ -150,6 +150,13 @@ void validate(const HpoOptions& o) {
                                   option_ref("worker.enabled")));
   validate_surrogate(o);
   validate_fusion(o);
+  if (o.serve && o.worker.enabled)
+    throw OptionError("serve", "", fmt::format("not with {}: a worker's promotion is claimed from the store, not from "
+                                               "the process that keeps it; run workers without serve",
+                                               option_ref("worker.enabled")));
+  if (o.serve && (o.fuse > 1 || o.fuse_auto))
+    throw OptionError("serve", "", fmt::format("not with {}: a fused group runs in a process of its own",
+                                               option_ref("fuse")));
 }
 
 std::vector<std::string> hpo_placeholders() {
@@ -199,6 +206,28 @@ std::string hpo_placeholder_meaning(const std::string& name) {
   if (name == "strategy") return "the trial's parallel strategy";
   if (name == "trial_id") return "the trial's id";
   return "the trial's directory";
+}
+
+// Serving: one process runs many trials, so its command may not carry a trial's own values, and
+// the backend must talk to it (trial/runner.h).
+void check_serve(const Space& space, const HpoOptions& options, const trial::Backend& backend) {
+  if (!options.serve) return;
+  if (!backend.can_serve())
+    throw OptionError("serve", "", fmt::format("the {} backend runs each trial as a process of its own; serve with the "
+                                               "local backend",
+                                               backend.name()));
+  const std::vector<std::string> builtins = hpo_placeholders();
+  std::set<std::string> all(builtins.begin(), builtins.end());
+  for (const ParamSpec& p : space.parameters()) all.insert(p.name);
+  const trial::CommandTemplate parsed(options.command, all);
+  for (const std::string& name : parsed.placeholders())
+    if (name == "trial_id" || name == "trial_dir" || name == "config" ||
+        (space.index_of(name) && name != "ranks" && name != "gpus"))
+      throw OptionError("command", "",
+                        fmt::format("names {{{}}}, a value of each trial, and with {} one process runs many trials: "
+                                    "read it from the assignment (PARATUNE_PARAMS, PARATUNE_TRIAL_ID, "
+                                    "PARATUNE_TRIAL_DIR) instead",
+                                    name, option_ref("serve")));
 }
 
 void check_template_parameters(const Space& space, const HpoOptions& options) {
@@ -264,6 +293,7 @@ HpoSummary run_hpo(const Space& space, const HpoOptions& options, store::StudySt
   check_surrogate_space(space, options);
   check_fusion_space(space, options);
   check_slots(space, options, backend);
+  check_serve(space, options, backend);
   const trial::OutputParser check_regex(trial::ParserOptions{options.step_time_regex});  // Error before anything runs
   return run_controller(space, options, store, backend, sampler, pruner, observer, stop_requested);
 }

@@ -50,6 +50,8 @@ std::vector<int> study_rank_counts(const Space& space, const HpoOptions& options
 
 std::string checkpoint_dir_name(std::int64_t steps) { return fmt::format("checkpoint-{}", steps); }
 
+std::string TrialLauncher::run_id(int number) const { return fmt::format("{}-{:04d}", loop_.options.name, number); }
+
 TrialLauncher::TrialLauncher(const LoopContext& loop, StudyTrials& trials)
     : loop_(loop), trials_(trials), trials_dir_(std::filesystem::absolute(loop.options.trials_dir)) {
   const HpoOptions& o = loop.options;
@@ -66,8 +68,9 @@ TrialLauncher::TrialLauncher(const LoopContext& loop, StudyTrials& trials)
 trial::TrialLaunch TrialLauncher::launch_for(const TrialRecord& r, const std::filesystem::path& dir,
                                              std::int64_t target, const std::string& strategy) const {
   const HpoOptions& o = loop_.options;
-  trial::TrialLaunch launch = render_run(loop_.space, o, r.config, fmt::format("{}-{:04d}", o.name, r.number), dir,
-                                         static_cast<int>(target), o.steps, strategy);
+  trial::TrialLaunch launch =
+      render_run(loop_.space, o, r.config, run_id(r.number), dir, static_cast<int>(target), o.steps, strategy);
+  launch.serve = o.serve;
   // A run that stops short of the full resource rests at a rung: let the program checkpoint.
   if (target < loop_.options.steps || r.rung >= 0)
     launch.env.emplace_back("PARATUNE_CHECKPOINT_DIR", (dir / checkpoint_dir_name(target)).string());
@@ -156,16 +159,18 @@ Begun TrialLauncher::begin_new(const Config& config, nlohmann::ordered_json note
 }
 
 trial::TrialLaunch TrialLauncher::promotion_run(const TrialRecord& r, Book& book, std::int64_t resource,
-                                                LiveRun& live) const {
+                                                LiveRun& live, bool in_memory) const {
   // A trial another worker ran on another host (no shared file system): its run here goes into
   // this worker's trials directory, from step 0.
   if (loop_.options.worker.enabled && !std::filesystem::is_directory(book.dir))
     book.dir = trial_dir(trials_dir_, r.number);
   const std::filesystem::path from = book.dir / book.state.checkpoint_dir;
+  // Its state on disk, or (serving) in a process's memory: the program resumes from either.
+  const bool on_disk = std::filesystem::is_directory(from);
   const bool resume = book.state.checkpoint_step && *book.state.checkpoint_step + 1 == r.resource &&
-                      !book.state.checkpoint_dir.empty() && std::filesystem::is_directory(from);
+                      !book.state.checkpoint_dir.empty() && (on_disk || in_memory);
   const std::filesystem::path to = book.dir / checkpoint_dir_name(resource);
-  if (resume) link_checkpoint(from, to);
+  if (resume && on_disk) link_checkpoint(from, to);
   else std::filesystem::remove_all(to);
   live.number = r.number;
   live.target = resource;

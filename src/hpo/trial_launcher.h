@@ -57,7 +57,11 @@ class TrialLauncher {
 
   // A promotion's run of trial `r` to `resource` steps: from a copy of its checkpoint when it has
   // one, else from step 0. Returns the launch, and the run as `live` tracks it.
-  trial::TrialLaunch promotion_run(const TrialRecord& r, Book& book, std::int64_t resource, LiveRun& live) const;
+  // `in_memory`: a serving process keeps the trial's paused state (trial::TrialRunner::holds).
+  trial::TrialLaunch promotion_run(const TrialRecord& r, Book& book, std::int64_t resource, LiveRun& live,
+                                   bool in_memory) const;
+  // The id a run of trial `number` has (PARATUNE_TRIAL_ID): the same for each of its runs.
+  [[nodiscard]] std::string run_id(int number) const;
   // One process for a group's members: rendered as the first member's run (the shared options), in
   // its directory, with every member's PARATUNE_PARAMS in an array and no checkpoint directory.
   [[nodiscard]] trial::TrialLaunch fused_run(const std::vector<Begun>& members) const;

@@ -317,6 +317,7 @@ nlohmann::ordered_json to_json(const hpo::HpoSummary& s) {
                                        {"reaped", s.reaped},
                                        {"dropped", s.dropped},
                                        {"fused_groups", s.fused_groups},
+                                       {"serving_processes", s.serving_processes},
                                        {"fused_trials", s.fused_trials}};
   j["stop"] = tune::to_string(s.stop);
   j["elapsed_s"] = s.elapsed_s;
@@ -589,6 +590,8 @@ std::string format_study(const hpo::HpoSummary& s) {
                        s.reaped, s.dropped, configurations ? "trials" : "runs");
   if (s.fused_groups > 0)
     out += fmt::format("fused: {} of the new trials trained in {} fused groups\n", s.fused_trials, s.fused_groups);
+  if (s.serving_processes > 0)
+    out += fmt::format("served: {} runs by {} processes\n", s.started + s.promotions, s.serving_processes);
   if (!s.fusion_probe.is_null()) out += format_fusion_probe(s.fusion_probe);
   if (configurations) {
     out += fmt::format("trials: {}\n", status_line(s.trials));

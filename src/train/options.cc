@@ -215,6 +215,8 @@ const std::vector<OptionSpec>& option_table() {
       integer("checkpoint_every", &TrainOptions::checkpoint_every, 0, kIntMax,
               "an integer >= 0 (0: after the last step only)"),
       flag("resume", &TrainOptions::resume),
+      integer("serve_memory", &TrainOptions::serve_memory, 0, 1 << 20,
+              "MiB in [0, 1048576] of paused trials a serving process keeps in memory (0: it saves each)"),
       integer("nnodes", &TrainOptions::nnodes, 1, 4096, "an integer in [1, 4096]"),
       integer("node_rank", &TrainOptions::node_rank, 0, 4095, "an integer in [0, 4095]"),
   };

@@ -154,4 +154,14 @@ std::unique_ptr<TrainingData> load_fashion_data(const TrainOptions& options) {
 }
 std::unique_ptr<TrainingData> load_text_data(const TrainOptions& options) { return std::make_unique<TextData>(options); }
 
+std::unique_ptr<TrainingData> load_training_data(const TrainOptions& options) {
+  return options.model == Workload::kGpt ? load_text_data(options) : load_fashion_data(options);
+}
+
+std::string data_identity(const TrainOptions& o) {
+  // FashionData reads data, seed and val_size; TextData data, seed and seq_len.
+  return o.model == Workload::kGpt ? fmt::format("text {} seed={} seq_len={}", o.data, o.seed, o.seq_len)
+                                   : fmt::format("fashion {} seed={} val_size={}", o.data, o.seed, o.val_size);
+}
+
 }  // namespace paratune::train

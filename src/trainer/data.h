@@ -45,4 +45,11 @@ std::unique_ptr<TrainingData> load_fashion_data(const TrainOptions& options);
 // validation is the held-out text cut into consecutive sequences.
 std::unique_ptr<TrainingData> load_text_data(const TrainOptions& options);
 
+// The model's data: text for gpt, Fashion-MNIST otherwise.
+std::unique_ptr<TrainingData> load_training_data(const TrainOptions& options);
+
+// What the data of load_training_data depends on: two options with the same identity load the same
+// data (a serving process loads it once).
+std::string data_identity(const TrainOptions& options);
+
 }  // namespace paratune::train

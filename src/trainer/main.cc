@@ -16,6 +16,7 @@
 #include "paratune/train/launcher.h"
 #include "paratune/train/options.h"
 #include "profile.h"
+#include "serve.h"
 #include "trainer.h"
 
 namespace {
@@ -42,7 +43,9 @@ void usage() {
       "mean |output| at each step, \"@coord {json}\" (mup's coordinate check: flat across widths under muP).\n"
       "PARATUNE_PARAMS holding a JSON array trains a fused group: one model per object (options that differ only\n"
       "in lr, momentum, betas, eps, weight decay, schedule, init scale, clip norm), as one fused model in this\n"
-      "process; each protocol line names its \"member\".\n\n"
+      "process; each protocol line names its \"member\".\n"
+      "PARATUNE_SERVE=1 serves one-rank trials (paratune tune --serve): it loads the data once and trains each\n"
+      "assignment read from stdin, keeping paused trials in memory up to --serve-memory MiB.\n\n"
       "  option              default        rule\n%s",
       train_options_help().c_str());
 }
@@ -151,6 +154,10 @@ int main(int argc, char** argv) {
       o.resume = true;
     }
     const int local = o.ranks / o.nnodes;
+    // Serving (serve.h): one-rank trials, assignments on stdin. A first trial of several ranks runs
+    // as a process of its own (no {"serve": 1}), which paratune takes as a program that does not serve.
+    if (env("PARATUNE_SERVE") == "1" && rank.empty() && !profile && o.ranks == 1)
+      return serve_trials(options_args, o.serve_memory);
     if (o.threads == 0) o.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local);
     if (rank.empty() && local > 1) return launch(o, args);
     return rank_main(o, profile);

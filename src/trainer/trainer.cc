@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <map>
 #include <numeric>
 
@@ -35,15 +37,27 @@ void report_metric(const char* name, double value, std::int64_t step) {
   report(fmt::format(R"({{"metric": "{}", "value": {}, "step": {}}})", name, value, step));
 }
 
+// The RSS high-water mark: /proc/self/status's VmHWM, which a serving process resets for each trial
+// (reset_peak_rss), else getrusage's (the process's whole life).
 std::int64_t peak_rss_bytes() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.starts_with("VmHWM:")) return std::stoll(line.substr(6)) * 1024;  // "VmHWM:   123456 kB"
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
+}  // namespace
+
+void reset_peak_rss() {
+  // proc(5), /proc/pid/clear_refs: "5" resets the peak RSS to the current RSS (Linux 4.0).
+  std::ofstream("/proc/self/clear_refs") << "5";
+}
+
 class RankTrainer {
  public:
-  RankTrainer(const TrainOptions& o, Comm& comm) : o_(o), comm_(comm) {
+  RankTrainer(const TrainOptions& o, Comm& comm, std::shared_ptr<TrainingData> data = nullptr) : o_(o), comm_(comm) {
     Model model = build_model(o);  // every rank draws the whole model's weights, as none does
     // Dropout's masks: a stream per rank (rank 0 keeps the seed's), so replicas and stages do not
     // draw the same masks.
@@ -62,7 +76,7 @@ class RankTrainer {
       tied_ = model.tied_weight;
     optimizer_ = make_optimizer(o, model, parameters_);
     sync_ = std::make_unique<GradientSync>(comm, parameters_, o.bucket_mb, o.overlap);
-    data_ = o.model == Workload::kGpt ? load_text_data(o) : load_fashion_data(o);
+    data_ = data ? std::move(data) : load_training_data(o);
     if (reporter()) {
       std::string layout;
       for (int n : split) layout += (layout.empty() ? "" : ",") + std::to_string(n);
@@ -76,11 +90,15 @@ class RankTrainer {
 
   // Each step's lines end with its step line: the trial runner may stop the program as soon as it
   // has PARATUNE_MAX_STEPS step lines, so the train loss and any evaluation come first.
-  int run() {
+  int run() { return run_from(o_.resume ? resume_from_checkpoint() : 0); }
+
+  // Trains steps [first_step, the run's last). `cancelled`, asked after each step, ends the run
+  // early; `keep`: a serving process keeps the model after the run's last step instead of saving
+  // it (its checkpoint line says "in_memory"; spill() saves it later).
+  int run_from(std::int64_t first_step, const std::function<bool()>& cancelled = {}, bool keep = false) {
     const std::int64_t steps_per_epoch = data_->steps_per_epoch(o_.batch_size);
     const std::int64_t total = total_steps(o_, steps_per_epoch);
     const std::int64_t run_steps = o_.max_steps > 0 ? std::min(total, o_.max_steps) : total;
-    const std::int64_t first_step = o_.resume ? resume_from_checkpoint() : 0;
     for (std::int64_t step = first_step; step < run_steps; ++step) {
       const auto start = std::chrono::steady_clock::now();
       const double loss = train_step(step, learning_rate(o_, step, total, steps_per_epoch));
@@ -95,7 +113,11 @@ class RankTrainer {
       }
       const bool last = step + 1 == run_steps;
       if ((last || (o_.eval_every > 0 && (step + 1) % o_.eval_every == 0)) && !evaluate(step, last)) return 3;
-      if (!o_.checkpoint_dir.empty() && (last || (o_.checkpoint_every > 0 && (step + 1) % o_.checkpoint_every == 0))) {
+      last_step_ = step;
+      if (keep && last && step + 1 < total && !o_.checkpoint_dir.empty()) {  // paused, not finished
+        report(fmt::format(R"({{"checkpoint_step": {}, "in_memory": true}})", step));
+      } else if (!o_.checkpoint_dir.empty() &&
+                 (last || (o_.checkpoint_every > 0 && (step + 1) % o_.checkpoint_every == 0))) {
         save_checkpoint(step);  // before the step line: a runner may stop the trial right after it
         // Every rank's file is written before the announcement (a runner may stop the group as soon
         // as it has the step line): the all-reduce is the barrier.
@@ -106,9 +128,31 @@ class RankTrainer {
         if (reporter()) report(fmt::format(R"({{"checkpoint_step": {}}})", step));
       }
       if (reporter()) report(fmt::format(R"({{"step": {}, "step_time_s": {}}})", step, std::max(seconds, trial::kMinStepTimeS)), true);
+      if (cancelled && cancelled()) return 0;
     }
     return 0;
   }
+
+  // The last step trained (-1: none yet) and whether a run would train more (a paused trial).
+  [[nodiscard]] std::int64_t last_step() const { return last_step_; }
+  [[nodiscard]] bool finished() const {
+    return last_step_ + 1 >= total_steps(o_, data_->steps_per_epoch(o_.batch_size));
+  }
+  // Saves the model after its last step to the checkpoint directory (a serving process's spill).
+  void spill() { save_checkpoint(last_step_); }
+  // What a kept trial holds: weights, gradients and optimizer state (SGD's momentum: one more copy
+  // of the weights, Adam's moments two), with BatchNorm's statistics.
+  [[nodiscard]] std::size_t state_bytes() const {
+    std::size_t weights = 0;
+    for (const auto& p : parameters_) weights += p.nbytes();
+    const std::size_t copies = o_.optimizer == Optimizer::kSgd ? (o_.momentum > 0 ? 3 : 2) : 4;
+    std::size_t buffers = 0;
+    for (const auto& unit : units_)
+      for (const auto& b : unit->buffers()) buffers += b.nbytes();
+    return weights * copies + buffers;
+  }
+  // Loads this rank's checkpoint (see below) for a trial that is not in memory.
+  std::int64_t resume() { return resume_from_checkpoint(); }
 
  private:
   bool reporter() const { return comm_.replica() == 0 && comm_.last_stage(); }
@@ -373,10 +417,23 @@ class RankTrainer {
   int classes_ = 0;
   ScaledOptimizer optimizer_;
   std::unique_ptr<GradientSync> sync_;
-  std::unique_ptr<TrainingData> data_;
+  std::shared_ptr<TrainingData> data_;
+  std::int64_t last_step_ = -1;
 };
 
-}  // namespace
+RankTrainerHandle::RankTrainerHandle(const TrainOptions& options, Comm& comm, std::shared_ptr<TrainingData> data)
+    : trainer_(std::make_unique<RankTrainer>(options, comm, std::move(data))) {}
+RankTrainerHandle::~RankTrainerHandle() = default;
+RankTrainerHandle::RankTrainerHandle(RankTrainerHandle&&) noexcept = default;
+RankTrainerHandle& RankTrainerHandle::operator=(RankTrainerHandle&&) noexcept = default;
+int RankTrainerHandle::run_from(std::int64_t first_step, const std::function<bool()>& cancelled, bool keep) {
+  return trainer_->run_from(first_step, cancelled, keep);
+}
+std::int64_t RankTrainerHandle::resume() { return trainer_->resume(); }
+std::int64_t RankTrainerHandle::last_step() const { return trainer_->last_step(); }
+bool RankTrainerHandle::finished() const { return trainer_->finished(); }
+void RankTrainerHandle::spill() { trainer_->spill(); }
+std::size_t RankTrainerHandle::state_bytes() const { return trainer_->state_bytes(); }
 
 void ScaledOptimizer::set_learning_rate(double lr) {
   auto& groups = optimizer->param_groups();

@@ -2,7 +2,12 @@
 // strategy, reporting through the trial protocol (docs/trial-protocol.md).
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <memory>
+
 #include "comm.h"
+#include "data.h"
 #include "models.h"
 #include "paratune/train/options.h"
 
@@ -19,6 +24,34 @@ namespace paratune::train {
 //                                         step line has every line of it
 // Throws Error for bad input found while loading (data files, stage layers).
 int train_rank(const TrainOptions& options, Comm& comm);
+
+// One trial of a serving process (serve.h): a one-rank trainer that is built once, trains to a
+// rung, is kept and trains on. `options` and `comm` must outlive it.
+class RankTrainer;
+class RankTrainerHandle {
+ public:
+  // `data`: the process's loaded data (null: load it).
+  RankTrainerHandle(const TrainOptions& options, Comm& comm, std::shared_ptr<TrainingData> data);
+  ~RankTrainerHandle();
+  RankTrainerHandle(RankTrainerHandle&&) noexcept;
+  RankTrainerHandle& operator=(RankTrainerHandle&&) noexcept;
+  // Trains from `first_step` to the options' max_steps (or the end) and returns the exit code
+  // train_rank would (0, or 3 when the loss stops being finite); `cancelled`, asked after each step,
+  // ends it early; `keep`: the checkpoint line after the last step says "in_memory" (spill() saves it).
+  int run_from(std::int64_t first_step, const std::function<bool()>& cancelled, bool keep);
+  std::int64_t resume();  // the checkpoint directory's checkpoint: the step to continue from (0: none)
+  [[nodiscard]] std::int64_t last_step() const;  // -1 before the first
+  [[nodiscard]] bool finished() const;           // no step left to train
+  void spill();                                  // saves it after its last step to its checkpoint directory
+  [[nodiscard]] std::size_t state_bytes() const; // weights, gradients, optimizer state, buffers
+
+ private:
+  std::unique_ptr<RankTrainer> trainer_;
+};
+
+// Resets the process's RSS high-water mark that the peak_memory_bytes lines report (a serving
+// process, before each trial: the peak is then the trial's and what the process holds besides).
+void reset_peak_rss();
 
 // The optimizer options.optimizer names over `parameters` of `model`, one parameter group per rate
 // scaling (muP's per-layer factors, train/mup.h; one group under the standard parametrization),

@@ -144,10 +144,31 @@ LineReport OutputParser::parse_protocol(std::string_view text) {
     return r;
   }
   if (j.contains("checkpoint_step")) {
-    if (auto extra = keys_are({"checkpoint_step"})) return malformed(fmt::format("unknown key '{}'", *extra));
+    if (auto extra = keys_are({"checkpoint_step", "in_memory"})) return malformed(fmt::format("unknown key '{}'", *extra));
     if (!is_step_number(j["checkpoint_step"])) return malformed("'checkpoint_step' must be an integer >= 0");
+    if (j.contains("in_memory") && !j["in_memory"].is_boolean()) return malformed("'in_memory' must be true or false");
     r.kind = LineReport::Kind::kCheckpoint;
     r.checkpoint_step = j["checkpoint_step"].get<std::int64_t>();
+    r.checkpoint_in_memory = j.value("in_memory", false);
+    return r;
+  }
+  // A serving program's lines (docs/trial-protocol.md, "Serving").
+  if (j.contains("serve")) {
+    if (auto extra = keys_are({"serve"})) return malformed(fmt::format("unknown key '{}'", *extra));
+    if (j["serve"] != kServeVersion) return malformed(fmt::format("'serve' must be {} (the protocol version)", kServeVersion));
+    r.kind = LineReport::Kind::kServe;
+    r.serve_version = kServeVersion;
+    return r;
+  }
+  if (j.contains("done")) {
+    if (auto extra = keys_are({"done", "failed"})) return malformed(fmt::format("unknown key '{}'", *extra));
+    if (!j["done"].is_string() || j["done"].get<std::string>().empty())
+      return malformed("'done' must be the trial id of the assignment (a non-empty string)");
+    if (j.contains("failed") && (!j["failed"].is_string() || j["failed"].get<std::string>().empty()))
+      return malformed("'failed' must be a non-empty string (why)");
+    r.kind = LineReport::Kind::kDone;
+    r.done_trial = j["done"].get<std::string>();
+    r.done_failure = j.value("failed", std::string());
     return r;
   }
   // A wrapping backend's lines: only with this trial's backend token.
@@ -174,7 +195,9 @@ LineReport OutputParser::parse_protocol(std::string_view text) {
     r.ended = {status.get<std::string>(), j.value("reason", std::string())};
     return r;
   }
-  return malformed("none of step_time_s, peak_memory_bytes, metric, oom, checkpoint_step, diverged, queued, started, ended");
+  return malformed(
+      "none of step_time_s, peak_memory_bytes, metric, oom, checkpoint_step, diverged, queued, started, ended, serve, "
+      "done");
 }
 
 // A step from a log line: a plausible time, and a step number that is a whole number from 0 to
@@ -275,7 +298,12 @@ LineReport OutputParser::feed(std::string_view line) {
     case LineReport::Kind::kMalformed:
       if (output_.malformed_lines++ == 0) output_.first_malformed = r.problem;
       break;
-    case LineReport::Kind::kCheckpoint: output_.checkpoint_step = r.checkpoint_step; break;
+    case LineReport::Kind::kCheckpoint:
+      output_.checkpoint_step = r.checkpoint_step;
+      output_.checkpoint_in_memory = r.checkpoint_in_memory;
+      break;
+    case LineReport::Kind::kServe:
+    case LineReport::Kind::kDone: break;  // the runner's (runner.h, serving)
     case LineReport::Kind::kQueued: output_.queued = true; break;
     case LineReport::Kind::kStarted:
       output_.location = r.location;

@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <thread>
@@ -309,6 +310,13 @@ struct TrialRunner::Process {
   Clock::time_point streams_wait_since;  // leader and group gone, pipes still open (escaped processes)
   std::unique_ptr<TrialCgroup> cgroup;   // null where cgroups are unavailable (trial_cgroup.h)
   std::vector<pid_t> escaped;            // processes outside the group that were signalled
+  // Serving (runner.h). The fields above from `launch` to `stopped` are the trial it runs now.
+  bool serve_launch = false;  // started with PARATUNE_SERVE=1 (stdin a pipe for assignments)
+  bool serving = false;       // it said {"serve": 1}
+  bool in_flight = true;      // it runs a trial (false: a serving process between assignments)
+  std::optional<Clock::time_point> done_awaited_since;  // its trial was stopped: its done line is due
+  std::optional<std::string> done_said;  // its trial's done line came ("failed"'s reason, or empty)
+  std::set<std::string> held;                           // trial ids whose paused state it keeps in memory
 
   explicit Process(const ParserOptions& options) : parser(options) {}
   ~Process() {
@@ -362,15 +370,97 @@ struct TrialRunner::Process {
   }
   void stop(TrialStatus status, std::string reason) {
     if (!stopped) stopped.emplace(status, std::move(reason));
+    if (serving && in_flight) {  // the process serves on: only its trial ends, at its done line
+      if (!done_awaited_since) {
+        // Stopped after all its steps: the program ends the assignment by itself.
+        if (status != TrialStatus::kCompleted && !send(nlohmann::json{{"cancel", launch.id}}.dump())) terminate();
+        done_awaited_since = Clock::now();
+      }
+      return;
+    }
     if (!term_sent) {
       // A remote trial: end-of-file on its launcher's stdin, and the far side stops its group.
-      if (stdin_fd >= 0) close_stdin();
-      else signal_all(SIGTERM);
+      if (command.keep_stdin_open) {
+        close_stdin();
+      } else {
+        close_stdin();  // a serving process's: it may stop on end-of-file as well
+        signal_all(SIGTERM);
+      }
       term_sent = true;
       term_at = Clock::now();
     }
   }
+  // Stops the whole process (a serving one: with whatever trial it runs and keeps).
+  void terminate() {
+    if (term_sent) return;
+    close_stdin();
+    signal_all(SIGTERM);
+    term_sent = true;
+    term_at = Clock::now();
+  }
+  // Writes one line to a serving process's stdin (non-blocking: an assignment or a cancel is small
+  // and a serving program reads them); false if it cannot take it (gone, or not reading).
+  bool send(const std::string& line) {
+    if (stdin_fd < 0) return false;
+    struct sigaction ignore {}, previous{};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGPIPE, &ignore, &previous);  // a process that is gone: EPIPE, not the signal
+    const std::string text = line + "\n";
+    std::size_t written = 0;
+    while (written < text.size()) {
+      const ssize_t n = ::write(stdin_fd, text.data() + written, text.size() - written);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      written += static_cast<std::size_t>(n);
+    }
+    ::sigaction(SIGPIPE, &previous, nullptr);
+    return written == text.size();
+  }
 };
+
+namespace {
+
+// What a trial's program sees of it: PARATUNE_TRIAL_ID, _DIR, _PARAMS, _MAX_STEPS and the
+// launch's extra variables (a process's environment, a served trial's assignment).
+std::vector<std::pair<std::string, std::string>> trial_environment(const TrialLaunch& launch,
+                                                                   const std::filesystem::path& dir) {
+  std::vector<std::pair<std::string, std::string>> env;
+  env.emplace_back("PARATUNE_TRIAL_ID", launch.id);
+  env.emplace_back("PARATUNE_TRIAL_DIR", dir.string());
+  env.emplace_back("PARATUNE_PARAMS", launch.params_json);
+  if (launch.max_steps > 0) env.emplace_back("PARATUNE_MAX_STEPS", std::to_string(launch.max_steps));
+  env.insert(env.end(), launch.env.begin(), launch.env.end());
+  return env;
+}
+
+// A served trial's assignment line (docs/trial-protocol.md, "Serving").
+std::string assignment_line(const TrialLaunch& launch, const std::filesystem::path& dir) {
+  nlohmann::ordered_json env = nlohmann::ordered_json::object();
+  for (const auto& [key, value] : trial_environment(launch, dir)) env[key] = value;
+  return nlohmann::ordered_json{{"trial", launch.id}, {"steps_done", launch.steps_done}, {"env", env}}.dump();
+}
+
+// Opens (appends to, or truncates) the trial's stdout.log and stderr.log in its directory.
+void open_logs(const TrialLaunch& launch, Stream& out, Stream& err) {
+  const std::filesystem::path dir = std::filesystem::absolute(launch.dir);
+  const int mode = O_WRONLY | O_CREAT | O_CLOEXEC | (launch.append_logs ? O_APPEND : O_TRUNC);
+  for (auto [s, name] : {std::pair{&out, "stdout.log"}, std::pair{&err, "stderr.log"}}) {
+    s->close_log();
+    s->log_error.clear();
+    s->log_path = dir / name;
+    s->log_fd = ::open(s->log_path.c_str(), mode, 0644);
+    if (s->log_fd < 0)
+      throw Error(fmt::format("trial {}: cannot write its log {}: {}", launch.id, s->log_path.string(), std::strerror(errno)));
+  }
+}
+
+void create_trial_dir(const TrialLaunch& launch) {
+  std::error_code ec;
+  std::filesystem::create_directories(launch.dir, ec);
+  if (ec) throw Error(fmt::format("trial {}: cannot create its directory {}: {}", launch.id, launch.dir.string(), ec.message()));
+}
+
+}  // namespace
 
 TrialRunner::TrialRunner(const Backend& backend, ParserOptions parser)
     : backend_(backend), parser_options_(std::move(parser)), slot_busy_(static_cast<std::size_t>(backend.slots()), 0) {
@@ -439,39 +529,100 @@ int TrialRunner::free_slots() const {
   return n;
 }
 
-bool TrialRunner::idle() const { return processes_.empty(); }
+bool TrialRunner::idle() const {
+  return std::none_of(processes_.begin(), processes_.end(), [](const auto& p) { return p->in_flight; });
+}
+
+bool TrialRunner::holds(const std::string& id) const {
+  return std::any_of(processes_.begin(), processes_.end(),
+                     [&](const auto& p) { return !p->term_sent && !p->leader_exited && p->held.contains(id); });
+}
+
+bool TrialRunner::holder_busy(const std::string& id) const {
+  return std::any_of(processes_.begin(), processes_.end(), [&](const auto& p) {
+    return !p->term_sent && !p->leader_exited && p->held.contains(id) && p->in_flight;
+  });
+}
+
+// An idle serving process of the launch's command and slot count: the one that keeps the trial's
+// paused state if any, else the one that keeps the fewest (the others stay free for promotions).
+TrialRunner::Process* TrialRunner::idle_server_for(const TrialLaunch& launch) {
+  Process* found = nullptr;
+  for (auto& p : processes_) {
+    if (!p->serving || p->in_flight || p->term_sent || p->leader_exited || p->stdin_fd < 0) continue;
+    if (p->launch.argv != launch.argv || static_cast<int>(p->slots.size()) != launch.slots) continue;
+    if (p->held.contains(launch.id)) return p.get();
+    if (!found || p->held.size() < found->held.size()) found = p.get();
+  }
+  return found;
+}
+
+void TrialRunner::assign(Process& server, const TrialLaunch& launch, const std::vector<int>& slots) {
+  create_trial_dir(launch);
+  open_logs(launch, server.out, server.err);
+  for (auto& other : processes_) other->held.erase(launch.id);  // what any process kept of it is older
+  server.launch = launch;
+  server.slots = slots;
+  server.parser = OutputParser(parser_options_);
+  server.started = server.last_progress = Clock::now();
+  server.started_unix_s = unix_now();
+  server.stopped.reset();
+  server.done_awaited_since.reset();
+  server.out.last_line.clear();  // a failure's reason quotes this trial's stderr, not an earlier one's
+  server.err.last_line.clear();
+  server.in_flight = true;
+  for (int slot : slots) slot_busy_[static_cast<std::size_t>(slot)] = 1;
+  // One that cannot take it is stopped: its trial fails as the process ends (wait()).
+  if (!server.send(assignment_line(launch, std::filesystem::absolute(launch.dir)))) server.terminate();
+}
+
+// Idle serving processes on slots another run takes: {"stop": true} and end-of-file, SIGKILL
+// after the grace if they do not exit.
+void TrialRunner::retire_idle_servers_on(const std::vector<int>& slots) {
+  for (auto& p : processes_) {
+    if (p->in_flight || p->term_sent) continue;
+    if (std::none_of(p->slots.begin(), p->slots.end(),
+                     [&](int s) { return std::find(slots.begin(), slots.end(), s) != slots.end(); }))
+      continue;
+    p->send(R"({"stop": true})");
+    p->close_stdin();
+    p->term_sent = true;  // SIGKILL after its grace (wait())
+    p->term_at = Clock::now();
+  }
+}
 
 bool TrialRunner::can_start(int slots) const { return !backend_.place(slot_busy_, slots).empty(); }
 
 std::vector<int> TrialRunner::start(const TrialLaunch& launch) {
+  if (launch.argv.empty()) throw Error(fmt::format("trial {}: empty command", launch.id));
+  if (launch.serve && !backend_.can_serve())
+    throw Error(fmt::format("trial {}: the {} backend runs each trial as a process of its own (no serving)", launch.id,
+                            backend_.name()));
+  if (launch.serve)
+    if (Process* server = idle_server_for(launch)) {
+      std::vector<int> slots = server->slots;
+      assign(*server, launch, slots);
+      return slots;
+    }
   std::vector<int> slots = backend_.place(slot_busy_, launch.slots);
   if (slots.empty())
     throw Error(fmt::format("trial {}: needs {} free slots{}, {} are free", launch.id, launch.slots,
                             backend_.max_trial_slots() < backend_.slots() ? " on one host" : "", free_slots()));
-  if (launch.argv.empty()) throw Error(fmt::format("trial {}: empty command", launch.id));
+  retire_idle_servers_on(slots);
 
   auto p = std::make_unique<Process>(parser_options_);
   p->launch = launch;
   p->slots = slots;
-  std::error_code ec;
-  std::filesystem::create_directories(launch.dir, ec);
-  if (ec) throw Error(fmt::format("trial {}: cannot create its directory {}: {}", launch.id, launch.dir.string(), ec.message()));
+  p->serve_launch = launch.serve;
+  create_trial_dir(launch);
   const std::filesystem::path dir = std::filesystem::absolute(launch.dir);
-  const int mode = O_WRONLY | O_CREAT | O_CLOEXEC | (launch.append_logs ? O_APPEND : O_TRUNC);
-  for (auto [s, name] : {std::pair{&p->out, "stdout.log"}, std::pair{&p->err, "stderr.log"}}) {
-    s->log_path = dir / name;
-    s->log_fd = ::open(s->log_path.c_str(), mode, 0644);
-    if (s->log_fd < 0)
-      throw Error(fmt::format("trial {}: cannot write its log {}: {}", launch.id, s->log_path.string(), std::strerror(errno)));
-  }
+  open_logs(launch, p->out, p->err);
+  if (launch.serve)
+    for (auto& other : processes_) other->held.erase(launch.id);
 
   // Everything the child needs is built before fork(): after it, only async-signal-safe calls.
-  TrialCommand trial{launch.argv, dir, {}, launch.limits.grace_s};
-  trial.env.emplace_back("PARATUNE_TRIAL_ID", launch.id);
-  trial.env.emplace_back("PARATUNE_TRIAL_DIR", dir.string());
-  trial.env.emplace_back("PARATUNE_PARAMS", launch.params_json);
-  if (launch.max_steps > 0) trial.env.emplace_back("PARATUNE_MAX_STEPS", std::to_string(launch.max_steps));
-  trial.env.insert(trial.env.end(), launch.env.begin(), launch.env.end());
+  TrialCommand trial{launch.argv, dir, trial_environment(launch, dir), launch.limits.grace_s};
+  if (launch.serve) trial.env.emplace_back("PARATUNE_SERVE", "1");
   const LaunchCommand command = backend_.command_for(trial, slots);
   p->command = command;
   if (!command.backend_token.empty()) {
@@ -485,8 +636,9 @@ std::vector<int> TrialRunner::start(const TrialLaunch& launch) {
     if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &cpus);
   std::vector<std::string> env_strings;
   // PARATUNE_BACKEND_TOKEN: only a wrapping backend's own (command.env), never one inherited.
-  std::vector<std::string> overridden{"PARATUNE_TRIAL_ID", "PARATUNE_TRIAL_DIR", "PARATUNE_PARAMS", "PARATUNE_MAX_STEPS",
-                                      "PARATUNE_BACKEND_TOKEN"};
+  // PARATUNE_SERVE: only a serving launch's (an inherited one would make every trial's program serve).
+  std::vector<std::string> overridden{"PARATUNE_TRIAL_ID",      "PARATUNE_TRIAL_DIR", "PARATUNE_PARAMS",
+                                      "PARATUNE_MAX_STEPS",     "PARATUNE_BACKEND_TOKEN", "PARATUNE_SERVE"};
   for (const auto& [key, value] : command.env) overridden.push_back(key);
   for (const auto& [key, value] : launch.env) overridden.push_back(key);
   for (char** e = environ; *e; ++e) {
@@ -507,7 +659,7 @@ std::vector<int> TrialRunner::start(const TrialLaunch& launch) {
   const int cgroup_procs_fd = cgroup ? cgroup->procs_fd() : -1;
   int out_pipe[2], err_pipe[2], exec_pipe[2], in_pipe[2] = {-1, -1};
   if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 || ::pipe2(exec_pipe, O_CLOEXEC) != 0 ||
-      (command.keep_stdin_open && ::pipe2(in_pipe, O_CLOEXEC) != 0))
+      ((command.keep_stdin_open || launch.serve) && ::pipe2(in_pipe, O_CLOEXEC) != 0))
     throw Error(fmt::format("trial {}: pipe: {}", launch.id, std::strerror(errno)));
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
@@ -542,9 +694,10 @@ std::vector<int> TrialRunner::start(const TrialLaunch& launch) {
   ::close(err_pipe[1]);
   ::close(exec_pipe[1]);
   if (in_pipe[0] >= 0) ::close(in_pipe[0]);
-  // The write end (O_CLOEXEC: no other trial's process holds it open). Nothing is written to it;
-  // closing it is the stop signal.
+  // The write end (O_CLOEXEC: no other trial's process holds it open). A remote launcher's: nothing
+  // is written to it, closing it is the stop signal; a serving process's: its assignments.
   p->stdin_fd = in_pipe[1];
+  if (p->stdin_fd >= 0) ::fcntl(p->stdin_fd, F_SETFL, ::fcntl(p->stdin_fd, F_GETFL) | O_NONBLOCK);
   int exec_error = 0;
   ssize_t got;
   do got = ::read(exec_pipe[0], &exec_error, sizeof exec_error);
@@ -561,18 +714,32 @@ std::vector<int> TrialRunner::start(const TrialLaunch& launch) {
   if (got == static_cast<ssize_t>(sizeof exec_error))
     p->start_error = fmt::format("cannot start '{}': {}", args.front(), std::strerror(exec_error));
   for (int slot : slots) slot_busy_[static_cast<std::size_t>(slot)] = 1;
+  if (launch.serve) {
+    ++servers_started_;
+    // Its first assignment: a serving program reads it at once, any other never reads it.
+    if (p->start_error.empty()) p->send(assignment_line(launch, dir));
+  }
   processes_.push_back(std::move(p));
   return slots;
 }
 
 void TrialRunner::interrupt_all(const std::string& reason) {
-  for (auto& p : processes_) p->stop(TrialStatus::kInterrupted, reason);
+  for (auto& p : processes_) {
+    if (!p->serving) {
+      p->stop(TrialStatus::kInterrupted, reason);
+      continue;
+    }
+    // A serving process stops whole: the trial it runs (interrupted) and what it keeps.
+    if (p->in_flight && !p->stopped) p->stopped.emplace(TrialStatus::kInterrupted, reason);
+    p->terminate();
+  }
 }
 
 std::vector<RunningTrial> TrialRunner::running() const {
   std::vector<RunningTrial> out;
   const Clock::time_point now = Clock::now();
   for (const auto& p : processes_) {
+    if (!p->in_flight) continue;
     const auto& steps = p->parser.output().steps;
     out.push_back({p->launch.id, p->slots.front(), p->slots, steps.size(), seconds(now - p->started),
                    steps.empty() ? 0.0 : steps.back().step_time_s});
@@ -585,6 +752,34 @@ namespace {
 // How a trial that was not stopped by paratune ended.
 std::pair<TrialStatus, std::string> classify(const TrialRunner::Process& p, const TrialLimits& limits,
                                              const Stream& err, const Backend& backend);
+// How a served trial that said done ended (`failure`: its done line's "failed").
+std::pair<TrialStatus, std::string> classify_served(const TrialRunner::Process& p, const std::string& failure);
+std::pair<TrialStatus, std::string> classify_output(const TrialOutput& out, const TrialLimits& limits);
+
+// A trial's result as far as the runner tells it, but for its status and reason.
+TrialResult result_of(const TrialRunner::Process& p) {
+  TrialResult r;
+  r.id = p.launch.id;
+  r.process_group = p.pid;
+  r.location = p.command.location;
+  r.started_unix_s = p.started_unix_s;
+  r.ended_unix_s = unix_now();
+  r.output = p.parser.output();
+  std::vector<double> times;
+  for (const StepReport& s : r.output.steps) times.push_back(s.step_time_s);
+  r.throughput = estimate_throughput(times);
+  const std::filesystem::path dir = std::filesystem::absolute(p.launch.dir);
+  r.stdout_path = dir / "stdout.log";
+  r.stderr_path = dir / "stderr.log";
+  return r;
+}
+
+// The trial's result stands (its output was parsed as it came), but its logs are not whole.
+void add_log_errors(const TrialRunner::Process& p, TrialResult& r) {
+  for (const Stream* s : {&p.out, &p.err})
+    if (!s->log_error.empty())
+      r.reason += fmt::format("{}{} (the log is incomplete)", r.reason.empty() ? "" : "; ", s->log_error);
+}
 
 }  // namespace
 
@@ -611,10 +806,8 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
     const int wait_ms = static_cast<int>(std::clamp(left * 1000, 0.0, 50.0));
     if (!fds.empty()) ::poll(fds.data(), fds.size(), wait_ms);
     else if (wait_ms > 0) ::usleep(static_cast<useconds_t>(wait_ms) * 1000);
-    for (std::size_t i = 0; i < fds.size(); ++i) {
-      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      auto [p, s] = owners[i];
-      if (!s) continue;  // a leader's pidfd: it exited, reaped below
+    // Reads what stream `s` of `p` holds now and handles its lines.
+    const auto read_now = [&](Process* p, Stream* s) {
       std::array<char, 65536> buffer;
       for (;;) {
         const ssize_t n = ::read(s->fd, buffer.data(), buffer.size());
@@ -639,13 +832,18 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
           if (line.find_first_not_of(" \t\r") != std::string_view::npos) s->last_line = std::string(line.substr(0, 300));
           const LineReport r = p->parser.feed(line);
           begin = newline + (newline < s->pending.size() && s->pending[newline] == '\n' ? 1 : 0);
+          if (r.kind == LineReport::Kind::kServe && p->serve_launch) p->serving = true;
+          if (r.kind == LineReport::Kind::kDone && p->serving && p->in_flight && !p->done_said &&
+              r.done_trial == p->launch.id)
+            p->done_said = r.done_failure;  // the trial ends once its other stream is read (below)
+          if (!p->in_flight) continue;
           if (r.kind == LineReport::Kind::kStarted) {
             // A wrapping backend's trial left its queue: its limits count from here.
             p->command.location = r.location;
             p->started = p->last_progress = Clock::now();
             p->started_unix_s = unix_now();
           }
-          if (r.kind != LineReport::Kind::kStep || p->stopped) continue;
+          if (r.kind != LineReport::Kind::kStep || p->stopped || p->done_said) continue;
           p->last_progress = Clock::now();
           const TrialOutput& so_far = p->parser.output();
           if (on_step && !on_step(p->launch.id, r.step, so_far))
@@ -656,6 +854,32 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
         }
         s->pending.erase(0, begin);
       }
+    };
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      auto [p, s] = owners[i];
+      if (s) read_now(p, s);  // else a leader's pidfd: it exited, reaped below
+    }
+    // Served trials that said done. What their other stream holds was written before the done line
+    // (an out-of-memory message on stderr, then done on stdout): theirs too. Then they end, and the
+    // process waits for its next assignment.
+    for (auto& p : processes_) {
+      if (!p->done_said) continue;
+      for (Stream* s : {&p->out, &p->err})
+        if (s->fd >= 0) read_now(p.get(), s);
+      TrialResult result = result_of(*p);
+      result.exit_code = p->done_said->empty() ? 0 : -1;
+      const bool stopped_early = p->stopped && p->stopped->first != TrialStatus::kCompleted;
+      std::tie(result.status, result.reason) = stopped_early ? *p->stopped : classify_served(*p, *p->done_said);
+      add_log_errors(*p, result);
+      if (result.output.checkpoint_step && result.output.checkpoint_in_memory) p->held.insert(p->launch.id);
+      finished.push_back(std::move(result));
+      for (int slot : p->slots) slot_busy_[static_cast<std::size_t>(slot)] = 0;
+      p->in_flight = false;
+      p->stopped.reset();
+      p->done_awaited_since.reset();
+      p->done_said.reset();
+      p->parser = OutputParser(parser_options_);  // lines until the next assignment: its own
     }
 
     // 2. Exits, limits, escalation.
@@ -673,8 +897,10 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
           p.close_pidfd();
         }
       }
+      // A served trial stopped without its done line within the grace: its process is stopped.
+      if (p.done_awaited_since && !p.term_sent && seconds(now - *p.done_awaited_since) > p.kill_after_s()) p.terminate();
       // A job waiting in a scheduler's queue is not running yet: its limits start when it does.
-      if (!p.stopped && !p.leader_exited && !p.parser.output().queued) {
+      if (p.in_flight && !p.stopped && !p.leader_exited && !p.parser.output().queued) {
         if (limits.timeout_s > 0 && seconds(now - p.started) > limits.timeout_s)
           p.stop(TrialStatus::kTimeout, fmt::format("ran past its wall-clock limit of {}", units::format_duration(limits.timeout_s)));
         else if (limits.hang_s > 0 && seconds(now - p.last_progress) > limits.hang_s)
@@ -716,35 +942,23 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
         if (!failed_before && !s->log_error.empty())
           std::cerr << fmt::format("paratune: warning: trial {}: {}\n", p.launch.id, s->log_error);
       }
-      TrialResult r;
-      r.id = p.launch.id;
-      r.process_group = p.pid;
-      r.location = p.command.location;
-      r.started_unix_s = p.started_unix_s;
-      r.ended_unix_s = unix_now();
-      if (WIFEXITED(p.wait_status)) r.exit_code = WEXITSTATUS(p.wait_status);
-      if (WIFSIGNALED(p.wait_status)) r.exit_signal = WTERMSIG(p.wait_status);
-      r.output = p.parser.output();
-      // A wrapping backend said how the trial ended: the wrapper's exit is not the program's.
-      if (r.output.ended) {
-        r.exit_code = -1;
-        r.exit_signal = 0;
+      // A serving process that ended between assignments (retired, or gone): no trial ends with it.
+      if (p.in_flight) {
+        TrialResult r = result_of(p);
+        if (WIFEXITED(p.wait_status)) r.exit_code = WEXITSTATUS(p.wait_status);
+        if (WIFSIGNALED(p.wait_status)) r.exit_signal = WTERMSIG(p.wait_status);
+        // A wrapping backend said how the trial ended: the wrapper's exit is not the program's.
+        if (r.output.ended) {
+          r.exit_code = -1;
+          r.exit_signal = 0;
+        }
+        // Stopped after all its steps: judged like a trial that ended by itself (OOM, memory limit).
+        const bool stopped_early = p.stopped && p.stopped->first != TrialStatus::kCompleted;
+        std::tie(r.status, r.reason) = stopped_early ? *p.stopped : classify(p, limits, p.err, backend_);
+        add_log_errors(p, r);
+        finished.push_back(std::move(r));
+        for (int slot : p.slots) slot_busy_[static_cast<std::size_t>(slot)] = 0;
       }
-      std::vector<double> times;
-      for (const StepReport& s : r.output.steps) times.push_back(s.step_time_s);
-      r.throughput = estimate_throughput(times);
-      const std::filesystem::path dir = std::filesystem::absolute(p.launch.dir);
-      r.stdout_path = dir / "stdout.log";
-      r.stderr_path = dir / "stderr.log";
-      // Stopped after all its steps: judged like a trial that ended by itself (OOM, memory limit).
-      const bool stopped_early = p.stopped && p.stopped->first != TrialStatus::kCompleted;
-      std::tie(r.status, r.reason) = stopped_early ? *p.stopped : classify(p, limits, p.err, backend_);
-      // The trial's result stands (its output was parsed as it came), but its logs are not whole.
-      for (const Stream* s : {&p.out, &p.err})
-        if (!s->log_error.empty())
-          r.reason += fmt::format("{}{} (the log is incomplete)", r.reason.empty() ? "" : "; ", s->log_error);
-      finished.push_back(std::move(r));
-      for (int slot : p.slots) slot_busy_[static_cast<std::size_t>(slot)] = 0;
       tell_watchdog(-p.pid);
       it = processes_.erase(it);
     }
@@ -772,12 +986,34 @@ std::pair<TrialStatus, std::string> classify(const TrialRunner::Process& p, cons
   if (!p.kill_sent && ((signaled && WTERMSIG(p.wait_status) == SIGKILL) || code == 137))
     return {TrialStatus::kOom, "killed by SIGKILL that paratune did not send (the kernel's out-of-memory killer?)"};
   const std::string tail = err.last_line.empty() ? "" : fmt::format("; last stderr line: {}", err.last_line);
+  // A serving process ended before its trial's done line: whatever its exit, the trial failed.
+  if (p.serving)
+    return {TrialStatus::kFailed,
+            fmt::format("its serving process {} before the trial's done line{}",
+                        signaled ? fmt::format("was killed by signal {} ({})", WTERMSIG(p.wait_status),
+                                               strsignal(WTERMSIG(p.wait_status)))
+                                 : fmt::format("exited with code {}", code),
+                        tail)};
   if (!stopped_after_all_steps) {
     if (signaled)
       return {TrialStatus::kFailed, fmt::format("killed by signal {} ({}){}", WTERMSIG(p.wait_status),
                                                 strsignal(WTERMSIG(p.wait_status)), tail)};
     if (code != 0) return {TrialStatus::kFailed, fmt::format("exit code {}{}", code, tail)};
   }
+  return classify_output(out, limits);
+}
+
+std::pair<TrialStatus, std::string> classify_served(const TrialRunner::Process& p, const std::string& failure) {
+  const TrialOutput& out = p.parser.output();
+  if (out.oom) return {TrialStatus::kOom, out.oom_line.empty() ? "reported out of memory" : out.oom_line};
+  if (!failure.empty())
+    return {TrialStatus::kFailed,
+            failure + (p.err.last_line.empty() ? "" : fmt::format("; last stderr line: {}", p.err.last_line))};
+  return classify_output(out, p.launch.limits);
+}
+
+// A trial that ended well by its exit (or done line): no steps, or above the memory limit, still fail.
+std::pair<TrialStatus, std::string> classify_output(const TrialOutput& out, const TrialLimits& limits) {
   if (out.steps.empty()) {
     std::string why = "reported no steps";
     if (out.malformed_lines > 0)

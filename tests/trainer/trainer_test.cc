@@ -461,6 +461,60 @@ TEST(TrainTune, AshaStudyResumesTheTrainerFromItsCheckpoints) {
 }
 
 
+// Trials that stay alive (paratune tune --serve): one paratune-train process serves every run of an
+// ASHA study, loading the data once; its promotions resume from memory (or, with --serve-memory 0,
+// from the checkpoint each pause is saved to at once), and every trial ends where it ends with a
+// process per run, bit for bit.
+TEST(TrainTune, ServedAshaStudyLoadsTheDataOnceAndMatchesProcessPerRun) {
+  if (!trainer_data_present()) GTEST_SKIP() << "dataset-fashion-mnist or fortunes not installed";
+  const fs::path dir = fs::path(::testing::TempDir()) / "train-serve";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "space.yaml") << "parameters:\n"
+                                       "  lr: {type: float, low: 1.0e-3, high: 0.3, log: true}\n"
+                                       "  momentum: {type: float, low: 0.5, high: 0.95}\n";
+  const auto study = [&](const std::string& name, const std::string& trainer_args, const std::string& flags) {
+    const auto [exit_code, output] = capture(
+        std::string(PARATUNE_BINARY) + " tune --space " + (dir / "space.yaml").string() + " --study " +
+        (dir / (name + ".db")).string() + " --trials-dir " + (dir / name).string() +
+        " --algo tpe --seed 2 --pruner asha --eta 3 --min-resource 1 --steps 9 --max-trials 6 --parallel 1 "
+        "--objective val_loss --direction minimize --json " + flags + " --command '" + PARATUNE_TRAIN_BINARY + " " +
+        kTinyMlp + " --optimizer sgd --steps {steps}" + trainer_args + "'");
+    EXPECT_EQ(exit_code, 0) << output;
+    return nlohmann::json::parse(output.substr(output.find("{\n")));
+  };
+  const auto in_logs = [&](const std::string& name, const std::string& what) {
+    int n = 0;
+    for (const auto& trial : fs::directory_iterator(dir / name)) {
+      std::ifstream log(trial.path() / "stdout.log");
+      const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+      for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    }
+    return n;
+  };
+  const nlohmann::json alone = study("alone", "", "");
+  const nlohmann::json memory = study("memory", "", "--serve");
+  const nlohmann::json spilled = study("spilled", " --serve-memory 0", "--serve");
+  const int promotions = alone["promotions"].get<int>();
+  ASSERT_GT(promotions, 0);
+  for (const nlohmann::json* served : {&memory, &spilled}) {
+    EXPECT_EQ((*served)["serving_processes"], 1);
+    ASSERT_EQ((*served)["trials"].size(), alone["trials"].size());
+    for (std::size_t i = 0; i < alone["trials"].size(); ++i) {
+      const nlohmann::json &want = alone["trials"][i], &got = (*served)["trials"][i];
+      EXPECT_EQ(got["params"], want["params"]);
+      EXPECT_EQ(got["status"], want["status"]) << got.dump();
+      EXPECT_EQ(got["steps"], want["steps"]) << got.dump();
+      EXPECT_EQ(got["objective"], want["objective"]) << "trial " << i << ": bit for bit";
+    }
+  }
+  EXPECT_EQ(in_logs("memory", "serve: loaded Fashion-MNIST"), 1) << "the data is loaded once";
+  EXPECT_EQ(in_logs("memory", "from memory after step"), promotions);
+  EXPECT_EQ(in_logs("spilled", "from memory after step"), 0);
+  EXPECT_EQ(in_logs("spilled", "resumed from"), promotions);
+  EXPECT_GE(in_logs("spilled", "(kept trials above --serve-memory)"), promotions);
+}
+
 // --profile: what paratune's --strategy auto decides from, measured with two ranks busy.
 TEST(TrainProfile, MeasuresEachUnitTheOptimizerAndTheCollectives) {
   const auto [exit_code, output] = capture(std::string(PARATUNE_TRAIN_BINARY) + " --model mlp --mlp-hidden 32 --ranks 2 --profile");

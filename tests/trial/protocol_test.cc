@@ -121,6 +121,38 @@ TEST(Protocol, FusedMembersMetricsAndDivergence) {
   EXPECT_EQ(p.output().malformed_lines, 6);
 }
 
+// A serving program's lines (docs/trial-protocol.md, "Serving"): it serves, an assignment is done
+// (or failed), a paused trial kept in memory; malformed ones are counted and ignored.
+TEST(Protocol, ServingLines) {
+  OutputParser p;
+  LineReport r = p.feed(R"(@paratune {"serve": 1})");
+  ASSERT_EQ(r.kind, Kind::kServe);
+  EXPECT_EQ(r.serve_version, 1);
+  r = p.feed(R"(@paratune {"done": "lr-0007"})");
+  ASSERT_EQ(r.kind, Kind::kDone);
+  EXPECT_EQ(r.done_trial, "lr-0007");
+  EXPECT_EQ(r.done_failure, "");
+  r = p.feed(R"(@paratune {"done": "lr-0008", "failed": "ranks: value 2: one-rank trials only"})");
+  ASSERT_EQ(r.kind, Kind::kDone);
+  EXPECT_EQ(r.done_failure, "ranks: value 2: one-rank trials only");
+  r = p.feed(R"(@paratune {"checkpoint_step": 26, "in_memory": true})");
+  ASSERT_EQ(r.kind, Kind::kCheckpoint);
+  EXPECT_TRUE(r.checkpoint_in_memory);
+  EXPECT_EQ(p.output().checkpoint_step, 26);
+  EXPECT_TRUE(p.output().checkpoint_in_memory);
+  p.feed(R"(@paratune {"checkpoint_step": 80})");  // saved to disk: the last line counts
+  EXPECT_EQ(p.output().checkpoint_step, 80);
+  EXPECT_FALSE(p.output().checkpoint_in_memory);
+  const char* bad[] = {R"(@paratune {"serve": 2})",           R"(@paratune {"serve": true})",
+                       R"(@paratune {"serve": 1, "x": 1})",   R"(@paratune {"done": 7})",
+                       R"(@paratune {"done": ""})",           R"(@paratune {"done": "a", "failed": ""})",
+                       R"(@paratune {"done": "a", "failed": 3})", R"(@paratune {"done": "a", "why": "x"})",
+                       R"(@paratune {"checkpoint_step": 3, "in_memory": "yes"})"};
+  for (const char* line : bad) EXPECT_EQ(p.feed(line).kind, Kind::kMalformed) << line;
+  EXPECT_EQ(p.output().malformed_lines, static_cast<std::int64_t>(std::size(bad)));
+  EXPECT_EQ(p.output().checkpoint_step, 80);
+}
+
 TEST(Protocol, ReadsMegatronLogLines) {
   OutputParser p;
   LineReport r = p.feed(

@@ -78,6 +78,12 @@ struct HpoOptions {
   // kMaxFusedTrials and --max-trials). 1 and not auto: every trial alone.
   int fuse = 1;
   bool fuse_auto = false;
+  // Trials that stay alive (docs/trial-protocol.md, "Serving"; trial/runner.h): each slot's trials
+  // run in one serving process of the command, which keeps paused trials (ASHA's rungs) in memory.
+  // The local backend only; not with fusion or workers; the command may not name a trial's own
+  // values ({lr}, {trial_id}, {trial_dir}, {config}): they come in each trial's assignment. A
+  // program that does not serve runs each trial as a process of its own, as without it.
+  bool serve = false;
   // One of several workers on the study (tune/study_common.h: WorkerOptions). Samplers and pruners
   // see every worker's trials, refreshed at each claim and heartbeat; an ASHA promotion is claimed
   // like a new trial, so no trial is promoted twice. Not with fusion or --strategy auto (each
@@ -126,6 +132,7 @@ struct HpoSummary {
   int dropped = 0;                    // worker mode: results of runs taken from this worker, not stored
   int fused_groups = 0;               // processes that trained several new trials fused (hpo/fusion.h)
   int fused_trials = 0;               // the new trials they trained
+  int serving_processes = 0;          // HpoOptions::serve: the processes that ran this run's trials
   nlohmann::ordered_json fusion_probe;  // --fuse auto's measurements and choice (to_json(FusionProbe)); null without
   tune::StopReason stop = tune::StopReason::kExhausted;
   double elapsed_s = 0;

@@ -84,6 +84,11 @@ struct TrainOptions {
   bool resume = false;         // continue from checkpoint_dir's checkpoint when there is one
 
   std::int64_t max_steps = 0;  // PARATUNE_MAX_STEPS: stop after this many steps (0: no limit)
+
+  // Serving (PARATUNE_SERVE=1, src/trainer/serve.h): the paused trials a serving process keeps in
+  // memory, in MiB of weights, gradients and optimizer state; beyond it the oldest are saved to
+  // their checkpoint directories and dropped.
+  int serve_memory = 1024;
 };
 
 // Parses `args` (without the program name) after `params_json` (PARATUNE_PARAMS; "" = none) and

@@ -23,6 +23,14 @@
 //   {"queued": "slurm job 42 (Priority)"}                    waiting for resources: no limit runs
 //   {"started": "slurm job 42 on node7"}                     where it runs (stored with the trial)
 //   {"ended": "oom", "reason": "Slurm: OUT_OF_MEMORY"}        one of oom, timeout, failed, interrupted
+// A serving program (docs/trial-protocol.md, "Serving"; started with PARATUNE_SERVE=1) says so
+// once, then ends each assignment it was handed on stdin; a paused trial it keeps in memory rather
+// than on disk says so on its checkpoint line:
+//   {"serve": 1}                                   it serves (protocol version 1)
+//   {"done": "study-0007"}                         the assignment of that trial id is over
+//   {"done": "study-0007", "failed": "why"}        ... and it failed (like a non-zero exit)
+//   {"checkpoint_step": 26, "in_memory": true}     resumable after step 26 from this process's
+//                                                  memory (on disk only once it spills it)
 // Each also carries "token": the runner's secret for this trial's backend (ParserOptions::
 // backend_token), which the program itself never sees; without it such a line is malformed.
 // Built in besides: Megatron-LM's "elapsed time per iteration (ms): X" (with "iteration N/" for the
@@ -61,6 +69,8 @@ inline constexpr std::size_t kMaxMatchedLineBytes = std::size_t{64} * 1024;
 inline constexpr double kMinStepTimeS = 1e-6;
 inline constexpr double kMaxStepTimeS = 7 * 24 * 3600.0;
 inline constexpr double kMaxPeakMemoryBytes = 0x1p60;
+// The serving protocol's version ({"serve": 1}).
+inline constexpr int kServeVersion = 1;
 [[nodiscard]] bool plausible_step_time(double seconds);
 [[nodiscard]] bool plausible_peak_memory(double bytes);
 
@@ -92,15 +102,20 @@ struct BackendEnd {
 // What one line carried (at most one kind of report per line).
 struct LineReport {
   enum class Kind {
-    kNothing, kStep, kPeakMemory, kMetric, kOom, kCheckpoint, kDiverged, kQueued, kStarted, kEnded, kMalformed
+    kNothing, kStep, kPeakMemory, kMetric, kOom, kCheckpoint, kDiverged, kQueued, kStarted, kEnded, kServe, kDone,
+    kMalformed
   } kind = Kind::kNothing;
   StepReport step;
   double peak_memory_bytes = 0;
   MetricReport metric;
   std::int64_t checkpoint_step = 0;
+  bool checkpoint_in_memory = false;  // kCheckpoint: held by a serving process, not on disk
   MemberDivergence diverged;
   std::string location;  // kQueued, kStarted
   BackendEnd ended;      // kEnded
+  int serve_version = 0;  // kServe
+  std::string done_trial;    // kDone: the trial id whose assignment ended
+  std::string done_failure;  // kDone: why it failed; empty: it did not
   std::string problem;  // kMalformed: what was wrong
 };
 
@@ -124,6 +139,7 @@ struct TrialOutput {
   bool oom = false;
   std::string oom_line;               // the first line that said so
   std::optional<std::int64_t> checkpoint_step;  // the last checkpoint the trial said it saved
+  bool checkpoint_in_memory = false;            // ... held in a serving process's memory
   std::vector<MemberDivergence> diverged;       // fused members that diverged, in order
   std::string location;                         // the last "started" line's; empty: none
   bool queued = false;                          // a "queued" line came, and no "started" line since

@@ -14,6 +14,16 @@
 // the controller may make one, else its processes are found by their PARATUNE_TRIAL_DIR
 // (src/trial/trial_cgroup.h), and they are stopped with the trial.
 //
+// Serving (docs/trial-protocol.md, "Serving"): a launch with `serve` set goes to an idle process of
+// the same command on the same slots that said `{"serve": 1}`, as one JSON assignment line on its
+// stdin -- the environment a process of its own would get -- and ends at its `{"done": id}` line; it
+// is a trial like any other (its own logs, limits, step callback, result). Without such a process
+// one is started, with PARATUNE_SERVE=1 and the first assignment both in its environment and on its
+// stdin: a program that never says it serves runs that trial as a process of its own and exits. A
+// served trial that must stop early gets `{"cancel": id}` and, without its done line within its
+// grace, its process is stopped; a serving process that dies fails only the trial it was running.
+// An idle serving process whose slots another run takes gets `{"stop": true}` (and end-of-file).
+//
 // Backends say how a trial's command runs on one of their slots (module DESIGN: small interfaces for
 // swappable parts). The local backend runs it here, optionally with its own CUDA_VISIBLE_DEVICES per
 // slot; the SSH backend (trial/ssh_backend.h) wraps the same command in `ssh host ...`, so the
@@ -68,6 +78,9 @@ struct TrialLaunch {
   bool append_logs = false;
   // The backend's slots it takes (a trial of N ranks takes N; each slot a core group or a GPU).
   int slots = 1;
+  // Run it on a serving process of the same command where one is idle (see above; the backend must
+  // can_serve()).
+  bool serve = false;
 };
 
 struct TrialResult {
@@ -142,6 +155,9 @@ class Backend {
                                                                     const std::string& /*last_stderr_line*/) const {
     return std::nullopt;
   }
+  // Whether a launch may be served (TrialLaunch::serve): a serving process and its runner talk
+  // through its stdin, here. Default: no (each trial a process of its own).
+  [[nodiscard]] virtual bool can_serve() const { return false; }
   // What is left of a trial whose controller died (it was "running" in the study): stops it and
   // returns how many processes or jobs it found. Default: kill_trial_processes(dir).
   virtual int clean_up_left_over(const std::filesystem::path& dir) const;
@@ -159,6 +175,7 @@ class LocalBackend final : public Backend {
   [[nodiscard]] std::string name() const override { return "local"; }
   [[nodiscard]] int slots() const override { return slots_; }
   [[nodiscard]] LaunchCommand command_for(const TrialCommand& trial, const std::vector<int>& slots) const override;
+  [[nodiscard]] bool can_serve() const override { return true; }
 
  private:
   int slots_;
@@ -204,10 +221,21 @@ class TrialRunner {
   // Stops every running trial (they end as interrupted, reported by wait()).
   void interrupt_all(const std::string& reason);
   [[nodiscard]] std::vector<RunningTrial> running() const;
+  // Serving: whether a live serving process keeps trial `id`'s paused state in its memory (its
+  // last assignment ended with {"checkpoint_step": N, "in_memory": true}), and whether that
+  // process runs another trial now (a promotion of `id` would then have to wait for it).
+  [[nodiscard]] bool holds(const std::string& id) const;
+  [[nodiscard]] bool holder_busy(const std::string& id) const;
+  // Serving processes started so far (each reused for many trials).
+  [[nodiscard]] int servers_started() const { return servers_started_; }
 
   struct Process;
 
  private:
+  Process* idle_server_for(const TrialLaunch& launch);
+  void assign(Process& server, const TrialLaunch& launch, const std::vector<int>& slots);
+  void retire_idle_servers_on(const std::vector<int>& slots);
+  int servers_started_ = 0;
   const Backend& backend_;
   ParserOptions parser_options_;
   void tell_watchdog(std::int32_t message) const;
