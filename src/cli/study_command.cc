@@ -88,7 +88,8 @@ int run_study_show(const std::string& locator, const std::string& name, bool jso
     if (measured.hpo) {
       j["curves"] = curves_json(records, measured.direction);
       j["importance"] = importance_json(analysis.importance);
-      j["reevaluations"] = reevaluations_json(store, study.name, measured);
+      // Only a study with retrains has the key: what an older study shows stays as it was.
+      if (auto re = reevaluations_json(store, study.name, measured); !re["runs"].empty()) j["reevaluations"] = std::move(re);
     }
     j["model"] = study.model_json.empty() ? nlohmann::ordered_json(nullptr)
                                           : nlohmann::ordered_json::parse(study.model_json, nullptr, false);

@@ -164,7 +164,8 @@ nlohmann::ordered_json study_data(const store::StudyStore& store, const store::S
     const TrialAnalysis analysis = analyse_trials(store, study, trials);
     out["curves"] = curves_json(analysis.records, measured.direction);
     out["importance"] = importance_json(analysis.importance);
-    out["reevaluations"] = reevaluations_json(store, study.name, measured);
+    // Only a study with retrains has the key: what an older study shows stays as it was.
+    if (auto re = reevaluations_json(store, study.name, measured); !re["runs"].empty()) out["reevaluations"] = std::move(re);
   }
   out["model"] = parsed_or_null(study.model_json);
   return out;
