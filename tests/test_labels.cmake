@@ -10,7 +10,7 @@
 set(paratune_servers_suites SlurmCli SshCli SshCliStudy SshTrials SlurmJobs)
 set(paratune_browser_suites HtmlReport HtmlHostile)
 set(paratune_integration_suites
-  ConfigStudy CalibrateCli Cli ProfileCli DashboardClients FailingRegion OldStudies OptionFlags PlanCli PlanProgressCli RangesCli TuneCli TuneLiveBlock HpoCli HpoStudy ServedTrials
+  ConfigStudy CalibrateCli Cli ProfileCli DashboardClients FailingRegion OldStudies OptionFlags PlanCli PlanProgressCli RangesCli TuneCli TuneLiveBlock HpoCli HpoStudy HpoManyObjectives ServedTrials
   Study Runner Launch LaunchDeepSpeed LaunchTorchtitan SimReport
   TrainCheckpoint TrainDeterminism TrainLauncher TrainModels TrainProfile TrainProtocol TrainStrategies TrainTune
   FusedTraining Harvest MupTrainer)

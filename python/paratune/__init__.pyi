@@ -254,12 +254,12 @@ class Trial:
         """Whether the pruner stops the trial now; then raise ``paratune.TrialPruned``."""
 
 class FrozenTrial:
-    """A trial of a LiveStudy as stored (Optuna's FrozenTrial). ``value`` is None unless it completed."""
+    """A trial of a LiveStudy as stored (Optuna's FrozenTrial). ``value`` is None unless it completed;
+    RuntimeError in a study of several objectives (``values`` has each)."""
     number: int
     state: Any  # paratune.trial.TrialState
     status: str
     reason: str
-    value: float | None
     params: dict[str, Any]
     distributions: dict[str, dict[str, Any]]
     user_attrs: dict[str, Any]
@@ -267,6 +267,8 @@ class FrozenTrial:
     intermediate_values: dict[int, float]
     datetime_start: datetime.datetime
     datetime_complete: datetime.datetime | None
+    @property
+    def value(self) -> float | None: ...
     @property
     def values(self) -> list[float] | None: ...
     @property
@@ -296,7 +298,10 @@ class LiveStudy:
     @property
     def study_name(self) -> str: ...
     @property
-    def direction(self) -> Literal["minimize", "maximize"]: ...
+    def direction(self) -> Literal["minimize", "maximize"]:
+        """RuntimeError in a study of several objectives: see directions."""
+    @property
+    def directions(self) -> list[Literal["minimize", "maximize"]]: ...
     @property
     def storage(self) -> str: ...
     @property
@@ -309,6 +314,9 @@ class LiveStudy:
     def best_params(self) -> dict[str, Any]: ...
     @property
     def best_value(self) -> float: ...
+    @property
+    def best_trials(self) -> list[FrozenTrial]:
+        """The Pareto front of a study of several objectives, best first by the first objective."""
     def set_user_attr(self, key: str, value: Any) -> None: ...
     def get_trials(self, deepcopy: bool = True, states: Sequence[Any] | None = None) -> list[FrozenTrial]: ...
     def enqueue_trial(self, params: Mapping[str, Any], user_attrs: Mapping[str, Any] | None = None,
@@ -317,7 +325,7 @@ class LiveStudy:
     def ask(self) -> LiveTrial: ...
     def tell(self, trial: LiveTrial | int, values: float | Sequence[float] | None = None, state: Any = None,
              skip_if_finished: bool = False) -> FrozenTrial: ...
-    def optimize(self, func: Callable[[LiveTrial], float | None], n_trials: int | None = None,
+    def optimize(self, func: Callable[[LiveTrial], float | Sequence[float] | None], n_trials: int | None = None,
                  timeout: float | None = None, n_jobs: int = 1,
                  catch: Sequence[type[BaseException]] | type[BaseException] = (),
                  callbacks: Sequence[Callable[[LiveStudy, FrozenTrial], None]] | None = None,
@@ -326,16 +334,17 @@ class LiveStudy:
                                                        "duration", "params", "user_attrs", "state")) -> Any:
         """A pandas DataFrame of the trials (needs pandas)."""
 
-def create_study(storage: PathLike | None = None, sampler: Literal["tpe", "gp", "random"] | None = None,
+def create_study(storage: PathLike | None = None, sampler: Literal["tpe", "gp", "random", "nsga2"] | None = None,
                  pruner: Literal["median", "percentile", "asha", "hyperband", "none"] | None = None,
                  study_name: str | None = None,
-                 direction: Literal["minimize", "maximize"] = "minimize", load_if_exists: bool = False, *,
+                 direction: Literal["minimize", "maximize"] | None = None, load_if_exists: bool = False, *,
                  seed: int | None = None, sampler_options: Mapping[str, int] | None = None,
-                 pruner_options: Mapping[str, float] | None = None, steps: int = 0) -> LiveStudy:
+                 pruner_options: Mapping[str, float] | None = None, steps: int = 0,
+                 directions: Sequence[Literal["minimize", "maximize"]] | None = None) -> LiveStudy:
     """A study whose space is defined by its runs (Optuna's create_study); storage None or ':memory:' keeps it
-    in a temporary file removed with the study object."""
+    in a temporary file removed with the study object. directions: one per objective, for several."""
 
-def load_study(study_name: str | None, storage: PathLike, sampler: Literal["tpe", "gp", "random"] | None = None,
+def load_study(study_name: str | None, storage: PathLike, sampler: Literal["tpe", "gp", "random", "nsga2"] | None = None,
                pruner: Literal["median", "percentile", "asha", "hyperband", "none"] | None = None, *,
                seed: int | None = None, sampler_options: Mapping[str, int] | None = None,
                pruner_options: Mapping[str, float] | None = None) -> LiveStudy:

@@ -66,16 +66,20 @@ def _same_stored(a, b):
 
 
 class FrozenTrial:
-    """A trial as stored (Optuna's FrozenTrial): number, state, value, params, distributions,
-    user_attrs, intermediate_values, datetime_start, datetime_complete; and paratune's status and
-    reason. ``value`` is None unless the trial completed."""
+    """A trial as stored (Optuna's FrozenTrial): number, state, value (values with several
+    objectives), params, distributions, user_attrs, intermediate_values, datetime_start,
+    datetime_complete; and paratune's status and reason. ``value`` is None unless the trial
+    completed."""
 
     def __init__(self, stored):
         self.number = stored["number"]
         self.status = stored["status"]
         self.reason = stored["reason"]
         self.state = _state_of(self.status)
-        self.value = stored["value"] if self.state == TrialState.COMPLETE else None
+        complete = self.state == TrialState.COMPLETE
+        self._many = "values" in stored  # a study of several objectives
+        self._values = stored["values"] if self._many and complete else None
+        self._value = stored["value"] if complete and not self._many else None
         self.params = stored["params"]
         self.distributions = stored["distributions"]
         self.user_attrs = stored["user_attrs"]
@@ -86,9 +90,20 @@ class FrozenTrial:
         self.datetime_complete = None if ended is None else _datetime.datetime.fromtimestamp(ended)
 
     @property
+    def value(self):
+        """The value of a completed trial, else None; RuntimeError in a study of several objectives
+        (as in Optuna: use values)."""
+        if self._many:
+            raise RuntimeError(f"trial {self.number}: value: the study has several objectives; use values")
+        return self._value
+
+    @property
     def values(self):
-        """[value], or None (Optuna's multi-objective form)."""
-        return None if self.value is None else [self.value]
+        """Each objective's value of a completed trial, in the study's order ([value] with one
+        objective), or None."""
+        if self._many:
+            return None if self._values is None else list(self._values)
+        return None if self._value is None else [self._value]
 
     @property
     def duration(self):
@@ -101,8 +116,8 @@ class FrozenTrial:
         return max(self.intermediate_values) if self.intermediate_values else None
 
     def __repr__(self):
-        return (f"<paratune.FrozenTrial {self.number} {self.state.name} value={self.value!r} "
-                f"params={self.params!r}>")
+        shown = f"values={self._values!r}" if self._many else f"value={self._value!r}"
+        return f"<paratune.FrozenTrial {self.number} {self.state.name} {shown} params={self.params!r}>"
 
 
 class LiveTrial:
@@ -251,8 +266,26 @@ class LiveStudy:
 
     @property
     def direction(self):
-        """'minimize' or 'maximize'."""
+        """'minimize' or 'maximize'; RuntimeError in a study of several objectives (as in Optuna: use
+        directions)."""
+        if self._many():
+            raise RuntimeError(f"study '{self.study_name}': direction: the study has several objectives; use "
+                               "directions")
         return self._engine.direction
+
+    @property
+    def directions(self):
+        """Each objective's direction, 'minimize' or 'maximize', in order (one for one objective)."""
+        return list(self._engine.directions)
+
+    def _many(self):
+        return len(self._engine.directions) > 1
+
+    def _single(self, what):
+        """RuntimeError for `what` (best_trial, ...) in a study of several objectives, as in Optuna."""
+        if self._many():
+            raise RuntimeError(f"study '{self.study_name}': {what}: a study of several objectives has no single best "
+                               "trial; use best_trials (the Pareto front)")
 
     @property
     def storage(self):
@@ -286,7 +319,9 @@ class LiveStudy:
 
     @property
     def best_trial(self):
-        """The best completed trial (the earlier on a tie); paratune.Error when none has completed."""
+        """The best completed trial (the earlier on a tie); paratune.Error when none has completed;
+        RuntimeError in a study of several objectives."""
+        self._single("best_trial")
         completed = [t for t in self.trials if t.state == TrialState.COMPLETE and t.value is not None]
         if not completed:
             raise Error(f"study '{self.study_name}': best_trial: no trial has completed yet")
@@ -296,12 +331,25 @@ class LiveStudy:
     @property
     def best_params(self):
         """best_trial.params."""
+        self._single("best_params")
         return self.best_trial.params
 
     @property
     def best_value(self):
         """best_trial.value."""
+        self._single("best_value")
         return self.best_trial.value
+
+    @property
+    def best_trials(self):
+        """The trials of the Pareto front (none dominated by another completed trial), best first by the
+        first objective (Optuna's best_trials); with one objective, the best trials (those tied best)."""
+        if not self._many():
+            completed = [t for t in self.trials if t.state == TrialState.COMPLETE and t.value is not None]
+            best = min((t.value if self.direction == "minimize" else -t.value for t in completed), default=None)
+            return [t for t in completed if (t.value if self.direction == "minimize" else -t.value) == best]
+        by_number = {t.number: t for t in self.trials}
+        return [by_number[n] for n in self._engine.front()]
 
     def enqueue_trial(self, params, user_attrs=None, skip_if_exists=False):
         """enqueue_trial(self, params: Mapping[str, Any], user_attrs: Mapping[str, Any] | None = None, skip_if_exists: bool = False) -> None
@@ -337,6 +385,8 @@ class LiveStudy:
         number = trial.number if isinstance(trial, LiveTrial) else trial
         if isinstance(number, bool) or not isinstance(number, int):
             raise Error(f"tell: trial {trial!r}: must be a trial from ask() or its number")
+        if self._many():
+            return self._tell_values(trial, number, values, state, skip_if_finished)
         if isinstance(values, (list, tuple)):
             if len(values) != 1:
                 raise Error(f"tell: values {values!r}: this study has one objective, so one value")
@@ -350,9 +400,26 @@ class LiveStudy:
                 value = float(values)
             except (TypeError, ValueError):
                 raise Error(f"tell: values {values!r}: must be a number") from None
-        stored = self._engine.tell(number, state, value, "")
+        stored = self._engine.tell(number, state, value, "", [])
         if not isinstance(trial, LiveTrial):
             return self._frozen(number)  # its curve is in the store only
+        return self._told(trial, stored)
+
+    def _tell_values(self, trial, number, values, state, skip_if_finished):
+        """tell() in a study of several objectives: one value per objective (a wrong count or a value that
+        is not a finite number fails the trial, saying so, as Optuna does)."""
+        if values is not None and not isinstance(values, (list, tuple)):
+            raise Error(f"tell: values {values!r}: this study has {len(self.directions)} objectives, so a list "
+                        "of one value each")
+        state = _told_state(state, values)
+        if skip_if_finished and number not in {t.number for t in self.trials if t.state == TrialState.RUNNING}:
+            return self._frozen(number)
+        floats, reason = _floats(values) if state == "complete" else ([], "")
+        stored = self._engine.tell(number, "fail" if reason else state, None, reason, floats)
+        if state == "complete" and stored["status"] != "completed":
+            _warnings.warn(f"trial {number}: tell: {stored['reason']}; the trial failed", UserWarning, stacklevel=3)
+        if not isinstance(trial, LiveTrial):
+            return self._frozen(number)
         return self._told(trial, stored)
 
     def _told(self, trial, stored):
@@ -421,9 +488,8 @@ class LiveStudy:
         if n_trials is None and timeout is None:
             _logger.warning("optimize: neither n_trials nor timeout given: trials run until stop() or Ctrl-C")
         with self._best_lock:
-            completed = [t for t in self.trials if t.state == TrialState.COMPLETE and t.value is not None]
             self._best = None
-            for t in completed:
+            for t in self.trials:
                 self._note_best(t)
         self._engine.hold()
         try:
@@ -457,6 +523,7 @@ class LiveStudy:
         trial = self.ask()
         reraise = None
         value = None
+        values = []
         try:
             returned = func(trial)
         except BaseException as e:  # noqa: B902 -- every end is told to the study before anything else
@@ -471,7 +538,10 @@ class LiveStudy:
                     reraise = e
         else:
             state, reason = "complete", ""
-            if returned is not None:
+            if self._many():
+                values, reason = _floats(returned)
+                state = "fail" if reason else "complete"
+            elif returned is not None:
                 if isinstance(returned, (bool, str, bytes)):
                     state, reason = "fail", f"the objective returned {returned!r}, not a number"
                 else:
@@ -479,15 +549,17 @@ class LiveStudy:
                         value = float(returned)
                     except (TypeError, ValueError):
                         state, reason = "fail", f"the objective returned {returned!r}, not a number"
-        frozen = self._told(trial, self._engine.tell(trial.number, state, value, reason))
+        many = values if self._many() and state == "complete" else []
+        frozen = self._told(trial, self._engine.tell(trial.number, state, value, reason, many))
         self._log(frozen)
         if reraise is not None:
             raise reraise
         return frozen
 
     def _note_best(self, t):
-        """Keeps the best completed trial for the log (under _best_lock), by best_trial's rule."""
-        if t.state != TrialState.COMPLETE or t.value is None:
+        """Keeps the best completed trial for the log (under _best_lock), by best_trial's rule; none with
+        several objectives."""
+        if self._many() or t.state != TrialState.COMPLETE or t.value is None:
             return
         sign = 1 if self.direction == "minimize" else -1
         if self._best is None or (sign * t.value, t.number) < (sign * self._best[1], self._best[0]):
@@ -499,6 +571,12 @@ class LiveStudy:
             best = self._best
         best_text = "no trial completed yet" if best is None else f"best is trial {best[0]} with value {best[1]}"
         params = _json.dumps(t.params, separators=(",", ":"), default=repr)
+        if self._many():
+            if t.state == TrialState.COMPLETE:
+                _logger.info(f"trial {t.number} completed with values {t.values} and parameters {params}")
+            else:
+                _logger.warning(f"trial {t.number} {t.status} with parameters {params}: {t.reason}")
+            return
         if t.state == TrialState.COMPLETE:
             _logger.info(f"trial {t.number} completed with value {t.value} and parameters {params}; {best_text}")
         elif t.state == TrialState.PRUNED:
@@ -510,8 +588,9 @@ class LiveStudy:
                                       "user_attrs", "state")):
         """trials_dataframe(self, attrs: Sequence[str] = ('number', 'value', 'datetime_start', 'datetime_complete', 'duration', 'params', 'user_attrs', 'state')) -> Any
 
-        The trials as a pandas DataFrame, one row each, Optuna's columns: number, value, datetime_start,
-        datetime_complete, duration, params_<name>, user_attrs_<key>, state (its name). Needs pandas."""
+        The trials as a pandas DataFrame, one row each, Optuna's columns: number, value (values_0, values_1,
+        ... with several objectives), datetime_start, datetime_complete, duration, params_<name>,
+        user_attrs_<key>, state (its name). Needs pandas."""
         try:
             import pandas
         except ImportError:
@@ -531,13 +610,16 @@ class LiveStudy:
                         row[f"{a}_{k}"] = v
                 elif a == "state":
                     row[a] = t.state.name
+                elif a == "value" and self._many():
+                    for i, v in enumerate(t.values or [None] * len(self.directions)):
+                        row[f"values_{i}"] = v
                 else:
                     row[a] = getattr(t, a)
             rows.append(row)
         return pandas.DataFrame(rows)
 
     def __repr__(self):
-        return f"<paratune.LiveStudy '{self.study_name}' in {self.storage}: {self.direction}>"
+        return f"<paratune.LiveStudy '{self.study_name}' in {self.storage}: {','.join(self.directions)}>"
 
 
 def _told_state(state, values):
@@ -554,6 +636,19 @@ def _told_state(state, values):
     return told
 
 
+def _floats(values):
+    """An objective's return (or tell's values) in a study of several objectives as floats, and "" -- or
+    [] and why it is not a list of numbers."""
+    if values is None or isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        return [], f"the objective returned {values!r}, not a tuple or list of one number per objective"
+    out = []
+    for v in values:
+        if isinstance(v, (bool, str, bytes)) or not isinstance(v, _numbers.Real):
+            return [], f"the objective returned {values!r}: {v!r} is not a number"
+        out.append(float(v))
+    return out, ""
+
+
 def _checked_count(what, value):
     if value is None:
         return None
@@ -562,7 +657,7 @@ def _checked_count(what, value):
     return value
 
 
-_SAMPLERS = ("random", "tpe", "gp")
+_SAMPLERS = ("random", "tpe", "gp", "nsga2")
 _PRUNERS = ("none", "median", "percentile", "asha", "hyperband")
 
 
@@ -605,8 +700,18 @@ def _checked_pruner_options(options):
     return checked
 
 
+def _direction(direction):
+    """'minimize' or 'maximize', from that text or Optuna's StudyDirection."""
+    if direction not in ("minimize", "maximize"):
+        name = getattr(direction, "name", None)  # optuna.study.StudyDirection.MINIMIZE
+        if isinstance(name, str) and name.lower() in ("minimize", "maximize"):
+            return name.lower()
+        raise Error(f"direction {direction!r}: must be 'minimize' or 'maximize'")
+    return direction
+
+
 def _open(storage, study_name, direction, sampler, pruner, load_if_exists, must_exist, seed, sampler_options,
-          pruner_options, steps):
+          pruner_options, steps, directions=None):
     if storage is None:
         storage = ":memory:"
     if isinstance(storage, _os.PathLike):
@@ -615,18 +720,22 @@ def _open(storage, study_name, direction, sampler, pruner, load_if_exists, must_
         raise Error(f"storage {storage!r}: must be None, ':memory:', an SQLite file's path or a postgresql:// URL")
     if storage.startswith("sqlite:///"):  # Optuna's SQLAlchemy URL of a file
         storage = storage[len("sqlite:///"):]
-    if direction not in ("minimize", "maximize"):
-        name = getattr(direction, "name", None)  # optuna.study.StudyDirection.MINIMIZE
-        if isinstance(name, str) and name.lower() in ("minimize", "maximize"):
-            direction = name.lower()
-        else:
-            raise Error(f"direction {direction!r}: must be 'minimize' or 'maximize'")
+    direction = _direction(direction)
+    if directions is not None:
+        if isinstance(directions, (str, bytes)) or not hasattr(directions, "__iter__"):
+            raise Error(f"directions {directions!r}: must be a list of 'minimize' or 'maximize', one per objective")
+        directions = [_direction(d) for d in directions]
+        if not directions:
+            raise Error("directions []: must name one direction per objective")
+        direction = directions[0]
+    directions = directions if directions is not None and len(directions) > 1 else []
     sampler = "tpe" if sampler is None else sampler
     if sampler not in _SAMPLERS:
         raise Error(f"sampler {sampler!r}: must be one of {', '.join(_SAMPLERS)} (grid needs a space given in "
                     "advance: paratune.tune(objective, space, sampler='grid'))")
-    pruner = "median" if pruner is None else pruner  # Optuna's default, MedianPruner
-    if pruner not in _PRUNERS:
+    # None: Optuna's default, MedianPruner -- none with several objectives, which no pruner judges (the
+    # engine decides, as a loaded study's objectives are known only to it).
+    if pruner is not None and pruner not in _PRUNERS:
         raise Error(f"pruner {pruner!r}: must be one of {', '.join(_PRUNERS)}")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
         raise Error(f"seed {seed!r}: must be a whole number from 0 to 2**64 - 1, or None")
@@ -636,14 +745,15 @@ def _open(storage, study_name, direction, sampler, pruner, load_if_exists, must_
         raise Error(f"steps {steps!r}: must be a whole number >= 0 (0: a trial has no fixed length)")
     if not isinstance(study_name, str) or not study_name:
         raise Error(f"study_name {study_name!r}: must be a non-empty str")
-    engine = _Engine(storage, study_name, direction, sampler, pruner, seed, _startup_trials(sampler_options),
-                     load_if_exists, must_exist, steps, _checked_pruner_options(pruner_options))
+    engine = _Engine(storage, study_name, direction, sampler, pruner or "", seed, _startup_trials(sampler_options),
+                     load_if_exists, must_exist, steps, _checked_pruner_options(pruner_options), directions)
     return LiveStudy(engine)
 
 
-def create_study(storage=None, sampler=None, pruner=None, study_name=None, direction="minimize",
-                 load_if_exists=False, *, seed=None, sampler_options=None, pruner_options=None, steps=0):
-    """create_study(storage: str | PathLike | None = None, sampler: str | None = None, pruner: str | None = None, study_name: str | None = None, direction: str = 'minimize', load_if_exists: bool = False, *, seed: int | None = None, sampler_options: Mapping[str, int] | None = None, pruner_options: Mapping[str, float] | None = None, steps: int = 0) -> LiveStudy
+def create_study(storage=None, sampler=None, pruner=None, study_name=None, direction=None,
+                 load_if_exists=False, *, seed=None, sampler_options=None, pruner_options=None, steps=0,
+                 directions=None):
+    """create_study(storage: str | PathLike | None = None, sampler: str | None = None, pruner: str | None = None, study_name: str | None = None, direction: str | None = None, load_if_exists: bool = False, *, seed: int | None = None, sampler_options: Mapping[str, int] | None = None, pruner_options: Mapping[str, float] | None = None, steps: int = 0, directions: Sequence[str] | None = None) -> LiveStudy
 
     A new study whose space is defined by its runs (Optuna's create_study). storage: None or ':memory:'
     (a temporary SQLite file, removed with the study object), an SQLite file (or 'sqlite:///file'), or a
@@ -651,9 +761,14 @@ def create_study(storage=None, sampler=None, pruner=None, study_name=None, direc
     pruner: 'median' (default), 'percentile', 'asha', 'hyperband' or 'none', with pruner_options
     startup_trials, warmup_steps, percentile, min_resource, eta. study_name None: 'main'. A study of that
     name already there is an error unless load_if_exists. seed: the sampler's (None: a random one).
-    steps: the steps of a full trial, if it has such a number (asha and hyperband need it)."""
-    return _open(storage, "main" if study_name is None else study_name, direction, sampler, pruner,
-                 bool(load_if_exists), False, seed, sampler_options, pruner_options, steps)
+    steps: the steps of a full trial, if it has such a number (asha and hyperband need it). direction:
+    'minimize' (default) or 'maximize'. directions: one per objective, for several (Optuna's): the
+    objective returns a tuple of values, study.best_trials is the Pareto front; sampler 'tpe', 'nsga2' or
+    'random', no pruner; not with direction."""
+    if direction is not None and directions is not None:
+        raise Error("create_study: give direction (one objective) or directions (several), not both")
+    return _open(storage, "main" if study_name is None else study_name, direction or "minimize", sampler, pruner,
+                 bool(load_if_exists), False, seed, sampler_options, pruner_options, steps, directions)
 
 
 def load_study(study_name, storage, sampler=None, pruner=None, *, seed=None, sampler_options=None,

@@ -20,6 +20,7 @@
 #include "paratune/hpo/ask_tell.h"
 #include "paratune/hpo/pruner.h"
 #include "paratune/hpo/sampler.h"
+#include "paratune/hpo/study.h"
 #include "paratune/spec/error.h"
 #include "paratune/spec/option_error.h"
 #include "paratune/store/study_store.h"
@@ -34,12 +35,19 @@ hpo::ParamType param_type(const std::string& type) {
   return hpo::ParamType::kCategorical;
 }
 
-py::dict trial_dict(const store::StoredTrial& t, const std::string& objective) {
+// A stored trial as _study.py's FrozenTrial reads it. Several objectives (`objectives` not empty):
+// "values", each objective's (hpo::trial_values), or None unless it completed with every one.
+py::dict trial_dict(const store::StoredTrial& t, const std::string& objective,
+                    const std::vector<std::string>& objectives) {
   py::dict d;
   d["number"] = t.number;
   d["status"] = t.status;
   d["params"] = to_python(nlohmann::ordered_json::parse(t.params_json, nullptr, false));
   d["value"] = t.objective ? py::object(py::float_(*t.objective)) : py::object(py::none());
+  if (!objectives.empty()) {
+    const std::optional<std::vector<double>> values = hpo::trial_values(t, objectives);
+    d["values"] = values ? py::object(py::cast(*values)) : py::object(py::none());
+  }
   d["reason"] = t.reason;
   d["started_unix_s"] = t.started_unix_s;
   d["ended_unix_s"] = t.ended_unix_s > 0 ? py::object(py::float_(t.ended_unix_s)) : py::object(py::none());
@@ -62,6 +70,8 @@ class Engine {
   struct Args {
     std::string storage;  // "" or ":memory:": a temporary store held by this engine
     std::string study_name, direction, sampler, pruner;
+    // Several objectives (Optuna's directions): one each, two or more; empty: one objective (direction).
+    std::vector<std::string> directions;
     std::uint64_t seed = 0;
     int startup_trials = -1;  // the sampler's prior draws before its model; -1: its default
     bool load_if_exists = false, must_exist = false;
@@ -94,7 +104,6 @@ class Engine {
         throw Error(fmt::format("pruner_options: unknown option '{}'; valid: startup_trials, warmup_steps, percentile, min_resource, eta",
                                 key));
     }
-    pruner_kind_ = hpo::parse_pruner(a.pruner);
     std::unique_ptr<store::StudyStore> store;
     std::optional<store::StudyInfo> existing;
     {
@@ -118,6 +127,14 @@ class Engine {
       options_.steps = identity.value("steps", std::int64_t{0});
       options_.direction = hpo::parse_direction(a.must_exist ? identity.value("direction", std::string("minimize"))
                                                              : a.direction);
+      // load_study: the objectives as stored; create_study(load_if_exists=True): as given (the
+      // identity's check says so when they differ).
+      if (a.must_exist && identity.contains("objectives") && identity.contains("directions")) {
+        for (const auto& o : identity["objectives"]) options_.objectives.push_back(o.get<std::string>());
+        for (const auto& d : identity["directions"]) options_.directions.push_back(hpo::parse_direction(d.get<std::string>()));
+      } else if (!a.must_exist) {
+        set_objectives(a.directions);
+      }
     } else {
       if (a.must_exist)
         throw Error(fmt::format("study_name '{}': {} has no such study (it has: {})", a.study_name, store->locator(),
@@ -129,9 +146,14 @@ class Engine {
                                 }()));
       options_.direction = hpo::parse_direction(a.direction);
       options_.steps = a.steps;
+      set_objectives(a.directions);
     }
     hpo::validate(options_);
+    // No pruner named: Optuna's default, the median pruner -- none with several objectives, which no
+    // pruner judges (known only now for a study loaded as stored).
+    pruner_kind_ = hpo::parse_pruner(a.pruner.empty() ? (options_.objectives.empty() ? "median" : "none") : a.pruner);
     sampler_options_.direction = options_.direction;
+    sampler_options_.directions = options_.directions;
     po.direction = options_.direction;
     po.max_resource = options_.steps > 0 ? options_.steps : std::numeric_limits<int>::max();
     if ((pruner_kind_ == hpo::PrunerKind::kAsha || pruner_kind_ == hpo::PrunerKind::kHyperband) && options_.steps == 0)
@@ -230,9 +252,11 @@ class Engine {
   }
 
   // state: complete, pruned, fail, oom, interrupted. Returns the trial as stored (without its curve).
-  py::dict tell(int number, const std::string& state, std::optional<double> value, const std::string& reason) {
+  py::dict tell(int number, const std::string& state, std::optional<double> value, const std::string& reason,
+               const std::vector<double>& values) {
     hpo::TrialEnd end;
     end.value = value;
+    end.values = values;
     end.reason = reason;
     if (state == "complete") end.kind = hpo::TrialEnd::Kind::kCompleted;
     else if (state == "pruned") end.kind = hpo::TrialEnd::Kind::kPruned;
@@ -247,11 +271,37 @@ class Engine {
       stored = study_->tell(number, end);
       close_if_idle();
     }
-    return trial_dict(stored, options_.objective);
+    return trial_dict(stored, options_.objective, options_.objectives);
   }
 
   // Every trial as stored, in number order (dicts: _study.py makes FrozenTrials of them).
   py::list trials() {
+    py::list out;
+    for (const store::StoredTrial& t : stored_trials()) out.append(trial_dict(t, options_.objective, options_.objectives));
+    return out;
+  }
+
+  // Several objectives: the numbers of the trials on the Pareto front, best first by the first
+  // objective (hpo::pareto_front_trials); empty for one objective.
+  std::vector<int> front() {
+    const std::vector<store::StoredTrial> all = stored_trials();
+    std::vector<int> numbers;
+    if (options_.objectives.empty()) return numbers;
+    for (const std::size_t i : hpo::pareto_front_trials(all, options_.objectives, options_.directions))
+      numbers.push_back(all[i].number);
+    return numbers;
+  }
+
+  [[nodiscard]] std::vector<std::string> directions() const {
+    std::vector<std::string> out;
+    for (const hpo::Direction d : options_.directions) out.emplace_back(hpo::to_string(d));
+    if (out.empty()) out.emplace_back(hpo::to_string(options_.direction));
+    return out;
+  }
+
+ private:
+  // Every trial as stored, with its metrics: from the open study, else read afresh.
+  std::vector<store::StoredTrial> stored_trials() {
     std::vector<store::StoredTrial> all;
     {
       py::gil_scoped_release release;
@@ -264,10 +314,22 @@ class Engine {
           if (info.name == options_.name) all = reader->trials(info.id, true);
       }
     }
-    py::list out;
-    for (const store::StoredTrial& t : all) out.append(trial_dict(t, options_.objective));
-    return out;
+    return all;
   }
+
+  // create_study's directions: two or more make a study of several objectives, stored as the metrics
+  // values_0, values_1, ... (the names of Optuna's trials_dataframe columns); the first is `direction`.
+  void set_objectives(const std::vector<std::string>& directions) {
+    if (directions.size() < 2) return;
+    for (std::size_t i = 0; i < directions.size(); ++i) {
+      options_.objectives.push_back(fmt::format("values_{}", i));
+      options_.directions.push_back(hpo::parse_direction(directions[i]));
+    }
+    options_.objective = options_.objectives.front();
+    options_.direction = options_.directions.front();
+  }
+
+ public:
 
   [[nodiscard]] const std::string& name() const { return options_.name; }
   [[nodiscard]] std::string direction() const { return hpo::to_string(options_.direction); }
@@ -320,13 +382,16 @@ void bind_define_by_run(py::module_& m) {
       .def(py::init([](const std::string& storage, const std::string& study_name, const std::string& direction,
                        const std::string& sampler, const std::string& pruner, std::uint64_t seed, int startup_trials,
                        bool load_if_exists,
-                       bool must_exist, std::int64_t steps, const py::dict& pruner_options) {
-             return std::make_shared<Engine>(Engine::Args{storage, study_name, direction, sampler, pruner, seed, startup_trials,
-                                                          load_if_exists, must_exist, steps, pruner_options});
+                       bool must_exist, std::int64_t steps, const py::dict& pruner_options,
+                       const std::vector<std::string>& directions) {
+             Engine::Args args{storage, study_name, direction, sampler, pruner, {}, seed, startup_trials,
+                               load_if_exists, must_exist, steps, pruner_options};
+             args.directions = directions;
+             return std::make_shared<Engine>(args);
            }),
            py::arg("storage"), py::arg("study_name"), py::arg("direction"), py::arg("sampler"), py::arg("pruner"),
            py::arg("seed"), py::arg("startup_trials"), py::arg("load_if_exists"), py::arg("must_exist"), py::arg("steps"),
-           py::arg("pruner_options"))
+           py::arg("pruner_options"), py::arg("directions"))
       .def("ask", &Engine::ask)
       .def("suggest", &Engine::suggest)
       .def("report", &Engine::report)
@@ -338,6 +403,8 @@ void bind_define_by_run(py::module_& m) {
       .def("hold", &Engine::hold)
       .def("release", &Engine::release)
       .def("trials", &Engine::trials)
+      .def("front", &Engine::front)
+      .def_property_readonly("directions", &Engine::directions)
       .def_property_readonly("name", &Engine::name)
       .def_property_readonly("direction", &Engine::direction)
       .def_property_readonly("locator", &Engine::locator)

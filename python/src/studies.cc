@@ -50,7 +50,8 @@ StudyView read_study(const std::string& storage, const std::string& name) {
   view.direction = hpo::to_string(measured.direction);
   view.trials = store->trials(view.info.id, /*with_steps=*/true);
   view.data = study_data(*store, view.info);
-  view.best = hpo::best_hpo_trial(view.trials, measured.direction);
+  // Several objectives have a Pareto front, not one best.
+  if (measured.objectives.empty()) view.best = hpo::best_hpo_trial(view.trials, measured.direction);
   return view;
 }
 

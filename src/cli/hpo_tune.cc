@@ -1,6 +1,7 @@
 #include "hpo_tune.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -35,8 +36,58 @@ void check_hpo_flags(const SetupFlags& setup, const TuneFlags& f) {
                 "study searches its --space file");
 }
 
+hpo::HpoOptions finish_hpo_options(const TuneFlags& f, hpo::HpoOptions options);
+
+// "a,b,,c" as its parts, empty ones included (validate names them).
+std::vector<std::string> comma_list(const std::string& text) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (std::size_t comma = text.find(','); comma != std::string::npos; comma = text.find(',', start)) {
+    parts.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  parts.push_back(text.substr(start));
+  return parts;
+}
+
+// --objective a,b --direction d1,d2: a study of several objectives (hpo::HpoOptions::objectives).
+void set_objectives(const TuneFlags& f, hpo::HpoOptions& options) {
+  const std::vector<std::string> objectives = comma_list(f.objective);
+  const std::vector<std::string> directions = comma_list(f.direction);
+  if (objectives.size() == 1) {
+    if (directions.size() > 1)
+      throw Error(fmt::format("--direction {}: {} directions for one objective ({}); several directions go with "
+                              "several objectives (--objective a,b --direction minimize,maximize)",
+                              f.direction, directions.size(), f.objective));
+    return;
+  }
+  if (f.direction.empty())
+    throw Error(fmt::format("--objective {}: give --direction with one direction per objective, in the same order "
+                            "(e.g. --direction {})",
+                            f.objective, fmt::join(std::vector<std::string>(objectives.size(), "minimize"), ",")));
+  if (directions.size() != objectives.size())
+    throw Error(fmt::format("--direction {}: {} directions for the {} objectives of --objective {}; give one per "
+                            "objective, in the same order",
+                            f.direction, directions.size(), objectives.size(), f.objective));
+  options.objectives = objectives;
+  for (const std::string& d : directions) {
+    try {
+      options.directions.push_back(hpo::parse_direction(d));
+    } catch (const Error& e) {
+      throw e.with_context(fmt::format("--direction {}", f.direction));
+    }
+  }
+  options.objective = objectives.front();
+  options.direction = options.directions.front();
+}
+
 // The study's options from the flags, checked (hpo::validate).
 hpo::HpoOptions hpo_options_from(const TuneFlags& f) {
+  if (f.objective.find(',') != std::string::npos || f.direction.find(',') != std::string::npos) {
+    hpo::HpoOptions options = study_options_from(f);
+    set_objectives(f, options);
+    return finish_hpo_options(f, std::move(options));
+  }
   if (f.direction.empty() && f.objective != hpo::kThroughputObjective)
     throw Error(fmt::format("--objective {}: give --direction minimize or maximize (e.g. minimize a loss, maximize "
                             "an accuracy)",
@@ -50,6 +101,11 @@ hpo::HpoOptions hpo_options_from(const TuneFlags& f) {
   hpo::HpoOptions options = study_options_from(f);
   options.objective = f.objective;
   options.direction = direction;
+  return finish_hpo_options(f, std::move(options));
+}
+
+// The options both forms of --objective share, then hpo::validate.
+hpo::HpoOptions finish_hpo_options(const TuneFlags& f, hpo::HpoOptions options) {
   options.trial_ranks = f.trial_ranks;
   options.strategy = f.strategy;
   options.surrogate_ratio = f.surrogate_ratio;
@@ -105,6 +161,7 @@ std::unique_ptr<hpo::Sampler> hpo_sampler_from(const TuneFlags& f, const hpo::Sp
   }
   hpo::SamplerOptions sampler_options;
   sampler_options.direction = options.direction;
+  sampler_options.directions = options.directions;  // several objectives: gp and cmaes refuse them
   sampler_options.seed = f.seed;
   sampler_options.startup_trials = f.given.contains("--initial") ? f.initial : -1;
   sampler_options.max_trials = static_cast<std::size_t>(std::max(0, f.max_trials));
@@ -138,13 +195,18 @@ TuneStudy hpo_study_from(const SetupFlags& setup, const TuneFlags& f, std::optio
   if (!space) space = hpo::Space::load(f.space_path);
   TuneStudy study;
   study.options = hpo_options_from(f);
+  if (hpo::many_objectives(study.options) && (f.retrain || f.given.contains("--retrain-top")))
+    throw Error(fmt::format("{} with --objective {}: retrains the best configurations, and a study of several "
+                            "objectives has a Pareto front, not one best; give one objective",
+                            f.retrain ? "--retrain" : "--retrain-top", f.objective));
   study.sampler = hpo_sampler_from(f, *space, study.options);
   study.pruner = pruner_from(f, hpo::PrunerKind::kNone, study.options.steps, study.options.direction).pruner;
   study.retrain = retrain_from(f);
   const hpo::HpoOptions& o = study.options;
-  study.head = fmt::format("{} hyperparameters, {} sampler, {} pruner, objective {} ({}), up to {} steps per trial",
-                           space->size(), study.sampler->name(), study.pruner->name(), o.objective,
-                           hpo::to_string(o.direction), o.steps);
+  study.head = fmt::format("{} hyperparameters, {} sampler, {} pruner, {} ({}), up to {} steps per trial",
+                           space->size(), study.sampler->name(), study.pruner->name(),
+                           hpo::many_objectives(o) ? "objectives " + f.objective : "objective " + o.objective,
+                           hpo::many_objectives(o) ? f.direction : hpo::to_string(o.direction), o.steps);
   study.per_trial = fmt::format(", {} per trial{}", o.trial_ranks, o.strategy.empty() ? "" : " (" + o.strategy + ")");
   return study;
 }

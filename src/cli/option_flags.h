@@ -24,11 +24,13 @@ struct OptionFlag {
   std::string_view flags;
 };
 
-inline constexpr std::array<OptionFlag, 27> kOptionFlags{{
+inline constexpr std::array<OptionFlag, 29> kOptionFlags{{
     // tune: tune::StudyOptions, hpo::HpoOptions (trial::TrialLimits in `limits`), tune::BayesOptions,
     // hpo::PrunerOptions, trial::LocalBackend's arguments, trial::SshOptions, trial::SlurmOptions.
     {"tune", "name", "--study-name"},
     {"tune", "budget_s", "--budget"},
+    {"tune", "objectives", "--objective"},  // hpo::HpoOptions: several objectives, comma-separated
+    {"tune", "directions", "--direction"},
     {"tune", "limits.timeout_s", "--timeout"},
     {"tune", "limits.hang_s", "--hang"},
     {"tune", "limits.grace_s", "--grace"},

@@ -79,7 +79,9 @@ int run_study_show(const std::string& locator, const std::string& name, bool jso
   const nlohmann::json identity = nlohmann::json::parse(study.config_json, nullptr, false);
   const StudyObjective measured = study_objective(study);
   const std::vector<store::StoredTrial> trials = store.trials(study.id, /*with_steps=*/measured.hpo);
-  const std::optional<std::size_t> best = hpo::best_hpo_trial(trials, measured.direction);
+  // Several objectives have a Pareto front, not one best.
+  const std::optional<std::size_t> best =
+      measured.objectives.empty() ? hpo::best_hpo_trial(trials, measured.direction) : std::nullopt;
   const TrialAnalysis analysis = measured.hpo ? analyse_trials(store, study, trials) : TrialAnalysis{};
   const std::vector<hpo::TrialRecord>& records = analysis.records;
   if (json) {
@@ -90,6 +92,9 @@ int run_study_show(const std::string& locator, const std::string& name, bool jso
       j["importance"] = importance_json(analysis.importance);
       // Only a study with retrains has the key: what an older study shows stays as it was.
       if (auto re = reevaluations_json(store, study.name, measured); !re["runs"].empty()) j["reevaluations"] = std::move(re);
+      // Only a study of several objectives has the key, as above.
+      if (!measured.objectives.empty())
+        j["pareto_front"] = pareto_front_json(trials, pareto_front_of(trials, measured.objectives, measured.directions));
     }
     j["model"] = study.model_json.empty() ? nlohmann::ordered_json(nullptr)
                                           : nlohmann::ordered_json::parse(study.model_json, nullptr, false);
@@ -113,9 +118,17 @@ int run_study_show(const std::string& locator, const std::string& name, bool jso
                                      : fmt::format("command: {}", command);
   const std::string steps = identity["steps"] == 0 ? "no fixed number of steps per trial"
                                                     : fmt::format("up to {} steps per trial", identity["steps"].dump());
-  std::cout << fmt::format("{}\nobjective: {} ({}), {}, pruner {}\n\n", trials_are, measured.objective,
-                           hpo::to_string(measured.direction), steps, identity["pruner"].dump());
-  std::cout << format_hpo_trials(trials, best, measured.objective);
+  const bool many = !measured.objectives.empty();
+  std::string objectives = fmt::format("objective: {} ({})", measured.objective, hpo::to_string(measured.direction));
+  if (many) {
+    objectives = "objectives:";
+    for (std::size_t i = 0; i < measured.objectives.size(); ++i)
+      objectives += fmt::format("{} {} ({})", i ? "," : "", measured.objectives[i], hpo::to_string(measured.directions[i]));
+  }
+  std::cout << fmt::format("{}\n{}, {}, pruner {}\n\n", trials_are, objectives, steps, identity["pruner"].dump());
+  std::cout << format_hpo_trials(trials, best, measured.objective, many);
+  if (many)
+    std::cout << "\n" << format_pareto_front(trials, pareto_front_of(trials, measured.objectives, measured.directions));
   const auto completed = static_cast<std::size_t>(std::count_if(records.begin(), records.end(), [](const auto& r) {
     return r.state == hpo::TrialRecord::State::kCompleted;
   }));

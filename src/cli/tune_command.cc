@@ -189,7 +189,7 @@ TuneStudy configuration_study_from(const SetupFlags& setup, const TuneFlags& f, 
 
 // `paratune tune`: run real trials over a search space -- the fastest configuration, or the best
 // training hyperparameters -- in the one study loop (hpo::run_hpo). Exit codes: 0 done with a best
-// trial, 1 every retrain failed, 3 no trial completed, 128 + signal when interrupted.
+// trial (several objectives: a Pareto front), 1 every retrain failed, 3 no trial completed, 128 + signal when interrupted.
 int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   if (!f.worker) refuse_flags(f, {"--worker-name", "--heartbeat", "--heartbeat-timeout"}, "belongs to --worker");
   std::optional<hpo::Space> space;  // read once, by whichever step first needs it
@@ -257,7 +257,7 @@ int run_tune(const SetupFlags& setup, const TuneFlags& f, bool json) {
   }
   if (summary.stop == tune::StopReason::kInterrupted || g_stop_signal.load() != 0) return 128 + g_stop_signal.load();
   if (none_chosen) return 1;
-  return summary.best ? 0 : 3;
+  return summary.best || !summary.front.empty() ? 0 : 3;  // several objectives: a front
 }
 
 }  // namespace

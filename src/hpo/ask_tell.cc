@@ -142,6 +142,18 @@ void validate(const AskTellOptions& options) {
     throw OptionError("objective", "''", "must not be empty (the name the objective's values are stored under)");
   if (options.steps < 0)
     throw OptionError("steps", std::to_string(options.steps), "must be >= 1, or 0 when a trial has no fixed length");
+  if (options.objectives.empty() && options.directions.empty()) return;
+  if (options.objectives.size() < 2 || options.directions.size() != options.objectives.size())
+    throw OptionError("directions", std::to_string(options.directions.size()),
+                      fmt::format("a study of several objectives needs two or more, one per objective ({} named)",
+                                  options.objectives.size()));
+  if (options.objectives.front() != options.objective || options.directions.front() != options.direction)
+    throw OptionError("objective", options.objective,
+                      fmt::format("must be the first of {} with its direction", option_ref("objectives")));
+  for (std::size_t i = 0; i < options.objectives.size(); ++i)
+    if (options.objectives[i].empty() ||
+        std::count(options.objectives.begin(), options.objectives.end(), options.objectives[i]) > 1)
+      throw OptionError("objectives", options.objectives[i], "each objective needs a name of its own");
 }
 
 void check_in_process_pruner(PrunerKind kind) {
@@ -167,6 +179,12 @@ nlohmann::ordered_json ask_tell_identity(const Space* space, const AskTellOption
           {"objective", options.objective},
           {"direction", to_string(options.direction)},
           {"pruner", pruner.describe()}});
+  if (!options.objectives.empty()) {  // only then: a study of one objective keeps its identity
+    identity["objectives"] = options.objectives;
+    nlohmann::ordered_json directions = nlohmann::ordered_json::array();
+    for (const Direction d : options.directions) directions.push_back(to_string(d));
+    identity["directions"] = std::move(directions);
+  }
   return identity;
 }
 
@@ -191,6 +209,7 @@ AskTellStudy::AskTellStudy(AskTellOptions options, store::StudyStore& store, Sam
       sampler_options_(sampler_options),
       sampler_name_(to_string(sampler)),
       pruner_name_(pruner.name()) {
+  check_objectives(sampler, sampler_options_);
   if (sampler == SamplerKind::kGrid)
     throw Error("sampler 'grid': needs the space in advance (a grid of every combination); a study defined by its "
                 "runs can use random, tpe or gp");
@@ -199,6 +218,10 @@ AskTellStudy::AskTellStudy(AskTellOptions options, store::StudyStore& store, Sam
 
 void AskTellStudy::open(PrunerKind pruner_kind) {
   validate(options_);
+  if (!options_.objectives.empty() && pruner_kind != PrunerKind::kNone)
+    throw OptionError("pruner", to_string(pruner_kind),
+                      "judges one objective's learning curve; a study of several objectives needs pruner none (as "
+                      "in Optuna, whose pruners need one objective)");
   if (!define_by_run() || !pruner_.judges_rungs()) check_in_process_pruner(pruner_kind);
   else if (options_.steps == 0)
     throw OptionError("steps", "0",
@@ -222,7 +245,7 @@ void AskTellStudy::open(PrunerKind pruner_kind) {
       if (std::find(requeue_.begin(), requeue_.end(), config) == requeue_.end()) requeue_.push_back(config);
       continue;
     }
-    records_.push_back(record_of(t, options_.objective));
+    records_.push_back(record_of(t, options_.objective, options_.objectives));
   }
   std::erase_if(requeue_, [&](const Config& c) {
     return std::any_of(records_.begin(), records_.end(), [&](const TrialRecord& r) { return r.config == c; });
@@ -459,6 +482,10 @@ std::size_t AskTellStudy::running() const {
 bool AskTellStudy::report(int number, std::int64_t step, double value) {
   std::lock_guard lock(mutex_);
   Live& l = live(number);
+  if (!options_.objectives.empty())
+    throw Error(fmt::format("trial {}: report: a study of several objectives has no learning curve to judge; tell all "
+                            "the values at the trial's end (as in Optuna)",
+                            number));
   if (!std::isfinite(value))
     throw Error(fmt::format("trial {}: report: {} {} at step {} is not a finite number", number, options_.objective,
                             value, step));
@@ -483,6 +510,8 @@ void AskTellStudy::report_metric(int number, const std::string& name, double val
   if (name.empty()) throw Error(fmt::format("trial {}: a metric needs a name", number));
   if (name == options_.objective)
     throw Error(fmt::format("trial {}: '{}' is the objective: report it with report(value, step)", number, name));
+  if (std::find(options_.objectives.begin(), options_.objectives.end(), name) != options_.objectives.end())
+    throw Error(fmt::format("trial {}: '{}' is one of the objectives: tell its value at the trial's end", number, name));
   if (!std::isfinite(value)) throw Error(fmt::format("trial {}: metric {} = {} is not a finite number", number, name, value));
   l.output.metrics.push_back({name, value, step ? step : l.last_step, std::nullopt});
 }
@@ -490,6 +519,10 @@ void AskTellStudy::report_metric(int number, const std::string& name, double val
 bool AskTellStudy::should_prune(int number) {
   std::lock_guard lock(mutex_);
   Live& l = live(number);
+  if (!options_.objectives.empty())
+    throw Error(fmt::format("trial {}: should_prune: a study of several objectives is not pruned (pruning needs one "
+                            "objective, as in Optuna)",
+                            number));
   const TrialRecord& r = records_[l.record];
   if (r.curve.empty()) return false;
   if (define_by_run() && pruner_.judges_rungs()) {
@@ -522,6 +555,10 @@ store::StoredTrial AskTellStudy::tell(int number, const TrialEnd& end) {
   store::TrialOutcome outcome;
   switch (end.kind) {
     case TrialEnd::Kind::kCompleted: {
+      if (!options_.objectives.empty()) {
+        tell_values(r, end.values, result, outcome);
+        break;
+      }
       const std::optional<double> value = end.value ? end.value : last;
       result.status = trial::TrialStatus::kCompleted;
       if (value && std::isfinite(*value)) {
@@ -595,16 +632,57 @@ store::StoredTrial AskTellStudy::tell(int number, const TrialEnd& end) {
   return store_.trial(id);
 }
 
+// A study of several objectives: each value stored as its objective's metric (at the last step
+// reported, else 0), the first as the trial's objective; a wrong count or a value that is not finite
+// fails the trial, saying so.
+void AskTellStudy::tell_values(TrialRecord& r, const std::vector<double>& values, trial::TrialResult& result,
+                               store::TrialOutcome& outcome) const {
+  const std::size_t n = options_.objectives.size();
+  std::string problem;
+  if (values.size() != n)
+    problem = fmt::format("it gave {} values for the study's {} objectives", values.size(), n);
+  for (std::size_t i = 0; problem.empty() && i < n; ++i)
+    if (!std::isfinite(values[i]))
+      problem = fmt::format("its value of {} ({}) is not a finite number", options_.objectives[i], values[i]);
+  if (!problem.empty()) {
+    r.state = TrialRecord::State::kFailed;
+    r.failure = trial::FailureKind::kCrashed;  // ran, but measured nothing usable
+    result.status = trial::TrialStatus::kFailed;
+    result.exit_code = -1;  // no exit of its own: a crash, not a refusal (trial/failure.h)
+    outcome.status = "failed";
+    outcome.reason = problem;
+    return;
+  }
+  const std::int64_t step = result.output.steps.empty() ? 0 : result.output.steps.back().step;
+  for (std::size_t i = 0; i < n; ++i)
+    result.output.metrics.push_back({options_.objectives[i], values[i], step, std::nullopt});
+  result.status = trial::TrialStatus::kCompleted;
+  r.state = TrialRecord::State::kCompleted;
+  r.values = values;
+  r.value = values.front();
+  outcome.status = "completed";
+  outcome.objective = r.value;
+}
+
 std::vector<store::StoredTrial> AskTellStudy::trials() const {
   std::lock_guard lock(mutex_);
   return store_.trials(study_, true);
 }
 
 std::optional<store::StoredTrial> AskTellStudy::best() const {
+  if (!options_.objectives.empty()) return std::nullopt;
   const std::vector<store::StoredTrial> all = trials();
   const std::optional<std::size_t> i = best_hpo_trial(all, options_.direction);
   if (!i) return std::nullopt;
   return all[*i];
+}
+
+std::vector<store::StoredTrial> AskTellStudy::front() const {
+  std::vector<store::StoredTrial> out;
+  if (options_.objectives.empty()) return out;
+  const std::vector<store::StoredTrial> all = trials();
+  for (const std::size_t i : pareto_front_trials(all, options_.objectives, options_.directions)) out.push_back(all[i]);
+  return out;
 }
 
 }  // namespace paratune::hpo

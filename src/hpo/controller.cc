@@ -45,6 +45,8 @@ class Controller {
     summary.pruner = loop_.pruner.name();
     summary.objective = o.objective;
     summary.direction = o.direction;
+    summary.objectives = o.objectives;
+    summary.directions = o.directions;
     const nlohmann::ordered_json identity =
         o.identity.is_null() ? hpo_identity(loop_.space, o, loop_.pruner) : o.identity;
     trials_.study = loop_.store.open_study(o.name, identity.dump());
@@ -83,8 +85,10 @@ class Controller {
     summary.dropped = worker_ ? worker_->dropped() : 0;
     summary.elapsed_s = std::chrono::duration<double>(Clock::now() - start_).count();
     summary.serving_processes = runner_.servers_started();
-    summary.trials = loop_.store.trials(trials_.study);
-    summary.best = best_hpo_trial(summary.trials, o.direction);
+    // Several objectives: their values are the trials' metrics, so those are read too.
+    summary.trials = loop_.store.trials(trials_.study, /*with_steps=*/many_objectives(o));
+    if (many_objectives(o)) summary.front = pareto_front_trials(summary.trials, o.objectives, o.directions);
+    else summary.best = best_hpo_trial(summary.trials, o.direction);
     if (probe_) summary.fusion_probe = to_json(*probe_);
     return summary;
   }
@@ -338,7 +342,7 @@ class Controller {
     if (!left_checkpoint.empty() && left_checkpoint != book.state.checkpoint_dir)
       std::filesystem::remove_all(book.dir / left_checkpoint);
     const store::StoredTrial stored = loop_.store.trial(book.db_id);
-    trials_.consider_best(stored, loop_.options.direction);
+    trials_.consider_best(stored, loop_.options);
     loop_.observer.trial_finished(stored);
   }
 

@@ -22,13 +22,17 @@ SamplerKind parse_sampler(std::string_view name) {
 
 bool searches_many_objectives(SamplerKind kind) { return kind != SamplerKind::kGp && kind != SamplerKind::kCmaes; }
 
-std::unique_ptr<Sampler> make_sampler(SamplerKind kind, const Space& space, const SamplerOptions& options) {
+void check_objectives(SamplerKind kind, const SamplerOptions& options) {
   if (options.directions.size() == 1)
     throw Error("sampler options: directions has one entry; a study of one objective sets direction instead");
   if (options.directions.size() > 1 && !searches_many_objectives(kind))
     throw Error(fmt::format("sampler {}: searches one objective, the study has {}; for several use nsga2 or tpe "
                             "(multi-objective TPE), or random",
                             to_string(kind), options.directions.size()));
+}
+
+std::unique_ptr<Sampler> make_sampler(SamplerKind kind, const Space& space, const SamplerOptions& options) {
+  check_objectives(kind, options);
   switch (kind) {
     case SamplerKind::kGrid: return make_grid_sampler(space, options);
     case SamplerKind::kRandom: return make_random_sampler(space, options);

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "paratune/hpo/fusion.h"
+#include "paratune/hpo/pareto.h"
 #include "paratune/hpo/surrogate.h"
 #include "paratune/hpo/trainer_program.h"
 #include "paratune/spec/error.h"
@@ -27,12 +28,97 @@ namespace {
 
 bool is_throughput(const HpoOptions& o) { return o.objective == kThroughputObjective; }
 
+// Several objectives: one direction each, the first of them `objective`, each named once; what
+// needs one objective (the surrogate's transfer and fusion's choice are of the best trial) refused.
+void validate_objectives(const HpoOptions& o) {
+  if (o.objectives.empty() && o.directions.empty()) return;
+  const auto list = [](const auto& items, const auto& word) {
+    std::string out;
+    for (const auto& i : items) out += (out.empty() ? "" : ",") + std::string(word(i));
+    return out;
+  };
+  const std::string names = list(o.objectives, [](const std::string& n) { return n; });
+  const std::string directions = list(o.directions, [](Direction d) { return to_string(d); });
+  if (o.objectives.size() < 2)
+    throw OptionError("objectives", names, "a study of several objectives names two or more; one objective is "
+                                           + option_ref("objective") + " alone");
+  if (o.directions.size() != o.objectives.size())
+    throw OptionError("directions", directions,
+                      fmt::format("needs one direction per objective: {} objectives ({}), {} directions",
+                                  o.objectives.size(), names, o.directions.size()));
+  if (o.objectives.front() != o.objective || o.directions.front() != o.direction)
+    throw OptionError("objective", o.objective,
+                      fmt::format("must be the first of {} ({}) with its direction", option_ref("objectives"), names));
+  for (std::size_t i = 0; i < o.objectives.size(); ++i) {
+    if (o.objectives[i].empty())
+      throw OptionError("objectives", names, fmt::format("objective {} is empty: each names a metric, or throughput", i + 1));
+    if (std::find(o.objectives.begin(), o.objectives.begin() + static_cast<std::ptrdiff_t>(i), o.objectives[i]) !=
+        o.objectives.begin() + static_cast<std::ptrdiff_t>(i))
+      throw OptionError("objectives", names, fmt::format("'{}' is named twice", o.objectives[i]));
+    if (o.objectives[i] == kThroughputObjective && o.directions[i] != Direction::kMaximize)
+      throw OptionError("directions", directions,
+                        fmt::format("objective {} is throughput, which is maximized", i + 1));
+  }
+  if (o.surrogate_ratio != 1)
+    throw OptionError("surrogate_ratio", fmt::format("{}", o.surrogate_ratio),
+                      "a surrogate study transfers its best trial to the target, and a study of several objectives "
+                      "has a front, not one best: give one objective");
+  if (o.fuse > 1 || o.fuse_auto)
+    throw OptionError("fuse", o.fuse_auto ? "auto" : std::to_string(o.fuse),
+                      "fusion trains trials of one objective; a study of several objectives runs each trial alone");
+}
+
 // Better in the study's direction (a tie keeps the earlier).
 bool better(Direction direction, double a, double b) { return as_loss(direction, a) < as_loss(direction, b); }
 
 }  // namespace
 
-TrialRecord record_of(const store::StoredTrial& t, const std::string& objective) {
+ObjectiveValues objective_values(const std::vector<trial::MetricReport>& metrics, std::optional<double> throughput,
+                                 const std::vector<std::string>& objectives) {
+  ObjectiveValues out;
+  for (const std::string& name : objectives) {
+    std::optional<double> value = name == kThroughputObjective ? throughput : std::nullopt;
+    if (name != kThroughputObjective)
+      for (const trial::MetricReport& m : metrics)
+        if (m.name == name) value = m.value;  // the last one reported
+    if (!value || !std::isfinite(*value)) {
+      out.missing = name;
+      return out;
+    }
+    out.values.push_back(*value);
+  }
+  return out;
+}
+
+std::optional<std::vector<double>> trial_values(const store::StoredTrial& trial,
+                                                const std::vector<std::string>& objectives) {
+  if (trial.status != "completed") return std::nullopt;
+  ObjectiveValues v = objective_values(trial.metrics, trial.throughput, objectives);
+  if (!v.missing.empty()) return std::nullopt;
+  return std::move(v.values);
+}
+
+std::vector<std::size_t> pareto_front_trials(const std::vector<store::StoredTrial>& trials,
+                                             const std::vector<std::string>& objectives,
+                                             const std::vector<Direction>& directions) {
+  std::vector<std::size_t> valued;  // indices into trials
+  std::vector<pareto::Losses> points;
+  for (std::size_t i = 0; i < trials.size(); ++i)
+    if (const std::optional<std::vector<double>> v = trial_values(trials[i], objectives)) {
+      valued.push_back(i);
+      points.push_back(pareto::losses_of(*v, directions));
+    }
+  std::vector<std::size_t> front;
+  for (const std::size_t k : pareto::pareto_front(points)) front.push_back(k);
+  std::stable_sort(front.begin(), front.end(), [&](std::size_t a, std::size_t b) {
+    return points[a][0] < points[b][0];  // the first objective's loss; pareto_front keeps number order on a tie
+  });
+  for (std::size_t& k : front) k = valued[k];
+  return front;
+}
+
+TrialRecord record_of(const store::StoredTrial& t, const std::string& objective,
+                      const std::vector<std::string>& objectives) {
   TrialRecord r;
   r.number = t.number;
   r.config = Config::parse(t.params_json);
@@ -58,11 +144,21 @@ TrialRecord record_of(const store::StoredTrial& t, const std::string& objective)
   if (objective == kThroughputObjective) {
     r.curve = throughput_curve(t.step_times_s);
     if (r.state == TrialRecord::State::kCompleted) r.value = t.throughput;
-    return r;
+  } else {
+    for (const trial::MetricReport& m : t.metrics)
+      if (m.name == objective) r.curve.push_back({m.step.value_or(0), m.value});
+    if (r.state == TrialRecord::State::kCompleted) r.value = t.objective;
   }
-  for (const trial::MetricReport& m : t.metrics)
-    if (m.name == objective) r.curve.push_back({m.step.value_or(0), m.value});
-  if (r.state == TrialRecord::State::kCompleted) r.value = t.objective;
+  if (!objectives.empty() && r.state == TrialRecord::State::kCompleted) {
+    if (std::optional<std::vector<double>> values = trial_values(t, objectives)) {
+      r.values = std::move(*values);
+      r.value = r.values.front();
+    } else {  // the samplers of several objectives need every value of a completed trial
+      r.state = TrialRecord::State::kFailed;
+      r.failure = trial::FailureKind::kCrashed;
+      r.value.reset();
+    }
+  }
   return r;
 }
 
@@ -124,12 +220,14 @@ void validate(const HpoOptions& o) {
   tune::validate_study_name(o.name);
   if (o.command.empty()) throw OptionError("command", "", "a command template is required");
   if (o.steps < 1) throw OptionError("steps", std::to_string(o.steps), "must be >= 1");
-  if (is_throughput(o) && o.steps < 2)
+  if ((is_throughput(o) || std::find(o.objectives.begin(), o.objectives.end(), kThroughputObjective) != o.objectives.end()) &&
+      o.steps < 2)
     throw OptionError("steps", std::to_string(o.steps),
                       "must be >= 2 (the first step is dropped as warm-up)");  // of the throughput objective
   if (o.objective.empty()) throw OptionError("objective", "", "must name a metric the trials report, or throughput");
   if (is_throughput(o) && o.direction != Direction::kMaximize)
     throw OptionError("direction", to_string(o.direction), "the throughput objective is maximized");
+  validate_objectives(o);
   if (o.max_trials < 0) throw OptionError("max_trials", std::to_string(o.max_trials), "must be >= 0 (0: no limit)");
   tune::validate_limits(o.limits, o.budget_s);
   tune::validate_trials_dir(o.trials_dir);
@@ -192,6 +290,12 @@ nlohmann::ordered_json hpo_identity(const Space& space, const HpoOptions& option
           {"strategy", options.strategy}};
   // Only where set, so the studies stored before it existed keep their identity.
   if (options.surrogate_ratio != 1) identity["surrogate_ratio"] = options.surrogate_ratio;
+  if (many_objectives(options)) {
+    identity["objectives"] = options.objectives;
+    nlohmann::ordered_json directions = nlohmann::ordered_json::array();
+    for (const Direction d : options.directions) directions.push_back(to_string(d));
+    identity["directions"] = std::move(directions);
+  }
   return identity;
 }
 
@@ -283,6 +387,10 @@ HpoSummary run_hpo(const Space& space, const HpoOptions& options, store::StudySt
                    const trial::Backend& backend, Sampler& sampler, Pruner& pruner, tune::StudyObserver& observer,
                    const std::atomic<int>& stop_requested) {
   validate(options);
+  if (many_objectives(options) && pruner.name() != "none")
+    throw OptionError("pruner", pruner.name(),
+                      "stops trials by one objective's learning curve; a study of several objectives runs every trial "
+                      "to its end (pruner none), as Optuna's pruners also need one objective");
   if (pruner.name() == "oppa" && !is_throughput(options))
     throw Error(fmt::format("pruner oppa: stops a trial by its throughput's confidence bound, and the objective is "
                             "'{}' (use median, percentile, asha or hyperband for a metric)",

@@ -67,8 +67,9 @@ bool StudyTrials::any_completed() const {
                      [](const TrialRecord& r) { return r.state == TrialRecord::State::kCompleted; });
 }
 
-void StudyTrials::consider_best(const store::StoredTrial& stored, Direction direction) {
-  if (stored.status == "completed" && stored.objective &&
+void StudyTrials::consider_best(const store::StoredTrial& stored, const HpoOptions& options) {
+  const Direction direction = options.direction;
+  if (!many_objectives(options) && stored.status == "completed" && stored.objective &&
       (!best || as_loss(direction, *stored.objective) < as_loss(direction, *best->objective)))
     best = stored;
 }
@@ -98,7 +99,7 @@ std::deque<Config> StudyTrials::resume(std::vector<store::StoredTrial> stored, s
       interrupted.push_back(Config::parse(t.params_json));
       continue;
     }
-    records.push_back(record_of(t, options.objective));
+    records.push_back(record_of(t, options.objective, options.objectives));
     books[t.number] = Book{t.id, t.dir, parse_state(t.hpo_json)};
   }
   summary.reused = static_cast<int>(records.size());
@@ -107,7 +108,9 @@ std::deque<Config> StudyTrials::resume(std::vector<store::StoredTrial> stored, s
     if (std::none_of(records.begin(), records.end(), [&](const TrialRecord& r) { return r.config == c; }) &&
         std::find(again.begin(), again.end(), c) == again.end())
       again.push_back(c);
-  if (const std::optional<std::size_t> i = best_hpo_trial(stored, options.direction)) best = stored[*i];
+  // Several objectives have a front, not one best (HpoSummary::front).
+  if (const std::optional<std::size_t> i = best_hpo_trial(stored, options.direction); i && !many_objectives(options))
+    best = stored[*i];
   return again;
 }
 
@@ -122,11 +125,12 @@ void StudyTrials::adopt(const std::vector<store::StoredTrial>& all, const HpoOpt
     }
     books.erase(t.number);
     if (t.status == "interrupted") continue;  // its configuration runs again (worker.cc: unfinished_configuration)
-    taken.push_back(record_of(t, options.objective));
+    taken.push_back(record_of(t, options.objective, options.objectives));
     books[t.number] = Book{t.id, t.dir, parse_state(t.hpo_json)};
   }
   records = std::move(taken);
-  if (const std::optional<std::size_t> i = best_hpo_trial(all, options.direction)) best = all[*i];
+  if (const std::optional<std::size_t> i = best_hpo_trial(all, options.direction); i && !many_objectives(options))
+    best = all[*i];
 }
 
 }  // namespace paratune::hpo

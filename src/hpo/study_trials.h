@@ -103,8 +103,9 @@ struct StudyTrials {
 
   TrialRecord& record(int number);
   [[nodiscard]] bool any_completed() const;
-  // `stored` becomes the best when it completed better than the best so far (a tie keeps the earlier).
-  void consider_best(const store::StoredTrial& stored, Direction direction);
+  // `stored` becomes the best when it completed better than the best so far (a tie keeps the earlier);
+  // never in a study of several objectives (a front, not one best).
+  void consider_best(const store::StoredTrial& stored, const HpoOptions& options);
 
   // Resuming (hpo/study.h): every stored trial as the sampler and pruner see it, but a first run
   // left running or interrupted (and, with retry_failed, a failed one), whose configuration is

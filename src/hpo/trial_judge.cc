@@ -169,6 +169,24 @@ store::TrialOutcome TrialJudge::judge_completed(const LiveRun& live, TrialRecord
                                                          reported_metric_names(result.output));
     return outcome;
   }
+  if (many_objectives(options_)) {  // every objective's last value, or the trial failed
+    const std::optional<double> throughput =
+        result.throughput.steps_used > 0 ? std::optional<double>(result.throughput.steps_per_s) : std::nullopt;
+    ObjectiveValues v = objective_values(result.output.metrics, throughput, options_.objectives);
+    if (!v.missing.empty()) {
+      r.state = TrialRecord::State::kFailed;
+      r.failure = trial::FailureKind::kCrashed;
+      r.value.reset();
+      outcome.status = "failed";
+      outcome.reason = v.missing == kThroughputObjective
+                           ? "no usable step time for the objective throughput (too few steps)"
+                           : fmt::format("reported no finite '{}', one of the study's objectives (it reported {})",
+                                         v.missing, reported_metric_names(result.output));
+      return outcome;
+    }
+    r.values = std::move(v.values);
+    r.value = r.values.front();
+  }
   r.state = TrialRecord::State::kCompleted;
   outcome.status = "completed";
   outcome.objective = r.value;

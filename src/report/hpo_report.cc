@@ -6,7 +6,9 @@
 #include <cmath>
 #include <map>
 
+#include "paratune/hpo/pareto.h"
 #include "paratune/report/tune_report.h"
+#include "paratune/spec/error.h"
 #include "paratune/spec/units.h"
 
 namespace paratune {
@@ -184,6 +186,82 @@ nlohmann::ordered_json to_json(const hpo::Transfer& t) {
           {"target_widths", t.target_widths},
           {"hyperparameters", t.hyperparameters},
           {"rates", rates}};
+}
+
+ParetoFront pareto_front_of(const std::vector<store::StoredTrial>& trials, const std::vector<std::string>& objectives,
+                            const std::vector<hpo::Direction>& directions) {
+  ParetoFront front;
+  front.objectives = objectives;
+  front.directions = directions;
+  if (objectives.empty()) return front;
+  std::vector<hpo::pareto::Losses> points;
+  hpo::pareto::Losses worst;
+  for (const store::StoredTrial& t : trials) {
+    const std::optional<std::vector<double>> v = hpo::trial_values(t, objectives);
+    if (!v) continue;
+    points.push_back(hpo::pareto::losses_of(*v, directions));
+    if (worst.empty()) worst = points.back();
+    for (std::size_t i = 0; i < worst.size(); ++i) worst[i] = std::max(worst[i], points.back()[i]);
+  }
+  front.completed = points.size();
+  front.members = hpo::pareto_front_trials(trials, objectives, directions);
+  for (const std::size_t i : front.members) front.values.push_back(*hpo::trial_values(trials[i], objectives));
+  if (points.empty()) return front;
+  for (std::size_t i = 0; i < worst.size(); ++i)  // back from losses to each objective's own sign
+    front.reference.push_back(directions[i] == hpo::Direction::kMinimize ? worst[i] : -worst[i]);
+  try {
+    front.hypervolume = hpo::pareto::hypervolume(points, worst);
+  } catch (const Error&) {  // past the size limit of 3 or more objectives: the front is shown without it
+  }
+  return front;
+}
+
+std::string format_pareto_front(const std::vector<store::StoredTrial>& trials, const ParetoFront& front) {
+  if (front.objectives.empty()) return "";
+  std::string out = fmt::format("Pareto front ({} of {} completed trials; {}), by {}:\n", front.members.size(),
+                                front.completed, [&] {
+                                  std::string what;
+                                  for (std::size_t i = 0; i < front.objectives.size(); ++i)
+                                    what += fmt::format("{}{} {}", i ? ", " : "", front.objectives[i],
+                                                        hpo::to_string(front.directions[i]));
+                                  return what;
+                                }(),
+                                front.objectives.front());
+  out += fmt::format("{:>5}", "trial");
+  for (const std::string& name : front.objectives) out += fmt::format("  {:>12}", name.substr(0, 12));
+  out += "  parameters\n";
+  for (std::size_t k = 0; k < front.members.size(); ++k) {
+    out += fmt::format("{:>5}", trials[front.members[k]].number);
+    for (const double v : front.values[k]) out += fmt::format("  {:>12.6g}", v);
+    out += "  " + params_words(trials[front.members[k]].params_json) + "\n";
+  }
+  if (front.members.empty()) out += "  none: no trial completed with every objective\n";
+  if (front.hypervolume) {
+    std::string reference;
+    for (std::size_t i = 0; i < front.reference.size(); ++i) reference += fmt::format("{}{:.6g}", i ? ", " : "", front.reference[i]);
+    out += fmt::format("hypervolume {:.6g} against the reference ({}): the worst value of each objective among the "
+                       "completed trials\n",
+                       *front.hypervolume, reference);
+  }
+  return out;
+}
+
+nlohmann::ordered_json pareto_front_json(const std::vector<store::StoredTrial>& trials, const ParetoFront& front) {
+  nlohmann::ordered_json directions = nlohmann::ordered_json::array(), members = nlohmann::ordered_json::array();
+  for (const hpo::Direction d : front.directions) directions.push_back(hpo::to_string(d));
+  for (std::size_t k = 0; k < front.members.size(); ++k) {
+    const store::StoredTrial& t = trials[front.members[k]];
+    members.push_back({{"number", t.number},
+                       {"values", front.values[k]},
+                       {"params", nlohmann::ordered_json::parse(t.params_json, nullptr, false)}});
+  }
+  return {{"objectives", front.objectives},
+          {"directions", directions},
+          {"trials", members},
+          {"completed", front.completed},
+          {"reference", front.reference},
+          {"reference_rule", "the worst value of each objective among the completed trials"},
+          {"hypervolume", front.hypervolume ? nlohmann::ordered_json(*front.hypervolume) : nullptr}};
 }
 
 }  // namespace paratune

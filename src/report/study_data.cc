@@ -116,15 +116,21 @@ StudyObjective study_objective(const store::StudyInfo& study) {
   measured.hpo = true;
   measured.objective = identity.value("objective", measured.objective);
   measured.direction = hpo::parse_direction(identity.value("direction", std::string("maximize")));
+  if (identity.contains("objectives") && identity["objectives"].is_array() && identity.contains("directions") &&
+      identity["directions"].is_array() && identity["objectives"].size() == identity["directions"].size()) {
+    for (const auto& o : identity["objectives"]) measured.objectives.push_back(o.get<std::string>());
+    for (const auto& d : identity["directions"]) measured.directions.push_back(hpo::parse_direction(d.get<std::string>()));
+  }
   return measured;
 }
 
 TrialAnalysis analyse_trials(const store::StudyStore& store, const store::StudyInfo& study,
                              const std::vector<store::StoredTrial>& trials) {
-  const std::string objective = study_objective(study).objective;
+  const StudyObjective measured = study_objective(study);
   TrialAnalysis analysis;
   for (const store::StoredTrial& t : trials)
-    if (t.status != "interrupted") analysis.records.push_back(hpo::record_of(t, objective));
+    if (t.status != "interrupted")
+      analysis.records.push_back(hpo::record_of(t, measured.objective, measured.objectives));
   // The space as the study was created, its parameters in their order.
   const nlohmann::ordered_json identity = parsed_or_null(study.config_json);
   if (identity.is_object() && identity.contains("space")) {
@@ -145,7 +151,9 @@ nlohmann::ordered_json study_data(const store::StudyStore& store, const store::S
                              {"parameters", parameter_types(identity)},
                              {"objective", measured.objective},
                              {"direction", hpo::to_string(measured.direction)}};
-  out.update(trials_json(trials, hpo::best_hpo_trial(trials, measured.direction)));
+  // Several objectives have a Pareto front, not one best.
+  out.update(trials_json(trials, measured.objectives.empty() ? hpo::best_hpo_trial(trials, measured.direction)
+                                                             : std::nullopt));
   const bool throughput = measured.objective == hpo::kThroughputObjective;
   for (std::size_t i = 0; i < trials.size(); ++i) {
     const store::StoredTrial& t = trials[i];
@@ -166,6 +174,17 @@ nlohmann::ordered_json study_data(const store::StudyStore& store, const store::S
     out["importance"] = importance_json(analysis.importance);
     // Only a study with retrains has the key: what an older study shows stays as it was.
     if (auto re = reevaluations_json(store, study.name, measured); !re["runs"].empty()) out["reevaluations"] = std::move(re);
+  }
+  if (!measured.objectives.empty()) {  // only then: what a study of one objective shows stays as it was
+    for (std::size_t i = 0; i < trials.size(); ++i) {
+      const std::optional<std::vector<double>> v = hpo::trial_values(trials[i], measured.objectives);
+      out["trials"][i]["values"] = v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+    }
+    nlohmann::ordered_json front =
+        pareto_front_json(trials, pareto_front_of(trials, measured.objectives, measured.directions));
+    out["objectives"] = measured.objectives;
+    out["directions"] = front["directions"];
+    out["pareto_front"] = std::move(front);
   }
   out["model"] = parsed_or_null(study.model_json);
   return out;

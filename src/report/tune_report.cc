@@ -323,6 +323,7 @@ nlohmann::ordered_json to_json(const hpo::HpoSummary& s) {
   j["elapsed_s"] = s.elapsed_s;
   if (!s.fusion_probe.is_null()) j["fusion_probe"] = s.fusion_probe;
   j.update(trials_json(s.trials, s.best));
+  if (!s.objectives.empty()) j["pareto_front"] = pareto_front_json(s.trials, pareto_front_of(s.trials, s.objectives, s.directions));
   return j;
 }
 
@@ -528,7 +529,7 @@ std::string format_trials(const std::vector<store::StoredTrial>& trials, std::op
 }
 
 std::string format_hpo_trials(const std::vector<store::StoredTrial>& trials, std::optional<std::size_t> best,
-                              const std::string& objective) {
+                              const std::string& objective, bool many_objectives) {
   // A "ranks" column (slots and strategy) when the trials trained with a strategy.
   const bool placed = std::any_of(trials.begin(), trials.end(), [](const auto& t) { return !placement(t).empty(); });
   auto ranks_cell = [&](const std::string& text) { return placed ? fmt::format(" {:<12}", text) : std::string(); };
@@ -544,7 +545,7 @@ std::string format_hpo_trials(const std::vector<store::StoredTrial>& trials, std
                        ranks_cell(where.empty() ? "-" : where), params_words(t.params_json));
     if (!t.reason.empty() && t.status != "completed") out += fmt::format("{:>7}{}\n", "", t.reason);
   }
-  return out + format_best(trials, best, objective);
+  return many_objectives ? out : out + format_best(trials, best, objective);
 }
 
 std::string format_space_size(const tune::SpaceSize& size) {
@@ -577,8 +578,16 @@ std::string format_study(const hpo::HpoSummary& s) {
                              ? fmt::format(" ({} leftover processes killed)", s.leftover_processes_killed)
                              : "");
   } else {
-    out += fmt::format("study '{}': {} sampler, {} pruner, objective {} ({})\n", s.name, s.sampler, s.pruner,
-                       s.objective, hpo::to_string(s.direction));
+    if (s.objectives.empty())
+      out += fmt::format("study '{}': {} sampler, {} pruner, objective {} ({})\n", s.name, s.sampler, s.pruner,
+                         s.objective, hpo::to_string(s.direction));
+    else
+      out += fmt::format("study '{}': {} sampler, {} pruner, objectives {}\n", s.name, s.sampler, s.pruner, [&] {
+        std::string what;
+        for (std::size_t i = 0; i < s.objectives.size(); ++i)
+          what += fmt::format("{}{} ({})", i ? ", " : "", s.objectives[i], hpo::to_string(s.directions[i]));
+        return what;
+      }());
     out += fmt::format("this run: {} new trials, {} promotions, {} reused, {} requeued{}; {} after {}\n", s.started,
                        s.promotions, s.reused, s.requeued,
                        s.retried_failed > 0 ? fmt::format(" ({} failed before: --retry-failed)", s.retried_failed) : "",
@@ -604,6 +613,9 @@ std::string format_study(const hpo::HpoSummary& s) {
   }
   out += failure_line(s.trials);
   if (!configurations) out += format_pruning(s.trials);
+  // Several objectives: the Pareto front, not the best.
+  if (!s.objectives.empty())
+    return out + "\n" + format_pareto_front(s.trials, pareto_front_of(s.trials, s.objectives, s.directions));
   // The five best completed trials, by the rule of the best (hpo::best_hpo_trial).
   std::vector<std::size_t> ranked;
   for (std::size_t i = 0; i < s.trials.size(); ++i)

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <set>
 #include <thread>
@@ -341,6 +342,56 @@ TEST_F(AskTell, DefineByRunAshaStopsATrialOutsideTheTopAtItsRung) {
   ASSERT_EQ(all.size(), 3u);
   EXPECT_EQ(all[2].status, "pruned");
   EXPECT_EQ(all[2].steps, 1);
+}
+
+// Several objectives (Optuna's directions): every value told at the end, stored as its objective's
+// metric; the front of the study; no curve and no pruner; a wrong count or a value that is not finite
+// fails the trial; the objectives are part of the identity.
+TEST_F(AskTell, SeveralObjectivesAreToldAtTheEndAndFormAFront) {
+  Parts parts(PrunerKind::kNone);
+  parts.sampler = make_sampler(SamplerKind::kRandom, parts.space,
+                               {.direction = Direction::kMinimize, .seed = 7,
+                                .directions = {Direction::kMinimize, Direction::kMaximize}});
+  const AskTellOptions options{.name = "mo", .objective = "loss", .objectives = {"loss", "accuracy"},
+                               .directions = {Direction::kMinimize, Direction::kMaximize}};
+  {
+    const auto study = parts.study(store_, options);
+    // (loss, accuracy): (1, 0.5) and (2, 0.9) are on the front, (3, 0.4) is dominated by the first.
+    const std::vector<std::vector<double>> told{{1, 0.5}, {3, 0.4}, {2, 0.9}};
+    for (const std::vector<double>& values : told) {
+      const auto a = study->ask();
+      ASSERT_TRUE(a);
+      EXPECT_THROW(study->report(a->number, 0, values[0]), Error);
+      EXPECT_THROW(study->should_prune(a->number), Error);
+      EXPECT_THROW(study->report_metric(a->number, "accuracy", 1), Error);
+      const store::StoredTrial t = study->tell(a->number, {.values = values});
+      EXPECT_EQ(t.status, "completed");
+      EXPECT_EQ(trial_values(t, options.objectives), values);
+      EXPECT_EQ(t.objective, values[0]);
+    }
+    const auto wrong = study->ask();
+    const store::StoredTrial three = study->tell(wrong->number, {.values = {1, 2, 3}});
+    EXPECT_EQ(three.status, "failed");
+    EXPECT_EQ(three.reason, "it gave 3 values for the study's 2 objectives");
+    const auto nan = study->ask();
+    EXPECT_EQ(study->tell(nan->number, {.values = {1, std::nan("")}}).reason,
+              "its value of accuracy (nan) is not a finite number");
+    EXPECT_FALSE(study->best());
+    std::vector<int> front;
+    for (const store::StoredTrial& t : study->front()) front.push_back(t.number);
+    EXPECT_EQ(front, (std::vector<int>{1, 3}));
+  }
+  // Resumed with the same objectives: the trials are there; with others: refused.
+  EXPECT_EQ(parts.study(store_, options)->reused(), 5);
+  AskTellOptions other = options;
+  other.directions = {Direction::kMinimize, Direction::kMinimize};
+  EXPECT_THROW(parts.study(store_, other), Error);
+  // A pruner needs one objective.
+  Parts median(PrunerKind::kMedian);
+  median.sampler = std::move(parts.sampler);
+  AskTellOptions fresh = options;
+  fresh.name = "mo2";
+  EXPECT_THROW(median.study(store_, fresh), OptionError);
 }
 
 }  // namespace

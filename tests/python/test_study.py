@@ -457,3 +457,69 @@ def test_enqueued_trials_take_their_values_where_they_fit(tmp_path):
     study.enqueue_trial({"x": 0.25, "n": 40, "c": pair}, skip_if_exists=True)  # has run: not queued
     study.optimize(objective, n_trials=1)
     assert study.trials[-1].params != first.params
+
+
+def test_several_objectives_optuna_style(tmp_path, monkeypatch):
+    """create_study(directions=...): the objective returns a tuple, best_trials is the Pareto front,
+    the single-objective attributes raise RuntimeError as in Optuna, and the study is stored with its
+    objectives (paratune study show reads the same front)."""
+    storage = tmp_path / "mo.db"
+    study = paratune.create_study(storage=storage, study_name="mo", directions=["minimize", "maximize"],
+                                  sampler="random", seed=3)
+    assert study.directions == ["minimize", "maximize"]
+    told = {0: (1.0, 0.5), 1: (3.0, 0.4), 2: (2.0, 0.9), 3: (0.5, 0.1)}  # trial 2 is dominated by trial 1
+
+    def objective(trial):
+        k = trial.suggest_int("k", 0, 3)
+        trial.set_user_attr("k", k)
+        return told[k]
+
+    for k in range(4):
+        study.enqueue_trial({"k": k})
+    study.optimize(objective, n_trials=4)
+    assert [t.values for t in study.trials] == [list(told[k]) for k in range(4)]
+    # The front, by the first objective: trials 4 (0.5, 0.1), 1 (1, 0.5), 3 (2, 0.9).
+    assert [t.number for t in study.best_trials] == [4, 1, 3]
+    for name in ("best_trial", "best_params", "best_value", "direction"):
+        with pytest.raises(RuntimeError, match="several objectives"):
+            getattr(study, name)
+    with pytest.raises(RuntimeError, match="use values"):
+        study.trials[0].value
+    # ask/tell with a list of values; a wrong count fails the trial with a warning, as in Optuna.
+    trial = study.ask()
+    trial.suggest_int("k", 0, 3)
+    with pytest.raises(paratune.Error, match="several objectives"):
+        trial.report(1.0, 0)
+    with pytest.raises(paratune.Error, match="several objectives"):
+        trial.should_prune()
+    frozen = study.tell(trial, [0.1, 0.95])
+    assert frozen.values == [0.1, 0.95] and frozen.state == TrialState.COMPLETE
+    assert [t.number for t in study.best_trials] == [5]
+    trial = study.ask()
+    with pytest.warns(UserWarning, match="it gave 1 values for the study's 2 objectives"):
+        frozen = study.tell(trial, [1.0])
+    assert frozen.state == TrialState.FAIL and frozen.values is None
+    # An objective that returns one number fails its trial, saying so.
+    study.optimize(lambda t: 1.0, n_trials=1)
+    assert "not a tuple or list" in study.trials[-1].reason
+    # Optuna's trials_dataframe columns values_0, values_1.
+    fake = types.ModuleType("pandas")
+    fake.DataFrame = lambda rows: rows
+    monkeypatch.setitem(sys.modules, "pandas", fake)
+    rows = study.trials_dataframe()
+    assert rows[0]["values_0"] == 1.0 and rows[0]["values_1"] == 0.5 and "value" not in rows[0]
+    # Loaded again: the directions as stored, no pruner by default.
+    del study
+    gc.collect()
+    loaded = paratune.load_study("mo", storage)
+    assert loaded.directions == ["minimize", "maximize"] and [t.number for t in loaded.best_trials] == [5]
+    with pytest.raises(paratune.Error, match="directions"):
+        paratune.create_study(storage=storage, study_name="mo", directions=["minimize", "minimize"],
+                              load_if_exists=True)
+    # What needs one objective is refused.
+    with pytest.raises(paratune.Error, match="pruner = median"):
+        paratune.create_study(directions=["minimize", "minimize"], pruner="median")
+    with pytest.raises(paratune.Error, match="sampler gp: searches one objective"):
+        paratune.create_study(directions=["minimize", "minimize"], sampler="gp")
+    with pytest.raises(paratune.Error, match="not both"):
+        paratune.create_study(direction="minimize", directions=["minimize", "minimize"])

@@ -114,6 +114,33 @@ void write_hostile_hpo_study(const std::filesystem::path& file) {
   }
 }
 
+// A study of several objectives in `file` (hpo::HpoOptions::objectives), hostile the same way: its
+// objectives' names, parameter names and values; four completed trials, three of them on the front.
+void write_hostile_pareto_study(const std::filesystem::path& file) {
+  paratune::store::SqliteStudyStore store(file);
+  const std::vector<std::string> objectives{hostile("loss"), hostile("cost")};
+  const nlohmann::json identity{{"kind", "hpo"},          {"objective", objectives[0]},
+                                {"direction", "minimize"}, {"objectives", objectives},
+                                {"directions", {"minimize", "minimize"}}};
+  const std::int64_t study = store.open_study(hostile("pareto"), identity.dump());
+  const std::string name = hostile("p");
+  const double values[][2] = {{0, 3}, {1, 1}, {2, 2}, {3, 0}};
+  for (int i = 0; i < 4; ++i) {
+    const nlohmann::json params{{name, hostile("v")}};
+    const auto [id, number] = store.begin_trial(study, params.dump(), "{}", "true", "/tmp/t");
+    paratune::trial::TrialResult result;
+    result.status = paratune::trial::TrialStatus::kCompleted;
+    result.started_unix_s = 1000 + 10 * i;
+    result.ended_unix_s = 1000 + 10 * i + 8;
+    result.output.steps.push_back({0, 0.1});
+    for (int k = 0; k < 2; ++k) result.output.metrics.push_back({objectives[k], values[i][k], 0, std::nullopt});
+    paratune::store::TrialOutcome outcome;
+    outcome.status = "completed";
+    outcome.objective = values[i][0];
+    store.finish_trial(id, result, &outcome);
+  }
+}
+
 // A search of parallel configurations in `file`, hostile the same way, whose trials carry the search's
 // predictions (the predicted-against-measured chart) and enough completed trials for importance.
 void write_hostile_configuration_study(const std::filesystem::path& file) {
@@ -152,7 +179,8 @@ TEST(HtmlHostile, StudyReportsShowHostileStringsAsText) {
   const auto dir = hostile_page_dir("report");
   write_hostile_hpo_study(dir / "hpo.db");
   write_hostile_configuration_study(dir / "search.db");
-  for (const std::string& study : std::vector<std::string>{"hpo", "search"}) {
+  write_hostile_pareto_study(dir / "pareto.db");
+  for (const std::string& study : std::vector<std::string>{"hpo", "search", "pareto"}) {
     const Result written =
         run(fmt::format("report {} --html {}", (dir / (study + ".db")).string(), (dir / (study + ".html")).string()));
     ASSERT_EQ(written.exit_code, 0) << written.output;

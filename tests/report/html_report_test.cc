@@ -125,6 +125,34 @@ TEST(HtmlReport, AConfigurationStudyShowsPredictedAgainstMeasured) {
   EXPECT_NE(out.find("\"id\":\"chart-predicted\""), std::string::npos) << out;
 }
 
+// A study of several objectives (tune --objective a,b): the Pareto front's chart -- every completed
+// trial in the two objectives, the front's members a series of their own, joined -- and its table.
+TEST(HtmlReport, AStudyOfTwoObjectivesShowsItsParetoFront) {
+  PARATUNE_NEED_SERVER(browser_problem());
+  const auto dir = html_report_dir("pareto");
+  write_file(dir / "space.yaml", "parameters:\n  x: [0, 1, 2, 3, 4]\n  y: {type: float, low: 0, high: 1}\n");
+  // loss = x + y, cost = 4 - x: the trials of the lowest y for each x are the front.
+  write_file(dir / "trial.sh", R"(#!/bin/sh
+echo "@paratune {\"metric\": \"loss\", \"value\": $(awk "BEGIN { print $1 + $2 }")}"
+echo "@paratune {\"metric\": \"cost\", \"value\": $((4 - $1))}"
+echo '@paratune {"step": 0, "step_time_s": 0.01}'
+)");
+  const Result r = run(fmt::format("tune --space {} --study {} --trials-dir {} --command 'sh {} {{x}} {{y}}' --steps 1 "
+                                   "--algo random --seed 4 --max-trials 12 --objective loss,cost --direction minimize,minimize",
+                                   (dir / "space.yaml").string(), (dir / "s.db").string(), (dir / "trials").string(),
+                                   (dir / "trial.sh").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Result shown = run(fmt::format("study show {} --json", (dir / "s.db").string()));
+  const nlohmann::json front = nlohmann::json::parse(shown.output)["pareto_front"];
+  const std::string out = report_and_check(dir, "study-pareto.png", "--min-charts 5 --expect-text 'Pareto front' "
+                                                                    "--expect-text 'Objectives: loss (minimize), cost (minimize)'");
+  const nlohmann::json chart = chart_info(out, "chart-pareto");
+  ASSERT_TRUE(chart.is_object()) << out;
+  EXPECT_EQ(chart["points"], 12) << out;
+  EXPECT_EQ(chart["series"], nlohmann::json::array({"dominated", "Pareto front"})) << out;
+  EXPECT_GE(front["trials"].size(), 2u) << shown.output;
+}
+
 TEST(HtmlReport, AStudyOfOneTrialAndOneOfOnlyFailedTrialsOpen) {
   PARATUNE_NEED_SERVER(browser_problem());
   const auto one = html_report_dir("one");

@@ -476,6 +476,47 @@
     return { categorical: false, axis: axis, value: function (v) { return v; } };
   }
 
+  // A study of several objectives (study_data.h "pareto_front"): every completed trial in the first two
+  // objectives, the front highlighted and joined in the order of the first objective, and the front
+  // as a table with every objective and the hypervolume against its stated reference.
+  function renderParetoFront(d, card) {
+    var front = d.pareto_front;
+    var onFront = {};
+    front.trials.forEach(function (t) { onFront[t.number] = true; });
+    var valued = (d.trials || []).filter(function (t) { return Array.isArray(t.values); });
+    var x = d.objectives[0], y = d.objectives[1];
+    var point = function (t) { return [t.values[0], t.values[1], t.number, paramText(t.params)]; };
+    var hv = front.hypervolume === null ? '' : ' Hypervolume ' + num(front.hypervolume, 6) + ' against the reference (' +
+      front.reference.map(function (v) { return num(v, 6); }).join(', ') + '): ' + front.reference_rule + '.';
+    var c = card('card-pareto', 'Pareto front', front.trials.length + ' of ' + front.completed + ' completed trials are on the front: no other ' +
+      'completed trial is at least as good in every objective and better in one. Every completed trial in ' + x + ' and ' + y +
+      (d.objectives.length > 2 ? ' (the first two of ' + d.objectives.length + ' objectives: a point of the front may look dominated here)' : '') +
+      '; the front joined in the order of ' + x + '.' + hv);
+    var tip = function (p) {
+      return 'trial ' + p.value[2] + (onFront[p.value[2]] ? ' (on the front)' : '') + '\n' + x + ' ' + num(p.value[0], 6) + ', ' + y + ' ' +
+        num(p.value[1], 6) + '\n' + p.value[3];
+    };
+    chart(c, 'chart-pareto', 340, {
+      tooltip: { trigger: 'item', formatter: tip },
+      legend: { top: 0 },
+      grid: { left: 80, right: 30, top: 40, bottom: 50 },
+      xAxis: { type: 'value', name: x, nameLocation: 'middle', nameGap: 28, scale: true },
+      yAxis: { type: 'value', name: y, scale: true },
+      series: [
+        { type: 'scatter', name: 'dominated', symbolSize: 6, itemStyle: { color: '#9aa5b1' },
+          data: valued.filter(function (t) { return !onFront[t.number]; }).map(point) },
+        { type: 'line', name: 'Pareto front', symbolSize: 9, showSymbol: true, itemStyle: { color: '#d62728' },
+          data: front.trials.map(function (t) { return [t.values[0], t.values[1], t.number, paramText(t.params)]; }) }
+      ]
+    }, valued.length);
+    var columns = [{ title: 'trial', value: function (t) { return t.number; } }];
+    d.objectives.forEach(function (o, i) {
+      columns.push({ title: o + ' (' + d.directions[i] + ')', value: function (t) { return t.values[i]; }, format: function (v) { return num(v, 6); } });
+    });
+    columns.push({ title: 'parameters', value: function (t) { return paramText(t.params); }, cls: function () { return 'mono'; } });
+    table(c, columns, front.trials, 'table-pareto');
+  }
+
   function renderStudy(d, app) {
     var trials = d.trials || [];
     var valued = trials.filter(function (t) { return t.status === 'completed' && typeof t.value === 'number' && isFinite(t.value); });
@@ -485,7 +526,10 @@
     head.innerHTML = '';
     head.appendChild(el('h1', { text: 'Study \u2018' + d.study + '\u2019' }));
     var counts = Object.keys(d.status_counts || {}).map(function (k) { return d.status_counts[k] + ' ' + k; }).join(', ');
-    head.appendChild(el('p', { id: 'study-counts', text: trials.length + ' trials' + (counts ? ': ' + counts : '') + '. Objective: ' + d.objective + ' (' + d.direction + ').' }));
+    var objectives = d.pareto_front
+      ? 'Objectives: ' + d.objectives.map(function (o, i) { return o + ' (' + d.directions[i] + ')'; }).join(', ')
+      : 'Objective: ' + d.objective + ' (' + d.direction + ')';
+    head.appendChild(el('p', { id: 'study-counts', text: trials.length + ' trials' + (counts ? ': ' + counts : '') + '. ' + objectives + '.' }));
     if (d.best) head.appendChild(el('p', { cls: 'best', text: 'Best: trial ' + d.best.number + ' (' + paramText(d.best.params) + '), ' +
       d.objective + ' ' + num(d.best.objective !== undefined ? d.best.objective : d.best.throughput, 6) }));
     if (d.live) {
@@ -532,6 +576,8 @@
     chart(history, 'chart-history', 280, historyOption(function (t) { return t.number; }, bestLine, 'trial'), plotted.length);
     chart(history, 'chart-history-time', 280, historyOption(function (t) { return t.ended_unix_s > 0 ? t.ended_unix_s - t0 : null; }, bestTime, 'time', seconds),
           plotted.length);
+
+    if (d.pareto_front) renderParetoFront(d, card);
 
     // Each trial on a timeline, one row per worker and slot (lanes packed where the store has no slot).
     var rows = [], rowIndex = {}, laneEnds = {};

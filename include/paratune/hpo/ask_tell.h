@@ -60,6 +60,12 @@ struct AskTellOptions {
   std::string name = "main";         // the study within the store
   std::string objective = "value";   // the name its values are stored under (a metric)
   Direction direction = Direction::kMinimize;
+  // Several objectives (Optuna's directions): each one's name (its values stored as that metric) and
+  // direction, in order; `objective` and `direction` are then the first's. Empty for one objective;
+  // never of size 1. A trial is told all its values at its end (TrialEnd::values); it reports no
+  // curve and no pruner judges it (Optuna's report and should_prune need one objective too).
+  std::vector<std::string> objectives;
+  std::vector<Direction> directions;
   // The steps of a full trial, if the program has such a number: part of the study's identity and
   // shown in reports; 0: not stated. The median and percentile pruners do not need it.
   std::int64_t steps = 0;
@@ -92,6 +98,9 @@ struct TrialEnd {
   Kind kind = Kind::kCompleted;
   // kCompleted: the final value; none: the last value reported. kPruned: none (its last report).
   std::optional<double> value;
+  // kCompleted in a study of several objectives: one value per objective, in order (`value` unused);
+  // a wrong count or a value that is not finite is stored as failed, saying so.
+  std::vector<double> values;
   std::string reason;  // kFailed, kOutOfMemory, kInterrupted: one line; kPruned: optional
 };
 
@@ -146,9 +155,13 @@ class AskTellStudy {
   // reported) is stored as failed, saying so. Returns the trial as stored.
   store::StoredTrial tell(int number, const TrialEnd& end);
 
-  // Every trial of the study, in number order, and the best completed one (index into it).
+  // Every trial of the study, in number order, and the best completed one (none in a study of
+  // several objectives: it has a front).
   [[nodiscard]] std::vector<store::StoredTrial> trials() const;
   [[nodiscard]] std::optional<store::StoredTrial> best() const;
+  // A study of several objectives: its Pareto front (hpo/study.h pareto_front_trials), best first by
+  // the first objective; empty for one objective.
+  [[nodiscard]] std::vector<store::StoredTrial> front() const;
   [[nodiscard]] std::int64_t study_id() const { return study_; }
   [[nodiscard]] int reused() const { return reused_; }      // finished trials found in the store
   [[nodiscard]] int requeued() const { return requeued_; }  // interrupted configurations asked again first
@@ -176,6 +189,8 @@ class AskTellStudy {
   // sampler made for them (kept while they stay the same).
   void update_model();
   nlohmann::json independent_value(int number, const Distribution& d);
+  void tell_values(TrialRecord& r, const std::vector<double>& values, trial::TrialResult& result,
+                   store::TrialOutcome& outcome) const;
 
   const Space* space_ = nullptr;  // null: define-by-run
   AskTellOptions options_;

@@ -77,5 +77,8 @@ std::unique_ptr<Sampler> make_nsga2_sampler(const Space& space, const SamplerOpt
 
 // Whether the sampler searches a study of several objectives (nsga2, tpe, random, grid).
 bool searches_many_objectives(SamplerKind kind);
+// Throws Error when options.directions has one entry, or several and the sampler searches one
+// objective (make_sampler's check, for those who make samplers later: a define-by-run study).
+void check_objectives(SamplerKind kind, const SamplerOptions& options);
 
 }  // namespace paratune::hpo

@@ -21,7 +21,7 @@
 // loses nothing). A resumed run whose first step is not the one after its checkpoint fails with that
 // reason (the program announced checkpoints it does not resume from).
 //
-// Resuming (same store, study name and identity — space, command, steps, objective, direction,
+// Resuming (same store, study name and identity — space, command, steps, objectives, directions,
 // pruner and its settings, memory limit, step-time regex, trial ranks, strategy): every finished run
 // is reused; a trial left running on its
 // first run is marked interrupted and its configuration runs again as a new trial; a trial left
@@ -55,6 +55,13 @@ struct HpoOptions {
   int steps = 20;                   // a full trial's steps: the pruners' max resource, {steps}
   std::string objective = kThroughputObjective;  // a metric name the trials report, or "throughput"
   Direction direction = Direction::kMaximize;
+  // A study of several objectives (a Pareto front, hpo/pareto.h): each one -- a metric, or
+  // throughput -- and its direction, in order; `objective` and `direction` are then the first's
+  // (its curve is the one shown while trials run). Empty for a study of one objective; never of
+  // size 1. A completed trial's values are the last value it reported of each (trial_values); a
+  // trial that reports not every one fails. Pruning needs one objective: the pruner must be none.
+  std::vector<std::string> objectives;
+  std::vector<Direction> directions;
   trial::TrialLimits limits;        // timeout, hang, grace, memory limit (per run)
   std::string step_time_regex;      // trial/protocol.h
   int max_trials = 0;               // configurations in the study in all, reused ones included; 0: no limit
@@ -99,6 +106,8 @@ struct HpoOptions {
 };
 // Throws OptionError naming the field and the rule.
 void validate(const HpoOptions& options);
+// Whether the study has several objectives (HpoOptions::objectives).
+inline bool many_objectives(const HpoOptions& options) { return !options.objectives.empty(); }
 // The study's trainer: options.trainer, else trainer_for(options.command); null when neither.
 const TrainerProgram* trainer_of(const HpoOptions& options);
 // --strategy auto: each trial's strategy chosen by the cost model of the study's trainer
@@ -137,7 +146,12 @@ struct HpoSummary {
   tune::StopReason stop = tune::StopReason::kExhausted;
   double elapsed_s = 0;
   std::vector<store::StoredTrial> trials;  // every trial of the study, in number order
-  std::optional<std::size_t> best;         // index into trials: best_hpo_trial
+  std::optional<std::size_t> best;         // index into trials: best_hpo_trial; none with several objectives
+  // Several objectives (HpoOptions::objectives): the Pareto front, indices into trials
+  // (pareto_front_trials); `trials` then holds their metrics. Empty otherwise.
+  std::vector<std::size_t> front;
+  std::vector<std::string> objectives;
+  std::vector<Direction> directions;
   // A configuration study's space (tune::run_configuration_study), whose summary is told in the
   // terms configuration studies always had (report/tune_report.h format_study); none otherwise.
   std::optional<tune::SpaceSize> space;
@@ -152,6 +166,26 @@ std::optional<double> trial_value(const store::StoredTrial& trial);
 // (earliest on a tie).
 std::optional<std::size_t> best_hpo_trial(const std::vector<store::StoredTrial>& trials, Direction direction);
 
+// A study of several objectives: each objective's value in a run's metrics, in order -- the last
+// value reported of each metric, the throughput estimate for "throughput" -- or the first objective
+// with no finite value (its name) when one is missing. Shared by the controller (a run that ends)
+// and readers of stored trials (trial_values), so both take the same values.
+struct ObjectiveValues {
+  std::vector<double> values;  // complete when `missing` is empty
+  std::string missing;
+};
+ObjectiveValues objective_values(const std::vector<trial::MetricReport>& metrics, std::optional<double> throughput,
+                                 const std::vector<std::string>& objectives);
+// A stored trial's values (read with its metrics): objective_values of its metrics and throughput;
+// none unless it completed with every one.
+std::optional<std::vector<double>> trial_values(const store::StoredTrial& trial, const std::vector<std::string>& objectives);
+// The Pareto front of a study of several objectives (hpo/pareto.h): the indices of the completed
+// trials with every value (trial_values) that no other such trial dominates, by the first
+// objective's value, best first (then by number). Equal points are all on it.
+std::vector<std::size_t> pareto_front_trials(const std::vector<store::StoredTrial>& trials,
+                                             const std::vector<std::string>& objectives,
+                                             const std::vector<Direction>& directions);
+
 // The slots a configuration's trial takes: its "ranks" parameter, else options.trial_ranks.
 int ranks_of(const HpoOptions& options, const Config& config);
 
@@ -163,8 +197,11 @@ trial::TrialLaunch render_run(const Space& space, const HpoOptions& options, con
                               const std::string& strategy);
 
 // A stored trial (read with its metrics: StudyStore::trials(study, true)) as samplers and pruners
-// see it: state from its status, the objective's curve from its metrics, value when completed.
-TrialRecord record_of(const store::StoredTrial& trial, const std::string& objective);
+// see it: state from its status, the objective's curve from its metrics, value when completed. A
+// study of several objectives (`objectives` not empty; `objective` their first): a completed trial's
+// values too (trial_values; one stored without them, which the study never writes, is failed).
+TrialRecord record_of(const store::StoredTrial& trial, const std::string& objective,
+                      const std::vector<std::string>& objectives = {});
 
 // The study's identity as stored: what must match to resume it.
 nlohmann::ordered_json hpo_identity(const Space& space, const HpoOptions& options, const Pruner& pruner);

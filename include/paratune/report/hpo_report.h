@@ -43,6 +43,29 @@ std::string format_reevaluation(const hpo::Reevaluation& reevaluation, const std
 // {k, rule, candidates, chosen (the search's trial number, or null), runs: [to_json(run)...]}.
 nlohmann::ordered_json to_json(const hpo::Reevaluation& reevaluation, const std::string& objective);
 
+// A study of several objectives (hpo::HpoOptions::objectives): its Pareto front
+// (hpo::pareto_front_trials of `trials`, read with their metrics), best first by the first
+// objective, and its hypervolume (hpo/pareto.h) against a reference point: the worst value of each
+// objective over the completed trials with every value (Optuna and pymoo leave the reference to the
+// user; the worst seen needs no input, and a front point on it adds nothing along that objective).
+struct ParetoFront {
+  std::vector<std::string> objectives;
+  std::vector<hpo::Direction> directions;
+  std::vector<std::size_t> members;             // indices into the trials, best first by the first objective
+  std::vector<std::vector<double>> values;      // each member's values, in the objectives' order
+  std::size_t completed = 0;                    // completed trials with every value
+  std::vector<double> reference;                // the worst value of each objective; empty with none completed
+  std::optional<double> hypervolume;            // none when no trial completed, or past hpo::pareto's size limit
+};
+ParetoFront pareto_front_of(const std::vector<store::StoredTrial>& trials, const std::vector<std::string>& objectives,
+                            const std::vector<hpo::Direction>& directions);
+// "Pareto front (3 of 5 completed trials), by loss:" then one line per member -- trial, each value,
+// parameters -- and the hypervolume with its reference; "" for a study of one objective.
+std::string format_pareto_front(const std::vector<store::StoredTrial>& trials, const ParetoFront& front);
+// {objectives, directions, trials: [{number, values, params}...], completed, reference, reference_rule,
+// hypervolume (null when none)}.
+nlohmann::ordered_json pareto_front_json(const std::vector<store::StoredTrial>& trials, const ParetoFront& front);
+
 // A surrogate study's best configuration at the target width: its values, and each weight role's
 // effective learning rate and weight decay on the surrogate and on the target (hpo/surrogate.h).
 std::string format_transfer(const hpo::Transfer& transfer);

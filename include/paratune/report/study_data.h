@@ -20,6 +20,10 @@ struct StudyObjective {
   bool hpo = false;
   std::string objective = hpo::kThroughputObjective;
   hpo::Direction direction = hpo::Direction::kMaximize;
+  // A study of several objectives (identity "objectives", "directions"; hpo::HpoOptions::objectives):
+  // all of them, `objective` and `direction` the first's; empty for one objective.
+  std::vector<std::string> objectives;
+  std::vector<hpo::Direction> directions;
 };
 StudyObjective study_objective(const store::StudyInfo& study);
 
@@ -56,7 +60,10 @@ const store::StudyInfo& choose_study(const std::vector<store::StudyInfo>& studie
 //   from the study's space, so charts draw integer, categorical and log-scaled parameters on the
 //   axes they need; a listed value of a search of configurations is categorical, its choices in the
 //   order listed; {} when the study holds no space), model (the search's fitted model, or null),
-//   reevaluations (hyperparameter studies: reevaluations_json, its retrains of the best).
+//   reevaluations (hyperparameter studies: reevaluations_json, its retrains of the best), and only
+//   in a study of several objectives objectives, directions and pareto_front
+//   (report/hpo_report.h pareto_front_json); each trial then has "values" (null unless completed
+//   with every one).
 nlohmann::ordered_json study_data(const store::StudyStore& store, const store::StudyInfo& study);
 
 }  // namespace paratune

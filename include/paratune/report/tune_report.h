@@ -84,8 +84,10 @@ std::string progress_eta(const ProgressView& view);
 // confidence interval, where it ran, why it ended), and of a hyperparameter study (status, rung,
 // steps, objective, throughput, ranks and strategy when they trained with one, parameters).
 std::string format_trials(const std::vector<store::StoredTrial>& trials, std::optional<std::size_t> best);
+// `many_objectives`: a study of several objectives (hpo::HpoOptions::objectives), whose column is the first
+// objective's and which has a Pareto front (report/hpo_report.h) instead of a best trial.
 std::string format_hpo_trials(const std::vector<store::StoredTrial>& trials, std::optional<std::size_t> best,
-                              const std::string& objective);
+                              const std::string& objective, bool many_objectives = false);
 
 // The space's size, one phrase printed alike when `tune` starts and in its summary:
 // "168 valid points of 192 combinations" (a space file), "8700 valid points (of 12000
