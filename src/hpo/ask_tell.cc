@@ -629,7 +629,9 @@ store::StoredTrial AskTellStudy::tell(int number, const TrialEnd& end) {
       if (other.record > record) --other.record;
   }
   store_.finish_trial(id, result, &outcome);
-  return store_.trial(id);
+  store::StoredTrial stored = store_.trial(id);
+  stored.metrics = std::move(result.output.metrics);  // what was just stored (trial() reads no metrics): its values
+  return stored;
 }
 
 // A study of several objectives: each value stored as its objective's metric (at the last step

@@ -152,7 +152,7 @@ class AskTellStudy {
   // told kPruned.
   bool should_prune(int number);
   // The trial's end, stored in one transaction. A kCompleted without a finite value (given or
-  // reported) is stored as failed, saying so. Returns the trial as stored.
+  // reported) is stored as failed, saying so. Returns the trial as stored, with its metrics.
   store::StoredTrial tell(int number, const TrialEnd& end);
 
   // Every trial of the study, in number order, and the best completed one (none in a study of
