@@ -551,8 +551,12 @@
       return s;
     }
 
+    // Several objectives: the front first, the view of such a study.
+    if (d.pareto_front) renderParetoFront(d, card);
+
     // Optimization history: every trial with a value, coloured by status (pruned, stopped or failed
-    // trials at the last value they reported), and the best completed trial so far.
+    // trials at the last value they reported), and the best completed trial so far (one objective: a
+    // study of several has a front, not a best).
     var plotted = trials.filter(function (t) { return lastValue(t) !== null; });
     var byNumber = valued.slice().sort(function (a, b) { return a.number - b.number; });
     var best = null, bestLine = [], bestTime = [];
@@ -561,10 +565,11 @@
     best = null;
     byEnd.forEach(function (t) { if (best === null || better(d, t.value, best)) best = t.value; bestTime.push([t.ended_unix_s - t0, best]); });
     var history = card('card-history', 'Optimization history', 'Each trial\'s ' + d.objective + ' by trial number and by time since the first trial started, ' +
-      'coloured by status: a completed trial\'s result, a pruned, stopped or failed trial\'s last reported value; the line is the best completed trial so far.');
+      'coloured by status: a completed trial\'s result, a pruned, stopped or failed trial\'s last reported value' +
+      (d.pareto_front ? ' (the first objective).' : '; the line is the best completed trial so far.'));
     var historyOption = function (x, line, xName, xFormat) {
       var series = byStatus(plotted.filter(function (t) { return x(t) !== null; }), function (t) { return [x(t), lastValue(t)]; });
-      series.push({ type: 'line', name: 'best so far', step: 'end', data: line, showSymbol: false, itemStyle: { color: '#333' } });
+      if (!d.pareto_front) series.push({ type: 'line', name: 'best so far', step: 'end', data: line, showSymbol: false, itemStyle: { color: '#333' } });
       return {
         tooltip: { trigger: 'item' }, legend: { top: 0 },
         grid: { left: 70, right: 30, top: 40, bottom: 40 },
@@ -576,8 +581,6 @@
     chart(history, 'chart-history', 280, historyOption(function (t) { return t.number; }, bestLine, 'trial'), plotted.length);
     chart(history, 'chart-history-time', 280, historyOption(function (t) { return t.ended_unix_s > 0 ? t.ended_unix_s - t0 : null; }, bestTime, 'time', seconds),
           plotted.length);
-
-    if (d.pareto_front) renderParetoFront(d, card);
 
     // Each trial on a timeline, one row per worker and slot (lanes packed where the store has no slot).
     var rows = [], rowIndex = {}, laneEnds = {};
