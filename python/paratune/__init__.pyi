@@ -207,6 +207,9 @@ class Study:
     @property
     def direction(self) -> Literal["minimize", "maximize"]: ...
     @property
+    def directions(self) -> list[Literal["minimize", "maximize"]]:
+        """Each objective's direction, in order (one for a study of one objective)."""
+    @property
     def identity(self) -> dict[str, Any]:
         """What the study was created with (space, objective, pruner, ...)."""
     @property
@@ -217,6 +220,9 @@ class Study:
     @property
     def best_trial(self) -> StoredTrial | None:
         """The same as best (Optuna's name)."""
+    @property
+    def best_trials(self) -> list[StoredTrial]:
+        """A study of several objectives: its Pareto front, best first by the first objective; [] otherwise."""
     @property
     def best_params(self) -> dict[str, Any] | None: ...
     @property

@@ -52,6 +52,9 @@ StudyView read_study(const std::string& storage, const std::string& name) {
   view.data = study_data(*store, view.info);
   // Several objectives have a Pareto front, not one best.
   if (measured.objectives.empty()) view.best = hpo::best_hpo_trial(view.trials, measured.direction);
+  else view.front = hpo::pareto_front_trials(view.trials, measured.objectives, measured.directions);
+  for (const hpo::Direction d : measured.directions) view.directions.emplace_back(hpo::to_string(d));
+  if (view.directions.empty()) view.directions.push_back(view.direction);
   return view;
 }
 
@@ -117,6 +120,8 @@ void bind_studies(py::module_& m) {
                              "'hpo' (hyperparameters) or 'configurations' (parallel configurations).")
       .def_property_readonly("objective", [](const StudyView& s) { return s.objective; })
       .def_property_readonly("direction", [](const StudyView& s) { return s.direction; })
+      .def_property_readonly("directions", [](const StudyView& s) { return s.directions; },
+                             "Each objective's direction, in order (one for a study of one objective).")
       .def_property_readonly("identity", [](const StudyView& s) { return to_python(s.identity); },
                              "What the study was created with (space, objective, pruner, ...).")
       .def_property_readonly("trials", [](const StudyView& s) { return s.trials; })
@@ -126,6 +131,11 @@ void bind_studies(py::module_& m) {
       .def_property_readonly("best_trial", [](const StudyView& s) -> py::object {
         return s.best ? py::cast(s.trials[*s.best]) : py::none();
       }, "The same as best (Optuna's name).")
+      .def_property_readonly("best_trials", [](const StudyView& s) {
+        std::vector<store::StoredTrial> out;
+        for (const std::size_t i : s.front) out.push_back(s.trials[i]);
+        return out;
+      }, "A study of several objectives: its Pareto front, best first by the first objective; [] otherwise.")
       .def_property_readonly("best_params", [](const StudyView& s) -> py::object {
         return s.best ? to_python(nlohmann::ordered_json::parse(s.trials[*s.best].params_json, nullptr, false)) : py::none();
       })

@@ -35,7 +35,9 @@ struct StudyView {
   bool hpo = false;                  // a hyperparameter study (else parallel configurations)
   std::string objective, direction;
   std::vector<store::StoredTrial> trials;  // with steps and metrics, in number order
-  std::optional<std::size_t> best;         // index into trials
+  std::optional<std::size_t> best;         // index into trials; none with several objectives
+  std::vector<std::string> directions;     // each objective's, in order (one for one objective)
+  std::vector<std::size_t> front;          // several objectives: the Pareto front, indices into trials
   nlohmann::ordered_json data;             // report/study_data.h's document
   std::shared_ptr<const TemporaryStore> temporary;  // an in-memory study's store, kept while it is read
 };

@@ -513,6 +513,10 @@ def test_several_objectives_optuna_style(tmp_path, monkeypatch):
     gc.collect()
     loaded = paratune.load_study("mo", storage)
     assert loaded.directions == ["minimize", "maximize"] and [t.number for t in loaded.best_trials] == [5]
+    # The stored study as every reader sees it (paratune study show reads the same front).
+    stored = paratune.open_study(storage, "mo")
+    assert stored.directions == ["minimize", "maximize"] and [t.number for t in stored.best_trials] == [5]
+    assert stored.best is None and stored.to_dict()["pareto_front"]["trials"][0]["values"] == [0.1, 0.95]
     with pytest.raises(paratune.Error, match="directions"):
         paratune.create_study(storage=storage, study_name="mo", directions=["minimize", "minimize"],
                               load_if_exists=True)
