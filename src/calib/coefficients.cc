@@ -139,25 +139,29 @@ const std::vector<FittedCoefficient>& fitted_coefficients() {
   return coefficients;
 }
 
-double coefficient_variable(const FittedCoefficient& p, double value) { return p.log_scale ? std::log(value) : value; }
-double coefficient_from_variable(const FittedCoefficient& p, double x) { return p.log_scale ? std::exp(x) : x; }
+double coefficient_variable(const FittedCoefficient& coefficient, double value) {
+  return coefficient.log_scale ? std::log(value) : value;
+}
+double coefficient_from_variable(const FittedCoefficient& coefficient, double variable) {
+  return coefficient.log_scale ? std::exp(variable) : variable;
+}
 
-double prior_penalty(const std::vector<FittedCoefficient>& params, const std::vector<double>& x) {
+double prior_penalty(const std::vector<FittedCoefficient>& coefficients, const std::vector<double>& x) {
   double sum = 0;
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const double z = (x[i] - params[i].prior) / params[i].prior_sd;
+  for (std::size_t i = 0; i < coefficients.size(); ++i) {
+    const double z = (x[i] - coefficients[i].prior) / coefficients[i].prior_sd;
     sum += z * z;
   }
   return kPriorWeight * sum;
 }
 
-Calibration with_coefficients(const Calibration& base, const std::vector<FittedCoefficient>& params,
+Calibration with_coefficients(const Calibration& base, const std::vector<FittedCoefficient>& coefficients,
                               const std::vector<double>& x) {
   Calibration c = base;
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const double value = coefficient_from_variable(params[i], x[i]);
-    if (params[i].field) c.*(params[i].field) = value;
-    for (const auto& gpu : params[i].gpus) (c.*(params[i].by_gpu))[gpu] = value;
+  for (std::size_t i = 0; i < coefficients.size(); ++i) {
+    const double value = coefficient_from_variable(coefficients[i], x[i]);
+    if (coefficients[i].field) c.*(coefficients[i].field) = value;
+    for (const auto& gpu : coefficients[i].gpus) (c.*(coefficients[i].by_gpu))[gpu] = value;
   }
   return c;
 }

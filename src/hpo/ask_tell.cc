@@ -188,7 +188,7 @@ AskTellStudy::AskTellStudy(AskTellOptions options, store::StudyStore& store, Sam
       store_(store),
       pruner_(pruner),
       sampler_kind_(sampler),
-      sampler_options_(sampler_options),
+      sampler_options_(std::move(sampler_options)),
       sampler_name_(to_string(sampler)),
       pruner_name_(pruner.name()) {
   if (sampler == SamplerKind::kGrid)
