@@ -296,6 +296,15 @@ Model fit_model(const Observations& o, const History& h, int dimensions, std::ui
   return m;
 }
 
+// The elements of `items` at `indices`, in that order.
+template <class T>
+std::vector<T> at_indices(const std::vector<T>& items, const std::vector<std::size_t>& indices) {
+  std::vector<T> out;
+  out.reserve(indices.size());
+  for (const std::size_t i : indices) out.push_back(items[i]);
+  return out;
+}
+
 class GpSampler : public Sampler {
  public:
   GpSampler(const Space& space, const SamplerOptions& options)
@@ -404,18 +413,14 @@ class GpSampler : public Sampler {
       const double range = y.maxCoeff() - y.minCoeff();
       reference[j] = y.maxCoeff() + 0.1 * (range > 0 ? range : 1.0);
     }
-    std::vector<pareto::Losses> front;
-    for (const std::size_t i : pareto::pareto_front(points)) front.push_back(points[i]);
+    const std::vector<pareto::Losses> front = at_indices(points, pareto::pareto_front(points));
     const double front_hv = pareto::hypervolume(front, reference);
 
     // Local search around completed front members (at most kLocalCenters, the most hypervolume).
     std::vector<pareto::Losses> completed_points(points.begin(), points.begin() + static_cast<std::ptrdiff_t>(h.completed_losses.size()));
     const std::vector<std::size_t> completed_front = pareto::pareto_front(completed_points);
-    std::vector<pareto::Losses> front_points;
-    for (const std::size_t i : completed_front) front_points.push_back(completed_points[i]);
-    std::vector<std::size_t> centers;
-    for (const std::size_t k : pareto::greedy_hypervolume_subset(front_points, kLocalCenters, reference))
-      centers.push_back(completed_front[k]);
+    const std::vector<std::size_t> centers = at_indices(
+        completed_front, pareto::greedy_hypervolume_subset(at_indices(completed_points, completed_front), kLocalCenters, reference));
     const std::vector<Config> candidates = make_candidates(rng, h, centers);
 
     const auto n = static_cast<Eigen::Index>(candidates.size());
