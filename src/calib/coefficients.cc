@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -192,6 +193,17 @@ std::vector<CoefficientAtBound> coefficients_at_bounds(const Calibration& calibr
 std::string describe(const CoefficientAtBound& hit) {
   return fmt::format("{} = {:.4g} sits at the {} bound {:.4g} of its physical range ({})", hit.name, hit.value,
                      hit.upper ? "upper" : "lower", hit.bound, hit.why);
+}
+
+CoefficientVariables coefficient_variables(const Calibration& start,
+                                           const std::vector<FittedCoefficient>& coefficients) {
+  CoefficientVariables v;
+  for (const FittedCoefficient& c : coefficients) {
+    v.start.push_back(coefficient_variable(c, std::clamp(coefficient_value(start, c), c.lower, c.upper)));
+    v.lower.push_back(coefficient_variable(c, c.lower));
+    v.upper.push_back(coefficient_variable(c, c.upper));
+  }
+  return v;
 }
 
 }  // namespace paratune
