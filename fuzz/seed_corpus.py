@@ -72,7 +72,7 @@ def strings_of(*patterns):
 
 def seeds():
     s = {t: [] for t in ["model_yaml", "model_json", "cluster_file", "cluster_arg", "parallel_config", "tune_space",
-                         "hpo_space", "trial_output", "published_runs", "calibration"]}
+                         "hpo_space", "trial_output", "published_runs", "calibration", "hardware_profile"]}
     examples = ROOT / "examples"
     for f in sorted(examples.glob("*.yaml")):
         text = f.read_text()
@@ -81,6 +81,8 @@ def seeds():
     s["hpo_space"].append((examples / "tune" / "cnn_hpo.yaml").read_text())
     s["hpo_space"].append((examples / "tune" / "space.yaml").read_text())
     s["calibration"].append((ROOT / "data" / "calibration.json").read_text())
+    for f in sorted((ROOT / "bench" / "results").glob("profile_*.json")) + sorted((ROOT / "data" / "profiles").glob("*.json")):
+        s["hardware_profile"].append(f.read_text())
 
     for text in strings_of("tests/spec/*_test.cc", "tests/cli/*_test.cc", "tests/plan/*_test.cc",
                           "tests/launch/framework_support_test.cc"):

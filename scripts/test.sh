@@ -12,7 +12,7 @@
 #    servers and browsers they start, so clang-tidy (scripts/tidy.sh) and the fuzz targets' build run
 #    beside it at the lowest CPU priority (nice 19): they take only what the tests leave idle.
 # 5. The tests of the product (label "product": the Python module, the installed library and the
-#    .deb, the README's commands) on the Release build.
+#    .deb, the README's commands) on the Release build, beside the suite (started with it).
 # 6. Every fuzz target for a fixed time (scripts/fuzz.sh).
 # Every build goes through ccache (scripts/ccache_env.sh): a second run on the same machine, from
 # any folder, recompiles only what changed; a cold cache only costs time.
@@ -34,6 +34,7 @@ background_log=$(mktemp "${TMPDIR:-/tmp}/paratune-ci-background.XXXXXX")
 print_times() {
   local status=$?
   [[ -n "$background_pid" ]] && kill -- "-$background_pid" 2>/dev/null
+  [[ -n "${product_pid:-}" ]] && kill -- "-$product_pid" 2>/dev/null
   [[ -n "$current" ]] && { part_names+=("$current (failed)"); part_seconds+=($((SECONDS - part_started))); }
   echo "test.sh: wall time per part"
   for i in "${!part_names[@]}"; do printf '  %-52s %5d s\n' "${part_names[$i]}" "${part_seconds[$i]}"; done
@@ -75,8 +76,27 @@ set -m  # the background parts in a process group of their own, so that a failur
 background >"$background_log" 2>&1 &
 background_pid=$!
 set +m
+# The product's tests beside the sanitized suite, one at a time: they need only the Release tree, and
+# the suite leaves about a core idle on average (its tests wait on the programs and servers they start).
+product_log=$(mktemp "${TMPDIR:-/tmp}/paratune-ci-product.XXXXXX")
+product_started=$SECONDS
+set -m  # in a process group of its own, as the background parts
+ctest --test-dir build -L product -j 1 --output-on-failure >"$product_log" 2>&1 &
+product_pid=$!
+set +m
 part "ASan+UBSan suite" bash scripts/sanitize.sh -LE product
-part "product tests (Python, package, README)" ctest --test-dir build -L product -j 2 --output-on-failure
+
+current="product tests (Python, package, README; beside the suite)"
+part_started=$product_started
+product_status=0
+wait "$product_pid" || product_status=$?
+product_pid=""
+cat "$product_log"
+rm -f "$product_log"
+part_names+=("$current")
+part_seconds+=($((SECONDS - product_started)))
+current=""
+((product_status == 0)) || { echo "test.sh: the product tests failed (above)"; exit 1; }
 
 current="waiting for clang-tidy and the fuzz build"
 part_started=$SECONDS

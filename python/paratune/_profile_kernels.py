@@ -105,9 +105,12 @@ class Context:
 
 
 def _out_of_memory(error):
-    """CUDA's "CUDA out of memory" (torch.cuda.OutOfMemoryError) or the CPU allocator's "can't allocate"."""
+    """CUDA's "CUDA out of memory" (torch.cuda.OutOfMemoryError), the CPU allocator's "can't allocate", or a
+    shape no allocation could hold: PyTorch's "Storage size calculation overflowed" for sizes whose product
+    passes 2^63 (each size of a plan is at most 2^53, their product is not bounded)."""
     text = str(error).lower()
-    return isinstance(error, MemoryError) or "out of memory" in text or "can't allocate memory" in text
+    return (isinstance(error, MemoryError) or "out of memory" in text or "can't allocate memory" in text
+            or "overflow" in text)
 
 
 def _guarded(ctx, entry, measure, echo=None):

@@ -39,9 +39,15 @@ def _is_int(v):
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-POSITIVE = ("must be a positive integer", lambda v: _is_int(v) and v > 0)
-NON_NEGATIVE = ("must be an integer >= 0", lambda v: _is_int(v) and v >= 0)
-AT_LEAST_ONE = ("must be an integer >= 1", lambda v: _is_int(v) and v >= 1)
+# Upper bounds as the profile's reader (src/cost/hardware_profile.cc) has them: counts and lengths fit in a
+# 32-bit integer, sizes (GEMM dimensions, rows and columns, bytes) are exact in a double. Without them a
+# size of 10**30 reached PyTorch and ended the whole measurement with a TypeError.
+INT32_MAX = 2**31 - 1
+SIZE_MAX = 2**53
+POSITIVE = ("must be a positive integer (at most 2147483647)", lambda v: _is_int(v) and 0 < v <= INT32_MAX)
+SIZE = ("must be a positive integer (at most 2^53)", lambda v: _is_int(v) and 0 < v <= SIZE_MAX)
+NON_NEGATIVE = ("must be an integer >= 0 (at most 2147483647)", lambda v: _is_int(v) and 0 <= v <= INT32_MAX)
+AT_LEAST_ONE = ("must be an integer >= 1 (at most 2147483647)", lambda v: _is_int(v) and 1 <= v <= INT32_MAX)
 BOOLEAN = ("must be true or false", lambda v: isinstance(v, bool))
 TEXT = ("must be a string", lambda v: isinstance(v, str))
 ID = ("must be a non-empty string", lambda v: isinstance(v, str) and v != "")
@@ -52,12 +58,12 @@ def _one_of(values):
     return ("must be one of " + ", ".join(values), lambda v: isinstance(v, str) and v in values)
 
 
-GEMM_FIELDS = {"id": ID, "m": POSITIVE, "n": POSITIVE, "k": POSITIVE, "dtype": _one_of(GEMM_DTYPES),
+GEMM_FIELDS = {"id": ID, "m": SIZE, "n": SIZE, "k": SIZE, "dtype": _one_of(GEMM_DTYPES),
                "count": POSITIVE}
 ATTENTION_FIELDS = {"id": ID, "batch": POSITIVE, "seq_len": POSITIVE, "heads": POSITIVE, "kv_heads": POSITIVE,
                     "head_dim": POSITIVE, "causal": BOOLEAN}
-ELEMENTWISE_FIELDS = {"id": ID, "kind": _one_of(ELEMENTWISE_KINDS), "rows": POSITIVE, "cols": POSITIVE}
-COLLECTIVE_FIELDS = {"id": ID, "op": _one_of(COLLECTIVE_OPS), "ranks": POSITIVE, "bytes": POSITIVE}
+ELEMENTWISE_FIELDS = {"id": ID, "kind": _one_of(ELEMENTWISE_KINDS), "rows": SIZE, "cols": SIZE}
+COLLECTIVE_FIELDS = {"id": ID, "op": _one_of(COLLECTIVE_OPS), "ranks": POSITIVE, "bytes": SIZE}
 STEP_FIELDS = {"layers": POSITIVE, "hidden_size": POSITIVE, "ffn_hidden_size": POSITIVE, "heads": POSITIVE,
                "kv_heads": POSITIVE, "head_dim": POSITIVE, "vocab_size": POSITIVE, "seq_len": POSITIVE, "micro_batch": POSITIVE,
                "gated_mlp": BOOLEAN, "moe": None, "steps": POSITIVE}  # moe: null or MOE_FIELDS
@@ -65,7 +71,7 @@ MOE_FIELDS = {"experts": POSITIVE, "top_k": POSITIVE, "expert_ffn_hidden_size": 
               "shared_experts": NON_NEGATIVE}
 TOP_FIELDS = {"format": None, "version": None, "model": TEXT, "model_fingerprint": TEXT, "gpu": TEXT,
               "precision": _one_of(PRECISIONS), "warmup": NON_NEGATIVE, "repetitions": AT_LEAST_ONE,
-              "gemms": LIST, "attention": LIST, "elementwise": LIST, "memory_bandwidth_bytes": POSITIVE,
+              "gemms": LIST, "attention": LIST, "elementwise": LIST, "memory_bandwidth_bytes": SIZE,
               "collectives": LIST, "step": None,  # step: null or STEP_FIELDS
               # what the plan was written for (said, not used): --quick, its sequence length, the configurations
               "quick": BOOLEAN, "seq_len": POSITIVE, "configs": LIST}

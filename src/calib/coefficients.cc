@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -139,25 +140,29 @@ const std::vector<FittedCoefficient>& fitted_coefficients() {
   return coefficients;
 }
 
-double coefficient_variable(const FittedCoefficient& p, double value) { return p.log_scale ? std::log(value) : value; }
-double coefficient_from_variable(const FittedCoefficient& p, double x) { return p.log_scale ? std::exp(x) : x; }
+double coefficient_variable(const FittedCoefficient& coefficient, double value) {
+  return coefficient.log_scale ? std::log(value) : value;
+}
+double coefficient_from_variable(const FittedCoefficient& coefficient, double variable) {
+  return coefficient.log_scale ? std::exp(variable) : variable;
+}
 
-double prior_penalty(const std::vector<FittedCoefficient>& params, const std::vector<double>& x) {
+double prior_penalty(const std::vector<FittedCoefficient>& coefficients, const std::vector<double>& x) {
   double sum = 0;
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const double z = (x[i] - params[i].prior) / params[i].prior_sd;
+  for (std::size_t i = 0; i < coefficients.size(); ++i) {
+    const double z = (x[i] - coefficients[i].prior) / coefficients[i].prior_sd;
     sum += z * z;
   }
   return kPriorWeight * sum;
 }
 
-Calibration with_coefficients(const Calibration& base, const std::vector<FittedCoefficient>& params,
+Calibration with_coefficients(const Calibration& base, const std::vector<FittedCoefficient>& coefficients,
                               const std::vector<double>& x) {
   Calibration c = base;
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const double value = coefficient_from_variable(params[i], x[i]);
-    if (params[i].field) c.*(params[i].field) = value;
-    for (const auto& gpu : params[i].gpus) (c.*(params[i].by_gpu))[gpu] = value;
+  for (std::size_t i = 0; i < coefficients.size(); ++i) {
+    const double value = coefficient_from_variable(coefficients[i], x[i]);
+    if (coefficients[i].field) c.*(coefficients[i].field) = value;
+    for (const auto& gpu : coefficients[i].gpus) (c.*(coefficients[i].by_gpu))[gpu] = value;
   }
   return c;
 }
@@ -188,6 +193,17 @@ std::vector<CoefficientAtBound> coefficients_at_bounds(const Calibration& calibr
 std::string describe(const CoefficientAtBound& hit) {
   return fmt::format("{} = {:.4g} sits at the {} bound {:.4g} of its physical range ({})", hit.name, hit.value,
                      hit.upper ? "upper" : "lower", hit.bound, hit.why);
+}
+
+CoefficientVariables coefficient_variables(const Calibration& start,
+                                           const std::vector<FittedCoefficient>& coefficients) {
+  CoefficientVariables v;
+  for (const FittedCoefficient& c : coefficients) {
+    v.start.push_back(coefficient_variable(c, std::clamp(coefficient_value(start, c), c.lower, c.upper)));
+    v.lower.push_back(coefficient_variable(c, c.lower));
+    v.upper.push_back(coefficient_variable(c, c.upper));
+  }
+  return v;
 }
 
 }  // namespace paratune

@@ -131,13 +131,8 @@ CalibrationFit fit_rows(const std::vector<const RunSetup*>& rows, const Calibrat
   fit.rows_used = static_cast<int>(rows.size());
   if (rows.empty()) throw Error("calibrate: no row of the CSV can be estimated");
   const auto& params = fitted_coefficients();
-  std::vector<double> x, lower, upper;
-  for (const auto& p : params) {
-    x.push_back(coefficient_variable(p, std::clamp(coefficient_value(start, p), p.lower, p.upper)));
-    lower.push_back(coefficient_variable(p, p.lower));
-    upper.push_back(coefficient_variable(p, p.upper));
-    fit.parameters.emplace_back(p.name);
-  }
+  auto [x, lower, upper] = coefficient_variables(start, params);
+  for (const auto& p : params) fit.parameters.emplace_back(p.name);
   struct State {
     const Calibration* start;
     const std::vector<FittedCoefficient>* params;

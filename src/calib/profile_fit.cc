@@ -54,13 +54,8 @@ ProfileFit fit_calibration_to_profile(const HardwareProfile& profile, const Mode
   const std::vector<FittedCoefficient> params = kernel_coefficients(cluster.gpu.name);
   if (params.empty())
     throw Error(fmt::format("{}: no fitted coefficient prices GPU '{}' alone (coefficients.h)", profile.source, cluster.gpu.name));
-  std::vector<double> x, lower, upper;
-  for (const FittedCoefficient& p : params) {
-    x.push_back(coefficient_variable(p, std::clamp(coefficient_value(start, p), p.lower, p.upper)));
-    lower.push_back(coefficient_variable(p, p.lower));
-    upper.push_back(coefficient_variable(p, p.upper));
-    fit.parameters.emplace_back(p.name);
-  }
+  auto [x, lower, upper] = coefficient_variables(start, params);
+  for (const FittedCoefficient& p : params) fit.parameters.emplace_back(p.name);
   fit.error_before_pct = error_at(start);
   struct State {
     const Calibration* start;

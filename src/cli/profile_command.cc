@@ -3,8 +3,10 @@
 // (docs/profile.md). The measuring is Python with PyTorch (python/paratune/profile.py), run here
 // as `python3 -m paratune.profile`; this side writes its plan and reads its profile.
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -62,6 +64,20 @@ void add_python_path() {
   ::setenv("PYTHONPATH", value.c_str(), 1);
 }
 
+// What tells a file written anew from one left as it was: its inode (a rename puts another there),
+// size and modification time.
+struct FileStamp {
+  std::uintmax_t inode = 0, size = 0;
+  std::int64_t modified_ns = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+std::optional<FileStamp> stamp_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileStamp{st.st_ino, static_cast<std::uintmax_t>(st.st_size),
+                   static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+}
+
 void measure(const ProfileFlags& f, const std::string& plan_path) {
   add_python_path();
   std::vector<std::string> argv = {f.python, "-m", "paratune.profile", "--plan", plan_path, "--out", f.out};
@@ -70,11 +86,26 @@ void measure(const ProfileFlags& f, const std::string& plan_path) {
     argv.push_back(std::to_string(f.nproc));
   }
   std::cerr << "measuring (" << fmt::format("{}", fmt::join(argv, " ")) << ") ...\n";
-  const trial::CommandOutput run = trial::run_command(argv, f.timeout_s);
+  const std::optional<FileStamp> before = stamp_of(f.out);
+  trial::CommandOutput run;
+  try {
+    run = trial::run_command(argv, f.timeout_s);
+  } catch (const Error& e) {
+    throw e.with_context("--python");  // not found, not executable
+  }
   std::cerr << run.err;
   if (!run.ok())
-    throw Error(fmt::format("the measurer ({} -m paratune.profile) ended with {}: {}", f.python,
-                            run.describe_end(f.timeout_s), trial::last_lines(run.err + run.out, 12)));
+    throw Error(fmt::format("the measurer ({} -m paratune.profile) {}: {}", f.python,
+                            run.timed_out ? fmt::format("ran past --timeout {:g} s and was stopped", f.timeout_s)
+                                          : "ended with " + run.describe_end(f.timeout_s),
+                            trial::last_lines(run.err + run.out, 12)));
+  // An --out left from an earlier run must not pass for this one's: the measurer writes it anew
+  // (a temporary file renamed over it), or it did not write it.
+  const std::optional<FileStamp> after = stamp_of(f.out);
+  if (!after || (before && *before == *after))
+    throw Error(fmt::format(
+        "the measurer ({} -m paratune.profile) exited with code 0 but wrote no profile to --out {}{}: {}", f.python,
+        f.out, after ? " (the file there is an earlier run's)" : "", trial::last_lines(run.err + run.out, 12)));
 }
 
 std::string seconds(double s) {
@@ -151,7 +182,20 @@ int run_profile(const SetupFlags& setup, const ProfileFlags& f, bool json) {
   check_training_fits_model(model, training);
   const Calibration calibration = calibration_from(setup);
   std::string profile_path = f.from;
+  // The calibration is written over the file it names: never over the profile it is fitted to (an
+  // hour of measuring lost).
+  if (!f.fit_calibration.empty()) {
+    const std::string& profile_file = f.from.empty() ? f.out : f.from;
+    std::error_code ec;
+    if (std::filesystem::weakly_canonical(f.fit_calibration, ec) == std::filesystem::weakly_canonical(profile_file, ec))
+      throw Error(fmt::format("--fit-calibration {}: is the profile ({} {}): name another file for the calibration",
+                              f.fit_calibration, f.from.empty() ? "--out" : "--from", profile_file));
+  }
   if (profile_path.empty()) {
+    // Refused before minutes of measuring (an empty --out would also put the plan in ".plan.json").
+    if (f.out.empty()) throw Error("--out: an empty path: name the hardware profile to write");
+    if (std::filesystem::is_directory(f.out))
+      throw Error(fmt::format("--out {}: is a folder: name the profile file to write", f.out));
     ProfilePlanOptions options;
     for (const std::string& text : f.configs.empty() ? std::vector<std::string>{fmt::format("dp={},mbs=1", cluster.num_gpus())} : f.configs)
       options.configs.push_back(config_from(text));
@@ -165,7 +209,11 @@ int run_profile(const SetupFlags& setup, const ProfileFlags& f, bool json) {
     } catch (const Error& e) {
       throw e.with_context("--config");
     }
-    write_file(plan_path, plan.dump(2) + "\n");
+    try {
+      write_file(plan_path, plan.dump(2) + "\n");
+    } catch (const Error& e) {
+      throw e.with_context(f.plan_path.empty() ? "--out (the plan is written beside it)" : "--plan");
+    }
     if (f.plan_only) {
       std::cout << "wrote the plan " << plan_path << "; measure it with\n  torchrun --nproc-per-node N -m paratune.profile --plan "
                 << plan_path << " --out " << f.out << "\nthen compare: paratune profile ... --from " << f.out << "\n";
@@ -185,7 +233,11 @@ int run_profile(const SetupFlags& setup, const ProfileFlags& f, bool json) {
   std::optional<ProfileFit> fit;
   if (!f.fit_calibration.empty()) {
     fit = fit_calibration_to_profile(profile, model, cluster, training, calibration);
-    write_file(f.fit_calibration, to_json(fit->calibration).dump(2) + "\n");
+    try {
+      write_file(f.fit_calibration, to_json(fit->calibration).dump(2) + "\n");
+    } catch (const Error& e) {
+      throw e.with_context("--fit-calibration");
+    }
   }
   if (json) {
     nlohmann::json j = comparison_json(comparison, profile);

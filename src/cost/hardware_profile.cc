@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
+#include <map>
+#include <utility>
 
 #include "../spec/json_reader.h"
 #include "paratune/spec/error.h"
@@ -129,6 +131,43 @@ void accept_informative(JsonReader& r, std::initializer_list<const char*> keys) 
   for (const char* key : keys) r.get_object(key);
 }
 
+// What GEMM and element-wise entries share: the id, sizes that are whole numbers, the fields the
+// measurer writes for people, and the timing (or why it was skipped).
+template <typename Entry>
+void read_sized_entry(JsonReader& r, Entry& e, std::initializer_list<std::pair<const char*, double Entry::*>> sizes,
+                      std::initializer_list<const char*> informative) {
+  e.id = r.get_string("id", "");
+  for (const auto& [key, field] : sizes) e.*field = positive_whole(r, key);
+  accept_informative(r, informative);
+  e.time = timing_unless_skipped(r, e.skipped);
+}
+
+// Each entry once: a second entry of the same id, or (where `shape` gives one) of a shape measured
+// already, would be priced by whichever the pricing meets first -- the other silently unused, or a
+// collective scaled from the wrong one of two times at one size.
+template <typename Entry, typename Shape>
+void refuse_repeats(const std::vector<Entry>& entries, const std::string& context, const std::string& list,
+                    Shape shape) {
+  std::map<std::string, std::size_t> ids, shapes;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const Entry& e = entries[i];
+    const std::string where = e.id.empty() ? fmt::format("{}: {}[{}]", context, list, i)
+                                           : fmt::format("{}: {}[{}] ({})", context, list, i, e.id);
+    if (!e.id.empty()) {
+      const auto [at, fresh] = ids.emplace(e.id, i);
+      if (!fresh)
+        throw Error(fmt::format("{}: id: '{}' is also the id of {}[{}]: each entry is given once", where, e.id, list,
+                                at->second));
+    }
+    if (std::string s = shape(e); !s.empty()) {
+      const auto [at, fresh] = shapes.emplace(std::move(s), i);
+      if (!fresh)
+        throw Error(fmt::format("{}: measures {}, as {}[{}] ({}) does: each shape is measured once", where, at->first,
+                                list, at->second, entries[at->second].id));
+    }
+  }
+}
+
 GemmDtype gemm_dtype(JsonReader& r, const std::string& key) {
   const std::string text = r.get_string(key, "");
   for (GemmDtype d : {GemmDtype::kBF16, GemmDtype::kFP16, GemmDtype::kFP32, GemmDtype::kFP8})
@@ -171,34 +210,45 @@ HardwareProfile parse_hardware_profile(const nlohmann::json& document, const std
   p.gpu = pr.get_string("gpu", "");
   for (const auto& [key, value] : {std::pair{"model", &p.model}, {"model_fingerprint", &p.model_fingerprint}, {"gpu", &p.gpu}})
     if (value->empty()) pr.fail(key, "is required");
+  // Required: a profile measured in fp8 read as bf16 would price the wrong kernels.
+  if (!pr.has("precision")) pr.fail("precision", "is required (bf16, fp16 or fp8: what the profile was measured in)");
   p.precision = pr.get_enum<Precision>("precision", Precision::kBF16);
   pr.finish();
 
   const nlohmann::json* device = top.get_object("device");
   if (!device || !device->is_object()) top.fail("device", "is required: a mapping (backend, name, versions)");
   p.device = *device;
-  auto device_int = [&](const char* key) {
+  // At most kMaxGpus ranks, as a cluster: a collective's group is placed on nodes of world_size /
+  // nodes ranks, in time and memory that grow with it.
+  auto device_int = [&](const char* key, int most) {
     if (!device->contains(key)) return 1;
     const std::optional<int> v = detail::json_int((*device)[key]);
-    if (!v || *v < 1) throw Error(fmt::format("{}: device: {}: {} must be a whole number >= 1", source, key, (*device)[key].dump()));
+    if (!v || *v < 1 || *v > most)
+      throw Error(fmt::format("{}: device: {}: {} must be a whole number from 1 to {}", source, key,
+                              (*device)[key].dump(), most));
     return *v;
   };
-  p.world_size = device_int("world_size");
-  p.nodes = device_int("nodes");
+  p.world_size = device_int("world_size", kMaxGpus);
+  p.nodes = device_int("nodes", p.world_size);
+  // Shown in `paratune profile`'s table: text, when given.
+  for (const char* key : {"backend", "name"})
+    if (device->contains(key) && !(*device)[key].is_string())
+      throw Error(fmt::format("{}: device: {}: {} is not a string", source, key, (*device)[key].dump()));
 
-  p.gemms = read_list<MeasuredGemm>(document, source, "gemms",
-                                    with_timing({"id", "m", "n", "k", "dtype", "measured_dtype", "count", "kernel", "flop_per_s"}), [](JsonReader& r) {
-                                      MeasuredGemm g;
-                                      g.id = r.get_string("id", "");
-                                      g.m = positive_whole(r, "m");
-                                      g.n = positive_whole(r, "n");
-                                      g.k = positive_whole(r, "k");
-                                      g.dtype = gemm_dtype(r, "dtype");
-                                      g.measured_dtype = r.get_string("measured_dtype", to_string(g.dtype));
-                                      accept_informative(r, {"count", "kernel", "flop_per_s", "note"});
-                                      g.time = timing_unless_skipped(r, g.skipped);
-                                      return g;
-                                    });
+  p.gemms = read_list<MeasuredGemm>(
+      document, source, "gemms",
+      with_timing({"id", "m", "n", "k", "dtype", "measured_dtype", "count", "kernel", "flop_per_s"}),
+      [](JsonReader& r) {
+        MeasuredGemm g;
+        g.dtype = gemm_dtype(r, "dtype");
+        g.measured_dtype = r.get_string("measured_dtype", to_string(g.dtype));
+        read_sized_entry(r, g, {{"m", &MeasuredGemm::m}, {"n", &MeasuredGemm::n}, {"k", &MeasuredGemm::k}},
+                         {"count", "kernel", "flop_per_s", "note"});
+        return g;
+      });
+  refuse_repeats(p.gemms, source, "gemms", [](const MeasuredGemm& g) {
+    return fmt::format("the GEMM {}x{}x{} in {}", g.m, g.n, g.k, to_string(g.dtype));
+  });
   p.attention = read_list<MeasuredAttention>(
       document, source, "attention",
       {"id", "batch", "seq_len", "heads", "kv_heads", "head_dim", "causal", "kernel", "forward", "backward", "skipped", "note",
@@ -221,37 +271,52 @@ HardwareProfile parse_hardware_profile(const nlohmann::json& document, const std
         }
         return a;
       });
-  p.elementwise = read_list<MeasuredElementwise>(document, source, "elementwise",
-                                                 with_timing({"id", "kind", "rows", "cols", "bytes_moved", "dtype", "kernel"}), [](JsonReader& r) {
-                                                   MeasuredElementwise e;
-                                                   e.id = r.get_string("id", "");
-                                                   e.kind = r.get_string("kind", "");
-                                                   e.rows = positive_whole(r, "rows");
-                                                   e.cols = positive_whole(r, "cols");
-                                                   e.bytes_moved = r.get_double("bytes_moved", 0);
-                                                   accept_informative(r, {"note", "dtype", "kernel"});
-                                                   e.time = timing_unless_skipped(r, e.skipped);
-                                                   return e;
-                                                 });
-  p.collectives = read_list<MeasuredCollective>(document, source, "collectives",
-                                                with_timing({"id", "op", "ranks", "bytes", "groups", "dtype", "implementation", "measured_bytes"}), [](JsonReader& r) {
-                                                  MeasuredCollective c;
-                                                  c.id = r.get_string("id", "");
-                                                  c.op = collective_op(r);
-                                                  c.ranks = positive_int(r, "ranks");
-                                                  c.bytes = positive_whole(r, "bytes");
-                                                  accept_informative(r, {"groups", "note", "dtype", "implementation",
-                                                                         "measured_bytes"});
-                                                  c.time = timing_unless_skipped(r, c.skipped);
-                                                  return c;
-                                                });
+  p.elementwise = read_list<MeasuredElementwise>(
+      document, source, "elementwise", with_timing({"id", "kind", "rows", "cols", "bytes_moved", "dtype", "kernel"}),
+      [](JsonReader& r) {
+        MeasuredElementwise e;
+        e.kind = r.get_string("kind", "");
+        e.bytes_moved = r.get_double("bytes_moved", 0);
+        if (!(std::isfinite(e.bytes_moved) && e.bytes_moved >= 0))
+          r.fail("bytes_moved", fmt::format("{} must be a number of bytes >= 0", e.bytes_moved));
+        read_sized_entry(r, e, {{"rows", &MeasuredElementwise::rows}, {"cols", &MeasuredElementwise::cols}},
+                         {"note", "dtype", "kernel"});
+        return e;
+      });
+  refuse_repeats(p.elementwise, source, "elementwise", [](const MeasuredElementwise&) { return std::string(); });
+  refuse_repeats(p.attention, source, "attention", [](const MeasuredAttention&) { return std::string(); });
+  p.collectives = read_list<MeasuredCollective>(
+      document, source, "collectives",
+      with_timing({"id", "op", "ranks", "bytes", "groups", "dtype", "implementation", "measured_bytes"}),
+      [world_size = p.world_size](JsonReader& r) {
+        MeasuredCollective c;
+        c.id = r.get_string("id", "");
+        c.op = collective_op(r);
+        c.ranks = positive_int(r, "ranks");
+        c.bytes = positive_whole(r, "bytes");
+        accept_informative(r, {"groups", "note", "dtype", "implementation", "measured_bytes"});
+        c.time = timing_unless_skipped(r, c.skipped);
+        // The measurer skips what its world cannot run: a time for more ranks than it had was not measured.
+        if (c.time && c.ranks > world_size)
+          r.fail("ranks", fmt::format("{} must be at most the device's world_size ({}): a collective runs on the "
+                                      "measurer's ranks",
+                                      c.ranks, world_size));
+        return c;
+      });
+  refuse_repeats(p.collectives, source, "collectives", [](const MeasuredCollective& c) {
+    return fmt::format("{} of {} bytes on {} ranks", to_string(c.op), c.bytes, c.ranks);
+  });
 
   if (const nlohmann::json* bw = top.get_object("memory_bandwidth")) {
     JsonReader r(*bw, source + ": memory_bandwidth", with_timing({"bytes_moved", "bytes_per_s", "bytes"}));
     std::string skipped;
     if (timing_unless_skipped(r, skipped)) {
       const double rate = r.get_double("bytes_per_s", 0);
-      if (!(std::isfinite(rate) && rate > 0)) r.fail("bytes_per_s", fmt::format("{} must be a rate > 0", rate));
+      // Memory-bound kernels are priced at this rate: below 1 MB/s a step's copies would take longer
+      // than any prediction can say (seconds overflow to infinity at 1e-300 B/s), above 1 PB/s they
+      // would be free.
+      if (!(std::isfinite(rate) && rate >= 1e6 && rate <= 1e15))
+        r.fail("bytes_per_s", fmt::format("{} must be a rate from 1e6 to 1e15 bytes per second", rate));
       p.memory_bandwidth_bytes_per_s = rate;
     }
     accept_informative(r, {"bytes_moved", "bytes", "note"});

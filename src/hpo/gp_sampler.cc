@@ -20,6 +20,14 @@
 //   5. Maximize log EI + log P(runs) (Ament et al. 2023, below, for log EI; EI x P(feasible) is
 //      Gelbart, Snoek & Adams 2014's constrained EI) over 1,000 prior draws and local perturbations
 //      of the best few observed configurations; configurations already tried are excluded.
+// Several objectives (SamplerOptions::directions): one such GP per objective (independent), each on
+// its own standardized losses with the failures at its worst, and in step 5 the expected
+// hypervolume improvement over the front of the completed trials (and the running ones at their
+// believed values) instead of EI: expected_hypervolume.h, estimated on kEhviDraws common normal
+// draws. The reference point is each objective's worst completed loss plus a tenth of its range.
+// The candidates' local perturbations centre on front members. Where no candidate's estimate is
+// above 0 (a front the model is sure of), the best single-objective log EI of any objective
+// decides.
 // P(runs) is the feasibility model (feasibility.h: a GP classifier on every finished trial, failed
 // ones of any kind against those that ran); a configuration that failed deterministically
 // (trial/failure.h) is never proposed again. Before `startup_trials` trials have finished (or while
@@ -47,6 +55,8 @@
 #include "paratune/spec/error.h"
 #include "paratune/hpo/encoding.h"
 #include "paratune/hpo/feasibility.h"
+#include "paratune/hpo/pareto.h"
+#include "expected_hypervolume.h"
 
 namespace paratune::hpo {
 
@@ -111,6 +121,13 @@ constexpr double kPerturbationSd = 0.05;
 constexpr double kCategoricalFlip = 0.1;  // chance that a perturbation changes a categorical value
 // Redraws when a prior draw repeats a configuration already tried.
 constexpr int kPriorRedraws = 100;
+// Several objectives: normal draws of the Monte Carlo EHVI (2 objectives; 3 and more: fewer, since
+// each hypervolume costs more there), and how many candidates get it: those whose optimistic point,
+// mean - sd, improves the hypervolume most (one hypervolume each), so that 1,500 candidates cost
+// kEhviCandidates x draws hypervolumes rather than 1,500 x draws.
+constexpr int kEhviDraws2 = 128;
+constexpr int kEhviDrawsMany = 32;
+constexpr std::size_t kEhviCandidates = 128;
 
 // Marginal-likelihood fit: random restarts besides the fixed start, and L-BFGS evaluations per start
 // (100 observations in 7 dimensions: ~230 likelihood evaluations, ~0.2 s of CPU in a Release build,
@@ -136,15 +153,26 @@ EncodedKey encoded_key(const Eigen::VectorXd& x) { return {x.data(), x.data() + 
 // The study's trials sorted into what the model uses.
 struct History {
   std::vector<Eigen::VectorXd> completed_x, failed_x, pending_x;
-  std::vector<double> completed_loss;
+  std::vector<pareto::Losses> completed_losses;  // per completed trial, a loss per objective
   std::vector<const Config*> completed_configs;
   std::set<EncodedKey> tried;  // every configuration of every trial, pruned ones included
   int finished = 0;     // trials not running
 };
 
-bool has_finite_value(const TrialRecord& t) { return t.value && std::isfinite(*t.value); }
+// A completed trial's losses, one per objective; nullopt without a finite value for each (a NaN
+// loss, a diverged run, an objective not reported): no objective, like a failure.
+std::optional<pareto::Losses> losses_of(const TrialRecord& t, const SamplerOptions& options) {
+  if (options.directions.empty()) {
+    if (!t.value || !std::isfinite(*t.value)) return std::nullopt;
+    return pareto::Losses{as_loss(options.direction, *t.value)};
+  }
+  if (t.values.size() != options.directions.size()) return std::nullopt;
+  for (const double v : t.values)
+    if (!std::isfinite(v)) return std::nullopt;
+  return pareto::losses_of(t.values, options.directions);
+}
 
-History sort_trials(const std::vector<TrialRecord>& trials, const Encoding& encoding, Direction direction) {
+History sort_trials(const std::vector<TrialRecord>& trials, const Encoding& encoding, const SamplerOptions& options) {
   History h;
   for (const TrialRecord& t : trials) {
     Eigen::VectorXd x;
@@ -159,16 +187,17 @@ History sort_trials(const std::vector<TrialRecord>& trials, const Encoding& enco
       case TrialRecord::State::kRunning:
         h.pending_x.push_back(std::move(x));
         break;
-      case TrialRecord::State::kCompleted:
-        // Completed without a finite value (NaN loss, diverged): no objective, like a failure.
-        if (!has_finite_value(t)) {
+      case TrialRecord::State::kCompleted: {
+        std::optional<pareto::Losses> losses = losses_of(t, options);
+        if (!losses) {
           h.failed_x.push_back(std::move(x));
           break;
         }
         h.completed_x.push_back(std::move(x));
-        h.completed_loss.push_back(as_loss(direction, *t.value));
+        h.completed_losses.push_back(std::move(*losses));
         h.completed_configs.push_back(&t.config);
         break;
+      }
       case TrialRecord::State::kFailed:
         h.failed_x.push_back(std::move(x));
         break;
@@ -185,20 +214,22 @@ Eigen::MatrixXd stack_rows(const std::vector<Eigen::VectorXd>& rows, int columns
   return m;
 }
 
-// The observations in standardized units: completed losses, then failures at the worst one.
+// The observations of one objective in standardized units: completed losses, then failures at the
+// worst one.
 struct Observations {
   Eigen::MatrixXd x;
   Eigen::VectorXd y;          // (loss - loss_mean) / loss_sd
   double loss_mean = 0, loss_sd = 1;
 };
 
-Observations observations(const History& h, int dimensions) {
+Observations observations(const History& h, int dimensions, std::size_t objective) {
   std::vector<Eigen::VectorXd> rows = h.completed_x;
   rows.insert(rows.end(), h.failed_x.begin(), h.failed_x.end());
-  const double worst = *std::max_element(h.completed_loss.begin(), h.completed_loss.end());
+  double worst = -HUGE_VAL;
+  for (const pareto::Losses& l : h.completed_losses) worst = std::max(worst, l[objective]);
   Eigen::VectorXd loss(static_cast<Eigen::Index>(rows.size()));
   for (std::size_t i = 0; i < rows.size(); ++i)
-    loss(static_cast<Eigen::Index>(i)) = i < h.completed_loss.size() ? h.completed_loss[i] : worst;
+    loss(static_cast<Eigen::Index>(i)) = i < h.completed_losses.size() ? h.completed_losses[i][objective] : worst;
   Observations o;
   o.x = stack_rows(rows, dimensions);
   o.loss_mean = loss.mean();
@@ -225,6 +256,7 @@ struct Model {
   double constant = 0;                  // the fitted prior mean (standardized)
   std::optional<gp::Posterior> posterior;  // of y - constant, running trials included as believed
   double incumbent = 0;                 // the best standardized loss, believed values included
+  Eigen::VectorXd believed;             // the running trials' believed standardized losses
 };
 
 Model fit_model(const Observations& o, const History& h, int dimensions, std::uint64_t seed) {
@@ -255,12 +287,22 @@ Model fit_model(const Observations& o, const History& h, int dimensions, std::ui
   Eigen::VectorXd believed, variance;
   first.predict(pending, believed, variance);
   m.incumbent = std::min(m.incumbent, m.constant + believed.minCoeff());
+  m.believed = believed.array() + m.constant;
   Eigen::MatrixXd x(o.x.rows() + pending.rows(), dimensions);
   x << o.x, pending;
   Eigen::VectorXd y(residual.size() + believed.size());
   y << residual, believed;
   m.posterior.emplace(m.fit.hyperparameters, x, y, Eigen::VectorXd::Zero(y.size()));
   return m;
+}
+
+// The elements of `items` at `indices`, in that order.
+template <class T>
+std::vector<T> at_indices(const std::vector<T>& items, const std::vector<std::size_t>& indices) {
+  std::vector<T> out;
+  out.reserve(indices.size());
+  for (const std::size_t i : indices) out.push_back(items[i]);
+  return out;
 }
 
 class GpSampler : public Sampler {
@@ -276,13 +318,14 @@ class GpSampler : public Sampler {
 
   std::optional<Config> propose(const std::vector<TrialRecord>& trials) override {
     std::mt19937_64 rng = proposal_rng(options_.seed, trials.size());
-    const History h = sort_trials(trials, encoding_, options_.direction);
+    const History h = sort_trials(trials, encoding_, options_);
     const Feasibility feasibility(trials, encoding_, options_.seed);
     if (h.finished < startup_trials_)
       return from_prior(rng, h, feasibility, fmt::format("{} of {} startup trials finished", h.finished, startup_trials_));
-    if (h.completed_loss.size() < 2)
+    if (h.completed_losses.size() < 2)
       return from_prior(rng, h, feasibility,
-                        fmt::format("{} trials completed with a value; the model needs 2", h.completed_loss.size()));
+                        fmt::format("{} trials completed with a value; the model needs 2", h.completed_losses.size()));
+    if (!options_.directions.empty()) return from_models(rng, h, feasibility);
     return from_model(rng, h, feasibility);
   }
 
@@ -308,9 +351,15 @@ class GpSampler : public Sampler {
   }
 
   std::optional<Config> from_model(std::mt19937_64& rng, const History& h, const Feasibility& feasibility) {
-    const Observations o = observations(h, encoding_.dimensions());
+    const Observations o = observations(h, encoding_.dimensions(), 0);
     const Model m = fit_model(o, h, encoding_.dimensions(), options_.seed);
-    const std::vector<Config> candidates = make_candidates(rng, h);
+    std::vector<std::size_t> order(h.completed_losses.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    const std::size_t centers = std::min<std::size_t>(kLocalCenters, order.size());
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(centers), order.end(),
+                      [&](std::size_t a, std::size_t b) { return h.completed_losses[a][0] < h.completed_losses[b][0]; });
+    order.resize(centers);
+    const std::vector<Config> candidates = make_candidates(rng, h, order);
     Eigen::MatrixXd x(static_cast<Eigen::Index>(candidates.size()), encoding_.dimensions());
     for (std::size_t i = 0; i < candidates.size(); ++i) x.row(static_cast<Eigen::Index>(i)) = encoding_.encode(candidates[i]).transpose();
     Eigen::VectorXd mean, variance;
@@ -340,20 +389,119 @@ class GpSampler : public Sampler {
     return candidates[static_cast<std::size_t>(best)];
   }
 
-  // Prior draws (they respect conditions and constraints) and perturbations of the best completed
-  // configurations that the space accepts.
-  std::vector<Config> make_candidates(std::mt19937_64& rng, const History& h) const {
+  // Several objectives: a GP per objective, the candidate with the best log EHVI + log P(runs)
+  // (the order of preferences as from_model's).
+  std::optional<Config> from_models(std::mt19937_64& rng, const History& h, const Feasibility& feasibility) {
+    const std::size_t objectives = options_.directions.size();
+    const int dimensions = encoding_.dimensions();
+    std::vector<Observations> obs;
+    std::vector<Model> models;
+    for (std::size_t j = 0; j < objectives; ++j) {
+      obs.push_back(observations(h, dimensions, j));
+      models.push_back(fit_model(obs[j], h, dimensions, options_.seed + j));
+    }
+    // The front in standardized losses: the completed trials (obs[j].y starts with them) and the
+    // running ones at their believed values; the reference a tenth of each range beyond the worst.
+    std::vector<pareto::Losses> points(h.completed_losses.size() + h.pending_x.size(), pareto::Losses(objectives));
+    pareto::Losses reference(objectives);
+    for (std::size_t j = 0; j < objectives; ++j) {
+      const auto completed = static_cast<Eigen::Index>(h.completed_losses.size());
+      const Eigen::VectorXd y = obs[j].y.head(completed);
+      for (Eigen::Index i = 0; i < completed; ++i) points[static_cast<std::size_t>(i)][j] = y(i);
+      for (Eigen::Index i = 0; i < models[j].believed.size(); ++i)
+        points[static_cast<std::size_t>(completed + i)][j] = models[j].believed(i);
+      const double range = y.maxCoeff() - y.minCoeff();
+      reference[j] = y.maxCoeff() + 0.1 * (range > 0 ? range : 1.0);
+    }
+    const std::vector<pareto::Losses> front = at_indices(points, pareto::pareto_front(points));
+    const double front_hv = pareto::hypervolume(front, reference);
+
+    // Local search around completed front members (at most kLocalCenters, the most hypervolume).
+    std::vector<pareto::Losses> completed_points(points.begin(), points.begin() + static_cast<std::ptrdiff_t>(h.completed_losses.size()));
+    const std::vector<std::size_t> completed_front = pareto::pareto_front(completed_points);
+    const std::vector<std::size_t> centers = at_indices(
+        completed_front, pareto::greedy_hypervolume_subset(at_indices(completed_points, completed_front), kLocalCenters, reference));
+    const std::vector<Config> candidates = make_candidates(rng, h, centers);
+
+    const auto n = static_cast<Eigen::Index>(candidates.size());
+    Eigen::MatrixXd x(n, dimensions);
+    for (Eigen::Index i = 0; i < n; ++i) x.row(i) = encoding_.encode(candidates[static_cast<std::size_t>(i)]).transpose();
+    Eigen::MatrixXd mean(n, static_cast<Eigen::Index>(objectives)), sd(n, static_cast<Eigen::Index>(objectives));
+    for (std::size_t j = 0; j < objectives; ++j) {
+      Eigen::VectorXd m, v;
+      models[j].posterior->predict(x, m, v);
+      mean.col(static_cast<Eigen::Index>(j)) = m.array() + models[j].constant;
+      sd.col(static_cast<Eigen::Index>(j)) = v.array().max(kVarianceFloor).sqrt();
+    }
+    const Eigen::VectorXd p_runs = feasibility.probabilities(x);
+    const auto values_of = [&](const Eigen::MatrixXd& m, Eigen::Index i) {
+      std::vector<double> out(objectives);
+      for (std::size_t j = 0; j < objectives; ++j) out[j] = m(i, static_cast<Eigen::Index>(j));
+      return out;
+    };
+
+    // The screen: the hypervolume improvement of the optimistic point mean - sd.
+    std::vector<std::pair<double, Eigen::Index>> screened;
+    for (Eigen::Index i = 0; i < n; ++i) {
+      if (!(p_runs(i) > 0)) continue;
+      pareto::Losses optimistic = values_of(mean, i);
+      for (std::size_t j = 0; j < objectives; ++j) optimistic[j] -= sd(i, static_cast<Eigen::Index>(j));
+      screened.emplace_back(gp_detail::hypervolume_improvement(front, reference, front_hv, optimistic), i);
+    }
+    if (screened.empty()) return from_prior(rng, h, feasibility, "every candidate is known to fail");
+    const std::size_t kept = std::min(kEhviCandidates, screened.size());
+    std::partial_sort(screened.begin(), screened.begin() + static_cast<std::ptrdiff_t>(kept), screened.end(),
+                      [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+    screened.resize(kept);
+
+    std::vector<pareto::Losses> draws(objectives == 2 ? kEhviDraws2 : kEhviDrawsMany, pareto::Losses(objectives));
+    for (pareto::Losses& z : draws)
+      for (double& v : z) v = tpe::standard_normal(rng);
+    // Where every estimate is 0: the best log EI of any one objective against its best completed loss.
+    const auto best_single_log_ei = [&](Eigen::Index i) {
+      double best = -HUGE_VAL;
+      for (std::size_t j = 0; j < objectives; ++j)
+        best = std::max(best, gp_detail::log_expected_improvement(mean(i, static_cast<Eigen::Index>(j)),
+                                                                  sd(i, static_cast<Eigen::Index>(j)),
+                                                                  obs[j].y.head(static_cast<Eigen::Index>(h.completed_losses.size())).minCoeff()));
+      return best;
+    };
+    std::vector<double> ehvi(kept);
+    bool any_positive = false;
+    for (std::size_t c = 0; c < kept; ++c) {
+      const Eigen::Index i = screened[c].second;
+      const std::vector<double> m = values_of(mean, i), s = values_of(sd, i);
+      ehvi[c] = gp_detail::expected_hypervolume_improvement(front, reference, front_hv, m, s, draws);
+      any_positive = any_positive || ehvi[c] > 0;
+    }
+    std::size_t best = 0;
+    std::tuple<bool, bool, double> best_key{false, false, -HUGE_VAL};
+    for (std::size_t c = 0; c < kept; ++c) {
+      const Eigen::Index i = screened[c].second;
+      const double score = any_positive ? std::log(ehvi[c]) : best_single_log_ei(i);
+      const std::tuple<bool, bool, double> key{p_runs(i) >= trial::kLikelyToRun,
+                                               !h.tried.contains(encoded_key(x.row(i).transpose())),
+                                               score + std::log(p_runs(i))};
+      if (c == 0 || key > best_key) {
+        best = c;
+        best_key = key;
+      }
+    }
+    const Eigen::Index chosen = screened[best].second;
+    record_many(obs, models, h, values_of(mean, chosen), values_of(sd, chosen), ehvi[best], any_positive,
+                p_runs(chosen), candidates.size(), feasibility);
+    return candidates[static_cast<std::size_t>(chosen)];
+  }
+
+  // Prior draws (they respect conditions and constraints) and perturbations of the completed
+  // configurations `centers` (indices into h.completed_configs) that the space accepts.
+  std::vector<Config> make_candidates(std::mt19937_64& rng, const History& h, const std::vector<std::size_t>& centers) const {
     std::vector<Config> out;
-    out.reserve(kPriorCandidates + kLocalCenters * kPerturbationsPerCenter);
+    out.reserve(kPriorCandidates + centers.size() * kPerturbationsPerCenter);
     for (int i = 0; i < kPriorCandidates; ++i) out.push_back(space_.sample(rng));
-    std::vector<std::size_t> order(h.completed_loss.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    const std::size_t centers = std::min<std::size_t>(kLocalCenters, order.size());
-    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(centers), order.end(),
-                      [&](std::size_t a, std::size_t b) { return h.completed_loss[a] < h.completed_loss[b]; });
-    for (std::size_t c = 0; c < centers; ++c)
+    for (const std::size_t center : centers)
       for (int j = 0; j < kPerturbationsPerCenter; ++j) {
-        Config candidate = perturb(*h.completed_configs[order[c]], rng);
+        Config candidate = perturb(*h.completed_configs[center], rng);
         if (space_.check(candidate).empty()) out.push_back(std::move(candidate));
       }
     return out;
@@ -398,16 +546,50 @@ class GpSampler : public Sampler {
               {"pending", h.pending_x.size()},
               {"candidates", candidates}};
     if (feasibility.active()) notes_["p_runs"] = p_runs;
+    summary_ = model_summary_of(o, m, options_.direction);
+    if (feasibility.active()) summary_["feasibility"] = feasibility.describe();
+  }
+
+  // Several objectives: each objective's predicted mean and sd in its units, the EHVI in the
+  // objectives' units (the product of their scales), or the fallback's log EI when it decided.
+  void record_many(const std::vector<Observations>& obs, const std::vector<Model>& models, const History& h,
+                   const std::vector<double>& mean, const std::vector<double>& sd, double ehvi, bool by_ehvi,
+                   double p_runs, std::size_t candidates, const Feasibility& feasibility) {
+    nlohmann::ordered_json means = nlohmann::ordered_json::array(), sds = nlohmann::ordered_json::array(),
+                           per_objective = nlohmann::ordered_json::array();
+    double scale = 1;
+    for (std::size_t j = 0; j < obs.size(); ++j) {
+      const double sign = options_.directions[j] == Direction::kMinimize ? 1.0 : -1.0;
+      means.push_back(sign * (mean[j] * obs[j].loss_sd + obs[j].loss_mean));
+      sds.push_back(sd[j] * obs[j].loss_sd);
+      scale *= obs[j].loss_sd;
+      per_objective.push_back(model_summary_of(obs[j], models[j], options_.directions[j]));
+    }
+    notes_ = {{"sampler", "gp"}, {"startup", false}, {"mean", means}, {"sd", sds}};
+    if (by_ehvi)
+      notes_["ehvi"] = ehvi * scale;
+    else
+      notes_["acquisition"] = "no candidate improves the front in expectation: the best log EI of one objective";
+    notes_["observations"] = obs.front().y.size();
+    notes_["pending"] = h.pending_x.size();
+    notes_["candidates"] = candidates;
+    if (feasibility.active()) notes_["p_runs"] = p_runs;
+    summary_ = {{"objectives", per_objective}};
+    if (feasibility.active()) summary_["feasibility"] = feasibility.describe();
+  }
+
+  // One objective's fitted GP in its units.
+  nlohmann::ordered_json model_summary_of(const Observations& o, const Model& m, Direction direction) const {
+    const double sign = direction == Direction::kMinimize ? 1.0 : -1.0;
     const gp::Hyperparameters& hp = m.fit.hyperparameters;
     const double scale2 = o.loss_sd * o.loss_sd;
-    summary_ = {{"lengthscales", encoding_.lengthscales(hp.lengthscales)},
-                {"signal_variance", hp.signal_variance * scale2},
-                {"noise_variance", hp.noise_variance * scale2},
-                {"constant_mean", sign * (m.constant * o.loss_sd + o.loss_mean)},
-                {"log_marginal_likelihood", m.fit.log_marginal_likelihood},
-                {"likelihood_evaluations", m.fit.evaluations},
-                {"observations", o.y.size()}};
-    if (feasibility.active()) summary_["feasibility"] = feasibility.describe();
+    return {{"lengthscales", encoding_.lengthscales(hp.lengthscales)},
+            {"signal_variance", hp.signal_variance * scale2},
+            {"noise_variance", hp.noise_variance * scale2},
+            {"constant_mean", sign * (m.constant * o.loss_sd + o.loss_mean)},
+            {"log_marginal_likelihood", m.fit.log_marginal_likelihood},
+            {"likelihood_evaluations", m.fit.evaluations},
+            {"observations", o.y.size()}};
   }
 
   const Space& space_;  // the caller keeps it alive for the sampler's lifetime

@@ -20,14 +20,14 @@ SamplerKind parse_sampler(std::string_view name) {
   throw Error(unknown_name_message("hyperparameter sampler", name, valid));
 }
 
-bool searches_many_objectives(SamplerKind kind) { return kind != SamplerKind::kGp && kind != SamplerKind::kCmaes; }
+bool searches_many_objectives(SamplerKind kind) { return kind != SamplerKind::kCmaes; }
 
 void check_objectives(SamplerKind kind, const SamplerOptions& options) {
   if (options.directions.size() == 1)
     throw Error("sampler options: directions has one entry; a study of one objective sets direction instead");
   if (options.directions.size() > 1 && !searches_many_objectives(kind))
-    throw Error(fmt::format("sampler {}: searches one objective, the study has {}; for several use nsga2 or tpe "
-                            "(multi-objective TPE), or random",
+    throw Error(fmt::format("sampler {}: searches one objective, the study has {}; for several use nsga2, tpe "
+                            "(multi-objective TPE), gp (expected hypervolume improvement) or random",
                             to_string(kind), options.directions.size()));
 }
 

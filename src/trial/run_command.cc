@@ -2,6 +2,7 @@
 #include "paratune/trial/run_command.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX kill(), not in <csignal>
 #include <spawn.h>
@@ -12,8 +13,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-
-#include <fmt/format.h>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
 
 #include "paratune/spec/error.h"
 
@@ -28,6 +32,61 @@ std::string CommandOutput::describe_end(double timeout_s) const {
   if (WIFSIGNALED(wait_status)) return fmt::format("killed by signal {}", WTERMSIG(wait_status));
   return fmt::format("exit code {}", WEXITSTATUS(wait_status));
 }
+
+namespace {
+namespace run_command_detail {
+
+// The processes below `root` -- its children, theirs, ... -- from the parent ids in /proc.
+std::vector<pid_t> descendants(pid_t root) {
+  std::multimap<pid_t, pid_t> children;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses, the last ')' ends it.
+    const std::size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    std::string state;
+    pid_t parent = 0;
+    if (rest >> state >> parent) children.emplace(parent, static_cast<pid_t>(std::stol(name)));
+  }
+  std::vector<pid_t> out, frontier{root};
+  while (!frontier.empty()) {
+    const pid_t of = frontier.back();
+    frontier.pop_back();
+    const auto [first, last] = children.equal_range(of);
+    for (auto it = first; it != last; ++it) {
+      out.push_back(it->second);
+      frontier.push_back(it->second);
+    }
+  }
+  return out;
+}
+
+// Kills `pid` and every process below it. A command run to its end may start workers of its own
+// (the profile measurer's --nproc processes): killing only `pid` would leave them running, and one
+// of them writing the command's output after its caller gave up on it. Stopped first, so that none
+// forks or is reparented (and lost from the tree) while the tree is being found.
+void kill_tree(pid_t pid) {
+  std::set<pid_t> found{pid};
+  kill(pid, SIGSTOP);
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (pid_t d : descendants(pid))
+      if (found.insert(d).second) {
+        kill(d, SIGSTOP);
+        grew = true;
+      }
+  }
+  for (pid_t p : found) kill(p, SIGKILL);
+}
+
+}  // namespace run_command_detail
+}  // namespace
 
 CommandOutput run_command(const std::vector<std::string>& argv, double timeout_s, bool own_process_group) {
   if (argv.empty()) throw Error("run_command: no program given");
@@ -74,7 +133,8 @@ CommandOutput run_command(const std::vector<std::string>& argv, double timeout_s
     const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
     if (left <= 0) {
       c.timed_out = true;
-      kill(pid, SIGKILL);
+      if (own_process_group) kill(-pid, SIGKILL);
+      run_command_detail::kill_tree(pid);
       break;
     }
     if (poll(fds, 2, static_cast<int>(std::min(left, 1.0) * 1000) + 1) < 0 && errno != EINTR) break;

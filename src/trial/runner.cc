@@ -316,6 +316,7 @@ struct TrialRunner::Process {
   bool in_flight = true;      // it runs a trial (false: a serving process between assignments)
   std::optional<Clock::time_point> done_awaited_since;  // its trial was stopped: its done line is due
   std::optional<std::string> done_said;  // its trial's done line came ("failed"'s reason, or empty)
+  std::string other_done;  // the id of a done line for a trial it was not running (named if its own never comes)
   std::set<std::string> held;                           // trial ids whose paused state it keeps in memory
 
   explicit Process(const ParserOptions& options) : parser(options) {}
@@ -568,6 +569,7 @@ void TrialRunner::assign(Process& server, const TrialLaunch& launch, const std::
   server.started_unix_s = unix_now();
   server.stopped.reset();
   server.done_awaited_since.reset();
+  server.other_done.clear();
   server.out.last_line.clear();  // a failure's reason quotes this trial's stderr, not an earlier one's
   server.err.last_line.clear();
   server.in_flight = true;
@@ -836,6 +838,8 @@ std::vector<TrialResult> TrialRunner::wait(double timeout_s, const StepCallback&
           if (r.kind == LineReport::Kind::kDone && p->serving && p->in_flight && !p->done_said &&
               r.done_trial == p->launch.id)
             p->done_said = r.done_failure;  // the trial ends once its other stream is read (below)
+          else if (r.kind == LineReport::Kind::kDone && p->serving && p->in_flight && r.done_trial != p->launch.id)
+            p->other_done = r.done_trial;  // ignored; said in the reason if the trial's own never comes
           if (!p->in_flight) continue;
           if (r.kind == LineReport::Kind::kStarted) {
             // A wrapping backend's trial left its queue: its limits count from here.
@@ -986,14 +990,24 @@ std::pair<TrialStatus, std::string> classify(const TrialRunner::Process& p, cons
   if (!p.kill_sent && ((signaled && WTERMSIG(p.wait_status) == SIGKILL) || code == 137))
     return {TrialStatus::kOom, "killed by SIGKILL that paratune did not send (the kernel's out-of-memory killer?)"};
   const std::string tail = err.last_line.empty() ? "" : fmt::format("; last stderr line: {}", err.last_line);
-  // A serving process ended before its trial's done line: whatever its exit, the trial failed.
-  if (p.serving)
+  // A serving process ended before its trial's done line: whatever its exit, the trial failed. When
+  // paratune stopped it -- all steps run, no done line within the grace -- the reason says so (not
+  // "killed by signal 15", which reads as a crash), and names the trial a done line it said was for.
+  if (p.serving) {
+    const std::string other =
+        p.other_done.empty() ? "" : fmt::format(" (it said done for '{}', a trial it was not running)", p.other_done);
+    if (stopped_after_all_steps && p.done_awaited_since && p.term_sent)
+      return {TrialStatus::kFailed,
+              fmt::format("ran its steps, but its serving process said no done line for it within {}{}; paratune "
+                          "stopped the process{}",
+                          units::format_duration(p.kill_after_s()), other, tail)};
     return {TrialStatus::kFailed,
-            fmt::format("its serving process {} before the trial's done line{}",
+            fmt::format("its serving process {} before the trial's done line{}{}",
                         signaled ? fmt::format("was killed by signal {} ({})", WTERMSIG(p.wait_status),
                                                strsignal(WTERMSIG(p.wait_status)))
                                  : fmt::format("exited with code {}", code),
-                        tail)};
+                        other, tail)};
+  }
   if (!stopped_after_all_steps) {
     if (signaled)
       return {TrialStatus::kFailed, fmt::format("killed by signal {} ({}){}", WTERMSIG(p.wait_status),

@@ -1,13 +1,17 @@
 // `paratune profile` end to end on this machine's CPU (the measurer is real: PyTorch and Gloo), and
 // `--profile` on estimate and plan (issue 45).
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "../support/test_files.h"
-#include "cli_util.h"
 #include "../test_paths.h"
+#include "cli_util.h"
 
 namespace paratune::profile_cli_test {
 
@@ -94,6 +98,89 @@ TEST(ProfileCli, AProfileOfAnotherModelOrABrokenFileIsRefusedWithTheReason) {
   const Result bad_python = run("profile " + setup + " --python /nonexistent/python3 --out " + (dir / "q.json").string());
   EXPECT_NE(bad_python.exit_code, 0);
   EXPECT_NE(bad_python.output.find("/nonexistent/python3"), std::string::npos) << bad_python.output;
+}
+
+// A measurer (here a wrapper script, as `--python` may name one) that runs past --timeout is
+// stopped with everything it started: killing only the process paratune started left its children
+// measuring (and one of them writing --out after paratune gave up on it).
+TEST(ProfileCli, AMeasurerPastItsTimeoutIsStoppedWithTheProcessesItStarted) {
+  const auto dir = paratune::testing::fresh_test_dir("ProfileCli", "timeout");
+  const std::string setup = setup_flags(dir);
+  const auto script = dir / "measurer.sh";
+  paratune::testing::write_file(script,
+                                "#!/bin/sh\nsleep 30 &\necho $! > " + (dir / "child.pid").string() + "\nsleep 30\n");
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  const Result r =
+      run("profile " + setup + " --timeout 1 --python " + script.string() + " --out " + (dir / "p.json").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("ran past --timeout 1 s and was stopped"), std::string::npos) << r.output;
+  const std::string child = paratune::testing::read_file(dir / "child.pid");
+  ASSERT_FALSE(child.empty());
+  // Gone, or a zombie waiting for its new parent to reap it: not running.
+  auto running = [&] {
+    std::ifstream stat("/proc/" + child.substr(0, child.find('\n')) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return false;
+    return line.substr(line.rfind(')') + 2, 1) != "Z";
+  };
+  for (int i = 0; i < 20 && running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(running()) << "the measurer's child " << child << " still runs";
+}
+
+// A measurer that exits 0 without writing --out: the file an earlier run left there is not read as
+// this run's profile (it was, silently).
+TEST(ProfileCli, AMeasurerThatWritesNoProfileIsAnErrorEvenWithAnOldOneThere) {
+  const auto dir = paratune::testing::fresh_test_dir("ProfileCli", "stale");
+  const std::string setup = setup_flags(dir);
+  const std::string out = (dir / "p.json").string();
+  ASSERT_EQ(run("profile " + setup + " --plan-only --out " + out).exit_code, 0);
+  const nlohmann::json plan = nlohmann::json::parse(paratune::testing::read_file(dir / "p.plan.json"));
+  const nlohmann::json old = {{"format", "paratune-hardware-profile"},
+                              {"version", 1},
+                              {"plan",
+                               {{"model", plan["model"]},
+                                {"model_fingerprint", plan["model_fingerprint"]},
+                                {"gpu", plan["gpu"]},
+                                {"precision", plan["precision"]}}},
+                              {"device", {{"backend", "cpu"}, {"name", "an earlier run"}}}};
+  paratune::testing::write_file(out, old.dump());
+  ASSERT_EQ(run("profile " + setup + " --from " + out).exit_code, 0) << "the old profile is a valid one";
+  const Result r = run("profile " + setup + " --python /bin/true --out " + out);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("exited with code 0 but wrote no profile to --out " + out +
+                          " (the file there is an earlier run's)"),
+            std::string::npos)
+      << r.output;
+  const Result none = run("profile " + setup + " --python /bin/true --out " + (dir / "q.json").string());
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.output.find("wrote no profile to --out"), std::string::npos) << none.output;
+}
+
+// --out that cannot be a profile file: refused with the flag and the reason, before measuring.
+TEST(ProfileCli, AnOutThatCannotBeWrittenIsRefusedNamingTheFlagAndWhy) {
+  const auto dir = paratune::testing::fresh_test_dir("ProfileCli", "out");
+  const std::string setup = setup_flags(dir);
+  Result r = run("profile " + setup + " --plan-only --out ''");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--out: an empty path"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(".plan.json"));
+  r = run("profile " + setup + " --plan-only --out " + dir.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("is a folder"), std::string::npos) << r.output;
+  // --fit-calibration over the profile itself: refused, the profile kept.
+  paratune::testing::write_file(dir / "kept.json", "{}");
+  r = run("profile " + setup + " --from " + (dir / "kept.json").string() + " --fit-calibration " + dir.string() +
+          "/./kept.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("is the profile (--from "), std::string::npos) << r.output;
+  EXPECT_EQ(paratune::testing::read_file(dir / "kept.json"), "{}");
+  r = run("profile " + setup + " --plan-only --out " + (dir / "no-such-folder" / "p.json").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(
+      r.output.find("--out (the plan is written beside it): " + (dir / "no-such-folder" / "p.plan.json").string() +
+                    ": cannot write file (No such file or directory)"),
+      std::string::npos)
+      << r.output;
 }
 
 }  // namespace paratune::profile_cli_test

@@ -100,6 +100,60 @@ TEST(HardwareProfile, BadFieldsNameTheFileTheEntryTheFieldAndTheRule) {
   EXPECT_NE(error_of(profile_document({}, {}, json::array({collective}))).find("op: 'broadcast' is not a collective"), std::string::npos);
 }
 
+// A hand-edited file's values that used to pass: a world of 2^31 - 1 ranks (placing a collective's
+// group on nodes that large hung), more nodes than ranks, a device name that is a number (an
+// internal error in `paratune profile`'s table), no precision (read as bf16), an entry or a shape
+// given twice (one silently unused; two times at one collective size priced a step 45x slower),
+// a collective timed on more ranks than the measurer had, a copy rate of 1e-300 B/s (infinite
+// seconds, reported as a bad --config) and a negative byte count.
+TEST(HardwareProfile, HostileValuesAreRefusedNamingTheEntryTheFieldTheValueAndTheRule) {
+  auto expect_error = [](const json& doc, const std::string& expected) {
+    const std::string error = error_of(doc);
+    EXPECT_NE(error.find(expected), std::string::npos) << "expected: " << expected << "\ngot: " << error;
+  };
+  json doc = profile_document();
+  doc["device"]["world_size"] = 2147483647;
+  expect_error(doc, "p.json: device: world_size: 2147483647 must be a whole number from 1 to 16777216");
+  doc = profile_document();
+  doc["device"]["nodes"] = 4;
+  expect_error(doc, "p.json: device: nodes: 4 must be a whole number from 1 to 2");
+  doc = profile_document();
+  doc["device"]["name"] = 5;
+  expect_error(doc, "p.json: device: name: 5 is not a string");
+  doc = profile_document();
+  doc["plan"].erase("precision");
+  expect_error(doc, "p.json: plan: precision: is required");
+
+  const json gemm = with_timing({{"id", "qkv"}, {"m", 8}, {"n", 16}, {"k", 32}, {"dtype", "bf16"}}, 1e-3);
+  json other = gemm;
+  other["m"] = 16;
+  expect_error(profile_document({gemm, other}), "p.json: gemms[1] (qkv): id: 'qkv' is also the id of gemms[0]");
+  other = gemm;
+  other["id"] = "qkv again";
+  other["median_s"] = other["p90_s"] = 2e-3;
+  expect_error(profile_document({gemm, other}),
+               "p.json: gemms[1] (qkv again): measures the GEMM 8x16x32 in bf16, as gemms[0] (qkv) does: each shape is "
+               "measured once");
+  const json ar = with_timing({{"id", "ar"}, {"op", "all_reduce"}, {"ranks", 2}, {"bytes", 1048576}}, 1e-3);
+  json ar2 = with_timing({{"id", "ar2"}, {"op", "all_reduce"}, {"ranks", 2}, {"bytes", 1048576}}, 0.5);
+  expect_error(profile_document({}, {}, {ar, ar2}),
+               "collectives[1] (ar2): measures all_reduce of 1048576 bytes on 2 ranks");
+  json wide = with_timing({{"id", "ar8"}, {"op", "all_reduce"}, {"ranks", 8}, {"bytes", 1048576}}, 1e-3);
+  expect_error(profile_document({}, {}, json::array({wide})),
+               "p.json: collectives[0] (ar8): ranks: 8 must be at most the device's world_size (2)");
+  wide = {
+      {"id", "ar8"}, {"op", "all_reduce"}, {"ranks", 8}, {"bytes", 1048576}, {"skipped", "8 ranks in a world of 2"}};
+  EXPECT_EQ(error_of(profile_document({}, {}, json::array({wide}))), "") << "the measurer writes such an entry back skipped";
+
+  doc = profile_document();
+  doc["memory_bandwidth"] = with_timing({{"bytes_per_s", 1e-300}}, 1e-3);
+  expect_error(doc, "p.json: memory_bandwidth: bytes_per_s: 1e-300 must be a rate from 1e6 to 1e15 bytes per second");
+  doc = profile_document();
+  doc["elementwise"] = {
+      with_timing({{"id", "add"}, {"kind", "add"}, {"rows", 8}, {"cols", 8}, {"bytes_moved", -5}}, 1e-3)};
+  expect_error(doc, "p.json: elementwise[0] (add): bytes_moved: -5 must be a number of bytes >= 0");
+}
+
 TEST(HardwareProfile, RefusesAnotherGpuModelOrPrecisionWithTheReason) {
   const HardwareProfile p = parse_hardware_profile(profile_document(), "p.json");
   const ModelSpec llama3 = load_model("llama3-8b");

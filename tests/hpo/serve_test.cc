@@ -280,6 +280,36 @@ TEST(ServedTrials, AProgramThatDoesNotServeRunsEachTrialAlone) {
   EXPECT_EQ(j["serving_processes"].get<int>(), j["started"].get<int>() + j["promotions"].get<int>());
 }
 
+// A serving program that says done for a trial it was not given: its line is ignored, and the trial
+// -- all steps run, its own done line never said -- fails after the grace with a reason that says
+// so and names the other trial (it read "killed by signal 15 (Terminated)", like a crash).
+TEST(ServedTrials, ADoneLineForAnotherTrialIsIgnoredAndTheReasonSaysSo) {
+  const auto dir = study_dir("other-done");
+  write_file(dir / "liar.py", R"(import json, os, sys
+def say(**f): print("@paratune " + json.dumps(f), flush=True)
+say(serve=1)
+for line in sys.stdin:
+    a = json.loads(line)
+    if "stop" in a: break
+    if "trial" not in a: continue
+    for k in range(int(a["env"]["PARATUNE_MAX_STEPS"])):
+        say(metric="value", value=1.0, step=k); say(step=k, step_time_s=0.001)
+    say(done="someone-else")
+)");
+  const Result r = tune(dir, "/usr/bin/python3 " + (dir / "liar.py").string(),
+                        "--algo random --seed 1 --steps 2 --max-trials 1 --parallel 1 --serve --grace 0.5s");
+  EXPECT_NE(r.exit_code, 0) << "no trial completed";
+  const auto trials = stored(dir);
+  ASSERT_EQ(trials.size(), 1U) << r.output;
+  EXPECT_EQ(trials[0].status, "failed");
+  EXPECT_EQ(trials[0].steps, 2);
+  EXPECT_EQ(trials[0].reason.rfind("ran its steps, but its serving process said no done line for it within ", 0), 0U)
+      << trials[0].reason;
+  EXPECT_NE(trials[0].reason.find("(it said done for 'someone-else', a trial it was not running); paratune stopped the process"),
+            std::string::npos)
+      << trials[0].reason;
+}
+
 TEST(ServedTrials, CombinationsThatCannotServeAreRefused) {
   const auto dir = study_dir("refused");
   Result r = tune(dir, program("--x {x1}"), "--algo random --max-trials 2 --steps 3 --serve");

@@ -231,6 +231,11 @@ BAD_PLANS = [  # (field path, value, the message after "FILE: ")
     (("gemms",), {}, r"gemms: \{\}: must be a list"),
     (("gemms", 0, "m"), -4, r'gemms\[0\] \(id "qkv"\): m: -4: must be a positive integer'),
     (("gemms", 1, "k"), "32", r'gemms\[1\] \(id "mlp"\): k: "32": must be a positive integer'),
+    # Beyond what the profile's reader takes (a 10**30 reached PyTorch: a TypeError ended the measurement).
+    (("gemms", 0, "m"), 10**30, r'gemms\[0\] \(id "qkv"\): m: 1000000000000000000000000000000: must be a '
+                                r"positive integer \(at most 2\^53\)"),
+    (("attention", 0, "batch"), 2**31, r'attention\[0\] \(id "attn/s32"\): batch: 2147483648: must be a positive '
+                                       r"integer \(at most 2147483647\)"),
     (("gemms", 0, "dtype"), "int4", r'gemms\[0\] \(id "qkv"\): dtype: "int4": must be one of bf16, fp16, fp32, fp8'),
     (("gemms", 2, "count"), 0, r'gemms\[2\] \(id "qkv/fp8"\): count: 0: must be a positive integer'),
     (("gemms", 1, "id"), "qkv", r'gemms\[1\] \(id "qkv"\): id: "qkv": must be unique among the gemms entries'),
@@ -278,6 +283,18 @@ def test_a_plan_that_is_not_a_plan_is_refused(tmp_path, text, message):
     plan_path = write(tmp_path, text)
     with pytest.raises(profile.PlanError, match="^" + re.escape(plan_path) + ": " + message):
         profile.read_plan(plan_path)
+
+
+def test_a_shape_too_large_for_any_allocation_is_skipped_and_the_others_measured(tmp_path):
+    # rows x cols = 10^20 elements: PyTorch's "Storage size calculation overflowed" used to end the whole run.
+    plan = tiny_plan(gemms=[], attention=[], collectives=[], step=None,
+                     elementwise=[{"id": "huge", "kind": "add", "rows": 10**10, "cols": 10**10},
+                                  {"id": "res", "kind": "add", "rows": 8, "cols": 8}])
+    code, err, result = run_profile(tmp_path, plan)
+    assert code == 0, err
+    huge, small = result["elementwise"]
+    assert "overflow" in huge["skipped"] and "median_s" not in huge, huge
+    assert small["median_s"] > 0 and "skipped" not in small, small
 
 
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path):

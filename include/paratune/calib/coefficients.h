@@ -53,6 +53,13 @@ double prior_penalty(const std::vector<FittedCoefficient>& coefficients, const s
 // `base` with each of `coefficients` set from its variable in `x`.
 Calibration with_coefficients(const Calibration& base, const std::vector<FittedCoefficient>& coefficients,
                               const std::vector<double>& x);
+// The optimiser's start and bounds for `coefficients`, on each one's variable scale: its value in
+// `start` clamped to its physical range, and that range's ends (fit.cc, profile_fit.cc).
+struct CoefficientVariables {
+  std::vector<double> start, lower, upper;
+};
+CoefficientVariables coefficient_variables(const Calibration& start,
+                                           const std::vector<FittedCoefficient>& coefficients);
 
 // A coefficient at (or within 1% of the range, on its scale, of) a bound of its physical range.
 struct CoefficientAtBound {

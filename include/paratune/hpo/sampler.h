@@ -4,12 +4,14 @@
 //   random  a small finite space in a seeded random order, else independent draws from the prior
 //           (grid_sampler.cc too: both are fixed orders or plain draws)
 //   tpe     tree-structured Parzen estimator, multivariate (tpe.cc, hpo/tpe.h)
-//   gp      Gaussian-process regression with log expected improvement (gp_sampler.cc)
+//   gp      Gaussian-process regression with log expected improvement; with several objectives a
+//           GP per objective and expected hypervolume improvement (gp_sampler.cc)
 //   cmaes   the covariance matrix adaptation evolution strategy over the float and int parameters,
 //           for many continuous dimensions (cmaes_sampler.cc)
 //   nsga2   the non-dominated sorting genetic algorithm II, for several objectives (nsga2_sampler.cc)
 // Several objectives (SamplerOptions::directions, hpo/pareto.h): nsga2, tpe (then multi-objective
-// TPE, hpo/tpe.h), random and grid search them; gp and cmaes refuse such a study (make_sampler).
+// TPE, hpo/tpe.h), gp (expected hypervolume improvement), random and grid search them; cmaes refuses
+// such a study (make_sampler).
 // tpe, gp and cmaes learn from failed trials (issue 21 item 17, src/hpo/feasibility.h): P(runs) from a GP
 // classifier on every finished trial weighs and restricts their proposals, and a configuration whose
 // failure is deterministic (trial/failure.h) is never proposed again. grid and random run each
@@ -63,7 +65,7 @@ const char* to_string(SamplerKind kind);
 SamplerKind parse_sampler(std::string_view name);  // throws Error listing the names
 
 // Throws Error when the sampler cannot search the space (grid on continuous parameters) or the
-// study's objectives (gp and cmaes with several; options.directions of size 1).
+// study's objectives (cmaes with several; options.directions of size 1).
 std::unique_ptr<Sampler> make_sampler(SamplerKind kind, const Space& space, const SamplerOptions& options);
 
 // Each sampler's factory (one per file).
@@ -75,7 +77,7 @@ std::unique_ptr<Sampler> make_gp_sampler(const Space& space, const SamplerOption
 std::unique_ptr<Sampler> make_cmaes_sampler(const Space& space, const SamplerOptions& options);
 std::unique_ptr<Sampler> make_nsga2_sampler(const Space& space, const SamplerOptions& options);
 
-// Whether the sampler searches a study of several objectives (nsga2, tpe, random, grid).
+// Whether the sampler searches a study of several objectives (all but cmaes).
 bool searches_many_objectives(SamplerKind kind);
 // Throws Error when options.directions has one entry, or several and the sampler searches one
 // objective (make_sampler's check, for those who make samplers later: a define-by-run study).
