@@ -763,8 +763,8 @@ def create_study(storage=None, sampler=None, pruner=None, study_name=None, direc
     name already there is an error unless load_if_exists. seed: the sampler's (None: a random one).
     steps: the steps of a full trial, if it has such a number (asha and hyperband need it). direction:
     'minimize' (default) or 'maximize'. directions: one per objective, for several (Optuna's): the
-    objective returns a tuple of values, study.best_trials is the Pareto front; sampler 'tpe', 'nsga2' or
-    'random', no pruner; not with direction."""
+    objective returns a tuple of values, study.best_trials is the Pareto front; sampler 'tpe', 'nsga2', 'gp'
+    or 'random', no pruner; not with direction."""
     if direction is not None and directions is not None:
         raise Error("create_study: give direction (one objective) or directions (several), not both")
     return _open(storage, "main" if study_name is None else study_name, direction or "minimize", sampler, pruner,

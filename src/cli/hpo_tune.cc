@@ -161,7 +161,7 @@ std::unique_ptr<hpo::Sampler> hpo_sampler_from(const TuneFlags& f, const hpo::Sp
   }
   hpo::SamplerOptions sampler_options;
   sampler_options.direction = options.direction;
-  sampler_options.directions = options.directions;  // several objectives: gp and cmaes refuse them
+  sampler_options.directions = options.directions;  // several objectives: cmaes refuses them
   sampler_options.seed = f.seed;
   sampler_options.startup_trials = f.given.contains("--initial") ? f.initial : -1;
   sampler_options.max_trials = static_cast<std::size_t>(std::max(0, f.max_trials));

@@ -166,8 +166,6 @@ TEST(HpoManyObjectives, BadListsAndWhatNeedsOneObjectiveAreRefusedBeforeAnything
   expect_error(kParetoFlags + " --pruner median",
                "--pruner median: stops trials by one objective's learning curve; a study of several objectives runs "
                "every trial to its end (pruner none)");
-  expect_error("--algo gp --objective loss,cost --direction minimize,minimize --max-trials 2",
-               "sampler gp: searches one objective, the study has 2");
   expect_error("--algo cmaes --objective loss,cost --direction minimize,minimize --max-trials 2",
                "sampler cmaes: searches one objective, the study has 2");
   expect_error(kParetoFlags + " --retrain", "--retrain with --objective loss,cost: retrains the best configurations");
