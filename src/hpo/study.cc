@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -77,15 +78,18 @@ ObjectiveValues objective_values(const std::vector<trial::MetricReport>& metrics
                                  const std::vector<std::string>& objectives) {
   ObjectiveValues out;
   for (const std::string& name : objectives) {
-    std::optional<double> value = name == kThroughputObjective ? throughput : std::nullopt;
-    if (name != kThroughputObjective)
+    // NaN stands for "not reported" (a plain double: GCC 12 at -O3 warns on an optional here).
+    double value = std::numeric_limits<double>::quiet_NaN();
+    if (name == kThroughputObjective)
+      value = throughput.value_or(value);
+    else
       for (const trial::MetricReport& m : metrics)
         if (m.name == name) value = m.value;  // the last one reported
-    if (!value || !std::isfinite(*value)) {
+    if (!std::isfinite(value)) {
       out.missing = name;
       return out;
     }
-    out.values.push_back(*value);
+    out.values.push_back(value);
   }
   return out;
 }
