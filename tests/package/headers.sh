@@ -19,11 +19,29 @@ find paratune -name '*.h' | sort >"$work/headers"
 count=$(wc -l <"$work/headers")
 ((count > 0)) || { echo "headers: no header installed under $work/prefix/include/paratune" >&2; exit 1; }
 # One compiler per header, as many at a time as there are cores; a failure leaves its log in failed/.
+# A header whose preprocessed text (the copy's path replaced) passed before with the same compiler
+# and flags is not compiled again: the key is everything the compiler would read, so the answer is
+# the same (as scripts/tidy.sh caches clang-tidy's). The cache: PARATUNE_HEADER_CACHE, else
+# ~/.cache/paratune/headers.
 cd "$work"
 mkdir failed
+cache="${PARATUNE_HEADER_CACHE:-$HOME/.cache/paratune/headers}"
+mkdir -p "$cache"
+compiler_key=$( { ${CXX:-c++} --version; echo "$PARATUNE_HEADER_CFLAGS" | sed "s|$work|@WORK@|g"; } | sha256sum | cut -c1-64)
+export cache compiler_key work
 xargs -P "$(nproc)" -I{} bash -c '
+  set -o pipefail
   log=failed/$(echo "$1" | tr / _).log
-  echo "#include <$1>" | ${CXX:-c++} -std=c++20 -fsyntax-only $PARATUNE_HEADER_CFLAGS -x c++ - 2>"$log" && rm "$log"
+  unit="#include <$1>"
+  key=""
+  if text=$(echo "$unit" | ${CXX:-c++} -std=c++20 -E -P $PARATUNE_HEADER_CFLAGS -x c++ - 2>/dev/null); then
+    key=$( { echo "$compiler_key"; echo "$unit"; echo "$text" | sed "s|$work|@WORK@|g"; } | sha256sum | cut -c1-64)
+    [[ -f "$cache/$key" ]] && exit 0
+  fi
+  if echo "$unit" | ${CXX:-c++} -std=c++20 -fsyntax-only $PARATUNE_HEADER_CFLAGS -x c++ - 2>"$log"; then
+    rm "$log"
+    [[ -n "$key" ]] && touch "$cache/$key"
+  fi
   exit 0' _ {} <headers
 shopt -s nullglob
 logs=(failed/*.log)
