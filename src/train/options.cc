@@ -410,9 +410,11 @@ void resolve(TrainOptions& o) {
         break;
       case Workload::kGpt: {
         check("d_model", o.d_model);
+        if (surrogate_divides_heads(o)) break;  // fewer heads of the same size
         const int d = static_cast<int>(o.d_model / o.surrogate_ratio);
         require(d % o.heads == 0, fmt::format("surrogate_ratio: value {} leaves d_model {} / {} = {}, which heads ({}) "
-                                              "must divide (heads are kept; each gets narrower)",
+                                              "must divide (a ratio that does not divide the heads keeps them, each "
+                                              "narrower)",
                                               o.surrogate_ratio, o.d_model, o.surrogate_ratio, d, o.heads));
         break;
       }
@@ -488,12 +490,18 @@ std::vector<TrainOptions> parse_fused_members(const std::vector<std::string>& ar
   return out;
 }
 
+bool surrogate_divides_heads(const TrainOptions& o) {
+  const double heads = o.heads / o.surrogate_ratio;
+  return heads >= 1 && heads == std::floor(heads);
+}
+
 TrainOptions narrowed(const TrainOptions& o) {
   TrainOptions n = o;
   auto divide = [&](int width) { return static_cast<int>(std::lround(width / o.surrogate_ratio)); };
   for (int& w : n.mlp_hidden) w = divide(w);
   for (int& c : n.cnn_channels) c = divide(c);
   n.d_model = divide(o.d_model);
+  if (o.model == Workload::kGpt && surrogate_divides_heads(o)) n.heads = divide(o.heads);
   n.surrogate_ratio = 1;
   return n;
 }

@@ -22,7 +22,7 @@ class WidthRules {
  public:
   WidthRules(const TrainOptions& o, Model& model)
       : mup_(o.parametrization == Parametrization::kMup), optimizer_(o.optimizer), ratio_(o.surrogate_ratio),
-        model_(model) {}
+        base_head_dim_(o.heads > 0 ? o.d_model / o.heads : 0), model_(model) {}
 
   // A dimension at the base width: S times the trained one when it grows with width.
   [[nodiscard]] double base(double size, bool grows) const { return grows ? size * ratio_ : size; }
@@ -46,10 +46,10 @@ class WidthRules {
   // The output layer's input multiplier (MuReadout's 1/m_in).
   [[nodiscard]] double readout_multiplier() const { return mup_ ? ratio_ : 1; }
 
-  // Attention scores' scale: 1/sqrt(d_head) under SP, sqrt(d_head_base)/d_head under muP.
+  // Attention scores' scale: 1/sqrt(d_head) under SP, sqrt(d_head_base)/d_head under muP (the two
+  // agree where the surrogate keeps the base's head dimension: narrowed() divides the heads).
   [[nodiscard]] double attention_scale(int head_dim) const {
-    return mup_ ? mup_attention_scale(head_dim, static_cast<int>(std::lround(head_dim * ratio_)))
-                : 1 / std::sqrt(static_cast<double>(head_dim));
+    return mup_ ? mup_attention_scale(head_dim, base_head_dim_) : 1 / std::sqrt(static_cast<double>(head_dim));
   }
 
  private:
@@ -67,6 +67,7 @@ class WidthRules {
   bool mup_;
   Optimizer optimizer_;
   double ratio_;
+  int base_head_dim_;  // the GPT's d_model / heads at the base width
   Model& model_;
 };
 

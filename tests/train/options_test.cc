@@ -87,13 +87,18 @@ TEST(TrainOptions, SurrogateRatioNarrowsEveryWidthOrNamesTheOneItCannot) {
   EXPECT_EQ(o.mlp_hidden, (std::vector<int>{256, 128}));  // the base stays in the options
   o = parse({"--model", "gpt", "--d-model", "128", "--heads", "4", "--surrogate-ratio", "8"});
   EXPECT_EQ(narrowed(o).d_model, 16);
+  EXPECT_EQ(narrowed(o).heads, 4);  // 8 does not divide 4 heads: kept, each of 4 dimensions instead of 32
+  o = parse({"--model", "gpt", "--d-model", "256", "--heads", "4", "--surrogate-ratio", "4"});
+  EXPECT_EQ(narrowed(o).d_model, 64);
+  EXPECT_EQ(narrowed(o).heads, 1);  // fewer heads, each of the base's 64 dimensions
+  EXPECT_EQ(o.heads, 4);
   o = parse({"--model", "cnn", "--cnn-channels", "16,32", "--surrogate-ratio", "2"});  // mlp_hidden unused
   EXPECT_EQ(narrowed(o).cnn_channels, (std::vector<int>{8, 16}));
   EXPECT_EQ(error_of({"--model", "mlp", "--mlp-hidden", "256,100", "--surrogate-ratio", "8"}),
             "surrogate_ratio: value 8 must divide mlp_hidden (100) into a whole number >= 1");
   EXPECT_EQ(error_of({"--model", "gpt", "--d-model", "192", "--heads", "8", "--surrogate-ratio", "16"}),
-            "surrogate_ratio: value 16 leaves d_model 192 / 16 = 12, which heads (8) must divide (heads are kept; each "
-            "gets narrower)");
+            "surrogate_ratio: value 16 leaves d_model 192 / 16 = 12, which heads (8) must divide (a ratio that does not "
+            "divide the heads keeps them, each narrower)");
   EXPECT_EQ(error_of({"--surrogate-ratio", "0.5"}),
             "--surrogate-ratio: surrogate_ratio: value '0.5' must be a number in [1, 4096] dividing every width into a "
             "whole number");

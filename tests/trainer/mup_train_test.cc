@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <sstream>
+#include <tuple>
 
 #include "coord_check.h"
 #include "models.h"
@@ -67,6 +68,20 @@ TEST(MupTrainer, EachWeightOfANarrowedMlpGetsItsRolesRateAndInit) {
   const auto params = unique_parameters(model, 1, 2);
   const torch::Tensor expected = torch::matmul(hidden * 4, params[0].t()) + params[1];
   EXPECT_TRUE(torch::allclose(model.units[1]->forward(hidden), expected));
+}
+
+// A GPT surrogate whose ratio divides its heads has fewer heads of the base's dimension, and its
+// attention scale is the base's 1/sqrt(64); one whose ratio does not keeps 4 narrower heads, scaled
+// sqrt(64)/8 = 1 (muP's 1/d_head against the base).
+TEST(MupTrainer, AGptSurrogateKeepsTheHeadDimensionWhereTheRatioDividesTheHeads) {
+  for (const auto& [ratio, heads, scale] : {std::tuple{4, 1, 0.125}, std::tuple{8, 4, 1.0}, std::tuple{1, 4, 0.125}}) {
+    const Model model = build_model(options_of("--model gpt --layers 1 --d-model 256 --heads 4 --seq-len 8 "
+                                               "--parametrization mup --surrogate-ratio " + std::to_string(ratio)));
+    const UnitSpec block = model.units[1]->spec();
+    EXPECT_EQ(block.heads, heads) << "ratio " << ratio;
+    EXPECT_EQ(block.in, 256 / ratio) << "ratio " << ratio;
+    EXPECT_DOUBLE_EQ(block.attention_scale, scale) << "ratio " << ratio;
+  }
 }
 
 // The optimizer gets one group per rate scaling, its rate and weight decay scaled: SP one group.

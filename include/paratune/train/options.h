@@ -108,8 +108,17 @@ TrainOptions read_train_options(const std::vector<std::string>& args, const std:
 void resolve(TrainOptions& options);
 
 // The model's shapes with every width divided by surrogate_ratio (what is built and trained;
-// surrogate_ratio 1 in the result). resolve() has checked each quotient is whole.
+// surrogate_ratio 1 in the result). resolve() has checked each quotient is whole. The GPT's heads
+// are divided too where the ratio divides them, each keeping its dimension; otherwise they are kept,
+// each narrower (surrogate_divides_heads).
 TrainOptions narrowed(const TrainOptions& options);
+
+// Whether surrogate_ratio divides the GPT's heads into a whole number >= 1. Why fewer heads of the
+// same size: muP's 1/d_head attention scale is then SP's 1/sqrt(d_head) at every width, and the
+// initialization scale tuned on the surrogate transfers. Measured (bench/results/hydro/
+// init_scale_transfer.md): with 4 heads kept, a 4x narrower GPT (heads of 16 against 64) ranked init
+// scale 1 best where its target ranked 2; with 1 head of 64 it ranked 2 best, as the target.
+bool surrogate_divides_heads(const TrainOptions& options);
 
 // Inter-trial fusion (fused_models.h): the options a fused group's members may differ in -- the
 // optimizer's hyperparameters, the schedule and the initialization scale; everything else (model,
