@@ -92,6 +92,14 @@ std::optional<double> stated_power_limit_w(const std::string& gpu_type_lower) {
   return watts;
 }
 
+// "capacity factor 1.0" in a row's notes (Megatron's --moe-expert-capacity-factor: token drop): the factor.
+std::optional<double> stated_capacity_factor(const std::string& notes_lower) {
+  static const RE2 pattern(R"(capacity factor (\d+(?:\.\d+)?))");
+  double factor = 0;
+  if (!RE2::PartialMatch(notes_lower, pattern, &factor)) return std::nullopt;
+  return factor;
+}
+
 // GPU preset from the free-text gpu_type: "A100 80GB (Selene ...)", "h100_80gb", "GB200 (NVL72 ...)".
 GpuSpec gpu_for(const PublishedRun& run, std::vector<std::string>& why) {
   const std::string g = lower(run.get("gpu_type"));
@@ -535,7 +543,7 @@ const std::vector<KnownError>& known_errors() {
 // pretrain_mixtral_8x7b.py runs nemo/collections/llm/recipes/mixtral_8x7b.py, whose data is
 // MockDataModule; pretrain_deepseek_v3.py also sets moe_router_force_load_balancing = True).
 bool runs_synthetic_data(const std::string& source_id) {
-  return source_id == "S21" || source_id == "S24" || source_id == "S25";
+  return source_id == "S21" || source_id == "S24" || source_id == "S25" || source_id == "S31";
 }
 
 void choose_metric(const PublishedRun& run, const Framework& fw, Family family, RunSetup& s) {
@@ -847,6 +855,13 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
         t.moe_balancing = MoeBalancing::kAuxLoss;
         why.push_back("MoE routing balance not stated: aux-loss, dropless (Megatron defaults)");
       }
+      if (const auto factor = stated_capacity_factor(lower(run.get("notes")))) {
+        // Token drop: an expert takes at most factor x its fair share (padded up to it where stated).
+        if (*factor < 1)
+          throw Error(fmt::format("notes: capacity factor {} must be at least 1 (an expert's fair share)", *factor));
+        t.moe_capacity_factor = *factor;
+        why.push_back(fmt::format("MoE token drop as stated: expert capacity factor {}", *factor));
+      }
     }
 
     // --- Parallel axes --------------------------------------------------------------------------
@@ -950,7 +965,10 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
     }
     // Megatron-Bridge's containers have Megatron-Core's flex dispatcher (DeepEP / HybridEP
     // backends) beside the all-to-all one; its MoE recipes pick either per model and GPU.
-    if (s.model.moe && (contains(stated, "hybridep") || contains(stated, "deepep"))) {
+    if (s.model.moe && contains(stated, "alltoall dispatcher")) {
+      s.dispatcher_choices = {MoeDispatcher::kAllToAll};
+      why.push_back("MoE token dispatcher as stated: alltoall (top-k copies through an all-to-all)");
+    } else if (s.model.moe && (contains(stated, "hybridep") || contains(stated, "deepep"))) {
       s.dispatcher_choices = {MoeDispatcher::kDeepEP};
       why.push_back("MoE token dispatcher as stated: node-deduplicated (HybridEP / DeepEP: dispatcher=deepep)");
     } else if (s.model.moe && fw.megatron_bridge && s.ep_choices != std::vector<int>{1}) {

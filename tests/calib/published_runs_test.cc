@@ -282,6 +282,35 @@ TEST(Setup, MoeRowsBuildMoeModelsWithTheKnownArchitecture) {
   EXPECT_EQ(qw.model.ffn_hidden_size, 768);  // unused: every layer is MoE
 }
 
+// A MoE row's notes may state the dispatcher and token drop (Megatron-Bridge's GB200 DeepSeek-V3
+// recipe: capacity factor 1.0, which turns the flex dispatcher off); unstated, both dispatchers are
+// searched and routing is dropless.
+TEST(Validation, StatedDispatcherAndCapacityFactorAreHonoured) {
+  auto moe_row = [](const std::string& notes) {
+    return small_row({{"model", "Mixtral tiny"},
+                      {"moe_num_experts", "8"},
+                      {"moe_top_k", "2"},
+                      {"moe_expert_ffn_size", "1024"},
+                      {"ep", "2"},
+                      {"framework", "Megatron-Bridge (Megatron-Core)"},
+                      {"notes", notes}});
+  };
+  const RunSetup stated =
+      setup_for_run(runs_of("drop.csv", {moe_row("token drop: capacity factor 1.25; alltoall dispatcher")}).at(0));
+  EXPECT_EQ(stated.dispatcher_choices, std::vector<MoeDispatcher>{MoeDispatcher::kAllToAll});
+  EXPECT_DOUBLE_EQ(stated.training.moe_capacity_factor, 1.25);
+  const RunSetup unstated = setup_for_run(runs_of("plain.csv", {moe_row("")}).at(0));
+  EXPECT_EQ(unstated.dispatcher_choices,
+            (std::vector<MoeDispatcher>{MoeDispatcher::kAllToAll, MoeDispatcher::kDeepEP}));
+  EXPECT_EQ(unstated.training.moe_capacity_factor, 0);
+  try {
+    (void)setup_for_run(runs_of("low.csv", {moe_row("capacity factor 0.5")}).at(0));
+    FAIL() << "a capacity factor below 1 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("notes: capacity factor 0.5 must be at least 1"), std::string::npos) << e.what();
+  }
+}
+
 // A stated configuration predicted not to fit keeps its prediction and is counted as a
 // memory-model error (the published run did fit).
 TEST(Validation, StatedConfigurationThatDoesNotFitIsAMemoryModelError) {
