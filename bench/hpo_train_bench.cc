@@ -32,10 +32,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -374,15 +376,50 @@ std::string hypertune_md(const std::vector<StrategyRun>& runs, double epochs) {
   return out;
 }
 
+constexpr const char* kUsage =
+    "usage: bench_hpo_train search [--seeds A-B] [--budget SECONDS] [--steps 81] [--min-resource 9] "
+    "[--algorithms random,tpe,...] [--out DIR]\n"
+    "       bench_hpo_train hypertune [--epochs E] [--strategies none,dp,mp,gpipe,auto] [--out DIR]\n";
+
+// Reads a subcommand's "--flag value" pairs into `setters`: 0 when read, 1 when --help printed the
+// usage, 2 on an unknown flag, a flag without its value or a value that is not a number (std::stoi /
+// std::stod throw), said on stderr before anything runs.
+int read_flags(const std::vector<std::string>& args, const std::string& command,
+               const std::map<std::string, std::function<void(const std::string&)>>& setters) {
+  try {
+    for (std::size_t i = 1; i < args.size(); i += 2) {
+      const std::string& flag = args[i];
+      if (flag == "--help" || flag == "-h") {
+        fmt::print("{}", kUsage);
+        return 1;
+      }
+      const auto setter = setters.find(flag);
+      if (setter == setters.end()) throw std::invalid_argument("unknown flag " + flag);
+      if (i + 1 >= args.size()) throw std::invalid_argument(flag + " needs a value");
+      try {
+        setter->second(args[i + 1]);
+      } catch (const std::logic_error&) {  // std::invalid_argument, std::out_of_range
+        throw std::invalid_argument(flag + ": '" + args[i + 1] + "' is not a number in range");
+      }
+    }
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "bench_hpo_train {}: {}\n{}", command, e.what(), kUsage);
+    return 2;
+  }
+  return 0;
+}
+
 int hypertune(const std::vector<std::string>& args) {
   double epochs = 0.5;
   std::vector<std::string> strategies{"none", "dp", "mp", "gpipe", "auto"};
   std::filesystem::path out = "hpo_hypertune";
-  for (std::size_t i = 1; i + 1 < args.size(); i += 2) {
-    if (args[i] == "--epochs") epochs = std::stod(args[i + 1]);
-    else if (args[i] == "--out") out = args[i + 1];
-    else if (args[i] == "--strategies") strategies = trial::split_words(std::regex_replace(args[i + 1], std::regex(","), " "));
-  }
+  if (const int read = read_flags(args, "hypertune",
+                                  {{"--epochs", [&](const std::string& v) { epochs = std::stod(v); }},
+                                   {"--out", [&](const std::string& v) { out = v; }},
+                                   {"--strategies", [&](const std::string& v) {
+                                      strategies = trial::split_words(std::regex_replace(v, std::regex(","), " "));
+                                    }}}))
+    return read == 1 ? 0 : 2;
   std::filesystem::create_directories(out);
   std::vector<StrategyRun> runs;
   for (const std::string& s : strategies) {
@@ -398,12 +435,13 @@ int hypertune(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    fmt::print("{}", kUsage);
+    return 0;
+  }
   if (!args.empty() && args[0] == "hypertune") return hypertune(args);
   if (args.empty() || args[0] != "search") {
-    fmt::print(stderr,
-               "usage: bench_hpo_train search [--seeds A-B] [--budget SECONDS] [--steps 81] [--min-resource 9] "
-               "[--algorithms random,tpe,...] [--out DIR]\n"
-               "       bench_hpo_train hypertune [--epochs E] [--strategies none,dp,mp,gpipe,auto] [--out DIR]\n");
+    fmt::print(stderr, "{}", kUsage);
     return 2;
   }
   int first = 0, last = 4;
@@ -411,20 +449,21 @@ int main(int argc, char** argv) {
   std::filesystem::path out = "hpo_search";
   Resources resources;
   std::vector<std::string> algorithms = kDefaultAlgorithms;
-  for (std::size_t i = 1; i + 1 < args.size(); i += 2) {
-    if (args[i] == "--steps") resources.steps = std::stoi(args[i + 1]);
-    if (args[i] == "--min-resource") resources.min_resource = std::stoi(args[i + 1]);
-    if (args[i] == "--algorithms") algorithms = trial::split_words(std::regex_replace(args[i + 1], std::regex(","), " "));
-    if (args[i] == "--seeds") {
-      const auto dash = args[i + 1].find('-');
-      first = std::stoi(args[i + 1].substr(0, dash));
-      last = std::stoi(args[i + 1].substr(dash + 1));
-    } else if (args[i] == "--budget") {
-      budget = std::stod(args[i + 1]);
-    } else if (args[i] == "--out") {
-      out = args[i + 1];
-    }
-  }
+  const int read = read_flags(
+      args, "search",
+      {{"--steps", [&](const std::string& v) { resources.steps = std::stoi(v); }},
+       {"--min-resource", [&](const std::string& v) { resources.min_resource = std::stoi(v); }},
+       {"--algorithms",
+        [&](const std::string& v) { algorithms = trial::split_words(std::regex_replace(v, std::regex(","), " ")); }},
+       {"--seeds",
+        [&](const std::string& v) {
+          const auto dash = v.find('-');
+          first = std::stoi(v.substr(0, dash));
+          last = dash == std::string::npos ? first : std::stoi(v.substr(dash + 1));
+        }},
+       {"--budget", [&](const std::string& v) { budget = std::stod(v); }},
+       {"--out", [&](const std::string& v) { out = v; }}});
+  if (read != 0) return read == 1 ? 0 : 2;
   for (const std::string& name : algorithms)
     if (std::none_of(kAlgorithms.begin(), kAlgorithms.end(), [&](const Algorithm& a) { return a.name == name; })) {
       fmt::print(stderr, "--algorithms: unknown algorithm '{}' (random, tpe, gp, asha+random, asha+tpe, hyperband, "

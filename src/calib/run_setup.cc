@@ -537,11 +537,12 @@ const std::vector<KnownError>& known_errors() {
 // --- The metric ------------------------------------------------------------------------------------
 
 // Sources whose runs train on synthetic (random-token) data for a few dozen iterations (SOURCES.md):
-// NVIDIA's DGX Cloud benchmarking recipes, S24/S25 (NVIDIA/dgxc-benchmarking @841f546, e.g.
+// NVIDIA's DGX Cloud benchmarking recipes, S24/S25/S31 (NVIDIA/dgxc-benchmarking @841f546, e.g.
 // deepseek_v3/pretrain/megatron_bridge/README.md: "Deepseek-v3 training only uses synthetic
 // datasets"), and NeMo's performance summary, S21 (NVIDIA/NeMo @8cfedd7 scripts/performance/llm/
 // pretrain_mixtral_8x7b.py runs nemo/collections/llm/recipes/mixtral_8x7b.py, whose data is
-// MockDataModule; pretrain_deepseek_v3.py also sets moe_router_force_load_balancing = True).
+// MockDataModule; pretrain_deepseek_v3.py also sets moe_router_force_load_balancing = True). S31's
+// Megatron-Bridge script builds its recipe with mock=True (@7c0ae3fd scripts/performance/run_script.py).
 bool runs_synthetic_data(const std::string& source_id) {
   return source_id == "S21" || source_id == "S24" || source_id == "S25" || source_id == "S31";
 }
@@ -856,7 +857,8 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
         why.push_back("MoE routing balance not stated: aux-loss, dropless (Megatron defaults)");
       }
       if (const auto factor = stated_capacity_factor(lower(run.get("notes")))) {
-        // Token drop: an expert takes at most factor x its fair share (padded up to it where stated).
+        // Token drop: an expert takes at most factor x its fair share. Padding up to the capacity
+        // (--moe-pad-expert-input-to-capacity) is not modelled: exact at factor 1 with balanced routing.
         if (*factor < 1)
           throw Error(fmt::format("notes: capacity factor {} must be at least 1 (an expert's fair share)", *factor));
         t.moe_capacity_factor = *factor;
