@@ -34,7 +34,8 @@ namespace {
 struct ProfileFlags {
   std::vector<std::string> configs;
   bool quick = false;
-  int warmup = 3, repetitions = 10;
+  // Unset (-1): the plan's defaults, fewer with --quick (kQuick* below).
+  int warmup = -1, repetitions = -1;
   int nproc = 1;
   std::string out = "profile.json";
   std::string plan_path;       // where the plan is written (default: OUT with .plan.json)
@@ -200,8 +201,10 @@ int run_profile(const SetupFlags& setup, const ProfileFlags& f, bool json) {
     for (const std::string& text : f.configs.empty() ? std::vector<std::string>{fmt::format("dp={},mbs=1", cluster.num_gpus())} : f.configs)
       options.configs.push_back(config_from(text));
     options.quick = f.quick;
-    options.warmup = f.warmup;
-    options.repetitions = f.repetitions;
+    // A CPU measures one GEMM of Llama 3 8B's widths in about a second: --quick's fewer repetitions
+    // keep the whole run near a minute (docs/profile.md).
+    options.warmup = f.warmup >= 0 ? f.warmup : f.quick ? kQuickWarmup : options.warmup;
+    options.repetitions = f.repetitions >= 0 ? f.repetitions : f.quick ? kQuickRepetitions : options.repetitions;
     const std::string plan_path = f.plan_path.empty() ? default_plan_path(f.out) : f.plan_path;
     nlohmann::ordered_json plan;
     try {
@@ -271,11 +274,11 @@ void add_profile_command(CLI::App& app, Commands& commands) {
   ProfileFlags& f = flags->own;
   cmd->add_option("--config", f.configs, "a configuration whose kernels to measure (repeatable; default mbs=1)");
   cmd->add_flag("--quick", f.quick, "a reduced set for a CPU: sequences cut to 256 tokens, a 1-layer step, fewer repetitions");
-  cmd->add_option("--warmup", f.warmup, "untimed runs before each measurement")
-      ->capture_default_str()
+  cmd->add_option("--warmup", f.warmup, fmt::format("untimed runs before each measurement (default {}; {} with --quick)",
+                                                    ProfilePlanOptions{}.warmup, kQuickWarmup))
       ->transform(whole_number(0, 1000));
-  cmd->add_option("--repetitions", f.repetitions, "timed runs of each measurement")
-      ->capture_default_str()
+  cmd->add_option("--repetitions", f.repetitions, fmt::format("timed runs of each measurement (default {}; {} with --quick)",
+                                                              ProfilePlanOptions{}.repetitions, kQuickRepetitions))
       ->transform(whole_number(1, 10000));
   cmd->add_option("--nproc", f.nproc, "local processes for the collectives (CPU: Gloo; GPUs: use torchrun and --plan-only)")
       ->capture_default_str()

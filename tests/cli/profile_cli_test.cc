@@ -100,6 +100,25 @@ TEST(ProfileCli, AProfileOfAnotherModelOrABrokenFileIsRefusedWithTheReason) {
   EXPECT_NE(bad_python.output.find("/nonexistent/python3"), std::string::npos) << bad_python.output;
 }
 
+// --quick asks for fewer repetitions (its help says so; the plan once kept 3 + 10 and a CPU run of
+// Llama 3 8B's widths took 2.6 minutes); a stated --warmup or --repetitions wins either way.
+TEST(ProfileCli, QuickMeasuresFewerRepetitionsUnlessTold) {
+  const auto dir = paratune::testing::fresh_test_dir("ProfileCli", "quick");
+  const std::string setup = setup_flags(dir);
+  const auto planned = [&](const std::string& flags) {
+    const std::filesystem::path out = dir / "p.json";
+    const Result r = run("profile " + setup + " --plan-only " + flags + " --out " + out.string());
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    const nlohmann::json plan = nlohmann::json::parse(paratune::testing::read_file(dir / "p.plan.json"));
+    return std::pair{plan.at("warmup").get<int>(), plan.at("repetitions").get<int>()};
+  };
+  EXPECT_EQ(planned(""), std::pair(3, 10));
+  EXPECT_EQ(planned("--quick"), std::pair(1, 3));
+  EXPECT_EQ(planned("--quick --warmup 0"), std::pair(0, 3));
+  EXPECT_EQ(planned("--quick --repetitions 7"), std::pair(1, 7));
+  EXPECT_EQ(planned("--warmup 2 --repetitions 5"), std::pair(2, 5));
+}
+
 // A measurer (here a wrapper script, as `--python` may name one) that runs past --timeout is
 // stopped with everything it started: killing only the process paratune started left its children
 // measuring (and one of them writing --out after paratune gave up on it).

@@ -29,6 +29,9 @@ struct ProfilePlanOptions {
   int repetitions = 10;  // timed runs (>= 1)
 };
 inline constexpr int kQuickSeqLen = 256;
+// The warm-up and repetitions `paratune profile --quick` asks for unless told otherwise.
+inline constexpr int kQuickWarmup = 1;
+inline constexpr int kQuickRepetitions = 3;
 
 // The plan (format kProfilePlanFormat): every distinct GEMM (m, n, k, dtype), flash-attention shape
 // and single-node collective the cost model prices for the configurations, element-wise passes of
