@@ -69,6 +69,7 @@ struct Framework {
   bool megatron_bridge = false;
   bool nemo = false;
   bool torchtitan = false;
+  bool llm_foundry = false;  // MosaicML Composer / llm-foundry
 };
 
 Framework framework_of(const PublishedRun& run) {
@@ -78,6 +79,7 @@ Framework framework_of(const PublishedRun& run) {
   fw.megatron = contains(f, "megatron") || fw.nemo;
   fw.early_megatron = contains(f, "megatron-lm") && (contains(f, "2020") || contains(f, "2021"));
   fw.torchtitan = contains(f, "torchtitan");
+  fw.llm_foundry = contains(f, "llm-foundry");
   fw.megatron_bridge = contains(f, "megatron-bridge");
   return fw;
 }
@@ -1024,6 +1026,15 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
       }
     }
     c.tp_comm_overlap = fw.megatron && !fw.early_megatron;
+    // The attention kernel: torchtitan's SDPA backends put FLASH_ATTENTION (FlashAttention-2) first
+    // below Blackwell (torchtitan/models/attention.py @820504e: "Add CuDNN on B200 w/ highest
+    // priority"); llm-foundry's benchmarks run its Triton flash kernel (submit_benchmarks.py
+    // @061f2c7: --attn_impl default 'triton'). Transformer Engine (Megatron, NeMo) runs cuDNN's.
+    if (fw.torchtitan || fw.llm_foundry) {
+      t.flash_attention_2 = true;
+      why.push_back(fw.torchtitan ? "attention: PyTorch SDPA's FlashAttention-2 backend (torchtitan's first below Blackwell)"
+                                  : "attention: llm-foundry's Triton flash attention (its benchmarks' attn_impl default)");
+    }
     if (fw.torchtitan) {
       // torchtitan's loss: F.cross_entropy(pred.flatten(0, 1).float(), labels) (train.py), unfused.
       t.fp32_unfused_cross_entropy = true;

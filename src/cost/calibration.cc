@@ -14,41 +14,44 @@ Calibration make_default() {
   // Fitted by `paratune calibrate --runs data/published-runs/published_runs.csv -o
   // data/calibration.json` (docs/calibration.md); a test checks this equals that file.
   Calibration c;
-  c.attention_efficiency = 0.5257806762092045;
-  c.attention_efficiency_by_gpu["b200"] = 0.45571223112462983;
-  c.attention_efficiency_by_gpu["gb200"] = 0.45571223112462983;
-  c.attention_efficiency_by_gpu["h100-sxm"] = 0.3956093325965993;
-  c.attention_efficiency_by_gpu["h200"] = 0.3956093325965993;
-  c.attention_efficiency_by_gpu["h800"] = 0.3956093325965993;
-  c.attention_half_kv_tokens = 1873.8429538211176;
+  c.attention_efficiency = 0.526553031234875;
+  c.attention_efficiency_by_gpu["b200"] = 0.4664887106989054;
+  c.attention_efficiency_by_gpu["gb200"] = 0.4664887106989054;
+  c.attention_efficiency_by_gpu["h100-sxm"] = 0.39860639106496504;
+  c.attention_efficiency_by_gpu["h200"] = 0.39860639106496504;
+  c.attention_efficiency_by_gpu["h800"] = 0.39860639106496504;
+  c.attention_half_kv_tokens = 2018.8553207481023;
   c.comm_buffer_bytes = 536870912.0;
   c.cuda_context_bytes = 1073741824.0;
-  c.dp_overlap = 0.8273908440853118;
-  c.ep_overlap = 0.5039112864209028;
-  c.fp8_block_scaled_gemm_efficiency = 0.8212041944325464;
-  c.fp8_gemm_efficiency = 0.8316573479602294;
+  c.dp_overlap = 0.8355156577926182;
+  c.ep_overlap = 0.500999052958017;
+  c.flash_attention_2_speed_by_gpu["h100-sxm"] = 0.6705267115933211;
+  c.flash_attention_2_speed_by_gpu["h200"] = 0.6705267115933211;
+  c.flash_attention_2_speed_by_gpu["h800"] = 0.6705267115933211;
+  c.fp8_block_scaled_gemm_efficiency = 0.8360015068253153;
+  c.fp8_gemm_efficiency = 0.833593437170824;
   c.fragmentation = 0.1;
-  c.gemm_efficiency_by_gpu["a100-40gb"] = 0.8091858639203033;
-  c.gemm_efficiency_by_gpu["a100-80gb"] = 0.8091858639203033;
-  c.gemm_efficiency_by_gpu["b200"] = 0.6505726044720419;
-  c.gemm_efficiency_by_gpu["gb200"] = 0.5703779538509186;
-  c.gemm_efficiency_by_gpu["h100-sxm"] = 0.7137734450652478;
-  c.gemm_efficiency_by_gpu["h200"] = 0.7137734450652478;
-  c.gemm_efficiency_by_gpu["h800"] = 0.7137734450652478;
-  c.gemm_efficiency_by_gpu["v100-32gb"] = 0.8882588049208344;
+  c.gemm_efficiency_by_gpu["a100-40gb"] = 0.8171045103755401;
+  c.gemm_efficiency_by_gpu["a100-80gb"] = 0.8171045103755401;
+  c.gemm_efficiency_by_gpu["b200"] = 0.6437521601614334;
+  c.gemm_efficiency_by_gpu["gb200"] = 0.5728214681430607;
+  c.gemm_efficiency_by_gpu["h100-sxm"] = 0.7336502894034544;
+  c.gemm_efficiency_by_gpu["h200"] = 0.7336502894034544;
+  c.gemm_efficiency_by_gpu["h800"] = 0.7336502894034544;
+  c.gemm_efficiency_by_gpu["v100-32gb"] = 0.8862926223574547;
   c.gemm_efficiency_max = 0.8;
-  c.gemm_half_efficiency_dim = 94.28716164105705;
-  c.hbm_efficiency = 0.8413640515150634;
-  c.inter_node_bandwidth_efficiency = 0.8490839728027764;
-  c.intra_node_bandwidth_efficiency = 0.7303482958619927;
+  c.gemm_half_efficiency_dim = 94.8384587743143;
+  c.hbm_efficiency = 0.8381205269667558;
+  c.inter_node_bandwidth_efficiency = 0.8473238689527243;
+  c.intra_node_bandwidth_efficiency = 0.7352140486394547;
   c.iteration_overhead_s = 0.005;
-  c.moe_load_imbalance = 1.2181786300168964;
+  c.moe_load_imbalance = 1.19925134242109;
   c.nccl_bytes_per_communicator = 150994944.0;
-  c.op_issue_s = 8.034581281656711e-06;
-  c.overlap_interference = 0.13383339463845537;
-  c.pipeline_chunk_overhead_s = 4.941022295149881e-05;
-  c.power_clock_exponent = 0.3632662471954425;
-  c.step_jitter_cv = 0.012185910394652737;
+  c.op_issue_s = 7.531651539879393e-06;
+  c.overlap_interference = 0.1254203452404766;
+  c.pipeline_chunk_overhead_s = 5.187257363380169e-05;
+  c.power_clock_exponent = 0.363607434492755;
+  c.step_jitter_cv = 0.013168448947935157;
   c.tp_overlap = 0.6;
   return c;
 }
@@ -59,6 +62,7 @@ const std::vector<CalibrationGpuMap>& calibration_gpu_maps() {
   static const std::vector<CalibrationGpuMap> maps{
       {"gemm_efficiency_by_gpu", &Calibration::gemm_efficiency_by_gpu},
       {"attention_efficiency_by_gpu", &Calibration::attention_efficiency_by_gpu},
+      {"flash_attention_2_speed_by_gpu", &Calibration::flash_attention_2_speed_by_gpu},
   };
   return maps;
 }

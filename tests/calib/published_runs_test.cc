@@ -191,6 +191,22 @@ TEST(Setup, StatedCpEpAndFp8AreHonoured) {
   EXPECT_GT(r.predicted, 0);
 }
 
+// Transformer Engine runs cuDNN's fused attention on Hopper; torchtitan's SDPA and llm-foundry's
+// benchmarks run a FlashAttention-2-generation kernel, and the row's assumptions say so.
+TEST(Setup, TheFrameworksAttentionKernelIsRead) {
+  const auto kernel_of = [](const std::string& framework) {
+    const RunSetup s = setup_for_run(runs_of("fw.csv", {small_row({{"framework", framework}})}).at(0));
+    bool said = false;
+    for (const auto& a : s.assumptions) said = said || a.find("attention:") != std::string::npos;
+    EXPECT_EQ(said, s.training.flash_attention_2) << framework;
+    return s.training.flash_attention_2;
+  };
+  EXPECT_FALSE(kernel_of("NeMo 25.04 container (Megatron-Core)"));
+  EXPECT_FALSE(kernel_of("Megatron-Core r0.8.0"));
+  EXPECT_TRUE(kernel_of("torchtitan 820504e + torch.compile"));
+  EXPECT_TRUE(kernel_of("Composer / llm-foundry (PyTorch FSDP)"));
+}
+
 TEST(Setup, Fp8RecipesMapFromThePrecisionColumn) {
   const std::vector<std::pair<std::string, std::optional<Fp8Recipe>>> cases{
       {"FP8 per-tensor delayed scaling (NeMo perf-script default --fp8_recipe ds)", Fp8Recipe::kDelayed},

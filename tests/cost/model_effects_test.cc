@@ -72,6 +72,36 @@ TEST(Fp8, AttentionRunsAtBf16Speed) {
             0.85 * run(llama, node, short_bf16, config).iteration_time_s);
 }
 
+// FlashAttention-2 on Hopper runs at flash_attention_2_speed of the fused kernel's rate; elsewhere
+// (no entry for the GPU) at the same rate. Hand-worked: 2 layers, seq 4096, 8 heads of 64, causal,
+// micro-batch 1, at 0.5 of 989 TFLOP/s and no short-block roll-off: each layer's forward attention
+// is 2·4096·4096·(64 + 64)·8·0.5 = 17.18 GFLOP, 34.7 us; at half the rate it takes 34.7 us more,
+// so 2 layers add 69.5 us to the forward and 2.5 times that to the backward. (No host-issue bound
+// and no step jitter, which would hide or scale the difference.)
+TEST(FlashAttention2, RunsAtItsSpeedOnHopperOnly) {
+  ModelSpec m = ModelBuilder().layers(2).hidden(512).heads(8).vocab(256).build();
+  Calibration cal = default_calibration();
+  cal.attention_half_kv_tokens = 0;
+  cal.attention_efficiency_by_gpu["h100-sxm"] = 0.5;
+  cal.flash_attention_2_speed_by_gpu = {{"h100-sxm", 0.5}};
+  cal.op_issue_s = 0;
+  cal.step_jitter_cv = 0;
+  TrainingSpec fused = testing::training(4096, 8), fa2 = fused;
+  fa2.flash_attention_2 = true;
+  const ParallelConfig config = parse_parallel_config("dp=8,tp=1,pp=1,mbs=1,zero=1");
+  const ClusterSpec h100 = testing::dgx_h100(1);
+  const StageEstimate a = estimate(m, h100, fused, config, cal).stages.at(0);
+  const StageEstimate b = estimate(m, h100, fa2, config, cal).stages.at(0);
+  const double layer_attention_s = 2.0 * 4096 * 4096 * 128 * 8 * 0.5 / (989e12 * 0.5);
+  // Within 0.1% (the backward's overlapped gradient reduction interferes a little longer).
+  EXPECT_NEAR(b.forward_s - a.forward_s, 2 * layer_attention_s, 1e-3 * 2 * layer_attention_s);
+  EXPECT_NEAR(b.backward_s - a.backward_s, 2.5 * 2 * layer_attention_s, 1e-3 * 2.5 * 2 * layer_attention_s);
+  // An A100 has no entry: FlashAttention-2 is its fastest kernel.
+  const ClusterSpec a100 = find_cluster_preset("dgx-a100").node;
+  EXPECT_DOUBLE_EQ(estimate(m, a100, fa2, config, cal).iteration_time_s,
+                   estimate(m, a100, fused, config, cal).iteration_time_s);
+}
+
 // FP8 recipes keep the linear layers' inputs as FP8 for the backward.
 TEST(Fp8, KeepsQuantizedLinearInputs) {
   const ModelSpec m = ModelBuilder().hidden(1024).heads(16).build();

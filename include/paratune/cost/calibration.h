@@ -33,6 +33,12 @@ struct Calibration {
   // (FlashAttention-2 reaches ~70% of an A100's peak but ~35-50% of an H100's; FlashAttention-3 /
   // cuDNN's fused attention use Hopper's asynchrony: Shah et al. 2024, FlashAttention-3, Fig. 5).
   std::map<std::string, double> attention_efficiency_by_gpu;
+  // FlashAttention-2's rate relative to the fused attention above, per GPU
+  // (TrainingSpec::flash_attention_2). Only Hopper has an entry: there cuDNN's fused attention and
+  // FlashAttention-3 use its asynchronous tensor cores and FA2 does not (TE's attention docs: cuDNN
+  // 1.35-1.59x faster than flash-attn 2 on an H100); on Ampere FA2 is the fastest kernel, and on
+  // Blackwell torchtitan's SDPA puts cuDNN first. A GPU without an entry: 1.
+  std::map<std::string, double> flash_attention_2_speed_by_gpu;
   // Flash attention's rate falls for short key/value blocks (fewer tiles per query block to
   // amortise the softmax rescaling and the launch): rate x kv / (kv + attention_half_kv_tokens),
   // kv = the keys one kernel call sees (seq, or seq/cp per context-parallel ring step).
@@ -101,6 +107,10 @@ struct Calibration {
     const auto it = attention_efficiency_by_gpu.find(gpu_name);
     return it != attention_efficiency_by_gpu.end() ? it->second : attention_efficiency;
   }
+  [[nodiscard]] double flash_attention_2_speed_for(const std::string& gpu_name) const {
+    const auto it = flash_attention_2_speed_by_gpu.find(gpu_name);
+    return it != flash_attention_2_speed_by_gpu.end() ? it->second : 1.0;
+  }
 };
 
 // The allowed range of a coefficient.
@@ -116,7 +126,8 @@ struct CalibrationField {
 // Every scalar field of Calibration, in a fixed order.
 const std::vector<CalibrationField>& calibration_fields();
 
-// The per-GPU maps of Calibration (gemm_efficiency_by_gpu, attention_efficiency_by_gpu): JSON key,
+// The per-GPU maps of Calibration (gemm_efficiency_by_gpu, attention_efficiency_by_gpu,
+// flash_attention_2_speed_by_gpu): JSON key,
 // member, and the scalar each entry overrides.
 struct CalibrationGpuMap {
   const char* name;

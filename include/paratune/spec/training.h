@@ -60,6 +60,12 @@ struct TrainingSpec {
   // torch DistributedDataParallel: its reducer's bucket buffers are a second copy of the gradients
   // (gradient_as_bucket_view=False, the default) (cost/memory.cc).
   bool ddp_gradient_buckets = false;
+  // The attention kernel is FlashAttention-2 or an older generation, written before Hopper (PyTorch
+  // SDPA's flash backend, which torchtitan puts first below Blackwell; the flash-attn 2 package;
+  // llm-foundry's Triton kernel), where Transformer Engine selects cuDNN's fused attention on
+  // Hopper and newer "for performance reasons" (TE dot_product_attention/utils.py). On Hopper it
+  // runs at Calibration::flash_attention_2_speed_for of the fused kernel's rate.
+  bool flash_attention_2 = false;
 };
 
 void validate(const TrainingSpec& training);
