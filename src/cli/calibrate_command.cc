@@ -98,7 +98,7 @@ int run_calibrate(const CalibrateFlags& f) {
 
 void add_calibrate_command(CLI::App& app, Commands& commands) {
   const auto flags = std::make_shared<CalibrateFlags>();
-  auto* calibrate_cmd = app.add_subcommand("calibrate", "fit the calibration coefficients to published runs");
+  auto* calibrate_cmd = app.add_subcommand("calibrate", "fit the calibration coefficients to published runs (to a hardware profile: paratune profile --fit-calibration)");
   calibrate_cmd->add_option("--runs", flags->runs_path, "CSV with the columns of published_runs.csv")->required();
   calibrate_cmd->add_option("--output,-o", flags->calibration_out, "where to write the fitted calibration JSON")
       ->required();
