@@ -31,6 +31,7 @@ Fp8Costs fp8_costs(const GpuSpec& gpu, const TrainingSpec& training, const Calib
   out.saved_input_bytes = training.fp8_saves_bf16_inputs ? Fp8Costs::kSavedBf16 : 1;
   // Cast: read BF16 (2) + row-wise FP8 (1) + column-wise FP8 (1).
   out.cast_bytes_per_element = 4;
+  out.casts_fused_into_norm_and_activation = !training.fp8_saves_bf16_inputs;
   // FP8 weight copies: row-wise, and the transposed copy on Hopper.
   double fp8_copies = blackwell ? 1 : 2;
   switch (training.fp8_recipe) {

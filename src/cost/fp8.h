@@ -25,6 +25,14 @@ struct Fp8Costs {
   // column-wise/transposed copy the other GEMM needs (1); per-tensor current scaling first reads
   // the tensor once more for its amax (+2). 0 without FP8.
   double cast_bytes_per_element = 0;
+  // Transformer Engine writes the FP8 copies of a dense layer's norm-fed and activation-fed GEMM
+  // inputs from the norm and activation kernels themselves (LayerNormLinear for QKV, LayerNormMLP
+  // for FC1 and, with its activation, FC2), and FC1's output gradient from the activation's
+  // backward (dact + cast-transpose): those casts cost no pass of their own. The attention
+  // output, the output gradients that arrive from the residual stream or attention, and experts'
+  // inputs (permuted tokens; grouped GEMMs have no fused norm) are cast in their own pass.
+  // torchao's Float8Linear casts inside the linear layer: no fusion.
+  bool casts_fused_into_norm_and_activation = false;
   // Bytes per element of a linear layer's input kept for the backward: FP8 recipes keep the
   // quantized copy the weight-gradient GEMM needs (1 byte), BF16 keeps 2.
   double saved_input_bytes = kSavedBf16;

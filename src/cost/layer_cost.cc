@@ -50,6 +50,9 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
   // Elements of the linear layers' GEMM inputs (forward) and output gradients (backward): FP8
   // recipes quantize each of them (cost/fp8.h).
   double linear_input_elements = 0, linear_output_elements = 0;
+  // Of which the norm-fed and activation-fed inputs and FC1's output gradient of a dense layer,
+  // whose casts Transformer Engine fuses into the kernels that produce them (cost/fp8.h).
+  double fusable_input_elements = 0, fusable_output_elements = 0;
 
   // --- GEMMs of attention ------------------------------------------------------------------------
   double qk_dim = m.head_size(), v_dim = m.head_size(), attention_gemm_s = 0, attention_gemm_flops = 0;
@@ -78,6 +81,7 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
   } else {
     const double kv_local = std::max(1.0, m.kv_heads() / t);  // tp > kv_heads replicates KV heads
     attention_gemm_s += gemm(tokens, (heads_local + 2 * kv_local) * m.head_size(), h);
+    fusable_input_elements += tokens * h;  // QKV's input: the input norm's output
     attention_gemm_s += gemm(tokens, h, heads_local * m.head_size());
   }
 
@@ -171,6 +175,10 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
     L.params_expert = e.num_experts * lp.routed_expert / (p.ep * etp);
   } else {
     mlp_s += mlp(tokens, m.ffn_hidden_size / t);
+    // FC1's input (the norm's output), FC2's (the activation's); FC1's output gradient (the
+    // activation's backward).
+    fusable_input_elements += tokens * (h + m.ffn_hidden_size / t);
+    fusable_output_elements += tokens * gate * m.ffn_hidden_size / t;
   }
   L.params_dense = lp.non_expert() / t;
 
@@ -186,8 +194,11 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
     elementwise_bytes += 2 * kActivationBytes * tokens * (heads_local + std::max(1.0, m.kv_heads() / t)) * qk_dim;
   elementwise_bytes += kActivationBytes * (gate + 1) * activation_elements + moe_permute_bytes + router_bytes;
   const double elementwise_s = elementwise_bytes / d.hbm_bytes_per_s;
-  const double cast_forward_s = c.fp8.cast_bytes_per_element * linear_input_elements / d.hbm_bytes_per_s;
-  const double cast_backward_s = c.fp8.cast_bytes_per_element * linear_output_elements / d.hbm_bytes_per_s;
+  if (!c.fp8.casts_fused_into_norm_and_activation) fusable_input_elements = fusable_output_elements = 0;
+  const double cast_forward_s =
+      c.fp8.cast_bytes_per_element * (linear_input_elements - fusable_input_elements) / d.hbm_bytes_per_s;
+  const double cast_backward_s =
+      c.fp8.cast_bytes_per_element * (linear_output_elements - fusable_output_elements) / d.hbm_bytes_per_s;
 
   L.forward_compute_s = attention_gemm_s + attention_s + mlp_s + elementwise_s + cast_forward_s;
   // Backward: input-gradient and weight-gradient GEMMs (2x forward), attention 2-2.5x.

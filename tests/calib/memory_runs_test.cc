@@ -253,7 +253,7 @@ TEST(MemoryRuns, ShippedMeasuredRowsAndBounds) {
   EXPECT_EQ(report.skipped.size(), 5u);  // S5 release tests: GPU count and dp not public
   EXPECT_EQ(report.bound_violations, 0);
   EXPECT_EQ(report.rows.size() - static_cast<std::size_t>(report.measured), 20u);  // fits-bound rows
-  // 8.47% measured. Row 14's micro-batch is not stated and is read as the fastest that fits: since
+  // 8.48% measured. Row 14's micro-batch is not stated and is read as the fastest that fits: since
   // torchtitan's FlashAttention-2 is priced (2026-11-28) that is 2, not 4, and the row is -13% again.
   EXPECT_LT(report.mean_abs_pct_error, 8.5);
   EXPECT_LT(report.max_abs_pct_error, 36.2);  // 36.1%: row 45, a 0.8 GiB tiny CI model

@@ -102,6 +102,35 @@ TEST(FlashAttention2, RunsAtItsSpeedOnHopperOnly) {
                    estimate(m, a100, fused, config, cal).iteration_time_s);
 }
 
+// Transformer Engine writes a dense layer's norm-fed and activation-fed FP8 inputs from the norm
+// and activation kernels; torchao casts each in a pass of its own (4 bytes per element: read BF16,
+// write the row-wise and column-wise FP8 copies). Hand-worked, per layer (hidden 1024, FFN 4096, not
+// gated, 4096 tokens): forward QKV's and FC1's inputs (4096 x 1024 each) and FC2's (4096 x 4096) are
+// 25.2 M elements, 100.7 MB; backward FC1's output gradient, 16.8 M elements, 67.1 MB; at the HBM
+// rate x 0.8. Attention's output and the gradients from the residual stream are cast in both.
+TEST(Fp8, TransformerEngineFusesNormAndActivationCasts) {
+  ModelSpec m = ModelBuilder().layers(2).hidden(1024).heads(8).vocab(256).build();
+  m.gated_mlp = false;
+  Calibration cal = default_calibration();
+  cal.hbm_efficiency = 0.8;
+  cal.op_issue_s = 0;
+  cal.step_jitter_cv = 0;
+  TrainingSpec te = testing::training(4096, 8);
+  te.precision = Precision::kFP8;
+  te.fp8_recipe = Fp8Recipe::kDelayed;
+  TrainingSpec torchao = te;
+  torchao.fp8_saves_bf16_inputs = true;
+  const ParallelConfig config = parse_parallel_config("dp=8,tp=1,pp=1,mbs=1,zero=1");
+  const ClusterSpec h100 = testing::dgx_h100(1);
+  const StageEstimate fused = estimate(m, h100, te, config, cal).stages.at(0);
+  const StageEstimate separate = estimate(m, h100, torchao, config, cal).stages.at(0);
+  const double rate = h100.gpu.hbm_bandwidth_bytes_per_s * 0.8;
+  const double forward_s = 2 * 4.0 * 4096 * (1024 + 1024 + 4096) / rate;
+  const double backward_s = 2 * 4.0 * 4096 * 4096 / rate;
+  EXPECT_NEAR(separate.forward_s - fused.forward_s, forward_s, 1e-3 * forward_s);
+  EXPECT_NEAR(separate.backward_s - fused.backward_s, backward_s, 1e-3 * backward_s);
+}
+
 // FP8 recipes keep the linear layers' inputs as FP8 for the backward.
 TEST(Fp8, KeepsQuantizedLinearInputs) {
   const ModelSpec m = ModelBuilder().hidden(1024).heads(16).build();

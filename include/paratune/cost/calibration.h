@@ -126,9 +126,8 @@ struct CalibrationField {
 // Every scalar field of Calibration, in a fixed order.
 const std::vector<CalibrationField>& calibration_fields();
 
-// The per-GPU maps of Calibration (gemm_efficiency_by_gpu, attention_efficiency_by_gpu,
-// flash_attention_2_speed_by_gpu): JSON key,
-// member, and the scalar each entry overrides.
+// The per-GPU maps of Calibration: JSON key and member. A GPU without an entry takes the scalar
+// the map overrides (gemm_efficiency_max, attention_efficiency), or 1 (flash_attention_2_speed).
 struct CalibrationGpuMap {
   const char* name;
   std::map<std::string, double> Calibration::*member;
