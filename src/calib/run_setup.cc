@@ -990,7 +990,10 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
       why.push_back("expert TP not stated: searched (= tp, or 1)");
     }
 
-    // ZeRO / distributed optimizer / FSDP and the overlaps.
+    // ZeRO / distributed optimizer / FSDP and the overlaps. Megatron overlaps TP communication by
+    // default; a recipe that turns it off (NeMo 2.3's DeepSeek-V3 performance script:
+    // MegatronCommOverlapCallback(tp_comm_overlap=False)) says so in the row's notes.
+    const bool tp_overlap_stated_off = contains(lower(run.get("notes")), "tp_comm_overlap = false");
     if (fsdp) {
       c.zero = 3;
       c.overlap_param_gather = true;
@@ -1000,9 +1003,9 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
       c.zero = 1;
     } else if (fw.megatron && !fw.early_megatron) {
       c.zero = 1;  // overlap-param-gather implies the distributed optimizer
-      why.push_back(fmt::format("{}distributed optimizer (zero=1), overlapped grad reduce / param gather / TP comm "
+      why.push_back(fmt::format("{}distributed optimizer (zero=1), overlapped grad reduce / param gather{} "
                                 "(Megatron-Core / NeMo recipe defaults)",
-                                ddp ? "no FSDP (DDP); " : ""));
+                                ddp ? "no FSDP (DDP); " : "", tp_overlap_stated_off ? "" : " / TP comm"));
     } else {
       c.zero = 0;
       // The 2020 README's DP scaling (8.3B: 1.343 s on 8 GPUs, 1.380 s on 1024) leaves no room for
@@ -1026,6 +1029,10 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
       }
     }
     c.tp_comm_overlap = fw.megatron && !fw.early_megatron;
+    if (c.tp_comm_overlap && tp_overlap_stated_off) {
+      c.tp_comm_overlap = false;
+      why.push_back("TP communication not overlapped with the GEMMs, as stated (tp_comm_overlap = False)");
+    }
     // The attention kernel: torchtitan's SDPA backends put FLASH_ATTENTION (FlashAttention-2) first
     // below Blackwell (torchtitan/models/attention.py @820504e: "Add CuDNN on B200 w/ highest
     // priority"); llm-foundry's benchmarks run its Triton flash kernel (submit_benchmarks.py

@@ -207,6 +207,22 @@ TEST(Setup, TheFrameworksAttentionKernelIsRead) {
   EXPECT_TRUE(kernel_of("Composer / llm-foundry (PyTorch FSDP)"));
 }
 
+// Megatron overlaps TP communication by default; a row whose recipe turned it off says so, and
+// every candidate then runs without it.
+TEST(Setup, StatedTpCommOverlapOffIsHonoured) {
+  const auto overlap_of = [](const std::string& notes) {
+    const RunSetup s = setup_for_run(runs_of(
+        "tpo.csv", {small_row({{"framework", "NeMo 25.04 container (Megatron-Core)"}, {"tp", "2"}, {"dp", "4"}, {"notes", notes}})})
+                                         .at(0));
+    EXPECT_FALSE(s.candidates.empty());
+    bool overlapped = false;
+    for (const ParallelConfig& c : s.candidates) overlapped = overlapped || c.tp_comm_overlap;
+    return overlapped;
+  };
+  EXPECT_TRUE(overlap_of(""));
+  EXPECT_FALSE(overlap_of("perf script: MegatronCommOverlapCallback(tp_comm_overlap = False)"));
+}
+
 TEST(Setup, Fp8RecipesMapFromThePrecisionColumn) {
   const std::vector<std::pair<std::string, std::optional<Fp8Recipe>>> cases{
       {"FP8 per-tensor delayed scaling (NeMo perf-script default --fp8_recipe ds)", Fp8Recipe::kDelayed},
