@@ -317,7 +317,7 @@ TEST(Setup, MoeRowsBuildMoeModelsWithTheKnownArchitecture) {
 // A MoE row's notes may state the dispatcher and token drop (Megatron-Bridge's GB200 DeepSeek-V3
 // recipe: capacity factor 1.0, which turns the flex dispatcher off); unstated, both dispatchers are
 // searched and routing is dropless.
-TEST(Validation, StatedDispatcherAndCapacityFactorAreHonoured) {
+TEST(Setup, StatedDispatcherAndCapacityFactorAreHonoured) {
   auto moe_row = [](const std::string& notes) {
     return small_row({{"model", "Mixtral tiny"},
                       {"moe_num_experts", "8"},
@@ -335,6 +335,14 @@ TEST(Validation, StatedDispatcherAndCapacityFactorAreHonoured) {
   EXPECT_EQ(unstated.dispatcher_choices,
             (std::vector<MoeDispatcher>{MoeDispatcher::kAllToAll, MoeDispatcher::kDeepEP}));
   EXPECT_EQ(unstated.training.moe_capacity_factor, 0);
+  // The expert all-to-all overlap only where the row states it (Megatron-Bridge's recipes set it per
+  // model and GPU); every candidate then runs with it.
+  EXPECT_EQ(unstated.ep_overlap_choices, std::vector<bool>{false});
+  const RunSetup overlapped =
+      setup_for_run(runs_of("a2a.csv", {moe_row("recipe: overlap_moe_expert_parallel_comm = True")}).at(0));
+  EXPECT_EQ(overlapped.ep_overlap_choices, std::vector<bool>{true});
+  ASSERT_FALSE(overlapped.candidates.empty());
+  for (const ParallelConfig& c : overlapped.candidates) EXPECT_TRUE(c.ep_overlap);
   try {
     (void)setup_for_run(runs_of("low.csv", {moe_row("capacity factor 0.5")}).at(0));
     FAIL() << "a capacity factor below 1 was accepted";
