@@ -10,8 +10,10 @@
 #include <array>
 #include <charconv>
 #include <chrono>
+#include <exception>
 #include <fstream>
 #include <ostream>
+#include <stop_token>
 #include <thread>
 
 #include <fmt/format.h>
@@ -260,6 +262,23 @@ int run_slurm_job(const SlurmJobRequest& request, std::ostream& out, std::ostrea
   err << fmt::format("paratune-slurm-job: submitted Slurm job {}\n", job_id);
   err.flush();
 
+  // scancel the moment a stop comes. The loop below may then be waiting on scontrol or sacct, which
+  // a loaded slurmctld can hold for seconds, and a controller that dies takes this process down one
+  // second after its SIGTERM (the trial runner's watchdog: SIGTERM, one second, SIGKILL): a scancel
+  // issued only when the query returns could come too late and leave the job running. scancel runs
+  // in a process group of its own, so it completes even if this process is killed meanwhile.
+  CommandOutput cancel;
+  std::string cancel_error;  // scancel could not be started
+  std::jthread canceller([&](const std::stop_token& finished) {
+    while (!finished.stop_requested() && stop.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (finished.stop_requested()) return;
+    try {
+      cancel = slurm_command({"scancel", job_id}, request.command_timeout_s);
+    } catch (const std::exception& e) {
+      cancel_error = e.what();
+    }
+  });
+
   const std::filesystem::path out_file = dir / fmt::format("slurm-{}.out", job_id);
   const std::filesystem::path err_file = dir / fmt::format("slurm-{}.err", job_id);
   std::uint64_t out_offset = 0, err_offset = 0;
@@ -283,8 +302,10 @@ int run_slurm_job(const SlurmJobRequest& request, std::ostream& out, std::ostrea
   Clock::time_point cancelled_at, known_at = Clock::now();
   for (;;) {
     if (stop.load() != 0 && !cancelled) {
-      const CommandOutput cancel = slurm_command({"scancel", job_id}, request.command_timeout_s);
-      if (!cancel.ok())
+      canceller.join();  // its scancel, issued when the stop came
+      if (!cancel_error.empty())
+        err << fmt::format("paratune-slurm-job: scancel {} failed: {}\n", job_id, cancel_error);
+      else if (!cancel.ok())
         err << fmt::format("paratune-slurm-job: scancel {} failed ({}): {}\n", job_id,
                            cancel.describe_end(request.command_timeout_s), last_lines(cancel.err, 2));
       cancelled = true;

@@ -1,14 +1,24 @@
 // The Slurm backend: what Slurm's tools print, parsed; how each end of a job is told to the runner;
 // and trials as real jobs on a one-machine Slurm cluster the test starts (tests/support/
 // slurm_cluster.h): a completed trial with live steps and its location, a trial stopped early
-// whose job is cancelled, a real out-of-memory under --mem, a job cancelled outside paratune,
+// whose job is cancelled, a watcher killed a second after its stop (a dead controller's watchdog)
+// while slurmctld is slow, a real out-of-memory under --mem, a job cancelled outside paratune,
 // time in the queue not counted against a trial's limits, hostile argument values, a job Slurm
 // refuses.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "../support/require_servers.h"
@@ -227,6 +237,64 @@ TEST(SlurmJobs, StoppedTrialHasItsJobCancelled) {
   for (int i = 0; i < 100 && (state = job_state(*job)) != "CANCELLED"; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(state, "CANCELLED");  // and no step of it runs any more
+}
+
+// A watcher stopped while slurmctld is slow to answer still cancels its job. When the controller
+// dies, the runner's watchdog sends the watcher SIGTERM and, one second later, SIGKILL (runner.cc);
+// the watcher must issue scancel the moment the stop comes, not when its scontrol returns. Here
+// scontrol answers after 3 s, as a loaded slurmctld may, and the test plays the watchdog.
+TEST(SlurmJobs, AWatcherKilledASecondAfterItsStopStillCancelsTheJob) {
+  SlurmCluster& cluster = SlurmCluster::shared();
+  PARATUNE_NEED_SERVER(cluster.problem());
+  const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  const std::string found = run_command({"sh", "-c", "command -v scontrol"}, 30).out;
+  const std::string real_scontrol = found.substr(0, found.find('\n'));
+  ASSERT_FALSE(real_scontrol.empty());
+  const std::filesystem::path bin = slurm_trial_dir("slow-scontrol-bin");
+  std::filesystem::create_directories(bin);
+  std::ofstream(bin / "scontrol") << "#!/bin/sh\nsleep 3\nexec " << real_scontrol << " \"$@\"\n";
+  std::filesystem::permissions(bin / "scontrol", std::filesystem::perms::owner_all);
+
+  // The watcher as the runner would start it, with the slow scontrol first on its PATH.
+  const SlurmBackend backend(test_options());
+  const TrialLaunch l = fake_launch("slurm-watchdog", {"--steps", "1000", "--step-time", "0.1", "--ignore-sigterm"});
+  std::filesystem::create_directories(l.dir);
+  const LaunchCommand command = backend.command_for(TrialCommand{l.argv, l.dir, {}, 1}, {0});
+  std::vector<std::string> env{"PATH=" + bin.string() + ":" + path, "PARATUNE_TRIAL_DIR=" + l.dir.string()};
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::string_view(*e).rfind("PATH=", 0) != 0) env.emplace_back(*e);
+  for (const auto& [name, value] : command.env) env.push_back(name + "=" + value);
+  std::vector<char*> argv, envp;
+  for (const std::string& a : command.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  argv.push_back(nullptr);
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, (l.dir / "stdout.log").c_str(), O_WRONLY | O_CREAT, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, (l.dir / "stderr.log").c_str(), O_WRONLY | O_CREAT, 0644);
+  pid_t watcher = 0;
+  ASSERT_EQ(posix_spawn(&watcher, argv[0], &actions, nullptr, argv.data(), envp.data()), 0);
+  posix_spawn_file_actions_destroy(&actions);
+
+  // Its job running (asked with the real scontrol), then the watcher inside one of its slow ones.
+  std::optional<std::string> job;
+  std::string state;
+  for (int i = 0; i < 300 && state != "RUNNING"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!job) job = slurm_job_id_in(l.dir);
+    if (job) state = job_state(*job);
+  }
+  ASSERT_EQ(state, "RUNNING") << read_file(l.dir / "stderr.log");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ::kill(watcher, SIGTERM);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ::kill(watcher, SIGKILL);
+  ::waitpid(watcher, nullptr, 0);
+  for (int i = 0; i < 100 && (state = job_state(*job)) != "CANCELLED"; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(state, "CANCELLED") << read_file(l.dir / "stderr.log");
+  run_command({"scancel", *job}, 30);  // whatever the outcome, no job outlives the test
 }
 
 TEST(SlurmJobs, OutOfMemoryUnderTheJobsMemoryLimitIsOom) {
