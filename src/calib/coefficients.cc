@@ -63,9 +63,13 @@ const std::vector<FittedCoefficient>& fitted_coefficients() {
       gpu_class("gemm_efficiency[v100]", 0.4, 0.95, 0.85, 0.1, gemm_why, {"v100-32gb"}),
       gpu_class("gemm_efficiency[a100]", 0.4, 0.95, 0.85, 0.1, gemm_why, {"a100-40gb", "a100-80gb"}),
       gpu_class("gemm_efficiency[hopper]", 0.4, 0.95, 0.75, 0.1, gemm_why, {"h100-sxm", "h800", "h200"}),
-      // B200 (1000 W) and GB200 (1200 W, Grace host) sustain different shares of their peaks.
-      gpu_class("gemm_efficiency[b200]", 0.4, 0.95, 0.65, 0.12, blackwell_gemm_why, {"b200"}),
+      // B200 (1000 W) and GB200 (1200 W, Grace host) sustain different shares of their peaks, and so
+      // does GB300 (up to 1,400 W) with the GB200's dense peaks (dgxc-benchmarking README @841f5466):
+      // its rows run 10-25% faster than GB200's class predicts (S32). B300 has no row: it takes the
+      // B200's class, the x86 DGX it refreshes with the same dense peaks.
+      gpu_class("gemm_efficiency[b200]", 0.4, 0.95, 0.65, 0.12, blackwell_gemm_why, {"b200", "b300"}),
       gpu_class("gemm_efficiency[gb200]", 0.4, 0.95, 0.65, 0.12, blackwell_gemm_why, {"gb200"}),
+      gpu_class("gemm_efficiency[gb300]", 0.4, 0.95, 0.65, 0.12, blackwell_gemm_why, {"gb300"}),
       scalar("gemm_half_efficiency_dim", 16, 512, 96, 64,
        "the dimension at which a GEMM runs at half its large-shape rate: tile sizes of 64-256 (CUTLASS/cuBLAS "
        "kernels) put it between one small tile and a few large ones",
@@ -74,7 +78,7 @@ const std::vector<FittedCoefficient>& fitted_coefficients() {
       // Attention kernels per architecture (Calibration::attention_efficiency_by_gpu): A100 and
       // older use attention_efficiency.
       gpu_class("attention_efficiency[hopper]", 0.2, 0.8, 0.45, 0.12, attention_why, {"h100-sxm", "h800", "h200"}, &C::attention_efficiency_by_gpu),
-      gpu_class("attention_efficiency[blackwell]", 0.2, 0.8, 0.45, 0.12, attention_why, {"b200", "gb200"}, &C::attention_efficiency_by_gpu),
+      gpu_class("attention_efficiency[blackwell]", 0.2, 0.8, 0.45, 0.12, attention_why, {"b200", "gb200", "b300", "gb300"}, &C::attention_efficiency_by_gpu),
       gpu_class("flash_attention_2_speed[hopper]", 0.5, 0.9, 0.7, 0.08,
        "FlashAttention-2 against the fused attention Transformer Engine selects on Hopper (cuDNN): TE's attention "
        "docs measure cuDNN 1.35x, 1.38x and 1.59x faster than flash-attn 2 on an H100 (512-8K tokens, head size "
@@ -124,6 +128,13 @@ const std::vector<FittedCoefficient>& fitted_coefficients() {
        "per-block / per-row scaled FP8 without native block-scaling tensor cores (Hopper) against per-tensor "
        "scaling: DeepGEMM reaches 1,350-1,550 TFLOP/s on H800 against cuBLAS per-tensor ~1,500 (DeepSeek-AI 2025)",
        &C::fp8_block_scaled_gemm_efficiency),
+      scalar("fp8_attention_speed", 1.0, 2.0, 1.3, 0.2,
+       "FP8 fused attention (cuDNN, Transformer Engine's fp8_dot_product_attention) over BF16: its two matmuls "
+       "can run at up to twice the rate, the softmax and rescaling not at all; FlashAttention-3 reaches "
+       "close to 1.2 PFLOP/s in FP8 against 740 TFLOP/s in BF16 on an H100 (Shah et al. 2024, abstract), 1.6x at "
+       "best; "
+       "fitted only on rows that state FP8 attention",
+       &C::fp8_attention_speed),
       scalar("moe_load_imbalance", 1.0, 2.0, 1.2, 0.2,
        "tokens on the busiest expert over the mean with auxiliary-loss balancing: 1.1-1.5 in published router "
        "statistics (Switch Transformer, Fedus et al. 2021; DeepSeek-V3 report); 1 is perfect balance",

@@ -21,16 +21,6 @@ constexpr std::array<PublishedMfu, 6> kHighest{{
 
 }  // namespace
 
-std::string gpu_generation(const GpuSpec& gpu) {
-  const std::string& g = gpu.name;
-  auto starts = [&](const char* prefix) { return g.rfind(prefix, 0) == 0; };
-  if (starts("v100")) return "volta";
-  if (starts("a100")) return "ampere";
-  if (starts("h100") || starts("h200") || starts("h800")) return "hopper";
-  if (starts("b200") || starts("gb200")) return "blackwell";
-  return "other";
-}
-
 std::optional<PublishedMfu> highest_published_mfu(const GpuSpec& gpu, Precision precision) {
   const std::string generation = gpu_generation(gpu);
   const std::string numbers = precision == Precision::kFP8 ? "fp8" : "bf16";

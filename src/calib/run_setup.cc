@@ -108,6 +108,8 @@ GpuSpec gpu_for(const PublishedRun& run, std::vector<std::string>& why) {
   auto preset = [](const char* name) { return find_gpu_preset(name); };
   if (contains(g, "v100")) return preset("v100-32gb");
   if (contains(g, "gb200")) return preset("gb200");  // before "b200": "gb200" contains it
+  if (contains(g, "gb300")) return preset("gb300");  // before "b300"
+  if (contains(g, "b300")) return preset("b300");
   if (contains(g, "b200")) {
     // A power-limited GPU runs at clocks its unstated limit sets: no datasheet peak describes it.
     if (contains(g, "power limit") && contains(g, "not stated"))
@@ -201,11 +203,12 @@ ClusterSpec cluster_for(const PublishedRun& run, std::vector<std::string>& why) 
                                                             gpus, c.gpus_per_node));
     c.nodes = gpus / c.gpus_per_node;
   }
-  if (contains(run.get("gpu_type"), "gb200")) {
+  if (c.nvlink_domain_gpus > c.gpus_per_node) {  // GB200/GB300 NVL72: trays in racks
     // A job of 64·k GPUs cannot fill 72-GPU NVLink domains: it is placed in 16-tray (64-GPU)
     // segments of each rack (Slurm block topology, --segment 16), so groups never straddle racks.
     if (c.nvlink_domain_gpus > 0 && gpus % c.nvlink_domain_gpus != 0 && gpus % 64 == 0) c.nvlink_domain_gpus = 64;
-    why.push_back(fmt::format("GB200: {} preset, {}-GPU compute trays in NVLink domains of {} GPUs{}", preset.node.name,
+    why.push_back(fmt::format("{}: {} preset, {}-GPU compute trays in NVLink domains of {} GPUs{}", gpu.name,
+                              preset.node.name,
                               c.gpus_per_node, c.nvlink_domain_gpus,
                               c.nvlink_domain_gpus == 64 ? " (64-GPU segments of the 72-GPU racks)" : ""));
   }
@@ -667,6 +670,7 @@ void build_candidates(RunSetup& s, bool vpp_searched, bool sp_searched, bool meg
   const int gpus = static_cast<int>(s.cluster.num_gpus());  // total_gpus, an int (cluster_for)
   std::map<std::string, int> refusals;
   std::string batch_inconsistency;  // Megatron needs GBS divisible by dp·mbs too: a contradiction of the row
+  std::string overlap_inconsistency;  // the stated EP overlap with a stated full recompute (R18.1)
   int consistent = 0;
   for (int tp : s.tp_choices)
     for (int pp : s.pp_choices)
@@ -698,7 +702,13 @@ void build_candidates(RunSetup& s, bool vpp_searched, bool sp_searched, bool meg
                   if (etp == 1 && tp == 1 && s.etp_choices.size() > 1) continue;  // etp = tp = 1 already
                   if (vpp_searched && vpp > 1 && pp == 1) continue;
                   if (sp_searched && sp && tp == 1) continue;
-                  if (ep_overlap && (ep < 2 || rc == RecomputeMode::kFull)) continue;  // R18.1
+                  if (ep_overlap && (ep < 2 || rc == RecomputeMode::kFull)) {  // R18.1
+                    overlap_inconsistency = fmt::format(
+                        "the EP all-to-all overlap (--overlap-moe-expert-parallel-comm) needs ep >= 2 and no full "
+                        "recompute (Megatron-LM R18.1), but ep = {} and recompute = {}",
+                        ep, to_string(rc));
+                    continue;
+                  }
                   ParallelConfig c = s.config;
                   c.tp = tp;
                   c.pp = pp;
@@ -751,7 +761,10 @@ void build_candidates(RunSetup& s, bool vpp_searched, bool sp_searched, bool meg
                                  s.stated_dp > 0 ? fmt::format(" into dp = {}", s.stated_dp) : ""));
   }
   if (s.candidates.empty() && refusals.empty())
-    throw RowSkipped(SkipKind::kInconsistent, batch_inconsistency);
+    throw RowSkipped(SkipKind::kInconsistent, !batch_inconsistency.empty()   ? batch_inconsistency
+                                              : !overlap_inconsistency.empty() ? overlap_inconsistency
+                                                                               : "no combination of the stated axes "
+                                                                                 "remains");
   if (s.candidates.empty()) {
     // Most frequent rule first: it is the one the stated axes break whatever the searched ones are.
     std::vector<std::pair<int, std::string>> rules;
@@ -1041,6 +1054,16 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
       t.flash_attention_2 = true;
       why.push_back(fw.torchtitan ? "attention: PyTorch SDPA's FlashAttention-2 backend (torchtitan's first below Blackwell)"
                                   : "attention: llm-foundry's Triton flash attention (its benchmarks' attn_impl default)");
+    }
+    // FP8 core attention where the row's recipe states it (Megatron-Bridge's MXFP8 MoE recipes:
+    // mixed_precision.fp8_dot_product_attention = True); otherwise BF16, TE's default.
+    if (contains(lower(run.get("notes")), "fp8_dot_product_attention = true")) {
+      if (t.precision != Precision::kFP8)
+        throw RowSkipped(SkipKind::kInconsistent,
+                         fmt::format("notes: fp8_dot_product_attention = True, but precision '{}' is not FP8",
+                                     run.get("precision")));
+      t.fp8_attention = true;
+      why.push_back("core attention in FP8, as stated (fp8_dot_product_attention = True)");
     }
     if (fw.torchtitan) {
       // torchtitan's loss: F.cross_entropy(pred.flatten(0, 1).float(), labels) (train.py), unfused.

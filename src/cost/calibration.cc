@@ -14,44 +14,49 @@ Calibration make_default() {
   // Fitted by `paratune calibrate --runs data/published-runs/published_runs.csv -o
   // data/calibration.json` (docs/calibration.md); a test checks this equals that file.
   Calibration c;
-  c.attention_efficiency = 0.5249358329409655;
-  c.attention_efficiency_by_gpu["b200"] = 0.46961635486250836;
-  c.attention_efficiency_by_gpu["gb200"] = 0.46961635486250836;
-  c.attention_efficiency_by_gpu["h100-sxm"] = 0.391282636246456;
-  c.attention_efficiency_by_gpu["h200"] = 0.391282636246456;
-  c.attention_efficiency_by_gpu["h800"] = 0.391282636246456;
-  c.attention_half_kv_tokens = 1942.0529879510548;
+  c.attention_efficiency = 0.5165923792829229;
+  c.attention_efficiency_by_gpu["b200"] = 0.46857410956670115;
+  c.attention_efficiency_by_gpu["b300"] = 0.46857410956670115;
+  c.attention_efficiency_by_gpu["gb200"] = 0.46857410956670115;
+  c.attention_efficiency_by_gpu["gb300"] = 0.46857410956670115;
+  c.attention_efficiency_by_gpu["h100-sxm"] = 0.38920465881273114;
+  c.attention_efficiency_by_gpu["h200"] = 0.38920465881273114;
+  c.attention_efficiency_by_gpu["h800"] = 0.38920465881273114;
+  c.attention_half_kv_tokens = 1854.5579600350409;
   c.comm_buffer_bytes = 536870912.0;
   c.cuda_context_bytes = 1073741824.0;
-  c.dp_overlap = 0.8318795276248722;
-  c.ep_overlap = 0.5422795359796235;
-  c.flash_attention_2_speed_by_gpu["h100-sxm"] = 0.6782622636282551;
-  c.flash_attention_2_speed_by_gpu["h200"] = 0.6782622636282551;
-  c.flash_attention_2_speed_by_gpu["h800"] = 0.6782622636282551;
-  c.fp8_block_scaled_gemm_efficiency = 0.8308252294036845;
-  c.fp8_gemm_efficiency = 0.8205374552578195;
+  c.dp_overlap = 0.824400639785937;
+  c.ep_overlap = 0.5370834830233798;
+  c.flash_attention_2_speed_by_gpu["h100-sxm"] = 0.6740250967110265;
+  c.flash_attention_2_speed_by_gpu["h200"] = 0.6740250967110265;
+  c.flash_attention_2_speed_by_gpu["h800"] = 0.6740250967110265;
+  c.fp8_attention_speed = 1.3270285177784493;
+  c.fp8_block_scaled_gemm_efficiency = 0.839905971396887;
+  c.fp8_gemm_efficiency = 0.823467346419534;
   c.fragmentation = 0.1;
-  c.gemm_efficiency_by_gpu["a100-40gb"] = 0.8111528488505172;
-  c.gemm_efficiency_by_gpu["a100-80gb"] = 0.8111528488505172;
-  c.gemm_efficiency_by_gpu["b200"] = 0.64126355639342;
-  c.gemm_efficiency_by_gpu["gb200"] = 0.5643471266552639;
-  c.gemm_efficiency_by_gpu["h100-sxm"] = 0.7316161659366172;
-  c.gemm_efficiency_by_gpu["h200"] = 0.7316161659366172;
-  c.gemm_efficiency_by_gpu["h800"] = 0.7316161659366172;
-  c.gemm_efficiency_by_gpu["v100-32gb"] = 0.8854068104502225;
+  c.gemm_efficiency_by_gpu["a100-40gb"] = 0.8121279939001121;
+  c.gemm_efficiency_by_gpu["a100-80gb"] = 0.8121279939001121;
+  c.gemm_efficiency_by_gpu["b200"] = 0.642924479521086;
+  c.gemm_efficiency_by_gpu["b300"] = 0.642924479521086;
+  c.gemm_efficiency_by_gpu["gb200"] = 0.5613846415223426;
+  c.gemm_efficiency_by_gpu["gb300"] = 0.6642444444546249;
+  c.gemm_efficiency_by_gpu["h100-sxm"] = 0.7281874317418108;
+  c.gemm_efficiency_by_gpu["h200"] = 0.7281874317418108;
+  c.gemm_efficiency_by_gpu["h800"] = 0.7281874317418108;
+  c.gemm_efficiency_by_gpu["v100-32gb"] = 0.8953759750436879;
   c.gemm_efficiency_max = 0.8;
-  c.gemm_half_efficiency_dim = 96.1795867612635;
-  c.hbm_efficiency = 0.8380524789975382;
-  c.inter_node_bandwidth_efficiency = 0.8537545137109374;
-  c.intra_node_bandwidth_efficiency = 0.7272472073147711;
+  c.gemm_half_efficiency_dim = 96.72326368694935;
+  c.hbm_efficiency = 0.8393851958024093;
+  c.inter_node_bandwidth_efficiency = 0.8543173301496669;
+  c.intra_node_bandwidth_efficiency = 0.7327557407698265;
   c.iteration_overhead_s = 0.005;
-  c.moe_load_imbalance = 1.2108634228578705;
+  c.moe_load_imbalance = 1.218343612224631;
   c.nccl_bytes_per_communicator = 150994944.0;
-  c.op_issue_s = 7.64306015441134e-06;
-  c.overlap_interference = 0.12044976780383139;
-  c.pipeline_chunk_overhead_s = 5.460148126378996e-05;
-  c.power_clock_exponent = 0.3492647332864569;
-  c.step_jitter_cv = 0.012450674732482635;
+  c.op_issue_s = 7.37905218684238e-06;
+  c.overlap_interference = 0.11760575012179626;
+  c.pipeline_chunk_overhead_s = 5.57482604626379e-05;
+  c.power_clock_exponent = 0.35984507695573315;
+  c.step_jitter_cv = 0.012726231313532524;
   c.tp_overlap = 0.6;
   return c;
 }
@@ -81,6 +86,7 @@ const std::vector<CalibrationField>& calibration_fields() {
       {"pipeline_chunk_overhead_s", &Calibration::pipeline_chunk_overhead_s, R::kNonNegative, "s"},
       {"fp8_gemm_efficiency", &Calibration::fp8_gemm_efficiency, R::kFraction, ""},
       {"fp8_block_scaled_gemm_efficiency", &Calibration::fp8_block_scaled_gemm_efficiency, R::kFraction, ""},
+      {"fp8_attention_speed", &Calibration::fp8_attention_speed, R::kAtLeastOne, ""},
       {"moe_load_imbalance", &Calibration::moe_load_imbalance, R::kAtLeastOne, ""},
       {"ep_overlap", &Calibration::ep_overlap, R::kUnitInterval, ""},
       {"intra_node_bandwidth_efficiency", &Calibration::intra_node_bandwidth_efficiency, R::kFraction, ""},

@@ -8,9 +8,9 @@
 namespace paratune::cost_detail {
 
 bool native_block_scaled_fp8(const GpuSpec& gpu) {
-  // Blackwell (B200, GB200) has block-scaled FP8 (MXFP8) tensor cores and FP8 GEMMs in every
-  // layout; Hopper has neither (NVIDIA Blackwell architecture technical brief, 2024).
-  return gpu.name.rfind("b200", 0) == 0 || gpu.name.rfind("gb200", 0) == 0;
+  // Blackwell (B200, GB200, B300, GB300) has block-scaled FP8 (MXFP8) tensor cores and FP8 GEMMs in
+  // every layout; Hopper has neither (NVIDIA Blackwell architecture technical brief, 2024).
+  return gpu_generation(gpu) == "blackwell";
 }
 
 Fp8Costs fp8_costs(const GpuSpec& gpu, const TrainingSpec& training, const Calibration& cal) {

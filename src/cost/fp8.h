@@ -4,9 +4,9 @@
 // Transformer Engine's recipes (and torchao's float8 training) put the *linear layers* in FP8:
 // QKV, attention output projection, MLP / expert GEMMs, forward (E4M3) and both backward GEMMs
 // (E5M2 gradients with the hybrid format). Core attention (dot-product attention) stays BF16
-// unless FP8 DPA is switched on, which no published recipe here does; so do norms, softmax, the
-// router and the output layer (Megatron-LM keeps the output layer in BF16; torchao's converters
-// skip it). Sources: Transformer Engine docs, "Using FP8 with Transformer Engine"; Megatron-LM
+// unless FP8 DPA is switched on (TrainingSpec::fp8_attention: Megatron-Bridge's MXFP8 MoE recipes
+// do); so do norms, softmax, the router and the output layer (Megatron-LM keeps the output layer
+// in BF16; torchao's converters skip it). Sources: Transformer Engine docs, "Using FP8 with Transformer Engine"; Megatron-LM
 // R20 (data/frameworks/megatron-lm-rules.md); torchao float8 README.
 #pragma once
 

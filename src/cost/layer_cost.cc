@@ -85,7 +85,7 @@ LayerCost layer_cost(const Context& c, bool moe_layer) {
     attention_gemm_s += gemm(tokens, h, heads_local * m.head_size());
   }
 
-  // --- Core attention (BF16 under every FP8 recipe: cost/fp8.h) ----------------------------------
+  // --- Core attention (BF16 unless TrainingSpec::fp8_attention: Device::attention_flops_per_s) --
   // Scores and values: 2·tokens·seq·(qk + v)·heads FLOPs forward. Flash attention skips the masked
   // half of a causal mask (Dao 2023, FlashAttention-2 Sec. 3.1.1) and runs slower on short key
   // blocks (context parallelism shortens them: cost/context_parallel.h); unfused attention

@@ -160,7 +160,8 @@ struct LayerCosts {
                   .bf16_efficiency_max = efficiency,
                   .half_dim = cal.gemm_half_efficiency_dim,
                   .attention_flops_per_s = bf16_peak * cal.attention_efficiency_for(gpu.name) *
-                                           (training.flash_attention_2 ? cal.flash_attention_2_speed_for(gpu.name) : 1.0),
+                                           (training.flash_attention_2 ? cal.flash_attention_2_speed_for(gpu.name) : 1.0) *
+                                           (training.fp8_attention ? cal.fp8_attention_speed : 1.0),
                   .attention_half_kv_tokens = cal.attention_half_kv_tokens,
                   .hbm_bytes_per_s = (measured && measured->memory_bandwidth_bytes_per_s()
                                           ? *measured->memory_bandwidth_bytes_per_s()

@@ -13,6 +13,7 @@
 #include "paratune/launch/megatron_rules.h"
 #include "paratune/launch/schema_check.h"
 #include "paratune/spec/error.h"
+#include "paratune/spec/hardware.h"
 
 namespace paratune::launch::detail {
 namespace {
@@ -301,7 +302,7 @@ LaunchSettings megatron(const ParallelConfig& p, const TrainingSpec& training, c
   }
   // CUDA_DEVICE_MAX_CONNECTIONS (R6): 1 with tp or cp > 1 before Blackwell (arch 10), unset with
   // Megatron-FSDP (R6.2).
-  const bool blackwell = target.gpu.rfind("b200", 0) == 0 || target.gpu.rfind("gb200", 0) == 0;
+  const bool blackwell = gpu_generation(target.gpu) == "blackwell";
   std::vector<std::string> environment;
   if (fsdp) environment.emplace_back("unset CUDA_DEVICE_MAX_CONNECTIONS  # Megatron-FSDP (R6.2)");
   else if ((p.tp > 1 || p.cp > 1) && !blackwell)

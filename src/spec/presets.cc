@@ -149,13 +149,20 @@ GpuSpec gpu(std::string name, double memory_mib, double bf16_tflops, double fp16
 //   GB200 (NVL72): 2450 BF16, 4900 FP8 (NVFP4 9800), 186 GB HBM3e, 8 TB/s, NVLink 5 1.8 TB/s per GPU
 //     (dgxc-benchmarking README.md @841f5466: "Peak Theoretical Throughput" and "GB200 Reference
 //     Architecture"; the v25.05.04 README @6be5ea0 gives 16 TB/s and NVLink 3.6 TB/s per 2-GPU superchip).
-//   B200 and GB200 memory: the sources give no nvidia-smi total, so memory is the datasheet figure
+//   B300 (DGX B300, 1100 W): 2250 BF16, 4500 FP8 (NVFP4 13500), 270 GB HBM3e ("8x B300 270 GB"),
+//     7.7 TB/s, NVLink 5 1.8 TB/s per GPU; SpectrumX 8x 800 Gb/s compute links per node
+//     (dgxc-benchmarking README.md @841f5466: "Peak Theoretical Throughput" and "B300 Reference
+//     Architecture"). The dense BF16/FP8 peaks are the B200's: Blackwell Ultra adds NVFP4 rate.
+//   GB300 (NVL72): 2450 BF16, 4900 FP8 (NVFP4 14700), 279 GB HBM3e per GPU, 8 TB/s, NVLink 5 1.8 TB/s
+//     per GPU, "TDP configurable up to 1,400 W" (same README, "GB300 Reference Architecture"); the
+//     README does not say at which power its peaks hold, so no board power is set.
+//   B200, GB200, B300 and GB300 memory: the sources give no nvidia-smi total, so memory is the datasheet figure
 //   as GB x 1e9 bytes (180e9, 186e9). For H100/H200 the nvidia-smi total exceeds GB x 1e9 (H200:
 //   150.8e9 bytes for "141 GB"), so these two presets may understate usable memory by a few percent.
 // Host link (GPU <-> host memory, per direction; what activation offload moves over), assumed, not
 // measured: 0.8 of the link's per-direction rate after encoding, the share pinned copies commonly
 // reach (PCIe framing and flow control take the rest): PCIe 3.0 x16 15.8 GB/s -> 12.6 (V100 SXM2),
-// 4.0 x16 31.5 -> 25.2 (A100, RTX), 5.0 x16 63 -> 50.4 (H100, H800, H200, B200). GB200: NVLink-C2C,
+// 4.0 x16 31.5 -> 25.2 (A100, RTX), 5.0 x16 63 -> 50.4 (H100, H800, H200, B200, B300). GB200 and GB300: NVLink-C2C,
 // 900 GB/s both directions between one Grace CPU and its two GPUs (dgxc-benchmarking README.md
 // @841f5466, "GB200 Reference Architecture"), so 225 GB/s per GPU per direction -> 180. A cluster
 // file's "host_link_bandwidth" replaces it (a measured figure is better).
@@ -175,6 +182,8 @@ std::vector<GpuSpec> make_gpu_presets() {
           gpu("h200", 143771, 989.4, 989.4, 1978.9, 66.9, 4800, 50.4, 700),
           datasheet_gb(gpu("b200", 0, 2250, 2250, 4500, 0, 7700, 50.4, 1000), 180),
           datasheet_gb(gpu("gb200", 0, 2450, 2450, 4900, 0, 8000, 180), 186),
+          datasheet_gb(gpu("b300", 0, 2250, 2250, 4500, 0, 7700, 50.4, 1100), 270),
+          datasheet_gb(gpu("gb300", 0, 2450, 2450, 4900, 0, 8000, 180), 279),
           gpu("rtx-a5000", 24564, 111.1, 111.1, 0, 27.8, 768, 25.2),
           gpu("rtx-3080", 10240, 59.5, 59.5, 0, 29.8, 760, 25.2)};
 }
@@ -225,6 +234,16 @@ std::vector<ClusterPreset> make_cluster_presets() {
            "Architecture; tray size: Megatron-LM skills/mcore-onboard-gb200-1node-tests @d98e8a64). ASSUMPTION: "
            "one 400 Gb/s ConnectX-7 scale-out NIC per GPU; the sources read do not state the scale-out "
            "network. Latencies assumed as DGX H100",
+           72),
+      node("dgx-b300", "b300", 8, 900, 100, 2, 6,
+           "DGX B300: NVLink5 1.8 TB/s bidirectional per GPU; SpectrumX 8x 800 Gb/s compute links per node, one "
+           "per GPU (dgxc-benchmarking README.md @841f5466, B300 Reference Architecture). Latencies assumed as "
+           "DGX H100"),
+      node("gb300-nvl72", "gb300", 4, 900, 100, 2, 6,
+           "GB300 NVL72 compute tray (Slurm node): 4 GPUs (2 superchips); NVLink5 1.8 TB/s bidirectional per GPU "
+           "across a 72-GPU NVLink domain (dgxc-benchmarking README.md @841f5466, GB300 Reference Architecture; "
+           "tray and rack as GB200 NVL72). ASSUMPTION: one 800 Gb/s scale-out NIC per GPU, as the same README's "
+           "DGX B300 has; it does not state the GB300 scale-out network. Latencies assumed as DGX H100",
            72),
       node("workstation-rtx-a5000", "rtx-a5000", 4, 25, 3.125, 5, 15,
            "4x RTX A5000 on PCIe 4.0 x16 (~25 GB/s); 100 GbE shared by 4 GPUs"),

@@ -120,6 +120,15 @@ double GpuSpec::peak_flops_per_s(Precision precision) const {
   return peak;
 }
 
+std::string gpu_generation(const std::string& gpu_name) {
+  auto starts = [&](const char* prefix) { return gpu_name.rfind(prefix, 0) == 0; };
+  if (starts("v100")) return "volta";
+  if (starts("a100")) return "ampere";
+  if (starts("h100") || starts("h200") || starts("h800")) return "hopper";
+  if (starts("b200") || starts("gb200") || starts("b300") || starts("gb300")) return "blackwell";
+  return "other";
+}
+
 void validate(const GpuSpec& g) {
   require_finite_positive("gpu.memory", g.memory_bytes);
   require_finite_positive("gpu.hbm_bandwidth", g.hbm_bandwidth_bytes_per_s);
@@ -198,6 +207,8 @@ void validate(const TrainingSpec& t) {
   require_positive("global_batch", t.global_batch);
   if (t.fp8_param_gather && t.precision != Precision::kFP8)
     throw Error(fmt::format("fp8_param_gather: needs precision fp8 (precision is {})", to_string(t.precision)));
+  if (t.fp8_attention && t.precision != Precision::kFP8)
+    throw Error(fmt::format("fp8_attention: needs precision fp8 (precision is {})", to_string(t.precision)));
   if (t.moe_capacity_factor != 0 && !(t.moe_capacity_factor >= 1 && std::isfinite(t.moe_capacity_factor)))
     throw Error(fmt::format("moe_capacity_factor: {} must be 0 (dropless) or a finite number >= 1",
                             t.moe_capacity_factor));

@@ -223,6 +223,63 @@ TEST(Setup, StatedTpCommOverlapOffIsHonoured) {
   EXPECT_FALSE(overlap_of("perf script: MegatronCommOverlapCallback(tp_comm_overlap = False)"));
 }
 
+// FP8 core attention only where the row's recipe states it, and only with FP8 training.
+TEST(Setup, StatedFp8AttentionIsHonoured) {
+  const auto setup_of = [](const std::string& precision, const std::string& notes) {
+    return setup_for_run(runs_of("fp8dpa.csv", {small_row({{"framework", "Megatron-Bridge / NeMo 26.08 container"},
+                                                           {"gpu_type", "GB200 (NVL72)"},
+                                                           {"gpus_per_node", "4"},
+                                                           {"precision", precision},
+                                                           {"notes", notes}})})
+                             .at(0));
+  };
+  const std::string stated = "recipe: fp8_dot_product_attention = True (FP8 core attention)";
+  EXPECT_TRUE(setup_of("MXFP8", stated).training.fp8_attention);
+  EXPECT_FALSE(setup_of("MXFP8", "").training.fp8_attention);
+  try {
+    setup_of("BF16", stated);
+    ADD_FAILURE() << "FP8 attention stated on a BF16 row was accepted";
+  } catch (const RowSkipped& e) {
+    EXPECT_EQ(e.kind, SkipKind::kInconsistent);
+    EXPECT_NE(std::string(e.what()).find("fp8_dot_product_attention"), std::string::npos) << e.what();
+  }
+}
+
+// A row whose stated settings leave no configuration says which rule they break (an empty reason
+// was printed before: "row 322: ").
+TEST(Setup, StatedEpOverlapWithFullRecomputeSaysWhy) {
+  const auto runs = runs_of("r181.csv", {small_row({{"model", "Mixtral tiny"},
+                                                    {"moe_num_experts", "8"},
+                                                    {"moe_top_k", "2"},
+                                                    {"moe_expert_ffn_size", "1024"},
+                                                    {"ep", "8"},
+                                                    {"framework", "Megatron-Bridge / NeMo 26.08 container"},
+                                                    {"activation_recompute", "full"},
+                                                    {"notes", "overlap_moe_expert_parallel_comm = True"}})});
+  try {
+    (void)setup_for_run(runs.at(0));
+    ADD_FAILURE() << "EP overlap with full recompute was accepted";
+  } catch (const RowSkipped& e) {
+    EXPECT_EQ(e.kind, SkipKind::kInconsistent);
+    EXPECT_NE(std::string(e.what()).find("R18.1"), std::string::npos) << e.what();
+  }
+}
+
+// A GB300 or B300 row reads as its own GPU, in the NVL72 rack or the DGX node the presets describe.
+TEST(Setup, BlackwellUltraRowsReadTheirPresets) {
+  const auto cluster_of = [](const std::string& gpu_type, const std::string& per_node) {
+    return setup_for_run(runs_of("ultra.csv", {small_row({{"gpu_type", gpu_type},
+                                                         {"gpus_per_node", per_node},
+                                                         {"precision", "MXFP8"}})})
+                             .at(0))
+        .cluster;
+  };
+  const ClusterSpec gb300 = cluster_of("GB300 (DGX-GB300 / NVL72)", "4");
+  EXPECT_EQ(gb300.gpu.name, "gb300");
+  EXPECT_EQ(gb300.nvlink_domain_gpus, 72);
+  EXPECT_EQ(cluster_of("B300 (DGX B300)", "8").gpu.name, "b300");
+}
+
 TEST(Setup, Fp8RecipesMapFromThePrecisionColumn) {
   const std::vector<std::pair<std::string, std::optional<Fp8Recipe>>> cases{
       {"FP8 per-tensor delayed scaling (NeMo perf-script default --fp8_recipe ds)", Fp8Recipe::kDelayed},

@@ -24,6 +24,26 @@ TEST(GpuPresets, BlackwellDatasheetFigures) {
   EXPECT_DOUBLE_EQ(gb200.hbm_bandwidth_bytes_per_s, 8e12);
 }
 
+// Blackwell Ultra (dgxc-benchmarking README @841f5466): the B200's and GB200's dense BF16/FP8 peaks
+// with more memory; both are Blackwell (MXFP8 tensor cores, no CUDA_DEVICE_MAX_CONNECTIONS rule).
+TEST(GpuPresets, BlackwellUltraDatasheetFigures) {
+  const GpuSpec& b300 = find_gpu_preset("b300");
+  EXPECT_DOUBLE_EQ(b300.peak_bf16_flops_per_s, 2250e12);
+  EXPECT_DOUBLE_EQ(b300.peak_fp8_flops_per_s, 4500e12);
+  EXPECT_DOUBLE_EQ(b300.memory_bytes, 270e9);
+  EXPECT_DOUBLE_EQ(b300.hbm_bandwidth_bytes_per_s, 7.7e12);
+  EXPECT_DOUBLE_EQ(b300.board_power_w, 1100);
+  const GpuSpec& gb300 = find_gpu_preset("gb300");
+  EXPECT_DOUBLE_EQ(gb300.peak_bf16_flops_per_s, 2450e12);
+  EXPECT_DOUBLE_EQ(gb300.peak_fp8_flops_per_s, 4900e12);
+  EXPECT_DOUBLE_EQ(gb300.memory_bytes, 279e9);
+  EXPECT_DOUBLE_EQ(gb300.hbm_bandwidth_bytes_per_s, 8e12);
+  for (const char* name : {"b200", "gb200", "b300", "gb300"}) EXPECT_EQ(gpu_generation(name), "blackwell") << name;
+  for (const char* name : {"h100-sxm", "h800", "h200"}) EXPECT_EQ(gpu_generation(name), "hopper") << name;
+  EXPECT_EQ(gpu_generation("a100-80gb"), "ampere");
+  EXPECT_EQ(gpu_generation("my-own-gpu"), "other");
+}
+
 TEST(GpuPresets, H200IsH100ComputeWithMoreAndFasterMemory) {
   const GpuSpec& h200 = find_gpu_preset("h200");
   const GpuSpec& h100 = find_gpu_preset("h100-sxm");
@@ -62,6 +82,22 @@ TEST(ClusterPresets, Gb200Nvl72) {
   EXPECT_DOUBLE_EQ(c.intra_node_bandwidth_bytes_per_s, 900e9);
   EXPECT_DOUBLE_EQ(c.inter_node_bandwidth_bytes_per_s, 50e9);
   EXPECT_NE(p.source.find("ASSUMPTION"), std::string::npos);  // the scale-out NIC is not in the sources
+}
+
+TEST(ClusterPresets, DgxB300AndGb300Nvl72) {
+  const ClusterSpec& b300 = find_cluster_preset("dgx-b300").node;
+  EXPECT_EQ(b300.gpu.name, "b300");
+  EXPECT_EQ(b300.gpus_per_node, 8);
+  EXPECT_EQ(b300.scale_up_gpus(), 8);
+  EXPECT_DOUBLE_EQ(b300.intra_node_bandwidth_bytes_per_s, 900e9);
+  EXPECT_DOUBLE_EQ(b300.inter_node_bandwidth_bytes_per_s, 100e9);  // 8x 800 Gb/s per 8 GPUs
+  const ClusterPreset& p = find_cluster_preset("gb300-nvl72");
+  EXPECT_EQ(p.node.gpu.name, "gb300");
+  EXPECT_EQ(p.node.gpus_per_node, 4);
+  EXPECT_EQ(p.node.scale_up_gpus(), 72);
+  EXPECT_NE(p.source.find("ASSUMPTION"), std::string::npos);  // the scale-out NIC is not in the sources
+  EXPECT_EQ(reference_node_for_gpu("b300").node.name, "dgx-b300");
+  EXPECT_EQ(reference_node_for_gpu("gb300").node.name, "gb300-nvl72");
 }
 
 TEST(ClusterPresets, DgxH200) {

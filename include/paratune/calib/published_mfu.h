@@ -20,9 +20,6 @@ struct PublishedMfu {
   const char* model;
 };
 
-// The GPU's generation as prediction_class names it ("hopper", ...; "other" when unknown).
-std::string gpu_generation(const GpuSpec& gpu);
-
 // The highest published MFU for `gpu`'s generation at `precision`, if any row shows one.
 std::optional<PublishedMfu> highest_published_mfu(const GpuSpec& gpu, Precision precision);
 

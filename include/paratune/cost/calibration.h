@@ -67,6 +67,11 @@ struct Calibration {
   // torchao rowwise) run at this fraction of the per-tensor-scaled rate. MXFP8 on Blackwell is native.
   double fp8_block_scaled_gemm_efficiency = 0.85;
 
+  // FP8 fused attention (TrainingSpec::fp8_attention) over the BF16 fused attention, forward and
+  // backward: between 1 (no gain) and 2 (the FP8 tensor-core ceiling); the softmax and the
+  // rescaling do not speed up.
+  double fp8_attention_speed = 1.3;
+
   // --- Mixture of experts (cost/moe.h) -------------------------------------------------------------
   // Tokens on the busiest expert-parallel rank / the mean, with auxiliary-loss balancing. It sets the
   // expert GEMM time, the all-to-all volume and the activation memory of that rank; aux-loss-free

@@ -37,6 +37,13 @@ struct GpuSpec {
   [[nodiscard]] double peak_flops_per_s(Precision precision) const;
 };
 
+// The architecture generation of a GPU, from its preset name: "volta", "ampere", "hopper" (H100,
+// H800, H200), "blackwell" (B200, GB200, B300, GB300), or "other" for a GPU no preset names. The one
+// place that says which chips share tensor-core features (MXFP8, CUDA_DEVICE_MAX_CONNECTIONS) and a
+// prediction class.
+std::string gpu_generation(const std::string& gpu_name);
+inline std::string gpu_generation(const GpuSpec& gpu) { return gpu_generation(gpu.name); }
+
 // Bandwidths are per GPU and per direction: the rate at which one GPU can send to its peers over
 // that link class (NVLink/NVSwitch inside the scale-up domain; its share of the node's NICs across
 // domains).

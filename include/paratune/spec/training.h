@@ -12,7 +12,8 @@ struct TrainingSpec {
   int global_batch = 0;  // sequences per iteration (all data-parallel replicas, all micro-batches)
   Precision precision = Precision::kBF16;
   // With precision fp8: how the FP8 GEMM inputs are scaled (enums.h). Which operations run in FP8
-  // depends on it (cost/fp8.h); core attention, norms and the output layer stay BF16.
+  // depends on it (cost/fp8.h); norms and the output layer stay BF16, core attention too unless
+  // fp8_attention (below).
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
   // With precision fp8: the linear layers' parameters are held in FP8 (no BF16 copy) and the
   // sharded optimizer's / FSDP's parameter all-gather moves FP8 (Megatron-LM --fp8-param-gather,
@@ -66,6 +67,11 @@ struct TrainingSpec {
   // Hopper and newer "for performance reasons" (TE dot_product_attention/utils.py). On Hopper it
   // runs at Calibration::flash_attention_2_speed_for of the fused kernel's rate.
   bool flash_attention_2 = false;
+  // Core attention in FP8: Transformer Engine's cuDNN fused attention with FP8 inputs, forward and
+  // backward (Megatron-Core TransformerConfig.fp8_dot_product_attention, which Megatron-Bridge's
+  // MXFP8 MoE recipes set; Megatron-LM's own command line has no flag for it, so the planner leaves
+  // it off). Runs at Calibration::fp8_attention_speed times the BF16 fused kernel. Needs fp8.
+  bool fp8_attention = false;
 };
 
 void validate(const TrainingSpec& training);
