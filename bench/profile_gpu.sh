@@ -1,34 +1,53 @@
 #!/usr/bin/env bash
-# Issue 45, item 4: profile the one GPU of a lent device machine (an H100 or H200 with PyTorch) for
-# Llama-3-8B and a small MoE (Qwen3-30B-A3B), write the profiles under data/profiles/ and the
-# measured-vs-predicted tables, before and after the profile, next to them. Prepared to finish in
-# about ten minutes; run from the repository root of a built tree:
+# Issue 45, item 4, and issue 41's MoE kernel benchmark: measure one H100 or H200 on the kernels the cost
+# model prices, in three steps, so that the GPU machine needs PyTorch alone (no paratune build there):
 #
-#   bash bench/profile_gpu.sh [OUT_DIR]          # OUT_DIR defaults to data/profiles
+#   bash bench/profile_gpu.sh plan    [DIR]   # here, with build/paratune: the measurement plans into DIR
+#   bash bench/profile_gpu.sh measure [DIR]   # on the GPU machine, from the repository root (PyTorch + CUDA)
+#   bash bench/profile_gpu.sh compare [DIR]   # here again: tables and fitted calibrations next to the profiles
 #
-# The GPU is read from nvidia-smi (H100 -> h100x1, H200 -> h200x1). Every command is printed first.
+# DIR defaults to data/profiles. The plans are for an H200 (cluster h200x1); set CLUSTER=h100x1 and GPU=h100
+# for an H100. The four profiles: Llama 3 8B at 8K (micro-batch 1 and 2, BF16, and FP8 per-tensor),
+# Qwen3-30B-A3B at 4K (micro-batch 1, 2, 4: 256 to 1,024 tokens per expert) and Mixtral 8x7B at 4K. `measure`
+# also runs bench/gpu/moe_expert_gemms.py (the routed experts' GEMMs, grouped and per expert; read by
+# build/bench/bench_moe_expert_gemms) and measures each profile three times (run 1 is the profile; runs 2
+# and 3 say how much the medians move). Takes about three minutes on an H200. Every command is printed.
 set -euo pipefail
-out=${1:-data/profiles}
-mkdir -p "$out"
-name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-case "$name" in
-  *H200*) cluster=h200x1; tag=h200 ;;
-  *H100*) cluster=h100x1; tag=h100 ;;
-  *) echo "profile_gpu.sh: '$name' is neither an H100 nor an H200" >&2; exit 2 ;;
-esac
-day=$(date -u +%Y-%m-%d)
+step=${1:?usage: bench/profile_gpu.sh plan|measure|compare [DIR]}
+out=${2:-data/profiles}
+cluster=${CLUSTER:-h200x1}
+gpu=${GPU:-h200}
+day=${DAY:-$(date -u +%Y-%m-%d)}
 run() { echo "+ $*"; "$@"; }
-# Llama 3 8B: micro-batch 1 and 2 at 8K (tp 1: one GPU), fitted calibration written beside it.
-run build/paratune profile --model llama3-8b --cluster "$cluster" --seq-len 8192 --global-batch 2 \
-  --config mbs=1 --config mbs=2 --warmup 3 --repetitions 10 --out "$out/$tag-llama3-8b-$day.json" \
-  --fit-calibration "$out/$tag-llama3-8b-$day.calibration.json" | tee "$out/$tag-llama3-8b-$day.txt"
-# A small MoE: Qwen3-30B-A3B's widths (128 experts of FFN 768, top 8) at 4K, one micro-batch.
-run build/paratune profile --model qwen3-30b-a3b --cluster "$cluster" --seq-len 4096 --global-batch 1 \
-  --config mbs=1 --warmup 3 --repetitions 10 --out "$out/$tag-qwen3-30b-a3b-$day.json" \
-  --fit-calibration "$out/$tag-qwen3-30b-a3b-$day.calibration.json" | tee "$out/$tag-qwen3-30b-a3b-$day.txt"
-# The same tables again as JSON, for the note.
-for m in llama3-8b:8192:2 qwen3-30b-a3b:4096:1; do
-  IFS=: read -r model seq batch <<<"$m"
-  build/paratune profile --model "$model" --cluster "$cluster" --seq-len "$seq" --global-batch "$batch" \
-    --from "$out/$tag-$model-$day.json" --json > "$out/$tag-$model-$day.table.json"
+# name, model, sequence length, global batch, then the configurations and precision flags
+profiles=(
+  "llama3-8b llama3-8b 8192 2 --config mbs=1 --config mbs=2"
+  "llama3-8b-fp8 llama3-8b 8192 2 --config mbs=1 --config mbs=2 --precision fp8 --fp8-recipe tensorwise"
+  "qwen3-30b-a3b qwen3-30b-a3b 4096 4 --config mbs=1 --config mbs=2 --config mbs=4"
+  "mixtral-8x7b mixtral-8x7b 4096 2 --config mbs=1 --config mbs=2"
+)
+mkdir -p "$out"
+for p in "${profiles[@]}"; do
+  read -r name model seq batch flags <<<"$p"
+  base="$out/$gpu-$name-$day"
+  case "$step" in
+    plan)
+      # shellcheck disable=SC2086
+      run build/paratune profile --model "$model" --cluster "$cluster" --seq-len "$seq" --global-batch "$batch" \
+        $flags --out "$base.json" --plan "$out/$gpu-$name.plan.json" --plan-only ;;
+    measure)
+      for r in 1 2 3; do
+        suffix=$([ $r = 1 ] && echo "" || echo ".run$r")
+        run env PYTHONPATH="$PWD/python" python3 -m paratune.profile --plan "$out/$gpu-$name.plan.json" \
+          --out "$base$suffix.json"
+      done ;;
+    compare)
+      # shellcheck disable=SC2086
+      run build/paratune profile --model "$model" --cluster "$cluster" --seq-len "$seq" --global-batch "$batch" \
+        $flags --from "$base.json" --fit-calibration "$base.calibration.json" | tee "$base.txt" ;;
+    *) echo "profile_gpu.sh: unknown step '$step' (plan, measure or compare)" >&2; exit 2 ;;
+  esac
 done
+if [ "$step" = measure ]; then
+  run python3 bench/gpu/moe_expert_gemms.py --out "$out/$gpu-moe-expert-gemms-$day.json"
+fi

@@ -24,81 +24,99 @@ shown on stderr unless the program configures logging itself, as Optuna does; qu
 import logging as _logging
 import sys as _sys
 
-from ._core import (
-    Cluster,
-    Error,
-    Estimate,
-    Launch,
-    Model,
-    Plan,
-    PlanResult,
-    Simulation,
-    StoredTrial,
-    Study,
-    Trial,
-    TrialPruned,
-    __version__,
-    estimate,
-    launch_args,
-    load_cluster,
-    load_model,
-    open_study,
-    plan,
-    presets,
-    simulate,
-    studies,
-    tune,
-)
-from ._study import FrozenTrial, LiveStudy, LiveTrial, create_study, load_study
 
-__all__ = [
-    "Cluster", "Error", "Estimate", "Launch", "Model", "Plan", "PlanResult", "Simulation", "StoredTrial",
-    "Study", "Trial", "TrialPruned", "__version__", "estimate", "launch_args", "load_cluster", "load_model",
-    "open_study", "plan", "presets", "simulate", "studies", "tune",
-    "FrozenTrial", "LiveStudy", "LiveTrial", "create_study", "load_study",
-]
-
-Error.__doc__ = ("Bad input: the message names the file, the field, the value and the rule (the CLI's message, "
-                 "its flags named as this module's arguments).")
-
-# Shown as paratune.X (not paratune._core.X) in reprs, tracebacks and help().
-for _name in __all__:
-    _value = globals()[_name]
-    if isinstance(_value, type):
-        _value.__module__ = __name__
-del _name, _value
+def _running_the_measurer():
+    """Whether this interpreter was started as ``python3 -m paratune.profile`` (the GPU measurer, also under
+    torchrun), which needs PyTorch alone: on a GPU node whose Python has no build of paratune's compiled module,
+    the package then imports without it, and only the measurer is there."""
+    argv = getattr(_sys, "orig_argv", [])
+    return any(a == "-m" and b == "paratune.profile" for a, b in zip(argv, argv[1:]))
 
 
-class _StderrHandler(_logging.StreamHandler):
-    """Writes to sys.stderr as it is when a record comes (a program or a test may replace it)."""
+try:
+    from ._core import (
+        Cluster,
+        Error,
+        Estimate,
+        Launch,
+        Model,
+        Plan,
+        PlanResult,
+        Simulation,
+        StoredTrial,
+        Study,
+        Trial,
+        TrialPruned,
+        __version__,
+        estimate,
+        launch_args,
+        load_cluster,
+        load_model,
+        open_study,
+        plan,
+        presets,
+        simulate,
+        studies,
+        tune,
+    )
+except ImportError:
+    if not _running_the_measurer():
+        raise
+    _core_loaded = False
+else:
+    _core_loaded = True
 
-    def __init__(self):
-        _logging.Handler.__init__(self)
+if _core_loaded:
+    from ._study import FrozenTrial, LiveStudy, LiveTrial, create_study, load_study
 
-    @property
-    def stream(self):
-        return _sys.stderr
+    __all__ = [
+        "Cluster", "Error", "Estimate", "Launch", "Model", "Plan", "PlanResult", "Simulation", "StoredTrial",
+        "Study", "Trial", "TrialPruned", "__version__", "estimate", "launch_args", "load_cluster", "load_model",
+        "open_study", "plan", "presets", "simulate", "studies", "tune",
+        "FrozenTrial", "LiveStudy", "LiveTrial", "create_study", "load_study",
+    ]
 
+    Error.__doc__ = ("Bad input: the message names the file, the field, the value and the rule (the CLI's message, "
+                     "its flags named as this module's arguments).")
 
-class _UnlessLoggingIsConfigured(_logging.Filter):
-    """Passes records only while the root logger has no handler: once the program configures logging
-    (basicConfig, pytest's capture), its handlers show paratune's records and this one stays quiet, so no
-    line is printed twice."""
-
-    def filter(self, record):
-        return not _logging.getLogger().handlers
-
-
-def _show_trials_by_default():
-    """Optuna's default: a library logger at INFO with a stderr handler, so that tune() shows its trials
-    without any setup. A level the program set before importing paratune is kept."""
-    logger = _logging.getLogger(__name__)
-    if logger.level == _logging.NOTSET:
-        logger.setLevel(_logging.INFO)
-    handler = _StderrHandler()
-    handler.setFormatter(_logging.Formatter("[%(levelname)s %(asctime)s] %(name)s: %(message)s"))
-    handler.addFilter(_UnlessLoggingIsConfigured())
-    logger.addHandler(handler)
+    # Shown as paratune.X (not paratune._core.X) in reprs, tracebacks and help().
+    for _name in __all__:
+        _value = globals()[_name]
+        if isinstance(_value, type):
+            _value.__module__ = __name__
+    del _name, _value
 
 
-_show_trials_by_default()
+    class _StderrHandler(_logging.StreamHandler):
+        """Writes to sys.stderr as it is when a record comes (a program or a test may replace it)."""
+
+        def __init__(self):
+            _logging.Handler.__init__(self)
+
+        @property
+        def stream(self):
+            return _sys.stderr
+
+
+    class _UnlessLoggingIsConfigured(_logging.Filter):
+        """Passes records only while the root logger has no handler: once the program configures logging
+        (basicConfig, pytest's capture), its handlers show paratune's records and this one stays quiet, so no
+        line is printed twice."""
+
+        def filter(self, record):
+            return not _logging.getLogger().handlers
+
+
+    def _show_trials_by_default():
+        """Optuna's default: a library logger at INFO with a stderr handler, so that tune() shows its trials
+        without any setup. A level the program set before importing paratune is kept."""
+        logger = _logging.getLogger(__name__)
+        if logger.level == _logging.NOTSET:
+            logger.setLevel(_logging.INFO)
+        handler = _StderrHandler()
+        handler.setFormatter(_logging.Formatter("[%(levelname)s %(asctime)s] %(name)s: %(message)s"))
+        handler.addFilter(_UnlessLoggingIsConfigured())
+        logger.addHandler(handler)
+
+
+    _show_trials_by_default()

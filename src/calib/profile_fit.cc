@@ -17,14 +17,16 @@ namespace {
 namespace profile_fitting {
 
 // The coefficients that price a profile's rows on `gpu`: the kernel rates and roll-offs and the
-// in-node links (not overheads, overlaps or jitter, which no single kernel shows).
-std::vector<FittedCoefficient> kernel_coefficients(const std::string& gpu) {
+// in-node links (not overheads, overlaps or jitter, which no single kernel shows). An FP8 profile
+// measures its linear layers' GEMMs in FP8 and the output layer's in BF16, so it fits both rates.
+std::vector<FittedCoefficient> kernel_coefficients(const std::string& gpu, const TrainingSpec& training) {
   std::vector<FittedCoefficient> chosen;
   for (const FittedCoefficient& c : fitted_coefficients()) {
     const std::string_view name = c.name;
     const bool kernel = name.starts_with("gemm_efficiency") || name.starts_with("attention_efficiency") ||
                         name == "gemm_half_efficiency_dim" || name == "attention_half_kv_tokens" ||
-                        name == "hbm_efficiency" || name == "intra_node_bandwidth_efficiency";
+                        name == "hbm_efficiency" || name == "intra_node_bandwidth_efficiency" ||
+                        (name == "fp8_gemm_efficiency" && training.precision == Precision::kFP8);
     if (!kernel) continue;
     // A per-GPU coefficient counts only for its own GPUs.
     if (!c.gpus.empty() && std::find(c.gpus.begin(), c.gpus.end(), gpu) == c.gpus.end()) continue;
@@ -51,7 +53,7 @@ ProfileFit fit_calibration_to_profile(const HardwareProfile& profile, const Mode
   ProfileFit fit;
   fit.rows = static_cast<int>(compare_profile(profile, model, cluster, training, start).rows.size());
   if (fit.rows == 0) throw Error(fmt::format("{}: no measured GEMM, attention, collective or bandwidth row to fit to", profile.source));
-  const std::vector<FittedCoefficient> params = kernel_coefficients(cluster.gpu.name);
+  const std::vector<FittedCoefficient> params = kernel_coefficients(cluster.gpu.name, training);
   if (params.empty())
     throw Error(fmt::format("{}: no fitted coefficient prices GPU '{}' alone (coefficients.h)", profile.source, cluster.gpu.name));
   auto [x, lower, upper] = coefficient_variables(start, params);

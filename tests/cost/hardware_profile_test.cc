@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -282,7 +283,10 @@ TEST(HardwareProfile, ThePlanListsTheKernelsTheModelPricesAtTheirExactShapes) {
 }
 
 // A profile of every kernel the plan lists, each measured at `factor` x the fitted model's time.
-HardwareProfile profile_at(double factor, const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training) {
+// A profile whose kernels all measured `factor` x the shipped calibration's time (FP8 GEMMs
+// `factor` x `fp8_factor`).
+HardwareProfile profile_at(double factor, const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
+                           double fp8_factor = 1) {
   ProfilePlanOptions options;
   options.configs = {ParallelConfig{}};
   const nlohmann::ordered_json plan = profile_plan(model, cluster, training, default_calibration(), options);
@@ -297,7 +301,8 @@ HardwareProfile profile_at(double factor, const ModelSpec& model, const ClusterS
   const HardwareProfile ones = parse_hardware_profile(doc, "ones.json");
   const ProfileComparison fitted = compare_profile(ones, model, cluster, training, default_calibration());
   std::size_t row = 0;
-  for (auto& g : doc["gemms"]) g.update(timing(factor * fitted.rows[row++].model_s));
+  for (auto& g : doc["gemms"])
+    g.update(timing(factor * (g["dtype"] == "fp8" ? fp8_factor : 1.0) * fitted.rows[row++].model_s));
   for (auto& a : doc["attention"]) {
     a["forward"] = timing(factor * fitted.rows[row++].model_s);
     a["backward"] = timing(factor * fitted.rows[row++].model_s);
@@ -355,6 +360,26 @@ TEST(HardwareProfile, TheCalibrationFittedToAProfileFindsTheGpusOwnGemmEfficienc
   EXPECT_LT(fit.calibration.gemm_efficiency_for("h100-sxm"), default_calibration().gemm_efficiency_for("h100-sxm"));
   EXPECT_EQ(fit.calibration.gemm_efficiency_for("a100-80gb"), default_calibration().gemm_efficiency_for("a100-80gb"));
   for (const std::string& name : fit.parameters) EXPECT_EQ(name.find("[a100]"), std::string::npos) << name;
+}
+
+TEST(HardwareProfile, AnFp8ProfileFitsTheFp8GemmRateAndABf16OneDoesNot) {
+  // FP8 GEMMs measured 10% faster than the shipped fp8_gemm_efficiency prices them, everything else
+  // as priced: the fit raises fp8_gemm_efficiency, the error falls. A BF16 profile leaves it alone.
+  const ModelSpec llama3 = load_model("llama3-8b");
+  TrainingSpec fp8 = testing::training(4096, 1);
+  fp8.precision = Precision::kFP8;
+  fp8.fp8_recipe = Fp8Recipe::kTensorwise;
+  const HardwareProfile faster = profile_at(1, llama3, one_h100(), fp8, 0.9);
+  const ProfileFit fit = fit_calibration_to_profile(faster, llama3, one_h100(), fp8, default_calibration());
+  EXPECT_NE(std::find(fit.parameters.begin(), fit.parameters.end(), "fp8_gemm_efficiency"), fit.parameters.end());
+  EXPECT_GT(fit.calibration.fp8_gemm_efficiency, default_calibration().fp8_gemm_efficiency * 1.05);
+  EXPECT_LT(fit.error_after_pct, fit.error_before_pct / 2);
+
+  const TrainingSpec bf16 = testing::training(4096, 1);
+  const ProfileFit plain = fit_calibration_to_profile(profile_at(1.2, llama3, one_h100(), bf16), llama3, one_h100(),
+                                                      bf16, default_calibration());
+  EXPECT_EQ(std::find(plain.parameters.begin(), plain.parameters.end(), "fp8_gemm_efficiency"), plain.parameters.end());
+  EXPECT_EQ(plain.calibration.fp8_gemm_efficiency, default_calibration().fp8_gemm_efficiency);
 }
 
 }  // namespace paratune::hardware_profile_test

@@ -330,6 +330,22 @@ def test_without_pytorch_one_line_says_to_install_it(tmp_path):
         "elsewhere: pip install torch)"]
 
 
+def test_the_measurer_runs_where_paratune_is_not_built(tmp_path):
+    """A GPU node with PyTorch and a checkout, no build: the package's sources alone (no compiled module) on the
+    path. The measurer runs; any other import of paratune still fails, naming the missing module."""
+    sources = os.path.join(os.path.dirname(__file__), "..", "..", "python")
+    assert not any(name.startswith("_core") for name in os.listdir(os.path.join(sources, "paratune")))
+    env = dict(os.environ, PYTHONPATH=sources)
+    plan_path, out = write(tmp_path, tiny_plan()), tmp_path / "p.json"
+    done = subprocess.run([sys.executable, "-m", "paratune.profile", "--plan", plan_path, "--out", str(out)],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(out.read_text())["format"] == "paratune-hardware-profile"
+    other = subprocess.run([sys.executable, "-c", "import paratune"], capture_output=True, text=True, timeout=60,
+                           env=env)
+    assert other.returncode == 1 and "No module named 'paratune._core'" in other.stderr
+
+
 def test_the_hand_written_llama3_8b_cpu_plan_is_valid():
     plan = profile.read_plan(os.path.join(DATA, "profile-plan-llama3-8b-cpu.json"))
     assert plan["model"] == "llama3-8b" and plan["step"]["layers"] == 2
