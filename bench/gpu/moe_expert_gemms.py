@@ -12,7 +12,10 @@ FC1 and FC2 GEMMs of all E experts, two ways the frameworks run them:
 * ``grouped``: ``torch._grouped_mm``, one CUTLASS grouped-GEMM kernel for all experts (torchtitan's MoE, PyTorch
   2.8 and later on Hopper). Forward, then its backward (input and weight gradients) where autograd has it.
 
-Also: one small GEMM timed alone and back to back (the single-launch floor), and the host's cost to issue one
+Each way is timed twice: as PyTorch issues it (``*_ms``) and captured once in a CUDA graph and replayed
+(``*_graph_ms``), which leaves the GPU's time alone; the cost model prices the host's launches apart.
+
+Also: one small GEMM timed alone, back to back and replayed (the single-launch floor), and the host's cost to issue one
 ``torch.mm`` (op_issue_s's physical counterpart). Writes one JSON file; needs only PyTorch with CUDA.
 
     python3 bench/gpu/moe_expert_gemms.py --out moe_expert_gemms.json
@@ -59,6 +62,29 @@ def gpu_time(run, warmup, repetitions):
     return samples
 
 
+def graph_time(run, warmup, repetitions):
+    """Seconds per run of `run` captured once in a CUDA graph and replayed: the GPU's time alone, without the
+    host's launches between kernels (the model prices those apart: op_issue_s)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # warm up (cuBLAS workspaces, autotuning) outside the capture
+        run()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        run()
+    return gpu_time(graph.replay, warmup, repetitions)
+
+
+def replayed(out, name, run, args):
+    """out[name + "_graph_ms"], or why it could not be captured."""
+    try:
+        out[name + "_graph_ms"] = median_ms(graph_time(run, args.warmup, args.repetitions))
+    except (RuntimeError, TypeError) as error:
+        out[name + "_graph_error"] = str(error).splitlines()[0][:200]
+        torch.cuda.synchronize()
+
+
 def measure_point(experts, tokens, hidden, ffn, args):
     dtype = torch.bfloat16
     total = experts * tokens
@@ -76,6 +102,7 @@ def measure_point(experts, tokens, hidden, ffn, args):
             torch.mm(h[rows], w2[e])
 
     out["loop_ms"] = median_ms(gpu_time(loop, args.warmup, args.repetitions))
+    replayed(out, "loop", loop, args)
     if hasattr(torch, "_grouped_mm"):
         offsets = torch.arange(1, experts + 1, device="cuda", dtype=torch.int32) * tokens
         try:  # some versions want the weights column-major: (E, N, K) transposed
@@ -94,6 +121,7 @@ def measure_point(experts, tokens, hidden, ffn, args):
         except (RuntimeError, TypeError) as error:
             out["grouped_error"] = str(error).splitlines()[0][:200]
         if "grouped_ms" in out:
+            replayed(out, "grouped", grouped, args)
             xg = x.clone().requires_grad_(True)
             w1g, w2g = w1.clone().requires_grad_(True), w2.clone().requires_grad_(True)
             hg = h.clone().requires_grad_(True)
@@ -121,6 +149,7 @@ def floors(args):
     alone = median_ms(gpu_time(lambda: torch.mm(a, b), args.warmup, 50))
     burst = 100
     back_to_back = median_ms(gpu_time(lambda: [torch.mm(a, b) for _ in range(burst)], args.warmup, 10)) / burst
+    graph_each = median_ms(graph_time(lambda: [torch.mm(a, b) for _ in range(burst)], args.warmup, 10)) / burst
     issue = []
     for _ in range(10):
         torch.cuda.synchronize()
@@ -129,7 +158,7 @@ def floors(args):
             torch.mm(a, b)
         issue.append((time.perf_counter() - t0) / burst)
     torch.cuda.synchronize()
-    return {"gemm": "256x1536x2048 bf16", "alone_ms": alone, "back_to_back_ms": back_to_back,
+    return {"gemm": "256x1536x2048 bf16", "alone_ms": alone, "back_to_back_ms": back_to_back, "graph_ms": graph_each,
             "host_issue_us": statistics.median(issue) * 1e6}
 
 
