@@ -28,8 +28,16 @@ def calibration_body(calibration):
     for key in sorted(calibration):
         value = calibration[key]
         if isinstance(value, dict):
+            # One line per GPU class: the GPUs a fitted class covers share one value (calib/coefficients.cc).
+            classes = {}
             for gpu in sorted(value):
-                lines.append(f'  c.{key}["{gpu}"] = {number(value[gpu])};')
+                classes.setdefault(number(value[gpu]), []).append(gpu)
+            for text, gpus in sorted(classes.items(), key=lambda item: item[1]):
+                if len(gpus) == 1:
+                    lines.append(f'  c.{key}["{gpus[0]}"] = {text};')
+                else:
+                    names = ", ".join(f'"{gpu}"' for gpu in gpus)
+                    lines.append(f"  for (const char* gpu : {{{names}}}) c.{key}[gpu] = {text};")
         else:
             lines.append(f"  c.{key} = {number(value)};")
     return "\n".join(lines)
