@@ -16,11 +16,12 @@
 // data/profiles/; prints a Markdown table)
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <iostream>
-#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "../src/cost/device.h"
@@ -33,6 +34,8 @@ using namespace paratune;
 
 // Mean |ln(model / measured)| over a band of tokens per expert, as percent.
 struct Band {
+  const char* name;
+  double below;  // tokens per expert under this (the bands are in order)
   double sum = 0;
   int n = 0;
   void add(double model_s, double measured_s) {
@@ -59,8 +62,18 @@ int main(int argc, char** argv) {
     std::cerr << "bench_moe_expert_gemms: " << path << ": not JSON: " << e.what() << "\n";
     return 2;
   }
+  // The GPU the measurement names (PyTorch's device name), as a preset.
+  const std::string device = measured.at("device").get<std::string>();
+  const char* preset = device.find("H200") != std::string::npos   ? "h200x1"
+                       : device.find("H100") != std::string::npos ? "h100-sxmx1"
+                                                                  : nullptr;
+  if (!preset) {
+    std::cerr << "bench_moe_expert_gemms: " << path << ": device '" << device
+              << "': only an H100 or H200 measurement is compared (a preset for it is needed)\n";
+    return 2;
+  }
   const Calibration cal = default_calibration();
-  const GpuSpec gpu = load_cluster("h200x1").gpu;
+  const GpuSpec gpu = load_cluster(preset).gpu;
   const double peak = gpu.peak_flops_per_s(Precision::kBF16);
   const double efficiency = cal.gemm_efficiency_for(gpu.name);
   const double hbm = gpu.hbm_bandwidth_bytes_per_s * cal.hbm_efficiency;
@@ -74,16 +87,17 @@ int main(int argc, char** argv) {
       "Single-launch floor: a {} GEMM takes {:.1f} us timed alone, {:.1f} us each issued back to back, {:.1f} us "
       "each replayed from a CUDA graph; the host issues one torch.mm in {:.1f} us (the shipped op_issue_s: "
       "{:.1f} us per operator).\n\n",
-      measured.at("device").get<std::string>(), measured.at("torch").get<std::string>(),
+      device, measured.at("torch").get<std::string>(),
       measured.at("cuda").get<std::string>(), measured.at("created_utc").get<std::string>(),
       measured.at("repetitions").get<int>(), measured.at("warmup").get<int>(), floors.at("gemm").get<std::string>(),
       1e3 * floors.at("alone_ms").get<double>(), 1e3 * floors.at("back_to_back_ms").get<double>(),
       1e3 * floors.at("graph_ms").get<double>(), floors.at("host_issue_us").get<double>(), 1e6 * cal.op_issue_s);
-  std::cout << "| model | local experts | tokens per expert | grouped kernel | per-expert GEMMs | model | model / "
-               "faster | per-expert GEMMs as issued | grouped backward / forward |\n"
+  std::cout << "| model | local experts | tokens per expert | grouped kernel (replayed) | per-expert GEMMs "
+               "(replayed) | model | model / faster | per-expert GEMMs as issued | grouped backward / forward (both as "
+               "issued) |\n"
                "|---|--:|--:|--:|--:|--:|--:|--:|--:|\n";
-  std::map<std::string, Band> bands;
-  Band all;
+  std::array<Band, 3> bands{Band{"under 256", 256}, Band{"256-1023", 1024}, Band{"1024 and more", 1e300}};
+  Band all{"all", 1e300};
   auto ms = [](const nlohmann::json& p, const char* key) {
     return p.contains(key) ? fmt::format("{:.3f} ms", p.at(key).get<double>()) : std::string("-");
   };
@@ -91,25 +105,24 @@ int main(int argc, char** argv) {
     const double experts = p.at("experts"), tokens = p.at("tokens_per_expert");
     const double hidden = p.at("hidden"), ffn = p.at("ffn");
     // The GPU's time: each way replayed from a CUDA graph (no host launches between the kernels).
-    double faster_s = 1e30;
+    std::optional<double> faster_s;
     for (const char* key : {"loop_graph_ms", "grouped_graph_ms"})
-      if (p.contains(key)) faster_s = std::min(faster_s, p.at(key).get<double>() / 1e3);
-    if (faster_s == 1e30) continue;
+      if (p.contains(key)) faster_s = std::min(faster_s.value_or(1e300), p.at(key).get<double>() / 1e3);
+    if (!faster_s) continue;  // neither way could be replayed
     // Gated experts (SwiGLU): FC1 H -> 2F, FC2 F -> H, as cost/layer_cost.cc prices them.
     const double model_s = experts * (gemm(tokens, 2 * ffn, hidden) + gemm(tokens, hidden, ffn));
-    const std::string band = tokens < 256 ? "a: under 256" : tokens < 1024 ? "b: 256-1023" : "c: 1024 and more";
-    bands[band].add(model_s, faster_s);
-    all.add(model_s, faster_s);
+    std::find_if(bands.begin(), bands.end(), [&](const Band& b) { return tokens < b.below; })->add(model_s, *faster_s);
+    all.add(model_s, *faster_s);
     const std::string backward =
         p.contains("grouped_backward_ms") && p.contains("grouped_ms")
             ? fmt::format("{:.2f}", p.at("grouped_backward_ms").get<double>() / p.at("grouped_ms").get<double>())
             : "-";
     std::cout << fmt::format("| {} | {:.0f} | {:.0f} | {} | {} | {:.3f} ms | {:.2f} | {} | {} |\n",
                              p.at("model").get<std::string>(), experts, tokens, ms(p, "grouped_graph_ms"),
-                             ms(p, "loop_graph_ms"), model_s * 1e3, model_s / faster_s, ms(p, "loop_ms"), backward);
+                             ms(p, "loop_graph_ms"), model_s * 1e3, model_s / *faster_s, ms(p, "loop_ms"), backward);
   }
   std::cout << "\nmean |ln(model / measured)| by tokens per expert (measured: the faster way, replayed):\n\n";
-  for (const auto& [name, b] : bands) std::cout << fmt::format("- {}: {}\n", name.substr(3), b.text());
-  std::cout << fmt::format("- all: {}\n", all.text());
+  for (const Band& b : bands) std::cout << fmt::format("- {}: {}\n", b.name, b.text());
+  std::cout << fmt::format("- {}: {}\n", all.name, all.text());
   return 0;
 }

@@ -28,7 +28,7 @@ def calibration_body(calibration):
     for key in sorted(calibration):
         value = calibration[key]
         if isinstance(value, dict):
-            # One line per GPU class: the GPUs a fitted class covers share one value (calib/coefficients.cc).
+            # One line per value: the GPUs of one fitted class (calib/coefficients.cc) share theirs.
             classes = {}
             for gpu in sorted(value):
                 classes.setdefault(number(value[gpu]), []).append(gpu)

@@ -29,7 +29,9 @@ def _running_the_measurer():
     """Whether this interpreter was started as ``python3 -m paratune.profile`` (the GPU measurer, also under
     torchrun), which needs PyTorch alone: on a GPU node whose Python has no build of paratune's compiled module,
     the package then imports without it, and only the measurer is there."""
-    argv = getattr(_sys, "orig_argv", [])
+    if not hasattr(_sys, "orig_argv"):  # Python < 3.10: sys.argv[0] is "-m" while -m imports the package
+        return _sys.argv[:1] == ["-m"]
+    argv = _sys.orig_argv
     return any(a == "-m" and b == "paratune.profile" for a, b in zip(argv, argv[1:]))
 
 

@@ -196,7 +196,8 @@ def _fp8_gemm(ctx, e, out):
 # --- attention -----------------------------------------------------------------------------------------------
 
 def _sdpa_backends():
-    """(name, context manager factory) for each SDPA backend to try, the frameworks' choice (flash) first."""
+    """(name, context manager factory) for each SDPA backend to try: flash, memory-efficient, cuDNN (where this
+    PyTorch has it), math."""
     try:
         from torch.nn.attention import SDPBackend, sdpa_kernel  # PyTorch >= 2.3
         names = [("sdpa-flash", "FLASH_ATTENTION"), ("sdpa-efficient", "EFFICIENT_ATTENTION"),
@@ -213,15 +214,15 @@ def _sdpa_backends():
 
 def attention_kernels(ctx, q, k, v, causal):
     """[(name, forward)] of every core-attention kernel that runs these tensors, forward and backward: on CUDA
-    each fused SDPA backend that takes the shape (flash, cuDNN, memory-efficient; the math backend only when
+    each fused SDPA backend that takes the shape (flash, memory-efficient, cuDNN; the math backend only when
     none does), on the CPU SDPA, and where PyTorch lacks SDPA the explicit matmul-softmax-matmul. Frameworks
     pick different ones (Megatron through Transformer Engine runs cuDNN's fused attention on Hopper,
     torchtitan SDPA's default), so attention() measures each and keeps the fastest. GQA: SDPA's enable_gqa
     where it has it, else k/v repeated to the query heads."""
     if not _profile_step.has_sdpa():
         return [("explicit matmul-softmax-matmul", lambda: _profile_step.explicit_attention(q, k, v, causal))]
-    grouped = q.shape[1] != k.shape[1]
-    ways = [True, False] if grouped else [False]
+    grouped = q.shape[1] != k.shape[1]  # GQA: fewer k/v heads than query heads
+    ways = [True, False] if grouped else [False]  # native_gqa: SDPA's enable_gqa first, else k/v repeated
     backends = _sdpa_backends() if ctx.cuda else [("sdpa-cpu", None)]
     found = []
     for name, backend in backends:
@@ -627,6 +628,7 @@ def device_info(ctx):
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "nccl": _nccl_version() if ctx.cuda else None,
+        "cudnn": torch.backends.cudnn.version() if ctx.cuda else None,  # the fused attention's library
         "driver": smi["driver_version"],
         "power_limit_w": _number(smi["power.limit"], float),
         "sm_clock_mhz": _number(smi["clocks.applications.graphics"] or smi["clocks.max.sm"], int),

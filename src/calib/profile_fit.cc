@@ -18,7 +18,9 @@ namespace profile_fitting {
 
 // The coefficients that price a profile's rows on `gpu`: the kernel rates and roll-offs and the
 // in-node links (not overheads, overlaps or jitter, which no single kernel shows). An FP8 profile
-// measures its linear layers' GEMMs in FP8 and the output layer's in BF16, so it fits both rates.
+// measures its linear layers' GEMMs in FP8 and the output layer's in BF16, so it fits both rates --
+// for the per-tensor recipes only: the measurer times per-tensor-scaled GEMMs (torch._scaled_mm),
+// which a blockwise or MXFP8 plan does not run.
 std::vector<FittedCoefficient> kernel_coefficients(const std::string& gpu, const TrainingSpec& training) {
   std::vector<FittedCoefficient> chosen;
   for (const FittedCoefficient& c : fitted_coefficients()) {
@@ -26,7 +28,8 @@ std::vector<FittedCoefficient> kernel_coefficients(const std::string& gpu, const
     const bool kernel = name.starts_with("gemm_efficiency") || name.starts_with("attention_efficiency") ||
                         name == "gemm_half_efficiency_dim" || name == "attention_half_kv_tokens" ||
                         name == "hbm_efficiency" || name == "intra_node_bandwidth_efficiency" ||
-                        (name == "fp8_gemm_efficiency" && training.precision == Precision::kFP8);
+                        (name == "fp8_gemm_efficiency" && training.precision == Precision::kFP8 &&
+                         (training.fp8_recipe == Fp8Recipe::kDelayed || training.fp8_recipe == Fp8Recipe::kTensorwise));
     if (!kernel) continue;
     // A per-GPU coefficient counts only for its own GPUs.
     if (!c.gpus.empty() && std::find(c.gpus.begin(), c.gpus.end(), gpu) == c.gpus.end()) continue;

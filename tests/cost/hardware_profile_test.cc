@@ -282,8 +282,7 @@ TEST(HardwareProfile, ThePlanListsTheKernelsTheModelPricesAtTheirExactShapes) {
   EXPECT_EQ(plan["step"]["layers"], 2);
 }
 
-// A profile of every kernel the plan lists, each measured at `factor` x the fitted model's time.
-// A profile whose kernels all measured `factor` x the shipped calibration's time (FP8 GEMMs
+// A profile of every kernel the plan lists, each measured at `factor` x the shipped calibration's time (FP8 GEMMs
 // `factor` x `fp8_factor`).
 HardwareProfile profile_at(double factor, const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training,
                            double fp8_factor = 1) {
@@ -364,7 +363,8 @@ TEST(HardwareProfile, TheCalibrationFittedToAProfileFindsTheGpusOwnGemmEfficienc
 
 TEST(HardwareProfile, AnFp8ProfileFitsTheFp8GemmRateAndABf16OneDoesNot) {
   // FP8 GEMMs measured 10% faster than the shipped fp8_gemm_efficiency prices them, everything else
-  // as priced: the fit raises fp8_gemm_efficiency, the error falls. A BF16 profile leaves it alone.
+  // as priced: the fit raises fp8_gemm_efficiency, the error falls. A blockwise or BF16 profile leaves
+  // it alone.
   const ModelSpec llama3 = load_model("llama3-8b");
   TrainingSpec fp8 = testing::training(4096, 1);
   fp8.precision = Precision::kFP8;
@@ -374,6 +374,13 @@ TEST(HardwareProfile, AnFp8ProfileFitsTheFp8GemmRateAndABf16OneDoesNot) {
   EXPECT_NE(std::find(fit.parameters.begin(), fit.parameters.end(), "fp8_gemm_efficiency"), fit.parameters.end());
   EXPECT_GT(fit.calibration.fp8_gemm_efficiency, default_calibration().fp8_gemm_efficiency * 1.05);
   EXPECT_LT(fit.error_after_pct, fit.error_before_pct / 2);
+
+  // A blockwise plan runs block-scaled GEMMs, which the measurer's per-tensor kernel is not.
+  TrainingSpec blockwise = fp8;
+  blockwise.fp8_recipe = Fp8Recipe::kBlockwise;
+  const ProfileFit block = fit_calibration_to_profile(profile_at(1, llama3, one_h100(), blockwise, 0.9), llama3,
+                                                      one_h100(), blockwise, default_calibration());
+  EXPECT_EQ(std::find(block.parameters.begin(), block.parameters.end(), "fp8_gemm_efficiency"), block.parameters.end());
 
   const TrainingSpec bf16 = testing::training(4096, 1);
   const ProfileFit plain = fit_calibration_to_profile(profile_at(1.2, llama3, one_h100(), bf16), llama3, one_h100(),
