@@ -1121,7 +1121,14 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
     } else {
       s.vpp_choices = {1};
     }
+    // The mode is read from the words outside parentheses ("none (not full recompute)" is none);
+    // torchtitan's qualifier may sit inside them ("selective (per layer)").
     const std::string rc = lower(run.get("activation_recompute"));
+    const std::string rc_mode = lower(outside_parentheses(run.get("activation_recompute")));
+    const bool rc_selective = contains(rc_mode, "selective");
+    const auto rc_says = [&](const char* words) {
+      return contains(rc_mode, words) || (rc_selective && contains(rc, words));
+    };
     if (rc.empty()) {
       if (fw.early_megatron) {
         s.recompute_choices = {RecomputeMode::kFull};
@@ -1131,20 +1138,19 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
         s.searched_axes.emplace_back("recompute");
         why.push_back("recompute not stated: searched none/selective/full");
       }
-    } else if (contains(rc, "per layer") || (contains(rc, "per op") && fw.torchtitan) ||
-               (contains(rc, "per-op") && fw.torchtitan)) {
+    } else if (rc_says("per layer") || ((rc_says("per op") || rc_says("per-op")) && fw.torchtitan)) {
       // torchtitan selective per-layer AC checkpoints every 2nd layer fully.
       s.recompute_choices = {RecomputeMode::kFull};
       s.recompute_share = 0.5;
       why.push_back("torchtitan selective AC: per-layer checkpoints every 2nd layer; per-op saves every other matmul "
                     "output: both recompute about half the forward, modelled as half the layers fully recomputed");
-    } else if (contains(rc, "selective") && fw.torchtitan) {
+    } else if (rc_selective && fw.torchtitan) {
       // torchtitan's selective AC without a mode named: its train_configs' default, per-op SAC
       // (selective_ac_option = "op"; cost/memory.cc has what it saves).
       s.recompute_choices = {RecomputeMode::kSelective};
       t.per_op_selective_recompute = true;
       why.push_back("torchtitan selective AC: per-op SAC (selective_ac_option \"op\", the train_configs default)");
-    } else if (contains(rc, "selective")) {
+    } else if (rc_selective) {
       s.recompute_choices = {RecomputeMode::kSelective};
       // Megatron's --recompute-modules, where the row states them (the column, else its notes).
       std::optional<unsigned> modules = stated_recompute_modules(run.get("activation_recompute"));
@@ -1154,7 +1160,7 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
         why.push_back(fmt::format("selective recompute of the stated modules {}",
                                   fmt::join(recompute_module_names(*modules), ", ")));
       }
-    } else if (contains(rc, "full")) {
+    } else if (contains(rc_mode, "full")) {
       s.recompute_choices = {RecomputeMode::kFull};
     } else {
       s.recompute_choices = {RecomputeMode::kNone};

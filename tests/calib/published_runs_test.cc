@@ -207,6 +207,28 @@ TEST(Setup, TheFrameworksAttentionKernelIsRead) {
   EXPECT_TRUE(kernel_of("Composer / llm-foundry (PyTorch FSDP)"));
 }
 
+// The recompute mode is the word outside parentheses: a citation inside them that names another
+// mode does not change it. torchtitan's qualifier may sit inside ("selective (per layer)").
+TEST(Setup, TheRecomputeModeIsReadOutsideParentheses) {
+  const auto choices_of = [](const std::string& stated, const std::string& framework) {
+    return setup_for_run(
+               runs_of("rc.csv", {small_row({{"activation_recompute", stated}, {"framework", framework}})}).at(0))
+        .recompute_choices;
+  };
+  const std::string megatron = "NeMo 25.04 container (Megatron-Core)";
+  using V = std::vector<RecomputeMode>;
+  EXPECT_EQ(choices_of("none (the recipe's full recompute was turned off)", megatron), V{RecomputeMode::kNone});
+  EXPECT_EQ(choices_of("none (recompute_granularity = None, not selective)", megatron), V{RecomputeMode::kNone});
+  EXPECT_EQ(choices_of("full (recompute_method uniform)", megatron), V{RecomputeMode::kFull});
+  EXPECT_EQ(choices_of("selective", megatron), V{RecomputeMode::kSelective});
+  const RunSetup per_layer = setup_for_run(
+      runs_of("rc.csv", {small_row({{"activation_recompute", "selective (per layer)"}, {"framework", "torchtitan 820504e"}})})
+          .at(0));
+  EXPECT_EQ(per_layer.recompute_choices, V{RecomputeMode::kFull});
+  EXPECT_DOUBLE_EQ(per_layer.recompute_share, 0.5);
+  // A qualifier inside parentheses of another mode is not read as that mode.
+  EXPECT_EQ(choices_of("none (not per layer)", "torchtitan 820504e"), V{RecomputeMode::kNone});
+}
 // Megatron overlaps TP communication by default; a row whose recipe turned it off says so, and
 // every candidate then runs without it.
 TEST(Setup, StatedTpCommOverlapOffIsHonoured) {
