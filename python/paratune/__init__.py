@@ -11,7 +11,9 @@ The same library as the ``paratune`` program, in Python:
 * ``tune``: a hyperparameter study whose trials call a Python function, over a space given in advance (or
   read from one call);
 * ``create_study``, ``load_study``: Optuna's Study API (optimize, ask/tell, best_trial, trials_dataframe), the
-  space defined by the run (docs/porting-from-optuna.md); ``paratune.trial.TrialState``.
+  space defined by the run (docs/porting-from-optuna.md); Optuna's names where it keeps them:
+  ``paratune.trial`` (Trial, FrozenTrial, TrialState), ``paratune.study`` (StudyDirection, MaxTrialsCallback),
+  ``paratune.samplers``, ``paratune.pruners``, ``paratune.exceptions``, ``paratune.logging``.
 
 Errors of bad input raise ``paratune.Error`` (a ``ValueError``) with the message the program prints:
 the file, the field, the value and the rule.
@@ -70,6 +72,8 @@ else:
 
 if _core_loaded:
     from ._study import FrozenTrial, LiveStudy, LiveTrial, create_study, load_study
+    # Where Optuna keeps its names (optuna.trial, optuna.study, ...): ported code changes only its import.
+    from . import exceptions, logging, pruners, samplers, study, trial  # noqa: F401 (paratune.logging: Optuna's)
 
     __all__ = [
         "Cluster", "Error", "Estimate", "Launch", "Model", "Plan", "PlanResult", "Simulation", "StoredTrial",

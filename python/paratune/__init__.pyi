@@ -261,7 +261,8 @@ class Trial:
 
 class FrozenTrial:
     """A trial of a LiveStudy as stored (Optuna's FrozenTrial). ``value`` is None unless it completed;
-    RuntimeError in a study of several objectives (``values`` has each)."""
+    RuntimeError in a study of several objectives (``values`` has each). ``number`` counts from 0 (Optuna's);
+    ``trial_id`` is the number paratune's reports show (number + 1)."""
     number: int
     state: Any  # paratune.trial.TrialState
     status: str
@@ -273,6 +274,8 @@ class FrozenTrial:
     intermediate_values: dict[int, float]
     datetime_start: datetime.datetime
     datetime_complete: datetime.datetime | None
+    @property
+    def trial_id(self) -> int: ...
     @property
     def value(self) -> float | None: ...
     @property
@@ -289,11 +292,15 @@ class LiveTrial:
     study: LiveStudy
     params: dict[str, Any]
     user_attrs: dict[str, Any]
+    datetime_start: datetime.datetime
     def suggest_float(self, name: str, low: float, high: float, *, step: float | None = None,
                       log: bool = False) -> float: ...
     def suggest_int(self, name: str, low: int, high: int, step: int = 1, log: bool = False) -> int: ...
     def suggest_categorical(self, name: str, choices: Sequence[Any]) -> Any:
         """One of choices (None, bools, numbers, strings, any hashable): the very object listed."""
+    def suggest_uniform(self, name: str, low: float, high: float) -> float: ...
+    def suggest_loguniform(self, name: str, low: float, high: float) -> float: ...
+    def suggest_discrete_uniform(self, name: str, low: float, high: float, q: float) -> float: ...
     def report(self, value: float, step: int) -> None: ...
     def report_metric(self, name: str, value: float, step: int | None = None) -> None: ...
     def should_prune(self) -> bool: ...
@@ -304,10 +311,10 @@ class LiveStudy:
     @property
     def study_name(self) -> str: ...
     @property
-    def direction(self) -> Literal["minimize", "maximize"]:
+    def direction(self) -> Any:  # paratune.study.StudyDirection (also the text 'minimize' / 'maximize')
         """RuntimeError in a study of several objectives: see directions."""
     @property
-    def directions(self) -> list[Literal["minimize", "maximize"]]: ...
+    def directions(self) -> list[Any]: ...  # paratune.study.StudyDirection
     @property
     def storage(self) -> str: ...
     @property
@@ -322,7 +329,7 @@ class LiveStudy:
     def best_value(self) -> float: ...
     @property
     def best_trials(self) -> list[FrozenTrial]:
-        """The Pareto front of a study of several objectives, best first by the first objective."""
+        """The Pareto front of a study of several objectives, in number order."""
     def set_user_attr(self, key: str, value: Any) -> None: ...
     def get_trials(self, deepcopy: bool = True, states: Sequence[Any] | None = None) -> list[FrozenTrial]: ...
     def enqueue_trial(self, params: Mapping[str, Any], user_attrs: Mapping[str, Any] | None = None,
@@ -340,8 +347,8 @@ class LiveStudy:
                                                        "duration", "params", "user_attrs", "state")) -> Any:
         """A pandas DataFrame of the trials (needs pandas)."""
 
-def create_study(storage: PathLike | None = None, sampler: Literal["tpe", "gp", "random", "nsga2"] | None = None,
-                 pruner: Literal["median", "percentile", "asha", "hyperband", "none"] | None = None,
+def create_study(storage: PathLike | None = None, sampler: Literal["tpe", "gp", "random", "nsga2"] | Any | None = None,
+                 pruner: Literal["median", "percentile", "asha", "hyperband", "none"] | Any | None = None,
                  study_name: str | None = None,
                  direction: Literal["minimize", "maximize"] | None = None, load_if_exists: bool = False, *,
                  seed: int | None = None, sampler_options: Mapping[str, int] | None = None,
@@ -350,8 +357,8 @@ def create_study(storage: PathLike | None = None, sampler: Literal["tpe", "gp", 
     """A study whose space is defined by its runs (Optuna's create_study); storage None or ':memory:' keeps it
     in a temporary file removed with the study object. directions: one per objective, for several."""
 
-def load_study(study_name: str | None, storage: PathLike, sampler: Literal["tpe", "gp", "random", "nsga2"] | None = None,
-               pruner: Literal["median", "percentile", "asha", "hyperband", "none"] | None = None, *,
+def load_study(study_name: str | None, storage: PathLike, sampler: Literal["tpe", "gp", "random", "nsga2"] | Any | None = None,
+               pruner: Literal["median", "percentile", "asha", "hyperband", "none"] | Any | None = None, *,
                seed: int | None = None, sampler_options: Mapping[str, int] | None = None,
                pruner_options: Mapping[str, float] | None = None) -> LiveStudy:
     """A study create_study made, to run more trials or read them (Optuna's load_study)."""

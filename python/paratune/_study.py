@@ -10,17 +10,23 @@ on earlier values; the engine's study grows as the trials reveal it (hpo/ask_tel
 """
 
 import datetime as _datetime
+import enum as _enum
 import gc as _gc
 import json as _json
 import logging as _logging
 import math as _math
 import numbers as _numbers
 import os as _os
+import re as _re
 import threading as _threading
 import time as _time
+import uuid as _uuid
 import warnings as _warnings
 
+from . import pruners as _pruners
+from . import samplers as _samplers
 from ._core import Error, _Engine
+from .study import StudyDirection
 from .trial import TrialState
 
 _logger = _logging.getLogger("paratune")
@@ -50,14 +56,40 @@ def _exception_text(exception):
 
 
 # Categorical choices: None, bools, ints (anything with __index__), floats and strings are stored as
-# they are; any other hashable (a tuple, an enum member) under its repr(). The objective gets back the
-# very object it listed. (tune()'s trials: python/src/tuning.cc stored_choices, the same rule.)
+# they are -- numpy's scalars and other subclasses as the plain type; any other hashable (a tuple, an
+# enum member) under its repr(). The objective gets back the very object it listed. (tune()'s trials:
+# python/src/tuning.cc stored_choices, the same rule.)
 def _stored_choice(choice):
-    if choice is None or isinstance(choice, (bool, str, float)):
+    if choice is None or type(choice) in (bool, str, float, int):
         return choice
+    if isinstance(choice, _enum.Enum):
+        return repr(choice)  # before str and int: a str- or int-valued member is not its value
+    kind = getattr(getattr(choice, "dtype", None), "kind", None)  # a numpy scalar
+    if kind == "b":
+        return bool(choice)
     if isinstance(choice, _numbers.Integral):
         return int(choice)
+    if isinstance(choice, float) or kind == "f":
+        return float(choice)
+    if isinstance(choice, str):
+        return str(choice)
     return repr(choice)
+
+
+def _choice_key(stored):
+    """A stored choice as a dict key that keeps True, 1 and 1.0 apart."""
+    return type(stored).__name__, stored
+
+
+def _real(value):
+    """A number given as a Python, numpy or torch scalar, as a float; None when it is not one (a bool or a
+    text is not)."""
+    if isinstance(value, (bool, str, bytes)) or not hasattr(value, "__float__"):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _same_stored(a, b):
@@ -66,13 +98,14 @@ def _same_stored(a, b):
 
 
 class FrozenTrial:
-    """A trial as stored (Optuna's FrozenTrial): number, state, value (values with several
-    objectives), params, distributions, user_attrs, intermediate_values, datetime_start,
+    """A trial as stored (Optuna's FrozenTrial): number (from 0, as Optuna's), state, value (values with
+    several objectives), params, distributions, user_attrs, intermediate_values, datetime_start,
     datetime_complete; and paratune's status and reason. ``value`` is None unless the trial
-    completed."""
+    completed. ``_trial_id`` is the number paratune's reports and command line show (number + 1)."""
 
-    def __init__(self, stored):
-        self.number = stored["number"]
+    def __init__(self, stored, originals=None):
+        self._trial_id = stored["number"]
+        self.number = self._trial_id - 1
         self.status = stored["status"]
         self.reason = stored["reason"]
         self.state = _state_of(self.status)
@@ -80,7 +113,11 @@ class FrozenTrial:
         self._many = "values" in stored  # a study of several objectives
         self._values = stored["values"] if self._many and complete else None
         self._value = stored["value"] if complete and not self._many else None
-        self.params = stored["params"]
+        # A categorical value listed in this process is the very object listed (a tuple, an enum member);
+        # else its stored form.
+        originals = originals or {}
+        self.params = {name: originals.get(name, {}).get(_choice_key(value), value) if _hashable(value) else value
+                       for name, value in stored["params"].items()}
         self.distributions = stored["distributions"]
         self.user_attrs = stored["user_attrs"]
         self.system_attrs = {}  # Optuna's internal attributes: paratune has none
@@ -88,6 +125,11 @@ class FrozenTrial:
         self.datetime_start = _datetime.datetime.fromtimestamp(stored["started_unix_s"])
         ended = stored["ended_unix_s"]
         self.datetime_complete = None if ended is None else _datetime.datetime.fromtimestamp(ended)
+
+    @property
+    def trial_id(self):
+        """The number paratune's reports and command line show for this trial (number + 1)."""
+        return self._trial_id
 
     @property
     def value(self):
@@ -120,18 +162,34 @@ class FrozenTrial:
         return f"<paratune.FrozenTrial {self.number} {self.state.name} {shown} params={self.params!r}>"
 
 
+def _renumbered(error, trial_id, number):
+    """The engine's Error about trial `trial_id` (its number from 1) with the trial's Optuna number instead."""
+    return Error(_re.sub(rf"\btrial {trial_id}\b", f"trial {number}", str(error)))
+
+
+def _hashable(value):
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
 class LiveTrial:
     """A running trial of a LiveStudy (Optuna's Trial): its objective calls ``suggest_*`` to get its
     parameters (defined by the run: in branches, with bounds that depend on earlier values),
     ``report`` and ``should_prune``. Once told (by optimize, or study.tell), every call raises
     paratune.Error; number, params and user_attrs stay readable."""
 
-    def __init__(self, study, number):
+    def __init__(self, study, trial_id):
         self.study = study
-        self.number = number
+        self._trial_id = trial_id  # the engine's (and the store's) number: from 1
+        self.number = trial_id - 1  # Optuna's: from 0
         self.params = {}  # as suggested so far: the objects given to the objective
         self.user_attrs = {}
+        self.datetime_start = _datetime.datetime.now()
         self._finished = False
+        self._diverged = False  # a report was not a finite number (Optuna's pruners then stop the trial)
         self._intermediate = {}  # the reports the study kept, for the FrozenTrial tell() gives back
 
     def _engine(self, call):
@@ -140,11 +198,18 @@ class LiveTrial:
                         "only until then")
         return self.study._engine
 
+    def _call(self, call, method, *args):
+        """engine.method(this trial, *args); the engine's errors name the trial by its Optuna number."""
+        engine = self._engine(call)
+        try:
+            return getattr(engine, method)(self._trial_id, *args)
+        except Error as e:
+            raise _renumbered(e, self._trial_id, self.number) from None
+
     def _suggest(self, call, name, kind, low, high, step, log, choices):
         if not isinstance(name, str) or not name:
             raise Error(f"{call}: name {name!r}: must be a non-empty str")
-        value = self._engine(call).suggest(self.number, name, kind, low, high, step, log, choices, call)
-        return value
+        return self._call(call, "suggest", name, kind, low, high, step, log, choices, call)
 
     @staticmethod
     def _number(call, what, value, integral):
@@ -162,9 +227,11 @@ class LiveTrial:
         call = f"suggest_float('{name}')"
         low = self._number(call, "low", low, False)
         high = self._number(call, "high", high, False)
-        step = 0.0 if step is None else self._number(call, "step", step, False)
-        if step < 0:
-            raise Error(f"{call}: step {step}: must be a positive number, or None")
+        if step is not None:
+            step = self._number(call, "step", step, False)
+            if not step > 0:
+                raise Error(f"{call}: step {step}: must be a positive number, or None")
+        step = 0.0 if step is None else step
         return self._keep(name, float(self._suggest(call, name, "float", low, high, step, bool(log), None)))
 
     def suggest_int(self, name, low, high, step=1, log=False):
@@ -198,7 +265,29 @@ class LiveTrial:
         value = self._suggest(call, name, "categorical", 0.0, 0.0, 0.0, False, stored)
         if name in self.params:
             return self.params[name]  # asked again: what it got the first time, as the engine says
+        originals = self.study._originals.setdefault(name, {})
+        for c, s in zip(choices, stored):
+            originals.setdefault(_choice_key(s), c)  # the study's trials show these objects as their params
         return self._keep(name, next(c for c, s in zip(choices, stored) if _same_stored(s, value)))
+
+    # Optuna 3's deprecated forms, as it still has them.
+    def suggest_uniform(self, name, low, high):
+        """suggest_uniform(self, name: str, low: float, high: float) -> float
+
+        suggest_float(name, low, high) (Optuna's deprecated form)."""
+        return self.suggest_float(name, low, high)
+
+    def suggest_loguniform(self, name, low, high):
+        """suggest_loguniform(self, name: str, low: float, high: float) -> float
+
+        suggest_float(name, low, high, log=True) (Optuna's deprecated form)."""
+        return self.suggest_float(name, low, high, log=True)
+
+    def suggest_discrete_uniform(self, name, low, high, q):
+        """suggest_discrete_uniform(self, name: str, low: float, high: float, q: float) -> float
+
+        suggest_float(name, low, high, step=q) (Optuna's deprecated form)."""
+        return self.suggest_float(name, low, high, step=q)
 
     def _keep(self, name, value):
         """The value given for `name`: the first one, when it is asked again (Optuna's rule)."""
@@ -207,37 +296,51 @@ class LiveTrial:
     def report(self, value, step):
         """report(self, value: float, step: int) -> None
 
-        The objective's value after a step (0-based): its learning curve, which the pruner judges. A step
-        reported again is ignored with a UserWarning, as Optuna does."""
-        engine = self._engine("report")
+        The objective's value after a step (0-based): its learning curve, which the pruner judges. Steps
+        may come in any order; a step reported again is ignored with a UserWarning, as Optuna does. A value
+        that is not a finite number (a diverged run) is not stored: it is warned of, and should_prune() then
+        stops the trial under any pruner but 'none' (Optuna's pruners stop a trial at a NaN)."""
+        self._engine("report")
         step = int(self._number("report", "step", step, True))
-        value = self._number("report", "value", value, False)
-        if engine.report(self.number, step, value):
-            self._intermediate[step] = value
+        number = _real(value)
+        if number is None:
+            raise Error(f"report: value {value!r}: must be a number")
+        if not _math.isfinite(number):
+            self._diverged = True
+            _warnings.warn(f"trial {self.number}: report: value {number} at step {step} is not a finite number; not "
+                           "stored, and the trial's pruner stops it", UserWarning, stacklevel=2)
+        elif self._call("report", "report", step, number):
+            self._intermediate[step] = number
         else:
-            _warnings.warn(f"trial {self.number}: report: step {step} is not after the last reported step; the value "
-                           f"{value} is ignored", UserWarning, stacklevel=2)
+            _warnings.warn(f"trial {self.number}: report: step {step} was reported already; the value {number} is "
+                           "ignored", UserWarning, stacklevel=2)
 
     def report_metric(self, name, value, step=None):
         """report_metric(self, name: str, value: float, step: int | None = None) -> None
 
         Another metric, stored with the trial (not judged)."""
-        engine = self._engine("report_metric")
-        value = self._number("report_metric", "value", value, False)
+        self._engine("report_metric")
+        number = _real(value)
+        if number is None:
+            raise Error(f"report_metric('{name}'): value {value!r}: must be a number")
         step = None if step is None else int(self._number("report_metric", "step", step, True))
-        engine.report_metric(self.number, name, value, step)
+        self._call("report_metric", "report_metric", name, number, step)
 
     def should_prune(self):
         """should_prune(self) -> bool
 
         Whether the pruner stops the trial now; then raise paratune.TrialPruned."""
-        return self._engine("should_prune").should_prune(self.number)
+        if self._diverged and self._engine("should_prune").pruner != "none":
+            return True
+        return self._call("should_prune", "should_prune")
 
     def set_user_attr(self, key, value):
         """set_user_attr(self, key: str, value: Any) -> None
 
         A JSON-serializable value kept with the trial (FrozenTrial.user_attrs)."""
-        self._engine("set_user_attr").set_user_attr(self.number, key, value)
+        if not isinstance(key, str):
+            raise Error(f"set_user_attr: key {key!r}: must be a str")
+        self._call("set_user_attr", "set_user_attr", key, value)
         self.user_attrs[key] = value
 
     def __repr__(self):
@@ -258,6 +361,7 @@ class LiveStudy:
         self._best_lock = _threading.Lock()
         self._best = None  # (number, value) of the best completed trial told here, for the log lines
         self._queued = []  # every enqueue_trial's params (stored form), for skip_if_exists
+        self._originals = {}  # name -> {stored choice key: the object listed}: params show the objects
 
     @property
     def study_name(self):
@@ -266,17 +370,17 @@ class LiveStudy:
 
     @property
     def direction(self):
-        """'minimize' or 'maximize'; RuntimeError in a study of several objectives (as in Optuna: use
-        directions)."""
+        """StudyDirection.MINIMIZE or MAXIMIZE (also the text 'minimize' or 'maximize'); RuntimeError in a
+        study of several objectives (as in Optuna: use directions)."""
         if self._many():
             raise RuntimeError(f"study '{self.study_name}': direction: the study has several objectives; use "
                                "directions")
-        return self._engine.direction
+        return StudyDirection(self._engine.direction)
 
     @property
     def directions(self):
-        """Each objective's direction, 'minimize' or 'maximize', in order (one for one objective)."""
-        return list(self._engine.directions)
+        """Each objective's direction (StudyDirection), in order (one for one objective)."""
+        return [StudyDirection(d) for d in self._engine.directions]
 
     def _many(self):
         return len(self._engine.directions) > 1
@@ -301,18 +405,20 @@ class LiveStudy:
         """set_user_attr(self, key: str, value: Any) -> None
 
         A value kept with this study object (not stored: Optuna stores it)."""
+        if not isinstance(key, str):
+            raise Error(f"set_user_attr: key {key!r}: must be a str")
         self._user_attrs[key] = value
 
     @property
     def trials(self):
         """Every trial as stored, in number order (FrozenTrial)."""
-        return [FrozenTrial(t) for t in self._engine.trials()]
+        return [FrozenTrial(t, self._originals) for t in self._engine.trials()]
 
     def get_trials(self, deepcopy=True, states=None):
         """get_trials(self, deepcopy: bool = True, states: Sequence[TrialState] | None = None) -> list[FrozenTrial]
 
-        The trials, only those in `states` when given (deepcopy is accepted for Optuna's signature: every
-        call reads them afresh)."""
+        The trials, only those in `states` when given (paratune's TrialState or Optuna's; deepcopy is
+        accepted for Optuna's signature: every call reads them afresh)."""
         del deepcopy
         trials = self.trials
         return trials if states is None else [t for t in trials if t.state in tuple(states)]
@@ -342,14 +448,14 @@ class LiveStudy:
 
     @property
     def best_trials(self):
-        """The trials of the Pareto front (none dominated by another completed trial), best first by the
-        first objective (Optuna's best_trials); with one objective, the best trials (those tied best)."""
+        """The trials of the Pareto front (none dominated by another completed trial), in number order
+        (Optuna's best_trials); with one objective, the best trials (those tied best)."""
         if not self._many():
             completed = [t for t in self.trials if t.state == TrialState.COMPLETE and t.value is not None]
             best = min((t.value if self.direction == "minimize" else -t.value for t in completed), default=None)
             return [t for t in completed if (t.value if self.direction == "minimize" else -t.value) == best]
-        by_number = {t.number: t for t in self.trials}
-        return [by_number[n] for n in self._engine.front()]
+        front = set(self._engine.front())
+        return [t for t in self.trials if t._trial_id in front]
 
     def enqueue_trial(self, params, user_attrs=None, skip_if_exists=False):
         """enqueue_trial(self, params: Mapping[str, Any], user_attrs: Mapping[str, Any] | None = None, skip_if_exists: bool = False) -> None
@@ -382,25 +488,35 @@ class LiveStudy:
 
         How an asked trial ended: a value (state COMPLETE, the default when a value is given), or
         state PRUNED or FAIL (no value needed: a pruned trial keeps its last report)."""
-        number = trial.number if isinstance(trial, LiveTrial) else trial
-        if isinstance(number, bool) or not isinstance(number, int):
+        if isinstance(trial, LiveTrial):
+            number = trial._trial_id
+        elif isinstance(trial, bool) or not isinstance(trial, int):
             raise Error(f"tell: trial {trial!r}: must be a trial from ask() or its number")
+        else:
+            number = trial + 1  # Optuna's number, from 0: the engine's from 1
         if self._many():
             return self._tell_values(trial, number, values, state, skip_if_finished)
+        reason = ""
         if isinstance(values, (list, tuple)):
-            if len(values) != 1:
-                raise Error(f"tell: values {values!r}: this study has one objective, so one value")
-            values = values[0]
+            if len(values) == 1:
+                values = values[0]
+            else:  # as Optuna: the trial fails, with a warning
+                reason, values = f"told {len(values)} values {values!r}; this study has one objective", None
+                state = "fail"
         state = _told_state(state, values)
-        if skip_if_finished and number not in {t.number for t in self.trials if t.state == TrialState.RUNNING}:
+        if skip_if_finished and number not in {t._trial_id for t in self.trials if t.state == TrialState.RUNNING}:
             return self._frozen(number)
         value = None
         if values is not None:
-            try:
-                value = float(values)
-            except (TypeError, ValueError):
-                raise Error(f"tell: values {values!r}: must be a number") from None
-        stored = self._engine.tell(number, state, value, "", [])
+            value = _real(values)
+            if value is None:
+                raise Error(f"tell: values {values!r}: must be a number")
+        try:
+            stored = self._engine.tell(number, state, value, reason, [])
+        except Error as e:
+            raise _renumbered(e, number, number - 1) from None
+        if reason:
+            _warnings.warn(f"trial {number - 1}: tell: {reason}; the trial failed", UserWarning, stacklevel=2)
         if not isinstance(trial, LiveTrial):
             return self._frozen(number)  # its curve is in the store only
         return self._told(trial, stored)
@@ -412,12 +528,16 @@ class LiveStudy:
             raise Error(f"tell: values {values!r}: this study has {len(self.directions)} objectives, so a list "
                         "of one value each")
         state = _told_state(state, values)
-        if skip_if_finished and number not in {t.number for t in self.trials if t.state == TrialState.RUNNING}:
+        if skip_if_finished and number not in {t._trial_id for t in self.trials if t.state == TrialState.RUNNING}:
             return self._frozen(number)
         floats, reason = _floats(values) if state == "complete" else ([], "")
-        stored = self._engine.tell(number, "fail" if reason else state, None, reason, floats)
+        try:
+            stored = self._engine.tell(number, "fail" if reason else state, None, reason, floats)
+        except Error as e:
+            raise _renumbered(e, number, number - 1) from None
         if state == "complete" and stored["status"] != "completed":
-            _warnings.warn(f"trial {number}: tell: {stored['reason']}; the trial failed", UserWarning, stacklevel=3)
+            _warnings.warn(f"trial {number - 1}: tell: {stored['reason']}; the trial failed", UserWarning,
+                           stacklevel=3)
         if not isinstance(trial, LiveTrial):
             return self._frozen(number)
         return self._told(trial, stored)
@@ -426,10 +546,10 @@ class LiveStudy:
         """The trial as just stored, its curve from what it reported."""
         trial._finished = True
         stored["intermediate_values"] = trial._intermediate
-        return FrozenTrial(stored)
+        return FrozenTrial(stored, self._originals)
 
-    def _frozen(self, number):
-        return next(t for t in self.trials if t.number == number)
+    def _frozen(self, trial_id):
+        return next(t for t in self.trials if t._trial_id == trial_id)
 
     def optimize(self, func, n_trials=None, timeout=None, n_jobs=1, catch=(), callbacks=None,
                  gc_after_trial=False, show_progress_bar=False):
@@ -542,15 +662,13 @@ class LiveStudy:
                 values, reason = _floats(returned)
                 state = "fail" if reason else "complete"
             elif returned is not None:
-                if isinstance(returned, (bool, str, bytes)):
+                if isinstance(returned, (list, tuple)) and len(returned) == 1:
+                    returned = returned[0]  # [value]: one objective's value, as Optuna takes it
+                value = _real(returned)
+                if value is None:
                     state, reason = "fail", f"the objective returned {returned!r}, not a number"
-                else:
-                    try:
-                        value = float(returned)
-                    except (TypeError, ValueError):
-                        state, reason = "fail", f"the objective returned {returned!r}, not a number"
         many = values if self._many() and state == "complete" else []
-        frozen = self._told(trial, self._engine.tell(trial.number, state, value, reason, many))
+        frozen = self._told(trial, self._engine.tell(trial._trial_id, state, value, reason, many))
         self._log(frozen)
         if reraise is not None:
             raise reraise
@@ -594,8 +712,8 @@ class LiveStudy:
         try:
             import pandas
         except ImportError:
-            raise Error("trials_dataframe: needs pandas, which is not installed (apt install python3-pandas, or "
-                        "pip install pandas); study.trials has the same data without it") from None
+            raise ImportError("trials_dataframe: needs pandas, which is not installed (apt install python3-pandas, "
+                              "or pip install pandas); study.trials has the same data without it") from None
         known = {"number", "value", "datetime_start", "datetime_complete", "duration", "params", "user_attrs",
                  "system_attrs", "state", "intermediate_values"}
         for a in attrs:
@@ -729,21 +847,43 @@ def _open(storage, study_name, direction, sampler, pruner, load_if_exists, must_
             raise Error("directions []: must name one direction per objective")
         direction = directions[0]
     directions = directions if directions is not None and len(directions) > 1 else []
+    # Optuna's sampler and pruner objects (paratune.samplers, paratune.pruners) carry a name and settings.
+    if isinstance(sampler, _samplers.BaseSampler):
+        if seed is not None and sampler.seed is not None and seed != sampler.seed:
+            raise Error(f"seed {seed!r}: the sampler {sampler!r} has seed {sampler.seed!r}; give one of them")
+        if sampler_options is not None and sampler.startup_trials != -1:
+            raise Error(f"sampler_options {sampler_options!r}: the sampler {sampler!r} sets its startup trials; give "
+                        "one of them")
+        seed = sampler.seed if seed is None else seed
+        sampler_options = {"startup_trials": sampler.startup_trials} if sampler_options is None else sampler_options
+        sampler = sampler.name
+    if isinstance(pruner, _pruners.BasePruner):
+        if pruner_options is not None:
+            raise Error(f"pruner_options {pruner_options!r}: the pruner {pruner!r} has its settings; give one of them")
+        pruner_options = pruner.options
+        if pruner.steps is not None:
+            if steps not in (0, pruner.steps):
+                raise Error(f"steps {steps!r}: the pruner {pruner!r} has max_resource {pruner.steps!r}; give one of "
+                            "them")
+            steps = pruner.steps
+        pruner = pruner.name
     sampler = "tpe" if sampler is None else sampler
     if sampler not in _SAMPLERS:
-        raise Error(f"sampler {sampler!r}: must be one of {', '.join(_SAMPLERS)} (grid needs a space given in "
-                    "advance: paratune.tune(objective, space, sampler='grid'))")
-    # None: Optuna's default, MedianPruner -- none with several objectives, which no pruner judges (the
-    # engine decides, as a loaded study's objectives are known only to it).
+        in_advance = sampler in ("grid", "cmaes")
+        raise Error(f"sampler {sampler!r}: must be one of {', '.join(_SAMPLERS)}, by name or as a paratune.samplers "
+                    "object" + (f" ({sampler} searches a space given in advance: paratune.tune(objective, space, "
+                                f"sampler='{sampler}'))" if in_advance else ""))
+    # None: a stored study's own pruner; a new one's Optuna's default, MedianPruner -- none with several
+    # objectives, which no pruner judges (the engine decides, as a stored study is known only to it).
     if pruner is not None and pruner not in _PRUNERS:
-        raise Error(f"pruner {pruner!r}: must be one of {', '.join(_PRUNERS)}")
+        raise Error(f"pruner {pruner!r}: must be one of {', '.join(_PRUNERS)}, by name or as a paratune.pruners object")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
         raise Error(f"seed {seed!r}: must be a whole number from 0 to 2**64 - 1, or None")
     if seed is None:
         seed = int.from_bytes(_os.urandom(8), "little")  # Optuna's samplers are unseeded by default
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
         raise Error(f"steps {steps!r}: must be a whole number >= 0 (0: a trial has no fixed length)")
-    if not isinstance(study_name, str) or not study_name:
+    if not isinstance(study_name, str) or not (study_name or must_exist):
         raise Error(f"study_name {study_name!r}: must be a non-empty str")
     engine = _Engine(storage, study_name, direction, sampler, pruner or "", seed, _startup_trials(sampler_options),
                      load_if_exists, must_exist, steps, _checked_pruner_options(pruner_options), directions)
@@ -757,26 +897,31 @@ def create_study(storage=None, sampler=None, pruner=None, study_name=None, direc
 
     A new study whose space is defined by its runs (Optuna's create_study). storage: None or ':memory:'
     (a temporary SQLite file, removed with the study object), an SQLite file (or 'sqlite:///file'), or a
-    postgresql:// URL. sampler: 'tpe' (default), 'gp' or 'random', with sampler_options startup_trials;
-    pruner: 'median' (default), 'percentile', 'asha', 'hyperband' or 'none', with pruner_options
-    startup_trials, warmup_steps, percentile, min_resource, eta. study_name None: 'main'. A study of that
-    name already there is an error unless load_if_exists. seed: the sampler's (None: a random one).
+    postgresql:// URL. sampler: 'tpe' (default), 'gp' or 'random', with sampler_options startup_trials, or
+    a paratune.samplers object (Optuna's classes: TPESampler(seed=1), ...); pruner: 'median' (default),
+    'percentile', 'asha', 'hyperband' or 'none', with pruner_options startup_trials, warmup_steps,
+    percentile, min_resource, eta, or a paratune.pruners object (MedianPruner(n_startup_trials=5), ...).
+    study_name None: a new unique name, 'no-name-' and a UUID (as Optuna's). A study of that name
+    already there is an error unless load_if_exists. seed: the sampler's (None: a random one).
     steps: the steps of a full trial, if it has such a number (asha and hyperband need it). direction:
     'minimize' (default) or 'maximize'. directions: one per objective, for several (Optuna's): the
     objective returns a tuple of values, study.best_trials is the Pareto front; sampler 'tpe', 'nsga2', 'gp'
     or 'random', no pruner; not with direction."""
     if direction is not None and directions is not None:
         raise Error("create_study: give direction (one objective) or directions (several), not both")
-    return _open(storage, "main" if study_name is None else study_name, direction or "minimize", sampler, pruner,
-                 bool(load_if_exists), False, seed, sampler_options, pruner_options, steps, directions)
+    if study_name is None:
+        study_name = f"no-name-{_uuid.uuid4()}"
+    return _open(storage, study_name, direction or "minimize", sampler, pruner, bool(load_if_exists), False, seed,
+                 sampler_options, pruner_options, steps, directions)
 
 
 def load_study(study_name, storage, sampler=None, pruner=None, *, seed=None, sampler_options=None,
                pruner_options=None):
     """load_study(study_name: str | None, storage: str | PathLike, sampler: str | None = None, pruner: str | None = None, *, seed: int | None = None, sampler_options: Mapping[str, int] | None = None, pruner_options: Mapping[str, float] | None = None) -> LiveStudy
 
-    A study made by create_study, to run more trials or read them (Optuna's load_study): its direction and
-    steps as stored; the sampler and pruner as given here (the pruner must be the one it was made with).
-    study_name None: 'main'."""
-    return _open(storage, "main" if study_name is None else study_name, "minimize", sampler, pruner, True, True,
+    A study made by create_study, to run more trials or read them (Optuna's load_study): its direction,
+    steps and pruner as stored (a pruner given must be the one it was made with); the sampler as given
+    here. Loading never waits for another process running the study's trials. study_name None: the
+    storage's only study."""
+    return _open(storage, "" if study_name is None else study_name, "minimize", sampler, pruner, True, True,
                  seed, sampler_options, pruner_options, 0)

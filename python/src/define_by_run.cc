@@ -65,6 +65,27 @@ py::dict trial_dict(const store::StoredTrial& t, const std::string& objective,
   return d;
 }
 
+// The pruner a stored study was created with (its identity's "pruner", hpo::Pruner::describe), by
+// name; its settings into `options` when given. "" when the identity names none.
+std::string stored_pruner(const nlohmann::ordered_json& identity, hpo::PrunerOptions* options) {
+  if (!identity.contains("pruner") || !identity["pruner"].is_object()) return "";
+  const nlohmann::ordered_json& p = identity["pruner"];
+  const std::string name = p.value("pruner", std::string());
+  if (options != nullptr) {
+    if (p.contains("percentile") && p["percentile"].is_number()) options->percentile = p["percentile"].get<double>();
+    if (p.contains("startup_trials") && p["startup_trials"].is_number_integer())
+      options->startup_trials = p["startup_trials"].get<int>();
+    if (p.contains("warmup_steps") && p["warmup_steps"].is_number_integer())
+      options->warmup_steps = p["warmup_steps"].get<std::int64_t>();
+    if (p.contains("eta") && p["eta"].is_number()) options->eta = p["eta"].get<double>();
+    // ASHA / Hyperband: the first rung of the first bracket is the minimum resource.
+    if (p.contains("brackets") && p["brackets"].is_array() && !p["brackets"].empty() && p["brackets"][0].is_array() &&
+        !p["brackets"][0].empty() && p["brackets"][0][0].is_number_integer())
+      options->min_resource = p["brackets"][0][0].get<std::int64_t>();
+  }
+  return name;
+}
+
 class Engine {
  public:
   struct Args {
@@ -86,7 +107,6 @@ class Engine {
     } else {
       storage_ = a.storage;
     }
-    options_.name = a.study_name;
     options_.runner = "python objective";
     sampler_kind_ = hpo::parse_sampler(a.sampler);
     sampler_options_.seed = a.seed;
@@ -106,22 +126,27 @@ class Engine {
     }
     std::unique_ptr<store::StudyStore> store;
     std::optional<store::StudyInfo> existing;
+    std::vector<store::StudyInfo> studies;
     {
       py::gil_scoped_release release;
       store = store::open_store(storage_);
-      for (const store::StudyInfo& info : store->studies())
-        if (info.name == a.study_name) existing = info;
+      studies = store->studies();
     }
+    // load_study(study_name=None): the store's only study (Optuna's rule).
+    options_.name = a.study_name.empty() && a.must_exist && studies.size() == 1 ? studies.front().name : a.study_name;
+    for (const store::StudyInfo& info : studies)
+      if (info.name == options_.name) existing = info;
+    nlohmann::ordered_json identity;
     if (existing) {
-      const nlohmann::ordered_json identity = nlohmann::ordered_json::parse(existing->config_json, nullptr, false);
+      identity = nlohmann::ordered_json::parse(existing->config_json, nullptr, false);
       if (!identity.is_object() || !identity.contains("space_by"))
         throw Error(fmt::format("study_name '{}': the study in {} was not made by create_study (its space was given "
                                 "in advance): read it with paratune.open_study, resume it with paratune.tune",
-                                a.study_name, store->locator()));
+                                options_.name, store->locator()));
       if (!a.load_if_exists && !a.must_exist)
         throw Error(fmt::format("study_name '{}': {} has a study of that name already; pass load_if_exists=True to "
                                 "go on with it, or another study_name",
-                                a.study_name, store->locator()));
+                                options_.name, store->locator()));
       // load_study: the study's own settings.
       options_.objective = identity.value("objective", std::string("value"));
       options_.steps = identity.value("steps", std::int64_t{0});
@@ -136,32 +161,49 @@ class Engine {
         set_objectives(a.directions);
       }
     } else {
-      if (a.must_exist)
+      if (a.must_exist) {
+        std::string names;
+        for (const store::StudyInfo& info : studies) names += (names.empty() ? "" : ", ") + info.name;
+        if (a.study_name.empty())
+          throw Error(fmt::format("study_name None: {} holds {} studies, so name one (it has: {})", store->locator(),
+                                  studies.size(), names.empty() ? std::string("none") : names));
         throw Error(fmt::format("study_name '{}': {} has no such study (it has: {})", a.study_name, store->locator(),
-                                [&] {
-                                  std::string names;
-                                  for (const store::StudyInfo& info : store->studies())
-                                    names += (names.empty() ? "" : ", ") + info.name;
-                                  return names.empty() ? std::string("none") : names;
-                                }()));
+                                names.empty() ? std::string("none") : names));
+      }
       options_.direction = hpo::parse_direction(a.direction);
       options_.steps = a.steps;
       set_objectives(a.directions);
     }
     hpo::validate(options_);
-    // No pruner named: Optuna's default, the median pruner -- none with several objectives, which no
-    // pruner judges (known only now for a study loaded as stored).
-    pruner_kind_ = hpo::parse_pruner(a.pruner.empty() ? (options_.objectives.empty() ? "median" : "none") : a.pruner);
+    // No pruner named: a stored study's own (its settings as stored, unless pruner_options are given);
+    // a new one's Optuna's default, the median pruner -- none with several objectives, which no pruner
+    // judges (known only now for a study loaded as stored).
+    std::string pruner = a.pruner;
+    if (pruner.empty() && existing) pruner = stored_pruner(identity, a.pruner_options.empty() ? &po : nullptr);
+    if (pruner.empty()) pruner = options_.objectives.empty() ? "median" : "none";
+    pruner_kind_ = hpo::parse_pruner(pruner);
     sampler_options_.direction = options_.direction;
     sampler_options_.directions = options_.directions;
     po.direction = options_.direction;
     po.max_resource = options_.steps > 0 ? options_.steps : std::numeric_limits<int>::max();
     if ((pruner_kind_ == hpo::PrunerKind::kAsha || pruner_kind_ == hpo::PrunerKind::kHyperband) && options_.steps == 0)
       throw Error(fmt::format("pruner '{}': needs steps= (the steps of a full trial: its rungs are fractions of it)",
-                              a.pruner));
+                              pruner));
     pruner_ = hpo::make_pruner(pruner_kind_, po);
     locator_ = store->locator();
-    // Created now (not at the first trial), so that load_study finds it and its settings are checked.
+    if (existing) {
+      // Its settings are checked now, without the controller lock: another process may be running
+      // its trials, and reading them (best_value, trials) must not wait for it.
+      const std::string now = hpo::ask_tell_identity(nullptr, options_, *pruner_).dump();
+      if (now != existing->config_json)
+        throw Error(fmt::format("study_name '{}': {} holds it with other settings: {}; load it with the settings it "
+                                "was created with (or none: load_study takes them as stored)",
+                                options_.name, locator_, store::identity_difference(existing->config_json, now)));
+      py::gil_scoped_release release;
+      store_ = std::move(store);
+      return;
+    }
+    // Created now (not at the first trial), so that load_study finds it.
     py::gil_scoped_release release;
     store_ = std::move(store);
     open();
@@ -336,6 +378,7 @@ class Engine {
   [[nodiscard]] const std::string& locator() const { return locator_; }
   [[nodiscard]] const std::string& storage() const { return storage_; }
   [[nodiscard]] const std::string& sampler() const { return sampler_name_; }
+  [[nodiscard]] std::string pruner() const { return pruner_->name(); }
 
  private:
   // Under mutex_.
@@ -409,7 +452,8 @@ void bind_define_by_run(py::module_& m) {
       .def_property_readonly("direction", &Engine::direction)
       .def_property_readonly("locator", &Engine::locator)
       .def_property_readonly("storage", &Engine::storage)
-      .def_property_readonly("sampler", &Engine::sampler);
+      .def_property_readonly("sampler", &Engine::sampler)
+      .def_property_readonly("pruner", &Engine::pruner);
 }
 
 }  // namespace paratune::python

@@ -377,6 +377,34 @@ void AskTellStudy::update_model() {
   sampler_ = model_sampler_.get();
 }
 
+namespace {
+// Whether `value` is one of `d`'s values (an enqueued value must be, to be taken).
+bool fits(const Distribution& d, const nlohmann::json& value) {
+  const ParamSpec& p = d.param;
+  if (p.type == ParamType::kCategorical) return std::find(p.choices.begin(), p.choices.end(), value) != p.choices.end();
+  if (!value.is_number()) return false;
+  const double v = value.get<double>();
+  if (v < p.low || v > p.high) return false;
+  if (p.type == ParamType::kInt && v != std::floor(v)) return false;
+  if (d.step > 0) {
+    const double k = (v - p.low) / d.step;
+    return std::abs(k - std::round(k)) < 1e-9;
+  }
+  return true;
+}
+}  // namespace
+
+namespace {
+// Whether a trial that asked for a parameter with distribution `seen` informs the proposal of the
+// same parameter asked with `now`: the same type, scale and step -- the bounds may differ (a bound
+// that depends on an earlier value, as in Optuna's define-by-run examples); categorical choices
+// must be the same list.
+bool comparable(const Distribution& seen, const Distribution& now) {
+  if (now.param.type == ParamType::kCategorical) return seen == now;
+  return seen.param.type == now.param.type && seen.param.log == now.param.log && seen.step == now.step;
+}
+}  // namespace
+
 nlohmann::json AskTellStudy::independent_value(int number, const Distribution& d) {
   const Space one({model_param(d, key(0))}, {}, "suggest");
   SamplerOptions options = sampler_options_;
@@ -386,12 +414,15 @@ nlohmann::json AskTellStudy::independent_value(int number, const Distribution& d
     return from_model(d, one.sample(rng)[key(0)]);
   }
   const std::unique_ptr<Sampler> sampler = make_sampler(sampler_kind_, one, options);
-  // The trials that asked for this parameter with this distribution, on it alone.
+  // The trials that asked for this parameter with a comparable distribution and got a value inside
+  // this one's range, on it alone (Optuna's TPE models a parameter by its name in the same way).
   std::vector<TrialRecord> known;
   for (const TrialRecord& r : records_) {
     if (r.state == TrialRecord::State::kRunning || !r.config.contains(d.param.name)) continue;
     const std::vector<Distribution>& own = distributions_[r.number];
-    if (std::find(own.begin(), own.end(), d) == own.end()) continue;
+    const auto seen = std::find_if(own.begin(), own.end(),
+                                   [&](const Distribution& o) { return o.param.name == d.param.name; });
+    if (seen == own.end() || !comparable(*seen, d) || !fits(d, r.config[d.param.name])) continue;
     TrialRecord projected = r;
     projected.config = Config{{key(0), to_model(d, r.config[d.param.name])}};
     known.push_back(std::move(projected));
@@ -414,22 +445,6 @@ void AskTellStudy::enqueue(Config values, nlohmann::ordered_json user_attrs) {
   enqueued_.emplace_back(std::move(values), std::move(user_attrs));
 }
 
-namespace {
-// Whether `value` is one of `d`'s values (an enqueued value must be, to be taken).
-bool fits(const Distribution& d, const nlohmann::json& value) {
-  const ParamSpec& p = d.param;
-  if (p.type == ParamType::kCategorical) return std::find(p.choices.begin(), p.choices.end(), value) != p.choices.end();
-  if (!value.is_number()) return false;
-  const double v = value.get<double>();
-  if (v < p.low || v > p.high) return false;
-  if (p.type == ParamType::kInt && v != std::floor(v)) return false;
-  if (d.step > 0) {
-    const double k = (v - p.low) / d.step;
-    return std::abs(k - std::round(k)) < 1e-9;
-  }
-  return true;
-}
-}  // namespace
 
 nlohmann::json AskTellStudy::suggest(int number, const Distribution& d) {
   std::lock_guard lock(mutex_);
@@ -449,7 +464,9 @@ nlohmann::json AskTellStudy::suggest(int number, const Distribution& d) {
     }
   nlohmann::json value;
   if (const auto it = l.fixed.find(name); it != l.fixed.end() && fits(d, *it))
-    value = d.param.type == ParamType::kInt ? nlohmann::json(it->get<std::int64_t>()) : nlohmann::json(*it);
+    value = d.param.type == ParamType::kInt     ? nlohmann::json(it->get<std::int64_t>())
+            : d.param.type == ParamType::kFloat ? nlohmann::json(it->get<double>())  // 1 enqueued for a float: 1.0
+                                                : nlohmann::json(*it);
   else if (single_value(d))
     value = d.param.type == ParamType::kCategorical ? d.param.choices.front() : from_model(d, 0);
   else if (std::find(l.proposed.begin(), l.proposed.end(), d) != l.proposed.end())
@@ -490,17 +507,23 @@ bool AskTellStudy::report(int number, std::int64_t step, double value) {
     throw Error(fmt::format("trial {}: report: {} {} at step {} is not a finite number", number, options_.objective,
                             value, step));
   if (step < 0) throw Error(fmt::format("trial {}: report: step {} must be >= 0", number, step));
-  if (l.last_step && step <= *l.last_step) return false;
-  const auto now = std::chrono::steady_clock::now();
-  const double elapsed = std::chrono::duration<double>(now - l.last_report).count();
-  const std::int64_t advanced = l.last_step ? step - *l.last_step : step + 1;
-  l.output.steps.push_back({step, elapsed / static_cast<double>(advanced)});
-  l.output.metrics.push_back({options_.objective, value, step, std::nullopt});
-  l.last_report = now;
-  l.last_step = step;
   TrialRecord& r = records_[l.record];
-  r.curve.push_back({step, value});
-  r.resource = step + 1;
+  // A step reported again is ignored (Optuna's rule); one before the last is kept in its place (a
+  // program may report in any order), and only steps after the last time the steps between.
+  const auto at = std::lower_bound(r.curve.begin(), r.curve.end(), step,
+                                   [](const IntermediateValue& v, std::int64_t s) { return v.step < s; });
+  if (at != r.curve.end() && at->step == step) return false;
+  r.curve.insert(at, {step, value});
+  l.output.metrics.push_back({options_.objective, value, step, std::nullopt});
+  if (!l.last_step || step > *l.last_step) {
+    const auto now = std::chrono::steady_clock::now();
+    const double elapsed = std::chrono::duration<double>(now - l.last_report).count();
+    const std::int64_t advanced = l.last_step ? step - *l.last_step : step + 1;
+    l.output.steps.push_back({step, elapsed / static_cast<double>(advanced)});
+    l.last_report = now;
+    l.last_step = step;
+    r.resource = step + 1;
+  }
   return true;
 }
 

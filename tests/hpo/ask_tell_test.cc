@@ -116,8 +116,9 @@ TEST_F(AskTell, ReportsAreChecked) {
   AskTellStudy& study = *study_ptr;
   const auto a = study.ask();
   EXPECT_TRUE(study.report(a->number, 3, 1.0));
-  EXPECT_FALSE(study.report(a->number, 3, 2.0));  // not after the last: ignored, as Optuna does
-  EXPECT_FALSE(study.report(a->number, 1, 2.0));
+  EXPECT_FALSE(study.report(a->number, 3, 2.0));  // reported again: ignored, as Optuna does
+  EXPECT_TRUE(study.report(a->number, 1, 2.0));   // before the last: kept, as Optuna does
+  EXPECT_FALSE(study.report(a->number, 1, 3.0));
   EXPECT_THROW(study.report(a->number, -1, 1.0), Error);
   EXPECT_THROW(study.report(a->number, 4, std::nan("")), Error);
   EXPECT_THROW(study.report(99, 0, 1.0), Error);
@@ -125,6 +126,10 @@ TEST_F(AskTell, ReportsAreChecked) {
   const store::StoredTrial failed = study.tell(a->number, {.kind = TrialEnd::Kind::kCompleted, .value = std::nan("")});
   EXPECT_EQ(failed.status, "failed");
   EXPECT_EQ(failed.reason, "its value nan is not a finite number");
+  std::vector<std::pair<std::int64_t, double>> curve;
+  for (const trial::MetricReport& m : failed.metrics)
+    if (m.name == "value") curve.emplace_back(m.step.value_or(-1), m.value);
+  EXPECT_EQ(curve, (std::vector<std::pair<std::int64_t, double>>{{3, 1.0}, {1, 2.0}}));  // each as first reported
   EXPECT_THROW(study.tell(a->number, {}), Error);  // told twice
 }
 

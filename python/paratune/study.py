@@ -1,0 +1,51 @@
+"""paratune.study: where Optuna keeps Study, StudyDirection, MaxTrialsCallback, create_study and load_study
+(optuna.study), so that ported code changes only its import."""
+
+import enum as _enum
+
+from .trial import TrialState, same_member_name
+
+
+class StudyDirection(str, _enum.Enum):
+    """A study's direction (Optuna's StudyDirection): MINIMIZE or MAXIMIZE. A member is also the text
+    'minimize' or 'maximize', and equals Optuna's member of the same name."""
+
+    MINIMIZE = "minimize"
+    MAXIMIZE = "maximize"
+
+    def __eq__(self, other):
+        foreign = same_member_name(self, other, "StudyDirection")
+        return str.__eq__(self, other) if foreign is NotImplemented else foreign
+
+    __hash__ = str.__hash__
+
+    def __str__(self):
+        return self.value
+
+    def __format__(self, spec):
+        return format(self.value, spec)
+
+
+class MaxTrialsCallback:
+    """Optuna's MaxTrialsCallback: stops optimize() once the study holds n_trials trials in `states` (None: in
+    any state) -- those of earlier runs and other study objects included."""
+
+    def __init__(self, n_trials, states=(TrialState.COMPLETE,)):
+        if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 0:
+            from ._core import Error
+            raise Error(f"MaxTrialsCallback: n_trials {n_trials!r}: must be a whole number >= 0")
+        self._n_trials = n_trials
+        self._states = None if states is None else tuple(states)
+
+    def __call__(self, study, trial):
+        del trial
+        if len(study.get_trials(states=self._states)) >= self._n_trials:
+            study.stop()
+
+
+def __getattr__(name):
+    # The study classes live in _study.py, which imports this module: read from there when asked.
+    if name in ("Study", "create_study", "load_study"):
+        from . import _study
+        return {"Study": _study.LiveStudy, "create_study": _study.create_study, "load_study": _study.load_study}[name]
+    raise AttributeError(f"module 'paratune.study' has no attribute {name!r}")

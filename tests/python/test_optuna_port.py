@@ -1,0 +1,230 @@
+"""Porting an Optuna script: what ported code does that Optuna accepts, on create_study's study. Each test is
+a case an Optuna 3 script meets; Optuna itself is not needed (its enums are imitated by name)."""
+
+import enum
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+import paratune
+from paratune.trial import TrialState
+
+
+def test_optunas_names_where_optuna_keeps_them(tmp_path):
+    # A type annotation is evaluated when the function is defined: it must exist.
+    def objective(trial: paratune.trial.Trial) -> float:
+        return trial.suggest_float("x", -1.0, 1.0) ** 2
+
+    paratune.logging.set_verbosity(paratune.logging.WARNING)
+    try:
+        assert paratune.logging.get_verbosity() == paratune.logging.WARNING
+        study = paratune.create_study(storage=tmp_path / "s.db", sampler=paratune.samplers.TPESampler(seed=3),
+                                      pruner=paratune.pruners.MedianPruner(n_startup_trials=2))
+        study.optimize(objective, n_trials=50, callbacks=[paratune.study.MaxTrialsCallback(6)])
+    finally:
+        paratune.logging.set_verbosity(paratune.logging.INFO)
+    assert len(study.trials) == 6
+    assert isinstance(study, paratune.study.Study) and isinstance(study.trials[0], paratune.trial.FrozenTrial)
+    assert study.direction == paratune.study.StudyDirection.MINIMIZE == "minimize"
+    assert paratune.exceptions.TrialPruned is paratune.TrialPruned
+    # The same seed by name and as a sampler object: the same search.
+    by_name = paratune.create_study(sampler="tpe", seed=3)
+    by_name.optimize(objective, n_trials=6)
+    assert [t.params for t in by_name.trials] == [t.params for t in study.trials]
+    # HyperbandPruner's max_resource is a full trial's steps.
+    hyperband = paratune.create_study(pruner=paratune.pruners.HyperbandPruner(max_resource=27))
+    assert hyperband._engine.pruner == "hyperband"
+
+
+def test_sampler_and_pruner_objects_say_what_paratune_does_not_do():
+    with pytest.raises(paratune.Error, match=r"sampler 'cmaes': .*cmaes searches a space given in advance: "
+                                             r"paratune.tune\(objective, space, sampler='cmaes'\)"):
+        paratune.create_study(sampler=paratune.samplers.CmaEsSampler(seed=1))
+    with pytest.raises(paratune.Error, match=r"TPESampler: constraints_func is not supported"):
+        paratune.samplers.TPESampler(constraints_func=lambda t: [0.0])
+    with pytest.warns(UserWarning, match=r"TPESampler: paratune's tpe sampler has its own settings; ignored: gamma, "
+                                         r"n_ei_candidates"):
+        paratune.samplers.TPESampler(n_ei_candidates=48, gamma=lambda n: 10, multivariate=True)
+    with pytest.warns(UserWarning, match=r"MedianPruner: paratune's median pruner does not take interval_steps"):
+        paratune.pruners.MedianPruner(interval_steps=5)
+    with pytest.raises(paratune.Error, match=r"seed 2: the sampler TPESampler\(seed=1\) has seed 1; give one of them"):
+        paratune.create_study(sampler=paratune.samplers.TPESampler(seed=1), seed=2)
+    with pytest.raises(paratune.Error, match=r"pruner 'asha': needs steps="):
+        paratune.create_study(pruner=paratune.pruners.SuccessiveHalvingPruner())
+
+
+def test_optunas_own_enums_compare_by_name(tmp_path):
+    """Ported code that still imports optuna.trial.TrialState or optuna.study.StudyDirection."""
+    optuna_trial_state = enum.Enum("TrialState", ["RUNNING", "COMPLETE", "PRUNED", "FAIL", "WAITING"])
+    optuna_direction = enum.Enum("StudyDirection", ["NOT_SET", "MINIMIZE", "MAXIMIZE"])
+    study = paratune.create_study(storage=tmp_path / "s.db", direction=optuna_direction.MAXIMIZE, seed=1)
+    study.optimize(lambda t: t.suggest_float("x", 0.0, 1.0), n_trials=3)
+    trial = study.ask()
+    study.tell(trial, state=optuna_trial_state.FAIL)
+    assert len(study.get_trials(states=[optuna_trial_state.COMPLETE])) == 3
+    assert study.trials[0].state == optuna_trial_state.COMPLETE and study.trials[3].state != optuna_trial_state.COMPLETE
+    assert study.direction == optuna_direction.MAXIMIZE and study.direction != optuna_direction.MINIMIZE
+    assert study.direction.name == "MAXIMIZE" and TrialState.FAIL in {optuna_trial_state.FAIL}
+
+
+class Optimizer(str, enum.Enum):
+    ADAM = "adam"
+    SGD = "sgd"
+
+
+def test_numpy_scalars_and_enum_members_are_choices_given_back_as_themselves(tmp_path):
+    lists = {"lr": list(np.logspace(-4, -1, 4)), "width": list(np.array([16, 32], dtype=np.int32)),
+             "name": [np.str_("a"), np.str_("b")], "flag": [np.bool_(True), np.bool_(False)],
+             "optimizer": [Optimizer.ADAM, Optimizer.SGD]}
+
+    def objective(trial):
+        for name, choices in lists.items():
+            got = trial.suggest_categorical(name, choices)
+            assert any(got is c for c in choices), (name, got)
+        return float(trial.params["lr"])
+
+    study = paratune.create_study(storage=tmp_path / "s.db", sampler="random", seed=2)
+    study.enqueue_trial({"lr": np.float64(1e-2), "width": np.int32(32)})
+    study.optimize(objective, n_trials=8)
+    assert all(t.state == TrialState.COMPLETE for t in study.trials), [t.reason for t in study.trials]
+    assert study.trials[0].params["lr"] == pytest.approx(1e-2) and study.trials[0].params["width"] == 32
+    assert study.best_params["optimizer"] in (Optimizer.ADAM, Optimizer.SGD)  # the objects listed
+    stored = paratune.load_study(None, tmp_path / "s.db").trials[0].params
+    assert stored["optimizer"] in ("<Optimizer.ADAM: 'adam'>", "<Optimizer.SGD: 'sgd'>")  # as stored: repr()
+
+
+def test_a_diverged_report_stops_the_trial_and_never_the_study(tmp_path):
+    """A NaN (or inf) report is warned of and not stored; the trial's pruner stops it, as Optuna's do."""
+    def objective(trial):
+        x = trial.suggest_float("x", 0.0, 1.0)
+        for step in range(5):
+            trial.report(float("nan") if x > 0.5 and step == 2 else x, step)
+            if trial.should_prune():
+                raise paratune.TrialPruned()
+        return x
+
+    study = paratune.create_study(storage=tmp_path / "s.db", sampler="random", seed=4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        study.optimize(objective, n_trials=12)
+    for t in study.trials:
+        if t.params["x"] > 0.5:
+            assert t.state == TrialState.PRUNED and sorted(t.intermediate_values) == [0, 1], t
+        else:
+            assert t.state == TrialState.COMPLETE
+    assert any("value nan at step 2 is not a finite number" in str(w.message) for w in caught)
+    # No pruner: the trial goes on.
+    plain = paratune.create_study(pruner="none", seed=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain.optimize(objective, n_trials=6)
+    assert all(t.state == TrialState.COMPLETE for t in plain.trials)
+
+
+def test_reports_of_torch_and_numpy_scalars_in_any_step_order():
+    torch = pytest.importorskip("torch")
+
+    def objective(trial):
+        for step in (3, 0, 2, 1):  # any order, as Optuna keeps them
+            trial.report(torch.tensor(0.1 * step) if step % 2 else np.float32(0.1 * step), step)
+        return torch.tensor(1.5)
+
+    study = paratune.create_study(seed=5)
+    study.optimize(objective, n_trials=1)
+    t = study.trials[0]
+    assert t.state == TrialState.COMPLETE and t.value == 1.5
+    assert sorted(t.intermediate_values) == [0, 1, 2, 3]
+    assert t.intermediate_values[3] == pytest.approx(0.3)
+
+
+def test_returns_optuna_takes():
+    study = paratune.create_study(seed=6)
+    study.optimize(lambda t: [t.suggest_float("x", 0.0, 1.0)], n_trials=2)  # one value in a list
+    study.optimize(lambda t: np.float64(t.suggest_float("x", 0.0, 1.0)), n_trials=1)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 3
+
+
+def test_load_study_takes_the_stored_pruner_and_the_only_study(tmp_path):
+    storage = tmp_path / "s.db"
+
+    def objective(trial):
+        x = trial.suggest_float("x", 0.0, 1.0)
+        for step in range(9):
+            trial.report(x, step)
+            if trial.should_prune():
+                raise paratune.TrialPruned()
+        return x
+
+    paratune.create_study(storage=storage, study_name="hb", pruner="hyperband", steps=9,
+                          pruner_options={"eta": 3}, seed=1).optimize(objective, n_trials=6)
+    loaded = paratune.load_study("hb", storage)  # no pruner given: the stored one, with its settings
+    assert loaded._engine.pruner == "hyperband"
+    loaded.optimize(objective, n_trials=3)
+    assert len(loaded.trials) == 9
+    again = paratune.create_study(storage=storage, study_name="hb", load_if_exists=True)
+    assert again._engine.pruner == "hyperband"
+    assert paratune.load_study(None, storage).study_name == "hb"  # the only study
+    with pytest.raises(paratune.Error, match=r"study_name 'hb': .* holds it with other settings: pruner.pruner is "
+                                             r"\"median\" now, \"hyperband\" when the study was created"):
+        paratune.load_study("hb", storage, pruner="median")
+    # No name: a new study each time (Optuna's no-name-UUID); then load_study must be told which.
+    first = paratune.create_study(storage=storage)
+    second = paratune.create_study(storage=storage)
+    assert first.study_name.startswith("no-name-") and first.study_name != second.study_name
+    with pytest.raises(paratune.Error, match=r"study_name None: .* holds 3 studies, so name one \(it has: hb, "):
+        paratune.load_study(None, storage)
+
+
+def test_loading_never_waits_for_the_process_running_the_trials(tmp_path):
+    """Another process holds the study's controller lock (a trial asked, not told): load_study and reading
+    work; running trials from here is refused, saying so."""
+    storage = tmp_path / "s.db"
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, paratune
+        study = paratune.create_study(storage={str(storage)!r}, study_name="w", seed=1)
+        study.optimize(lambda t: t.suggest_float("x", 0.0, 1.0), n_trials=3)
+        study.ask()
+        print("holding", flush=True)
+        sys.stdin.readline()
+        """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        reader = paratune.load_study("w", storage)
+        assert len(reader.trials) == 4 and reader.best_value == min(t.value for t in reader.trials[:3])
+        with pytest.raises(paratune.Error, match="another paratune controller"):
+            reader.optimize(lambda t: t.suggest_float("x", 0.0, 1.0), n_trials=1)
+    finally:
+        holder.communicate("\n", timeout=60)
+    assert holder.returncode == 0
+
+
+def test_dependent_bounds_are_modelled_by_name():
+    """A bound set by an earlier value (Optuna's idiom) is the same parameter: the sampler learns it from every
+    trial whose value falls inside today's bounds (it was drawn at random before)."""
+    def objective(trial):
+        lo = trial.suggest_float("lo", 0.0, 1.0)
+        x = trial.suggest_float("x", lo, lo + 10.0)
+        return (x - 7.3) ** 2 + lo
+
+    late = []
+    for seed in range(3):
+        study = paratune.create_study(seed=seed)
+        study.optimize(objective, n_trials=60)
+        late += [t.value for t in study.trials[-20:]]
+    # Drawn at random, x in [lo, lo + 10] gives (x - 7.3)^2 a median of about 6; modelled, under 1.5.
+    assert float(np.median(late)) < 1.5, sorted(late)
+
+
+def test_misuses_optuna_refuses_are_refused():
+    study = paratune.create_study(seed=7)
+    trial = study.ask()
+    with pytest.raises(paratune.Error, match=r"set_user_attr: key 5: must be a str"):
+        trial.set_user_attr(5, "x")
+    with pytest.raises(paratune.Error, match=r"suggest_float\('x'\): step 0(\.0)?: must be a positive number"):
+        trial.suggest_float("x", 0.0, 1.0, step=0)
+    assert trial.suggest_uniform("u", 0.0, 1.0) <= 1.0 and trial.suggest_loguniform("l", 1e-3, 1.0) >= 1e-3
+    assert trial.suggest_discrete_uniform("d", 0.0, 1.0, 0.5) in (0.0, 0.5, 1.0)
