@@ -480,8 +480,10 @@ class LiveStudy:
     def ask(self):
         """ask(self) -> LiveTrial
 
-        A new running trial; end it with tell()."""
-        return LiveTrial(self, self._engine.ask())
+        A new running trial; end it with tell(). An enqueued trial has the queue's user attributes."""
+        trial = LiveTrial(self, self._engine.ask())
+        trial.user_attrs = dict(self._engine.user_attrs(trial._trial_id))
+        return trial
 
     def tell(self, trial, values=None, state=None, skip_if_finished=False):
         """tell(self, trial: LiveTrial | int, values: float | Sequence[float] | None = None, state: TrialState | str | None = None, skip_if_finished: bool = False) -> FrozenTrial

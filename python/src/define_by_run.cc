@@ -267,6 +267,15 @@ class Engine {
     with_study(number, [&](hpo::AskTellStudy& s) { s.set_user_attr(number, key, j); });
   }
 
+  py::object user_attrs(int number) {
+    nlohmann::ordered_json attrs;
+    {
+      py::gil_scoped_release release;
+      attrs = with_study(number, [&](hpo::AskTellStudy& s) { return s.user_attrs(number); });
+    }
+    return to_python(attrs);
+  }
+
   // enqueue_trial: values the next trial asked takes (hpo/ask_tell.h enqueue). The queue lives with
   // the open study, so the study opens now and stays open until the enqueued trials are asked and told.
   void enqueue(const py::dict& values, const py::dict& user_attrs) {
@@ -441,6 +450,7 @@ void bind_define_by_run(py::module_& m) {
       .def("report_metric", &Engine::report_metric)
       .def("should_prune", &Engine::should_prune)
       .def("set_user_attr", &Engine::set_user_attr)
+      .def("user_attrs", &Engine::user_attrs)
       .def("tell", &Engine::tell)
       .def("enqueue", &Engine::enqueue)
       .def("hold", &Engine::hold)

@@ -491,6 +491,11 @@ void AskTellStudy::set_user_attr(int number, const std::string& key, const nlohm
   live(number).user_attrs[key] = value;
 }
 
+nlohmann::ordered_json AskTellStudy::user_attrs(int number) {
+  std::lock_guard lock(mutex_);
+  return live(number).user_attrs;
+}
+
 std::size_t AskTellStudy::running() const {
   std::lock_guard lock(mutex_);
   return live_.size();

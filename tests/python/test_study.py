@@ -451,7 +451,10 @@ def test_enqueued_trials_take_their_values_where_they_fit(tmp_path):
     study.enqueue_trial({"x": 7.0, "n": 41})  # x outside its bounds, n off its step grid: drawn instead
     study.enqueue_trial({"x": 0.25, "n": 40, "c": pair}, skip_if_exists=True)  # queued already: skipped
 
+    seen_attrs = []
+
     def objective(trial):
+        seen_attrs.append(dict(trial.user_attrs))  # an enqueued trial's, from the start (as in Optuna)
         x = trial.suggest_float("x", 0.0, 1.0)
         n = trial.suggest_int("n", 0, 100, step=20)
         c = trial.suggest_categorical("c", [None, pair])
@@ -460,6 +463,7 @@ def test_enqueued_trials_take_their_values_where_they_fit(tmp_path):
     study.optimize(objective, n_trials=4)
     first, second, third = study.trials[:3]
     assert first.params == {"x": 0.25, "n": 40, "c": pair} and first.user_attrs == {"why": "known good"}
+    assert seen_attrs[:2] == [{"why": "known good"}, {}]
     assert second.params["x"] != 7.0 and second.params["n"] % 20 == 0
     assert third.params != first.params
     study.enqueue_trial({"x": 0.25, "n": 40, "c": pair}, skip_if_exists=True)  # has run: not queued

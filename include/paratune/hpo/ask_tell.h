@@ -139,6 +139,8 @@ class AskTellStudy {
   // A value the program keeps with the trial (Optuna's user attributes), stored when it ends (hpo_json
   // "user_attrs"); set again, it replaces the earlier one.
   void set_user_attr(int number, const std::string& key, const nlohmann::ordered_json& value);
+  // A running trial's user attributes so far (an enqueued trial starts with the queue's).
+  [[nodiscard]] nlohmann::ordered_json user_attrs(int number);
   [[nodiscard]] std::size_t running() const;  // trials asked and not yet told
   // The objective's value after `step` (0-based), and when it came: each report's wall time since
   // the previous one, per step, is stored as step times (so the trial has a throughput). A step
