@@ -253,7 +253,7 @@ class Trial:
     def suggest_categorical(self, name: str, choices: Sequence[Any] | None = None) -> Any:
         """The trial's value of a categorical parameter (choices, when given, must be the space's)."""
     def report(self, value: float, step: int) -> None:
-        """The objective's value after a step (0-based, increasing): the curve the pruner judges."""
+        """The objective's value after a step (0-based, in any order): the curve the pruner judges."""
     def report_metric(self, name: str, value: float, step: int | None = None) -> None:
         """Another metric, stored with the trial (not judged)."""
     def should_prune(self) -> bool:
@@ -293,6 +293,8 @@ class LiveTrial:
     params: dict[str, Any]
     user_attrs: dict[str, Any]
     datetime_start: datetime.datetime
+    @property
+    def trial_id(self) -> int: ...
     def suggest_float(self, name: str, low: float, high: float, *, step: float | None = None,
                       log: bool = False) -> float: ...
     def suggest_int(self, name: str, low: int, high: int, step: int = 1, log: bool = False) -> int: ...

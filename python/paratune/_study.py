@@ -82,19 +82,19 @@ def _choice_key(stored):
 
 
 def _real(value):
-    """A number given as a Python, numpy or torch scalar, as a float; None when it is not one (a bool or a
-    text is not)."""
+    """A number given as a Python, numpy or torch scalar, as a float; None when it is not one (a bool, a
+    text, or a tensor of several elements is not)."""
     if isinstance(value, (bool, str, bytes)) or not hasattr(value, "__float__"):
         return None
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except Exception:  # noqa: BLE001 -- whatever __float__ raises (torch: RuntimeError), it is not a number
         return None
 
 
 def _same_stored(a, b):
     """JSON equality that keeps True apart from 1 and 1 apart from 1.0, as the stored values differ."""
-    return type(a) is type(b) and a == b
+    return _choice_key(a) == _choice_key(b)
 
 
 class FrozenTrial:
@@ -167,6 +167,11 @@ def _renumbered(error, trial_id, number):
     return Error(_re.sub(rf"\btrial {trial_id}\b", f"trial {number}", str(error)))
 
 
+def _same_params(a, b):
+    """Whether two trials' parameters (stored forms) are the same, True apart from 1 and 1.0."""
+    return a.keys() == b.keys() and all(_same_stored(a[k], b[k]) for k in a)
+
+
 def _hashable(value):
     try:
         hash(value)
@@ -191,6 +196,11 @@ class LiveTrial:
         self._finished = False
         self._diverged = False  # a report was not a finite number (Optuna's pruners then stop the trial)
         self._intermediate = {}  # the reports the study kept, for the FrozenTrial tell() gives back
+
+    @property
+    def trial_id(self):
+        """The number paratune's reports and command line show for this trial (number + 1)."""
+        return self._trial_id
 
     def _engine(self, call):
         if self._finished:
@@ -299,16 +309,20 @@ class LiveTrial:
         The objective's value after a step (0-based): its learning curve, which the pruner judges. Steps
         may come in any order; a step reported again is ignored with a UserWarning, as Optuna does. A value
         that is not a finite number (a diverged run) is not stored: it is warned of, and should_prune() then
-        stops the trial under any pruner but 'none' (Optuna's pruners stop a trial at a NaN)."""
-        self._engine("report")
+        stops the trial at once under any pruner but 'none' (paratune's rule; Optuna's median pruner stops
+        a trial whose reports are all NaN, after its startup trials)."""
+        engine = self._engine("report")
         step = int(self._number("report", "step", step, True))
+        if step < 0:
+            raise Error(f"trial {self.number}: report: step {step} must be >= 0")
         number = _real(value)
         if number is None:
             raise Error(f"report: value {value!r}: must be a number")
         if not _math.isfinite(number):
             self._diverged = True
+            stops = "the trial's pruner stops it" if engine.pruner != "none" else "no pruner stops the trial"
             _warnings.warn(f"trial {self.number}: report: value {number} at step {step} is not a finite number; not "
-                           "stored, and the trial's pruner stops it", UserWarning, stacklevel=2)
+                           f"stored, and {stops}", UserWarning, stacklevel=2)
         elif self._call("report", "report", step, number):
             self._intermediate[step] = number
         else:
@@ -323,6 +337,10 @@ class LiveTrial:
         number = _real(value)
         if number is None:
             raise Error(f"report_metric('{name}'): value {value!r}: must be a number")
+        if not _math.isfinite(number):
+            _warnings.warn(f"trial {self.number}: report_metric('{name}'): value {number} is not a finite number; not "
+                           "stored", UserWarning, stacklevel=2)
+            return
         step = None if step is None else int(self._number("report_metric", "step", step, True))
         self._call("report_metric", "report_metric", name, number, step)
 
@@ -466,7 +484,8 @@ class LiveStudy:
         if not hasattr(params, "items"):
             raise Error(f"enqueue_trial: params {params!r}: must be a dict of parameter values")
         stored = {str(k): _stored_choice(v) for k, v in params.items()}
-        if skip_if_exists and (stored in self._queued or any(t.params == stored for t in self.trials)):
+        if skip_if_exists and any(_same_params(stored, other) for other in
+                                  self._queued + [t["params"] for t in self._engine.trials()]):
             return
         self._engine.enqueue(stored, dict(user_attrs or {}))
         self._queued.append(stored)
@@ -489,59 +508,44 @@ class LiveStudy:
         """tell(self, trial: LiveTrial | int, values: float | Sequence[float] | None = None, state: TrialState | str | None = None, skip_if_finished: bool = False) -> FrozenTrial
 
         How an asked trial ended: a value (state COMPLETE, the default when a value is given), or
-        state PRUNED or FAIL (no value needed: a pruned trial keeps its last report)."""
+        state PRUNED or FAIL (no value needed: a pruned trial keeps its last report). Values that do not
+        fit the study (the wrong count, or not finite) fail the trial with a UserWarning, as in Optuna."""
         if isinstance(trial, LiveTrial):
             number = trial._trial_id
         elif isinstance(trial, bool) or not isinstance(trial, int):
             raise Error(f"tell: trial {trial!r}: must be a trial from ask() or its number")
         else:
             number = trial + 1  # Optuna's number, from 0: the engine's from 1
+        value, floats, reason = None, [], ""
         if self._many():
-            return self._tell_values(trial, number, values, state, skip_if_finished)
-        reason = ""
-        if isinstance(values, (list, tuple)):
-            if len(values) == 1:
-                values = values[0]
-            else:  # as Optuna: the trial fails, with a warning
-                reason, values = f"told {len(values)} values {values!r}; this study has one objective", None
-                state = "fail"
-        state = _told_state(state, values)
+            if values is not None and not isinstance(values, (list, tuple)):
+                raise Error(f"tell: values {values!r}: this study has {len(self.directions)} objectives, so a list "
+                            "of one value each")
+            state = _told_state(state, values)
+            if state == "complete":
+                floats, reason = _floats(values)
+        else:
+            if isinstance(values, (list, tuple)):
+                if len(values) == 1:
+                    values = values[0]
+                else:
+                    reason, values, state = f"told {len(values)} values {values!r}; this study has one objective", \
+                        None, "fail"
+            state = _told_state(state, values)
+            if values is not None:
+                value = _real(values)
+                if value is None:
+                    raise Error(f"tell: values {values!r}: must be a number")
         if skip_if_finished and number not in {t._trial_id for t in self.trials if t.state == TrialState.RUNNING}:
             return self._frozen(number)
-        value = None
-        if values is not None:
-            value = _real(values)
-            if value is None:
-                raise Error(f"tell: values {values!r}: must be a number")
         try:
-            stored = self._engine.tell(number, state, value, reason, [])
+            stored = self._engine.tell(number, "fail" if reason else state, value, reason, floats)
         except Error as e:
             raise _renumbered(e, number, number - 1) from None
-        if reason:
-            _warnings.warn(f"trial {number - 1}: tell: {reason}; the trial failed", UserWarning, stacklevel=2)
+        if state == "complete" and stored["status"] != "completed" or reason:
+            _warnings.warn(f"trial {number - 1}: tell: {stored['reason']}; the trial failed", UserWarning, stacklevel=2)
         if not isinstance(trial, LiveTrial):
             return self._frozen(number)  # its curve is in the store only
-        return self._told(trial, stored)
-
-    def _tell_values(self, trial, number, values, state, skip_if_finished):
-        """tell() in a study of several objectives: one value per objective (a wrong count or a value that
-        is not a finite number fails the trial, saying so, as Optuna does)."""
-        if values is not None and not isinstance(values, (list, tuple)):
-            raise Error(f"tell: values {values!r}: this study has {len(self.directions)} objectives, so a list "
-                        "of one value each")
-        state = _told_state(state, values)
-        if skip_if_finished and number not in {t._trial_id for t in self.trials if t.state == TrialState.RUNNING}:
-            return self._frozen(number)
-        floats, reason = _floats(values) if state == "complete" else ([], "")
-        try:
-            stored = self._engine.tell(number, "fail" if reason else state, None, reason, floats)
-        except Error as e:
-            raise _renumbered(e, number, number - 1) from None
-        if state == "complete" and stored["status"] != "completed":
-            _warnings.warn(f"trial {number - 1}: tell: {stored['reason']}; the trial failed", UserWarning,
-                           stacklevel=3)
-        if not isinstance(trial, LiveTrial):
-            return self._frozen(number)
         return self._told(trial, stored)
 
     def _told(self, trial, stored):
@@ -551,7 +555,10 @@ class LiveStudy:
         return FrozenTrial(stored, self._originals)
 
     def _frozen(self, trial_id):
-        return next(t for t in self.trials if t._trial_id == trial_id)
+        found = [t for t in self.trials if t._trial_id == trial_id]
+        if not found:
+            raise Error(f"study '{self.study_name}': trial {trial_id - 1}: no such trial")
+        return found[0]
 
     def optimize(self, func, n_trials=None, timeout=None, n_jobs=1, catch=(), callbacks=None,
                  gc_after_trial=False, show_progress_bar=False):
@@ -762,10 +769,15 @@ def _floats(values):
     if values is None or isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         return [], f"the objective returned {values!r}, not a tuple or list of one number per objective"
     out = []
-    for v in values:
-        if isinstance(v, (bool, str, bytes)) or not isinstance(v, _numbers.Real):
+    try:
+        items = list(values)
+    except Exception:  # noqa: BLE001 -- a 0-d tensor has __iter__ and raises TypeError
+        return [], f"the objective returned {values!r}, not a tuple or list of one number per objective"
+    for v in items:
+        number = _real(v)
+        if number is None:
             return [], f"the objective returned {values!r}: {v!r} is not a number"
-        out.append(float(v))
+        out.append(number)
     return out, ""
 
 
@@ -871,10 +883,11 @@ def _open(storage, study_name, direction, sampler, pruner, load_if_exists, must_
         pruner = pruner.name
     sampler = "tpe" if sampler is None else sampler
     if sampler not in _SAMPLERS:
-        in_advance = sampler in ("grid", "cmaes")
+        if sampler in ("grid", "cmaes"):
+            raise Error(f"sampler {sampler!r}: {sampler} searches a space given in advance, which create_study's "
+                        f"space defined by the run is not: paratune.tune(objective, space, sampler='{sampler}')")
         raise Error(f"sampler {sampler!r}: must be one of {', '.join(_SAMPLERS)}, by name or as a paratune.samplers "
-                    "object" + (f" ({sampler} searches a space given in advance: paratune.tune(objective, space, "
-                                f"sampler='{sampler}'))" if in_advance else ""))
+                    "object")
     # None: a stored study's own pruner; a new one's Optuna's default, MedianPruner -- none with several
     # objectives, which no pruner judges (the engine decides, as a stored study is known only to it).
     if pruner is not None and pruner not in _PRUNERS:
@@ -912,7 +925,7 @@ def create_study(storage=None, sampler=None, pruner=None, study_name=None, direc
     if direction is not None and directions is not None:
         raise Error("create_study: give direction (one objective) or directions (several), not both")
     if study_name is None:
-        study_name = f"no-name-{_uuid.uuid4()}"
+        study_name = f"no-name-{_uuid.uuid4()}"  # Optuna's rule
     return _open(storage, study_name, direction or "minimize", sampler, pruner, bool(load_if_exists), False, seed,
                  sampler_options, pruner_options, steps, directions)
 
@@ -925,5 +938,7 @@ def load_study(study_name, storage, sampler=None, pruner=None, *, seed=None, sam
     steps and pruner as stored (a pruner given must be the one it was made with); the sampler as given
     here. Loading never waits for another process running the study's trials. study_name None: the
     storage's only study."""
+    if study_name == "":
+        raise Error("load_study: study_name '': must be a non-empty str, or None (the storage's only study)")
     return _open(storage, "" if study_name is None else study_name, "minimize", sampler, pruner, True, True,
                  seed, sampler_options, pruner_options, 0)

@@ -17,6 +17,12 @@ class StudyDirection(str, _enum.Enum):
         foreign = same_member_name(self, other, "StudyDirection")
         return str.__eq__(self, other) if foreign is NotImplemented else foreign
 
+    def __ne__(self, other):
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    # As the text it is (a dict keyed by 'minimize' finds it); Optuna's members hash as their int value,
+    # so a set or dict does not mix the two (== does).
     __hash__ = str.__hash__
 
     def __str__(self):

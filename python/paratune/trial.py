@@ -4,33 +4,38 @@
 import enum as _enum
 
 
-class TrialState(_enum.Enum):
-    """How a trial stands (Optuna's TrialState): RUNNING, COMPLETE, PRUNED or FAIL (failed, out of memory or
-    interrupted: FrozenTrial.status says which). A member equals Optuna's member of the same name, so that
-    ported code that still imports optuna.trial.TrialState compares and filters as it did."""
+class TrialState(_enum.IntEnum):
+    """How a trial stands (Optuna's TrialState, an IntEnum with the same values): RUNNING, COMPLETE, PRUNED or
+    FAIL (failed, out of memory or interrupted: FrozenTrial.status says which); WAITING is Optuna's state of
+    an enqueued trial, which paratune never shows (its queue is not stored). A member equals Optuna's member
+    of the same name, so that ported code that still imports optuna.trial.TrialState compares and filters
+    as it did."""
 
     RUNNING = 0
     COMPLETE = 1
     PRUNED = 2
     FAIL = 3
+    WAITING = 4
 
     def is_finished(self):
-        """Whether the trial has ended (any state but RUNNING)."""
-        return self != TrialState.RUNNING
+        """Whether the trial has ended (COMPLETE, PRUNED or FAIL)."""
+        return self not in (TrialState.RUNNING, TrialState.WAITING)
 
     def __eq__(self, other):
-        if isinstance(other, TrialState):
-            return self is other
-        return same_member_name(self, other, "TrialState")
+        foreign = same_member_name(self, other, "TrialState")
+        return int.__eq__(self, other) if foreign is NotImplemented else foreign
 
-    def __hash__(self):
-        return hash(self.name)  # as Enum's, and as Optuna's member of the same name
+    def __ne__(self, other):
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = int.__hash__  # as Optuna's members (IntEnum), so sets and dicts mix the two
 
 
 def same_member_name(member, other, enum_name):
     """Whether `other` is a member of another library's enum called `enum_name` (Optuna's) with `member`'s name;
-    NotImplemented when it is not such a member."""
-    if isinstance(other, _enum.Enum) and type(other).__name__ == enum_name:
+    NotImplemented when it is not such a member (a member of `member`'s own enum included)."""
+    if isinstance(other, _enum.Enum) and type(other).__name__ == enum_name and type(other) is not type(member):
         return member.name == other.name
     return NotImplemented
 

@@ -66,23 +66,21 @@ py::dict trial_dict(const store::StoredTrial& t, const std::string& objective,
 }
 
 // The pruner a stored study was created with (its identity's "pruner", hpo::Pruner::describe), by
-// name; its settings into `options` when given. "" when the identity names none.
-std::string stored_pruner(const nlohmann::ordered_json& identity, hpo::PrunerOptions* options) {
+// name, and its settings into `options`. "" when the identity names none.
+std::string stored_pruner(const nlohmann::ordered_json& identity, hpo::PrunerOptions& options) {
   if (!identity.contains("pruner") || !identity["pruner"].is_object()) return "";
   const nlohmann::ordered_json& p = identity["pruner"];
   const std::string name = p.value("pruner", std::string());
-  if (options != nullptr) {
-    if (p.contains("percentile") && p["percentile"].is_number()) options->percentile = p["percentile"].get<double>();
-    if (p.contains("startup_trials") && p["startup_trials"].is_number_integer())
-      options->startup_trials = p["startup_trials"].get<int>();
-    if (p.contains("warmup_steps") && p["warmup_steps"].is_number_integer())
-      options->warmup_steps = p["warmup_steps"].get<std::int64_t>();
-    if (p.contains("eta") && p["eta"].is_number()) options->eta = p["eta"].get<double>();
-    // ASHA / Hyperband: the first rung of the first bracket is the minimum resource.
-    if (p.contains("brackets") && p["brackets"].is_array() && !p["brackets"].empty() && p["brackets"][0].is_array() &&
-        !p["brackets"][0].empty() && p["brackets"][0][0].is_number_integer())
-      options->min_resource = p["brackets"][0][0].get<std::int64_t>();
-  }
+  if (p.contains("percentile") && p["percentile"].is_number()) options.percentile = p["percentile"].get<double>();
+  if (p.contains("startup_trials") && p["startup_trials"].is_number_integer())
+    options.startup_trials = p["startup_trials"].get<int>();
+  if (p.contains("warmup_steps") && p["warmup_steps"].is_number_integer())
+    options.warmup_steps = p["warmup_steps"].get<std::int64_t>();
+  if (p.contains("eta") && p["eta"].is_number()) options.eta = p["eta"].get<double>();
+  // ASHA / Hyperband: the first rung of the first bracket is the minimum resource (asha.cc describe).
+  if (p.contains("brackets") && p["brackets"].is_array() && !p["brackets"].empty() && p["brackets"][0].is_array() &&
+      !p["brackets"][0].empty() && p["brackets"][0][0].is_number_integer())
+    options.min_resource = p["brackets"][0][0].get<std::int64_t>();
   return name;
 }
 
@@ -109,21 +107,26 @@ class Engine {
     }
     options_.runner = "python objective";
     sampler_kind_ = hpo::parse_sampler(a.sampler);
+    sampler_name_ = hpo::to_string(sampler_kind_);
     sampler_options_.seed = a.seed;
     sampler_options_.startup_trials = a.startup_trials;
+    // The pruner's settings: a stored study's as stored (below), then those given here over them.
     hpo::PrunerOptions po;
-    for (const auto& item : a.pruner_options) {
-      const std::string key = py::str(item.first);
-      const py::handle v = item.second;
-      if (key == "startup_trials") po.startup_trials = v.cast<int>();
-      else if (key == "min_resource") po.min_resource = v.cast<std::int64_t>();
-      else if (key == "eta") po.eta = v.cast<double>();
-      else if (key == "warmup_steps") po.warmup_steps = v.cast<std::int64_t>();
-      else if (key == "percentile") po.percentile = v.cast<double>();
-      else
-        throw Error(fmt::format("pruner_options: unknown option '{}'; valid: startup_trials, warmup_steps, percentile, min_resource, eta",
-                                key));
-    }
+    const auto apply_given_pruner_options = [&] {
+      for (const auto& item : a.pruner_options) {
+        const std::string key = py::str(item.first);
+        const py::handle v = item.second;
+        if (key == "startup_trials") po.startup_trials = v.cast<int>();
+        else if (key == "min_resource") po.min_resource = v.cast<std::int64_t>();
+        else if (key == "eta") po.eta = v.cast<double>();
+        else if (key == "warmup_steps") po.warmup_steps = v.cast<std::int64_t>();
+        else if (key == "percentile") po.percentile = v.cast<double>();
+        else
+          throw Error(fmt::format("pruner_options: unknown option '{}'; valid: startup_trials, warmup_steps, "
+                                  "percentile, min_resource, eta",
+                                  key));
+      }
+    };
     std::unique_ptr<store::StudyStore> store;
     std::optional<store::StudyInfo> existing;
     std::vector<store::StudyInfo> studies;
@@ -150,6 +153,9 @@ class Engine {
       // load_study: the study's own settings.
       options_.objective = identity.value("objective", std::string("value"));
       options_.steps = identity.value("steps", std::int64_t{0});
+      if (a.steps != 0 && a.steps != options_.steps)
+        throw Error(fmt::format("steps {}: study '{}' in {} was created with steps {}; give those, or none", a.steps,
+                                options_.name, store->locator(), options_.steps));
       options_.direction = hpo::parse_direction(a.must_exist ? identity.value("direction", std::string("minimize"))
                                                              : a.direction);
       // load_study: the objectives as stored; create_study(load_if_exists=True): as given (the
@@ -164,9 +170,11 @@ class Engine {
       if (a.must_exist) {
         std::string names;
         for (const store::StudyInfo& info : studies) names += (names.empty() ? "" : ", ") + info.name;
+        if (a.study_name.empty() && studies.empty())
+          throw Error(fmt::format("study_name None: {} holds no study", store->locator()));
         if (a.study_name.empty())
           throw Error(fmt::format("study_name None: {} holds {} studies, so name one (it has: {})", store->locator(),
-                                  studies.size(), names.empty() ? std::string("none") : names));
+                                  studies.size(), names));
         throw Error(fmt::format("study_name '{}': {} has no such study (it has: {})", a.study_name, store->locator(),
                                 names.empty() ? std::string("none") : names));
       }
@@ -179,8 +187,16 @@ class Engine {
     // a new one's Optuna's default, the median pruner -- none with several objectives, which no pruner
     // judges (known only now for a study loaded as stored).
     std::string pruner = a.pruner;
-    if (pruner.empty() && existing) pruner = stored_pruner(identity, a.pruner_options.empty() ? &po : nullptr);
+    if (existing) {
+      hpo::PrunerOptions stored_options;
+      const std::string stored = stored_pruner(identity, stored_options);
+      if (!stored.empty() && (pruner.empty() || pruner == stored)) {
+        pruner = stored;
+        po = stored_options;
+      }
+    }
     if (pruner.empty()) pruner = options_.objectives.empty() ? "median" : "none";
+    apply_given_pruner_options();
     pruner_kind_ = hpo::parse_pruner(pruner);
     sampler_options_.direction = options_.direction;
     sampler_options_.directions = options_.directions;

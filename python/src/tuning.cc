@@ -249,7 +249,7 @@ class PyTrial {
     const RunUse use(*this, "report");
     unwind_if_stopping(use.run());
     // A diverged run (NaN, infinity) fails this trial; the study goes on. Other report errors (a
-    // step not after the last) are the objective's code: every trial would repeat them.
+    // negative step) are the objective's code: every trial would repeat them.
     if (!std::isfinite(value))
       throw Error(fmt::format("trial {}: report: value {} at step {} is not a finite number", number_, value, step));
     bool stored = false;
@@ -259,10 +259,10 @@ class PyTrial {
     } catch (const Error& e) {
       misuse(e.what());
     }
-    // Optuna's behaviour: a step reported again (or before the last) is ignored with a warning.
+    // Optuna's behaviour: a step reported again is ignored with a warning (steps may come in any order).
     if (!stored) {
-      const std::string message = fmt::format(
-          "trial {}: report: step {} is not after the last reported step; the value {} is ignored", number_, step, value);
+      const std::string message =
+          fmt::format("trial {}: report: step {} was reported already; the value {} is ignored", number_, step, value);
       if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1) != 0) throw py::error_already_set();
     }
   }
@@ -908,8 +908,8 @@ void bind_tuning(py::module_& m) {
           py::arg("name"), py::arg("choices") = py::none(),
           "The trial's value of a categorical parameter of the space (choices, when given, must be the space's).")
       .def("report", &PyTrial::report, py::arg("value"), py::arg("step"),
-           "The objective's value after a step (0-based; steps must increase): its learning curve, which the "
-           "pruner judges.")
+           "The objective's value after a step (0-based, in any order; a step reported again is ignored): its "
+           "learning curve, which the pruner judges.")
       .def("report_metric", &PyTrial::report_metric, py::arg("name"), py::arg("value"), py::arg("step") = py::none(),
            "Another metric, stored with the trial (not judged).")
       .def("should_prune", &PyTrial::should_prune,

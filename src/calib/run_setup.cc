@@ -1121,10 +1121,12 @@ RunSetup read_setup(const PublishedRun& run, bool with_metric) {
     } else {
       s.vpp_choices = {1};
     }
-    // The mode is read from the words outside parentheses ("none (not full recompute)" is none);
-    // torchtitan's qualifier may sit inside them ("selective (per layer)").
+    // The mode is read from the words outside parentheses ("none (not full recompute)" is none; a
+    // value that is all parentheses, "(full)", from its words); torchtitan's qualifier may sit inside
+    // them ("selective (per layer)").
     const std::string rc = lower(run.get("activation_recompute"));
-    const std::string rc_mode = lower(outside_parentheses(run.get("activation_recompute")));
+    std::string rc_mode = lower(outside_parentheses(run.get("activation_recompute")));
+    if (rc_mode.find_first_not_of(" \t") == std::string::npos) rc_mode = rc;
     const bool rc_selective = contains(rc_mode, "selective");
     const auto rc_says = [&](const char* words) {
       return contains(rc_mode, words) || (rc_selective && contains(rc, words));

@@ -246,6 +246,10 @@ void AskTellStudy::open(PrunerKind pruner_kind) {
       continue;
     }
     records_.push_back(record_of(t, options_.objective, options_.objectives));
+    // A program's reports may skip steps (every 10th): it reached the last one reported, which the
+    // steps stored (one per report) undercount.
+    if (define_by_run() && !records_.back().curve.empty())
+      records_.back().resource = std::max(records_.back().resource, records_.back().curve.back().step + 1);
   }
   std::erase_if(requeue_, [&](const Config& c) {
     return std::any_of(records_.begin(), records_.end(), [&](const TrialRecord& r) { return r.config == c; });
@@ -518,8 +522,12 @@ bool AskTellStudy::report(int number, std::int64_t step, double value) {
   const auto at = std::lower_bound(r.curve.begin(), r.curve.end(), step,
                                    [](const IntermediateValue& v, std::int64_t s) { return v.step < s; });
   if (at != r.curve.end() && at->step == step) return false;
+  // Stored in step order too, so that a resumed study reads the same curve (record_of).
+  const auto later = std::find_if(l.output.metrics.begin(), l.output.metrics.end(), [&](const trial::MetricReport& m) {
+    return m.name == options_.objective && m.step && *m.step > step;
+  });
+  l.output.metrics.insert(later, {options_.objective, value, step, std::nullopt});
   r.curve.insert(at, {step, value});
-  l.output.metrics.push_back({options_.objective, value, step, std::nullopt});
   if (!l.last_step || step > *l.last_step) {
     const auto now = std::chrono::steady_clock::now();
     const double elapsed = std::chrono::duration<double>(now - l.last_report).count();

@@ -220,6 +220,7 @@ TEST(Setup, TheRecomputeModeIsReadOutsideParentheses) {
   EXPECT_EQ(choices_of("none (the recipe's full recompute was turned off)", megatron), V{RecomputeMode::kNone});
   EXPECT_EQ(choices_of("none (recompute_granularity = None, not selective)", megatron), V{RecomputeMode::kNone});
   EXPECT_EQ(choices_of("full (recompute_method uniform)", megatron), V{RecomputeMode::kFull});
+  EXPECT_EQ(choices_of("(full)", megatron), V{RecomputeMode::kFull});  // all in parentheses: its words
   EXPECT_EQ(choices_of("selective", megatron), V{RecomputeMode::kSelective});
   const RunSetup per_layer = setup_for_run(
       runs_of("rc.csv", {small_row({{"activation_recompute", "selective (per layer)"}, {"framework", "torchtitan 820504e"}})})

@@ -129,7 +129,7 @@ TEST_F(AskTell, ReportsAreChecked) {
   std::vector<std::pair<std::int64_t, double>> curve;
   for (const trial::MetricReport& m : failed.metrics)
     if (m.name == "value") curve.emplace_back(m.step.value_or(-1), m.value);
-  EXPECT_EQ(curve, (std::vector<std::pair<std::int64_t, double>>{{3, 1.0}, {1, 2.0}}));  // each as first reported
+  EXPECT_EQ(curve, (std::vector<std::pair<std::int64_t, double>>{{1, 2.0}, {3, 1.0}}));  // in step order
   EXPECT_THROW(study.tell(a->number, {}), Error);  // told twice
 }
 

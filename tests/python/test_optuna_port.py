@@ -41,7 +41,7 @@ def test_optunas_names_where_optuna_keeps_them(tmp_path):
 
 
 def test_sampler_and_pruner_objects_say_what_paratune_does_not_do():
-    with pytest.raises(paratune.Error, match=r"sampler 'cmaes': .*cmaes searches a space given in advance: "
+    with pytest.raises(paratune.Error, match=r"sampler 'cmaes': cmaes searches a space given in advance, .*: "
                                              r"paratune.tune\(objective, space, sampler='cmaes'\)"):
         paratune.create_study(sampler=paratune.samplers.CmaEsSampler(seed=1))
     with pytest.raises(paratune.Error, match=r"TPESampler: constraints_func is not supported"):
@@ -58,9 +58,9 @@ def test_sampler_and_pruner_objects_say_what_paratune_does_not_do():
 
 
 def test_optunas_own_enums_compare_by_name(tmp_path):
-    """Ported code that still imports optuna.trial.TrialState or optuna.study.StudyDirection."""
-    optuna_trial_state = enum.Enum("TrialState", ["RUNNING", "COMPLETE", "PRUNED", "FAIL", "WAITING"])
-    optuna_direction = enum.Enum("StudyDirection", ["NOT_SET", "MINIMIZE", "MAXIMIZE"])
+    """Ported code that still imports optuna.trial.TrialState or optuna.study.StudyDirection (IntEnums)."""
+    optuna_trial_state = enum.IntEnum("TrialState", ["RUNNING", "COMPLETE", "PRUNED", "FAIL", "WAITING"], start=0)
+    optuna_direction = enum.IntEnum("StudyDirection", ["NOT_SET", "MINIMIZE", "MAXIMIZE"], start=0)
     study = paratune.create_study(storage=tmp_path / "s.db", direction=optuna_direction.MAXIMIZE, seed=1)
     study.optimize(lambda t: t.suggest_float("x", 0.0, 1.0), n_trials=3)
     trial = study.ask()
@@ -68,7 +68,11 @@ def test_optunas_own_enums_compare_by_name(tmp_path):
     assert len(study.get_trials(states=[optuna_trial_state.COMPLETE])) == 3
     assert study.trials[0].state == optuna_trial_state.COMPLETE and study.trials[3].state != optuna_trial_state.COMPLETE
     assert study.direction == optuna_direction.MAXIMIZE and study.direction != optuna_direction.MINIMIZE
-    assert study.direction.name == "MAXIMIZE" and TrialState.FAIL in {optuna_trial_state.FAIL}
+    assert not study.direction != optuna_direction.MAXIMIZE and study.direction.name == "MAXIMIZE"
+    assert TrialState.FAIL in {optuna_trial_state.FAIL} and optuna_trial_state.FAIL in {TrialState.FAIL}
+    assert {TrialState.COMPLETE: "done"}[optuna_trial_state.COMPLETE] == "done"
+    assert not TrialState.COMPLETE != optuna_trial_state.COMPLETE and TrialState.COMPLETE != optuna_trial_state.FAIL
+    assert TrialState.COMPLETE == 1 and not TrialState.WAITING.is_finished()  # IntEnums, as Optuna's
 
 
 class Optimizer(str, enum.Enum):
@@ -141,11 +145,15 @@ def test_reports_of_torch_and_numpy_scalars_in_any_step_order():
     assert t.intermediate_values[3] == pytest.approx(0.3)
 
 
-def test_returns_optuna_takes():
+def test_returns_optuna_takes_and_ones_it_fails():
     study = paratune.create_study(seed=6)
     study.optimize(lambda t: [t.suggest_float("x", 0.0, 1.0)], n_trials=2)  # one value in a list
     study.optimize(lambda t: np.float64(t.suggest_float("x", 0.0, 1.0)), n_trials=1)
     assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 3
+    # Not one number (an array of two): the trial fails, saying so; the study goes on.
+    study.optimize(lambda t: np.array([t.suggest_float("x", 0.0, 1.0), 1.0]), n_trials=1)
+    assert study.trials[-1].state == TrialState.FAIL and "not a number" in study.trials[-1].reason
+    assert study.ask().trial_id == 5  # paratune's number of the trial (Optuna's number 4)
 
 
 def test_load_study_takes_the_stored_pruner_and_the_only_study(tmp_path):
@@ -177,6 +185,14 @@ def test_load_study_takes_the_stored_pruner_and_the_only_study(tmp_path):
     assert first.study_name.startswith("no-name-") and first.study_name != second.study_name
     with pytest.raises(paratune.Error, match=r"study_name None: .* holds 3 studies, so name one \(it has: hb, "):
         paratune.load_study(None, storage)
+    with pytest.raises(paratune.Error, match=r"load_study: study_name '': must be a non-empty str, or None"):
+        paratune.load_study("", storage)
+    with pytest.raises(paratune.Error, match=r"steps 5: study 'hb' in .* was created with steps 9; give those, or none"):
+        paratune.create_study(storage=storage, study_name="hb", load_if_exists=True, steps=5)
+    # A setting given on load is taken over the stored ones (here the same eta: the study loads).
+    assert paratune.load_study("hb", storage, pruner_options={"eta": 3})._engine.pruner == "hyperband"
+    with pytest.raises(paratune.Error, match=r"holds it with other settings"):
+        paratune.load_study("hb", storage, pruner_options={"eta": 2})
 
 
 def test_loading_never_waits_for_the_process_running_the_trials(tmp_path):
@@ -200,6 +216,35 @@ def test_loading_never_waits_for_the_process_running_the_trials(tmp_path):
     finally:
         holder.communicate("\n", timeout=60)
     assert holder.returncode == 0
+
+
+def test_steps_reported_out_of_order_are_stored_in_step_order(tmp_path):
+    def objective(trial):
+        for step in (2, 0, 1):
+            trial.report(float(step), step)
+        return 1.0
+
+    paratune.create_study(storage=tmp_path / "s.db", study_name="o", seed=1).optimize(objective, n_trials=1)
+    stored = paratune.open_study(tmp_path / "s.db", "o").trials[0]
+    assert [step for step, _ in stored.values("value")] == [0, 1, 2]
+    assert paratune.load_study("o", tmp_path / "s.db").trials[0].intermediate_values == {0: 0.0, 1: 1.0, 2: 2.0}
+
+
+def test_enqueue_skips_what_ran_and_metrics_that_diverge_are_dropped(tmp_path):
+    pair = (3, 4)
+    study = paratune.create_study(storage=tmp_path / "s.db", seed=2)
+
+    def objective(trial):
+        with pytest.warns(UserWarning, match=r"report_metric\('loss'\): value nan is not a finite number; not stored"):
+            trial.report_metric("loss", float("nan"))
+        return float(trial.suggest_categorical("c", [pair, None]) is None)
+
+    study.enqueue_trial({"c": pair})
+    study.optimize(objective, n_trials=1)
+    study.enqueue_trial({"c": pair}, skip_if_exists=True)  # ran already (stored as its repr): skipped
+    study.optimize(objective, n_trials=1)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 2
+    assert study.trials[0].params["c"] is pair
 
 
 def test_dependent_bounds_are_modelled_by_name():

@@ -210,7 +210,7 @@ def test_a_step_reported_again_is_ignored_with_a_warning(tmp_path):
         trial.report(lr * 2, 1)
         return lr * 2
 
-    with pytest.warns(UserWarning, match=r"^trial \d+: report: step 0 is not after the last reported step; the value "):
+    with pytest.warns(UserWarning, match=r"^trial \d+: report: step 0 was reported already; the value "):
         study = paratune.tune(objective, SPACE, storage=tmp_path / "s.db", max_trials=3, sampler="random",
                               pruner="none")
     assert [t.status for t in study] == ["completed"] * 3

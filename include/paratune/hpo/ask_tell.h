@@ -142,11 +142,12 @@ class AskTellStudy {
   // A running trial's user attributes so far (an enqueued trial starts with the queue's).
   [[nodiscard]] nlohmann::ordered_json user_attrs(int number);
   [[nodiscard]] std::size_t running() const;  // trials asked and not yet told
-  // The objective's value after `step` (0-based), and when it came: each report's wall time since
-  // the previous one, per step, is stored as step times (so the trial has a throughput). A step
-  // reported again is ignored (Optuna ignores a repeated step, with a warning): returns false then,
-  // true when stored; a step before the last reported one is kept in step order. Throws Error for an
-  // unknown or finished trial, a negative step, or a value that is not finite.
+  // The objective's value after `step` (0-based), and when it came: the wall time since the previous
+  // report, per step, of each report after the last one is stored as step times (so the trial has a
+  // throughput). A step reported again is ignored (Optuna ignores a repeated step, with a warning):
+  // returns false then, true when stored; a step before the last reported one is kept in step order
+  // (no step time). Throws Error for an unknown or finished trial, a negative step, or a value that
+  // is not finite.
   bool report(int number, std::int64_t step, double value);
   // Another metric of the trial (stored, not judged); `step` as the last report's when absent.
   void report_metric(int number, const std::string& name, double value, std::optional<std::int64_t> step = {});
