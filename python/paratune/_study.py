@@ -23,6 +23,7 @@ import time as _time
 import uuid as _uuid
 import warnings as _warnings
 
+from . import exceptions as _exceptions
 from . import pruners as _pruners
 from . import samplers as _samplers
 from ._core import Error, _Engine
@@ -113,6 +114,9 @@ class FrozenTrial:
         self._many = "values" in stored  # a study of several objectives
         self._values = stored["values"] if self._many and complete else None
         self._value = stored["value"] if complete and not self._many else None
+        if self.state == TrialState.PRUNED and not self._many and stored["intermediate_values"]:
+            # Optuna's: a pruned trial's value is its last report.
+            self._value = stored["intermediate_values"][max(stored["intermediate_values"])]
         # A categorical value listed in this process is the very object listed (a tuple, an enum member);
         # else its stored form.
         originals = originals or {}
@@ -133,7 +137,8 @@ class FrozenTrial:
 
     @property
     def value(self):
-        """The value of a completed trial, else None; RuntimeError in a study of several objectives
+        """The value of a completed trial (of a pruned one, its last report, as in Optuna), else None;
+        RuntimeError in a study of several objectives
         (as in Optuna: use values)."""
         if self._many:
             raise RuntimeError(f"trial {self.number}: value: the study has several objectives; use values")
@@ -157,6 +162,69 @@ class FrozenTrial:
         """The last step reported, or None."""
         return max(self.intermediate_values) if self.intermediate_values else None
 
+    # As Optuna's FrozenTrial, a stored trial can be given to the objective again
+    # (objective(study.best_trial)): each suggest_* returns the value it had, the rest does nothing.
+    def _stored_param(self, name):
+        if name not in self.params:
+            raise Error(f"trial {self.number}: the value of the parameter '{name}' is not found (it did not ask for it)")
+        return self.params[name]
+
+    def suggest_float(self, name, low, high, *, step=None, log=False):
+        """suggest_float(self, name: str, low: float, high: float, *, step: float | None = None, log: bool = False) -> float
+
+        The value the trial had (Optuna's FrozenTrial)."""
+        del low, high, step, log
+        return self._stored_param(name)
+
+    def suggest_int(self, name, low, high, step=1, log=False):
+        """suggest_int(self, name: str, low: int, high: int, step: int = 1, log: bool = False) -> int
+
+        The value the trial had (Optuna's FrozenTrial)."""
+        del low, high, step, log
+        return self._stored_param(name)
+
+    def suggest_categorical(self, name, choices):
+        """suggest_categorical(self, name: str, choices: Sequence[Any]) -> Any
+
+        The value the trial had (Optuna's FrozenTrial)."""
+        del choices
+        return self._stored_param(name)
+
+    def report(self, value, step):
+        """report(self, value: float, step: int) -> None
+
+        Nothing: the trial has ended (Optuna's FrozenTrial)."""
+        del value, step
+
+    def should_prune(self):
+        """should_prune(self) -> bool
+
+        False: the trial has ended (Optuna's FrozenTrial)."""
+        return False
+
+    def set_user_attr(self, key, value):
+        """set_user_attr(self, key: str, value: Any) -> None
+
+        Kept on this object only (Optuna's FrozenTrial)."""
+        self.user_attrs[key] = value
+
+    def _compared(self):
+        return (self._trial_id, self.state, self._value, self._values, self.params, self.user_attrs,
+                self.intermediate_values, self.datetime_start, self.datetime_complete)
+
+    def __eq__(self, other):
+        if not isinstance(other, FrozenTrial):
+            return NotImplemented
+        return self._compared() == other._compared()
+
+    def __lt__(self, other):
+        if not isinstance(other, FrozenTrial):
+            return NotImplemented
+        return self.number < other.number
+
+    def __hash__(self):
+        return hash((self._trial_id, self.state))
+
     def __repr__(self):
         shown = f"values={self._values!r}" if self._many else f"value={self._value!r}"
         return f"<paratune.FrozenTrial {self.number} {self.state.name} {shown} params={self.params!r}>"
@@ -165,6 +233,23 @@ class FrozenTrial:
 def _renumbered(error, trial_id, number):
     """The engine's Error about trial `trial_id` (its number from 1) with the trial's Optuna number instead."""
     return Error(_re.sub(rf"\btrial {trial_id}\b", f"trial {number}", str(error)))
+
+
+def _plain(value):
+    """A user attribute as JSON can store it: numpy and torch scalars and arrays as Python numbers and lists
+    (Optuna's storages take them), containers element by element; anything else as it is (the engine says
+    what it cannot store)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if not isinstance(value, (str, bytes, bool, int, float)) and value is not None:
+        if hasattr(value, "tolist"):  # numpy arrays and scalars, torch tensors
+            try:
+                return _plain(value.tolist())
+            except Exception:  # noqa: BLE001 -- not an array after all: the engine says what it is
+                return value
+    return value
 
 
 def _same_params(a, b):
@@ -313,8 +398,8 @@ class LiveTrial:
         a trial whose reports are all NaN, after its startup trials)."""
         engine = self._engine("report")
         step = int(self._number("report", "step", step, True))
-        if step < 0:
-            raise Error(f"trial {self.number}: report: step {step} must be >= 0")
+        if not 0 <= step < 2**62:
+            raise Error(f"trial {self.number}: report: step {step} must be >= 0 (and below 2**62)")
         number = _real(value)
         if number is None:
             raise Error(f"report: value {value!r}: must be a number")
@@ -355,10 +440,11 @@ class LiveTrial:
     def set_user_attr(self, key, value):
         """set_user_attr(self, key: str, value: Any) -> None
 
-        A JSON-serializable value kept with the trial (FrozenTrial.user_attrs)."""
+        A JSON-serializable value kept with the trial (FrozenTrial.user_attrs); numpy's and torch's numbers
+        and arrays are stored as Python numbers and lists."""
         if not isinstance(key, str):
             raise Error(f"set_user_attr: key {key!r}: must be a str")
-        self._call("set_user_attr", "set_user_attr", key, value)
+        self._call("set_user_attr", "set_user_attr", key, _plain(value))
         self.user_attrs[key] = value
 
     def __repr__(self):
@@ -487,7 +573,7 @@ class LiveStudy:
         if skip_if_exists and any(_same_params(stored, other) for other in
                                   self._queued + [t["params"] for t in self._engine.trials()]):
             return
-        self._engine.enqueue(stored, dict(user_attrs or {}))
+        self._engine.enqueue(stored, _plain(dict(user_attrs or {})))
         self._queued.append(stored)
 
     def stop(self):
@@ -577,6 +663,7 @@ class LiveStudy:
             raise Error(f"optimize: timeout {timeout!r}: must be a finite number of seconds >= 0, or None")
         if n_jobs == -1:
             n_jobs = _os.cpu_count() or 1
+        n_jobs = _whole(n_jobs) if _whole(n_jobs) is not None else n_jobs
         if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or not 1 <= n_jobs <= 256:
             raise Error(f"optimize: n_jobs {n_jobs!r}: must be from 1 to 256, or -1 (one per CPU)")
         catch = (catch,) if isinstance(catch, type) else tuple(catch)
@@ -760,6 +847,9 @@ def _told_state(state, values):
         raise Error(f"tell: state {state!r}: must be COMPLETE, PRUNED or FAIL")
     if told == "complete" and values is None:
         raise Error("tell: state COMPLETE needs a value")
+    if told != "complete" and values is not None:
+        raise Error(f"tell: values {values!r} with state {name.upper()}: only a COMPLETE trial has values (as in "
+                    "Optuna)")
     return told
 
 
@@ -781,12 +871,20 @@ def _floats(values):
     return out, ""
 
 
+def _whole(value):
+    """A whole number given as a Python or numpy int, as an int; None when it is not one (a bool is not)."""
+    if isinstance(value, bool) or not isinstance(value, _numbers.Integral):
+        return None
+    return int(value)
+
+
 def _checked_count(what, value):
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise Error(f"optimize: {what} {value!r}: must be a whole number >= 0, or None")
-    return value
+    count = _whole(value)
+    if count is None or count < 0:
+        raise Error(f"optimize: {what} {value!r}: must be a whole number >= 0 (an int), or None")
+    return count
 
 
 _SAMPLERS = ("random", "tpe", "gp", "nsga2")
@@ -809,6 +907,7 @@ def _startup_trials(options):
         if key != "startup_trials":
             raise Error(f"sampler_options: unknown option {key!r}; valid: startup_trials")
     value = options.get("startup_trials", -1)
+    value = _whole(value) if _whole(value) is not None else value
     if isinstance(value, bool) or not isinstance(value, int) or not -1 <= value < 2**31:
         raise Error(f"sampler_options.startup_trials {value!r}: must be a whole number >= 0 (-1: the sampler's default)")
     return value
@@ -825,9 +924,9 @@ def _checked_pruner_options(options):
         if kind is None:
             raise Error(f"pruner_options: unknown option {key!r}; valid: {', '.join(_PRUNER_OPTIONS)}")
         if isinstance(value, bool) or not isinstance(value, _numbers.Real) or (
-                kind is int and not float(value).is_integer()):
+                kind is int and not float(value).is_integer()) or not abs(value) < 2**31:
             rule = "a whole number" if kind is int else "a number"
-            raise Error(f"pruner_options.{key} {value!r}: must be {rule}")
+            raise Error(f"pruner_options.{key} {value!r}: must be {rule} (of magnitude below 2**31)")
         checked[key] = kind(value)
     return checked
 
@@ -850,8 +949,17 @@ def _open(storage, study_name, direction, sampler, pruner, load_if_exists, must_
         storage = _os.fspath(storage)
     if not isinstance(storage, str) or not storage:
         raise Error(f"storage {storage!r}: must be None, ':memory:', an SQLite file's path or a postgresql:// URL")
-    if storage.startswith("sqlite:///"):  # Optuna's SQLAlchemy URL of a file
-        storage = storage[len("sqlite:///"):]
+    # Optuna's SQLAlchemy URLs: sqlite:///FILE (its ?options are SQLAlchemy's), sqlite:// (in memory),
+    # postgresql+DRIVER://.
+    if storage.startswith("sqlite:///"):
+        storage = storage[len("sqlite:///"):].split("?", 1)[0]
+    elif storage.split("?", 1)[0] == "sqlite://":
+        storage = ":memory:"
+    elif storage.startswith("postgresql+"):
+        storage = "postgresql://" + storage.split("://", 1)[1]
+    elif "://" in storage and not storage.startswith(("postgresql://", "postgres://")):
+        raise Error(f"storage {storage!r}: paratune stores studies in SQLite files and PostgreSQL; not in "
+                    f"{storage.split('://', 1)[0]}")
     direction = _direction(direction)
     if directions is not None:
         if isinstance(directions, (str, bytes)) or not hasattr(directions, "__iter__"):
@@ -892,6 +1000,7 @@ def _open(storage, study_name, direction, sampler, pruner, load_if_exists, must_
     # objectives, which no pruner judges (the engine decides, as a stored study is known only to it).
     if pruner is not None and pruner not in _PRUNERS:
         raise Error(f"pruner {pruner!r}: must be one of {', '.join(_PRUNERS)}, by name or as a paratune.pruners object")
+    seed = _whole(seed) if _whole(seed) is not None else seed
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
         raise Error(f"seed {seed!r}: must be a whole number from 0 to 2**64 - 1, or None")
     if seed is None:
@@ -900,8 +1009,16 @@ def _open(storage, study_name, direction, sampler, pruner, load_if_exists, must_
         raise Error(f"steps {steps!r}: must be a whole number >= 0 (0: a trial has no fixed length)")
     if not isinstance(study_name, str) or not (study_name or must_exist):
         raise Error(f"study_name {study_name!r}: must be a non-empty str")
-    engine = _Engine(storage, study_name, direction, sampler, pruner or "", seed, _startup_trials(sampler_options),
-                     load_if_exists, must_exist, steps, _checked_pruner_options(pruner_options), directions)
+    try:
+        engine = _Engine(storage, study_name, direction, sampler, pruner or "", seed, _startup_trials(sampler_options),
+                         load_if_exists, must_exist, steps, _checked_pruner_options(pruner_options), directions)
+    except Error as e:  # Optuna's exception classes for the two errors ported code catches
+        text = str(e)
+        if "has a study of that name already" in text:
+            raise _exceptions.DuplicatedStudyError(text) from None
+        if must_exist and ("has no such study" in text or "holds no study" in text):
+            raise _exceptions.StudyNotFoundError(text) from None
+        raise
     return LiveStudy(engine)
 
 

@@ -35,3 +35,18 @@ def enable_default_handler():
     """Starts paratune's own stderr handler again."""
     for handler in _logger.handlers:
         handler.setLevel(_logging.NOTSET)
+
+
+def get_logger(name):
+    """The standard logger `name` (Optuna's get_logger: its tutorials log their own lines with it)."""
+    return _logging.getLogger(name)
+
+
+def enable_propagation():
+    """Records of the "paratune" logger reach the root logger's handlers too (the default)."""
+    _logger.propagate = True
+
+
+def disable_propagation():
+    """Records of the "paratune" logger stay with its own handler."""
+    _logger.propagate = False

@@ -2,6 +2,7 @@
 (optuna.study), so that ported code changes only its import."""
 
 import enum as _enum
+import numbers as _numbers
 
 from .trial import TrialState, same_member_name
 
@@ -37,10 +38,10 @@ class MaxTrialsCallback:
     any state) -- those of earlier runs and other study objects included."""
 
     def __init__(self, n_trials, states=(TrialState.COMPLETE,)):
-        if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 0:
+        if isinstance(n_trials, bool) or not isinstance(n_trials, _numbers.Integral) or n_trials < 0:
             from ._core import Error
             raise Error(f"MaxTrialsCallback: n_trials {n_trials!r}: must be a whole number >= 0")
-        self._n_trials = n_trials
+        self._n_trials = int(n_trials)
         self._states = None if states is None else tuple(states)
 
     def __call__(self, study, trial):

@@ -285,7 +285,20 @@ SqliteStudyStore::SqliteStudyStore(const std::filesystem::path& path, Access acc
                                              found, kSchemaVersion));
       return;
     }
-    version();
+    if (version() == 0) {
+      // Another program's database (an Optuna storage keeps its studies in an SQLite file too): refused
+      // before anything -- the journal mode included -- is written to it.
+      Statement tables(db_, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
+      std::string names;
+      int count = 0;
+      while (tables.step()) names += (count++ ? ", " : "") + tables.text(0);
+      // (Tables seen, version still 0: not a paratune file being created -- its creation writes both
+      // in one transaction.)
+      if (count > 0 && version() == 0)
+        throw Error(fmt::format("it holds another program's tables ({}) and no paratune schema; paratune keeps its "
+                                "studies in files of its own (an Optuna storage is not one: give a new file)",
+                                names));
+    }
     // Switching to WAL takes the file's exclusive lock without waiting on the busy handler: while
     // another process opens the same new file at once it is busy, for a moment.
     for (int attempt = 0;; ++attempt) {

@@ -273,3 +273,88 @@ def test_misuses_optuna_refuses_are_refused():
         trial.suggest_float("x", 0.0, 1.0, step=0)
     assert trial.suggest_uniform("u", 0.0, 1.0) <= 1.0 and trial.suggest_loguniform("l", 1e-3, 1.0) >= 1e-3
     assert trial.suggest_discrete_uniform("d", 0.0, 1.0, 0.5) in (0.0, 0.5, 1.0)
+
+
+def test_numpy_whole_numbers_are_counts_and_seeds():
+    study = paratune.create_study(sampler=paratune.samplers.TPESampler(seed=np.int64(3), n_startup_trials=np.int64(2)))
+    study.optimize(lambda t: t.suggest_float("x", 0.0, 1.0), n_trials=np.int64(3), n_jobs=np.int32(1))
+    study.optimize(lambda t: t.suggest_float("x", 0.0, 1.0), callbacks=[paratune.study.MaxTrialsCallback(np.int64(5))])
+    assert len(study.trials) == 5
+    with pytest.raises(paratune.Error, match=r"optimize: n_trials 3.0: must be a whole number >= 0 \(an int\)"):
+        study.optimize(lambda t: 0.0, n_trials=3.0)
+
+
+def test_user_attrs_of_numpy_and_torch_values_are_stored_as_python_numbers(tmp_path):
+    torch = pytest.importorskip("torch")
+
+    def objective(trial):
+        trial.set_user_attr("argmax", np.argmax([1, 5, 2]))
+        trial.set_user_attr("curve", np.array([0.5, 0.25], dtype=np.float32))
+        trial.set_user_attr("loss", torch.tensor(0.125))
+        trial.set_user_attr("nested", {"n": np.int32(4), "list": [np.float64(1.5)]})
+        return 0.0
+
+    study = paratune.create_study(storage=tmp_path / "s.db", seed=1)
+    study.optimize(objective, n_trials=1)
+    stored = paratune.load_study(None, tmp_path / "s.db").trials[0].user_attrs
+    assert stored == {"argmax": 1, "curve": [0.5, 0.25], "loss": 0.125, "nested": {"n": 4, "list": [1.5]}}
+    with pytest.raises(paratune.Error, match=r"set_user_attr\('s'\): cannot be read as JSON"):
+        study.ask().set_user_attr("s", {1, 2})
+
+
+def test_a_stored_trial_is_a_trial_for_the_objective_again_and_compares_as_optunas():
+    """Optuna's tutorial 'Re-use the best trial': objective(study.best_trial)."""
+    def objective(trial):
+        x = trial.suggest_float("x", -1.0, 1.0)
+        kind = trial.suggest_categorical("kind", ["a", "b"])
+        trial.report(x, 0)
+        if trial.should_prune():
+            raise paratune.TrialPruned()
+        trial.set_user_attr("seen", True)
+        return x * x + (kind == "b")
+
+    study = paratune.create_study(seed=2)
+    study.optimize(objective, n_trials=6)
+    best = study.best_trial
+    assert objective(best) == best.value
+    assert best == study.best_trial and best in study.best_trials and study.trials[0] != study.trials[1]
+    assert [t.number for t in sorted(reversed(study.trials))] == list(range(6))
+    with pytest.raises(paratune.Error, match=r"the value of the parameter 'y' is not found"):
+        best.suggest_int("y", 0, 1)
+
+
+def test_optunas_exception_classes_and_logging_helpers(tmp_path):
+    storage = tmp_path / "s.db"
+    paratune.create_study(storage=storage, study_name="s")
+    with pytest.raises(paratune.exceptions.DuplicatedStudyError, match=r"has a study of that name already"):
+        paratune.create_study(storage=storage, study_name="s")
+    with pytest.raises(KeyError):  # Optuna's: try load_study, except KeyError: create_study
+        paratune.load_study("other", storage)
+    with pytest.raises(paratune.Error, match=r"^study_name 'other': .* has no such study \(it has: s\)$"):
+        paratune.load_study("other", storage)
+    assert paratune.logging.get_logger("mine").name == "mine"
+    paratune.logging.disable_propagation()
+    paratune.logging.enable_propagation()
+    study = paratune.create_study()
+    with pytest.raises(paratune.Error, match=r"tell: values 1.0 with state PRUNED: only a COMPLETE trial has values"):
+        study.tell(study.ask(), 1.0, state=TrialState.PRUNED)
+
+
+def test_storage_urls_optuna_scripts_use_and_optunas_own_files(tmp_path):
+    import sqlite3
+
+    study = paratune.create_study(storage=f"sqlite:///{tmp_path / 'a.db'}?timeout=30", study_name="a")
+    assert study.storage == str(tmp_path / "a.db")
+    assert paratune.create_study(storage="sqlite://").storage.endswith(".db")  # in memory: a temporary file
+    with pytest.raises(paratune.Error, match=r"storage 'mysql://u@h/db': paratune stores studies in SQLite files and "
+                                             r"PostgreSQL; not in mysql"):
+        paratune.create_study(storage="mysql://u@h/db")
+    # An Optuna storage: refused, and left as it was.
+    optuna_file = tmp_path / "optuna.db"
+    with sqlite3.connect(optuna_file) as db:
+        db.execute("CREATE TABLE version_info (version_info_id INTEGER PRIMARY KEY, schema_version INTEGER)")
+    before = optuna_file.read_bytes()
+    with pytest.raises(paratune.Error, match=r"not a paratune study file: it holds another program's tables "
+                                             r"\(version_info\) and no paratune schema"):
+        paratune.create_study(storage=f"sqlite:///{optuna_file}")
+    assert optuna_file.read_bytes() == before

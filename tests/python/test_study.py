@@ -194,7 +194,8 @@ def test_optunas_trial_pruned_catch_and_failures(tmp_path):
     assert states == [TrialState.FAIL if t.number % 3 == 1 else
                       TrialState.PRUNED if t.number % 3 == 0 else TrialState.COMPLETE for t in study.trials]
     assert study.trials[1].reason == "ValueError: bad 1" and study.trials[1].status == "failed"
-    assert study.trials[0].value is None and study.trials[0].intermediate_values == {0: study.trials[0].params["x"]}
+    # A pruned trial's value is its last report, as Optuna's.
+    assert study.trials[0].value == study.trials[0].params["x"] == study.trials[0].intermediate_values[0]
     # Not caught: stored as failed, and optimize() raises it (Optuna's rule).
     with pytest.raises(ValueError, match="bad 10"):
         study.optimize(objective, n_trials=5)
