@@ -279,7 +279,7 @@ class LiveTrial:
         self.user_attrs = {}
         self.datetime_start = _datetime.datetime.now()
         self._finished = False
-        self._diverged = False  # a report was not a finite number (Optuna's pruners then stop the trial)
+        self._diverged = False  # a report was not a finite number: should_prune() then stops the trial
         self._intermediate = {}  # the reports the study kept, for the FrozenTrial tell() gives back
 
     @property
@@ -400,18 +400,18 @@ class LiveTrial:
         step = int(self._number("report", "step", step, True))
         if not 0 <= step < 2**62:
             raise Error(f"trial {self.number}: report: step {step} must be >= 0 (and below 2**62)")
-        number = _real(value)
-        if number is None:
+        reported = _real(value)
+        if reported is None:
             raise Error(f"report: value {value!r}: must be a number")
-        if not _math.isfinite(number):
+        if not _math.isfinite(reported):
             self._diverged = True
             stops = "the trial's pruner stops it" if engine.pruner != "none" else "no pruner stops the trial"
-            _warnings.warn(f"trial {self.number}: report: value {number} at step {step} is not a finite number; not "
-                           f"stored, and {stops}", UserWarning, stacklevel=2)
-        elif self._call("report", "report", step, number):
-            self._intermediate[step] = number
+            _warnings.warn(f"trial {self.number}: report: value {reported} at step {step} is not a finite number; "
+                           f"not stored, and {stops}", UserWarning, stacklevel=2)
+        elif self._call("report", "report", step, reported):
+            self._intermediate[step] = reported
         else:
-            _warnings.warn(f"trial {self.number}: report: step {step} was reported already; the value {number} is "
+            _warnings.warn(f"trial {self.number}: report: step {step} was reported already; the value {reported} is "
                            "ignored", UserWarning, stacklevel=2)
 
     def report_metric(self, name, value, step=None):
@@ -419,15 +419,15 @@ class LiveTrial:
 
         Another metric, stored with the trial (not judged)."""
         self._engine("report_metric")
-        number = _real(value)
-        if number is None:
+        reported = _real(value)
+        if reported is None:
             raise Error(f"report_metric('{name}'): value {value!r}: must be a number")
-        if not _math.isfinite(number):
-            _warnings.warn(f"trial {self.number}: report_metric('{name}'): value {number} is not a finite number; not "
-                           "stored", UserWarning, stacklevel=2)
+        if not _math.isfinite(reported):
+            _warnings.warn(f"trial {self.number}: report_metric('{name}'): value {reported} is not a finite number; "
+                           "not stored", UserWarning, stacklevel=2)
             return
         step = None if step is None else int(self._number("report_metric", "step", step, True))
-        self._call("report_metric", "report_metric", name, number, step)
+        self._call("report_metric", "report_metric", name, reported, step)
 
     def should_prune(self):
         """should_prune(self) -> bool
@@ -598,10 +598,10 @@ class LiveStudy:
         fit the study (the wrong count, or not finite) fail the trial with a UserWarning, as in Optuna."""
         if isinstance(trial, LiveTrial):
             number = trial._trial_id
-        elif isinstance(trial, bool) or not isinstance(trial, int):
+        elif _whole(trial) is None:
             raise Error(f"tell: trial {trial!r}: must be a trial from ask() or its number")
         else:
-            number = trial + 1  # Optuna's number, from 0: the engine's from 1
+            number = _whole(trial) + 1  # Optuna's number, from 0: the engine's from 1
         value, floats, reason = None, [], ""
         if self._many():
             if values is not None and not isinstance(values, (list, tuple)):
@@ -663,7 +663,7 @@ class LiveStudy:
             raise Error(f"optimize: timeout {timeout!r}: must be a finite number of seconds >= 0, or None")
         if n_jobs == -1:
             n_jobs = _os.cpu_count() or 1
-        n_jobs = _whole(n_jobs) if _whole(n_jobs) is not None else n_jobs
+        n_jobs = _as_int(n_jobs)
         if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or not 1 <= n_jobs <= 256:
             raise Error(f"optimize: n_jobs {n_jobs!r}: must be from 1 to 256, or -1 (one per CPU)")
         catch = (catch,) if isinstance(catch, type) else tuple(catch)
@@ -878,6 +878,12 @@ def _whole(value):
     return int(value)
 
 
+def _as_int(value):
+    """A numpy whole number as a Python int; anything else as it is (for the caller to check)."""
+    whole = _whole(value)
+    return value if whole is None else whole
+
+
 def _checked_count(what, value):
     if value is None:
         return None
@@ -907,7 +913,7 @@ def _startup_trials(options):
         if key != "startup_trials":
             raise Error(f"sampler_options: unknown option {key!r}; valid: startup_trials")
     value = options.get("startup_trials", -1)
-    value = _whole(value) if _whole(value) is not None else value
+    value = _as_int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not -1 <= value < 2**31:
         raise Error(f"sampler_options.startup_trials {value!r}: must be a whole number >= 0 (-1: the sampler's default)")
     return value
@@ -1000,7 +1006,7 @@ def _open(storage, study_name, direction, sampler, pruner, load_if_exists, must_
     # objectives, which no pruner judges (the engine decides, as a stored study is known only to it).
     if pruner is not None and pruner not in _PRUNERS:
         raise Error(f"pruner {pruner!r}: must be one of {', '.join(_PRUNERS)}, by name or as a paratune.pruners object")
-    seed = _whole(seed) if _whole(seed) is not None else seed
+    seed = _as_int(seed)
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
         raise Error(f"seed {seed!r}: must be a whole number from 0 to 2**64 - 1, or None")
     if seed is None:
