@@ -70,7 +70,7 @@ py::dict trial_dict(const store::StoredTrial& t, const std::string& objective,
 std::string stored_pruner(const nlohmann::ordered_json& identity, hpo::PrunerOptions& options) {
   if (!identity.contains("pruner") || !identity["pruner"].is_object()) return "";
   const nlohmann::ordered_json& p = identity["pruner"];
-  const std::string name = p.value("pruner", std::string());
+  std::string name = p.value("pruner", std::string());
   if (p.contains("percentile") && p["percentile"].is_number()) options.percentile = p["percentile"].get<double>();
   if (p.contains("startup_trials") && p["startup_trials"].is_number_integer())
     options.startup_trials = p["startup_trials"].get<int>();
