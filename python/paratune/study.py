@@ -4,7 +4,7 @@
 import enum as _enum
 import numbers as _numbers
 
-from .trial import TrialState, same_member_name
+from .trial import TrialState, equal_by_name, not_equal
 
 
 class StudyDirection(str, _enum.Enum):
@@ -15,12 +15,10 @@ class StudyDirection(str, _enum.Enum):
     MAXIMIZE = "maximize"
 
     def __eq__(self, other):
-        foreign = same_member_name(self, other, "StudyDirection")
-        return str.__eq__(self, other) if foreign is NotImplemented else foreign
+        return equal_by_name(self, other, "StudyDirection", str.__eq__)
 
     def __ne__(self, other):
-        equal = self.__eq__(other)
-        return equal if equal is NotImplemented else not equal
+        return not_equal(self.__eq__(other))
 
     # As the text it is (a dict keyed by 'minimize' finds it); Optuna's members hash as their int value,
     # so a set or dict does not mix the two (== does).

@@ -22,22 +22,25 @@ class TrialState(_enum.IntEnum):
         return self not in (TrialState.RUNNING, TrialState.WAITING)
 
     def __eq__(self, other):
-        foreign = same_member_name(self, other, "TrialState")
-        return int.__eq__(self, other) if foreign is NotImplemented else foreign
+        return equal_by_name(self, other, "TrialState", int.__eq__)
 
     def __ne__(self, other):
-        equal = self.__eq__(other)
-        return equal if equal is NotImplemented else not equal
+        return not_equal(self.__eq__(other))
 
     __hash__ = int.__hash__  # as Optuna's members (IntEnum), so sets and dicts mix the two
 
 
-def same_member_name(member, other, enum_name):
-    """Whether `other` is a member of another library's enum called `enum_name` (Optuna's) with `member`'s name;
-    NotImplemented when it is not such a member (a member of `member`'s own enum included)."""
+def equal_by_name(member, other, enum_name, plain_eq):
+    """member == other for paratune's copies of Optuna's enums: against a member of another library's enum called
+    `enum_name` (Optuna's), whether the names are the same; otherwise `plain_eq` (int's or str's)."""
     if isinstance(other, _enum.Enum) and type(other).__name__ == enum_name and type(other) is not type(member):
         return member.name == other.name
-    return NotImplemented
+    return plain_eq(member, other)
+
+
+def not_equal(equal):
+    """!= from the == result (NotImplemented stays NotImplemented)."""
+    return equal if equal is NotImplemented else not equal
 
 
 def __getattr__(name):

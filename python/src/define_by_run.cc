@@ -183,9 +183,10 @@ class Engine {
       set_objectives(a.directions);
     }
     hpo::validate(options_);
-    // No pruner named: a stored study's own (its settings as stored, unless pruner_options are given);
-    // a new one's Optuna's default, the median pruner -- none with several objectives, which no pruner
-    // judges (known only now for a study loaded as stored).
+    // A stored study's pruner when none is named (or the same one is): its settings as stored, those
+    // given in pruner_options over them. A new study without one: Optuna's default, the median pruner
+    // -- none with several objectives, which no pruner judges (known only now for a study loaded as
+    // stored).
     std::string pruner = a.pruner;
     if (existing) {
       hpo::PrunerOptions stored_options;

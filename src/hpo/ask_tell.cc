@@ -382,7 +382,8 @@ void AskTellStudy::update_model() {
 }
 
 namespace {
-// Whether `value` is one of `d`'s values (an enqueued value must be, to be taken).
+// Whether `value` is one of `d`'s values (an enqueued value must be, to be taken; an earlier trial's
+// value must be, to inform the proposal of a parameter asked with other bounds).
 bool fits(const Distribution& d, const nlohmann::json& value) {
   const ParamSpec& p = d.param;
   if (p.type == ParamType::kCategorical) return std::find(p.choices.begin(), p.choices.end(), value) != p.choices.end();
