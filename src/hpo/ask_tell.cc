@@ -142,6 +142,12 @@ void validate(const AskTellOptions& options) {
     throw OptionError("objective", "''", "must not be empty (the name the objective's values are stored under)");
   if (options.steps < 0)
     throw OptionError("steps", std::to_string(options.steps), "must be >= 1, or 0 when a trial has no fixed length");
+  if (!(options.heartbeat_s > 0) || !std::isfinite(options.heartbeat_s))
+    throw OptionError("heartbeat_s", fmt::format("{}", options.heartbeat_s), "must be a positive number of seconds");
+  if (!(options.heartbeat_timeout_s > options.heartbeat_s) || !std::isfinite(options.heartbeat_timeout_s))
+    throw OptionError("heartbeat_timeout_s", fmt::format("{}", options.heartbeat_timeout_s),
+                      fmt::format("must exceed heartbeat_s ({}): a live process renews its heartbeats more often",
+                                  options.heartbeat_s));
   if (options.objectives.empty() && options.directions.empty()) return;
   if (options.objectives.size() < 2 || options.directions.size() != options.objectives.size())
     throw OptionError("directions", std::to_string(options.directions.size()),
@@ -227,38 +233,105 @@ void AskTellStudy::open(PrunerKind pruner_kind) {
     throw OptionError("steps", "0",
                       fmt::format("the {} pruner needs the steps of a full trial (its rungs are fractions of it)",
                                   to_string(pruner_kind)));
-  lock_ = store_.lock_controller(options_.name);
+  // Alone (the study's exclusive lock is free): trials left running were a dead process's,
+  // interrupted now. Then a worker's share, which other ask/tell studies may hold too.
+  std::unique_ptr<store::ControllerLock> alone;
+  try {
+    alone = store_.lock_controller(options_.name);
+  } catch (const store::StoreUnavailable&) {
+    throw;
+  } catch (const Error&) {  // held: other processes run the study (or a controller: lock_worker says so)
+  }
+  if (!alone) lock_ = store_.lock_worker(options_.name);
   study_ = store_.open_study(options_.name, ask_tell_identity(space_, options_, pruner_).dump());
-  store_.mark_running_interrupted(study_);
+  if (alone) {
+    store_.mark_running_interrupted(study_);
+    alone.reset();
+    lock_ = store_.lock_worker(options_.name);
+  }
+  adopt(store_.trials(study_, true), /*with_outputs=*/true);
+  reused_ = static_cast<int>(std::count_if(records_.begin(), records_.end(), [](const TrialRecord& r) {
+    return r.state != TrialRecord::State::kRunning;
+  }));
+  requeued_ = static_cast<int>(requeue_.size());
+  heartbeat_ = std::thread([this] { keep_alive(); });
+}
+
+bool AskTellStudy::adopt(const std::vector<store::StoredTrial>& all, bool with_outputs) {
   // As the command controller resumes (src/hpo/study_trials.cc resume): finished trials are what the
   // sampler and pruner know; interrupted configurations run again first, once each.
-  for (const store::StoredTrial& t : store_.trials(study_, true)) {
-    if (define_by_run()) {
+  std::map<int, std::size_t> known;  // trial number -> index in records_, of the finished ones
+  for (std::size_t i = 0; i < records_.size(); ++i)
+    if (records_[i].state != TrialRecord::State::kRunning) known[records_[i].number] = i;
+  if (!with_outputs && std::any_of(all.begin(), all.end(), [&](const store::StoredTrial& t) {
+        return t.status != "running" && t.status != "interrupted" && !known.contains(t.number) &&
+               !live_.contains(t.number);
+      }))
+    return false;
+  std::vector<TrialRecord> records;
+  std::vector<Config> requeue;
+  for (const store::StoredTrial& t : all) {
+    if (const auto own = live_.find(t.number); own != live_.end()) {  // running here (even if reaped meanwhile)
+      records.push_back(records_[own->second.record]);
+      own->second.record = records.size() - 1;
+      continue;
+    }
+    if (define_by_run() && !distributions_.contains(t.number)) {
       // Its distributions, as stored when it ended; interrupted ones are not asked again (above).
       const nlohmann::json state = nlohmann::json::parse(t.hpo_json.empty() ? "{}" : t.hpo_json, nullptr, false);
       if (state.is_object() && state.contains("distributions") && state["distributions"].is_object())
         for (const auto& [name, j] : state["distributions"].items())
           distributions_[t.number].push_back(distribution_from_json(name, j));
-      if (t.status == "interrupted") continue;
-    } else if (t.status == "interrupted") {
+    }
+    if (t.status == "interrupted") {
       const Config config = Config::parse(t.params_json);
-      if (std::find(requeue_.begin(), requeue_.end(), config) == requeue_.end()) requeue_.push_back(config);
+      if (!define_by_run() && std::find(requeue.begin(), requeue.end(), config) == requeue.end())
+        requeue.push_back(config);
       continue;
     }
-    records_.push_back(record_of(t, options_.objective, options_.objectives));
+    if (const auto k = known.find(t.number); k != known.end()) {
+      records.push_back(records_[k->second]);
+      continue;
+    }
+    records.push_back(record_of(t, options_.objective, options_.objectives));
     // A program's reports may skip steps (every 10th): it reached the last one reported, which the
     // steps stored (one per report) undercount.
-    if (define_by_run() && !records_.back().curve.empty())
-      records_.back().resource = std::max(records_.back().resource, records_.back().curve.back().step + 1);
+    if (define_by_run() && !records.back().curve.empty())
+      records.back().resource = std::max(records.back().resource, records.back().curve.back().step + 1);
   }
-  std::erase_if(requeue_, [&](const Config& c) {
-    return std::any_of(records_.begin(), records_.end(), [&](const TrialRecord& r) { return r.config == c; });
+  // A configuration another trial has taken up (finished, or running in any process) is not asked again.
+  if (!requeue.empty()) std::erase_if(requeue, [&](const Config& c) {
+    return std::any_of(all.begin(), all.end(), [&](const store::StoredTrial& t) {
+      return t.status != "interrupted" && Config::parse(t.params_json) == c;
+    });
   });
-  reused_ = static_cast<int>(records_.size());
-  requeued_ = static_cast<int>(requeue_.size());
+  records_ = std::move(records);
+  requeue_ = std::move(requeue);
+  return true;
+}
+
+void AskTellStudy::keep_alive() {
+  std::unique_lock lock(mutex_);
+  while (!wake_heartbeat_.wait_for(lock, std::chrono::duration<double>(options_.heartbeat_s),
+                                   [this] { return stopping_; })) {
+    std::vector<std::int64_t> ids;
+    for (const auto& [number, l] : live_) ids.push_back(l.id);
+    if (ids.empty()) continue;
+    try {
+      store_.heartbeat(ids);
+    } catch (const std::exception&) {
+      // The store is away: the next beat tries again (a trial outlives a blink shorter than the timeout).
+    }
+  }
 }
 
 AskTellStudy::~AskTellStudy() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_heartbeat_.notify_all();
+  if (heartbeat_.joinable()) heartbeat_.join();
   // Trials never told (the program died in them, or forgot): interrupted, asked again on resume.
   std::lock_guard lock(mutex_);
   for (auto& [number, live] : live_) {
@@ -273,69 +346,109 @@ AskTellStudy::~AskTellStudy() {
       store::TrialOutcome outcome;
       outcome.status = "interrupted";
       if (define_by_run()) outcome.params_json = records_[live.record].config.dump();
-      store_.finish_trial(live.id, result, define_by_run() ? &outcome : nullptr);
+      (void)store_.finish_own_trial(live.id, result, define_by_run() ? &outcome : nullptr);
     } catch (...) {  // a destructor must not throw
       // The store went away: the trial stays "running", and a resume marks it interrupted.
     }
   }
 }
 
-std::optional<AskTellStudy::Asked> AskTellStudy::ask() {
-  std::lock_guard lock(mutex_);
-  std::optional<Config> config;
-  nlohmann::ordered_json notes;
-  if (!requeue_.empty()) {
-    config = requeue_.front();
-    requeue_.erase(requeue_.begin());
-    notes = {{"requeued", "its trial was interrupted in an earlier run"}};
-  } else if (define_by_run()) {
-    // The parameters every finished trial had, together; the rest are decided as they are asked.
-    update_model();
-    config = Config::object();
-    if (sampler_ != nullptr) {
-      std::vector<TrialRecord> known;  // the finished trials, on the model's parameters (stepped: indices)
-      for (const TrialRecord& r : records_) {
-        if (!informative(r) && r.state != TrialRecord::State::kFailed) continue;
-        const std::vector<Distribution>& own = distributions_[r.number];
-        TrialRecord projected = r;
-        projected.config = Config::object();
-        for (std::size_t i = 0; i < model_.size(); ++i) {
-          const Distribution& d = model_[i];
-          if (std::find(own.begin(), own.end(), d) != own.end() && r.config.contains(d.param.name))
-            projected.config[key(i)] = to_model(d, r.config[d.param.name]);
-        }
-        if (projected.config.size() == model_.size()) known.push_back(std::move(projected));
-      }
-      std::optional<Config> proposed = sampler_->propose(known);
-      if (!proposed) {  // a small finite space visited once already (random): draws from the prior
-        std::mt19937_64 rng(seed_for(sampler_options_.seed, "", static_cast<int>(records_.size())));
-        proposed = model_space_->sample(rng);
-      }
-      for (std::size_t i = 0; i < model_.size(); ++i)
-        (*config)[model_[i].param.name] = from_model(model_[i], (*proposed)[key(i)]);
-      notes = sampler_->proposal_notes();
-    }
-  } else {
-    config = sampler_->propose(records_);
+std::optional<std::pair<Config, nlohmann::ordered_json>> AskTellStudy::next_configuration() {
+  if (!requeue_.empty())
+    return std::pair{requeue_.front(), nlohmann::ordered_json{{"requeued", "its trial was interrupted (its process "
+                                                                            "stopped or died before telling its end)"}}};
+  if (!define_by_run()) {
+    std::optional<Config> config = sampler_->propose(records_);
     if (!config) return std::nullopt;
+    return std::pair{std::move(*config), sampler_->proposal_notes()};
+  }
+  // The parameters every finished trial had, together; the rest are decided as they are asked.
+  update_model();
+  Config config = Config::object();
+  nlohmann::ordered_json notes;
+  if (sampler_ != nullptr) {
+    std::vector<TrialRecord> known;  // the finished trials, on the model's parameters (stepped: indices)
+    for (const TrialRecord& r : records_) {
+      if (!informative(r) && r.state != TrialRecord::State::kFailed) continue;
+      const std::vector<Distribution>& own = distributions_[r.number];
+      TrialRecord projected = r;
+      projected.config = Config::object();
+      for (std::size_t i = 0; i < model_.size(); ++i) {
+        const Distribution& d = model_[i];
+        if (std::find(own.begin(), own.end(), d) != own.end() && r.config.contains(d.param.name))
+          projected.config[key(i)] = to_model(d, r.config[d.param.name]);
+      }
+      if (projected.config.size() == model_.size()) known.push_back(std::move(projected));
+    }
+    std::optional<Config> proposed = sampler_->propose(known);
+    if (!proposed) {  // a small finite space visited once already (random): draws from the prior
+      std::mt19937_64 rng(seed_for(sampler_options_.seed, "", static_cast<int>(records_.size())));
+      proposed = model_space_->sample(rng);
+    }
+    for (std::size_t i = 0; i < model_.size(); ++i)
+      config[model_[i].param.name] = from_model(model_[i], (*proposed)[key(i)]);
     notes = sampler_->proposal_notes();
   }
-  // Define-by-run: the trial's parameters are stored when it ends, as its program asked for them.
-  const std::string params = define_by_run() ? "{}" : config->dump();
-  const auto [id, number] = store_.begin_trial(study_, params, [&](int) {
-    return store::StudyStore::LaunchRecord{
-        .config_json = nlohmann::ordered_json{{"runner", options_.runner}}.dump(), .command = "", .dir = "",
-        .location = "in-process"};
-  });
+  return std::pair{std::move(config), std::move(notes)};
+}
+
+store::StudyStore::LaunchRecord AskTellStudy::launch_record() const {
+  return {.config_json = nlohmann::ordered_json{{"runner", options_.runner}}.dump(),
+          .command = "",
+          .dir = "",
+          .location = "in-process"};
+}
+
+std::optional<AskTellStudy::Asked> AskTellStudy::ask() {
+  std::lock_guard lock(mutex_);
+  std::optional<std::pair<Config, nlohmann::ordered_json>> next;
+  std::optional<std::pair<std::int64_t, int>> claimed;
+  const auto now = std::chrono::steady_clock::now();
+  if (!store_.written_elsewhere() &&
+      std::chrono::duration<double>(now - last_claim_).count() < options_.heartbeat_timeout_s / 2) {
+    // Nobody else wrote since the last look: what this process knows is the study. (A claim at
+    // least every half timeout still interrupts the trials of a process that died meanwhile.)
+    next = next_configuration();
+    if (!next) return std::nullopt;
+    claimed = store_.begin_trial(study_, define_by_run() ? "{}" : next->first.dump(), [&](int) {
+      return launch_record();
+    });
+  }
+  // In one claim (StudyStore::claim_trial): every process's trials taken in, the next configuration
+  // proposed from them, the trial inserted with the study's next number. Read first without the
+  // trials' outputs; again with them when another process finished a trial this one has not seen.
+  for (const bool with_outputs : {false, true}) {
+    if (claimed) break;
+    last_claim_ = now;
+    bool adopted = false;
+    const store::StudyStore::ClaimOutcome outcome = store_.claim_trial(
+        study_, options_.heartbeat_timeout_s,
+        [&](const std::vector<store::StoredTrial>& all, int) -> std::optional<store::StudyStore::NewTrial> {
+          if (!adopt(all, with_outputs)) return std::nullopt;
+          adopted = true;
+          next = next_configuration();
+          if (!next) return std::nullopt;
+          // Define-by-run: the trial's parameters are stored when it ends, as its program asked for them.
+          return store::StudyStore::NewTrial{
+              .params_json = define_by_run() ? "{}" : next->first.dump(), .record = launch_record(), .resume = {}};
+        },
+        with_outputs);
+    if (!adopted) continue;
+    claimed = outcome.claimed;
+    if (!claimed) return std::nullopt;  // the sampler has nothing left
+  }
+  const auto [id, number] = *claimed;
+  auto& [config, notes] = *next;
+  if (!requeue_.empty() && requeue_.front() == config) requeue_.erase(requeue_.begin());
   if (!notes.is_null() && !notes.empty()) store_.set_prediction(id, notes.dump());
   TrialRecord record;
   record.number = number;
-  record.config = define_by_run() ? Config::object() : *config;
+  record.config = define_by_run() ? Config::object() : config;
   if (define_by_run() && pruner_.judges_rungs()) record.bracket = pruner_.assign_new_trial(records_).bracket;
   records_.push_back(std::move(record));
   Live& l = live_[number];
   if (define_by_run()) {
-    l.proposal = *config;
+    l.proposal = config;
     l.proposed = model_;
     distributions_[number].clear();
     if (!enqueued_.empty()) {
@@ -348,7 +461,7 @@ std::optional<AskTellStudy::Asked> AskTellStudy::ask() {
   l.record = records_.size() - 1;
   l.started_unix_s = unix_now();
   l.last_report = std::chrono::steady_clock::now();
-  return Asked{number, define_by_run() ? Config::object() : *config};
+  return Asked{number, define_by_run() ? Config::object() : config};
 }
 
 void AskTellStudy::update_model() {
@@ -665,7 +778,9 @@ store::StoredTrial AskTellStudy::tell(int number, const TrialEnd& end) {
     for (auto& [n, other] : live_)
       if (other.record > record) --other.record;
   }
-  store_.finish_trial(id, result, &outcome);
+  // Unless another process took it as dead (no heartbeat for heartbeat_timeout_s: this one was
+  // stalled) and marked it interrupted: then its result is not written, and the stored trial says so.
+  (void)store_.finish_own_trial(id, result, &outcome);
   store::StoredTrial stored = store_.trial(id);
   stored.metrics = std::move(result.output.metrics);  // what was just stored (trial() reads no metrics): its values
   return stored;

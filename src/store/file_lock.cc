@@ -24,13 +24,15 @@ namespace paratune::store {
 // and closing *any* descriptor of a file drops all of the process's POSIX locks on it (SQLite, "How
 // To Corrupt An SQLite Database File", section 2.2), after which another process could checkpoint
 // and delete the WAL under our connection. So one descriptor is opened per file (device, inode) and
-// kept in a process-wide table; unlocking is LOCK_UN, never close(). The table also refuses a
-// second lock from this process, which flock would grant (one open file description).
+// kept in a process-wide table; unlocking is LOCK_UN, never close(). The table also keeps count of
+// this process's holders, which flock cannot tell apart (one open file description): a controller's
+// lock excludes every other, workers' shares (ask/tell studies in several threads) add up.
 namespace {
 
 struct LockedFile {
   int fd = -1;
-  bool held = false;
+  bool exclusive = false;  // a controller in this process holds it
+  int shared = 0;          // workers in this process that hold a share
 };
 
 std::mutex lock_table_mutex;
@@ -57,25 +59,30 @@ FileLock::FileLock(const std::filesystem::path& store_path, bool shared) {
     found = lock_table.try_emplace({info.st_dev, info.st_ino}, LockedFile{fd, false}).first;
   }
   LockedFile& file = found->second;
-  if (file.held || ::flock(file.fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
+  const bool here = file.exclusive || (!shared && file.shared > 0);  // refused by this process's holders
+  const bool joins = shared && file.shared > 0;                       // the file's share is held already
+  if (here || (!joins && ::flock(file.fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0)) {
     if (shared)
       throw Error(fmt::format("study file {}: a paratune controller (not a worker) is running this study file ({}); "
                               "workers join a study file that only workers run",
-                              shown, file.held ? "in this process" : "it holds the file's lock"));
+                              shown, here ? "in this process" : "it holds the file's lock"));
     throw Error(
         fmt::format("study file {}: another paratune controller is running this study file ({}); one "
                     "controller per study file at a time, through whatever path or link",
-                    shown, file.held ? "in this process" : "it, or workers, hold the file's lock"));
+                    shown, here ? "in this process" : "it, or workers, hold the file's lock"));
   }
-  file.held = true;
+  if (shared) ++file.shared;
+  else file.exclusive = true;
+  shared_ = shared;
   key_ = found->first;
 }
 
 FileLock::~FileLock() {
   const std::lock_guard<std::mutex> guard(lock_table_mutex);
   LockedFile& file = lock_table.at(key_);
-  ::flock(file.fd, LOCK_UN);
-  file.held = false;
+  if (shared_) --file.shared;
+  else file.exclusive = false;
+  if (!file.exclusive && file.shared == 0) ::flock(file.fd, LOCK_UN);
 }
 
 }  // namespace paratune::store

@@ -24,6 +24,7 @@ class FileLock final : public ControllerLock {
 
  private:
   std::pair<dev_t, ino_t> key_;  // the file's device and inode
+  bool shared_ = false;
 };
 
 }  // namespace paratune::store

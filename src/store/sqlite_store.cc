@@ -436,6 +436,21 @@ void SqliteStudyStore::heartbeat(const std::vector<std::int64_t>& trials) {
   });
 }
 
+bool SqliteStudyStore::written_elsewhere() {
+  // SQLite's data_version changes when another connection commits, never for this one's own writes
+  // (sqlite.org/pragma.html#pragma_data_version).
+  try {
+    Statement version(db_, "PRAGMA data_version");
+    if (!version.step()) return true;
+    const std::int64_t now = version.integer(0);
+    const bool changed = now != data_version_;
+    data_version_ = now;
+    return changed;
+  } catch (const Error&) {  // busy, or unavailable: cannot tell, so assume it was
+    return true;
+  }
+}
+
 bool SqliteStudyStore::write_finish(std::int64_t trial, const trial::TrialResult& r, const TrialOutcome* outcome,
                                     bool only_own_running) {
   return retrying([&](bool again) {

@@ -157,9 +157,8 @@ TEST_F(AskTell, AStudyResumesInterruptedTrialsFirstAndRefusesAnotherIdentity) {
     first->tell(a->number, {.kind = TrialEnd::Kind::kCompleted, .value = 2.0});
     const auto b = first->ask();  // never told: interrupted when the study closes
     left = b->config;
-    // One controller per study: a second one is refused while this one lives.
-    Parts other;
-    EXPECT_THROW(other.study(store_), Error);
+    // A controller (`paratune tune`) is refused while it lives; other ask/tell studies may join.
+    EXPECT_THROW((void)store_.lock_controller("main"), Error);
   }
   EXPECT_EQ(store_.trials(store_.studies()[0].id)[1].status, "interrupted");
   Parts parts;
@@ -175,6 +174,83 @@ TEST_F(AskTell, AStudyResumesInterruptedTrialsFirstAndRefusesAnotherIdentity) {
   changed.space = Space::parse("parameters:\n  x: {type: float, low: 0, high: 2}\n  n: [1, 2, 3]\n", "space.yaml");
   changed.sampler = make_sampler(SamplerKind::kRandom, changed.space, {});
   EXPECT_THROW(changed.study(store_, {.name = "main"}), Error);
+}
+
+// Optuna's distributed optimization: several processes run one study (here two stores on one file,
+// as two processes hold them). The grid is shared: what one asks, the other does not ask again.
+TEST_F(AskTell, TwoProcessesShareOneStudyTheirTrialsAndItsNumbers) {
+  const Space grid_space = Space::parse("parameters:\n  n: [1, 2, 3, 4]\n", "space.yaml");
+  store::SqliteStudyStore other_store(dir_ / "s.db");
+  other_store.set_worker_name("other-host:1");
+  const std::unique_ptr<Sampler> grid_a = make_sampler(SamplerKind::kGrid, grid_space, {});
+  const std::unique_ptr<Sampler> grid_b = make_sampler(SamplerKind::kGrid, grid_space, {});
+  const std::unique_ptr<Pruner> none = make_pruner(PrunerKind::kNone, {.max_resource = 10});
+  AskTellStudy a(grid_space, {.name = "g"}, store_, *grid_a, *none, PrunerKind::kNone);
+  AskTellStudy b(grid_space, {.name = "g"}, other_store, *grid_b, *none, PrunerKind::kNone);
+  std::set<int> numbers;
+  std::set<std::string> configs;
+  for (AskTellStudy* s : {&a, &b, &a, &b}) {
+    const auto asked = s->ask();
+    ASSERT_TRUE(asked);
+    numbers.insert(asked->number);
+    configs.insert(asked->config.dump());
+  }
+  EXPECT_EQ(numbers, (std::set<int>{1, 2, 3, 4}));
+  EXPECT_EQ(configs.size(), 4U) << "the two processes asked the same grid point";
+  EXPECT_FALSE(a.ask()) << "every grid point is taken (running in one process or the other)";
+  for (const int n : {1, 3}) a.tell(n, {.kind = TrialEnd::Kind::kCompleted, .value = 1.0 * n});
+  for (const int n : {2, 4}) b.tell(n, {.kind = TrialEnd::Kind::kCompleted, .value = 1.0 * n});
+  EXPECT_EQ(a.best()->number, 1);
+  EXPECT_EQ(b.trials().size(), 4U);
+}
+
+// TPE in one process proposes from the trials the other finished.
+TEST_F(AskTell, ASamplerLearnsFromTheOtherProcessesTrials) {
+  store::SqliteStudyStore other_store(dir_ / "s.db");
+  const std::unique_ptr<Pruner> none = make_pruner(PrunerKind::kNone, {.max_resource = 10});
+  AskTellStudy a({.name = "d"}, store_, SamplerKind::kTpe, {.seed = 1, .startup_trials = 5}, *none, PrunerKind::kNone);
+  AskTellStudy b({.name = "d"}, other_store, SamplerKind::kTpe, {.seed = 2, .startup_trials = 5}, *none,
+                 PrunerKind::kNone);
+  Distribution x;
+  x.param = {.name = "x", .type = ParamType::kFloat, .low = 0, .high = 1};
+  for (int i = 0; i < 6; ++i) {
+    const auto asked = a.ask();
+    const double v = a.suggest(asked->number, x).get<double>();
+    a.tell(asked->number, {.kind = TrialEnd::Kind::kCompleted, .value = v});
+  }
+  const auto asked = b.ask();
+  EXPECT_EQ(asked->number, 7);
+  const nlohmann::json notes = nlohmann::json::parse(store_.trials(b.study_id()).back().prediction_json);
+  EXPECT_EQ(notes.value("startup", true), false) << notes.dump();
+  EXPECT_EQ(notes.value("observed", 0), 6) << notes.dump();
+}
+
+// A process that stops renewing its heartbeats (it died, or hangs) loses its running trial to the
+// others: interrupted, and its configuration asked again first. Its late tell writes nothing.
+TEST_F(AskTell, ATrialOfAProcessSilentPastTheTimeoutIsAskedAgain) {
+  store::SqliteStudyStore other_store(dir_ / "s.db");
+  other_store.set_worker_name("other-host:1");
+  Parts parts_b;
+  AskTellStudy a(parts_.space, {.name = "h", .heartbeat_s = 0.05, .heartbeat_timeout_s = 0.3}, store_,
+                 *parts_.sampler, *parts_.pruner, parts_.pruner_kind);
+  AskTellStudy silent(parts_b.space, {.name = "h", .heartbeat_s = 50, .heartbeat_timeout_s = 100}, other_store,
+                      *parts_b.sampler, *parts_b.pruner, parts_b.pruner_kind);
+  const auto lost = silent.ask();
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  const auto again = a.ask();
+  EXPECT_EQ(again->config, lost->config);
+  const store::StoredTrial late = silent.tell(lost->number, {.kind = TrialEnd::Kind::kCompleted, .value = 1.0});
+  EXPECT_EQ(late.status, "interrupted");
+  EXPECT_NE(late.reason.find("other-host:1 sent no heartbeat"), std::string::npos) << late.reason;
+  // A live process's trial is not taken: a's heartbeats keep its running trial.
+  store::SqliteStudyStore third_store(dir_ / "s.db");
+  third_store.set_worker_name("third-host:1");
+  Parts parts_c;
+  AskTellStudy c(parts_c.space, {.name = "h", .heartbeat_s = 0.05, .heartbeat_timeout_s = 0.3}, third_store,
+                 *parts_c.sampler, *parts_c.pruner, parts_c.pruner_kind);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  (void)c.ask();
+  EXPECT_EQ(store_.trial(store_.trials(a.study_id())[again->number - 1].id).status, "running");
 }
 
 TEST_F(AskTell, PrunersThatRestTrialsAreRefused) {

@@ -195,9 +195,9 @@ def test_load_study_takes_the_stored_pruner_and_the_only_study(tmp_path):
         paratune.load_study("hb", storage, pruner_options={"eta": 2})
 
 
-def test_loading_never_waits_for_the_process_running_the_trials(tmp_path):
-    """Another process holds the study's controller lock (a trial asked, not told): load_study and reading
-    work; running trials from here is refused, saying so."""
+def test_a_second_process_runs_trials_beside_the_one_running_a_trial(tmp_path):
+    """Another process is in a trial (asked, not told): load_study and reading work, and so does running
+    trials from here (Optuna's distributed optimization); the numbers continue the study's."""
     storage = tmp_path / "s.db"
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys, paratune
@@ -211,11 +211,32 @@ def test_loading_never_waits_for_the_process_running_the_trials(tmp_path):
         assert holder.stdout.readline().strip() == "holding"
         reader = paratune.load_study("w", storage)
         assert len(reader.trials) == 4 and reader.best_value == min(t.value for t in reader.trials[:3])
-        with pytest.raises(paratune.Error, match="another paratune controller"):
-            reader.optimize(lambda t: t.suggest_float("x", 0.0, 1.0), n_trials=1)
+        reader.optimize(lambda t: t.suggest_float("x", 0.0, 1.0), n_trials=2)
+        assert [t.number for t in reader.trials] == [0, 1, 2, 3, 4, 5]
+        assert [t.state for t in reader.trials][3:] == [TrialState.RUNNING, TrialState.COMPLETE, TrialState.COMPLETE]
     finally:
         holder.communicate("\n", timeout=60)
     assert holder.returncode == 0
+
+
+def test_the_same_script_in_two_processes_runs_one_study(tmp_path):
+    """Optuna's distributed optimization (its tutorial's idiom): one script started twice on one storage.
+    Every trial of both is in the one study, numbered without gaps or repeats, each told once."""
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    paratune.create_study(study_name="dist", storage=storage)
+    script = textwrap.dedent(f"""
+        import paratune
+        study = paratune.load_study(study_name="dist", storage={storage!r})
+        study.optimize(lambda t: (t.suggest_float("x", -10, 10) - 2) ** 2, n_trials=15)
+        """)
+    workers = [subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for w in workers:
+        _, err = w.communicate(timeout=120)
+        assert w.returncode == 0, err
+    study = paratune.load_study("dist", storage)
+    assert [t.number for t in study.trials] == list(range(30))
+    assert {t.state for t in study.trials} == {TrialState.COMPLETE}
+    assert len({t.worker for t in paratune.open_study(tmp_path / "s.db", "dist").trials}) == 2
 
 
 def test_steps_reported_out_of_order_are_stored_in_step_order(tmp_path):

@@ -6,7 +6,9 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
+import textwrap
 
 import pytest
 
@@ -88,3 +90,22 @@ def test_create_study_on_postgresql(postgres):
     assert all(("depth" in t.params) == (t.params["x"] > 0.5) for t in trials)
     assert all(t.user_attrs["x_plus_y"] == t.params["x"] + t.params["y"] for t in trials)
     assert loaded.best_value == min(t.value for t in trials)
+
+
+def test_three_processes_run_one_study_on_postgresql(postgres):
+    """Optuna's distributed optimization on an RDB: one script started three times on one PostgreSQL URL,
+    each with load_study(create_study's study) and optimize. One study, numbered without gaps or repeats."""
+    paratune.create_study(storage=postgres, study_name="shared", seed=1)
+    script = textwrap.dedent(f"""
+        import paratune
+        study = paratune.load_study("shared", {postgres!r})
+        study.optimize(lambda t: (t.suggest_float("x", -5, 5) - 1) ** 2, n_trials=8)
+        """)
+    workers = [subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    for w in workers:
+        _, err = w.communicate(timeout=120)
+        assert w.returncode == 0, err
+    trials = paratune.load_study("shared", postgres).trials
+    assert [t.number for t in trials] == list(range(24))
+    assert {t.state.name for t in trials} == {"COMPLETE"}
+    assert len({t.worker for t in paratune.open_study(postgres, "shared").trials}) == 3

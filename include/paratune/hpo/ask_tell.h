@@ -35,16 +35,32 @@
 // ends, so a reopened study knows its space. Interrupted trials are not asked again (their
 // configuration depends on the program's branches). Grid search needs a space given in advance.
 //
+// Several processes may run one study at once (Optuna's distributed optimization: the same script
+// started on several machines with one PostgreSQL URL, or on one with one SQLite file). Each is a
+// worker of the study (StudyStore::lock_worker; a `paratune tune` controller excludes them):
+//   - ask() claims the next trial in one transaction of the store (StudyStore::claim_trial): the
+//     trials the other processes finished or started are taken in first, so the sampler proposes from
+//     every process's trials and the trial numbers are the study's, without gaps or duplicates;
+//   - a thread renews the heartbeat of this process's running trials every `heartbeat_s`; a running
+//     trial whose process has been silent for `heartbeat_timeout_s` (it died) becomes interrupted at
+//     the next claim of any process, and its configuration is asked again first (given a space);
+//   - a running trial's curve reaches the others when it ends (its reports are stored with it), so
+//     the pruners judge against the curves of every finished trial and of this process's running ones.
+// Opened when no other process runs the study, the trials left running by a process that died are
+// interrupted at once (as a controller resuming).
+//
 // Thread-safe: several threads may ask, report and tell at once (a Python objective with n_jobs).
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "paratune/hpo/pruner.h"
@@ -71,6 +87,11 @@ struct AskTellOptions {
   std::int64_t steps = 0;
   // What runs the trials, in words, stored in the identity (e.g. "python objective train_mnist").
   std::string runner = "in-process";
+  // How often this process renews its running trials' heartbeats, and how long another process's
+  // running trial may go without one before it counts as dead (interrupted); timeout > heartbeat > 0.
+  // Not part of the identity. The defaults are `paratune tune --worker`'s.
+  double heartbeat_s = 10;
+  double heartbeat_timeout_s = 60;
 };
 // Throws OptionError naming the field and the rule.
 void validate(const AskTellOptions& options);
@@ -107,10 +128,11 @@ struct TrialEnd {
 class AskTellStudy {
  public:
   // Opens the study `options.name` in `store` (created with this identity, or resumed: the stored
-  // identity must be the same) and holds its controller lock while it lives (no other controller,
-  // worker or ask/tell study runs it meanwhile). `space`, `store`, `sampler` and `pruner` must
-  // outlive it. Throws Error / OptionError for bad options, a pruner that needs resumable trials, a
-  // locked study or one stored with another identity.
+  // identity must be the same) and holds a worker's share of its lock while it lives (other ask/tell
+  // studies, in this process or others, may run it too; a `paratune tune` controller may not).
+  // `space`, `store`, `sampler` and `pruner` must outlive it. Throws Error / OptionError for bad
+  // options, a pruner that needs resumable trials, a study a controller runs or one stored with
+  // another identity.
   AskTellStudy(const Space& space, AskTellOptions options, store::StudyStore& store, Sampler& sampler, Pruner& pruner,
                PrunerKind pruner_kind);
   // Define-by-run (above): no space; the sampler of `sampler` (not grid) is made for each space the
@@ -125,8 +147,9 @@ class AskTellStudy {
     int number = 0;  // the trial's number in the study (1, 2, ...)
     Config config;   // its active parameters
   };
-  // The next trial, started: first the configurations of trials interrupted in an earlier run,
-  // then the sampler's proposals; nullopt when the sampler has nothing left (a finite space done).
+  // The next trial, started: first the configurations of trials interrupted in an earlier run (or by
+  // a process that died), then the sampler's proposals from every process's trials; nullopt when the
+  // sampler has nothing left (a finite space done).
   std::optional<Asked> ask();
   // Define-by-run: trial `number`'s value of the parameter `d` (checked_distribution's), decided now
   // (see above) or, asked again, the value it got (Error if with another type of distribution).
@@ -188,6 +211,17 @@ class AskTellStudy {
   };
   Live& live(int number);
   void open(PrunerKind pruner_kind);  // both constructors: lock, open or resume
+  // Takes in every trial of the study as stored (`all`, in number order): those finished here or
+  // elsewhere (what the sampler and pruner learn from), other processes' running ones, and this
+  // process's running ones as it knows them; the configurations interrupted trials left to run again.
+  // Returns false, changing nothing, when a trial finished elsewhere is new and `all` was read without
+  // the trials' outputs (its curve is needed).
+  bool adopt(const std::vector<store::StoredTrial>& all, bool with_outputs);
+  // The next configuration and the sampler's notes (records_ as adopt left them); nullopt when the
+  // sampler has nothing left.
+  std::optional<std::pair<Config, nlohmann::ordered_json>> next_configuration();
+  void keep_alive();  // the heartbeat thread's loop, until stopping_
+  [[nodiscard]] store::StudyStore::LaunchRecord launch_record() const;  // what a trial stores of its launch
   // Define-by-run: the parameters every finished trial suggested with one distribution, and the
   // sampler made for them (kept while they stay the same).
   void update_model();
@@ -215,6 +249,10 @@ class AskTellStudy {
   std::vector<TrialRecord> records_;   // every trial asked or found, running ones included
   std::vector<Config> requeue_;        // configurations of interrupted trials, asked first
   std::map<int, Live> live_;           // running trials by number
+  std::chrono::steady_clock::time_point last_claim_;  // ask(): when it last claimed with every process's trials
+  std::thread heartbeat_;              // keep_alive()
+  std::condition_variable wake_heartbeat_;
+  bool stopping_ = false;              // under mutex_: the destructor stops the heartbeat thread
 };
 
 // The study's identity as stored (what must match to resume it).

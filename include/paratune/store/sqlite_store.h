@@ -35,6 +35,7 @@ class SqliteStudyStore final : public StudyStore {
   int mark_running_interrupted(std::int64_t study) override;
   int mark_failed_for_retry(std::int64_t study) override;
   void heartbeat(const std::vector<std::int64_t>& trials) override;
+  [[nodiscard]] bool written_elsewhere() override;  // PRAGMA data_version
   void set_prediction(std::int64_t trial, const std::string& prediction_json) override;
   void set_model(std::int64_t study, const std::string& model_json) override;
   ClaimOutcome claim_trial(std::int64_t study, double heartbeat_timeout_s, const Proposer& propose,
@@ -57,6 +58,7 @@ class SqliteStudyStore final : public StudyStore {
   std::filesystem::path path_;
   sqlite3* db_ = nullptr;
   mutable OutputCache outputs_;  // ended trials' steps and metrics, read once
+  std::int64_t data_version_ = -1;  // written_elsewhere: PRAGMA data_version when last asked
 };
 
 }  // namespace paratune::store

@@ -226,6 +226,11 @@ class StudyStore {
                                    bool with_outputs) = 0;
   // Running trials are alive: their heartbeat_unix_s becomes now.
   virtual void heartbeat(const std::vector<std::int64_t>& trials) = 0;
+  // Whether anyone but this object (another process, or another store object on the same file)
+  // committed a change since the last call: true on the first call, and always where the store
+  // cannot tell cheaply (a server's). An ask/tell study claims with every process's trials only then
+  // (hpo/ask_tell.h), so a study run by one process pays no read of its whole study per trial.
+  [[nodiscard]] virtual bool written_elsewhere() { return true; }
   // What the search predicted for a trial (set right after begin_trial).
   virtual void set_prediction(std::int64_t trial, const std::string& prediction_json) = 0;
   // The search's latest fitted model, kept with the study.
