@@ -373,6 +373,9 @@ def load_study(study_name: str | None, storage: PathLike, sampler: Literal["tpe"
                pruner_options: Mapping[str, float] | None = None) -> LiveStudy:
     """A study create_study made, to run more trials or read them (Optuna's load_study)."""
 
+def get_all_study_summaries(storage: PathLike, include_best_trial: bool = True) -> list[Any]:
+    """Each study in storage, summarized (Optuna's get_all_study_summaries): paratune.study.StudySummary."""
+
 def load_model(model: ModelLike) -> Model:
     """A model from a preset name, a model-spec file (YAML/JSON), a Hugging Face config.json, or a dict."""
 

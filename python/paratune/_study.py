@@ -27,6 +27,8 @@ from . import exceptions as _exceptions
 from . import pruners as _pruners
 from . import samplers as _samplers
 from ._core import Error, _Engine
+from ._core import open_study as _open_study
+from ._core import studies as _studies
 from .study import StudyDirection
 from .trial import TrialState
 
@@ -947,8 +949,8 @@ def _direction(direction):
     return direction
 
 
-def _open(storage, study_name, direction, sampler, pruner, load_if_exists, must_exist, seed, sampler_options,
-          pruner_options, steps, directions=None):
+def _locator(storage):
+    """The store a storage argument names: ':memory:', an SQLite file's path or a postgresql:// URL."""
     if storage is None:
         storage = ":memory:"
     if isinstance(storage, _os.PathLike):
@@ -958,14 +960,20 @@ def _open(storage, study_name, direction, sampler, pruner, load_if_exists, must_
     # Optuna's SQLAlchemy URLs: sqlite:///FILE (its ?options are SQLAlchemy's), sqlite:// (in memory),
     # postgresql+DRIVER://.
     if storage.startswith("sqlite:///"):
-        storage = storage[len("sqlite:///"):].split("?", 1)[0]
-    elif storage.split("?", 1)[0] == "sqlite://":
-        storage = ":memory:"
-    elif storage.startswith("postgresql+"):
-        storage = "postgresql://" + storage.split("://", 1)[1]
-    elif "://" in storage and not storage.startswith(("postgresql://", "postgres://")):
+        return storage[len("sqlite:///"):].split("?", 1)[0]
+    if storage.split("?", 1)[0] == "sqlite://":
+        return ":memory:"
+    if storage.startswith("postgresql+"):
+        return "postgresql://" + storage.split("://", 1)[1]
+    if "://" in storage and not storage.startswith(("postgresql://", "postgres://")):
         raise Error(f"storage {storage!r}: paratune stores studies in SQLite files and PostgreSQL; not in "
                     f"{storage.split('://', 1)[0]}")
+    return storage
+
+
+def _open(storage, study_name, direction, sampler, pruner, load_if_exists, must_exist, seed, sampler_options,
+          pruner_options, steps, directions=None):
+    storage = _locator(storage)
     direction = _direction(direction)
     if directions is not None:
         if isinstance(directions, (str, bytes)) or not hasattr(directions, "__iter__"):
@@ -1065,3 +1073,56 @@ def load_study(study_name, storage, sampler=None, pruner=None, *, seed=None, sam
         raise Error("load_study: study_name '': must be a non-empty str, or None (the storage's only study)")
     return _open(storage, "" if study_name is None else study_name, "minimize", sampler, pruner, True, True,
                  seed, sampler_options, pruner_options, 0)
+
+
+class StudySummary:
+    """A study of a storage as get_all_study_summaries lists it (Optuna's StudySummary): study_name,
+    direction (None with several objectives) and directions, n_trials, best_trial (a FrozenTrial for a
+    create_study study; for one paratune.tune or the command line ran, its stored trial; None when none
+    completed, or with several objectives), datetime_start (its first trial's start, None without
+    trials), user_attrs and system_attrs (empty: paratune keeps none with a study)."""
+
+    def __init__(self, view, best_trial):
+        self.study_name = view.name
+        self.directions = [StudyDirection(d) for d in view.directions]
+        self.direction = self.directions[0] if len(self.directions) == 1 else None
+        trials = view.trials
+        self.n_trials = len(trials)
+        self.best_trial = best_trial
+        self.datetime_start = (_datetime.datetime.fromtimestamp(min(t.started_unix_s for t in trials))
+                               if trials else None)
+        self.user_attrs = {}
+        self.system_attrs = {}
+        self._study_id = view.name
+
+    def __repr__(self):
+        return f"<paratune.study.StudySummary '{self.study_name}': {self.n_trials} trials>"
+
+
+def get_all_study_names(storage):
+    """get_all_study_names(storage: str | PathLike) -> list[str]
+
+    The names of the studies in storage (Optuna's get_all_study_names): an SQLite file (or 'sqlite:///file')
+    or a postgresql:// URL."""
+    locator = _locator(storage)
+    if locator == ":memory:":
+        raise Error(f"storage {storage!r}: an in-memory storage belongs to its study object; list a file or a "
+                    "postgresql:// URL")
+    return list(_studies(locator))
+
+
+def get_all_study_summaries(storage, include_best_trial=True):
+    """get_all_study_summaries(storage: str | PathLike, include_best_trial: bool = True) -> list[StudySummary]
+
+    Each study in storage, summarized (Optuna's get_all_study_summaries): its name, direction, trial count,
+    best trial (left out, None, unless include_best_trial) and start."""
+    summaries = []
+    for name in get_all_study_names(storage):
+        view = _open_study(_locator(storage), name)
+        best = None
+        if include_best_trial and len(view.directions) == 1 and view.best is not None:
+            best = view.best
+            if view.kind == "hpo" and "space_by" in view.identity:  # create_study's: as Optuna gives it
+                best = load_study(name, storage).best_trial
+        summaries.append(StudySummary(view, best))
+    return summaries

@@ -1,5 +1,6 @@
-"""paratune.study: where Optuna keeps Study, StudyDirection, MaxTrialsCallback, create_study and load_study
-(optuna.study), so that ported code changes only its import."""
+"""paratune.study: where Optuna keeps Study, StudyDirection, MaxTrialsCallback, create_study, load_study,
+get_all_study_names, get_all_study_summaries and StudySummary (optuna.study), so that ported code changes only
+its import."""
 
 import enum as _enum
 import numbers as _numbers
@@ -50,7 +51,8 @@ class MaxTrialsCallback:
 
 def __getattr__(name):
     # The study classes live in _study.py, which imports this module: read from there when asked.
-    if name in ("Study", "create_study", "load_study"):
+    if name in ("Study", "create_study", "load_study", "StudySummary", "get_all_study_names",
+                "get_all_study_summaries"):
         from . import _study
-        return {"Study": _study.LiveStudy, "create_study": _study.create_study, "load_study": _study.load_study}[name]
+        return getattr(_study, "LiveStudy" if name == "Study" else name)
     raise AttributeError(f"module 'paratune.study' has no attribute {name!r}")

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "paratune/hpo/study.h"
+#include "space_file.h"
 #include "paratune/spec/error.h"
 #include "paratune/spec/option_error.h"
 #include "paratune/trial/failure.h"
@@ -136,6 +138,37 @@ Distribution distribution_from_json(const std::string& name, const nlohmann::jso
   return d;
 }
 
+std::vector<ParamSpec> revealed_parameters(const std::vector<store::StoredTrial>& trials) {
+  std::vector<ParamSpec> out;
+  std::set<std::string> refused;  // asked as two types
+  for (const store::StoredTrial& t : trials) {
+    // Ordered: the parameters in the order the trial asked for them.
+    const nlohmann::ordered_json state =
+        nlohmann::ordered_json::parse(t.hpo_json.empty() ? "{}" : t.hpo_json, nullptr, false);
+    if (!state.is_object() || !state.contains("distributions") || !state["distributions"].is_object()) continue;
+    for (const auto& item : state["distributions"].items()) {
+      const std::string& name = item.key();
+      if (refused.contains(name) || !is_parameter_name(name)) continue;
+      const ParamSpec d = distribution_from_json(name, item.value()).param;
+      const auto seen = std::find_if(out.begin(), out.end(), [&](const ParamSpec& p) { return p.name == name; });
+      if (seen == out.end()) {
+        out.push_back(d);
+      } else if (seen->type != d.type) {
+        refused.insert(name);
+        out.erase(seen);
+      } else if (d.type == ParamType::kCategorical) {
+        for (const nlohmann::json& c : d.choices)
+          if (std::find(seen->choices.begin(), seen->choices.end(), c) == seen->choices.end()) seen->choices.push_back(c);
+      } else {
+        seen->low = std::min(seen->low, d.low);
+        seen->high = std::max(seen->high, d.high);
+        seen->log = seen->log && d.log;
+      }
+    }
+  }
+  return out;
+}
+
 void validate(const AskTellOptions& options) {
   if (options.name.empty()) throw OptionError("name", "''", "must not be empty (the study's name in the store)");
   if (options.objective.empty())
@@ -242,12 +275,12 @@ void AskTellStudy::open(PrunerKind pruner_kind) {
     throw;
   } catch (const Error&) {  // held: other processes run the study (or a controller: lock_worker says so)
   }
-  if (!alone) lock_ = store_.lock_worker(options_.name);
+  if (!alone) lock_ = share_of_the_lock();
   study_ = store_.open_study(options_.name, ask_tell_identity(space_, options_, pruner_).dump());
   if (alone) {
     store_.mark_running_interrupted(study_);
     alone.reset();
-    lock_ = store_.lock_worker(options_.name);
+    lock_ = share_of_the_lock();
   }
   adopt(store_.trials(study_, true), /*with_outputs=*/true);
   reused_ = static_cast<int>(std::count_if(records_.begin(), records_.end(), [](const TrialRecord& r) {
@@ -255,6 +288,23 @@ void AskTellStudy::open(PrunerKind pruner_kind) {
   }));
   requeued_ = static_cast<int>(requeue_.size());
   heartbeat_ = std::thread([this] { keep_alive(); });
+}
+
+std::unique_ptr<store::ControllerLock> AskTellStudy::share_of_the_lock() {
+  // Another process that opens the study at the same moment holds the exclusive lock for as long as
+  // it takes to find out it is alone (above: milliseconds), so a refusal is tried again for a while;
+  // a controller that runs the study holds it for good, and its error is thrown then.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    try {
+      return store_.lock_worker(options_.name);
+    } catch (const store::StoreUnavailable&) {
+      throw;
+    } catch (const Error&) {
+      if (std::chrono::steady_clock::now() >= until) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
 }
 
 bool AskTellStudy::adopt(const std::vector<store::StoredTrial>& all, bool with_outputs) {

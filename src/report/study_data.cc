@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
+#include "paratune/hpo/ask_tell.h"
 #include "paratune/hpo/importance.h"
 #include "paratune/hpo/retrain.h"
 #include "paratune/hpo/study.h"
@@ -60,11 +62,13 @@ nlohmann::ordered_json listed_importance(const std::vector<store::StoredTrial>& 
 
 // Each parameter's type from the space in the study's identity: a hyperparameter space says it
 // (hpo::Space::describe); a search of configurations lists each parameter's values
-// (tune::SearchSpace::describe), which are categorical in that order.
-nlohmann::ordered_json parameter_types(const nlohmann::ordered_json& identity) {
+// (tune::SearchSpace::describe), which are categorical in that order. A define-by-run study has
+// none: the space its trials revealed (study_space).
+nlohmann::ordered_json parameter_types(const nlohmann::ordered_json& identity, const std::optional<hpo::Space>& revealed) {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  if (!identity.is_object() || !identity.contains("space") || !identity["space"].is_object()) return out;
-  const nlohmann::ordered_json& space = identity["space"];
+  const bool stated = identity.is_object() && identity.contains("space") && identity["space"].is_object();
+  if (!stated && !revealed) return out;
+  const nlohmann::ordered_json space = stated ? identity["space"] : revealed->describe();
   if (!space.contains("parameters") || !space["parameters"].is_object()) return out;
   for (const auto& [name, p] : space["parameters"].items()) {
     if (p.is_array()) {
@@ -124,6 +128,27 @@ StudyObjective study_objective(const store::StudyInfo& study) {
   return measured;
 }
 
+namespace {
+
+// The study's space: as created, or (define-by-run) as its trials revealed it; none for a search of
+// configurations.
+std::optional<hpo::Space> study_space(const store::StudyStore& store, const store::StudyInfo& study,
+                                      const std::vector<store::StoredTrial>& trials) {
+  const nlohmann::ordered_json identity = parsed_or_null(study.config_json);
+  if (!identity.is_object()) return std::nullopt;
+  // The space as the study was created, its parameters in their order.
+  if (identity.contains("space"))
+    return hpo::Space::parse(identity["space"].dump(), fmt::format("{} (study '{}')", store.locator(), study.name));
+  // Define-by-run (create_study): the space its trials revealed.
+  if (!identity.contains("space_by")) return std::nullopt;
+  std::vector<hpo::ParamSpec> revealed = hpo::revealed_parameters(trials);
+  if (revealed.empty()) return std::nullopt;
+  return hpo::Space(std::move(revealed), {}, fmt::format("{} (study '{}', as its trials revealed it)", store.locator(),
+                                                         study.name));
+}
+
+}  // namespace
+
 TrialAnalysis analyse_trials(const store::StudyStore& store, const store::StudyInfo& study,
                              const std::vector<store::StoredTrial>& trials) {
   const StudyObjective measured = study_objective(study);
@@ -131,13 +156,8 @@ TrialAnalysis analyse_trials(const store::StudyStore& store, const store::StudyI
   for (const store::StoredTrial& t : trials)
     if (t.status != "interrupted")
       analysis.records.push_back(hpo::record_of(t, measured.objective, measured.objectives));
-  // The space as the study was created, its parameters in their order.
-  const nlohmann::ordered_json identity = parsed_or_null(study.config_json);
-  if (identity.is_object() && identity.contains("space")) {
-    const hpo::Space space =
-        hpo::Space::parse(identity["space"].dump(), fmt::format("{} (study '{}')", store.locator(), study.name));
-    analysis.importance = hpo::parameter_importance(space, analysis.records);
-  }
+  if (const std::optional<hpo::Space> space = study_space(store, study, trials))
+    analysis.importance = hpo::parameter_importance(*space, analysis.records);
   return analysis;
 }
 
@@ -148,7 +168,7 @@ nlohmann::ordered_json study_data(const store::StudyStore& store, const store::S
   nlohmann::ordered_json out{{"study", study.name},
                              {"config", identity},
                              {"kind", measured.hpo ? "hpo" : "configurations"},
-                             {"parameters", parameter_types(identity)},
+                             {"parameters", parameter_types(identity, study_space(store, study, trials))},
                              {"objective", measured.objective},
                              {"direction", hpo::to_string(measured.direction)}};
   // Several objectives have a Pareto front, not one best.

@@ -13,6 +13,7 @@
 
 #include "../support/test_files.h"
 #include "paratune/hpo/study.h"
+#include "paratune/report/study_data.h"
 #include "paratune/spec/error.h"
 #include "paratune/spec/option_error.h"
 #include "paratune/store/sqlite_store.h"
@@ -251,6 +252,41 @@ TEST_F(AskTell, ATrialOfAProcessSilentPastTheTimeoutIsAskedAgain) {
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
   (void)c.ask();
   EXPECT_EQ(store_.trial(store_.trials(a.study_id())[again->number - 1].id).status, "running");
+}
+
+// A define-by-run study has no space in its identity: reports take the one its trials revealed (each
+// parameter's widest bounds; one asked as two types, or under a name a space cannot hold, left out).
+TEST_F(AskTell, ADefineByRunStudysReportsUseTheSpaceItsTrialsRevealed) {
+  const std::unique_ptr<Pruner> none = make_pruner(PrunerKind::kNone, {.max_resource = 10});
+  AskTellStudy study({.name = "r"}, store_, SamplerKind::kRandom, {.seed = 3}, *none, PrunerKind::kNone);
+  const auto ask_for = [](const std::string& name, ParamType type, double low, double high, bool log = false) {
+    Distribution d;
+    d.param = {.name = name, .type = type, .low = low, .high = high, .log = log};
+    return checked_distribution(d, "suggest('" + name + "')");
+  };
+  Distribution kind;
+  kind.param = {.name = "kind", .type = ParamType::kCategorical};
+  for (int i = 0; i < 12; ++i) {
+    const auto t = study.ask();
+    const double x = study.suggest(t->number, ask_for("x", ParamType::kFloat, 0, i < 6 ? 1 : 2)).get<double>();
+    if (i % 2 == 0) (void)study.suggest(t->number, ask_for("depth", ParamType::kInt, 1, 64, true));
+    kind.param.choices = i < 6 ? std::vector<nlohmann::json>{"a", "b"} : std::vector<nlohmann::json>{"a", "c"};
+    (void)study.suggest(t->number, kind);
+    (void)study.suggest(t->number, ask_for("two types", ParamType::kFloat, 0, 1));
+    (void)study.suggest(t->number, ask_for("w", i == 0 ? ParamType::kInt : ParamType::kFloat, 0, 1));
+    study.tell(t->number, {.kind = TrialEnd::Kind::kCompleted, .value = x * x});
+  }
+  const std::vector<ParamSpec> space = revealed_parameters(store_.trials(study.study_id()));
+  ASSERT_EQ(space.size(), 3U);
+  EXPECT_EQ(space[0].name, "x");
+  EXPECT_EQ(space[0].high, 2);
+  EXPECT_EQ(space[1].name, "depth");
+  EXPECT_TRUE(space[1].log);
+  EXPECT_EQ(space[2].choices, (std::vector<nlohmann::json>{"a", "b", "c"}));
+  const nlohmann::ordered_json data = study_data(store_, store_.studies()[0]);
+  EXPECT_EQ(data["parameters"]["depth"]["log"], true) << data["parameters"].dump();
+  ASSERT_FALSE(data["importance"].empty()) << data.dump();
+  EXPECT_EQ(data["importance"][0]["parameter"], "x") << data["importance"].dump();
 }
 
 TEST_F(AskTell, PrunersThatRestTrialsAreRefused) {

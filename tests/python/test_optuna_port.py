@@ -379,3 +379,56 @@ def test_storage_urls_optuna_scripts_use_and_optunas_own_files(tmp_path):
                                              r"\(version_info\) and no paratune schema"):
         paratune.create_study(storage=f"sqlite:///{optuna_file}")
     assert optuna_file.read_bytes() == before
+
+
+def test_a_fixed_trial_runs_the_objective_again_with_chosen_values(tmp_path):
+    def objective(trial):
+        x = trial.suggest_float("x", -5.0, 5.0)
+        depth = trial.suggest_int("depth", 1, 9, step=2)
+        kind = trial.suggest_categorical("kind", ["a", None])
+        trial.report(x, 0)
+        assert not trial.should_prune()
+        return x * x + depth + (1 if kind == "a" else 0)
+
+    study = paratune.create_study(storage=tmp_path / "s.db", study_name="f", seed=4)
+    study.optimize(objective, n_trials=6)
+    fixed = paratune.trial.FixedTrial(study.best_params)
+    assert objective(fixed) == study.best_value and fixed.params == study.best_params
+    with pytest.warns(UserWarning, match=r"suggest_int\('depth'\): the fixed value 4 is not one of 1\.\.9 on a step "
+                                          r"of 2"):
+        objective(paratune.trial.FixedTrial({"x": 0.0, "depth": 4, "kind": None}))
+    with pytest.raises(ValueError, match=r"suggest_int\('depth'\): the parameter 'depth' is not among the "
+                                         r"FixedTrial's params \('x'\)"):
+        objective(paratune.trial.FixedTrial({"x": 0.0}))
+
+
+def test_the_studies_of_a_storage_are_listed_and_summarized(tmp_path):
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    paratune.create_study(storage=storage, study_name="one", seed=1).optimize(
+        lambda t: t.suggest_float("x", 0.0, 1.0), n_trials=3)
+    paratune.create_study(storage=storage, study_name="two", directions=["minimize", "maximize"], seed=1)
+    assert paratune.study.get_all_study_names(storage) == ["one", "two"]
+    one, two = paratune.get_all_study_summaries(storage)
+    assert (one.study_name, one.n_trials, one.direction) == ("one", 3, paratune.study.StudyDirection.MINIMIZE)
+    assert one.best_trial == paratune.load_study("one", storage).best_trial
+    assert one.datetime_start <= one.best_trial.datetime_start
+    assert (two.n_trials, two.direction, two.best_trial, two.datetime_start) == (0, None, None, None)
+    assert [str(d) for d in two.directions] == ["minimize", "maximize"]
+    assert paratune.get_all_study_summaries(storage, include_best_trial=False)[0].best_trial is None
+    with pytest.raises(paratune.Error, match="an in-memory storage belongs to its study object"):
+        paratune.study.get_all_study_names(None)
+
+
+def test_a_define_by_run_studys_report_has_importance_from_the_space_its_trials_revealed(tmp_path):
+    def objective(trial):
+        x = trial.suggest_float("x", 0.0, 1.0)
+        if x > 0.5:
+            trial.suggest_int("depth", 1, 64, log=True)
+        trial.suggest_categorical("noise", ["a", "b"])
+        return 10 * x
+
+    study = paratune.create_study(storage=tmp_path / "s.db", study_name="r", sampler="random", seed=2)
+    study.optimize(objective, n_trials=16)
+    data = paratune.open_study(tmp_path / "s.db", "r").to_dict()
+    assert data["parameters"]["depth"] == {"type": "int", "log": True, "low": 1, "high": 64}
+    assert data["importance"][0]["parameter"] == "x"

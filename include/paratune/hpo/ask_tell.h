@@ -211,6 +211,9 @@ class AskTellStudy {
   };
   Live& live(int number);
   void open(PrunerKind pruner_kind);  // both constructors: lock, open or resume
+  // The study's lock, shared with other ask/tell studies (StudyStore::lock_worker), waiting out
+  // another one's check that it is alone; throws Error when a controller runs the study.
+  std::unique_ptr<store::ControllerLock> share_of_the_lock();
   // Takes in every trial of the study as stored (`all`, in number order): those finished here or
   // elsewhere (what the sampler and pruner learn from), other processes' running ones, and this
   // process's running ones as it knows them; the configurations interrupted trials left to run again.
@@ -254,6 +257,14 @@ class AskTellStudy {
   std::condition_variable wake_heartbeat_;
   bool stopping_ = false;              // under mutex_: the destructor stops the heartbeat thread
 };
+
+// The space a define-by-run study's trials revealed, from the distributions each stored when it ended:
+// every parameter once, in the order first seen, with bounds that hold every trial's value (a float's
+// or int's lowest low and highest high, log only if every trial asked for it so; a categorical's
+// choices in the order seen). For reports (importance, axes); empty when
+// no trial stored distributions (a study with a space given in advance). Parameters a space cannot
+// hold (a name that is not an identifier, or asked as two types) are left out.
+std::vector<ParamSpec> revealed_parameters(const std::vector<store::StoredTrial>& trials);
 
 // The study's identity as stored (what must match to resume it).
 // `space` null: define-by-run (no space in the identity; each trial stores its own).
