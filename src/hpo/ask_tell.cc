@@ -67,6 +67,10 @@ std::uint64_t seed_for(std::uint64_t seed, const std::string& name, int number) 
   return (h ^ static_cast<std::uint64_t>(number)) * 1099511628211ULL;
 }
 
+// How long after a define-by-run trial's first parameter (since the last write) its parameters are
+// stored while it runs (keep_alive).
+constexpr std::chrono::milliseconds kParamsDelay{1000};
+
 bool informative(const TrialRecord& r) {
   return r.state == TrialRecord::State::kCompleted || r.state == TrialRecord::State::kPruned;
 }
@@ -361,14 +365,31 @@ bool AskTellStudy::adopt(const std::vector<store::StoredTrial>& all, bool with_o
 }
 
 void AskTellStudy::keep_alive() {
+  using Clock = std::chrono::steady_clock;
+  const auto every = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.heartbeat_s));
   std::unique_lock lock(mutex_);
-  while (!wake_heartbeat_.wait_for(lock, std::chrono::duration<double>(options_.heartbeat_s),
-                                   [this] { return stopping_; })) {
-    std::vector<std::int64_t> ids;
-    for (const auto& [number, l] : live_) ids.push_back(l.id);
-    if (ids.empty()) continue;
+  Clock::time_point next_beat = Clock::now() + every;
+  for (;;) {
+    // Awake for the next beat, or for a define-by-run trial's parameters due to be stored.
+    Clock::time_point wake = next_beat;
+    for (const auto& [number, l] : live_)
+      if (l.params_due) wake = std::min(wake, *l.params_due);
+    // No predicate: a notification (a new trial's parameters due sooner, or the end) recomputes the wake.
+    if (!stopping_) wake_heartbeat_.wait_until(lock, wake);
+    if (stopping_) return;
+    const Clock::time_point now = Clock::now();
     try {
-      store_.heartbeat(ids);
+      if (now >= next_beat) {
+        next_beat = now + every;
+        std::vector<std::int64_t> ids;
+        for (const auto& [number, l] : live_) ids.push_back(l.id);
+        if (!ids.empty()) store_.heartbeat(ids);
+      }
+      for (auto& [number, l] : live_) {
+        if (!l.params_due || *l.params_due > now) continue;
+        l.params_due.reset();
+        store_.set_running_params(l.id, records_[l.record].config.dump());
+      }
     } catch (const std::exception&) {
       // The store is away: the next beat tries again (a trial outlives a blink shorter than the timeout).
     }
@@ -643,6 +664,12 @@ nlohmann::json AskTellStudy::suggest(int number, const Distribution& d) {
     value = independent_value(number, d);
   r.config[name] = value;
   own.push_back(d);
+  // Stored a second later by the heartbeat thread (with the others asked meanwhile), so that a trial
+  // whose process dies keeps its parameters, and one that ends sooner costs no write (Optuna writes each).
+  if (!l.params_due) {
+    l.params_due = std::chrono::steady_clock::now() + kParamsDelay;
+    wake_heartbeat_.notify_all();
+  }
   return value;
 }
 

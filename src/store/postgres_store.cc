@@ -639,6 +639,14 @@ void PostgresStudyStore::heartbeat(const std::vector<std::int64_t>& trials) {
   });
 }
 
+void PostgresStudyStore::set_running_params(std::int64_t trial, const std::string& params_json) {
+  retrying([&](bool /*again*/) {
+    const std::lock_guard<std::mutex> guard(mutex_);
+    run(conn_, locator_, "UPDATE trials SET params_json = $1 WHERE id = $2 AND status = 'running'",
+        Params().add(params_json).add(trial));
+  });
+}
+
 bool PostgresStudyStore::write_finish(std::int64_t trial, const trial::TrialResult& r, const TrialOutcome* outcome,
                                       bool only_own_running) {
   return retrying([&](bool again) {

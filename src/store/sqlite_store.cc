@@ -436,6 +436,13 @@ void SqliteStudyStore::heartbeat(const std::vector<std::int64_t>& trials) {
   });
 }
 
+void SqliteStudyStore::set_running_params(std::int64_t trial, const std::string& params_json) {
+  retrying([&](bool /*again*/) {
+    Statement update(db_, "UPDATE trials SET params_json = ? WHERE id = ? AND status = 'running'");
+    update.bind(1, params_json).bind(2, trial).run();
+  });
+}
+
 bool SqliteStudyStore::written_elsewhere() {
   // SQLite's data_version changes when another connection commits, never for this one's own writes
   // (sqlite.org/pragma.html#pragma_data_version).

@@ -254,6 +254,22 @@ TEST_F(AskTell, ATrialOfAProcessSilentPastTheTimeoutIsAskedAgain) {
   EXPECT_EQ(store_.trial(store_.trials(a.study_id())[again->number - 1].id).status, "running");
 }
 
+// A define-by-run trial's parameters reach the store a second after they are asked for, long before
+// the next heartbeat: a trial whose process dies keeps what it had asked for.
+TEST_F(AskTell, ADefineByRunTrialsParametersAreStoredWhileItRuns) {
+  const std::unique_ptr<Pruner> none = make_pruner(PrunerKind::kNone, {.max_resource = 10});
+  AskTellStudy study({.name = "p", .heartbeat_s = 60, .heartbeat_timeout_s = 120}, store_, SamplerKind::kRandom,
+                     {.seed = 3}, *none, PrunerKind::kNone);
+  const auto t = study.ask();
+  Distribution x;
+  x.param = {.name = "x", .type = ParamType::kFloat, .low = 0, .high = 1};
+  const nlohmann::json value = study.suggest(t->number, x);
+  const auto stored = [&] { return nlohmann::json::parse(store_.trials(study.study_id()).front().params_json); };
+  for (int i = 0; i < 250 && stored().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(stored(), (nlohmann::json{{"x", value}}));
+  EXPECT_EQ(store_.trials(study.study_id()).front().status, "running");
+}
+
 // A define-by-run study has no space in its identity: reports take the one its trials revealed (each
 // parameter's widest bounds; one asked as two types, or under a name a space cannot hold, left out).
 TEST_F(AskTell, ADefineByRunStudysReportsUseTheSpaceItsTrialsRevealed) {

@@ -45,7 +45,9 @@
 //     trial whose process has been silent for `heartbeat_timeout_s` (it died) becomes interrupted at
 //     the next claim of any process, and its configuration is asked again first (given a space);
 //   - a running trial's curve reaches the others when it ends (its reports are stored with it), so
-//     the pruners judge against the curves of every finished trial and of this process's running ones.
+//     the pruners judge against the curves of every finished trial and of this process's running ones;
+//     a define-by-run trial's parameters are stored by the heartbeat thread a second after they are
+//     asked for (so a trial whose process died keeps them), and when it ends.
 // Opened when no other process runs the study, the trials left running by a process that died are
 // interrupted at once (as a controller resuming).
 //
@@ -208,6 +210,8 @@ class AskTellStudy {
     std::vector<Distribution> proposed;  // and their distributions (model_ when it was asked)
     Config fixed = Config::object();     // enqueued values, taken where they fit
     nlohmann::ordered_json user_attrs = nlohmann::ordered_json::object();
+    // Define-by-run: when keep_alive stores the parameters asked for since it last did (none: stored).
+    std::optional<std::chrono::steady_clock::time_point> params_due;
   };
   Live& live(int number);
   void open(PrunerKind pruner_kind);  // both constructors: lock, open or resume

@@ -54,6 +54,7 @@ class PostgresStudyStore final : public StudyStore {
   int mark_running_interrupted(std::int64_t study) override;
   int mark_failed_for_retry(std::int64_t study) override;
   void heartbeat(const std::vector<std::int64_t>& trials) override;
+  void set_running_params(std::int64_t trial, const std::string& params_json) override;
   void set_prediction(std::int64_t trial, const std::string& prediction_json) override;
   void set_model(std::int64_t study, const std::string& model_json) override;
   ClaimOutcome claim_trial(std::int64_t study, double heartbeat_timeout_s, const Proposer& propose,

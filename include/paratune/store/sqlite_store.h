@@ -35,6 +35,7 @@ class SqliteStudyStore final : public StudyStore {
   int mark_running_interrupted(std::int64_t study) override;
   int mark_failed_for_retry(std::int64_t study) override;
   void heartbeat(const std::vector<std::int64_t>& trials) override;
+  void set_running_params(std::int64_t trial, const std::string& params_json) override;
   [[nodiscard]] bool written_elsewhere() override;  // PRAGMA data_version
   void set_prediction(std::int64_t trial, const std::string& prediction_json) override;
   void set_model(std::int64_t study, const std::string& model_json) override;

@@ -226,6 +226,9 @@ class StudyStore {
                                    bool with_outputs) = 0;
   // Running trials are alive: their heartbeat_unix_s becomes now.
   virtual void heartbeat(const std::vector<std::int64_t>& trials) = 0;
+  // A running trial's parameters so far (a define-by-run trial's grow as its program asks for them):
+  // its params_json, unless it has ended meanwhile (then nothing is written).
+  virtual void set_running_params(std::int64_t trial, const std::string& params_json) = 0;
   // Whether anyone but this object (another process, or another store object on the same file)
   // committed a change since the last call: true on the first call, and always where the store
   // cannot tell cheaply (a server's). An ask/tell study claims with every process's trials only then
