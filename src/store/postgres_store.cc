@@ -497,7 +497,7 @@ int PostgresStudyStore::mark_running_interrupted(std::int64_t study) {
     const std::lock_guard<std::mutex> guard(mutex_);
     return run(conn_, locator_,
                "UPDATE trials SET status = CASE WHEN rung IS NULL THEN 'interrupted' ELSE 'pruned' END, "
-               "reason = 'the controller stopped while it ran', "
+               "reason = 'the process running it stopped while it ran', "
                "ended_unix_s = started_unix_s WHERE study_id = $1 AND status = 'running'",
                Params().add(study))
         .affected();

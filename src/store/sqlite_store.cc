@@ -385,7 +385,7 @@ int SqliteStudyStore::mark_running_interrupted(std::int64_t study) {
     // other becomes interrupted.
     Statement update(db_,
                      "UPDATE trials SET status = CASE WHEN rung IS NULL THEN 'interrupted' ELSE 'pruned' END, "
-                     "reason = 'the controller stopped while it ran', "
+                     "reason = 'the process running it stopped while it ran', "
                      "ended_unix_s = started_unix_s WHERE study_id = ? AND status = 'running'");
     update.bind(1, study).run();
     return sqlite3_changes(db_);
