@@ -170,6 +170,15 @@ std::vector<ParamSpec> revealed_parameters(const std::vector<store::StoredTrial>
       }
     }
   }
+  // What else a space cannot hold (one value only: low == high, or one choice) is left out too.
+  std::erase_if(out, [](const ParamSpec& p) {
+    try {
+      const Space alone({p}, {}, "");
+      return false;
+    } catch (const Error&) {
+      return true;
+    }
+  });
   return out;
 }
 

@@ -290,6 +290,7 @@ TEST_F(AskTell, ADefineByRunStudysReportsUseTheSpaceItsTrialsRevealed) {
     (void)study.suggest(t->number, kind);
     (void)study.suggest(t->number, ask_for("two types", ParamType::kFloat, 0, 1));
     (void)study.suggest(t->number, ask_for("w", i == 0 ? ParamType::kInt : ParamType::kFloat, 0, 1));
+    (void)study.suggest(t->number, ask_for("fixed", ParamType::kFloat, 3, 3));  // one value: nothing to show
     study.tell(t->number, {.kind = TrialEnd::Kind::kCompleted, .value = x * x});
   }
   const std::vector<ParamSpec> space = revealed_parameters(store_.trials(study.study_id()));
