@@ -1093,7 +1093,6 @@ class StudySummary:
                                if trials else None)
         self.user_attrs = {}
         self.system_attrs = {}
-        self._study_id = view.name
 
     def __repr__(self):
         return f"<paratune.study.StudySummary '{self.study_name}': {self.n_trials} trials>"
@@ -1117,8 +1116,9 @@ def get_all_study_summaries(storage, include_best_trial=True):
     Each study in storage, summarized (Optuna's get_all_study_summaries): its name, direction, trial count,
     best trial (left out, None, unless include_best_trial) and start."""
     summaries = []
+    locator = _locator(storage)
     for name in get_all_study_names(storage):
-        view = _open_study(_locator(storage), name)
+        view = _open_study(locator, name)
         best = None
         if include_best_trial and len(view.directions) == 1 and view.best is not None:
             best = view.best
