@@ -26,6 +26,8 @@
 //
 //   bench_hydro end-to-end [--ratio 8] [--trials 24] [--seeds 0-1] [--steps 300] [--retrain-top K|auto]
 //                          [--retrain-budget F] [--reuse DIR] [--only direct|surrogate] [--out DIR]
+//                          [--surrogate-search "TUNE FLAGS"] [--surrogate-train "TRAINER FLAGS"]
+//                          [--direct-search "TUNE FLAGS"] [--direct-train "TRAINER FLAGS"]
 //       `paratune tune` with TPE over the GPT's learning rate, init scale and weight decay, the same
 //       number of trials: on the target directly, and on the surrogate (--surrogate-ratio) with the
 //       best transferred and retrained at the target's width (--retrain), or its top K retrained
@@ -35,7 +37,11 @@
 //       DIR/end-to-end/KIND-seedN.json (KIND direct or surrogate, with the commit); --reuse D takes
 //       D/KIND-seedN.json where it exists instead of running that side again (so seeds run apart
 //       can be reported together; --only runs one side and writes its JSON alone). DIR/end_to_end.md
-//       (--retrain-top: DIR/end_to_end_topk.md).
+//       (--retrain-top: DIR/end_to_end_topk.md). --surrogate-search adds `paratune tune` flags to the
+//       surrogate's study (e.g. "--pruner asha --min-resource 100"), --surrogate-train trainer flags to
+//       its command (e.g. "--eval-every 100", so the rungs see a validation loss); --direct-search and
+//       --direct-train do the same for the direct study (the same search at the target: a fair
+//       baseline for the surrogate's); all are printed.
 //
 //   bench_hydro tuning-fusion [--ratio 8] [--trials 24] [--seeds 0-2] [--steps 300] [--out DIR]
 //       The whole tuning with and without inter-trial fusion: the end-to-end bench's surrogate study
@@ -68,6 +74,7 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -414,6 +421,10 @@ struct EndToEnd {
   std::string retrain_budget;       // --retrain-budget (auto only; empty: paratune's default)
   fs::path reuse;                   // take DIR/KIND-seedN.json where it exists; empty: run every side
   std::string only;                 // "direct" or "surrogate": run that side only, write its JSON, no table
+  std::string surrogate_search;     // extra `paratune tune` flags of the surrogate study (space-separated)
+  std::string surrogate_train;      // extra paratune-train flags of the surrogate study's command
+  std::string direct_search;        // the same two for the direct study
+  std::string direct_train;
   fs::path out;
 };
 
@@ -434,7 +445,7 @@ int end_to_end(const EndToEnd& e) {
       "# End to end: tuning the GPT on a {:g}x narrower muP surrogate vs tuning it directly\n\n"
       "`paratune tune --algo tpe --max-trials {} --steps {} --slots 2` over lr, init_scale and weight_decay "
       "(log-uniform) of `paratune-train {}`, objective val_loss; the surrogate run adds `--surrogate-ratio {:g} "
-      "{}` ({}). CPU time: the paratune process and every trial it ran (wait4). Same TPE seed for both.\n\n"
+      "{}` ({}).{} CPU time: the paratune process and every trial it ran (wait4). Same TPE seed for both.\n\n"
       "| seed | direct: CPU s | wall s | target val_loss | surrogate: CPU s | wall s | retrained | target val_loss "
       "(chosen) | CPU saving | loss difference |\n|---|---|---|---|---|---|---|---|---|---|\n",
       e.ratio, e.trials, e.steps, m.args, e.ratio, retrain_flags,
@@ -442,7 +453,12 @@ int end_to_end(const EndToEnd& e) {
             "its final validation loss is the surrogate tuning's result"
           : "the best configuration transferred and trained at the target's width: its final validation loss is the "
             "surrogate tuning's result",
-      e.ratio);
+      (e.surrogate_search.empty() && e.surrogate_train.empty()
+           ? std::string()
+           : fmt::format(" The surrogate study adds `{}` and its trials `{}`.", e.surrogate_search, e.surrogate_train)) +
+          (e.direct_search.empty() && e.direct_train.empty()
+               ? std::string()
+               : fmt::format(" The direct study adds `{}` and its trials `{}`.", e.direct_search, e.direct_train)));
   std::vector<double> savings, differences;
   std::string sources;
   const std::string commit = git_commit();
@@ -465,6 +481,10 @@ int end_to_end(const EndToEnd& e) {
                                     std::to_string(e.trials), "--steps", std::to_string(e.steps), "--slots", "2",
                                     "--objective", "val_loss", "--direction", "minimize", "--json", "--command",
                                     std::string(PARATUNE_TRAIN_BINARY) + " " + m.args + " --steps {steps}"};
+      const std::string& train_flags = kind == "surrogate" ? e.surrogate_train : e.direct_train;
+      if (!train_flags.empty()) argv.back() += " " + train_flags;
+      std::istringstream extra(kind == "surrogate" ? e.surrogate_search : e.direct_search);
+      for (std::string word; extra >> word;) argv.push_back(word);
       if (kind == "surrogate") {
         argv.insert(argv.end(), {"--surrogate-ratio", fmt::format("{:g}", e.ratio)});
         if (top) {
@@ -862,6 +882,10 @@ int main(int argc, char** argv) {
       e.retrain_budget = flag("retrain-budget", "");
       e.reuse = flag("reuse", "");
       e.only = flag("only", "");
+      e.surrogate_search = flag("surrogate-search", "");
+      e.surrogate_train = flag("surrogate-train", "");
+      e.direct_search = flag("direct-search", "");
+      e.direct_train = flag("direct-train", "");
       if (!e.only.empty() && e.only != "direct" && e.only != "surrogate")
         throw std::runtime_error("--only: direct or surrogate, not " + e.only);
       e.out = out;

@@ -63,12 +63,12 @@ nlohmann::ordered_json listed_importance(const std::vector<store::StoredTrial>& 
 // Each parameter's type from the space in the study's identity: a hyperparameter space says it
 // (hpo::Space::describe); a search of configurations lists each parameter's values
 // (tune::SearchSpace::describe), which are categorical in that order. A define-by-run study has
-// none: the space its trials revealed (study_space).
-nlohmann::ordered_json parameter_types(const nlohmann::ordered_json& identity, const std::optional<hpo::Space>& revealed) {
+// none: `analysed`, the space its trials revealed (TrialAnalysis::space).
+nlohmann::ordered_json parameter_types(const nlohmann::ordered_json& identity, const std::optional<hpo::Space>& analysed) {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   const bool stated = identity.is_object() && identity.contains("space") && identity["space"].is_object();
-  if (!stated && !revealed) return out;
-  const nlohmann::ordered_json space = stated ? identity["space"] : revealed->describe();
+  if (!stated && !analysed) return out;
+  const nlohmann::ordered_json space = stated ? identity["space"] : analysed->describe();
   if (!space.contains("parameters") || !space["parameters"].is_object()) return out;
   for (const auto& [name, p] : space["parameters"].items()) {
     if (p.is_array()) {
@@ -156,8 +156,8 @@ TrialAnalysis analyse_trials(const store::StudyStore& store, const store::StudyI
   for (const store::StoredTrial& t : trials)
     if (t.status != "interrupted")
       analysis.records.push_back(hpo::record_of(t, measured.objective, measured.objectives));
-  if (const std::optional<hpo::Space> space = study_space(store, study, trials))
-    analysis.importance = hpo::parameter_importance(*space, analysis.records);
+  analysis.space = study_space(store, study, trials);
+  if (analysis.space) analysis.importance = hpo::parameter_importance(*analysis.space, analysis.records);
   return analysis;
 }
 
@@ -165,10 +165,11 @@ nlohmann::ordered_json study_data(const store::StudyStore& store, const store::S
   const nlohmann::ordered_json identity = parsed_or_null(study.config_json);
   const StudyObjective measured = study_objective(study);
   const std::vector<store::StoredTrial> trials = store.trials(study.id, /*with_steps=*/measured.hpo);
+  const TrialAnalysis analysis = measured.hpo ? analyse_trials(store, study, trials) : TrialAnalysis{};
   nlohmann::ordered_json out{{"study", study.name},
                              {"config", identity},
                              {"kind", measured.hpo ? "hpo" : "configurations"},
-                             {"parameters", parameter_types(identity, study_space(store, study, trials))},
+                             {"parameters", parameter_types(identity, analysis.space)},
                              {"objective", measured.objective},
                              {"direction", hpo::to_string(measured.direction)}};
   // Several objectives have a Pareto front, not one best.
@@ -189,7 +190,6 @@ nlohmann::ordered_json study_data(const store::StudyStore& store, const store::S
   if (!measured.hpo) {
     out["importance"] = listed_importance(trials);
   } else {
-    const TrialAnalysis analysis = analyse_trials(store, study, trials);
     out["curves"] = curves_json(analysis.records, measured.direction);
     out["importance"] = importance_json(analysis.importance);
     // Only a study with retrains has the key: what an older study shows stays as it was.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,10 +29,13 @@ struct StudyObjective {
 StudyObjective study_objective(const store::StudyInfo& study);
 
 // A hyperparameter study's trials (read with their metrics) as its samplers saw them
-// (hpo::record_of; interrupted ones left out), and each parameter's share of the objective's
-// variance over them (hpo/importance.h) on the space its identity holds (none without one).
+// (hpo::record_of; interrupted ones left out), its space -- as created, or for a define-by-run study
+// as its trials revealed it (hpo::revealed_parameters); none for a search of configurations -- and
+// each parameter's share of the objective's variance over the trials on that space
+// (hpo/importance.h).
 struct TrialAnalysis {
   std::vector<hpo::TrialRecord> records;
+  std::optional<hpo::Space> space;
   std::vector<hpo::Importance> importance;
 };
 TrialAnalysis analyse_trials(const store::StudyStore& store, const store::StudyInfo& study,
