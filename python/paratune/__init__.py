@@ -12,8 +12,9 @@ The same library as the ``paratune`` program, in Python:
   read from one call);
 * ``create_study``, ``load_study``: Optuna's Study API (optimize, ask/tell, best_trial, trials_dataframe), the
   space defined by the run (docs/porting-from-optuna.md); Optuna's names where it keeps them:
-  ``paratune.trial`` (Trial, FrozenTrial, TrialState), ``paratune.study`` (StudyDirection, MaxTrialsCallback),
-  ``paratune.samplers``, ``paratune.pruners``, ``paratune.exceptions``, ``paratune.logging``.
+  ``paratune.trial`` (Trial, FrozenTrial, TrialState, create_trial), ``paratune.study`` (StudyDirection,
+  MaxTrialsCallback), ``paratune.distributions``, ``paratune.importance``, ``paratune.samplers``,
+  ``paratune.pruners``, ``paratune.exceptions``, ``paratune.logging``.
 
 Errors of bad input raise ``paratune.Error`` (a ``ValueError``) with the message the program prints:
 the file, the field, the value and the rule.
@@ -73,13 +74,15 @@ else:
 if _core_loaded:
     from ._study import FrozenTrial, LiveStudy, LiveTrial, create_study, get_all_study_summaries, load_study
     # Where Optuna keeps its names (optuna.trial, optuna.study, ...): ported code changes only its import.
-    from . import exceptions, logging, pruners, samplers, study, trial  # noqa: F401 (paratune.logging: Optuna's)
+    from . import distributions, exceptions, importance, logging, pruners, samplers, study, trial  # noqa: F401
+    from .trial import create_trial  # Optuna's top-level name too
 
     __all__ = [
         "Cluster", "Error", "Estimate", "Launch", "Model", "Plan", "PlanResult", "Simulation", "StoredTrial",
         "Study", "Trial", "TrialPruned", "__version__", "estimate", "launch_args", "load_cluster", "load_model",
         "open_study", "plan", "presets", "simulate", "studies", "tune",
-        "FrozenTrial", "LiveStudy", "LiveTrial", "create_study", "get_all_study_summaries", "load_study",
+        "FrozenTrial", "LiveStudy", "LiveTrial", "create_study", "create_trial", "get_all_study_summaries",
+        "load_study",
     ]
 
     Error.__doc__ = ("Bad input: the message names the file, the field, the value and the rule (the CLI's message, "

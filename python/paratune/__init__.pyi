@@ -268,7 +268,7 @@ class FrozenTrial:
     status: str
     reason: str
     params: dict[str, Any]
-    distributions: dict[str, dict[str, Any]]
+    distributions: dict[str, Any]  # paratune.distributions objects
     user_attrs: dict[str, Any]
     system_attrs: dict[str, Any]
     intermediate_values: dict[int, float]
@@ -344,6 +344,9 @@ class LiveStudy:
     def get_trials(self, deepcopy: bool = True, states: Sequence[Any] | None = None) -> list[FrozenTrial]: ...
     def enqueue_trial(self, params: Mapping[str, Any], user_attrs: Mapping[str, Any] | None = None,
                       skip_if_exists: bool = False) -> None: ...
+    def add_trial(self, trial: FrozenTrial) -> None:
+        """A finished trial (paratune.trial.create_trial, or another study's) stored as this study's next."""
+    def add_trials(self, trials: Sequence[FrozenTrial]) -> None: ...
     def stop(self) -> None: ...
     def ask(self) -> LiveTrial: ...
     def tell(self, trial: LiveTrial | int, values: float | Sequence[float] | None = None, state: Any = None,
@@ -372,6 +375,12 @@ def load_study(study_name: str | None, storage: PathLike, sampler: Literal["tpe"
                seed: int | None = None, sampler_options: Mapping[str, int] | None = None,
                pruner_options: Mapping[str, float] | None = None) -> LiveStudy:
     """A study create_study made, to run more trials or read them (Optuna's load_study)."""
+
+def create_trial(*, state: Any = ..., value: float | None = None, values: Sequence[float] | None = None,
+                 params: Mapping[str, Any] | None = None, distributions: Mapping[str, Any] | None = None,
+                 user_attrs: Mapping[str, Any] | None = None, system_attrs: Mapping[str, Any] | None = None,
+                 intermediate_values: Mapping[int, float] | None = None) -> FrozenTrial:
+    """A finished trial made by hand, for LiveStudy.add_trial (Optuna's create_trial)."""
 
 def get_all_study_summaries(storage: PathLike, include_best_trial: bool = True) -> list[Any]:
     """Each study in storage, summarized (Optuna's get_all_study_summaries): paratune.study.StudySummary."""

@@ -23,6 +23,7 @@ import time as _time
 import uuid as _uuid
 import warnings as _warnings
 
+from . import distributions as _distributions
 from . import exceptions as _exceptions
 from . import pruners as _pruners
 from . import samplers as _samplers
@@ -124,7 +125,9 @@ class FrozenTrial:
         originals = originals or {}
         self.params = {name: originals.get(name, {}).get(_choice_key(value), value) if _hashable(value) else value
                        for name, value in stored["params"].items()}
-        self.distributions = stored["distributions"]
+        # paratune.distributions' classes (Optuna's), their choices the objects listed in this process.
+        self.distributions = {name: _distributions._from_stored(d, originals.get(name))
+                              for name, d in stored["distributions"].items()}
         self.user_attrs = stored["user_attrs"]
         self.system_attrs = {}  # Optuna's internal attributes: paratune has none
         self.intermediate_values = dict(stored["intermediate_values"])
@@ -460,8 +463,9 @@ class LiveStudy:
     ``trials_dataframe``. Its trials are stored as they end; ``paratune.open_study`` reads the same
     study, and ``paratune report`` / the dashboard show it."""
 
-    def __init__(self, engine):
+    def __init__(self, engine, storage):
         self._engine = engine
+        self._storage = storage  # where to open it again: the unmasked URL, or an in-memory study's file
         self._user_attrs = {}
         self._stop = _threading.Event()
         self._best_lock = _threading.Lock()
@@ -577,6 +581,64 @@ class LiveStudy:
             return
         self._engine.enqueue(stored, _plain(dict(user_attrs or {})))
         self._queued.append(stored)
+
+    def add_trial(self, trial):
+        """add_trial(self, trial: FrozenTrial) -> None
+
+        A finished trial (from paratune.trial.create_trial, or another study's FrozenTrial) stored in this
+        study as its next trial, which the sampler and pruner then count like any other (Optuna's add_trial:
+        warm-starting a search from known results). It runs as a trial asked, suggested, reported and told
+        here: its parameters, their distributions, user attributes, intermediate values and value(s) or state
+        (COMPLETE, PRUNED or FAIL) are the given ones; its number and times are this study's."""
+        if not isinstance(trial, FrozenTrial):
+            raise Error(f"add_trial: trial {trial!r}: must be a FrozenTrial (paratune.trial.create_trial makes one)")
+        if not trial.state.is_finished():
+            raise Error(f"add_trial: trial {trial.number}: state {trial.state.name}: paratune adds finished trials "
+                        "only (COMPLETE, PRUNED or FAIL)")
+        distributions = {n: _distributions._from_stored(d) for n, d in trial.distributions.items()}
+        if set(distributions) != set(trial.params):
+            raise Error(f"add_trial: trial {trial.number}: params {sorted(trial.params)} and distributions "
+                        f"{sorted(distributions)} must name the same parameters")
+        for name, d in distributions.items():
+            if not isinstance(d, _distributions.BaseDistribution):
+                raise Error(f"add_trial: trial {trial.number}: distributions['{name}'] {d!r}: must be a "
+                            "paratune.distributions object")
+            if not d._contains(trial.params[name]):
+                raise Error(f"add_trial: trial {trial.number}: params['{name}'] {trial.params[name]!r}: not in its "
+                            f"distribution {d!r}")
+        values = trial.values if trial.state == TrialState.COMPLETE else None
+        if values is not None and len(values) != len(self.directions):
+            raise Error(f"add_trial: trial {trial.number}: {len(values)} values {values!r}; this study has "
+                        f"{len(self.directions)} objective(s)")
+        self.enqueue_trial(trial.params, user_attrs=trial.user_attrs)
+        live = self.ask()
+        for name, d in distributions.items():
+            if isinstance(d, _distributions.FloatDistribution):
+                got = live.suggest_float(name, d.low, d.high, step=d.step, log=d.log)
+            elif isinstance(d, _distributions.IntDistribution):
+                got = live.suggest_int(name, d.low, d.high, step=d.step, log=d.log)
+            else:
+                got = live.suggest_categorical(name, d.choices)
+            wanted = trial.params[name]
+            taken = (float(got) == float(wanted) if not isinstance(d, _distributions.CategoricalDistribution)
+                     else _same_stored(_stored_choice(got), _stored_choice(wanted)))
+            if not taken:
+                self.tell(live, state=TrialState.FAIL)
+                raise Error(f"add_trial: trial {trial.number}: params['{name}'] {wanted!r} was not taken (the study "
+                            f"asked {got!r}); trial {live.number} is stored as failed")
+        for step in sorted(trial.intermediate_values):
+            live.report(trial.intermediate_values[step], step)
+        if values is not None:
+            self.tell(live, values=values if self._many() else values[0])
+        else:
+            self.tell(live, state=trial.state)
+
+    def add_trials(self, trials):
+        """add_trials(self, trials: Iterable[FrozenTrial]) -> None
+
+        add_trial for each, in order."""
+        for trial in trials:
+            self.add_trial(trial)
 
     def stop(self):
         """stop(self) -> None
@@ -1033,7 +1095,7 @@ def _open(storage, study_name, direction, sampler, pruner, load_if_exists, must_
         if must_exist and ("has no such study" in text or "holds no study" in text):
             raise _exceptions.StudyNotFoundError(text) from None
         raise
-    return LiveStudy(engine)
+    return LiveStudy(engine, engine.locator if storage == ":memory:" else storage)
 
 
 def create_study(storage=None, sampler=None, pruner=None, study_name=None, direction=None,

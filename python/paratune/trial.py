@@ -1,5 +1,5 @@
-"""paratune.trial: TrialState, FixedTrial, and the Trial and FrozenTrial of create_study's studies, where Optuna
-keeps them (optuna.trial), so that ported code changes only its import."""
+"""paratune.trial: TrialState, FixedTrial, create_trial, and the Trial and FrozenTrial of create_study's studies,
+where Optuna keeps them (optuna.trial), so that ported code changes only its import."""
 
 import datetime as _datetime
 import enum as _enum
@@ -44,60 +44,41 @@ class FixedTrial:
         self._fixed = dict(params)
         self.number = number
         self.params = {}  # as suggested so far
-        self.distributions = {}  # each suggested parameter's call, as (kind, arguments)
+        self.distributions = {}  # each suggested parameter's distribution (paratune.distributions)
         self.user_attrs = {}
         self.system_attrs = {}
         self.datetime_start = _datetime.datetime.now()
 
-    def _suggest(self, call, name, distribution, fits):
+    def _suggest(self, call, name, distribution):
         if name not in self._fixed:
             raise ValueError(f"{call}: the parameter '{name}' is not among the FixedTrial's params "
                              f"({', '.join(map(repr, self._fixed)) or 'none'})")
         value = self._fixed[name]
-        if not fits(value):
-            kind, *asked = distribution
-            if kind == "categorical":
-                what = f"the choices {asked[0]!r}"
-            else:
-                low, high, step, log = asked
-                what = f"{low}..{high}" + (f" on a step of {step}" if step and step != 1 else "") + (
-                    " (log)" if log else "")
-            _warnings.warn(f"{call}: the fixed value {value!r} is not one of {what}", UserWarning, stacklevel=3)
+        if not distribution._contains(value):
+            _warnings.warn(f"{call}: the fixed value {value!r} is not in {distribution!r}", UserWarning, stacklevel=3)
         self.distributions[name] = distribution
         return self.params.setdefault(name, value)
-
-    @staticmethod
-    def _in_range(value, low, high, step, log, integral):
-        if isinstance(value, bool) or not isinstance(value, _numbers.Real) or not low <= value <= high:
-            return False
-        if integral and not float(value).is_integer():
-            return False
-        if step and not log:
-            k = (value - low) / step
-            return _math.isclose(k, round(k), abs_tol=1e-9)
-        return True
 
     def suggest_float(self, name, low, high, *, step=None, log=False):
         """suggest_float(self, name: str, low: float, high: float, *, step: float | None = None, log: bool = False) -> float
 
         params[name] (a UserWarning when it is outside low..high or off the step's grid)."""
-        return self._suggest(f"suggest_float('{name}')", name, ("float", low, high, step, log),
-                             lambda v: self._in_range(v, low, high, step, log, False))
+        from .distributions import FloatDistribution
+        return self._suggest(f"suggest_float('{name}')", name, FloatDistribution(low, high, log, step))
 
     def suggest_int(self, name, low, high, step=1, log=False):
         """suggest_int(self, name: str, low: int, high: int, step: int = 1, log: bool = False) -> int
 
         int(params[name]) (a UserWarning when it is outside low..high or off the step's grid)."""
-        return int(self._suggest(f"suggest_int('{name}')", name, ("int", low, high, step, log),
-                                 lambda v: self._in_range(v, low, high, step, log, True)))
+        from .distributions import IntDistribution
+        return int(self._suggest(f"suggest_int('{name}')", name, IntDistribution(low, high, log, step)))
 
     def suggest_categorical(self, name, choices):
         """suggest_categorical(self, name: str, choices: Sequence[Any]) -> Any
 
         params[name] (a UserWarning when it is not one of choices)."""
-        choices = tuple(choices)
-        return self._suggest(f"suggest_categorical('{name}')", name, ("categorical", choices),
-                             lambda v: any(v is c or v == c for c in choices))
+        from .distributions import CategoricalDistribution
+        return self._suggest(f"suggest_categorical('{name}')", name, CategoricalDistribution(choices))
 
     def suggest_uniform(self, name, low, high):
         """Optuna's deprecated form of suggest_float(name, low, high)."""
@@ -131,6 +112,69 @@ class FixedTrial:
 
     def __repr__(self):
         return f"<paratune.trial.FixedTrial {self.number} {self._fixed!r}>"
+
+
+def create_trial(*, state=TrialState.COMPLETE, value=None, values=None, params=None, distributions=None,
+                 user_attrs=None, system_attrs=None, intermediate_values=None):
+    """create_trial(*, state: TrialState = TrialState.COMPLETE, value: float | None = None, values: Sequence[float] | None = None, params: dict[str, Any] | None = None, distributions: dict[str, BaseDistribution] | None = None, user_attrs: dict[str, Any] | None = None, system_attrs: dict[str, Any] | None = None, intermediate_values: dict[int, float] | None = None) -> FrozenTrial
+
+    A finished trial made by hand, for study.add_trial (Optuna's create_trial): params and distributions name
+    the same parameters, each value in its distribution (paratune.distributions); a COMPLETE trial has value
+    (or values, one per objective), a PRUNED or FAIL one none. Its number is -1 until a study adds it."""
+    from . import distributions as _distributions
+    from ._study import FrozenTrial, _real, _stored_choice
+
+    from ._core import Error
+    state = TrialState(state)
+    if not state.is_finished():
+        raise Error(f"create_trial: state {state.name}: paratune creates finished trials only (COMPLETE, PRUNED or "
+                    "FAIL)")
+    params, distributions = dict(params or {}), dict(distributions or {})
+    if set(params) != set(distributions):
+        raise Error(f"create_trial: params {sorted(params)} and distributions {sorted(distributions)} must name the "
+                    "same parameters")
+    for name, d in distributions.items():
+        if not isinstance(d, _distributions.BaseDistribution):
+            raise Error(f"create_trial: distributions['{name}'] {d!r}: must be a paratune.distributions object")
+        if not d._contains(params[name]):
+            raise Error(f"create_trial: params['{name}'] {params[name]!r}: not in its distribution {d!r}")
+    if value is not None and values is not None:
+        raise Error("create_trial: value and values: give one of them")
+    if value is not None:
+        values = [value]
+    if values is not None:
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+            raise Error(f"create_trial: values {values!r}: must be a list of numbers")
+        numbers = [_real(v) for v in values]
+        if not numbers or any(v is None or not _math.isfinite(v) for v in numbers):
+            raise Error(f"create_trial: values {list(values)!r}: must be finite numbers, one per objective")
+        values = numbers
+    if state == TrialState.COMPLETE and values is None:
+        raise Error("create_trial: state COMPLETE: needs value (or values)")
+    if state != TrialState.COMPLETE and values is not None:
+        raise Error(f"create_trial: state {state.name}: takes no value (a pruned trial's value is its last "
+                    "intermediate value)")
+    intermediate = {}
+    for step, v in dict(intermediate_values or {}).items():
+        number = _real(v)
+        if isinstance(step, bool) or not isinstance(step, _numbers.Integral) or step < 0 or number is None:
+            raise Error(f"create_trial: intermediate_values[{step!r}] {v!r}: steps are whole numbers >= 0 and "
+                        "values numbers")
+        intermediate[int(step)] = number
+    now = _datetime.datetime.now().timestamp()
+    stored = {"number": 0, "status": {TrialState.COMPLETE: "completed", TrialState.PRUNED: "pruned"}.get(state, "failed"),
+              "reason": "", "value": values[0] if values and len(values) == 1 else None,
+              "params": {n: _stored_choice(v) for n, v in params.items()},
+              "distributions": {n: d._stored() for n, d in distributions.items()},
+              "user_attrs": dict(user_attrs or {}), "intermediate_values": intermediate,
+              "started_unix_s": now, "ended_unix_s": now}
+    if values is not None and len(values) > 1:
+        stored["values"] = values
+    trial = FrozenTrial(stored)
+    trial.params = params  # the very objects given
+    trial.distributions = distributions
+    trial.system_attrs = dict(system_attrs or {})
+    return trial
 
 
 def equal_by_name(member, other, enum_name, plain_eq):

@@ -394,8 +394,8 @@ def test_a_fixed_trial_runs_the_objective_again_with_chosen_values(tmp_path):
     study.optimize(objective, n_trials=6)
     fixed = paratune.trial.FixedTrial(study.best_params)
     assert objective(fixed) == study.best_value and fixed.params == study.best_params
-    with pytest.warns(UserWarning, match=r"suggest_int\('depth'\): the fixed value 4 is not one of 1\.\.9 on a step "
-                                          r"of 2"):
+    with pytest.warns(UserWarning, match=r"suggest_int\('depth'\): the fixed value 4 is not in "
+                                          r"IntDistribution\(low=1, high=9, log=False, step=2\)"):
         objective(paratune.trial.FixedTrial({"x": 0.0, "depth": 4, "kind": None}))
     with pytest.raises(ValueError, match=r"suggest_int\('depth'\): the parameter 'depth' is not among the "
                                          r"FixedTrial's params \('x'\)"):
@@ -432,3 +432,100 @@ def test_a_define_by_run_studys_report_has_importance_from_the_space_its_trials_
     data = paratune.open_study(tmp_path / "s.db", "r").to_dict()
     assert data["parameters"]["depth"] == {"type": "int", "log": True, "low": 1, "high": 64}
     assert data["importance"][0]["parameter"] == "x"
+
+
+def test_known_results_are_added_as_trials_the_search_goes_on_from(tmp_path):
+    from paratune.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+    distributions = {"lr": FloatDistribution(1e-4, 1e-1, log=True), "layers": IntDistribution(1, 9, step=2),
+                     "act": CategoricalDistribution(["relu", None])}
+    known = [paratune.trial.create_trial(params={"lr": 1e-3, "layers": 3, "act": None}, distributions=distributions,
+                                         value=0.25, user_attrs={"from": "notebook"},
+                                         intermediate_values={0: 0.9, 1: 0.5}),
+             paratune.create_trial(params={"lr": 1e-2, "layers": 5, "act": "relu"}, distributions=distributions,
+                                   state=TrialState.PRUNED, intermediate_values={0: 0.95}),
+             paratune.trial.create_trial(params={"lr": 0.05, "layers": 1, "act": "relu"}, distributions=distributions,
+                                         state=TrialState.FAIL)]
+    assert known[0].number == -1 and known[0].value == 0.25 and known[1].value == 0.95  # pruned: its last report
+    study = paratune.create_study(storage=tmp_path / "s.db", study_name="warm", seed=2)
+    study.add_trials(known)
+    trials = study.trials
+    assert [t.number for t in trials] == [0, 1, 2]
+    assert [t.state for t in trials] == [TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL]
+    assert trials[0].params == {"lr": 1e-3, "layers": 3, "act": None} and trials[0].value == 0.25
+    assert trials[0].distributions == distributions and trials[0].user_attrs == {"from": "notebook"}
+    assert trials[0].intermediate_values == {0: 0.9, 1: 0.5} and trials[1].intermediate_values == {0: 0.95}
+    assert study.best_trial.number == 0
+
+    def objective(trial):
+        lr = trial.suggest_float("lr", 1e-4, 1e-1, log=True)
+        trial.suggest_int("layers", 1, 9, step=2)
+        trial.suggest_categorical("act", ["relu", None])
+        return abs(np.log10(lr) + 3)
+
+    study.optimize(objective, n_trials=4)
+    assert [t.number for t in study.trials] == list(range(7))
+    # Copied into another study as they are (Optuna's idiom for moving trials between studies).
+    copy = paratune.create_study(storage=tmp_path / "s.db", study_name="copy", seed=2)
+    copy.add_trials(study.trials)
+    assert [(t.params, t.state, t.value) for t in copy.trials] == [(t.params, t.state, t.value) for t in study.trials]
+    # paratune's own readers see them as any other trial.
+    assert len(paratune.open_study(tmp_path / "s.db", "copy")) == 7
+
+
+def test_a_made_trial_that_cannot_be_true_is_refused_with_its_reason(tmp_path):
+    from paratune.distributions import FloatDistribution, IntDistribution
+    x = {"x": FloatDistribution(0.0, 1.0)}
+    cases = [
+        (dict(params={"x": 2.0}, distributions=x, value=1.0), r"params\['x'\] 2\.0: not in its distribution "
+                                                              r"FloatDistribution\(low=0\.0, high=1\.0"),
+        (dict(params={"x": 0.5}, distributions={}, value=1.0), r"params \['x'\] and distributions \[\] must name"),
+        (dict(params={"x": 0.5}, distributions=x), r"state COMPLETE: needs value"),
+        (dict(params={"x": 0.5}, distributions=x, state=TrialState.PRUNED, value=1.0), r"state PRUNED: takes no value"),
+        (dict(params={"x": 0.5}, distributions=x, state=TrialState.RUNNING), r"state RUNNING: paratune creates "
+                                                                             r"finished trials only"),
+        (dict(params={"x": 0.5}, distributions=x, value=float("nan")), r"values \[nan\]: must be finite numbers"),
+        (dict(params={"x": 0.5}, distributions={"x": {"type": "float"}}, value=1.0), r"must be a "
+                                                                                     r"paratune\.distributions object"),
+    ]
+    for arguments, message in cases:
+        with pytest.raises(paratune.Error, match=message):
+            paratune.trial.create_trial(**arguments)
+    for make, message in [(lambda: FloatDistribution(1.0, 0.0), r"low 1\.0 must be <= high 0\.0"),
+                          (lambda: FloatDistribution(0.0, 1.0, log=True), r"low 0\.0 with log=True: must be > 0"),
+                          (lambda: FloatDistribution(1.0, 2.0, log=True, step=0.5), r"a distribution has one or"),
+                          (lambda: IntDistribution(0, 8, step=0), r"step 0: must be 1 or more"),
+                          (lambda: IntDistribution(0.5, 8), r"low 0\.5: must be a finite whole number")]:
+        with pytest.raises(ValueError, match=message):
+            make()
+    two = paratune.create_study(storage=tmp_path / "s.db", study_name="two", directions=["minimize", "minimize"])
+    with pytest.raises(paratune.Error, match=r"1 values \[1\.0\]; this study has 2 objective"):
+        two.add_trial(paratune.trial.create_trial(params={"x": 0.5}, distributions=x, value=1.0))
+    assert two.trials == []  # nothing stored
+
+
+def test_parameter_importances_as_optuna_returns_them(tmp_path):
+    rng = np.random.default_rng(0)
+
+    def objective(trial):
+        x = trial.suggest_float("x", -3.0, 3.0)
+        trial.suggest_float("noise", 0.0, 1.0)
+        return x * x + 0.01 * rng.standard_normal()
+
+    study = paratune.create_study(storage=tmp_path / "s.db", sampler="random", seed=5)
+    study.optimize(objective, n_trials=4)
+    with pytest.raises(paratune.Error, match=r"4 completed trial\(s\) are too few to measure importance"):
+        paratune.importance.get_param_importances(study)
+    study.optimize(objective, n_trials=36)
+    importances = paratune.importance.get_param_importances(study)
+    assert list(importances) == ["x", "noise"] and importances["x"] > 0.9
+    assert sum(importances.values()) == pytest.approx(1.0)
+    raw = paratune.importance.get_param_importances(study, normalize=False, params=["noise"])
+    assert list(raw) == ["noise"] and 0.0 <= raw["noise"] < 0.1
+    with pytest.raises(paratune.Error, match=r"params \['depth'\]: not parameters of study"):
+        paratune.importance.get_param_importances(study, params=["depth"])
+    with pytest.raises(paratune.Error, match=r"evaluator 'fanova': paratune has one measure"):
+        paratune.importance.get_param_importances(study, evaluator="fanova")
+    # An in-memory study too (its storage is a file paratune keeps for it).
+    memory = paratune.create_study(sampler="random", seed=5)
+    memory.optimize(objective, n_trials=40)
+    assert list(paratune.importance.get_param_importances(memory))[0] == "x"

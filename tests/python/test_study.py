@@ -33,8 +33,8 @@ def test_create_optimize_best_and_reload(tmp_path):
     assert all(t.params["n"] in (1, 3, 5, 7, 9) for t in trials)
     assert study.best_value == min(t.value for t in trials)
     assert study.best_params == study.best_trial.params
-    assert study.best_trial.distributions["x"] == {"type": "float", "low": -5.0, "high": 5.0, "log": False}
-    assert study.best_trial.distributions["n"]["step"] == 2
+    assert study.best_trial.distributions["x"] == paratune.distributions.FloatDistribution(-5.0, 5.0)
+    assert study.best_trial.distributions["n"].step == 2
     first = trials[0]
     assert first.datetime_start <= first.datetime_complete and first.duration.total_seconds() >= 0
     # The same study, as every other paratune reader sees it.
@@ -98,7 +98,7 @@ def test_define_by_run_branches_and_bounds_that_depend_on_earlier_values(tmp_pat
         assert branch in t.params and other not in t.params
         assert list(t.params) == ["classifier", branch, "x", "y"]  # in the order asked
         assert 0.0 <= t.params["y"] <= abs(t.params["x"]) + 1.0
-        assert t.distributions["y"]["high"] == pytest.approx(abs(t.params["x"]) + 1.0)
+        assert t.distributions["y"].high == pytest.approx(abs(t.params["x"]) + 1.0)
         if branch == "forest_depth":
             assert isinstance(t.params["forest_depth"], int) and 2 <= t.params["forest_depth"] <= 32
     # Resumed by another object: the stored distributions are the space it goes on with.
@@ -145,7 +145,7 @@ def test_steps_and_log(tmp_path):
         assert any(abs(p["b"] - v) < 1e-9 for v in (0.1, 0.3, 0.5, 0.7, 0.9)), p["b"]
         assert p["c"] % 10 == 0 and 0 <= p["c"] <= 100 and isinstance(p["c"], int)
         assert 1 <= p["d"] <= 1024 and 1e-5 <= p["e"] <= 1e-1 and p["f"] == 3
-    assert study.trials[0].distributions["b"]["high"] == pytest.approx(0.9)
+    assert study.trials[0].distributions["b"].high == pytest.approx(0.9)
     # log on an int: most draws small (the median of 1..1024 log-uniform is about 32).
     ds = sorted(t.params["d"] for t in study.trials)
     assert ds[len(ds) // 2] < 200
