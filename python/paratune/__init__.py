@@ -72,7 +72,8 @@ else:
     _core_loaded = True
 
 if _core_loaded:
-    from ._study import FrozenTrial, LiveStudy, LiveTrial, create_study, get_all_study_summaries, load_study
+    from ._study import (FrozenTrial, LiveStudy, LiveTrial, copy_study, create_study, delete_study,
+                         get_all_study_summaries, load_study)
     # Where Optuna keeps its names (optuna.trial, optuna.study, ...): ported code changes only its import.
     from . import distributions, exceptions, importance, logging, pruners, samplers, study, trial  # noqa: F401
     from .trial import create_trial  # Optuna's top-level name too
@@ -81,8 +82,8 @@ if _core_loaded:
         "Cluster", "Error", "Estimate", "Launch", "Model", "Plan", "PlanResult", "Simulation", "StoredTrial",
         "Study", "Trial", "TrialPruned", "__version__", "estimate", "launch_args", "load_cluster", "load_model",
         "open_study", "plan", "presets", "simulate", "studies", "tune",
-        "FrozenTrial", "LiveStudy", "LiveTrial", "create_study", "create_trial", "get_all_study_summaries",
-        "load_study",
+        "FrozenTrial", "LiveStudy", "LiveTrial", "copy_study", "create_study", "create_trial", "delete_study",
+        "get_all_study_summaries", "load_study",
     ]
 
     Error.__doc__ = ("Bad input: the message names the file, the field, the value and the rule (the CLI's message, "

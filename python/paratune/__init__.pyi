@@ -382,6 +382,13 @@ def create_trial(*, state: Any = ..., value: float | None = None, values: Sequen
                  intermediate_values: Mapping[int, float] | None = None) -> FrozenTrial:
     """A finished trial made by hand, for LiveStudy.add_trial (Optuna's create_trial)."""
 
+def delete_study(study_name: str, storage: PathLike) -> None:
+    """Deletes the study with every trial (Optuna's delete_study)."""
+
+def copy_study(from_study_name: str, from_storage: PathLike, to_storage: PathLike,
+               to_study_name: str | None = None) -> None:
+    """Copies the study with every trial into to_storage, as to_study_name when given (Optuna's copy_study)."""
+
 def get_all_study_summaries(storage: PathLike, include_best_trial: bool = True) -> list[Any]:
     """Each study in storage, summarized (Optuna's get_all_study_summaries): paratune.study.StudySummary."""
 

@@ -28,6 +28,7 @@ from . import exceptions as _exceptions
 from . import pruners as _pruners
 from . import samplers as _samplers
 from ._core import Error, _Engine
+from ._core import _copy_study, _delete_study
 from ._core import open_study as _open_study
 from ._core import studies as _studies
 from .study import StudyDirection
@@ -1188,3 +1189,51 @@ def get_all_study_summaries(storage, include_best_trial=True):
                 best = load_study(name, storage).best_trial
         summaries.append(StudySummary(view, best))
     return summaries
+
+
+def _not_found(error):
+    """The engine's Error as StudyNotFoundError (a KeyError, as Optuna raises) when it says there is no such
+    study or store; else as it is."""
+    text = str(error)
+    if "unknown study '" in text or "holds no study" in text or "no such study file" in text:
+        return _exceptions.StudyNotFoundError(text)
+    return error
+
+
+def delete_study(study_name, storage):
+    """delete_study(study_name: str, storage: str | PathLike) -> None
+
+    Deletes the study with every trial (Optuna's delete_study; `paratune study delete`). StudyNotFoundError (a
+    KeyError, as Optuna raises) when the storage has no such study; paratune.Error while a process is running
+    it."""
+    if not isinstance(study_name, str) or not study_name:
+        raise Error(f"delete_study: study_name {study_name!r}: must be a non-empty str")
+    locator = _locator(storage)
+    if locator == ":memory:":
+        raise Error("delete_study: storage ':memory:': an in-memory study lives with its study object only")
+    try:
+        _delete_study(locator, study_name)
+    except Error as e:
+        raise _not_found(e) from None
+
+
+def copy_study(from_study_name, from_storage, to_storage, to_study_name=None):
+    """copy_study(from_study_name: str, from_storage: str | PathLike, to_storage: str | PathLike, to_study_name: str | None = None) -> None
+
+    Copies the study with every trial, step and metric into to_storage (created if needed), as to_study_name
+    when given (Optuna's copy_study; `paratune study copy`). DuplicatedStudyError when to_storage has a study
+    of that name already (nothing is written then); StudyNotFoundError when from_storage has no such study."""
+    for what, name in (("from_study_name", from_study_name), ("to_study_name", to_study_name)):
+        if name is not None and (not isinstance(name, str) or not name):
+            raise Error(f"copy_study: {what} {name!r}: must be a non-empty str")
+    if from_study_name is None:
+        raise Error("copy_study: from_study_name None: name the study to copy")
+    source, target = _locator(from_storage), _locator(to_storage)
+    if ":memory:" in (source, target):
+        raise Error("copy_study: storage ':memory:': an in-memory study lives with its study object only")
+    try:
+        _copy_study(source, target, from_study_name, to_study_name or "")
+    except Error as e:
+        if "already holds a study" in str(e):
+            raise _exceptions.DuplicatedStudyError(str(e)) from None
+        raise _not_found(e) from None

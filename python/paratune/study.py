@@ -1,6 +1,6 @@
 """paratune.study: where Optuna keeps Study, StudyDirection, MaxTrialsCallback, create_study, load_study,
-get_all_study_names, get_all_study_summaries and StudySummary (optuna.study), so that ported code changes only
-its import."""
+delete_study, copy_study, get_all_study_names, get_all_study_summaries and StudySummary (optuna.study), so that
+ported code changes only its import."""
 
 import enum as _enum
 import numbers as _numbers
@@ -52,7 +52,7 @@ class MaxTrialsCallback:
 def __getattr__(name):
     # The study classes live in _study.py, which imports this module: read from there when asked.
     if name in ("Study", "create_study", "load_study", "StudySummary", "get_all_study_names",
-                "get_all_study_summaries"):
+                "get_all_study_summaries", "delete_study", "copy_study"):
         from . import _study
         return getattr(_study, "LiveStudy" if name == "Study" else name)
     raise AttributeError(f"module 'paratune.study' has no attribute {name!r}")

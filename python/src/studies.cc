@@ -16,6 +16,7 @@
 #include "paratune/report/study_data.h"
 #include "paratune/report/tune_report.h"
 #include "paratune/spec/error.h"
+#include "paratune/store/study_copy.h"
 #include "paratune/store/study_store.h"
 #include "study_view.h"
 
@@ -185,6 +186,27 @@ void bind_studies(py::module_& m) {
         return names;
       },
       py::arg("storage"), "The names of the studies in a store.");
+  // The engines of paratune.delete_study and paratune.copy_study (_study.py: Optuna's signatures).
+  m.def(
+      "_delete_study",
+      [](const std::string& storage, const std::string& name) {
+        if (!store::is_postgres_locator(storage) && !std::filesystem::exists(storage))
+          throw Error(fmt::format("{}: no such study file", storage));
+        const py::gil_scoped_release unlocked;
+        return store::delete_study(*store::open_store(storage), name);
+      },
+      py::arg("storage"), py::arg("name"), "Deletes a study with its trials; returns how many trials it held.");
+  m.def(
+      "_copy_study",
+      [](const std::string& from, const std::string& to, const std::string& name, const std::string& new_name) {
+        if (!store::is_postgres_locator(from) && !std::filesystem::exists(from))
+          throw Error(fmt::format("{}: no such study file", from));
+        const py::gil_scoped_release unlocked;
+        const std::unique_ptr<store::StudyStore> source = store::open_store(from, store::Access::kReadOnly);
+        return store::copy_studies(*source, *store::open_store(to), name, new_name).trials;
+      },
+      py::arg("from_storage"), py::arg("to_storage"), py::arg("name"), py::arg("new_name"),
+      "Copies one study into another store (as new_name); returns how many trials it copied.");
 }
 
 }  // namespace paratune::python

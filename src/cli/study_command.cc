@@ -1,5 +1,5 @@
-// The commands that read stored studies: `paratune study show`, `paratune study copy` and
-// `paratune report` (show and report open and choose a study alike).
+// The commands on stored studies: `paratune study show`, `study copy`, `study delete` and `paratune
+// report` (show and report open and choose a study alike).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -153,11 +153,12 @@ int run_report(const std::string& locator, const std::string& name, const std::s
   return 0;
 }
 
-// `paratune study copy FROM TO [--study NAME]`.
-int run_study_copy(const std::string& from_locator, const std::string& to_locator, const std::string& name, bool json) {
+// `paratune study copy FROM TO [--study NAME [--as NEW]]`.
+int run_study_copy(const std::string& from_locator, const std::string& to_locator, const std::string& name,
+                   const std::string& new_name, bool json) {
   const std::unique_ptr<store::StudyStore> from = open_existing(from_locator, store::Access::kReadWrite);
   const std::unique_ptr<store::StudyStore> to = store::open_store(to_locator);
-  const store::CopySummary copied = store::copy_studies(*from, *to, name);
+  const store::CopySummary copied = store::copy_studies(*from, *to, name, new_name);
   if (json) {
     write_json({{"from", from->locator()},
                 {"to", to->locator()},
@@ -169,6 +170,18 @@ int run_study_copy(const std::string& from_locator, const std::string& to_locato
   }
   std::cout << fmt::format("copied {} ({} trials, {} steps, {} metrics) from {} to {}\n", join(copied.studies),
                            copied.trials, copied.steps, copied.metrics, from->locator(), to->locator());
+  return 0;
+}
+
+// `paratune study delete STORE --study-name NAME`.
+int run_study_delete(const std::string& locator, const std::string& name, bool json) {
+  const std::unique_ptr<store::StudyStore> store = open_existing(locator, store::Access::kReadWrite);
+  const std::int64_t trials = store::delete_study(*store, name);
+  if (json) {
+    write_json({{"store", store->locator()}, {"deleted", name}, {"trials", trials}});
+    return 0;
+  }
+  std::cout << fmt::format("deleted study '{}' ({} trials) from {}\n", name, trials, store->locator());
   return 0;
 }
 
@@ -190,7 +203,7 @@ void add_study_command(CLI::App& app, Commands& commands) {
   commands.push_back({show_cmd, [show] { return run_study_show(show->path, show->name, show->json); }});
 
   struct CopyFlags {
-    std::string from, to, name;
+    std::string from, to, name, new_name;
     bool json = false;
   };
   const auto copy = std::make_shared<CopyFlags>();
@@ -200,8 +213,23 @@ void add_study_command(CLI::App& app, Commands& commands) {
   copy_cmd->add_option("to", copy->to, "study store to copy into (created if needed; a study of the same name there "
                                        "is never overwritten)")->required();
   copy_cmd->add_option("--study", copy->name, "copy this study only (default: every study)");
+  copy_cmd->add_option("--as", copy->new_name, "the copy's name in the store copied into (with --study)");
   copy_cmd->add_flag("--json", copy->json, "machine-readable summary");
-  commands.push_back({copy_cmd, [copy] { return run_study_copy(copy->from, copy->to, copy->name, copy->json); }});
+  commands.push_back({copy_cmd, [copy] {
+                        return run_study_copy(copy->from, copy->to, copy->name, copy->new_name, copy->json);
+                      }});
+
+  struct DeleteFlags {
+    std::string path, name;
+    bool json = false;
+  };
+  const auto remove = std::make_shared<DeleteFlags>();
+  auto* delete_cmd = study_cmd->add_subcommand(
+      "delete", "delete a study with every trial, step and metric (refused while a controller or worker runs it)");
+  delete_cmd->add_option("study", remove->path, "study store: SQLite file or postgresql:// URI")->required();
+  delete_cmd->add_option("--study-name", remove->name, "the study to delete")->required();
+  delete_cmd->add_flag("--json", remove->json, "machine-readable summary");
+  commands.push_back({delete_cmd, [remove] { return run_study_delete(remove->path, remove->name, remove->json); }});
 }
 
 void add_report_command(CLI::App& app, Commands& commands) {

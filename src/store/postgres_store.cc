@@ -820,6 +820,21 @@ void PostgresStudyStore::set_model(std::int64_t study, const std::string& model_
   });
 }
 
+std::int64_t PostgresStudyStore::delete_study(std::int64_t study) {
+  return retrying([&](bool /*again*/) -> std::int64_t {
+    const std::lock_guard<std::mutex> guard(mutex_);
+    PostgresTransaction t(conn_, locator_);
+    const std::int64_t trials =
+        run(conn_, locator_, "SELECT COUNT(*) FROM trials WHERE study_id = $1", Params().add(study)).integer(0, 0);
+    for (const char* sql : {"DELETE FROM metrics WHERE trial_id IN (SELECT id FROM trials WHERE study_id = $1)",
+                            "DELETE FROM steps WHERE trial_id IN (SELECT id FROM trials WHERE study_id = $1)",
+                            "DELETE FROM trials WHERE study_id = $1", "DELETE FROM studies WHERE id = $1"})
+      run(conn_, locator_, sql, Params().add(study));
+    t.commit();
+    return trials;
+  });
+}
+
 void PostgresStudyStore::import_studies(const std::vector<StudyContent>& studies) {
   retrying([&](bool /*again*/) {
     const std::lock_guard<std::mutex> guard(mutex_);

@@ -689,6 +689,24 @@ void SqliteStudyStore::set_model(std::int64_t study, const std::string& model_js
   });
 }
 
+std::int64_t SqliteStudyStore::delete_study(std::int64_t study) {
+  return retrying([&](bool /*again*/) -> std::int64_t {
+    Transaction t(db_);
+    Statement count(db_, "SELECT COUNT(*) FROM trials WHERE study_id = ?");
+    count.bind(1, study);
+    count.step();
+    const std::int64_t trials = count.integer(0);
+    for (const char* sql : {"DELETE FROM metrics WHERE trial_id IN (SELECT id FROM trials WHERE study_id = ?)",
+                            "DELETE FROM steps WHERE trial_id IN (SELECT id FROM trials WHERE study_id = ?)",
+                            "DELETE FROM trials WHERE study_id = ?", "DELETE FROM studies WHERE id = ?"}) {
+      Statement remove(db_, sql);
+      remove.bind(1, study).run();
+    }
+    t.commit();
+    return trials;
+  });
+}
+
 void SqliteStudyStore::import_studies(const std::vector<StudyContent>& studies) {
   retrying([&](bool /*again*/) {
     Transaction t(db_);

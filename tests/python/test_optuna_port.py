@@ -529,3 +529,34 @@ def test_parameter_importances_as_optuna_returns_them(tmp_path):
     memory = paratune.create_study(sampler="random", seed=5)
     memory.optimize(objective, n_trials=40)
     assert list(paratune.importance.get_param_importances(memory))[0] == "x"
+
+
+def test_studies_are_deleted_and_copied_as_optuna_does_it(tmp_path):
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    study = paratune.create_study(storage=storage, study_name="old", seed=1)
+    study.optimize(lambda t: t.suggest_float("x", 0.0, 1.0), n_trials=5)
+    paratune.copy_study(from_study_name="old", from_storage=storage, to_storage=tmp_path / "other.db",
+                        to_study_name="new")
+    copied = paratune.load_study(study_name="new", storage=tmp_path / "other.db")
+    assert [(t.params, t.value) for t in copied.trials] == [(t.params, t.value) for t in study.trials]
+    copied.optimize(lambda t: t.suggest_float("x", 0.0, 1.0), n_trials=2)  # goes on where it was
+    assert [t.number for t in copied.trials] == list(range(7))
+    with pytest.raises(paratune.exceptions.DuplicatedStudyError, match=r"already holds a study 'new'"):
+        paratune.study.copy_study(from_study_name="old", from_storage=storage, to_storage=tmp_path / "other.db",
+                                  to_study_name="new")
+    # Not while a trial of it runs (its process holds the study's lock).
+    running = study.ask()
+    with pytest.raises(paratune.Error, match=r"running"):
+        paratune.delete_study(study_name="old", storage=storage)
+    study.tell(running, 0.5)
+    # Optuna's idiom: delete a study, ignoring a missing one (a KeyError).
+    paratune.delete_study(study_name="old", storage=storage)
+    assert paratune.study.get_all_study_names(storage) == []
+    with pytest.raises(KeyError, match=r"unknown study 'old': it holds no study"):
+        paratune.delete_study(study_name="old", storage=storage)
+    with pytest.raises(paratune.exceptions.StudyNotFoundError, match=r"unknown study 'nwe' \(did you mean 'new'\?\)"):
+        paratune.study.delete_study("nwe", tmp_path / "other.db")
+    with pytest.raises(paratune.Error, match=r"no such study file"):
+        paratune.delete_study(study_name="old", storage=tmp_path / "missing.db")
+    paratune.delete_study(study_name="new", storage=tmp_path / "other.db")
+    assert paratune.study.get_all_study_names(tmp_path / "other.db") == []

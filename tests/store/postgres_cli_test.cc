@@ -1,5 +1,5 @@
 // `paratune tune --study postgresql://...` end to end (a parallel-configuration study and a
-// hyperparameter study, with real trial processes), `study show`, `study copy`, `report` and
+// hyperparameter study, with real trial processes), `study show`, `study copy`, `study delete`, `report` and
 // `dashboard` on it, and a bad locator's exit code.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -63,6 +63,21 @@ TEST(PostgresCli, TuneStudyShowAndCopy) {
   const Result twice = run("study copy " + db + " " + file);
   EXPECT_EQ(twice.exit_code, 2) << twice.output;
   EXPECT_NE(twice.output.find("already holds a study 'main'"), std::string::npos) << twice.output;
+  // Under another name beside it, then deleted from each store; the other study stays.
+  const Result renamed = run("study copy " + db + " " + file + " --study main --as main-2026");
+  ASSERT_EQ(renamed.exit_code, 0) << renamed.output;
+  EXPECT_NE(renamed.output.find("copied main-2026 (4 trials"), std::string::npos) << renamed.output;
+  for (const std::string& store : {db, file}) {
+    const Result deleted = run("study delete " + store + " --study-name main --json");
+    ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
+    EXPECT_EQ(nlohmann::json::parse(deleted.output)["trials"], 4) << deleted.output;
+    const Result gone = run("study delete " + store + " --study-name main");
+    EXPECT_EQ(gone.exit_code, 2) << gone.output;
+    EXPECT_NE(gone.output.find("unknown study 'main'"), std::string::npos) << gone.output;
+  }
+  const Result left = run("study show " + file + " --study-name main-2026 --json");
+  ASSERT_EQ(left.exit_code, 0) << left.output;
+  EXPECT_EQ(nlohmann::json::parse(left.output)["trials"].size(), 4u);
 }
 
 // `paratune dashboard` on `locator`: what GET /api/study answers (the server is stopped after). It

@@ -1,5 +1,6 @@
 // `study copy`: SQLite -> PostgreSQL -> SQLite keeps every field of every trial, step and metric;
-// a study of the same name in the target is never overwritten.
+// a study of the same name in the target is never overwritten. `study delete`: one study and its
+// rows go, the others stay, and never while a process runs it.
 #include "paratune/store/study_copy.h"
 
 #include "paratune/spec/error.h"
@@ -127,6 +128,61 @@ TEST(StudyCopy, OneStudyByName) {
     EXPECT_NE(std::string(e.what()).find("did you mean 'search'"), std::string::npos) << e.what();
   }
 }
+
+TEST(StudyCopy, OneStudyUnderAnotherName) {
+  const std::unique_ptr<StudyStore> from = open_store(fresh_locator("sqlite"));
+  fill(*from);
+  const std::unique_ptr<StudyStore> to = open_store(fresh_file("renamed.db").string());
+  const CopySummary copied = copy_studies(*from, *to, "search", "search-2026");
+  EXPECT_EQ(copied.studies, std::vector<std::string>{"search-2026"});
+  EXPECT_EQ(copied.trials, 3);
+  ASSERT_EQ(to->studies().size(), 1u);
+  EXPECT_EQ(to->studies()[0].name, "search-2026");
+  EXPECT_EQ(to->trials(to->studies()[0].id, true).size(), 3u);
+  // Into the same store too: a study beside its original.
+  copy_studies(*from, *from, "search", "search-copy");
+  EXPECT_EQ(from->studies().size(), 3u);
+  EXPECT_THROW(copy_studies(*from, *to, "", "all-of-them"), Error);  // several studies, one name
+}
+
+class StudyDelete : public StoreTest {};
+
+TEST_P(StudyDelete, TakesOneStudyWithItsRowsAndLeavesTheOthers) {
+  const std::unique_ptr<StudyStore> store = open();
+  fill(*store);
+  const std::int64_t kept_id = store->studies()[1].id;
+  // Not while a process runs it: the controller lock (a worker's share blocks it the same way).
+  {
+    const std::unique_ptr<ControllerLock> running = store->lock_worker("search");
+    const std::unique_ptr<StudyStore> other = open();
+    try {
+      delete_study(*other, "search");
+      FAIL() << "deleted a study a worker runs";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("running"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(other->studies().size(), 2u);
+  }
+  EXPECT_EQ(delete_study(*store, "search"), 3);
+  const std::vector<StudyInfo> left = store->studies();
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].name, "search.retrain.1.8steps");
+  EXPECT_EQ(store->trials(kept_id, true).size(), 1u);
+  EXPECT_EQ(store->trials(kept_id, true)[0].step_times_s.size(), 4u);  // its steps untouched
+  // The name is free again, and a new study of it starts from trial 1 with no old rows.
+  const std::int64_t again = store->open_study("search", R"({"space":"b"})");
+  EXPECT_TRUE(store->trials(again).empty());
+  EXPECT_EQ(store->begin_trial(again, "{}", "{}", "train", "/t").second, 1);
+  try {
+    delete_study(*store, "serach");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown study 'serach' (did you mean 'search'?)"), std::string::npos)
+        << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, StudyDelete, ::testing::Values("sqlite", "postgres"));
 
 }  // namespace
 }  // namespace paratune::store

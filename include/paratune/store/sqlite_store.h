@@ -46,6 +46,7 @@ class SqliteStudyStore final : public StudyStore {
   [[nodiscard]] StoredTrial trial(std::int64_t id) const override;
   [[nodiscard]] std::vector<StudyInfo> studies() const override;
   void import_studies(const std::vector<StudyContent>& studies) override;
+  std::int64_t delete_study(std::int64_t study) override;
 
  protected:
   std::pair<std::int64_t, int> insert_trial(std::int64_t study, const std::string& params_json,

@@ -264,6 +264,11 @@ class StudyStore {
   // the same name is here already; then nothing is written.
   virtual void import_studies(const std::vector<StudyContent>& studies) = 0;
 
+  // `paratune study delete`: removes the study and every trial, step and metric of it in one
+  // transaction; returns how many trials it held. The caller holds the study's controller lock
+  // (store::delete_study takes it), so no process is running it.
+  virtual std::int64_t delete_study(std::int64_t study) = 0;
+
  protected:
   // Runs `attempt(again)` until it returns without StoreUnavailable, or the retry time is spent
   // (then throws StoreUnavailable naming the locator, how long it tried and the last failure).
