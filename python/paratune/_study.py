@@ -65,6 +65,8 @@ def _exception_text(exception):
 # enum member) under its repr(). The objective gets back the very object it listed. (tune()'s trials:
 # python/src/tuning.cc stored_choices, the same rule.)
 def _stored_choice(choice):
+    if isinstance(choice, int) and not isinstance(choice, bool) and not -2**63 <= choice < 2**63:
+        return repr(choice)  # beyond a 64-bit integer, which the store's JSON numbers hold
     if choice is None or type(choice) in (bool, str, float, int):
         return choice
     if isinstance(choice, _enum.Enum):
@@ -131,7 +133,8 @@ class FrozenTrial:
                               for name, d in stored["distributions"].items()}
         self.user_attrs = stored["user_attrs"]
         self.system_attrs = {}  # Optuna's internal attributes: paratune has none
-        self.intermediate_values = dict(stored["intermediate_values"])
+        # A study of several objectives has no learning curve (its stored metrics are the values).
+        self.intermediate_values = {} if self._many else dict(stored["intermediate_values"])
         self.datetime_start = _datetime.datetime.fromtimestamp(stored["started_unix_s"])
         ended = stored["ended_unix_s"]
         self.datetime_complete = None if ended is None else _datetime.datetime.fromtimestamp(ended)
@@ -611,24 +614,40 @@ class LiveStudy:
         if values is not None and len(values) != len(self.directions):
             raise Error(f"add_trial: trial {trial.number}: {len(values)} values {values!r}; this study has "
                         f"{len(self.directions)} objective(s)")
-        self.enqueue_trial(trial.params, user_attrs=trial.user_attrs)
-        live = self.ask()
-        for name, d in distributions.items():
-            if isinstance(d, _distributions.FloatDistribution):
-                got = live.suggest_float(name, d.low, d.high, step=d.step, log=d.log)
-            elif isinstance(d, _distributions.IntDistribution):
-                got = live.suggest_int(name, d.low, d.high, step=d.step, log=d.log)
-            else:
-                got = live.suggest_categorical(name, d.choices)
-            wanted = trial.params[name]
-            taken = (float(got) == float(wanted) if not isinstance(d, _distributions.CategoricalDistribution)
-                     else _same_stored(_stored_choice(got), _stored_choice(wanted)))
-            if not taken:
-                self.tell(live, state=TrialState.FAIL)
-                raise Error(f"add_trial: trial {trial.number}: params['{name}'] {wanted!r} was not taken (the study "
-                            f"asked {got!r}); trial {live.number} is stored as failed")
-        for step in sorted(trial.intermediate_values):
-            live.report(trial.intermediate_values[step], step)
+        for name in distributions:
+            if not isinstance(name, str) or not name:
+                raise Error(f"add_trial: trial {trial.number}: parameter name {name!r}: must be a non-empty str")
+        # Reports are one objective's learning curve: a study of several has none.
+        reports = {} if self._many() else trial.intermediate_values
+        for step in reports:
+            if isinstance(step, bool) or not isinstance(step, _numbers.Integral) or not 0 <= step < 2**62:
+                raise Error(f"add_trial: trial {trial.number}: intermediate_values step {step!r}: must be a whole "
+                            "number from 0 to 2**62 - 1")
+        # The very next trial takes these values, ahead of anything enqueue_trial queued.
+        live = LiveTrial(self, self._engine.ask({n: _stored_choice(v) for n, v in trial.params.items()},
+                                                _plain(dict(trial.user_attrs))))
+        live.user_attrs = dict(self._engine.user_attrs(live._trial_id))
+        try:
+            for name, d in distributions.items():
+                if isinstance(d, _distributions.FloatDistribution):
+                    got = live.suggest_float(name, d.low, d.high, step=d.step, log=d.log)
+                elif isinstance(d, _distributions.IntDistribution):
+                    got = live.suggest_int(name, d.low, d.high, step=d.step, log=d.log)
+                else:
+                    got = live.suggest_categorical(name, d.choices)
+                wanted = trial.params[name]
+                taken = (float(got) == float(wanted) if not isinstance(d, _distributions.CategoricalDistribution)
+                         else _same_stored(_stored_choice(got), _stored_choice(wanted)))
+                if not taken:
+                    raise Error(f"add_trial: params['{name}'] {wanted!r} was not taken (the study asked {got!r} of "
+                                f"{d!r})")
+            for step in sorted(reports):
+                live.report(reports[step], step)
+        except BaseException as e:
+            # Never left running: stored as failed, saying why, and the error raised.
+            self._engine.tell(live._trial_id, "fail", None, f"add_trial: {e}", [])
+            live._finished = True
+            raise
         if values is not None:
             self.tell(live, values=values if self._many() else values[0])
         else:

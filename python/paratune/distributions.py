@@ -134,6 +134,12 @@ class CategoricalDistribution(BaseDistribution):
         self.choices = tuple(choices)
         if not self.choices:
             raise _error("CategoricalDistribution: choices (): must hold at least one value")
+        from ._study import _same_stored, _stored_choice
+        stored = [_stored_choice(c) for c in self.choices]
+        for i, s in enumerate(stored):
+            if any(_same_stored(s, t) for t in stored[:i]):
+                raise _error(f"CategoricalDistribution: choices {self.choices!r}: {self.choices[i]!r} is listed "
+                             "twice (or two choices have the same repr())")
 
     def _fields(self):
         return {"choices": self.choices}

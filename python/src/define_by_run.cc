@@ -234,13 +234,21 @@ class Engine {
     store_.reset();
   }
 
-  int ask() {
+  // A new trial; with `fixed` (parameter values) and `attrs`, one that takes them before any queued by
+  // enqueue (LiveStudy.add_trial), in one step so no other thread's ask takes them.
+  int ask(const py::object& fixed, const py::object& attrs) {
+    std::optional<nlohmann::ordered_json> values, user_attrs;
+    if (!fixed.is_none()) {
+      values = from_python(fixed, "add_trial: params");
+      user_attrs = from_python(attrs, "add_trial: user_attrs");
+    }
     py::gil_scoped_release release;
     const std::lock_guard lock(mutex_);
     open();
+    if (values) study_->enqueue(*values, *user_attrs, /*first=*/true);
     const std::optional<hpo::AskTellStudy::Asked> asked = study_->ask();
     if (!asked) throw Error("ask: the sampler has no configuration left");
-    if (enqueued_ > 0) --enqueued_;
+    if (!values && enqueued_ > 0) --enqueued_;
     return asked->number;
   }
 
@@ -461,7 +469,7 @@ void bind_define_by_run(py::module_& m) {
            py::arg("storage"), py::arg("study_name"), py::arg("direction"), py::arg("sampler"), py::arg("pruner"),
            py::arg("seed"), py::arg("startup_trials"), py::arg("load_if_exists"), py::arg("must_exist"), py::arg("steps"),
            py::arg("pruner_options"), py::arg("directions"))
-      .def("ask", &Engine::ask)
+      .def("ask", &Engine::ask, py::arg("fixed") = py::none(), py::arg("attrs") = py::none())
       .def("suggest", &Engine::suggest)
       .def("report", &Engine::report)
       .def("report_metric", &Engine::report_metric)

@@ -633,14 +633,15 @@ nlohmann::json AskTellStudy::independent_value(int number, const Distribution& d
   return from_model(d, (*proposed)[key(0)]);
 }
 
-void AskTellStudy::enqueue(Config values, nlohmann::ordered_json user_attrs) {
+void AskTellStudy::enqueue(Config values, nlohmann::ordered_json user_attrs, bool first) {
   std::lock_guard lock(mutex_);
   if (!define_by_run())
     throw Error(fmt::format("study '{}': enqueue is for a study without a space given in advance", options_.name));
   if (!values.is_object()) throw Error(fmt::format("study '{}': enqueue: {} is not an object of parameter values",
                                                    options_.name, values.dump()));
   if (!user_attrs.is_object()) user_attrs = nlohmann::ordered_json::object();
-  enqueued_.emplace_back(std::move(values), std::move(user_attrs));
+  if (first) enqueued_.emplace(enqueued_.begin(), std::move(values), std::move(user_attrs));
+  else enqueued_.emplace_back(std::move(values), std::move(user_attrs));
 }
 
 

@@ -12,10 +12,15 @@ constexpr int kBins = 4;
 
 std::optional<double> explained_share(const std::vector<int>& group, const std::vector<double>& values) {
   const std::size_t n = values.size();
+  // The share is the same for the values times any factor: divided by their largest magnitude first,
+  // so that the sums of squares cannot overflow (objectives of 1e200 made them inf / inf).
+  double scale = 0;
+  for (double v : values) scale = std::max(scale, std::abs(v));
+  if (!(scale > 0 && std::isfinite(scale))) scale = 1;
   std::map<int, std::pair<double, int>> sums;  // group -> (sum of values, count)
   for (std::size_t t = 0; t < n; ++t) {
     auto& [sum, count] = sums[group[t]];
-    sum += values[t];
+    sum += values[t] / scale;
     ++count;
   }
   const std::size_t k = sums.size();
@@ -23,10 +28,10 @@ std::optional<double> explained_share(const std::vector<int>& group, const std::
   // and there is no within-group variance to tell an effect from noise.
   if (n < 2 * k || n < 2) return std::nullopt;
   double mean = 0;
-  for (double v : values) mean += v;
+  for (double v : values) mean += v / scale;
   mean /= static_cast<double>(n);
   double total = 0;
-  for (double v : values) total += (v - mean) * (v - mean);
+  for (double v : values) total += (v / scale - mean) * (v / scale - mean);
   if (!(total > 0)) return 0.0;  // every trial the same: nothing to explain
   double between = 0;
   for (const auto& [g, sc] : sums) {

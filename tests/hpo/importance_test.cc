@@ -40,6 +40,18 @@ TEST(Importance, OneTrialPerGroupExplainsNothingMeasurable) {
   EXPECT_DOUBLE_EQ(*explained_share({0, 1, 0, 1}, {2, 2, 2, 2}), 0.0);  // nothing to explain
 }
 
+// The share does not depend on the objective's scale: values of 1e200 (whose squares overflow a
+// double) give the same share as the same values near 1, not NaN.
+TEST(Importance, TheShareOfHugeValuesIsTheShareOfTheirScaledDownCopies) {
+  const std::vector<int> group{0, 0, 0, 1, 1, 1};
+  const std::vector<double> small{1.0, 1.5, 1.2, 3.0, 2.5, 3.4};
+  std::vector<double> huge;
+  for (double v : small) huge.push_back(v * 1e200);
+  ASSERT_TRUE(explained_share(group, huge).has_value());
+  EXPECT_NEAR(*explained_share(group, huge), *explained_share(group, small), 1e-12);
+  EXPECT_GT(*explained_share(group, small), 0.8);
+}
+
 // 40 trials whose objective is x1 alone: x1 explains almost all of it, x2 (sampled independently)
 // almost none, and the shares do not add up to more than the whole.
 TEST(Importance, AnIrrelevantParameterGetsAboutNothing) {

@@ -560,3 +560,49 @@ def test_studies_are_deleted_and_copied_as_optuna_does_it(tmp_path):
         paratune.delete_study(study_name="old", storage=tmp_path / "missing.db")
     paratune.delete_study(study_name="new", storage=tmp_path / "other.db")
     assert paratune.study.get_all_study_names(tmp_path / "other.db") == []
+
+
+def test_added_trials_take_their_own_values_and_never_stay_running(tmp_path):
+    from paratune.distributions import FloatDistribution, IntDistribution
+    x = {"x": FloatDistribution(0.0, 1.0)}
+    study = paratune.create_study(storage=tmp_path / "s.db", study_name="q", sampler="random", seed=1)
+    # The user's queue and an added trial: each keeps its own values (the added one goes first).
+    study.enqueue_trial({"x": 0.9})
+    study.add_trial(paratune.create_trial(params={"x": 0.1}, distributions=x, value=5.0))
+    study.optimize(lambda t: t.suggest_float("x", 0.0, 1.0), n_trials=1)
+    assert [(t.params["x"], t.value) for t in study.trials] == [(0.1, 5.0), (0.9, 0.9)]
+    # A value the engine refuses after create_trial accepted it: stored as failed, saying why, never running.
+    big = paratune.create_trial(params={"n": 2**62}, distributions={"n": IntDistribution(0, 2**63)}, value=1.0)
+    with pytest.raises(paratune.Error, match=r"n"):
+        study.add_trial(big)
+    last = study.trials[-1]
+    assert last.state == TrialState.FAIL and last.reason.startswith("add_trial: ")
+    assert all(t.state != TrialState.RUNNING for t in study.trials)
+    paratune.delete_study("q", tmp_path / "s.db")  # nothing holds it
+    # Several objectives: trials copied between studies, without a learning curve.
+    old = paratune.create_study(storage=tmp_path / "m.db", study_name="old", directions=["minimize", "maximize"])
+    old.optimize(lambda t: (t.suggest_float("x", 0.0, 1.0), 7.0), n_trials=3)
+    assert all(t.intermediate_values == {} for t in old.trials)
+    new = paratune.create_study(storage=tmp_path / "m.db", study_name="new", directions=["minimize", "maximize"])
+    new.add_trials(old.trials)
+    assert [(t.params, t.values) for t in new.trials] == [(t.params, t.values) for t in old.trials]
+    # A categorical integer beyond 64 bits is stored as its repr() and given back as itself.
+    huge = paratune.create_study(storage=tmp_path / "h.db", seed=1)
+    huge.optimize(lambda t: float(t.suggest_categorical("k", [2**70, 3]) > 3), n_trials=4)
+    assert {t.params["k"] for t in huge.trials} <= {2**70, 3}
+    with pytest.raises(ValueError, match=r"1 is listed twice"):
+        paratune.distributions.CategoricalDistribution([1, 2, 1])
+
+
+def test_importances_list_every_parameter_and_survive_huge_values(tmp_path):
+    study = paratune.create_study(storage=tmp_path / "s.db", sampler="random", seed=1)
+    study.optimize(lambda t: (t.suggest_float("x", 0.0, 1.0) + 0.01 * t.suggest_float("y", 0.0, 1.0)
+                              + t.suggest_int("one", 3, 3)), n_trials=30)
+    importances = paratune.importance.get_param_importances(study)
+    assert list(importances)[0] == "x" and importances["one"] == 0.0 and set(importances) == {"x", "y", "one"}
+    with pytest.raises(paratune.Error, match=r"params 'xy': must be a list of parameter names"):
+        paratune.importance.get_param_importances(study, params="xy")
+    large = paratune.create_study(storage=tmp_path / "l.db", sampler="random", seed=1)
+    large.optimize(lambda t: (t.suggest_float("x", 0, 1) + t.suggest_float("y", 0, 1)) * 1e200, n_trials=20)
+    result = paratune.importance.get_param_importances(large)  # the share does not depend on the scale
+    assert set(result) == {"x", "y"} and sum(result.values()) == pytest.approx(1.0)

@@ -160,7 +160,9 @@ class AskTellStudy {
   // Define-by-run: values the next trial asked takes for the parameters it suggests (Optuna's
   // enqueue_trial), each where it fits the distribution asked for (else drawn as usual). Kept in
   // memory, in order: trials asked later take the later ones. `user_attrs`: the trial's to begin with.
-  void enqueue(Config values, nlohmann::ordered_json user_attrs = nlohmann::ordered_json::object());
+  // `first`: ahead of the others (the very next trial asked takes it: Optuna's add_trial).
+  void enqueue(Config values, nlohmann::ordered_json user_attrs = nlohmann::ordered_json::object(),
+               bool first = false);
   // A value the program keeps with the trial (Optuna's user attributes), stored when it ends (hpo_json
   // "user_attrs"); set again, it replaces the earlier one.
   void set_user_attr(int number, const std::string& key, const nlohmann::ordered_json& value);
