@@ -600,16 +600,7 @@ class LiveStudy:
             raise Error(f"add_trial: trial {trial.number}: state {trial.state.name}: paratune adds finished trials "
                         "only (COMPLETE, PRUNED or FAIL)")
         distributions = {n: _distributions._from_stored(d) for n, d in trial.distributions.items()}
-        if set(distributions) != set(trial.params):
-            raise Error(f"add_trial: trial {trial.number}: params {sorted(trial.params)} and distributions "
-                        f"{sorted(distributions)} must name the same parameters")
-        for name, d in distributions.items():
-            if not isinstance(d, _distributions.BaseDistribution):
-                raise Error(f"add_trial: trial {trial.number}: distributions['{name}'] {d!r}: must be a "
-                            "paratune.distributions object")
-            if not d._contains(trial.params[name]):
-                raise Error(f"add_trial: trial {trial.number}: params['{name}'] {trial.params[name]!r}: not in its "
-                            f"distribution {d!r}")
+        _distributions._check_params(f"add_trial: trial {trial.number}", trial.params, distributions)
         values = trial.values if trial.state == TrialState.COMPLETE else None
         if values is not None and len(values) != len(self.directions):
             raise Error(f"add_trial: trial {trial.number}: {len(values)} values {values!r}; this study has "

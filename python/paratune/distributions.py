@@ -173,3 +173,16 @@ def _from_stored(stored, originals=None):
         return CategoricalDistribution([originals.get(_choice_key(c), c) if _hashable(c) else c
                                         for c in stored["choices"]])
     return stored
+
+
+def _check_params(call, params, distributions):
+    """Error (naming `call`) unless params and distributions name the same parameters and each value is one
+    its distribution may draw: what create_trial and add_trial take."""
+    if set(params) != set(distributions):
+        raise _error(f"{call}: params {sorted(params, key=repr)} and distributions {sorted(distributions, key=repr)} "
+                     "must name the same parameters")
+    for name, d in distributions.items():
+        if not isinstance(d, BaseDistribution):
+            raise _error(f"{call}: distributions['{name}'] {d!r}: must be a paratune.distributions object")
+        if not d._contains(params[name]):
+            raise _error(f"{call}: params['{name}'] {params[name]!r}: not in its distribution {d!r}")

@@ -130,14 +130,7 @@ def create_trial(*, state=TrialState.COMPLETE, value=None, values=None, params=N
         raise Error(f"create_trial: state {state.name}: paratune creates finished trials only (COMPLETE, PRUNED or "
                     "FAIL)")
     params, distributions = dict(params or {}), dict(distributions or {})
-    if set(params) != set(distributions):
-        raise Error(f"create_trial: params {sorted(params)} and distributions {sorted(distributions)} must name the "
-                    "same parameters")
-    for name, d in distributions.items():
-        if not isinstance(d, _distributions.BaseDistribution):
-            raise Error(f"create_trial: distributions['{name}'] {d!r}: must be a paratune.distributions object")
-        if not d._contains(params[name]):
-            raise Error(f"create_trial: params['{name}'] {params[name]!r}: not in its distribution {d!r}")
+    _distributions._check_params("create_trial", params, distributions)
     if value is not None and values is not None:
         raise Error("create_trial: value and values: give one of them")
     if value is not None:
