@@ -2,6 +2,7 @@
 CategoricalDistribution, where optuna.distributions keeps them). A FrozenTrial's ``distributions`` are these;
 ``paratune.trial.create_trial`` takes them, as Optuna's does."""
 
+import decimal as _decimal
 import math as _math
 import numbers as _numbers
 
@@ -16,6 +17,17 @@ def _number(kind, what, value, integral=False):
             integral and not float(value).is_integer()):
         raise _error(f"{kind}: {what} {value!r}: must be a finite {'whole number' if integral else 'number'}")
     return int(value) if integral else float(value)
+
+
+def _on_grid_high(kind, low, high, step):
+    """high moved down onto low, low + step, ... (Optuna's rule), in decimal so that 0..1 on a step of 0.3
+    ends at 0.9, not 0.8999999999999999; a high within rounding of a grid point (as a stored one) is that
+    point."""
+    k = (high - low) / step
+    n = round(k) if abs(k - round(k)) <= 1e-9 * max(1.0, abs(k)) else _math.floor(k)
+    if kind is int:
+        return low + int(n) * step
+    return float(_decimal.Decimal(repr(low)) + int(n) * _decimal.Decimal(repr(step)))
 
 
 class BaseDistribution:
@@ -53,7 +65,8 @@ class BaseDistribution:
 
 class FloatDistribution(BaseDistribution):
     """A float from low to high: uniform, in log space with log=True (low > 0), or on the grid low,
-    low + step, ... with step (step and log cannot be used together)."""
+    low + step, ... with step (high moved down onto it, as Optuna does; step and log cannot be used
+    together)."""
 
     def __init__(self, low, high, log=False, step=None):
         kind = "FloatDistribution"
@@ -69,6 +82,8 @@ class FloatDistribution(BaseDistribution):
             raise _error(f"{kind}: low {self.low} with log=True: must be > 0")
         if self.step is not None and not self.step > 0:
             raise _error(f"{kind}: step {self.step}: must be > 0, or None")
+        if self.step is not None:
+            self.high = _on_grid_high(float, self.low, self.high, self.step)
 
     def _fields(self):
         return {"low": self.low, "high": self.high, "log": self.log, "step": self.step}
@@ -93,7 +108,8 @@ class FloatDistribution(BaseDistribution):
 
 class IntDistribution(BaseDistribution):
     """An int from low to high, both included: uniform, in log space with log=True (low >= 1), or on
-    low, low + step, ... (step > 1 and log cannot be used together)."""
+    low, low + step, ... (high moved down onto it, as Optuna does; step > 1 and log cannot be used
+    together)."""
 
     def __init__(self, low, high, log=False, step=1):
         kind = "IntDistribution"
@@ -109,6 +125,7 @@ class IntDistribution(BaseDistribution):
             raise _error(f"{kind}: step {self.step} with log=True: log needs step 1")
         if self.log and self.low < 1:
             raise _error(f"{kind}: low {self.low} with log=True: must be >= 1")
+        self.high = _on_grid_high(int, self.low, self.high, self.step)
 
     def _fields(self):
         return {"low": self.low, "high": self.high, "log": self.log, "step": self.step}

@@ -592,6 +592,11 @@ def test_added_trials_take_their_own_values_and_never_stay_running(tmp_path):
     assert {t.params["k"] for t in huge.trials} <= {2**70, 3}
     with pytest.raises(ValueError, match=r"1 is listed twice"):
         paratune.distributions.CategoricalDistribution([1, 2, 1])
+    # A step's grid ends where Optuna's does, and a trial's stored distribution equals the one asked for.
+    assert FloatDistribution(0.0, 1.0, step=0.3).high == 0.9 and IntDistribution(0, 10, step=3).high == 9
+    grid = paratune.create_study(storage=tmp_path / "g.db", sampler="random", seed=3)
+    grid.optimize(lambda t: t.suggest_float("f", 0.0, 1.0, step=0.3), n_trials=3)
+    assert grid.trials[0].distributions["f"] == FloatDistribution(0.0, 1.0, step=0.3)
 
 
 def test_importances_list_every_parameter_and_survive_huge_values(tmp_path):
