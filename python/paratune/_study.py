@@ -641,6 +641,10 @@ class LiveStudy:
             raise
         if values is not None:
             self.tell(live, values=values if self._many() else values[0])
+        elif trial.state == TrialState.FAIL and trial.reason:
+            # Why it failed, as the trial it comes from says (a FrozenTrial of another study).
+            self._engine.tell(live._trial_id, "fail", None, trial.reason, [])
+            live._finished = True
         else:
             self.tell(live, state=trial.state)
 

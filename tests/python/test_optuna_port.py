@@ -586,6 +586,12 @@ def test_added_trials_take_their_own_values_and_never_stay_running(tmp_path):
     new = paratune.create_study(storage=tmp_path / "m.db", study_name="new", directions=["minimize", "maximize"])
     new.add_trials(old.trials)
     assert [(t.params, t.values) for t in new.trials] == [(t.params, t.values) for t in old.trials]
+    # A failed trial keeps why it failed when it is copied.
+    failing = paratune.create_study(storage=tmp_path / "m.db", study_name="failing")
+    failing.optimize(lambda t: t.suggest_float("x", 0.0, 1.0) / 0, n_trials=1, catch=(ZeroDivisionError,))
+    again = paratune.create_study(storage=tmp_path / "m.db", study_name="again")
+    again.add_trials(failing.trials)
+    assert again.trials[0].state == TrialState.FAIL and again.trials[0].reason == failing.trials[0].reason != ""
     # A categorical integer beyond 64 bits is stored as its repr() and given back as itself.
     huge = paratune.create_study(storage=tmp_path / "h.db", seed=1)
     huge.optimize(lambda t: float(t.suggest_categorical("k", [2**70, 3]) > 3), n_trials=4)
