@@ -362,10 +362,10 @@ class LiveTrial:
             raise Error(f"{call}: choices {choices!r}: must be a sequence of values (a list or a tuple)")
         choices = list(choices)
         stored = [_stored_choice(c) for c in choices]
-        for i, s in enumerate(stored):
-            if any(_same_stored(s, t) for t in stored[:i]):
-                raise Error(f"{call}: choices {choices!r}: {choices[i]!r} is listed twice (or two choices have the "
-                            f"same repr())")
+        repeated = _distributions._repeated_choice(choices)
+        if repeated is not None:
+            raise Error(f"{call}: choices {choices!r}: {choices[repeated]!r} is listed twice (or two choices have "
+                        "the same repr())")
         value = self._suggest(call, name, "categorical", 0.0, 0.0, 0.0, False, stored)
         if name in self.params:
             return self.params[name]  # asked again: what it got the first time, as the engine says
@@ -636,17 +636,19 @@ class LiveStudy:
                 live.report(reports[step], step)
         except BaseException as e:
             # Never left running: stored as failed, saying why, and the error raised.
-            self._engine.tell(live._trial_id, "fail", None, f"add_trial: {e}", [])
-            live._finished = True
+            self._fail(live, f"add_trial: {e}")
             raise
         if values is not None:
             self.tell(live, values=values if self._many() else values[0])
         elif trial.state == TrialState.FAIL and trial.reason:
-            # Why it failed, as the trial it comes from says (a FrozenTrial of another study).
-            self._engine.tell(live._trial_id, "fail", None, trial.reason, [])
-            live._finished = True
+            self._fail(live, trial.reason)  # why it failed, as the trial it comes from says
         else:
             self.tell(live, state=trial.state)
+
+    def _fail(self, live, reason):
+        """Ends the asked trial `live` as failed, for `reason`."""
+        self._engine.tell(live._trial_id, "fail", None, reason, [])
+        live._finished = True
 
     def add_trials(self, trials):
         """add_trials(self, trials: Iterable[FrozenTrial]) -> None

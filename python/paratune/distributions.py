@@ -30,6 +30,17 @@ def _on_grid_high(kind, low, high, step):
     return float(_decimal.Decimal(repr(low)) + int(n) * _decimal.Decimal(repr(step)))
 
 
+def _repeated_choice(choices):
+    """The index of the first choice listed a second time (as stored: True, 1 and 1.0 differ; others by
+    repr()), or None."""
+    from ._study import _same_stored, _stored_choice
+    stored = [_stored_choice(c) for c in choices]
+    for i, s in enumerate(stored):
+        if any(_same_stored(s, t) for t in stored[:i]):
+            return i
+    return None
+
+
 class BaseDistribution:
     """A parameter's distribution. Two are equal when they are of the same kind with the same fields."""
 
@@ -151,12 +162,10 @@ class CategoricalDistribution(BaseDistribution):
         self.choices = tuple(choices)
         if not self.choices:
             raise _error("CategoricalDistribution: choices (): must hold at least one value")
-        from ._study import _same_stored, _stored_choice
-        stored = [_stored_choice(c) for c in self.choices]
-        for i, s in enumerate(stored):
-            if any(_same_stored(s, t) for t in stored[:i]):
-                raise _error(f"CategoricalDistribution: choices {self.choices!r}: {self.choices[i]!r} is listed "
-                             "twice (or two choices have the same repr())")
+        repeated = _repeated_choice(self.choices)
+        if repeated is not None:
+            raise _error(f"CategoricalDistribution: choices {self.choices!r}: {self.choices[repeated]!r} is listed "
+                         "twice (or two choices have the same repr())")
 
     def _fields(self):
         return {"choices": self.choices}

@@ -35,11 +35,16 @@ TemporaryStore::~TemporaryStore() {
   std::filesystem::remove_all(directory_, ignored);
 }
 
-StudyView read_study(const std::string& storage, const std::string& name) {
+// A store that exists: an SQLite file that is not there is an error, not a new empty file.
+std::unique_ptr<store::StudyStore> open_existing_store(const std::string& storage, store::Access access) {
   if (!store::is_postgres_locator(storage) && !std::filesystem::exists(storage))
     throw Error(fmt::format("{}: no such study file", storage));
+  return store::open_store(storage, access);
+}
+
+StudyView read_study(const std::string& storage, const std::string& name) {
   StudyView view;
-  std::unique_ptr<store::StudyStore> store = store::open_store(storage, store::Access::kReadOnly);
+  std::unique_ptr<store::StudyStore> store = open_existing_store(storage, store::Access::kReadOnly);
   const std::vector<store::StudyInfo> studies = store->studies();
   view.info = choose_study(studies, name, store->locator());
   view.storage = storage;
@@ -177,11 +182,9 @@ void bind_studies(py::module_& m) {
   m.def(
       "studies",
       [](const py::object& where) {
-        const std::string storage = text_or_path(where, "storage");
-        if (!store::is_postgres_locator(storage) && !std::filesystem::exists(storage))
-          throw Error(fmt::format("{}: no such study file", storage));
         std::vector<std::string> names;
-        for (const store::StudyInfo& s : store::open_store(storage, store::Access::kReadOnly)->studies())
+        for (const store::StudyInfo& s :
+             open_existing_store(text_or_path(where, "storage"), store::Access::kReadOnly)->studies())
           names.push_back(s.name);
         return names;
       },
@@ -190,19 +193,15 @@ void bind_studies(py::module_& m) {
   m.def(
       "_delete_study",
       [](const std::string& storage, const std::string& name) {
-        if (!store::is_postgres_locator(storage) && !std::filesystem::exists(storage))
-          throw Error(fmt::format("{}: no such study file", storage));
         const py::gil_scoped_release unlocked;
-        return store::delete_study(*store::open_store(storage), name);
+        return store::delete_study(*open_existing_store(storage, store::Access::kReadWrite), name);
       },
       py::arg("storage"), py::arg("name"), "Deletes a study with its trials; returns how many trials it held.");
   m.def(
       "_copy_study",
       [](const std::string& from, const std::string& to, const std::string& name, const std::string& new_name) {
-        if (!store::is_postgres_locator(from) && !std::filesystem::exists(from))
-          throw Error(fmt::format("{}: no such study file", from));
         const py::gil_scoped_release unlocked;
-        const std::unique_ptr<store::StudyStore> source = store::open_store(from, store::Access::kReadOnly);
+        const std::unique_ptr<store::StudyStore> source = open_existing_store(from, store::Access::kReadOnly);
         return store::copy_studies(*source, *store::open_store(to), name, new_name).trials;
       },
       py::arg("from_storage"), py::arg("to_storage"), py::arg("name"), py::arg("new_name"),

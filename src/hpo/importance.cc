@@ -17,10 +17,13 @@ std::optional<double> explained_share(const std::vector<int>& group, const std::
   double scale = 0;
   for (double v : values) scale = std::max(scale, std::abs(v));
   if (!(scale > 0 && std::isfinite(scale))) scale = 1;
+  std::vector<double> scaled;
+  scaled.reserve(n);
+  for (double v : values) scaled.push_back(v / scale);
   std::map<int, std::pair<double, int>> sums;  // group -> (sum of values, count)
   for (std::size_t t = 0; t < n; ++t) {
     auto& [sum, count] = sums[group[t]];
-    sum += values[t] / scale;
+    sum += scaled[t];
     ++count;
   }
   const std::size_t k = sums.size();
@@ -28,10 +31,10 @@ std::optional<double> explained_share(const std::vector<int>& group, const std::
   // and there is no within-group variance to tell an effect from noise.
   if (n < 2 * k || n < 2) return std::nullopt;
   double mean = 0;
-  for (double v : values) mean += v / scale;
+  for (double v : scaled) mean += v;
   mean /= static_cast<double>(n);
   double total = 0;
-  for (double v : values) total += (v / scale - mean) * (v / scale - mean);
+  for (double v : scaled) total += (v - mean) * (v - mean);
   if (!(total > 0)) return 0.0;  // every trial the same: nothing to explain
   double between = 0;
   for (const auto& [g, sc] : sums) {
